@@ -1,0 +1,1 @@
+"""The Lark grammars of mytriton's textual IRs, shipped inside the package."""

@@ -1,0 +1,256 @@
+"""What each ``tl.*`` function means while tracing.
+
+Each builtin binds its arguments the way Triton's signature does (positional
+or keyword, with Triton's defaults), computes on Python constants when it
+can, and otherwise builds tree expressions.
+"""
+from __future__ import annotations
+
+import ast
+import math
+from typing import Any, Callable
+
+from mytriton.frontend.tracer import Builtin, Tracer, is_number
+from mytriton.ir.opdefs import MATH_FUNCTIONS
+from mytriton.ir.tree import Expr
+from mytriton.types import BOOL, ScalarType
+
+BUILTINS: dict[str, Builtin] = {}
+_REQUIRED = object()
+
+
+def builtin(name: str, *params: str, **defaults: Any) -> Callable:
+    """Register ``impl(tracer, node, **bound)`` as ``tl.<name>`` with the
+    given parameters; a parameter without a default is required."""
+    names = list(params) + [k for k in defaults if k not in params]
+
+    def wrap(impl: Callable[..., Any]) -> Callable[..., Any]:
+        def call(tracer: Tracer, node: ast.Call, args: list, kwargs: dict) -> Any:
+            if len(args) > len(names):
+                raise tracer.error(f"tl.{name}() takes at most {len(names)} argument(s), got {len(args)}", node)
+            bound = dict(zip(names, args))
+            for key, value in kwargs.items():
+                if key not in names:
+                    raise tracer.error(f"tl.{name}() has no parameter '{key}'", node)
+                if key in bound:
+                    raise tracer.error(f"tl.{name}() got two values for '{key}'", node)
+                bound[key] = value
+            for key in names:
+                if key not in bound:
+                    if defaults.get(key, _REQUIRED) is _REQUIRED:
+                        raise tracer.error(f"tl.{name}() is missing the argument '{key}'", node)
+                    bound[key] = defaults[key]
+            return impl(tracer, node, **bound)
+
+        BUILTINS[name] = Builtin(name, call)
+        return impl
+
+    return wrap
+
+
+def _axis(tracer: Tracer, node: ast.AST, value: Any, what: str) -> int:
+    if type(value) is not int:
+        raise tracer.error(f"{what} must be an integer constant", node)
+    return value
+
+
+def _shape(tracer: Tracer, node: ast.AST, value: Any) -> tuple[int, ...]:
+    shape = (value,) if type(value) is int else value
+    if not isinstance(shape, tuple) or not shape or not all(type(d) is int for d in shape):
+        raise tracer.error("a shape must be an integer constant or a tuple of them", node)
+    return shape
+
+
+def _dtype(tracer: Tracer, node: ast.AST, value: Any) -> ScalarType:
+    if not isinstance(value, ScalarType):
+        raise tracer.error("expected a dtype such as tl.float32", node)
+    return value
+
+
+# ---- program and indices ---------------------------------------------------------
+
+
+@builtin("program_id", "axis")
+def _program_id(t: Tracer, node: ast.Call, axis: Any) -> Any:
+    axis = _axis(t, node, axis, "the program axis")
+    if axis not in (0, 1, 2):
+        raise t.error(f"the program axis must be 0, 1 or 2, got {axis}", node)
+    return t.make("program_id", (), node, axis=axis)
+
+
+@builtin("num_programs", "axis")
+def _num_programs(t: Tracer, node: ast.Call, axis: Any) -> Any:
+    axis = _axis(t, node, axis, "the program axis")
+    if axis not in (0, 1, 2):
+        raise t.error(f"the program axis must be 0, 1 or 2, got {axis}", node)
+    return t.make("num_programs", (), node, axis=axis)
+
+
+@builtin("arange", "start", "end")
+def _arange(t: Tracer, node: ast.Call, start: Any, end: Any) -> Any:
+    if type(start) is not int or type(end) is not int:
+        raise t.error("tl.arange bounds must be integer constants (tl.constexpr)", node)
+    size = end - start
+    if size <= 0 or size & (size - 1):
+        raise t.error(f"tl.arange's range must be a power of two, got {end} - {start} = {size}", node)
+    return t.make("arange", (), node, start=start, end=end)
+
+
+# ---- memory ---------------------------------------------------------------------------
+
+
+@builtin("load", "pointer", mask=None, other=None, boundary_check=(), padding_option="",
+         cache_modifier="", eviction_policy="", volatile=False)
+def _load(t: Tracer, node: ast.Call, pointer: Any, mask: Any, other: Any, **hints: Any) -> Any:
+    if not isinstance(pointer, Expr):
+        raise t.error("tl.load needs a pointer", node)
+    if other is not None and mask is None:
+        raise t.error("tl.load: 'other' needs a 'mask'", node)
+    expr = t.make("load", (pointer, mask, other), node)
+    t.anchor(expr)
+    return expr
+
+
+@builtin("store", "pointer", "value", mask=None, boundary_check=(), cache_modifier="",
+         eviction_policy="")
+def _store(t: Tracer, node: ast.Call, pointer: Any, value: Any, mask: Any, **hints: Any) -> Any:
+    if not isinstance(pointer, Expr):
+        raise t.error("tl.store needs a pointer", node)
+    t.effect(t.make("store", (pointer, value, mask), node))
+    return None
+
+
+# ---- elementwise ------------------------------------------------------------------------
+
+_PY_MATH: dict[str, Callable[[float], float]] = {
+    "exp": math.exp, "exp2": lambda x: 2.0 ** x, "log": math.log, "log2": math.log2,
+    "sqrt": math.sqrt, "rsqrt": lambda x: 1.0 / math.sqrt(x), "sin": math.sin, "cos": math.cos,
+    "floor": lambda x: float(math.floor(x)), "ceil": lambda x: float(math.ceil(x)),
+    "sigmoid": lambda x: 1.0 / (1.0 + math.exp(-x)),
+}
+
+
+def _math(name: str) -> None:
+    @builtin(name, "x")
+    def impl(t: Tracer, node: ast.Call, x: Any) -> Any:
+        if is_number(x):
+            try:
+                return _PY_MATH[name](float(x))
+            except (ValueError, OverflowError, ZeroDivisionError) as err:
+                raise t.error(f"tl.{name}({x}): {err}", node) from None
+        return t.make(name, (x,), node)
+
+
+for _name in MATH_FUNCTIONS:
+    _math(_name)
+
+
+@builtin("abs", "x")
+def _abs(t: Tracer, node: ast.Call, x: Any) -> Any:
+    return abs(x) if is_number(x) else t.make("abs", (x,), node)
+
+
+@builtin("where", "condition", "x", "y")
+def _where(t: Tracer, node: ast.Call, condition: Any, x: Any, y: Any) -> Any:
+    if is_number(condition):
+        return x if condition else y
+    return t.make("where", (condition, x, y), node)
+
+
+@builtin("maximum", "x", "y")
+def _maximum(t: Tracer, node: ast.Call, x: Any, y: Any) -> Any:
+    return max(x, y) if is_number(x) and is_number(y) else t.make("maximum", (x, y), node)
+
+
+@builtin("minimum", "x", "y")
+def _minimum(t: Tracer, node: ast.Call, x: Any, y: Any) -> Any:
+    return min(x, y) if is_number(x) and is_number(y) else t.make("minimum", (x, y), node)
+
+
+@builtin("cdiv", "x", "div")
+def _cdiv(t: Tracer, node: ast.Call, x: Any, div: Any) -> Any:
+    if type(x) is int and type(div) is int:
+        if div == 0:
+            raise t.error("cdiv by zero", node)
+        return -(-x // div)
+    total = t.binary(ast.Add(), x, div, node)
+    total = t.binary(ast.Sub(), total, 1, node)
+    return t.binary(ast.FloorDiv(), total, div, node)
+
+
+# ---- blocks ------------------------------------------------------------------------------
+
+
+def _fill_literal(dtype: ScalarType, value: Any) -> Any:
+    if dtype == BOOL:
+        return bool(value)
+    return float(value) if dtype.is_float else int(value)
+
+
+@builtin("zeros", "shape", "dtype")
+def _zeros(t: Tracer, node: ast.Call, shape: Any, dtype: Any) -> Any:
+    dtype = _dtype(t, node, dtype)
+    return t.make("full", (_fill_literal(dtype, 0),), node, shape=_shape(t, node, shape), dtype=dtype)
+
+
+@builtin("empty", "shape", "dtype")
+def _empty(t: Tracer, node: ast.Call, shape: Any, dtype: Any) -> Any:
+    # mytriton zero-fills "empty" blocks: reading one is then deterministic.
+    return _zeros(t, node, shape, dtype)
+
+
+@builtin("full", "shape", "value", "dtype")
+def _full(t: Tracer, node: ast.Call, shape: Any, value: Any, dtype: Any) -> Any:
+    dtype = _dtype(t, node, dtype)
+    fill = _fill_literal(dtype, value) if is_number(value) else value
+    return t.make("full", (fill,), node, shape=_shape(t, node, shape), dtype=dtype)
+
+
+@builtin("expand_dims", "input", "axis")
+def _expand_dims(t: Tracer, node: ast.Call, input: Any, axis: Any) -> Any:
+    axis = _axis(t, node, axis, "the axis")
+    if axis < 0:
+        raise t.error("tl.expand_dims needs a non-negative axis", node)
+    return t.make("expand_dims", (input,), node, axis=axis)
+
+
+def _reduction(name: str) -> None:
+    @builtin(name, "input", axis=None, keep_dims=False)
+    def impl(t: Tracer, node: ast.Call, input: Any, axis: Any, keep_dims: Any) -> Any:
+        if not isinstance(input, Expr):
+            raise t.error(f"tl.{name} needs a tile", node)
+        if axis is not None:
+            axis = _axis(t, node, axis, "the reduction axis")
+            if axis < 0:
+                raise t.error(f"tl.{name} needs a non-negative axis", node)
+        result = t.make(name, (input,), node, axis=axis)
+        if keep_dims:
+            if axis is None:
+                raise t.error(f"tl.{name}: keep_dims needs an axis", node)
+            result = t.make("expand_dims", (result,), node, axis=axis)
+        return result
+
+
+for _name in ("sum", "max", "min"):
+    _reduction(_name)
+
+
+@builtin("dot", "input", "other", acc=None, input_precision=None, allow_tf32=None,
+         max_num_imprecise_acc=None, out_dtype=None)
+def _dot(t: Tracer, node: ast.Call, input: Any, other: Any, acc: Any, **options: Any) -> Any:
+    if not isinstance(input, Expr) or not isinstance(other, Expr):
+        raise t.error("tl.dot needs two tiles", node)
+    return t.make("dot", (input, other, acc), node)
+
+
+# ---- loops (only meaningful as the iterable of a for) -------------------------------------
+
+
+def _loop_only(name: str) -> None:
+    @builtin(name, "arg1", arg2=None, arg3=None)
+    def impl(t: Tracer, node: ast.Call, **_: Any) -> Any:
+        raise t.error(f"tl.{name} can only be the iterable of a 'for' loop", node)
+
+
+for _name in ("static_range", "range"):
+    _loop_only(_name)

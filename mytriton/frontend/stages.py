@@ -1,0 +1,278 @@
+"""The frontend's two stages: ``parse`` (kernel file -> checked kernel bundle)
+and ``trace`` (kernel file or bundle -> tree IR)."""
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from mytriton.diagnostics import SOURCES, CompileError, Location
+from mytriton.frontend.source import (
+    BUNDLE_MARKER, MODULES, KernelModule, Unresolved, function_first_line, read_module,
+)
+from mytriton.frontend.syntax import check_function
+from mytriton.frontend.tracer import trace_kernel
+from mytriton.ir.tree import Arg, ForRange, LoopCarry, LoopResult, Node, ParamRef, Stmt, TreeKernel, Yield
+from mytriton.language import DTYPES
+from mytriton.types import BOOL, F16, BF16, F32, I32, I64, PointerType, ScalarType, Type
+
+# ---- choosing the kernel ------------------------------------------------------------------
+
+
+def called_functions(module: KernelModule, fn: ast.FunctionDef) -> list[str]:
+    names: list[str] = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id in module.functions and node.func.id not in names:
+                names.append(node.func.id)
+    return names
+
+
+def reachable(module: KernelModule, entry: str) -> list[str]:
+    order = [entry]
+    for name in order:
+        for callee in called_functions(module, module.functions[name]):
+            if callee not in order:
+                order.append(callee)
+    return order
+
+
+def select_kernel(module: KernelModule, name: str | None) -> str:
+    if name is None:
+        name = module.kernel_name
+    if name is not None:
+        if name not in module.functions:
+            known = ", ".join(module.functions) or "none"
+            raise CompileError(f"no @jit kernel named '{name}' in {module.file} (kernels: {known})",
+                               Location(module.file, 1, 1))
+        return name
+    if not module.functions:
+        raise CompileError(f"no @jit kernel in {module.file}; decorate one with @mytriton.jit",
+                           Location(module.file, 1, 1))
+    callees = {c for fn in module.functions.values() for c in called_functions(module, fn)}
+    entries = [n for n in module.functions if n not in callees]
+    if len(entries) != 1:
+        raise CompileError(f"{module.file} has several kernels ({', '.join(entries or module.functions)}); "
+                           "choose one with -k NAME", Location(module.file, 1, 1))
+    return entries[0]
+
+
+def load_kernel(text: str, file: str, name: str | None = None) -> tuple[KernelModule, str]:
+    """Read a kernel file or bundle, choose the kernel and check its syntax
+    and that of every @jit function it calls."""
+    module = read_module(text, file)
+    entry = select_kernel(module, name)
+    for fn_name in reachable(module, entry):
+        check_function(module, module.functions[fn_name], entry=fn_name == entry)
+    return module, entry
+
+
+# ---- parse: write a bundle --------------------------------------------------------------
+
+
+def parse_stage(text: str, file: str, name: str | None = None) -> str:
+    module, entry = load_kernel(text, file, name)
+    functions = reachable(module, entry)
+    lines = [
+        "# mytriton kernel bundle: one checked kernel and the @jit functions it calls, copied",
+        "# verbatim from its source; __mytriton_bundle__ maps them back to their lines there.",
+    ]
+    first = {fn: function_first_line(module.functions[fn]) for fn in functions}
+    header = {"source": module.file, "kernel": entry, "lines": first}
+    lines.append(f"{BUNDLE_MARKER} = {header!r}")
+    lines += _imports(module)
+    used = _used_names(module, functions)
+    for const_name, value in module.constants.items():
+        if const_name in used and not isinstance(value, Unresolved):
+            lines.append(f"{const_name} = {_constant_source(value)}")
+    for fn_name in functions:
+        # Line numbers are the original file's (a bundle's were remapped when read).
+        fn = module.functions[fn_name]
+        lines.append("")
+        lines += [SOURCES.line(module.file, n) or "" for n in range(first[fn_name], fn.end_lineno + 1)]
+    return "\n".join(lines) + "\n"
+
+
+def _imports(module: KernelModule) -> list[str]:
+    out = []
+    for local, qualified in sorted(module.aliases.items(), key=lambda kv: (kv[1], kv[0])):
+        if qualified in MODULES:
+            out.append(f"import {qualified}" if local == qualified else f"import {qualified} as {local}")
+        else:
+            parent, _, attr = qualified.rpartition(".")
+            out.append(f"from {parent} import {attr}" + ("" if attr == local else f" as {local}"))
+    return out
+
+
+def _used_names(module: KernelModule, functions: list[str]) -> set[str]:
+    used: set[str] = set()
+    for fn_name in functions:
+        for node in ast.walk(module.functions[fn_name]):
+            if isinstance(node, ast.Name):
+                used.add(node.id)
+    return used
+
+
+def _constant_source(value: Any) -> str:
+    if isinstance(value, ScalarType):
+        inverse = {v: k for k, v in DTYPES.items()}
+        return f"mytriton.language.{inverse[value]}"
+    return repr(value)
+
+
+# ---- trace ---------------------------------------------------------------------------------
+
+_SIGNATURE_TYPES: dict[str, ScalarType] = {
+    "fp32": F32, "f32": F32, "fp16": F16, "f16": F16, "bf16": BF16, "i32": I32, "i64": I64,
+    "i1": BOOL, "bool": BOOL, "int32": I32, "int64": I64, "float32": F32, "float16": F16,
+    "bfloat16": BF16,
+}
+
+
+def parse_signature_type(text: str) -> Type | None:
+    text = text.strip().split(":")[0].strip()
+    if text.startswith("*"):
+        pointee = _SIGNATURE_TYPES.get(text[1:].strip())
+        return PointerType(pointee) if pointee is not None else None
+    return _SIGNATURE_TYPES.get(text)
+
+
+def parse_define(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` from ``-D``: a Python literal or a dtype name."""
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier():
+        raise CompileError(f"-D expects NAME=VALUE, got '{text}'")
+    value = value.strip()
+    dtype = DTYPES.get(value.removeprefix("tl.").removeprefix("mytriton.language."))
+    if dtype is not None:
+        return name, dtype
+    try:
+        parsed = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        raise CompileError(f"-D {name}: '{value}' is not a number, boolean or dtype") from None
+    if not isinstance(parsed, (bool, int, float, tuple)):
+        raise CompileError(f"-D {name}: '{value}' is not a number, boolean or dtype")
+    return name, parsed
+
+
+def kernel_params(module: KernelModule, entry: str) -> tuple[list[str], list[str], dict[str, ast.expr]]:
+    """(runtime parameters, constexpr parameters, defaults) in order."""
+    fn = module.functions[entry]
+    args = fn.args.args
+    defaults = dict(zip([a.arg for a in args[len(args) - len(fn.args.defaults):]], fn.args.defaults))
+    runtime, constexpr = [], []
+    for arg in args:
+        if arg.annotation is not None and module.qualname(arg.annotation) == "mytriton.language.constexpr":
+            constexpr.append(arg.arg)
+        else:
+            runtime.append(arg.arg)
+    return runtime, constexpr, defaults
+
+
+def resolve_constexprs(module: KernelModule, entry: str, defines: dict[str, Any]) -> dict[str, Any]:
+    runtime, constexpr, defaults = kernel_params(module, entry)
+    fn = module.functions[entry]
+    for name in defines:
+        if name in runtime:
+            raise CompileError(f"-D {name}: '{name}' is a runtime parameter, not a tl.constexpr",
+                               module.loc(fn))
+        if name not in constexpr:
+            raise CompileError(f"-D {name}: kernel '{entry}' has no constexpr parameter '{name}'",
+                               module.loc(fn))
+    values: dict[str, Any] = {}
+    for name in constexpr:
+        if name in defines:
+            values[name] = defines[name]
+        elif name in defaults:
+            from mytriton.frontend.source import _constant
+
+            value = _constant(module, defaults[name])
+            if isinstance(value, Unresolved):
+                raise CompileError(f"the default of '{name}' is not a constant: {value.reason}",
+                                   module.loc(defaults[name]))
+            values[name] = value
+        else:
+            arg = next(a for a in fn.args.args if a.arg == name)
+            raise CompileError(f"constexpr '{name}' has no value; give one with -D {name}=VALUE",
+                               module.loc(arg))
+    return values
+
+
+def resolve_signature(module: KernelModule, entry: str, signature: str | None) -> dict[str, Type] | None:
+    """Runtime parameter types from a Triton AOT signature; None: infer the
+    defaults after tracing (pointers to f32, i32 scalars)."""
+    if signature is None:
+        return None
+    runtime, constexpr, _ = kernel_params(module, entry)
+    entries = [s.strip() for s in signature.split(",") if s.strip()]
+    all_params = [a.arg for a in module.functions[entry].args.args]
+    if len(entries) == len(all_params) and len(all_params) != len(runtime):
+        entries = [e for p, e in zip(all_params, entries) if p in runtime]
+    if len(entries) != len(runtime):
+        raise CompileError(f"the signature gives {len(entries)} type(s) but '{entry}' has "
+                           f"{len(runtime)} runtime parameter(s) ({', '.join(runtime)})")
+    types: dict[str, Type] = {}
+    for name, text in zip(runtime, entries):
+        t = parse_signature_type(text)
+        if t is None:
+            raise CompileError(f"unknown type '{text}' for '{name}' in the signature "
+                               "(use *fp32, *fp16, *bf16, *i32, *i64, i32, i64, fp32, ...)")
+        types[name] = t
+    return types
+
+
+def trace_stage(text: str, file: str, defines: dict[str, Any] | None = None,
+                signature: str | None = None, name: str | None = None) -> TreeKernel:
+    module, entry = load_kernel(text, file, name)
+    constexprs = resolve_constexprs(module, entry, defines or {})
+    types = resolve_signature(module, entry, signature)
+    runtime, _, _ = kernel_params(module, entry)
+    placeholder = {p: I32 for p in runtime}
+    kernel = trace_kernel(module, entry, constexprs, types or placeholder)
+    if types is None:
+        pointers = pointer_params(kernel)
+        kernel.params = [(p, PointerType(F32) if p in pointers else I32) for p, _ in kernel.params]
+    return kernel
+
+
+def pointer_params(kernel: TreeKernel) -> set[str]:
+    """Parameters used as the base of a load or store address."""
+    loops: dict[int, ForRange] = {}
+    found: set[str] = set()
+
+    def index_loops(stmts: list[Stmt]) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, ForRange):
+                for arg in stmt.carried_args:
+                    loops[id(arg)] = stmt
+                index_loops(stmt.body)
+
+    def bases(expr: Arg, seen: set[int]) -> set[str]:
+        if id(expr) in seen:
+            return set()
+        seen.add(id(expr))
+        if isinstance(expr, ParamRef):
+            return {expr.name}
+        if isinstance(expr, LoopCarry):
+            return bases(loops[id(expr)].carried_inputs[expr.index], seen)
+        if isinstance(expr, LoopResult):
+            return bases(expr.loop.carried_inputs[expr.index], seen)
+        if not isinstance(expr, Node):
+            return set()
+        if expr.op in ("add", "sub", "expand_dims"):
+            left = bases(expr.args[0], seen)
+            return left or (bases(expr.args[1], seen) if expr.op == "add" else set())
+        if expr.op == "where":
+            return bases(expr.args[1], seen) | bases(expr.args[2], seen)
+        return set()
+
+    def visit(stmts: list[Stmt]) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, ForRange):
+                visit(stmt.body)
+            elif not isinstance(stmt, Yield) and stmt.node.op in ("load", "store"):
+                found.update(bases(stmt.node.args[0], set()))
+
+    index_loops(kernel.body)
+    visit(kernel.body)
+    return found

@@ -1,0 +1,201 @@
+"""Which Python syntax a kernel may use, checked before tracing.
+
+What depends on values (an ``if`` on a runtime value, a loop bound that is not
+a constant) is the tracer's to reject; what can be seen in the syntax alone is
+rejected here, each with the place and a hint.
+"""
+from __future__ import annotations
+
+import ast
+
+from mytriton.diagnostics import CompileError
+from mytriton.frontend.source import KernelModule
+from mytriton.language import DTYPES, FUNCTIONS
+
+PYTHON_BUILTINS = ("range", "min", "max", "float", "int", "abs", "len", "bool")
+HOST_FUNCTIONS = ("mytriton.cdiv",)
+
+_STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.For, ast.If, ast.Pass, ast.Return)
+_EXPRESSIONS = (
+    ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.BinOp, ast.UnaryOp, ast.Compare,
+    ast.BoolOp, ast.IfExp, ast.Subscript, ast.Tuple, ast.List, ast.Slice, ast.keyword,
+)
+_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr,
+           ast.BitXor, ast.LShift, ast.RShift)
+_UNARY = (ast.USub, ast.UAdd, ast.Not, ast.Invert)
+_COMPARE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+
+_NAMED = {
+    ast.While: "'while' loops are not supported in kernels; use 'for ... in range(...)'",
+    ast.Break: "'break' is not supported in kernels",
+    ast.Continue: "'continue' is not supported in kernels",
+    ast.With: "'with' is not supported in kernels",
+    ast.Try: "'try' is not supported in kernels",
+    ast.Raise: "'raise' is not supported in kernels",
+    ast.Lambda: "lambdas are not supported in kernels",
+    ast.FunctionDef: "functions cannot be defined inside kernels; define a @jit function at module level",
+    ast.ClassDef: "classes cannot be defined inside kernels",
+    ast.Import: "imports are not supported inside kernels; import at module level",
+    ast.ImportFrom: "imports are not supported inside kernels; import at module level",
+    ast.Global: "'global' is not supported in kernels",
+    ast.Nonlocal: "'nonlocal' is not supported in kernels",
+    ast.Delete: "'del' is not supported in kernels",
+    ast.Assert: "'assert' is not supported in kernels",
+    ast.ListComp: "comprehensions are not supported in kernels",
+    ast.GeneratorExp: "comprehensions are not supported in kernels",
+    ast.DictComp: "comprehensions are not supported in kernels",
+    ast.SetComp: "comprehensions are not supported in kernels",
+    ast.Dict: "dicts are not supported in kernels",
+    ast.Set: "sets are not supported in kernels",
+    ast.JoinedStr: "f-strings are not supported in kernels",
+    ast.NamedExpr: "':=' is not supported in kernels",
+    ast.Starred: "'*' unpacking is not supported in kernels",
+    ast.Await: "'await' is not supported in kernels",
+    ast.Yield: "'yield' is not supported in kernels",
+}
+
+
+class SyntaxChecker(ast.NodeVisitor):
+    def __init__(self, module: KernelModule, fn: ast.FunctionDef, entry: bool) -> None:
+        self.module = module
+        self.fn = fn
+        self.entry = entry
+
+    def error(self, message: str, node: ast.AST) -> CompileError:
+        return CompileError(message, self.module.loc(node))
+
+    def check(self) -> None:
+        args = self.fn.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+            raise self.error("kernel parameters must be plain positional names", self.fn)
+        for stmt in self.fn.body:
+            self.visit(stmt)
+        if not self.entry:
+            returns = [s for s in ast.walk(self.fn) if isinstance(s, ast.Return)]
+            for ret in returns:
+                if ret is not self.fn.body[-1]:
+                    raise self.error("a @jit helper may return only at the end of its body", ret)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        if type(node) in _NAMED:
+            raise self.error(_NAMED[type(node)], node)
+        if isinstance(node, ast.stmt) and not isinstance(node, _STATEMENTS):
+            raise self.error(f"'{type(node).__name__}' statements are not supported in kernels", node)
+        if isinstance(node, ast.expr) and not isinstance(node, _EXPRESSIONS):
+            raise self.error(f"'{type(node).__name__}' expressions are not supported in kernels", node)
+        super().generic_visit(node)
+
+    # Operators are AST nodes too; only some are kernel operators.
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if not isinstance(node.op, _BINOPS):
+            raise self.error(f"the operator '{_op_text(node.op)}' is not supported in kernels", node)
+        self.generic_visit(node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
+        if not isinstance(node.op, _UNARY):
+            raise self.error("this unary operator is not supported in kernels", node)
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        if len(node.ops) != 1:
+            raise self.error("chained comparisons are not supported; combine them with '&'", node)
+        if not isinstance(node.ops[0], _COMPARE):
+            raise self.error(f"the comparison '{_op_text(node.ops[0])}' is not supported in kernels", node)
+        self.generic_visit(node)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if self.entry:
+            raise self.error("'return' is not supported in a kernel; store results through pointers", node)
+        self.generic_visit(node)
+
+    def visit_For(self, node: ast.For) -> None:
+        if node.orelse:
+            raise self.error("'for/else' is not supported in kernels", node.orelse[0])
+        if not isinstance(node.target, ast.Name):
+            raise self.error("a loop variable must be a single name", node.target)
+        call = node.iter
+        name = self._callee(call.func) if isinstance(call, ast.Call) else None
+        if name not in ("range", "mytriton.language.range", "mytriton.language.static_range"):
+            raise self.error("kernels loop only over range(...) or tl.static_range(...)", node.iter)
+        if call.keywords:
+            raise self.error("range bounds are positional: range(start, stop, step)", call)
+        if not 1 <= len(call.args) <= 3:
+            raise self.error("range takes one to three arguments", call)
+        self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._check_target(target)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        if not isinstance(node.target, ast.Name):
+            raise self.error("only names can be updated with an augmented assignment", node.target)
+        if not isinstance(node.op, _BINOPS):
+            raise self.error(f"the operator '{_op_text(node.op)}=' is not supported in kernels", node)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._check_target(node.target)
+        if node.value is None:
+            raise self.error("a declaration without a value is not supported in kernels", node)
+        self.visit(node.value)
+
+    def _check_target(self, target: ast.expr) -> None:
+        if isinstance(target, ast.Name):
+            return
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._check_target(element)
+            return
+        if isinstance(target, ast.Subscript):
+            raise self.error("kernels cannot assign into a tile element; build a new value instead", target)
+        raise self.error("only names can be assigned in kernels", target)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        qualified = self.module.qualname(node)
+        if qualified and qualified.startswith("mytriton.language."):
+            name = qualified[len("mytriton.language."):]
+            if name not in FUNCTIONS and name not in DTYPES and name != "constexpr":
+                raise self.error(f"'{name}' is not part of mytriton.language", node)
+            return
+        if qualified and qualified.startswith("mytriton."):
+            if qualified not in HOST_FUNCTIONS and qualified not in ("mytriton.jit", "mytriton.language"):
+                raise self.error(f"'{qualified}' cannot be used inside a kernel", node)
+            return
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                raise self.error("'**' arguments are not supported in kernels", keyword.value)
+        if isinstance(node.func, ast.Name):
+            name = node.func.id
+            value = self.module.constants.get(name)
+            if name in self.module.functions or name in PYTHON_BUILTINS or self._local(name):
+                pass
+            elif self.module.aliases.get(name, "").startswith("mytriton"):
+                pass
+            elif value is not None or name in self.module.constants:
+                raise self.error(f"'{name}' is not a @jit function", node.func)
+            else:
+                raise self.error(f"unknown function '{name}'", node.func)
+        self.generic_visit(node)
+
+    def _local(self, name: str) -> bool:
+        return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+                   for n in ast.walk(self.fn)) or name in {a.arg for a in self.fn.args.args}
+
+    def _callee(self, func: ast.expr) -> str | None:
+        if isinstance(func, ast.Name) and func.id == "range" and func.id not in self.module.aliases:
+            return "range"
+        return self.module.qualname(func)
+
+
+def _op_text(op: ast.AST) -> str:
+    return {ast.Pow: "**", ast.MatMult: "@", ast.Is: "is", ast.IsNot: "is not", ast.In: "in",
+            ast.NotIn: "not in"}.get(type(op), type(op).__name__)
+
+
+def check_function(module: KernelModule, fn: ast.FunctionDef, entry: bool) -> None:
+    SyntaxChecker(module, fn, entry).check()

@@ -1,0 +1,556 @@
+"""The AST frontend: interprets a kernel's syntax tree into the tree IR.
+
+Python values (constexprs, literals, tuples, dtypes) are computed here, as
+Python; everything that depends on runtime data becomes a tree expression.
+``range`` with constant bounds and ``tl.static_range`` unroll; ``range`` with a
+runtime bound becomes a ``ForRange`` region, traced in its own ``Region``
+that records what it captures from outside (first seed chapter).
+"""
+from __future__ import annotations
+
+import ast
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from mytriton.diagnostics import CompileError, Location
+from mytriton.frontend.source import KernelModule, Unresolved
+from mytriton.ir.tree import (
+    Arg, Effect, Expr, ForRange, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
+    TreeKernel, Yield,
+)
+from mytriton.language import DTYPES
+from mytriton.types import ScalarType, Type
+
+Number = bool | int | float
+
+
+class Region:
+    """The statements of one region being traced, the expressions created in
+    it, and the outer expressions its body reads (its captures)."""
+
+    def __init__(self, parent: "Region | None") -> None:
+        self.parent = parent
+        self.stmts: list[Stmt] = []
+        self.owned: set[int] = set()
+        self.captures: dict[int, Expr] = {}
+
+    def own(self, expr: Expr) -> None:
+        self.owned.add(id(expr))
+
+    def reference(self, expr: Arg) -> None:
+        if not isinstance(expr, Expr) or isinstance(expr, ParamRef) or self.parent is None:
+            return
+        if id(expr) in self.owned or id(expr) in self.captures:
+            return
+        self.captures[id(expr)] = expr
+        self.parent.reference(expr)
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A function a kernel can call; ``impl(tracer, call, args, kwargs)``."""
+
+    name: str
+    impl: Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class JitRef:
+    name: str
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    receiver: Expr
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    qualified: str
+
+
+class _Return(Exception):
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+_PY_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_, ast.BitXor: operator.xor, ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+}
+_TREE_BINOPS = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
+    ast.Mod: "mod", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
+}
+_PY_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+               ast.Eq: operator.eq, ast.NotEq: operator.ne}
+_TREE_COMPARE = {ast.Lt: "cmp_lt", ast.LtE: "cmp_le", ast.Gt: "cmp_gt", ast.GtE: "cmp_ge",
+                 ast.Eq: "cmp_eq", ast.NotEq: "cmp_ne"}
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (bool, int, float))
+
+
+def is_runtime(value: Any) -> bool:
+    return isinstance(value, Expr)
+
+
+class Tracer:
+    def __init__(self, module: KernelModule, kernel: TreeKernel, region: Region,
+                 env: dict[str, Any], depth: int = 0) -> None:
+        self.module = module
+        self.kernel = kernel
+        self.region = region
+        self.env = env
+        self.depth = depth
+
+    # ---- helpers ----------------------------------------------------------------
+    def loc(self, node: ast.AST) -> Location:
+        return self.module.loc(node)
+
+    def error(self, message: str, node: ast.AST) -> CompileError:
+        return CompileError(message, self.loc(node))
+
+    def make(self, op: str, args: tuple[Arg, ...], node: ast.AST, **attrs: Any) -> Node:
+        for arg in args:
+            self.check_operand(arg, op, node)
+            self.region.reference(arg)
+        expr = Node(op, args, attrs, self.loc(node))
+        self.region.own(expr)
+        return expr
+
+    def check_operand(self, value: Any, op: str, node: ast.AST) -> None:
+        if value is None or is_number(value) or isinstance(value, Expr):
+            return
+        raise self.error(f"{_describe(value)} cannot be an operand of '{op}'", node)
+
+    def anchor(self, expr: Node) -> None:
+        self.region.stmts.append(Let(expr))
+
+    def effect(self, expr: Node) -> None:
+        self.region.stmts.append(Effect(expr))
+
+    # ---- statements -------------------------------------------------------------
+    def run(self, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            self.statement(stmt)
+
+    def statement(self, stmt: ast.stmt) -> None:
+        method = getattr(self, f"stmt_{type(stmt).__name__}", None)
+        if method is None:
+            raise self.error(f"'{type(stmt).__name__}' statements are not supported in kernels", stmt)
+        method(stmt)
+
+    def stmt_Expr(self, stmt: ast.Expr) -> None:
+        if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+            return  # a docstring
+        self.eval(stmt.value)
+
+    def stmt_Pass(self, stmt: ast.Pass) -> None:
+        pass
+
+    def stmt_Assign(self, stmt: ast.Assign) -> None:
+        value = self.eval(stmt.value)
+        for target in stmt.targets:
+            self.assign(target, value)
+
+    def stmt_AnnAssign(self, stmt: ast.AnnAssign) -> None:
+        self.assign(stmt.target, self.eval(stmt.value))
+
+    def stmt_AugAssign(self, stmt: ast.AugAssign) -> None:
+        name = stmt.target.id
+        if name not in self.env:
+            raise self.error(f"'{name}' is updated before it is assigned", stmt.target)
+        value = self.binary(stmt.op, self.env[name], self.eval(stmt.value), stmt)
+        self.assign(stmt.target, value)
+
+    def assign(self, target: ast.expr, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            if isinstance(value, Expr) and value.hint is None and not isinstance(value, ParamRef):
+                value.hint = target.id
+            self.env[target.id] = value
+            return
+        if isinstance(target, (ast.Tuple, ast.List)):
+            if not isinstance(value, tuple) or len(value) != len(target.elts):
+                raise self.error("cannot unpack this value into the names on the left", target)
+            for element, item in zip(target.elts, value):
+                self.assign(element, item)
+            return
+        raise self.error("only names can be assigned in kernels", target)
+
+    def stmt_Return(self, stmt: ast.Return) -> None:
+        raise _Return(self.eval(stmt.value) if stmt.value is not None else None)
+
+    def stmt_If(self, stmt: ast.If) -> None:
+        condition = self.eval(stmt.test)
+        if isinstance(condition, Expr):
+            raise self.error("'if' on a runtime value is not supported; use tl.where(condition, a, b)",
+                             stmt.test)
+        self.run(stmt.body if condition else stmt.orelse)
+
+    def stmt_For(self, stmt: ast.For) -> None:
+        call = stmt.iter
+        assert isinstance(call, ast.Call)
+        static = self.module.qualname(call.func) == "mytriton.language.static_range"
+        parts = [self.eval(a) for a in call.args]
+        start, stop, step = _range_parts(parts)
+        constant = all(type(v) is int for v in (start, stop, step))
+        if static and not constant:
+            bad = next(a for a, v in zip(call.args, parts) if type(v) is not int)
+            raise self.error("tl.static_range needs compile-time integer bounds; "
+                             "use range(...) for a runtime loop", bad)
+        name = stmt.target.id
+        if constant:
+            if step == 0:
+                raise self.error("range step cannot be zero", call)
+            for value in range(start, stop, step):
+                self.env[name] = value
+                self.run(stmt.body)
+            return
+        self.runtime_loop(stmt, start, stop, step)
+
+    def runtime_loop(self, stmt: ast.For, start: Any, stop: Any, step: Any) -> None:
+        call = stmt.iter
+        step_node = call.args[2] if len(call.args) == 3 else call
+        if type(step) is not int:
+            raise self.error("the step of a runtime loop must be a compile-time integer", step_node)
+        if step <= 0:
+            raise self.error(f"the step of a runtime loop must be positive, got {step}", step_node)
+        for bound, what in ((start, "start"), (stop, "stop")):
+            if not (type(bound) is int or isinstance(bound, Expr)):
+                raise self.error(f"the loop {what} must be an integer, got {_describe(bound)}", call)
+        name = stmt.target.id
+        assigned = assigned_names(stmt.body)
+        if name in assigned:
+            raise self.error(f"the loop variable '{name}' cannot be assigned in a runtime loop",
+                             assigned[name])
+        carried = [n for n in assigned if n in self.env]
+        for n in carried:
+            if not (is_number(self.env[n]) or isinstance(self.env[n], Expr)):
+                raise self.error(f"'{n}' holds {_describe(self.env[n])}, which a runtime loop cannot carry",
+                                 assigned[n])
+        for bound in (start, stop):
+            self.region.reference(bound)
+        inputs = tuple(self.env[n] for n in carried)
+        for value in inputs:
+            self.region.reference(value)
+        body_region = Region(self.region)
+        index = LoopIndex(hint=name)
+        body_region.own(index)
+        carried_args = tuple(LoopCarry(i, hint=n) for i, n in enumerate(carried))
+        for arg in carried_args:
+            body_region.own(arg)
+        body_env = dict(self.env)
+        body_env[name] = index
+        body_env.update(zip(carried, carried_args))
+        body = Tracer(self.module, self.kernel, body_region, body_env, self.depth)
+        body.run(stmt.body)
+        outputs = tuple(body_env[n] for n in carried)
+        for n, value in zip(carried, outputs):
+            if not (is_number(value) or isinstance(value, Expr)):
+                raise self.error(f"'{n}' holds {_describe(value)} at the end of the loop body", assigned[n])
+            body_region.reference(value)
+        loc = self.loc(stmt)
+        body_region.stmts.append(Yield(outputs, loc))
+        loop = ForRange(index, start, stop, step, tuple(body_region.captures.values()), body_region.stmts,
+                        inputs, carried_args, (), loc)
+        loop.results = tuple(LoopResult(loop, i, hint=n) for i, n in enumerate(carried))
+        for result in loop.results:
+            self.region.own(result)
+        self.region.stmts.append(loop)
+        # The body ran in its own environment, so names it bound first do not
+        # escape; carried names now hold the loop's results.
+        self.env.update(zip(carried, loop.results))
+
+    # ---- expressions ------------------------------------------------------------
+    def eval(self, node: ast.expr) -> Any:
+        method = getattr(self, f"expr_{type(node).__name__}", None)
+        if method is None:
+            raise self.error(f"'{type(node).__name__}' expressions are not supported in kernels", node)
+        return method(node)
+
+    def expr_Constant(self, node: ast.Constant) -> Any:
+        return node.value
+
+    def expr_Tuple(self, node: ast.Tuple) -> Any:
+        return tuple(self.eval(e) for e in node.elts)
+
+    expr_List = expr_Tuple
+
+    def expr_Name(self, node: ast.Name) -> Any:
+        if node.id in self.env:
+            return self.env[node.id]
+        return self.global_name(node.id, node)
+
+    def global_name(self, name: str, node: ast.AST) -> Any:
+        module = self.module
+        if name in module.aliases:
+            return self.qualified(module.aliases[name], node)
+        if name in module.functions:
+            return JitRef(name)
+        if name in module.constants:
+            value = module.constants[name]
+            if isinstance(value, Unresolved):
+                raise self.error(f"'{name}' cannot be used in a kernel: {value.reason}", node)
+            return value
+        if name in _PY_BUILTINS:
+            return _PY_BUILTINS[name]
+        raise self.error(f"'{name}' is not defined", node)
+
+    def qualified(self, qualified: str, node: ast.AST) -> Any:
+        from mytriton.frontend.builtins import BUILTINS
+
+        if qualified in ("mytriton", "mytriton.language"):
+            return ModuleRef(qualified)
+        if qualified.startswith("mytriton.language."):
+            name = qualified.split(".")[-1]
+            if name in DTYPES:
+                return DTYPES[name]
+            if name in BUILTINS:
+                return BUILTINS[name]
+        if qualified == "mytriton.cdiv":
+            return BUILTINS["cdiv"]
+        raise self.error(f"'{qualified}' cannot be used inside a kernel", node)
+
+    def expr_Attribute(self, node: ast.Attribute) -> Any:
+        base = self.eval(node.value)
+        if isinstance(base, ModuleRef):
+            return self.qualified(f"{base.qualified}.{node.attr}", node)
+        if isinstance(base, Expr) and node.attr == "to":
+            return Method("to", base)
+        raise self.error(f"{_describe(base)} has no attribute '{node.attr}' in kernels", node)
+
+    def expr_Call(self, node: ast.Call) -> Any:
+        func = self.eval(node.func)
+        args = [self.eval(a) for a in node.args]
+        kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
+        if isinstance(func, Builtin):
+            return func.impl(self, node, args, kwargs)
+        if isinstance(func, JitRef):
+            return self.call_jit(func.name, node, args, kwargs)
+        if isinstance(func, Method):
+            return self.call_method(func, node, args, kwargs)
+        if callable(func) and func in _PY_BUILTINS.values():
+            if any(isinstance(a, Expr) for a in [*args, *kwargs.values()]):
+                raise self.error(f"Python's {func.__name__}() works on constants only; "
+                                 "use tl.maximum / tl.minimum on tiles", node)
+            try:
+                return func(*args, **kwargs)
+            except (TypeError, ValueError) as err:
+                raise self.error(f"{func.__name__}(): {err}", node) from None
+        raise self.error(f"{_describe(func)} cannot be called", node.func)
+
+    def call_method(self, method: Method, node: ast.Call, args: list, kwargs: dict) -> Any:
+        # x.to(dtype)
+        dtype = args[0] if args else kwargs.get("dtype")
+        if not isinstance(dtype, ScalarType) or len(args) + len(kwargs) != 1:
+            raise self.error(".to() takes one dtype, such as tl.float16", node)
+        return self.make("cast", (method.receiver,), node, dtype=dtype)
+
+    def call_jit(self, name: str, node: ast.Call, args: list, kwargs: dict) -> Any:
+        fn = self.module.functions[name]
+        if self.depth > 32:
+            raise self.error(f"@jit calls nest too deeply (recursion in '{name}'?)", node)
+        params = [a.arg for a in fn.args.args]
+        defaults = dict(zip(params[len(params) - len(fn.args.defaults):], fn.args.defaults))
+        if len(args) > len(params):
+            raise self.error(f"'{name}' takes {len(params)} argument(s), got {len(args)}", node)
+        env: dict[str, Any] = dict(zip(params, args))
+        for key, value in kwargs.items():
+            if key not in params:
+                raise self.error(f"'{name}' has no parameter '{key}'", node)
+            if key in env:
+                raise self.error(f"'{name}' got two values for '{key}'", node)
+            env[key] = value
+        for param in params:
+            if param not in env:
+                if param not in defaults:
+                    raise self.error(f"'{name}' is missing the argument '{param}'", node)
+                env[param] = self.eval(defaults[param])
+        helper = Tracer(self.module, self.kernel, self.region, env, self.depth + 1)
+        try:
+            helper.run(fn.body)
+        except _Return as ret:
+            return ret.value
+        return None
+
+    def expr_BinOp(self, node: ast.BinOp) -> Any:
+        return self.binary(node.op, self.eval(node.left), self.eval(node.right), node)
+
+    def binary(self, op: ast.operator, a: Any, b: Any, node: ast.AST) -> Any:
+        if is_number(a) and is_number(b):
+            try:
+                return _PY_BINOPS[type(op)](a, b)
+            except ZeroDivisionError:
+                raise self.error("division by zero in a constant expression", node) from None
+        name = _TREE_BINOPS.get(type(op))
+        if name is None:
+            raise self.error("this operator works on constants only", node)
+        return self.make(name, (a, b), node)
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        value = self.eval(node.operand)
+        if is_number(value):
+            return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
+                    ast.Invert: operator.invert}[type(node.op)](value)
+        if isinstance(node.op, ast.UAdd):
+            return value
+        if isinstance(node.op, ast.USub):
+            return self.make("neg", (value,), node)
+        if isinstance(node.op, ast.Invert):
+            return self.make("not", (value,), node)
+        raise self.error("'not' works on constants only; use '~' on tiles", node)
+
+    def expr_Compare(self, node: ast.Compare) -> Any:
+        a, b = self.eval(node.left), self.eval(node.comparators[0])
+        op = type(node.ops[0])
+        if is_number(a) and is_number(b):
+            return _PY_COMPARE[op](a, b)
+        if op in (ast.Eq, ast.NotEq) and not isinstance(a, Expr) and not isinstance(b, Expr):
+            return _PY_COMPARE[op](a, b)
+        return self.make(_TREE_COMPARE[op], (a, b), node)
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> Any:
+        result: Any = None
+        for i, operand in enumerate(node.values):
+            result = self.eval(operand)
+            if isinstance(result, Expr):
+                word = "and" if isinstance(node.op, ast.And) else "or"
+                symbol = "&" if word == "and" else "|"
+                raise self.error(f"'{word}' works on constants only; use '{symbol}' on tiles", operand)
+            if isinstance(node.op, ast.And) and not result:
+                return result
+            if isinstance(node.op, ast.Or) and result:
+                return result
+        return result
+
+    def expr_IfExp(self, node: ast.IfExp) -> Any:
+        condition = self.eval(node.test)
+        if isinstance(condition, Expr):
+            raise self.error("a conditional expression on a runtime value is not supported; "
+                             "use tl.where(condition, a, b)", node.test)
+        return self.eval(node.body if condition else node.orelse)
+
+    def expr_Subscript(self, node: ast.Subscript) -> Any:
+        base = self.eval(node.value)
+        index = node.slice
+        items = index.elts if isinstance(index, ast.Tuple) else [index]
+        if isinstance(base, tuple):
+            key = self.eval(index)
+            if type(key) is not int:
+                raise self.error("tuples are indexed by integer constants", index)
+            try:
+                return base[key]
+            except IndexError:
+                raise self.error(f"index {key} is out of range", index) from None
+        if not isinstance(base, Expr):
+            raise self.error(f"{_describe(base)} cannot be indexed", node)
+        result: Expr = base
+        for axis, item in enumerate(items):
+            if isinstance(item, ast.Constant) and item.value is None:
+                result = self.make("expand_dims", (result,), node, axis=axis)
+            elif isinstance(item, ast.Slice) and item.lower is None and item.upper is None and item.step is None:
+                continue
+            else:
+                raise self.error("tiles are indexed only with ':' and None, as in x[:, None]", item)
+        return result
+
+
+_PY_BUILTINS: dict[str, Callable[..., Any]] = {
+    "min": min, "max": max, "float": float, "int": int, "abs": abs, "len": len, "bool": bool,
+}
+
+
+def _range_parts(parts: list[Any]) -> tuple[Any, Any, Any]:
+    if len(parts) == 1:
+        return 0, parts[0], 1
+    if len(parts) == 2:
+        return parts[0], parts[1], 1
+    return parts[0], parts[1], parts[2]
+
+
+def assigned_names(body: list[ast.stmt]) -> dict[str, ast.AST]:
+    """Names assigned anywhere in ``body``, in source order, with the first
+    assigning node (carried values keep this order all the way down)."""
+    found: dict[str, ast.AST] = {}
+
+    class Collector(ast.NodeVisitor):
+        def add(self, target: ast.expr) -> None:
+            if isinstance(target, ast.Name):
+                found.setdefault(target.id, target)
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                for element in target.elts:
+                    self.add(element)
+
+        def visit_Assign(self, node: ast.Assign) -> None:
+            self.generic_visit(node)
+            for target in node.targets:
+                self.add(target)
+
+        def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+            self.generic_visit(node)
+            self.add(node.target)
+
+        def visit_AugAssign(self, node: ast.AugAssign) -> None:
+            self.generic_visit(node)
+            self.add(node.target)
+
+        def visit_For(self, node: ast.For) -> None:
+            self.add(node.target)
+            self.generic_visit(node)
+
+    collector = Collector()
+    for stmt in body:
+        collector.visit(stmt)
+    return found
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, Expr):
+        return "a runtime value"
+    if isinstance(value, ScalarType):
+        return f"the dtype {value.name}"
+    if isinstance(value, Builtin):
+        return f"tl.{value.name}"
+    if isinstance(value, JitRef):
+        return f"the @jit function '{value.name}'"
+    if isinstance(value, ModuleRef):
+        return f"the module '{value.qualified}'"
+    if isinstance(value, tuple):
+        return "a tuple"
+    if value is None:
+        return "None"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if is_number(value):
+        return f"the constant {value!r}"
+    return f"'{type(value).__name__}'"
+
+
+# ---- tracing a kernel ---------------------------------------------------------
+
+
+def trace_kernel(module: KernelModule, name: str, constexprs: dict[str, Any],
+                 runtime_types: dict[str, Type]) -> TreeKernel:
+    """Trace ``name`` with the given constexpr values and runtime parameter
+    types (already matched to the kernel's parameters)."""
+    fn = module.functions[name]
+    kernel = TreeKernel(name, [], {}, [], module.loc(fn))
+    env: dict[str, Any] = {}
+    for arg in fn.args.args:
+        if arg.arg in constexprs:
+            env[arg.arg] = constexprs[arg.arg]
+            kernel.constexprs[arg.arg] = constexprs[arg.arg]
+        else:
+            kernel.params.append((arg.arg, runtime_types[arg.arg]))
+            env[arg.arg] = kernel.param(arg.arg)
+    region = Region(None)
+    tracer = Tracer(module, kernel, region, env)
+    tracer.run(fn.body)
+    kernel.body = region.stmts
+    return kernel

@@ -1,0 +1,101 @@
+"""Loading the Lark grammars and turning Lark's errors into diagnostics.
+
+The grammars live in ``grammars/`` at the top of the repository, installed as
+the package ``mytriton.grammars``. Both IR readers go through ``parse_text``.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import lark
+
+from mytriton.diagnostics import SOURCES, CompileError, Location
+
+# Literal spellings of the grammars' terminals, for "expected ..." messages.
+_TERMINAL_SPELLING = {
+    "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'", "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'",
+    "COMMA": "','", "COLON": "':'", "EQUAL": "'='", "LESSTHAN": "'<'", "MORETHAN": "'>'",
+    "AT": "'@'", "MINUS": "'-'",
+    "VALUE": "a value (%N)", "BINDING": "a binding ($name)", "NAME": "a name",
+    "INT": "an integer", "FLOAT": "a number", "DIMS": "dimensions (RxC)",
+    "ESCAPED_STRING": "a string", "$END": "end of input",
+}
+
+
+def grammar_dir() -> Path:
+    try:
+        from importlib.resources import files
+
+        path = Path(str(files("mytriton.grammars")))
+        if (path / "common.lark").exists():
+            return path
+    except ModuleNotFoundError:
+        pass
+    # Running from a checkout without installing: grammars/ sits beside mytriton/.
+    return Path(__file__).resolve().parents[2] / "grammars"
+
+
+@functools.lru_cache(maxsize=None)
+def parser(name: str) -> lark.Lark:
+    path = grammar_dir() / f"{name}.lark"
+    return lark.Lark.open(
+        str(path), parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True,
+    )
+
+
+def rule(tree: lark.Tree) -> str:
+    """A node's rule name without the ``common__`` prefix Lark gives imports."""
+    name = tree.data if isinstance(tree.data, str) else tree.data.value
+    return name.rsplit("__", 1)[-1]
+
+
+def parse_text(grammar: str, text: str, file: str) -> lark.Tree:
+    SOURCES.register(file, text)
+    lark_parser = parser(grammar)
+    try:
+        return lark_parser.parse(text)
+    except lark.UnexpectedEOF as err:
+        lines = text.splitlines() or [""]
+        loc = Location(file, len(lines), len(lines[-1]) + 1)
+        raise CompileError(f"unexpected end of input{_expected(err.expected, lark_parser)}", loc) from None
+    except lark.UnexpectedToken as err:
+        if err.token.type == "$END":
+            lines = text.splitlines() or [""]
+            loc = Location(file, len(lines), len(lines[-1]) + 1)
+            raise CompileError(f"unexpected end of input{_expected(err.expected, lark_parser)}", loc) from None
+        loc = Location(file, err.line, err.column)
+        raise CompileError(f"unexpected '{err.token}'{_expected(err.expected, lark_parser)}", loc) from None
+    except lark.UnexpectedCharacters as err:
+        loc = Location(file, err.line, err.column)
+        char = text[err.pos_in_stream] if err.pos_in_stream < len(text) else "?"
+        raise CompileError(f"unexpected character '{char}'", loc) from None
+
+
+def _expected(names: set[str] | frozenset[str], lark_parser: lark.Lark) -> str:
+    spelled = sorted({_spell(n, lark_parser) for n in names})
+    if not spelled:
+        return ""
+    if len(spelled) > 6:
+        spelled = spelled[:6] + ["..."]
+    return "; expected " + ", ".join(spelled)
+
+
+def _spell(terminal: str, lark_parser: lark.Lark) -> str:
+    if terminal in _TERMINAL_SPELLING:
+        return _TERMINAL_SPELLING[terminal]
+    try:
+        pattern = lark_parser.get_terminal(terminal).pattern
+    except KeyError:
+        return terminal.lower()
+    if pattern.type == "str":
+        return f"'{pattern.value}'"
+    return terminal.lower()
+
+
+def node_loc(tree: lark.Tree | lark.Token, file: str) -> Location:
+    """Where a parse-tree node starts in the IR text."""
+    if isinstance(tree, lark.Token):
+        return Location(file, tree.line or 1, tree.column or 1)
+    meta = tree.meta
+    return Location(file, getattr(meta, "line", 1), getattr(meta, "column", 1))

@@ -1,0 +1,353 @@
+"""What each SSA op is: its operands, attributes, traits and type rule.
+
+This table is the one place that knows the ops. Lowering asks it for result
+types, the verifier checks declared types against it, the SSA parser checks
+arities with it, and the passes read its traits (pure, commutative).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from mytriton.types import (
+    BOOL, F32, I32, BlockType, PointerType, ScalarType, Type, TypeRuleError, WeakType,
+    broadcast_shapes, concrete, element_of, promote, shape_of, with_element, SCALARS,
+)
+
+InferFn = Callable[[list[Type | None], dict[str, Any]], list[Type]]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    operands: tuple[str, ...]  # operand names; a trailing '?' marks one that may be none
+    infer: InferFn
+    attrs: tuple[str, ...] = ()
+    pure: bool = True  # no side effect: CSE may merge it, DCE may drop it
+    commutative: bool = False
+    elementwise: bool = False
+    doc: str = ""
+
+    @property
+    def arity(self) -> int:
+        return len(self.operands)
+
+    def optional(self, index: int) -> bool:
+        return self.operands[index].endswith("?")
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def _register(opdef: OpDef) -> None:
+    OPS[opdef.name] = opdef
+
+
+def _err(message: str) -> TypeRuleError:
+    return TypeRuleError(message)
+
+
+# ---- helpers for type rules ---------------------------------------------------
+
+
+def _numeric(t: Type | None, what: str, op: str) -> ScalarType | WeakType:
+    e = element_of(t)
+    if isinstance(e, PointerType):
+        raise _err(f"'{op}' does not take pointer operands ({what} is {t})")
+    return e
+
+
+def _broadcast(*types: Type | None) -> tuple[int, ...]:
+    return broadcast_shapes(*(shape_of(t) for t in types if t is not None))
+
+
+def _arith(name: str, *, ints_only: bool = False, int_division_to_float: bool = False,
+           bools: bool = False) -> InferFn:
+    def infer(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+        a, b = types
+        ea, eb = _numeric(a, "the left operand", name), _numeric(b, "the right operand", name)
+        shape = _broadcast(a, b)
+        e = promote(ea, eb)
+        if ints_only and (e == F32 or (isinstance(e, ScalarType) and e.is_float)
+                          or (isinstance(e, WeakType) and e.kind == "float")):
+            raise _err(f"'{name}' needs integer operands, got {a} and {b}")
+        if not bools and isinstance(e, ScalarType) and e.is_bool:
+            e = I32
+        if int_division_to_float and not (isinstance(e, ScalarType) and e.is_float):
+            e = F32
+        return [with_element(shape, concrete(e))]
+
+    return infer
+
+
+def _bitwise(name: str) -> InferFn:
+    def infer(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+        a, b = types
+        ea, eb = _numeric(a, "the left operand", name), _numeric(b, "the right operand", name)
+        e = promote(ea, eb)
+        if (isinstance(e, ScalarType) and e.is_float) or (isinstance(e, WeakType) and e.kind == "float"):
+            raise _err(f"'{name}' needs integer or boolean operands, got {a} and {b}")
+        return [with_element(_broadcast(a, b), concrete(e))]
+
+    return infer
+
+
+def _compare(name: str) -> InferFn:
+    def infer(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+        a, b = types
+        _numeric(a, "the left operand", name)
+        _numeric(b, "the right operand", name)
+        return [with_element(_broadcast(a, b), BOOL)]
+
+    return infer
+
+
+def _unary_numeric(name: str) -> InferFn:
+    def infer(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+        (a,) = types
+        e = concrete(_numeric(a, "the operand", name))
+        if e.is_bool:
+            e = I32
+        return [with_element(shape_of(a), e)]
+
+    return infer
+
+
+def _unary_not(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    (a,) = types
+    e = concrete(_numeric(a, "the operand", "not"))
+    if e.is_float:
+        raise _err(f"'not' (~) needs an integer or boolean operand, got {a}")
+    return [with_element(shape_of(a), e)]
+
+
+def _math(name: str) -> InferFn:
+    def infer(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+        (a,) = types
+        e = concrete(_numeric(a, "the operand", name))
+        if not e.is_float:
+            e = F32
+        return [with_element(shape_of(a), e)]
+
+    return infer
+
+
+def _where(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    cond, a, b = types
+    if element_of(cond) != BOOL:
+        raise _err(f"'where' needs a boolean condition, got {cond}")
+    ea, eb = element_of(a), element_of(b)
+    if isinstance(ea, PointerType) or isinstance(eb, PointerType):
+        if ea != eb:
+            raise _err(f"'where' cannot choose between {a} and {b}")
+        e: Any = ea
+    else:
+        e = concrete(promote(ea, eb))
+    return [with_element(_broadcast(cond, a, b), e)]
+
+
+def _addptr(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    ptr, offset = types
+    e = element_of(ptr)
+    if not isinstance(e, PointerType):
+        raise _err(f"'addptr' needs a pointer, got {ptr}")
+    eo = concrete(element_of(offset))
+    if not (isinstance(eo, ScalarType) and eo.is_int):
+        raise _err(f"a pointer offset must be an integer, got {offset}")
+    return [with_element(_broadcast(ptr, offset), e)]
+
+
+def _pointer_element(ptr: Type | None, op: str) -> PointerType:
+    e = element_of(ptr)
+    if not isinstance(e, PointerType):
+        raise _err(f"'{op}' needs a pointer, got {ptr}")
+    return e
+
+
+def _mask_ok(mask: Type | None, op: str) -> None:
+    if mask is not None and element_of(mask) != BOOL:
+        raise _err(f"the mask of '{op}' must be boolean, got {mask}")
+
+
+def _load(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    ptr, mask, other = types
+    pointee = _pointer_element(ptr, "load").pointee
+    _mask_ok(mask, "load")
+    if other is not None:
+        eo = element_of(other)
+        if isinstance(eo, PointerType):
+            raise _err(f"'other' of a load of {pointee} cannot be a pointer")
+    shape = _broadcast(ptr, mask, other)
+    if shape != shape_of(ptr):
+        raise _err(f"the mask and other of a load must broadcast to the pointer's shape {ptr}")
+    return [with_element(shape, pointee)]
+
+
+def _store(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    ptr, value, mask = types
+    _pointer_element(ptr, "store")
+    _mask_ok(mask, "store")
+    if isinstance(element_of(value), PointerType):
+        raise _err("cannot store a pointer")
+    if _broadcast(ptr, value, mask) != shape_of(ptr):
+        raise _err(f"stored value {value} and mask must broadcast to the pointer's shape {ptr}")
+    return []
+
+
+def _axis_attr(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    axis = attrs.get("axis")
+    if axis not in (0, 1, 2):
+        raise _err(f"program axis must be 0, 1 or 2, got {axis}")
+    return [I32]
+
+
+def _is_power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _arange(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    start, end = attrs.get("start"), attrs.get("end")
+    if not isinstance(start, int) or not isinstance(end, int) or isinstance(start, bool) or isinstance(end, bool):
+        raise _err("arange bounds must be integer constants")
+    if not _is_power_of_two(end - start):
+        raise _err(f"arange's range must be a power of two, got {end} - {start} = {end - start}")
+    return [BlockType((end - start,), I32)]
+
+
+def _shape_attr(attrs: dict[str, Any]) -> tuple[int, ...]:
+    shape = attrs.get("shape")
+    if not isinstance(shape, tuple) or not shape or not all(
+            isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        raise _err(f"a block shape must be a tuple of integer constants, got {shape!r}")
+    for d in shape:
+        if not _is_power_of_two(d):
+            raise _err(f"block dimensions must be powers of two, got {shape}")
+    return shape
+
+
+def _dtype_attr(attrs: dict[str, Any]) -> ScalarType:
+    dtype = attrs.get("dtype")
+    if not isinstance(dtype, ScalarType):
+        raise _err(f"expected a dtype, got {dtype!r}")
+    return dtype
+
+
+def _full(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    (value,) = types
+    if shape_of(value):
+        raise _err(f"the fill value of 'full' must be a scalar, got {value}")
+    if isinstance(element_of(value), PointerType):
+        raise _err("cannot fill a block with a pointer")
+    return [BlockType(_shape_attr(attrs), _dtype_attr(attrs))]
+
+
+def _expand_dims(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    (a,) = types
+    shape = shape_of(a)
+    axis = attrs.get("axis")
+    if not isinstance(axis, int) or not 0 <= axis <= len(shape):
+        raise _err(f"expand_dims axis {axis} is out of range for {a}")
+    new_shape = shape[:axis] + (1,) + shape[axis:]
+    return [BlockType(new_shape, element_of(a))]
+
+
+def _reduce(name: str) -> InferFn:
+    def infer(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+        (a,) = types
+        shape = shape_of(a)
+        if not shape:
+            raise _err(f"'{name}' needs a block, got the scalar {a}")
+        e = concrete(_numeric(a, "the operand", name))
+        if e.is_bool:
+            e = I32
+        axis = attrs.get("axis")
+        if axis is None:
+            return [e]
+        if not isinstance(axis, int) or not 0 <= axis < len(shape):
+            raise _err(f"'{name}' axis {axis} is out of range for {a}")
+        return [with_element(shape[:axis] + shape[axis + 1:], e)]
+
+    return infer
+
+
+def _dot(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    a, b, acc = types
+    sa, sb = shape_of(a), shape_of(b)
+    if len(sa) != 2 or len(sb) != 2:
+        raise _err(f"'dot' needs two rank-2 blocks, got {a} and {b}")
+    if sa[1] != sb[0]:
+        raise _err(f"'dot' inner dimensions differ: {a} by {b}")
+    ea, eb = element_of(a), element_of(b)
+    if not (isinstance(ea, ScalarType) and ea.is_float and isinstance(eb, ScalarType) and eb.is_float):
+        raise _err(f"'dot' needs floating-point blocks, got {a} and {b}")
+    if ea != eb:
+        raise _err(f"'dot' operands must have one element type, got {a} and {b}")
+    for d in (sa[0], sa[1], sb[1]):
+        if d < 16:
+            raise _err(f"'dot' dimensions must be at least 16, got {a} by {b}")
+    out = BlockType((sa[0], sb[1]), F32)
+    if acc is not None and acc != out:
+        raise _err(f"the accumulator of 'dot' must be {out}, got {acc}")
+    return [out]
+
+
+def _cast(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    (a,) = types
+    if isinstance(element_of(a), PointerType):
+        raise _err("cannot cast a pointer")
+    return [with_element(shape_of(a), _dtype_attr(attrs))]
+
+
+def _none(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    return []
+
+
+# ---- the table ----------------------------------------------------------------
+
+for _name in ("add", "sub", "mul", "maximum", "minimum"):
+    _register(OpDef(_name, ("lhs", "rhs"), _arith(_name),
+                    commutative=_name in ("add", "mul", "maximum", "minimum"), elementwise=True))
+_register(OpDef("div", ("lhs", "rhs"), _arith("div", int_division_to_float=True), elementwise=True))
+_register(OpDef("floordiv", ("lhs", "rhs"), _arith("floordiv", ints_only=True), elementwise=True))
+_register(OpDef("mod", ("lhs", "rhs"), _arith("mod", ints_only=True), elementwise=True))
+for _name in ("and", "or", "xor"):
+    _register(OpDef(_name, ("lhs", "rhs"), _bitwise(_name), commutative=True, elementwise=True))
+for _name in ("cmp_lt", "cmp_le", "cmp_gt", "cmp_ge", "cmp_eq", "cmp_ne"):
+    _register(OpDef(_name, ("lhs", "rhs"), _compare(_name),
+                    commutative=_name in ("cmp_eq", "cmp_ne"), elementwise=True))
+_register(OpDef("neg", ("x",), _unary_numeric("neg"), elementwise=True))
+_register(OpDef("abs", ("x",), _unary_numeric("abs"), elementwise=True))
+_register(OpDef("not", ("x",), _unary_not, elementwise=True))
+
+MATH_FUNCTIONS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "sigmoid")
+for _name in MATH_FUNCTIONS:
+    _register(OpDef(_name, ("x",), _math(_name), elementwise=True))
+
+_register(OpDef("where", ("condition", "true_value", "false_value"), _where, elementwise=True))
+_register(OpDef("addptr", ("ptr", "offset"), _addptr, elementwise=True))
+_register(OpDef("cast", ("x",), _cast, attrs=("dtype",), elementwise=True))
+_register(OpDef("load", ("ptr", "mask?", "other?"), _load))
+_register(OpDef("store", ("ptr", "value", "mask?"), _store, pure=False))
+_register(OpDef("program_id", (), _axis_attr, attrs=("axis",)))
+_register(OpDef("num_programs", (), _axis_attr, attrs=("axis",)))
+_register(OpDef("arange", (), _arange, attrs=("start", "end")))
+_register(OpDef("full", ("value",), _full, attrs=("shape", "dtype")))
+_register(OpDef("expand_dims", ("x",), _expand_dims, attrs=("axis",)))
+for _name in ("sum", "max", "min"):
+    _register(OpDef(_name, ("x",), _reduce(_name), attrs=("axis",)))
+_register(OpDef("dot", ("a", "b", "acc?"), _dot))
+_register(OpDef("yield", (), _none, pure=False))
+# ``for`` has a region and variadic operands; the verifier checks it by hand.
+_register(OpDef("for", ("start", "stop", "step"), _none, pure=False))
+
+REDUCTIONS = ("sum", "max", "min")
+CMP_OPS = ("cmp_lt", "cmp_le", "cmp_gt", "cmp_ge", "cmp_eq", "cmp_ne")
+DTYPE_ATTRS = ("dtype",)
+
+
+def lookup(name: str) -> OpDef | None:
+    return OPS.get(name)
+
+
+def parse_dtype(name: str) -> ScalarType | None:
+    return SCALARS.get(name)

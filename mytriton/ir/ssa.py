@@ -1,0 +1,195 @@
+"""Typed SSA: the data model every pass and backend works on.
+
+A kernel is a block of ops. An op has operands, attributes, results, a source
+location and, for structured control flow (``for``), nested blocks whose
+arguments are the induction variable and the carried values. Operands are SSA
+values, literal constants (``Const``) or ``None`` (an absent mask).
+
+``walk`` is the one walker that knows about regions: every analysis that
+visits ops goes through it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from mytriton.diagnostics import Location
+from mytriton.types import BOOL, WEAK_FLOAT, WEAK_INT, Type
+
+
+class Value:
+    """An SSA value: a kernel parameter, an op result or a block argument."""
+
+    type: Type
+
+
+class Param(Value):
+    def __init__(self, name: str, type: Type) -> None:
+        self.name = name
+        self.type = type
+
+    def __repr__(self) -> str:
+        return f"Param({self.name}: {self.type})"
+
+
+class OpResult(Value):
+    def __init__(self, op: "Op", index: int, type: Type) -> None:
+        self.op = op
+        self.index = index
+        self.type = type
+
+    def __repr__(self) -> str:
+        return f"OpResult({self.op.name}#{self.index}: {self.type})"
+
+
+class BlockArg(Value):
+    def __init__(self, block: "Block", index: int, type: Type) -> None:
+        self.block = block
+        self.index = index
+        self.type = type
+
+    def __repr__(self) -> str:
+        return f"BlockArg(#{self.index}: {self.type})"
+
+
+@dataclass(frozen=True)
+class Const:
+    """A literal operand. Numbers are weakly typed: the op decides their type."""
+
+    value: bool | int | float
+
+    @property
+    def type(self) -> Type:
+        if isinstance(self.value, bool):
+            return BOOL
+        return WEAK_INT if isinstance(self.value, int) else WEAK_FLOAT
+
+
+Operand = Value | Const | None
+
+
+class Block:
+    """A list of ops with typed arguments (a region's entry block)."""
+
+    def __init__(self, arg_types: list[Type] | None = None) -> None:
+        self.args: list[BlockArg] = [BlockArg(self, i, t) for i, t in enumerate(arg_types or [])]
+        self.ops: list[Op] = []
+        self.parent: Op | None = None
+
+    def append(self, op: "Op") -> "Op":
+        op.parent = self
+        self.ops.append(op)
+        return op
+
+
+class Op:
+    def __init__(
+        self,
+        name: str,
+        operands: list[Operand],
+        result_types: list[Type],
+        attrs: dict[str, Any] | None = None,
+        loc: Location | None = None,
+        regions: list[Block] | None = None,
+    ) -> None:
+        self.name = name
+        self.operands = list(operands)
+        self.attrs = dict(attrs or {})
+        self.results = [OpResult(self, i, t) for i, t in enumerate(result_types)]
+        self.loc = loc
+        self.regions = list(regions or [])
+        for region in self.regions:
+            region.parent = self
+        self.parent: Block | None = None
+
+    @property
+    def result(self) -> OpResult:
+        assert len(self.results) == 1, f"{self.name} has {len(self.results)} results"
+        return self.results[0]
+
+    def __repr__(self) -> str:
+        return f"Op({self.name})"
+
+
+@dataclass
+class Kernel:
+    name: str
+    params: list[Param]
+    constexprs: dict[str, Any]
+    body: Block
+    loc: Location
+    # Free-form facts later stages add (e.g. shared-memory plans); not printed.
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+# ---- structured loops -------------------------------------------------------
+# A ``for`` op's operands are (start, stop, step, *initial carried values); its
+# one region's arguments are (induction variable, *carried values); the region
+# ends with a ``yield`` of the next carried values; the op's results are the
+# final carried values.
+
+
+def make_for(start: Operand, stop: Operand, step: Operand, inits: list[Operand],
+             carried_types: list[Type], loc: Location | None, index_type: Type) -> Op:
+    body = Block([index_type, *carried_types])
+    return Op("for", [start, stop, step, *inits], carried_types, loc=loc, regions=[body])
+
+
+def for_bounds(op: Op) -> tuple[Operand, Operand, Operand]:
+    return op.operands[0], op.operands[1], op.operands[2]
+
+
+def for_inits(op: Op) -> list[Operand]:
+    return op.operands[3:]
+
+
+def for_body(op: Op) -> Block:
+    return op.regions[0]
+
+
+def for_index(op: Op) -> BlockArg:
+    return op.regions[0].args[0]
+
+
+def for_carried(op: Op) -> list[BlockArg]:
+    return op.regions[0].args[1:]
+
+
+def for_yield(op: Op) -> Op | None:
+    ops = op.regions[0].ops
+    return ops[-1] if ops and ops[-1].name == "yield" else None
+
+
+# ---- walking ----------------------------------------------------------------
+
+
+def walk(block: Block) -> Iterator[Op]:
+    """Every op in ``block`` and its nested regions, in program order (an op
+    before the ops of its regions)."""
+    for op in block.ops:
+        yield op
+        for region in op.regions:
+            yield from walk(region)
+
+
+def values_used(op: Op) -> Iterator[Value]:
+    for operand in op.operands:
+        if isinstance(operand, Value):
+            yield operand
+
+
+def use_counts(block: Block) -> dict[Value, int]:
+    counts: dict[Value, int] = {}
+    for op in walk(block):
+        for value in values_used(op):
+            counts[value] = counts.get(value, 0) + 1
+    return counts
+
+
+def replace_uses(block: Block, old: Value, new: Operand) -> None:
+    for op in walk(block):
+        op.operands = [new if operand is old else operand for operand in op.operands]
+
+
+def defining_op(value: Value) -> Op | None:
+    return value.op if isinstance(value, OpResult) else None

@@ -1,0 +1,231 @@
+"""SSA text: the printer and the parser, side by side (grammars/ssa.lark).
+
+Values are numbered ``%0, %1, ...`` in the order they are defined when printed
+(a loop's induction variable and carried values before its body, its results
+after it), so printing is deterministic and ``print(parse(text)) == text`` for
+printed text. Parameters are referred to by name, literals inline, an absent
+operand as ``none``.
+"""
+from __future__ import annotations
+
+import lark
+
+from mytriton.diagnostics import CompileError
+from mytriton.ir import opdefs
+from mytriton.ir.grammar import parse_text, rule
+from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Param, Value, make_for
+from mytriton.ir.text_common import TextReader, format_attr, format_header, format_literal, format_loc
+from mytriton.types import I32
+
+INDENT = "  "
+
+# ---- printing ---------------------------------------------------------------------
+
+
+class _Names:
+    def __init__(self, kernel: Kernel) -> None:
+        self.names: dict[Value, str] = {p: p.name for p in kernel.params}
+        self.count = 0
+        self._number(kernel.body)
+
+    def _define(self, value: Value) -> None:
+        self.names[value] = f"%{self.count}"
+        self.count += 1
+
+    def _number(self, block: Block) -> None:
+        for op in block.ops:
+            for region in op.regions:
+                for arg in region.args:
+                    self._define(arg)
+                self._number(region)
+            for result in op.results:
+                self._define(result)
+
+    def operand(self, operand: Operand) -> str:
+        if operand is None:
+            return "none"
+        if isinstance(operand, Const):
+            return format_literal(operand.value)
+        try:
+            return self.names[operand]
+        except KeyError:
+            return "%<undefined>"
+
+
+def print_kernel(kernel: Kernel) -> str:
+    names = _Names(kernel)
+    lines = [format_header("kernel", kernel.name, [(p.name, p.type) for p in kernel.params],
+                           kernel.constexprs, kernel.loc)]
+    _print_block(kernel.body, names, 1, lines)
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def op_text(kernel: Kernel, op: Op) -> str:
+    """One op of ``kernel`` on one line (a loop's header for ``for``), named
+    as the printed kernel names it; for messages."""
+    lines: list[str] = []
+    _print_op(op, _Names(kernel), 0, lines, header_only=True)
+    return lines[0]
+
+
+def _print_block(block: Block, names: _Names, depth: int, lines: list[str]) -> None:
+    for op in block.ops:
+        _print_op(op, names, depth, lines)
+
+
+def _print_op(op: Op, names: _Names, depth: int, lines: list[str], header_only: bool = False) -> None:
+    pad = INDENT * depth
+    results = ", ".join(names.operand(r) for r in op.results)
+    prefix = f"{results} = " if results else ""
+    types = ", ".join(str(r.type) for r in op.results)
+    suffix = f" : {types}" if types else ""
+    if op.name == "for":
+        body = op.regions[0]
+        start, stop, step = (names.operand(o) for o in op.operands[:3])
+        head = f"{pad}{prefix}for {names.operand(body.args[0])} in range({start}, {stop}, {step})"
+        carried = list(zip(body.args[1:], op.operands[3:]))
+        if carried:
+            head += " iter_args(" + ", ".join(
+                f"{names.operand(arg)} = {names.operand(init)}" for arg, init in carried) + ")"
+        lines.append(f"{head}{suffix} {format_loc(op.loc)} {{")
+        if header_only:
+            return
+        _print_block(body, names, depth + 1, lines)
+        lines.append(f"{pad}}}")
+        return
+    args = [names.operand(o) for o in op.operands]
+    opdef = opdefs.lookup(op.name)
+    attr_order = list(opdef.attrs) if opdef else []
+    attr_order += [k for k in op.attrs if k not in attr_order]
+    args += [f"{k}={format_attr(op.attrs[k])}" for k in attr_order if k in op.attrs]
+    arg_text = " " + ", ".join(args) if args else ""
+    lines.append(f"{pad}{prefix}{op.name}{arg_text}{suffix} {format_loc(op.loc)}")
+
+
+# ---- parsing -----------------------------------------------------------------------
+
+
+def parse_kernel(text: str, file: str = "<stdin>") -> Kernel:
+    return _SSAReader(file).kernel(parse_text("ssa", text, file))
+
+
+class _SSAReader(TextReader):
+    def __init__(self, file: str) -> None:
+        super().__init__(file)
+        self.params: dict[str, Param] = {}
+        # Every value defined so far in text order, whatever its scope: scoping
+        # is the verifier's rule to check, so it can say what went wrong.
+        self.values: dict[str, Value] = {}
+        self.defined_at: dict[str, int] = {}
+
+    def kernel(self, tree: lark.Tree) -> Kernel:
+        kernel_tree = tree.children[0]
+        name, *rest = kernel_tree.children
+        params = [c for c in rest if isinstance(c, lark.Tree) and rule(c) == "param"]
+        constexprs = next((c for c in rest if isinstance(c, lark.Tree) and rule(c) == "constexprs"), None)
+        file_loc = next(c for c in rest if isinstance(c, lark.Tree) and rule(c) == "file_loc")
+        items = [c for c in rest if isinstance(c, lark.Tree) and rule(c) in ("op", "for_op")]
+        loc = self.file_loc(file_loc)
+        for pname, ptype, _ in self.read_params(params):
+            self.params[pname] = Param(pname, ptype)
+        body = Block()
+        for item in items:
+            body.append(self.item(item))
+        return Kernel(str(name), list(self.params.values()), self.constexprs(constexprs), body, loc)
+
+    def define(self, token: lark.Token, value: Value) -> None:
+        name = str(token)
+        if name in self.values:
+            raise self.error(f"{name} is already defined (line {self.defined_at[name]})", token)
+        self.values[name] = value
+        self.defined_at[name] = token.line
+
+    def operand(self, tree: lark.Tree) -> Operand:
+        kind = rule(tree)
+        if kind == "value_ref":
+            token = tree.children[0]
+            value = self.values.get(str(token))
+            if value is None:
+                raise self.error(f"use of undefined value {token}", token)
+            return value
+        if kind == "param_ref":
+            token = tree.children[0]
+            param = self.params.get(str(token))
+            if param is None:
+                raise self.error(f"'{token}' is not a parameter of this kernel", token)
+            return param
+        if kind == "none_operand":
+            return None
+        return Const(self.literal(tree.children[0]))
+
+    def item(self, tree: lark.Tree) -> Op:
+        return self.for_op(tree) if rule(tree) == "for_op" else self.op(tree)
+
+    def op(self, tree: lark.Tree) -> Op:
+        results_tree, name, *rest = tree.children
+        loc_tree = rest[-1]
+        args = [c for c in rest[:-1] if isinstance(c, lark.Tree) and rule(c) in ("arg", "attr")]
+        types = [self.type(c) for c in rest[:-1] if isinstance(c, lark.Tree) and rule(c) not in ("arg", "attr")]
+        opdef = opdefs.lookup(str(name))
+        if opdef is None or str(name) == "for":
+            raise self.error(f"unknown op '{name}'", name)
+        operands: list[Operand] = []
+        attrs: dict = {}
+        for arg in args:
+            if rule(arg) == "attr":
+                key, value = arg.children
+                if str(key) not in opdef.attrs:
+                    raise self.error(f"'{name}' has no attribute '{key}'", key)
+                attrs[str(key)] = self.attr_value(value)
+            else:
+                if attrs:
+                    raise self.error("operands must come before attributes", arg)
+                operands.append(self.operand(arg.children[0]))
+        if str(name) != "yield":
+            self.check_arity(opdef, operands, name)
+        for key in opdef.attrs:
+            if key not in attrs and not (opdef.name in opdefs.REDUCTIONS and key == "axis"):
+                raise self.error(f"'{name}' needs the attribute '{key}'", name)
+        result_tokens = results_tree.children if results_tree is not None else []
+        if len(result_tokens) != len(types):
+            raise self.error(f"'{name}' names {len(result_tokens)} result(s) but gives {len(types)} type(s)", name)
+        op = Op(str(name), operands, types, attrs, self.loc(loc_tree))
+        for token, result in zip(result_tokens, op.results):
+            self.define(token, result)
+        return op
+
+    def check_arity(self, opdef: opdefs.OpDef, operands: list[Operand], name: lark.Token) -> None:
+        if len(operands) != opdef.arity:
+            spelled = ", ".join(n.rstrip("?") for n in opdef.operands) or "no operands"
+            raise self.error(f"'{name}' takes {opdef.arity} operand(s) ({spelled}), got {len(operands)}", name)
+        for i, operand in enumerate(operands):
+            if operand is None and not opdef.optional(i):
+                raise self.error(f"operand '{opdef.operands[i]}' of '{name}' cannot be none", name)
+
+    def for_op(self, tree: lark.Tree) -> Op:
+        results_tree, index_token, start, stop, step, iter_args, *rest = tree.children
+        loc_tree = next(c for c in rest if isinstance(c, lark.Tree) and rule(c) == "loc")
+        types = [self.type(c) for c in rest if isinstance(c, lark.Tree) and rule(c) not in ("loc", "op", "for_op")]
+        items = [c for c in rest if isinstance(c, lark.Tree) and rule(c) in ("op", "for_op")]
+        pairs = [(a.children[0], a.children[1]) for a in iter_args.children] if iter_args is not None else []
+        result_tokens = results_tree.children if results_tree is not None else []
+        if not (len(result_tokens) == len(types) == len(pairs)):
+            raise self.error(
+                f"a loop needs as many results, carried values and types; got {len(result_tokens)}, "
+                f"{len(pairs)} and {len(types)}", index_token)
+        bounds = [self.operand(b) for b in (start, stop, step)]
+        inits = [self.operand(init) for _, init in pairs]
+        op = make_for(bounds[0], bounds[1], bounds[2], inits, types, self.loc(loc_tree), I32)
+        body = op.regions[0]
+        self.define(index_token, body.args[0])
+        for (token, _), arg in zip(pairs, body.args[1:]):
+            self.define(token, arg)
+        for item in items:
+            body.append(self.item(item))
+        for token, result in zip(result_tokens, op.results):
+            self.define(token, result)
+        return op
+
+
+__all__ = ["print_kernel", "op_text", "parse_kernel", "CompileError"]

@@ -1,0 +1,165 @@
+"""The text syntax both IRs share (grammars/common.lark): how types, literals,
+attributes, kernel headers and locations are printed and read back."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import lark
+
+from mytriton.diagnostics import CompileError, Location
+from mytriton.ir.grammar import node_loc, rule
+from mytriton.types import SCALARS, BlockType, PointerType, ScalarType, Type
+
+# ---- printing -------------------------------------------------------------------
+
+
+def format_literal(value: bool | int | float) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return repr(float(value))
+
+
+def format_attr(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, ScalarType):
+        return value.name
+    if isinstance(value, tuple):
+        return "(" + ", ".join(format_attr(v) for v in value) + ")"
+    if isinstance(value, (bool, int, float)):
+        return format_literal(value)
+    raise TypeError(f"cannot print attribute {value!r}")
+
+
+def format_header(keyword: str, name: str, params: list[tuple[str, Type]],
+                  constexprs: dict[str, Any], loc: Location) -> str:
+    plist = ", ".join(f"{pname}: {ptype}" for pname, ptype in params)
+    text = f"{keyword} {name}({plist})"
+    if constexprs:
+        text += " constexpr(" + ", ".join(f"{k} = {format_attr(v)}" for k, v in constexprs.items()) + ")"
+    file = loc.file.replace("\\", "\\\\").replace('"', '\\"')
+    return f'{text} @"{file}":{loc.line}:{loc.col} {{'
+
+
+def format_loc(loc: Location | None) -> str:
+    if loc is None:
+        return "@0:0"
+    return f"@{loc.line}:{loc.col}"
+
+
+# ---- reading ---------------------------------------------------------------------
+
+
+class TextReader:
+    """Builds common pieces (types, literals, attributes, locations) from
+    parse-tree nodes; each IR reader subclasses it."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file  # the IR text's own name, for syntax-level errors
+        self.source_file = file  # the kernel source, named by the header
+
+    def error(self, message: str, node: lark.Tree | lark.Token) -> CompileError:
+        return CompileError(message, node_loc(node, self.file))
+
+    def type(self, tree: lark.Tree) -> Type:
+        kind = rule(tree)
+        if kind == "scalar_type":
+            return self.scalar(tree.children[0])
+        if kind == "ptr_type":
+            return PointerType(self.scalar(tree.children[0]))
+        if kind == "vector_type":
+            size, element = tree.children
+            return BlockType((self.dim(size),), self.element(element))
+        if kind == "block_type":
+            dims, element = tree.children
+            return BlockType(tuple(self.dim(d, dims) for d in str(dims).split("x")), self.element(element))
+        raise self.error(f"unknown type syntax {kind}", tree)
+
+    def scalar(self, token: lark.Token) -> ScalarType:
+        t = SCALARS.get(str(token))
+        if t is None:
+            known = ", ".join(SCALARS)
+            raise self.error(f"unknown element type '{token}' (known: {known})", token)
+        return t
+
+    def element(self, tree: lark.Tree) -> ScalarType | PointerType:
+        t = self.type(tree)
+        if isinstance(t, BlockType):
+            raise self.error("a block cannot hold blocks", tree)
+        return t
+
+    def dim(self, text: str, where: Any = None) -> int:
+        value = int(text)
+        if value <= 0:
+            raise self.error(f"block dimensions must be positive, got {value}", where or text)
+        return value
+
+    def literal(self, tree: lark.Tree) -> bool | int | float:
+        kind = rule(tree)
+        if kind == "int_lit":
+            return int(tree.children[0])
+        if kind == "float_lit":
+            return float(tree.children[0])
+        return {"inf_lit": math.inf, "neg_inf_lit": -math.inf, "nan_lit": math.nan,
+                "true_lit": True, "false_lit": False}[kind]
+
+    def attr_value(self, tree: lark.Tree) -> Any:
+        kind = rule(tree)
+        if kind == "attr_value":  # a bare literal
+            return self.literal(tree.children[0])
+        if kind == "none_attr":
+            return None
+        if kind == "tuple_attr":
+            return tuple(self.attr_value(c) for c in tree.children if c is not None)
+        if kind == "name_attr":
+            token = tree.children[0]
+            dtype = SCALARS.get(str(token))
+            if dtype is None:
+                raise self.error(f"unknown attribute value '{token}'", token)
+            return dtype
+        raise self.error(f"unknown attribute syntax {kind}", tree)
+
+    def read_params(self, trees: list[lark.Tree | None]) -> list[tuple[str, Type, lark.Tree]]:
+        out = []
+        seen: set[str] = set()
+        for tree in trees:
+            if tree is None:
+                continue
+            name, ty = tree.children
+            if str(name) in seen:
+                raise self.error(f"parameter '{name}' is declared twice", name)
+            seen.add(str(name))
+            out.append((str(name), self.type(ty), tree))
+        return out
+
+    def constexprs(self, tree: lark.Tree | None) -> dict[str, Any]:
+        if tree is None:
+            return {}
+        out: dict[str, Any] = {}
+        for item in tree.children:
+            if item is None:
+                continue
+            name, value = item.children
+            out[str(name)] = self.attr_value(value)
+        return out
+
+    def file_loc(self, tree: lark.Tree) -> Location:
+        string, line, col = tree.children
+        file = str(string)[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+        self.source_file = file
+        return Location(file, int(line), int(col))
+
+    def loc(self, tree: lark.Tree | None) -> Location | None:
+        if tree is None:
+            return None
+        line, col = int(tree.children[0]), int(tree.children[1])
+        if line == 0:
+            return None
+        return Location(self.source_file, line, col)

@@ -1,0 +1,324 @@
+"""Tree text: the printer and the parser, side by side (grammars/tree.lark).
+
+An expression is printed inline where it is used once; one used twice or
+more, captured by a loop, or anchored by a ``Let`` is bound once with
+``let $name = ...`` in the region that owns it, just before the first
+statement that needs it. Names come from the Python variables the tracer saw.
+"""
+from __future__ import annotations
+
+import lark
+
+from mytriton.diagnostics import CompileError
+from mytriton.ir import opdefs
+from mytriton.ir.grammar import parse_text, rule
+from mytriton.ir.text_common import TextReader, format_attr, format_header, format_literal, format_loc
+from mytriton.ir.tree import (
+    Arg, Effect, Expr, ForRange, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
+    TreeKernel, Yield, children, stmt_roots,
+)
+
+INDENT = "  "
+
+# Tree-only spellings: ``add`` of a pointer becomes ``addptr`` when lowered,
+# so the tree accepts every SSA op but the structural ones.
+TREE_OPS = {name: d for name, d in opdefs.OPS.items() if name not in ("for", "yield")}
+
+# ---- printing ---------------------------------------------------------------------
+
+
+class _TreePrinter:
+    def __init__(self, kernel: TreeKernel) -> None:
+        self.kernel = kernel
+        self.counts: dict[int, int] = {}
+        self.named: set[int] = set()
+        self.names: dict[int, str] = {}
+        self.taken: set[str] = set()
+        self.printed: set[int] = set()
+        self.lines: list[str] = []
+        self._count_region(kernel.body, set())
+
+    # -- which expressions need a name
+    def _count_region(self, stmts: list[Stmt], seen: set[int]) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, Let):
+                self.named.add(id(stmt.node))
+            if isinstance(stmt, ForRange):
+                for capture in stmt.captures:
+                    self.named.add(id(capture))
+                for roots in (stmt.start, stmt.stop, stmt.step, *stmt.carried_inputs):
+                    self._count(roots, seen)
+                self._count_region(stmt.body, seen)
+            else:
+                for root in stmt_roots(stmt):
+                    self._count(root, seen)
+
+    def _count(self, expr: Arg, seen: set[int]) -> None:
+        if not isinstance(expr, Node):
+            return
+        key = id(expr)
+        self.counts[key] = self.counts.get(key, 0) + 1
+        if self.counts[key] == 2:
+            self.named.add(key)
+        if key in seen:
+            return
+        seen.add(key)
+        for child in children(expr):
+            self._count(child, seen)
+
+    def _name(self, expr: Expr) -> str:
+        key = id(expr)
+        if key not in self.names:
+            base = expr.hint or ""
+            name = f"${base}" if base else f"${len(self.names)}"
+            n = 1
+            while name in self.taken:
+                name = f"${base}.{n}" if base else f"${len(self.names)}.{n}"
+                n += 1
+            self.taken.add(name)
+            self.names[key] = name
+        return self.names[key]
+
+    # -- rendering
+    def render(self, expr: Arg) -> str:
+        if expr is None:
+            return "none"
+        if isinstance(expr, (bool, int, float)):
+            return format_literal(expr)
+        if isinstance(expr, ParamRef):
+            return expr.name
+        if id(expr) in self.names and (id(expr) in self.printed or not isinstance(expr, Node)):
+            return self.names[id(expr)]
+        assert isinstance(expr, Node), f"unprintable expression {expr!r}"
+        return self.render_node(expr)
+
+    def render_node(self, node: Node) -> str:
+        args = [self.render(a) for a in node.args]
+        opdef = opdefs.lookup(node.op)
+        order = list(opdef.attrs) if opdef else []
+        order += [k for k in node.attrs if k not in order]
+        args += [f"{k}={format_attr(node.attrs[k])}" for k in order if k in node.attrs]
+        return f"{node.op}({', '.join(args)}){format_loc(node.loc)}"
+
+    def ensure(self, expr: Arg, depth: int) -> None:
+        """Print ``let`` lines for the named expressions ``expr`` needs."""
+        if not isinstance(expr, Node) or id(expr) in self.printed:
+            return
+        for child in children(expr):
+            self.ensure(child, depth)
+        if id(expr) in self.named:
+            name = self._name(expr)
+            self.lines.append(f"{INDENT * depth}let {name} = {self.render_node(expr)}")
+            self.printed.add(id(expr))
+
+    def region(self, stmts: list[Stmt], depth: int) -> None:
+        pad = INDENT * depth
+        for stmt in stmts:
+            if isinstance(stmt, Let):
+                self.ensure(stmt.node, depth)
+            elif isinstance(stmt, Effect):
+                for child in children(stmt.node):
+                    self.ensure(child, depth)
+                self.lines.append(pad + self.render_node(stmt.node))
+            elif isinstance(stmt, Yield):
+                for value in stmt.values:
+                    self.ensure(value, depth)
+                values = ", ".join(self.render(v) for v in stmt.values)
+                self.lines.append(f"{pad}yield{' ' + values if values else ''} {format_loc(stmt.loc)}")
+            else:
+                self.loop(stmt, depth)
+
+    def loop(self, loop: ForRange, depth: int) -> None:
+        pad = INDENT * depth
+        for root in (loop.start, loop.stop, loop.step, *loop.captures, *loop.carried_inputs):
+            self.ensure(root, depth)
+        index = self._name(loop.index)
+        head = (f"{pad}for {index} in range({self.render(loop.start)}, {self.render(loop.stop)}, "
+                f"{self.render(loop.step)})")
+        head += " captures(" + ", ".join(self.render(c) for c in loop.captures) + ")"
+        carried = ", ".join(f"{self._name(arg)} = {self.render(init)}"
+                            for arg, init in zip(loop.carried_args, loop.carried_inputs))
+        head += f" iter_args({carried})"
+        head += " -> (" + ", ".join(self._name(r) for r in loop.results) + ")"
+        self.lines.append(f"{head} {format_loc(loop.loc)} {{")
+        self.region(loop.body, depth + 1)
+        self.lines.append(f"{pad}}}")
+
+
+def print_tree(kernel: TreeKernel) -> str:
+    printer = _TreePrinter(kernel)
+    printer.lines.append(format_header("tree", kernel.name, kernel.params, kernel.constexprs, kernel.loc))
+    printer.region(kernel.body, 1)
+    printer.lines.append("}")
+    return "\n".join(printer.lines) + "\n"
+
+
+# ---- parsing -----------------------------------------------------------------------
+
+
+class _Scope:
+    """Bindings visible in one region. A loop body sees its own bindings, its
+    index and carried values, and only the outer bindings it captures."""
+
+    def __init__(self, parent: "_Scope | None", captures: dict[str, Expr] | None = None) -> None:
+        self.parent = parent
+        self.bindings: dict[str, Expr] = dict(captures or {})
+
+    def lookup(self, name: str) -> tuple[Expr | None, bool]:
+        """(expression, visible): an outer binding the loop did not capture is
+        found but not visible."""
+        if name in self.bindings:
+            return self.bindings[name], True
+        scope = self.parent
+        while scope is not None:
+            if name in scope.bindings:
+                return scope.bindings[name], False
+            scope = scope.parent
+        return None, False
+
+
+class _TreeReader(TextReader):
+    def kernel(self, tree: lark.Tree) -> TreeKernel:
+        kernel_tree = tree.children[0]
+        name, *rest = kernel_tree.children
+        trees = [c for c in rest if isinstance(c, lark.Tree)]
+        params = [c for c in trees if rule(c) == "param"]
+        constexprs = next((c for c in trees if rule(c) == "constexprs"), None)
+        file_loc = next(c for c in trees if rule(c) == "file_loc")
+        loc = self.file_loc(file_loc)
+        self.out = TreeKernel(str(name), [(n, t) for n, t, _ in self.read_params(params)],
+                              self.constexprs(constexprs), [], loc)
+        self.param_names = {n for n, _ in self.out.params}
+        stmts = [c for c in trees if rule(c) in ("let", "effect", "for_stmt", "yield_stmt")]
+        self.out.body = self.region(stmts, _Scope(None), in_loop=None)
+        return self.out
+
+    def region(self, stmts: list[lark.Tree], scope: _Scope, in_loop: list[LoopCarry] | None) -> list[Stmt]:
+        out: list[Stmt] = []
+        for i, stmt in enumerate(stmts):
+            kind = rule(stmt)
+            if kind == "let":
+                token, expr_tree = stmt.children
+                expr = self.expr(expr_tree, scope)
+                if not isinstance(expr, Node):
+                    raise self.error("'let' must bind an operation", expr_tree)
+                self.bind(scope, token, expr)
+                out.append(Let(expr))
+            elif kind == "effect":
+                node = self.call(stmt, scope)
+                if node.op != "store":
+                    raise self.error(f"'{node.op}' has no effect; bind it with 'let' or use it", stmt)
+                out.append(Effect(node))
+            elif kind == "yield_stmt":
+                *values, loc = stmt.children
+                if in_loop is None:
+                    raise self.error("'yield' outside a loop", stmt)
+                if i != len(stmts) - 1:
+                    raise self.error("'yield' must end its loop body", stmt)
+                exprs = tuple(self.expr(v, scope) for v in values if v is not None)
+                if len(exprs) != len(in_loop):
+                    raise self.error(f"the loop carries {len(in_loop)} value(s) but yields {len(exprs)}", stmt)
+                out.append(Yield(exprs, self.loc(loc)))
+            else:
+                out.append(self.loop(stmt, scope))
+        if in_loop and not (out and isinstance(out[-1], Yield)):
+            raise self.error("a loop that carries values must end with 'yield'", stmts[-1] if stmts else None)
+        return out
+
+    def bind(self, scope: _Scope, token: lark.Token, expr: Expr) -> None:
+        name = str(token)
+        if name in scope.bindings:
+            raise self.error(f"{name} is already bound", token)
+        scope.bindings[name] = expr
+        expr.hint = _hint(name)
+
+    def loop(self, tree: lark.Tree, scope: _Scope) -> ForRange:
+        index_token, start, stop, step, captures_tree, iter_tree, results_tree, loc, *body = tree.children
+        bounds = [self.expr(b, scope) for b in (start, stop, step)]
+        captures: dict[str, Expr] = {}
+        for token in (captures_tree.children if captures_tree is not None else []):
+            if token is None:
+                continue
+            expr = self.resolve(token, scope)
+            captures[str(token)] = expr
+        carried_args: list[LoopCarry] = []
+        inits: list[Arg] = []
+        body_scope = _Scope(scope, captures)
+        for item in (iter_tree.children if iter_tree is not None else []):
+            if item is None:
+                continue
+            token, init = item.children
+            inits.append(self.expr(init, scope))
+            carry = LoopCarry(len(carried_args))
+            carried_args.append(carry)
+            self.bind(body_scope, token, carry)
+        index = LoopIndex()
+        self.bind(body_scope, index_token, index)
+        loop = ForRange(index, bounds[0], bounds[1], bounds[2], tuple(captures.values()), [],
+                        tuple(inits), tuple(carried_args), (), self.loc(loc))
+        loop.body = self.region([b for b in body if isinstance(b, lark.Tree)], body_scope, carried_args)
+        result_tokens = [t for t in (results_tree.children if results_tree is not None else []) if t is not None]
+        if len(result_tokens) != len(carried_args):
+            raise self.error(f"the loop carries {len(carried_args)} value(s) but names "
+                             f"{len(result_tokens)} result(s)", tree)
+        loop.results = tuple(LoopResult(loop, i) for i in range(len(result_tokens)))
+        for token, result in zip(result_tokens, loop.results):
+            self.bind(scope, token, result)
+        return loop
+
+    def resolve(self, token: lark.Token, scope: _Scope) -> Expr:
+        expr, visible = scope.lookup(str(token))
+        if expr is None:
+            raise self.error(f"{token} is not bound", token)
+        if not visible:
+            raise self.error(f"{token} is bound outside this loop but not listed in its captures", token)
+        return expr
+
+    def expr(self, tree: lark.Tree, scope: _Scope) -> Arg:
+        kind = rule(tree)
+        if kind == "call":
+            return self.call(tree, scope)
+        if kind == "binding":
+            return self.resolve(tree.children[0], scope)
+        if kind == "param_ref":
+            token = tree.children[0]
+            if str(token) not in self.param_names:
+                raise self.error(f"'{token}' is not a parameter of this kernel", token)
+            return self.out.param(str(token))
+        if kind == "none_expr":
+            return None
+        return self.literal(tree.children[0])
+
+    def call(self, tree: lark.Tree, scope: _Scope) -> Node:
+        name, *rest = tree.children
+        loc = rest[-1]
+        opdef = TREE_OPS.get(str(name))
+        if opdef is None:
+            raise self.error(f"unknown operation '{name}'", name)
+        args: list[Arg] = []
+        attrs: dict = {}
+        for arg in rest[:-1]:
+            if arg is None:
+                continue
+            if rule(arg) == "attr":
+                key, value = arg.children
+                if str(key) not in opdef.attrs:
+                    raise self.error(f"'{name}' has no attribute '{key}'", key)
+                attrs[str(key)] = self.attr_value(value)
+            else:
+                args.append(self.expr(arg.children[0], scope))
+        if len(args) != opdef.arity:
+            raise self.error(f"'{name}' takes {opdef.arity} argument(s), got {len(args)}", name)
+        return Node(str(name), tuple(args), attrs, self.loc(loc))
+
+
+def _hint(binding: str) -> str | None:
+    base = binding[1:].split(".")[0]
+    return None if not base or base[0].isdigit() else base
+
+
+def parse_tree(text: str, file: str = "<stdin>") -> TreeKernel:
+    return _TreeReader(file).kernel(parse_text("tree", text, file))
+
+
+__all__ = ["print_tree", "parse_tree", "CompileError"]

@@ -1,0 +1,60 @@
+"""The kernel language, ``import mytriton.language as tl``.
+
+Kernels are never executed by Python: the frontend reads their source and
+interprets these names itself (mytriton/frontend/builtins.py gives each one
+its meaning). Calling one outside a kernel is an error.
+"""
+from __future__ import annotations
+
+from mytriton.types import BF16, BOOL, F16, F32, I32, I64, ScalarType
+
+int1 = BOOL
+int32 = I32
+int64 = I64
+float16 = F16
+bfloat16 = BF16
+float32 = F32
+dtype = ScalarType
+
+DTYPES = {"int1": int1, "int32": int32, "int64": int64, "float16": float16,
+          "bfloat16": bfloat16, "float32": float32}
+
+
+class constexpr:
+    """Marks a kernel parameter as a compile-time constant (an annotation)."""
+
+    def __init__(self, value=None) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"constexpr({self.value!r})"
+
+
+# Every function a kernel may call as ``tl.NAME``.
+FUNCTIONS = (
+    "program_id", "num_programs", "arange", "load", "store",
+    "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "abs", "floor", "ceil", "sigmoid",
+    "where", "maximum", "minimum",
+    "zeros", "full", "empty", "sum", "max", "min", "dot", "expand_dims",
+    "static_range", "range", "cdiv",
+)
+
+
+def _outside_kernel(name: str):
+    def stub(*args, **kwargs):
+        raise RuntimeError(f"tl.{name} can only be used inside a @mytriton.jit kernel")
+
+    stub.__name__ = name
+    stub.__qualname__ = name
+    return stub
+
+
+for _name in FUNCTIONS:
+    globals()[_name] = _outside_kernel(_name)
+
+
+def cdiv(a: int, b: int) -> int:  # noqa: F811 - also usable on the host, like triton.cdiv
+    return -(-a // b)
+
+
+__all__ = ["constexpr", "dtype", *DTYPES, *FUNCTIONS]

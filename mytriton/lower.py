@@ -1,0 +1,159 @@
+"""The ``lower`` stage: type inference and lowering of the tree IR to SSA.
+
+Expressions are lowered lazily, when a statement needs them, and memoised by
+identity; loads are anchored where the kernel wrote them. A loop lowers its
+captures and carried inputs in the enclosing block before entering its body,
+so nothing defined inside a body is needed outside it (first seed chapter).
+Type rules come from the op table (``ir/opdefs.py``); a broken rule is
+reported at the kernel source line of the expression.
+"""
+from __future__ import annotations
+
+from mytriton.diagnostics import CompileError
+from mytriton.ir import opdefs
+from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Param, make_for
+from mytriton.ir.tree import (
+    Arg, Effect, Expr, ForRange, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
+    TreeKernel, Yield,
+)
+from mytriton.types import I32, PointerType, Type, TypeRuleError, WeakType, concrete, element_of
+
+
+def operand_type(operand: Operand) -> Type | None:
+    return None if operand is None else operand.type
+
+
+def carried_type_fits(declared: Type, operand: Operand) -> bool:
+    """A carried lane accepts values of its own type, and literals that the
+    type can hold (an int literal in an f32 lane, say)."""
+    if operand is None:
+        return False
+    t = operand.type
+    if isinstance(t, WeakType):
+        e = element_of(declared)
+        return not isinstance(e, PointerType) and not (t.kind == "float" and not e.is_float) \
+            and declared == e
+    return t == declared
+
+
+class Lowerer:
+    def __init__(self, tree: TreeKernel) -> None:
+        self.tree = tree
+        self.params = {name: Param(name, t) for name, t in tree.params}
+        self.block = Block()
+        self.scopes: list[dict[int, Operand]] = [{}]
+
+    def lower(self) -> Kernel:
+        self.region(self.tree.body, self.block)
+        return Kernel(self.tree.name, list(self.params.values()), dict(self.tree.constexprs),
+                      self.block, self.tree.loc)
+
+    # ---- statements ---------------------------------------------------------------
+    def region(self, stmts: list[Stmt], block: Block) -> None:
+        outer = self.block
+        self.block = block
+        for stmt in stmts:
+            if isinstance(stmt, Let):
+                if stmt.node.op == "load":
+                    self.expr(stmt.node)
+            elif isinstance(stmt, Effect):
+                self.expr(stmt.node)
+            elif isinstance(stmt, ForRange):
+                self.loop(stmt)
+        self.block = outer
+
+    def loop(self, loop: ForRange) -> None:
+        start, stop, step = (self.expr(b) for b in (loop.start, loop.stop, loop.step))
+        for capture in loop.captures:
+            self.expr(capture)
+        inits = [self.expr(v) for v in loop.carried_inputs]
+        types = []
+        for init, value in zip(inits, loop.carried_inputs):
+            if init is None:
+                raise CompileError("a loop cannot carry None", loop.loc)
+            types.append(concrete(init.type))
+        op = make_for(start, stop, step, inits, types, loop.loc, I32)
+        body = op.regions[0]
+        scope: dict[int, Operand] = {id(loop.index): body.args[0]}
+        scope.update({id(arg): value for arg, value in zip(loop.carried_args, body.args[1:])})
+        self.scopes.append(scope)
+        self.region([s for s in loop.body if not isinstance(s, Yield)], body)
+        outputs = loop.carried_outputs
+        outer = self.block
+        self.block = body
+        yields = [self.expr(v) for v in outputs]
+        self.block = outer
+        self.scopes.pop()
+        names = [arg.hint or f"#{arg.index}" for arg in loop.carried_args]
+        for name, declared, value, tree_value in zip(names, types, yields, outputs):
+            if not carried_type_fits(declared, value):
+                got = "None" if value is None else value.type
+                where = tree_value.loc if isinstance(tree_value, Node) else loop.loc
+                raise CompileError(
+                    f"loop-carried '{name}' changes type in the loop: it enters as {declared} "
+                    f"and the body makes it {got}", where)
+        body.append(Op("yield", yields, [], loc=loop.loc))
+        self.block.append(op)
+        self._check_loop_header(op, loop)
+        for result, value in zip(loop.results, op.results):
+            self.scopes[-1][id(result)] = value
+
+    def _check_loop_header(self, op: Op, loop: ForRange) -> None:
+        for operand, what in zip(op.operands[:2], ("start", "stop")):
+            t = operand_type(operand)
+            if t is None or concrete(t) != I32:
+                raise CompileError(f"the loop {what} must be an i32 scalar, got {t}", loop.loc)
+
+    # ---- expressions ----------------------------------------------------------------
+    def lookup(self, expr: Expr) -> Operand | None:
+        for scope in reversed(self.scopes):
+            if id(expr) in scope:
+                return scope[id(expr)]
+        return None
+
+    def expr(self, expr: Arg) -> Operand:
+        if expr is None:
+            return None
+        if isinstance(expr, (bool, int, float)):
+            return Const(expr)
+        if isinstance(expr, ParamRef):
+            return self.params[expr.name]
+        found = self.lookup(expr)
+        if found is not None:
+            return found
+        if isinstance(expr, (LoopIndex, LoopCarry, LoopResult)):
+            raise CompileError(f"internal error: loop value {expr!r} used out of its scope")
+        assert isinstance(expr, Node)
+        operands = [self.expr(a) for a in expr.args]
+        value = self.build(expr, operands)
+        self.scopes[-1][id(expr)] = value
+        return value
+
+    def build(self, node: Node, operands: list[Operand]) -> Operand:
+        name = node.op
+        types = [operand_type(o) for o in operands]
+        # ``+`` and ``-`` on a pointer are pointer arithmetic.
+        if name in ("add", "sub") and any(isinstance(element_of(t), PointerType) for t in types if t):
+            ptr_first = isinstance(element_of(types[0]), PointerType) if types[0] else False
+            if name == "sub":
+                if not ptr_first or isinstance(element_of(types[1]), PointerType):
+                    raise CompileError("only an integer can be subtracted from a pointer", node.loc)
+                operands = [operands[0], self.emit("neg", [operands[1]], {}, node)]
+            elif not ptr_first:
+                operands = [operands[1], operands[0]]
+            name = "addptr"
+        return self.emit(name, operands, node.attrs, node)
+
+    def emit(self, name: str, operands: list[Operand], attrs: dict, node: Node) -> Operand:
+        opdef = opdefs.lookup(name)
+        assert opdef is not None, name
+        try:
+            result_types = opdef.infer([operand_type(o) for o in operands], attrs)
+        except TypeRuleError as err:
+            raise CompileError(str(err), node.loc) from None
+        op = self.block.append(Op(name, operands, result_types, attrs, node.loc))
+        return op.results[0] if op.results else None
+
+
+def lower_tree(tree: TreeKernel) -> Kernel:
+    return Lowerer(tree).lower()

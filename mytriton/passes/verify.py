@@ -1,0 +1,166 @@
+"""The SSA verifier: what every stage's SSA must satisfy.
+
+- every op is known, has its operands and attributes, and declares the result
+  types its type rule gives;
+- a value is used only after its definition, in its own region or one nested
+  inside it: nothing defined in a loop body is used after the loop;
+- every value is defined once;
+- a loop's bounds are i32 scalars and its step a positive integer constant;
+  its carried inputs, block arguments, yields and results agree in number and
+  type; its body ends with ``yield``, and ``yield`` appears nowhere else;
+- kernel parameters are scalars or pointers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mytriton.diagnostics import CompileError
+from mytriton.ir import opdefs
+from mytriton.ir.ssa import Block, BlockArg, Const, Kernel, Op, OpResult, Param, Value, walk
+from mytriton.ir.ssa_text import op_text
+from mytriton.lower import carried_type_fits
+from mytriton.types import I32, BlockType, TypeRuleError, concrete
+
+
+class Verifier:
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.defined: set[Value] = set()
+        self.everywhere: set[Value] = set()  # every value defined anywhere, to explain misuse
+
+    def error(self, message: str, op: Op | None) -> CompileError:
+        loc = op.loc if op is not None and op.loc is not None else self.kernel.loc
+        err = CompileError(f"invalid SSA: {message}", loc)
+        if op is not None:
+            err.note(None, f"in: {op_text(self.kernel, op)}")
+        return err
+
+    def run(self) -> None:
+        for param in self.kernel.params:
+            if isinstance(param.type, BlockType):
+                raise CompileError(f"invalid SSA: parameter '{param.name}' cannot be a block",
+                                   self.kernel.loc)
+        for op in walk(self.kernel.body):
+            for value in op.results:
+                self.everywhere.add(value)
+            for region in op.regions:
+                self.everywhere.update(region.args)
+        visible = set(self.kernel.params)
+        self.block(self.kernel.body, visible, in_loop=False)
+
+    def block(self, block: Block, visible: set[Value], in_loop: bool) -> None:
+        visible = set(visible)
+        for i, op in enumerate(block.ops):
+            for operand in op.operands:
+                if isinstance(operand, Value) and operand not in visible:
+                    raise self.error(self.explain(operand), op)
+            if op.name == "yield":
+                if not in_loop or i != len(block.ops) - 1:
+                    raise self.error("'yield' may only end a loop body", op)
+            elif op.name == "for":
+                self.loop(op, visible)
+            else:
+                self.check_op(op)
+            for result in op.results:
+                self.define(result, op)
+                visible.add(result)
+        if in_loop and (not block.ops or block.ops[-1].name != "yield"):
+            raise self.error("a loop body must end with 'yield'", block.parent)
+
+    def explain(self, value: Value) -> str:
+        if isinstance(value, Param):
+            return f"'{value.name}' is not a parameter of this kernel"
+        if value not in self.everywhere:
+            return "use of a value that is never defined"
+        op = value.op if isinstance(value, OpResult) else None
+        if self._inside_loop(value):
+            return "a value defined inside a loop body is used outside it (yield it instead)"
+        return "a value is used before it is defined" + (f" (by '{op.name}')" if op else "")
+
+    def _inside_loop(self, value: Value) -> bool:
+        block = value.op.parent if isinstance(value, OpResult) else value.block if isinstance(value, BlockArg) else None
+        return block is not None and block.parent is not None
+
+    def define(self, value: Value, op: Op) -> None:
+        if value in self.defined:
+            raise self.error("a value is defined twice", op)
+        self.defined.add(value)
+
+    def check_op(self, op: Op) -> None:
+        opdef = opdefs.lookup(op.name)
+        if opdef is None:
+            raise self.error(f"unknown op '{op.name}'", op)
+        if len(op.operands) != opdef.arity:
+            raise self.error(f"'{op.name}' takes {opdef.arity} operand(s), got {len(op.operands)}", op)
+        for i, operand in enumerate(op.operands):
+            if operand is None and not opdef.optional(i):
+                raise self.error(f"operand '{opdef.operands[i]}' of '{op.name}' cannot be none", op)
+        unknown = set(op.attrs) - set(opdef.attrs)
+        if unknown:
+            raise self.error(f"'{op.name}' has no attribute '{sorted(unknown)[0]}'", op)
+        if op.regions:
+            raise self.error(f"'{op.name}' cannot have regions", op)
+        try:
+            expected = opdef.infer([None if o is None else o.type for o in op.operands], op.attrs)
+        except TypeRuleError as err:
+            raise self.error(str(err), op) from None
+        declared = [r.type for r in op.results]
+        if declared != expected:
+            want = ", ".join(str(t) for t in expected) or "no result"
+            got = ", ".join(str(t) for t in declared) or "no result"
+            raise self.error(f"'{op.name}' declares {got} but its operands give {want}", op)
+
+    def loop(self, op: Op, visible: set[Value]) -> None:
+        if len(op.regions) != 1:
+            raise self.error("a loop has exactly one body", op)
+        body = op.regions[0]
+        start, stop, step = op.operands[:3]
+        inits = op.operands[3:]
+        for operand, what in ((start, "start"), (stop, "stop")):
+            if operand is None or concrete(operand.type) != I32:
+                got = "none" if operand is None else operand.type
+                raise self.error(f"the loop {what} must be an i32 scalar, got {got}", op)
+        if not (isinstance(step, Const) and type(step.value) is int):
+            raise self.error("the loop step must be an integer constant", op)
+        if step.value <= 0:
+            raise self.error(f"the loop step must be positive, got {step.value}", op)
+        if not body.args or body.args[0].type != I32:
+            raise self.error("the induction variable must be i32", op)
+        carried = body.args[1:]
+        lanes = (len(inits), len(carried), len(op.results))
+        if len(set(lanes)) != 1:
+            raise self.error(f"a loop needs as many carried inputs, carried values and results; got "
+                             f"{lanes[0]}, {lanes[1]} and {lanes[2]}", op)
+        for i, (init, arg, result) in enumerate(zip(inits, carried, op.results)):
+            if arg.type != result.type:
+                raise self.error(f"carried value {i} is {arg.type} in the body but the loop returns "
+                                 f"{result.type}", op)
+            if not carried_type_fits(arg.type, init):
+                got = "none" if init is None else init.type
+                raise self.error(f"carried value {i} is {arg.type} but enters the loop as {got}", op)
+        for arg in body.args:
+            self.define(arg, op)
+        inner = set(visible) | set(body.args)
+        self.block(body, inner, in_loop=True)
+        terminator = body.ops[-1]
+        if len(terminator.operands) != len(carried):
+            raise self.error(f"the loop carries {len(carried)} value(s) but yields "
+                             f"{len(terminator.operands)}", terminator)
+        for i, (arg, value) in enumerate(zip(carried, terminator.operands)):
+            if not carried_type_fits(arg.type, value):
+                got = "none" if value is None else value.type
+                raise self.error(f"carried value {i} is {arg.type} but the body yields {got}", terminator)
+
+
+def verify(kernel: Kernel) -> Kernel:
+    Verifier(kernel).run()
+    return kernel
+
+
+@dataclass(frozen=True)
+class VerifyPass:
+    name: str = "verify"
+    summary: str = "check SSA invariants; the IR passes through unchanged"
+
+    def apply(self, kernel: Kernel) -> Kernel:
+        return verify(kernel)

@@ -1,0 +1,167 @@
+"""The type system shared by every IR and backend.
+
+Scalars (``i32``, ``f32``, ``bool``, ...), pointers to scalars (``ptr<f32>``)
+and blocks of either: ``vector<256 x f32>`` for rank 1, ``block<64x32 x f32>``
+for rank 2 and up. Python literals in kernels are *weak*: they take the type of
+what they meet (``x * 2.0`` keeps ``x``'s f16), as in Triton.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    name: str  # as printed in IR
+    kind: str  # "bool", "int" or "float"
+    bits: int
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind == "int"
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    @property
+    def nbytes(self) -> int:
+        return max(self.bits // 8, 1)
+
+
+BOOL = ScalarType("bool", "bool", 1)
+I32 = ScalarType("i32", "int", 32)
+I64 = ScalarType("i64", "int", 64)
+F16 = ScalarType("f16", "float", 16)
+BF16 = ScalarType("bf16", "float", 16)
+F32 = ScalarType("f32", "float", 32)
+
+SCALARS: dict[str, ScalarType] = {t.name: t for t in (BOOL, I32, I64, F16, BF16, F32)}
+
+
+@dataclass(frozen=True)
+class PointerType:
+    pointee: ScalarType
+
+    def __str__(self) -> str:
+        return f"ptr<{self.pointee}>"
+
+
+Element = ScalarType | PointerType
+
+
+@dataclass(frozen=True)
+class BlockType:
+    shape: tuple[int, ...]
+    element: Element
+
+    def __str__(self) -> str:
+        if len(self.shape) == 1:
+            return f"vector<{self.shape[0]} x {self.element}>"
+        dims = "x".join(str(d) for d in self.shape)
+        return f"block<{dims} x {self.element}>"
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+@dataclass(frozen=True)
+class WeakType:
+    """The type of a Python literal before it meets a typed value."""
+
+    kind: str  # "int" or "float"
+
+    def __str__(self) -> str:
+        return f"literal {self.kind}"
+
+    @property
+    def default(self) -> ScalarType:
+        return I32 if self.kind == "int" else F32
+
+
+WEAK_INT = WeakType("int")
+WEAK_FLOAT = WeakType("float")
+
+Type = ScalarType | PointerType | BlockType | WeakType
+
+
+def element_of(t: Type) -> Element | WeakType:
+    return t.element if isinstance(t, BlockType) else t
+
+
+def shape_of(t: Type) -> tuple[int, ...]:
+    return t.shape if isinstance(t, BlockType) else ()
+
+
+def with_element(shape: tuple[int, ...], element: Element) -> Type:
+    return BlockType(shape, element) if shape else element
+
+
+def concrete(t: Type) -> Type:
+    """Resolve a weak literal type to its default (i32 or f32)."""
+    return t.default if isinstance(t, WeakType) else t
+
+
+class TypeRuleError(Exception):
+    """A type rule was broken; the caller attaches the location."""
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy broadcasting: align on the right, dims of 1 stretch."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = [1] * rank
+    for shape in shapes:
+        padded = (1,) * (rank - len(shape)) + tuple(shape)
+        for i, d in enumerate(padded):
+            if d == out[i] or d == 1:
+                continue
+            if out[i] == 1:
+                out[i] = d
+                continue
+            pretty = ", ".join(_shape_str(s) for s in shapes)
+            raise TypeRuleError(f"shapes {pretty} do not broadcast")
+    return tuple(out)
+
+
+def _shape_str(shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]" if shape else "scalar"
+
+
+_FLOAT_RANK = {"f16": 1, "bf16": 1, "f32": 2}
+
+
+def promote(a: ScalarType | WeakType, b: ScalarType | WeakType) -> ScalarType | WeakType:
+    """The element type two arithmetic operands compute in (Triton's rules,
+    restricted to our scalar types)."""
+    if isinstance(a, WeakType) and isinstance(b, WeakType):
+        return WEAK_FLOAT if "float" in (a.kind, b.kind) else WEAK_INT
+    if isinstance(a, WeakType):
+        a, b = b, a
+    assert isinstance(a, ScalarType)
+    if isinstance(b, WeakType):
+        if b.kind == "float" and not a.is_float:
+            return F32
+        if a.is_bool:
+            return I32 if b.kind == "int" else F32
+        return a
+    if a == b:
+        return a
+    if a.is_float or b.is_float:
+        if a.is_float and b.is_float:
+            if {a.name, b.name} == {"f16", "bf16"}:
+                return F32
+            return a if _FLOAT_RANK[a.name] >= _FLOAT_RANK[b.name] else b
+        return a if a.is_float else b
+    # Both integer or bool: the wider integer wins; bool counts as narrowest.
+    return a if a.bits >= b.bits else b
