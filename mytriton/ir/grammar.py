@@ -37,10 +37,11 @@ def grammar_dir() -> Path:
 
 
 @functools.lru_cache(maxsize=None)
-def parser(name: str) -> lark.Lark:
+def parser(name: str, start: str = "start") -> lark.Lark:
     path = grammar_dir() / f"{name}.lark"
     return lark.Lark.open(
         str(path), parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True,
+        start=start,
     )
 
 
@@ -50,9 +51,9 @@ def rule(tree: lark.Tree) -> str:
     return name.rsplit("__", 1)[-1]
 
 
-def parse_text(grammar: str, text: str, file: str) -> lark.Tree:
+def parse_text(grammar: str, text: str, file: str, start: str = "start") -> lark.Tree:
     SOURCES.register(file, text)
-    lark_parser = parser(grammar)
+    lark_parser = parser(grammar, start)
     try:
         return lark_parser.parse(text)
     except lark.UnexpectedEOF as err:

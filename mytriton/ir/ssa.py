@@ -193,3 +193,61 @@ def replace_uses(block: Block, old: Value, new: Operand) -> None:
 
 def defining_op(value: Value) -> Op | None:
     return value.op if isinstance(value, OpResult) else None
+
+
+# ---- scopes and edits ---------------------------------------------------------
+# Passes that move, merge or delete ops ask these where a value lives, so
+# scoping is decided in one place.
+
+
+def defining_block(value: Value) -> Block | None:
+    """The block whose scope ``value`` belongs to; None for kernel parameters."""
+    if isinstance(value, OpResult):
+        return value.op.parent
+    if isinstance(value, BlockArg):
+        return value.block
+    return None
+
+
+def is_within(block: Block | None, ancestor: Block) -> bool:
+    """Whether ``block`` is ``ancestor`` or a region nested (at any depth) in it."""
+    while block is not None:
+        if block is ancestor:
+            return True
+        owner = block.parent
+        block = owner.parent if owner is not None else None
+    return False
+
+
+def erase_op(op: Op) -> None:
+    """Unlink ``op`` (with its regions) from its block; its results must be unused."""
+    assert op.parent is not None, f"{op.name} is not in a block"
+    op.parent.ops.remove(op)
+    op.parent = None
+
+
+def move_before(op: Op, anchor: Op) -> None:
+    """Move ``op`` out of its block to just before ``anchor`` (in anchor's block)."""
+    erase_op(op)
+    block = anchor.parent
+    assert block is not None
+    block.ops.insert(block.ops.index(anchor), op)
+    op.parent = block
+
+
+def drop_loop_lanes(op: Op, dead: set[int]) -> None:
+    """Remove the carried lanes numbered in ``dead`` from a ``for`` op: their
+    initial value, block argument, yielded value and result. Nothing may still
+    use the dropped block arguments or results."""
+    keep = [i for i in range(len(op.results)) if i not in dead]
+    body = for_body(op)
+    terminator = for_yield(op)
+    assert terminator is not None, "a loop body ends with yield"
+    op.operands = op.operands[:3] + [op.operands[3 + i] for i in keep]
+    terminator.operands = [terminator.operands[i] for i in keep]
+    body.args = [body.args[0]] + [body.args[1 + i] for i in keep]
+    op.results = [op.results[i] for i in keep]
+    for index, arg in enumerate(body.args):
+        arg.index = index
+    for index, result in enumerate(op.results):
+        result.index = index

@@ -8,7 +8,7 @@ from typing import Any
 import lark
 
 from mytriton.diagnostics import CompileError, Location
-from mytriton.ir.grammar import node_loc, rule
+from mytriton.ir.grammar import node_loc, parse_text, rule
 from mytriton.types import SCALARS, BlockType, PointerType, ScalarType, Type
 
 # ---- printing -------------------------------------------------------------------
@@ -163,3 +163,8 @@ class TextReader:
         if line == 0:
             return None
         return Location(self.source_file, line, col)
+
+
+def parse_type(text: str, file: str = "<type>") -> Type:
+    """A type on its own, as the IRs spell it (``ptr<f32>``, ``vector<4 x i32>``)."""
+    return TextReader(file).type(parse_text("common", text, file, start="type"))

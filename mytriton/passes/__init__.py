@@ -1,0 +1,40 @@
+"""SSA passes, registered by the names the CLI uses (``opt -p fold,cse,dce``).
+
+Each pass is a frozen dataclass in a module named after it, with a ``name``,
+a one-line ``summary`` and ``apply(kernel) -> kernel``. Modules are imported
+only when their pass is asked for.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Protocol
+
+from mytriton.ir.ssa import Kernel
+
+
+class Pass(Protocol):
+    name: str
+    summary: str
+
+    def apply(self, kernel: Kernel) -> Kernel: ...
+
+
+# CLI name -> (module, class)
+REGISTRY: dict[str, tuple[str, str]] = {
+    "verify": ("mytriton.passes.verify", "VerifyPass"),
+    "fold": ("mytriton.passes.fold", "FoldPass"),
+    "cse": ("mytriton.passes.cse", "CSEPass"),
+    "dce": ("mytriton.passes.dce", "DCEPass"),
+    "licm": ("mytriton.passes.licm", "LICMPass"),
+}
+
+DEFAULT_PIPELINE = ("fold", "cse", "dce")
+
+
+def get_pass(name: str) -> Pass:
+    from mytriton.diagnostics import CompileError
+
+    if name not in REGISTRY:
+        raise CompileError(f"unknown pass '{name}' (passes: {', '.join(REGISTRY)})")
+    module, cls = REGISTRY[name]
+    return getattr(importlib.import_module(module), cls)()

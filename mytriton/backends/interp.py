@@ -1,0 +1,542 @@
+"""A NumPy interpreter for SSA kernels.
+
+``run_kernel(kernel, grid, args)`` executes every program instance of the
+grid at once, vectorised over the grid: a runtime value of SSA type ``T`` is
+a NumPy array of shape ``(P, *shape(T))`` where ``P`` is the number of
+programs (scalars are ``(P,)``). Programs are numbered with grid axis 0
+fastest, as CUDA numbers blocks.
+
+Pointers are int64 byte addresses: each pointer argument's buffer gets its
+own base address, and ``load``/``store`` map an address back to a buffer,
+check that it is in bounds and aligned, then gather or scatter.
+
+A runtime ``for`` loop whose bounds differ between programs runs as long as
+any program still iterates; an *active* mask of shape ``(P,)`` says which
+programs are iterating, and gates every load and store in the body and the
+update of the carried values.
+
+This is the only module of the compiler that imports NumPy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from mytriton.diagnostics import CompileError
+from mytriton.ir.ssa import (
+    Block, Const, Kernel, Op, Operand, Param, Value, for_body, for_bounds, for_carried,
+    for_index, for_inits, for_yield,
+)
+from mytriton.types import (
+    BF16, BOOL, F16, F32, I32, I64, PointerType, ScalarType, Type, concrete, element_of,
+    promote, shape_of, with_element,
+)
+
+# ---- types -------------------------------------------------------------------------
+
+_NUMPY_DTYPES: dict[ScalarType, np.dtype] = {
+    BOOL: np.dtype(np.bool_),
+    I32: np.dtype(np.int32),
+    I64: np.dtype(np.int64),
+    F16: np.dtype(np.float16),
+    F32: np.dtype(np.float32),
+}
+
+ADDRESS = np.dtype(np.int64)  # how pointer values are represented
+_BASE_SHIFT = 40  # buffer i starts at address (i + 1) << 40
+_HALF_GAP = 1 << (_BASE_SHIFT - 1)
+
+
+def np_dtype(t: Type) -> np.dtype:
+    """The NumPy dtype holding elements of the SSA type ``t`` (pointers are
+    int64 addresses; weak literal types take their default)."""
+    e = element_of(t)
+    if isinstance(e, PointerType):
+        return ADDRESS
+    e = concrete(e)
+    if e == BF16:
+        raise CompileError("bf16 is not supported by the interpreter")
+    try:
+        return _NUMPY_DTYPES[e]
+    except KeyError:
+        raise CompileError(f"the interpreter does not support the type {t}") from None
+
+
+def _rank(t: Type) -> int:
+    return len(shape_of(t))
+
+
+def _operand_type(operand: Operand) -> Type:
+    assert operand is not None
+    return operand.type
+
+
+# ---- the entry point -------------------------------------------------------------------
+
+
+def run_kernel(kernel: Kernel, grid: tuple[int, ...], args: Sequence[object]) -> None:
+    """Run ``kernel`` over ``grid`` (1 to 3 ints) with ``args`` in
+    ``kernel.params`` order: a C-contiguous ndarray for each pointer parameter
+    (written in place), a number for each scalar parameter."""
+    dims, grid_rank = _check_grid(grid, kernel)
+    if len(args) != len(kernel.params):
+        names = ", ".join(p.name for p in kernel.params)
+        raise CompileError(f"kernel '{kernel.name}' takes {len(kernel.params)} argument(s) "
+                           f"({names}), got {len(args)}", kernel.loc)
+    state = _State(kernel, dims, grid_rank)
+    for param, arg in zip(kernel.params, args):
+        state.bind_param(param, arg)
+    if state.P == 0:
+        return
+    with np.errstate(all="ignore"):
+        state.run_block(kernel.body, np.ones(state.P, dtype=bool))
+
+
+def _check_grid(grid: Any, kernel: Kernel) -> tuple[tuple[int, int, int], int]:
+    if isinstance(grid, Integral):
+        grid = (grid,)
+    grid = tuple(grid)
+    if not 1 <= len(grid) <= 3:
+        raise CompileError(f"a grid has 1 to 3 dimensions, got {grid}", kernel.loc)
+    for g in grid:
+        if not isinstance(g, Integral) or isinstance(g, bool) or g < 0:
+            raise CompileError(f"grid dimensions must be non-negative integers, got {grid}", kernel.loc)
+    padded = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+    return padded, len(grid)  # type: ignore[return-value]
+
+
+@dataclass
+class _Buffer:
+    name: str
+    base: int
+    data: np.ndarray  # flat view of the caller's array
+
+
+class _State:
+    """The values of one kernel run, and the buffers its pointers address."""
+
+    def __init__(self, kernel: Kernel, grid: tuple[int, int, int], grid_rank: int) -> None:
+        self.kernel = kernel
+        self.grid = grid
+        self.grid_rank = grid_rank
+        self.P = grid[0] * grid[1] * grid[2]
+        self.env: dict[Value, np.ndarray] = {}
+        self.buffers: list[_Buffer] = []
+        self.bases = np.zeros(0, dtype=ADDRESS)
+
+    # -- arguments --
+
+    def bind_param(self, param: Param, arg: object) -> None:
+        name = param.name
+        t = param.type
+        where = self.kernel.loc
+        if isinstance(t, PointerType):
+            if t.pointee == BF16:
+                raise CompileError(f"parameter '{name}': bf16 is not supported by the interpreter", where)
+            if not isinstance(arg, np.ndarray):
+                raise CompileError(f"parameter '{name}' is a pointer ({t}): pass a NumPy array, "
+                                   f"got {type(arg).__name__}", where)
+            expected = np_dtype(t.pointee)
+            if arg.dtype != expected:
+                raise CompileError(f"parameter '{name}' is {t}: expected an array of {expected}, "
+                                   f"got {arg.dtype}", where)
+            if not arg.flags.c_contiguous:
+                raise CompileError(f"parameter '{name}': the array must be C-contiguous "
+                                   "(use np.ascontiguousarray and copy results back)", where)
+            base = (len(self.buffers) + 1) << _BASE_SHIFT
+            self.buffers.append(_Buffer(name, base, arg.reshape(-1)))
+            self.bases = np.array([b.base for b in self.buffers], dtype=ADDRESS)
+            self.env[param] = np.full(self.P, base, dtype=ADDRESS)
+            return
+        self.env[param] = np.full(self.P, _scalar_arg(name, t, arg, where), dtype=np_dtype(t))
+
+    # -- values --
+
+    def get(self, operand: Operand, dtype: np.dtype, rank: int) -> Any:
+        """``operand`` as an array of ``dtype`` aligned to a tile ``rank``
+        (right-aligned, so it broadcasts against ``(P, *shape)``); a literal
+        becomes a NumPy scalar of ``dtype``."""
+        if isinstance(operand, Const):
+            return _literal(operand.value, dtype)
+        assert operand is not None
+        arr = self.env[operand]
+        return _align(arr, rank).astype(dtype, copy=False)
+
+    def full(self, operand: Operand, t: Type) -> np.ndarray:
+        """``operand`` broadcast to the full ``(P, *shape(t))`` of type ``t``."""
+        shape = (self.P, *shape_of(t))
+        return np.broadcast_to(self.get(operand, np_dtype(t), len(shape) - 1), shape)
+
+    def program_coords(self, program: int) -> str:
+        g0, g1, _ = self.grid
+        coords = (program % g0, (program // g0) % g1, program // (g0 * g1))
+        if self.grid_rank == 1:
+            return str(coords[0])
+        return "(" + ", ".join(str(c) for c in coords[:self.grid_rank]) + ")"
+
+    # -- execution --
+
+    def run_block(self, block: Block, active: np.ndarray) -> None:
+        for op in block.ops:
+            if op.name == "yield":
+                continue  # read by the enclosing loop
+            handler = HANDLERS.get(op.name)
+            if handler is None:
+                raise CompileError(f"the interpreter does not support '{op.name}'", op.loc)
+            try:
+                out = handler(self, op, active)
+            except CompileError as err:
+                raise err.at(op.loc)
+            if not op.results:
+                continue
+            outs = out if isinstance(out, list) else [out]
+            for result, arr in zip(op.results, outs, strict=True):
+                self.env[result] = self._conform(arr, result.type)
+
+    def _conform(self, arr: Any, t: Type) -> np.ndarray:
+        shape = (self.P, *shape_of(t))
+        arr = np.asarray(arr).astype(np_dtype(t), copy=False)
+        if arr.shape != shape:
+            arr = np.broadcast_to(arr, shape)
+        return arr
+
+
+def _scalar_arg(name: str, t: Type, arg: object, where: Any) -> Any:
+    st = concrete(element_of(t))
+    if st == BF16:
+        raise CompileError(f"parameter '{name}': bf16 is not supported by the interpreter", where)
+    if isinstance(arg, np.ndarray) or not isinstance(arg, (Real, np.bool_)):
+        raise CompileError(f"parameter '{name}' is a scalar ({t}): pass a number, "
+                           f"got {type(arg).__name__}", where)
+    if st.is_float:
+        return float(arg)  # type: ignore[arg-type]
+    if not isinstance(arg, (Integral, np.bool_)):
+        raise CompileError(f"parameter '{name}' is {t}: pass an integer, got {arg!r}", where)
+    value = int(arg)  # type: ignore[arg-type]
+    if st.is_bool:
+        if value not in (0, 1):
+            raise CompileError(f"parameter '{name}' is bool: got {arg!r}", where)
+        return bool(value)
+    info = np.iinfo(np_dtype(st))
+    if not info.min <= value <= info.max:
+        raise CompileError(f"parameter '{name}' is {t}: {value} is out of range", where)
+    return value
+
+
+def _literal(value: bool | int | float, dtype: np.dtype) -> Any:
+    """A weak literal as a NumPy scalar of ``dtype`` (converted as C would)."""
+    return np.array(value).astype(dtype)[()]
+
+
+def _align(arr: np.ndarray, rank: int) -> np.ndarray:
+    """Reshape ``(P, *shape)`` to ``(P, 1, ..., 1, *shape)`` of tile ``rank``."""
+    missing = rank - (arr.ndim - 1)
+    if missing <= 0:
+        return arr
+    return arr.reshape((arr.shape[0],) + (1,) * missing + arr.shape[1:])
+
+
+def _lanes(active: np.ndarray, rank: int) -> np.ndarray:
+    """The per-program mask ``active`` shaped to broadcast over a tile."""
+    return active.reshape((active.shape[0],) + (1,) * rank)
+
+
+Handler = Callable[[_State, Op, np.ndarray], Any]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handles(*names: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        for name in names:
+            HANDLERS[name] = fn
+        return fn
+
+    return register
+
+
+# ---- program geometry and tile factories -------------------------------------------------
+
+
+@handles("program_id")
+def _program_id(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    g0, g1, _ = st.grid
+    p = np.arange(st.P, dtype=np.int64)
+    axis = op.attrs["axis"]
+    pid = [p % g0, (p // g0) % g1, p // (g0 * g1)][axis]
+    return pid.astype(np.int32)
+
+
+@handles("num_programs")
+def _num_programs(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    return np.full(st.P, st.grid[op.attrs["axis"]], dtype=np.int32)
+
+
+@handles("arange")
+def _arange(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    row = np.arange(op.attrs["start"], op.attrs["end"], dtype=np.int32)
+    return np.broadcast_to(row, (st.P, row.size))
+
+
+@handles("full")
+def _full(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    return st.full(op.operands[0], op.result.type)
+
+
+@handles("expand_dims")
+def _expand_dims(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    (x,) = op.operands
+    return np.expand_dims(st.get(x, np_dtype(x.type), _rank(x.type)), op.attrs["axis"] + 1)
+
+
+# ---- elementwise ---------------------------------------------------------------------------
+
+
+def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division rounding toward zero, as in C (x / 0 gives garbage)."""
+    q = np.floor_divide(a, b)
+    r = a - q * b
+    return np.where((r != 0) & ((a < 0) != (b < 0)), q + 1, q)
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    return 1 / np.sqrt(x)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1 / (1 + np.exp(-x))
+
+
+# Ops computed in their result's element type.
+_ARITH: dict[str, Callable[..., np.ndarray]] = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+    "floordiv": _trunc_div, "mod": np.fmod,  # fmod: the remainder takes the dividend's sign
+    "maximum": np.maximum, "minimum": np.minimum,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,  # logical on bools
+    "neg": np.negative, "abs": np.abs, "not": np.invert,  # invert: logical not on bools
+}
+
+# Ops computed in the promoted type of their operands, giving bool.
+_COMPARE: dict[str, Callable[..., np.ndarray]] = {
+    "cmp_lt": np.less, "cmp_le": np.less_equal, "cmp_gt": np.greater,
+    "cmp_ge": np.greater_equal, "cmp_eq": np.equal, "cmp_ne": np.not_equal,
+}
+
+# Math functions, computed in at least float32 and given in the result type.
+_MATH: dict[str, Callable[..., np.ndarray]] = {
+    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
+    "rsqrt": _rsqrt, "sin": np.sin, "cos": np.cos, "floor": np.floor, "ceil": np.ceil,
+    "sigmoid": _sigmoid,
+}
+
+
+@handles(*_ARITH)
+def _arith(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    t = op.result.type
+    dtype, rank = np_dtype(t), _rank(t)
+    return _ARITH[op.name](*(st.get(x, dtype, rank) for x in op.operands))
+
+
+@handles(*_COMPARE)
+def _compare(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    a, b = op.operands
+    dtype = np_dtype(promote(element_of(_operand_type(a)), element_of(_operand_type(b))))
+    rank = _rank(op.result.type)
+    return _COMPARE[op.name](st.get(a, dtype, rank), st.get(b, dtype, rank))
+
+
+@handles(*_MATH)
+def _math(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    (x,) = op.operands
+    t = op.result.type
+    compute = np.promote_types(np_dtype(t), np.float32)
+    return _MATH[op.name](st.get(x, compute, _rank(t)))
+
+
+@handles("where")
+def _where(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    cond, a, b = op.operands
+    t = op.result.type
+    dtype, rank = np_dtype(t), _rank(t)
+    return np.where(st.get(cond, np.dtype(np.bool_), rank), st.get(a, dtype, rank), st.get(b, dtype, rank))
+
+
+@handles("cast")
+def _cast(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    (x,) = op.operands
+    t = op.result.type
+    target = np_dtype(t)
+    source = np_dtype(_operand_type(x))
+    value = st.get(x, source, _rank(t))
+    if target.kind == "b":
+        return value != 0
+    return value.astype(target)  # float -> int truncates toward zero
+
+
+@handles("addptr")
+def _addptr(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    ptr, offset = op.operands
+    t = op.result.type
+    element = element_of(t)
+    assert isinstance(element, PointerType)
+    rank = _rank(t)
+    size = np_dtype(element.pointee).itemsize
+    return st.get(ptr, ADDRESS, rank) + st.get(offset, ADDRESS, rank) * size
+
+
+# ---- memory ----------------------------------------------------------------------------------
+
+
+def _locate(st: _State, op: Op, what: str, ptrs: np.ndarray, enabled: np.ndarray,
+            itemsize: int) -> tuple[np.ndarray, np.ndarray]:
+    """For the enabled lanes of ``ptrs``: the index of the buffer each points
+    into and the element index inside it. Raises on an address outside every
+    buffer, out of bounds or misaligned, naming the buffer and a program."""
+    addrs = ptrs[enabled]
+    nbuf = len(st.buffers)
+    # An address belongs to the buffer whose base is nearest (bases are far apart).
+    which = np.searchsorted(st.bases - _HALF_GAP, addrs, side="right") - 1
+    which = np.clip(which, 0, max(nbuf - 1, 0))
+    if nbuf == 0:
+        _fault(st, op, f"{what} through a pointer that addresses no buffer", ptrs, enabled,
+               np.ones(addrs.shape, dtype=bool))
+    offset = addrs - st.bases[which]
+    sizes = np.array([b.data.size for b in st.buffers], dtype=np.int64)[which]
+    misaligned = offset % itemsize != 0
+    elem = offset // itemsize
+    outside = (elem < 0) | (elem >= sizes)
+    if misaligned.any():
+        k = int(np.argmax(misaligned))
+        buf = st.buffers[int(which[k])]
+        _fault(st, op, f"misaligned {what} '{buf.name}': byte offset {int(offset[k])} is not a "
+                       f"multiple of {itemsize}", ptrs, enabled, misaligned)
+    if outside.any():
+        k = int(np.argmax(outside))
+        buf = st.buffers[int(which[k])]
+        _fault(st, op, f"out-of-bounds {what} '{buf.name}': element offset {int(elem[k])} is "
+                       f"outside the buffer of {buf.data.size} element(s)", ptrs, enabled, outside)
+    return which, elem
+
+
+def _fault(st: _State, op: Op, message: str, ptrs: np.ndarray, enabled: np.ndarray,
+           bad: np.ndarray) -> None:
+    """Raise ``message``, adding the program and tile element of the first bad lane."""
+    lanes = np.argwhere(enabled)[np.argmax(bad)]
+    where = f"in program {st.program_coords(int(lanes[0]))}"
+    if lanes.size > 1:
+        where += " at tile element [" + ", ".join(str(int(i)) for i in lanes[1:]) + "]"
+    raise CompileError(f"{message} ({where})", op.loc)
+
+
+def _enabled(st: _State, mask: Operand, active: np.ndarray, t: Type) -> np.ndarray:
+    """The lanes of a memory access of type ``t`` that happen: its mask (if
+    any) and-ed with the programs that are active."""
+    shape = (st.P, *shape_of(t))
+    lanes = np.broadcast_to(_lanes(active, len(shape) - 1), shape)
+    if mask is None:
+        return lanes
+    return lanes & st.full(mask, with_element(shape_of(t), BOOL))
+
+
+def _pointee(t: Type) -> ScalarType:
+    element = element_of(t)
+    assert isinstance(element, PointerType)
+    return element.pointee
+
+
+@handles("load")
+def _load(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    ptr, mask, other = op.operands
+    t = op.result.type
+    ptrs = st.full(ptr, _operand_type(ptr))
+    enabled = _enabled(st, mask, active, _operand_type(ptr))
+    out = np.array(np.broadcast_to(st.full(other if other is not None else Const(0), t), ptrs.shape))
+    if not enabled.any():
+        return out
+    dtype = np_dtype(_pointee(_operand_type(ptr)))
+    which, elem = _locate(st, op, "load from", ptrs, enabled, dtype.itemsize)
+    values = np.empty(elem.shape, dtype=dtype)
+    for b in np.unique(which):
+        sel = which == b
+        values[sel] = st.buffers[int(b)].data[elem[sel]]
+    out[enabled] = values
+    return out
+
+
+@handles("store")
+def _store(st: _State, op: Op, active: np.ndarray) -> None:
+    ptr, value, mask = op.operands
+    pt = _operand_type(ptr)
+    ptrs = st.full(ptr, pt)
+    enabled = _enabled(st, mask, active, pt)
+    if not enabled.any():
+        return
+    dtype = np_dtype(_pointee(pt))
+    values = np.broadcast_to(st.get(value, dtype, _rank(pt)), ptrs.shape)[enabled]
+    which, elem = _locate(st, op, "store to", ptrs, enabled, dtype.itemsize)
+    for b in np.unique(which):
+        buf = st.buffers[int(b)]
+        if not buf.data.flags.writeable:
+            raise CompileError(f"store to '{buf.name}': the array is read-only", op.loc)
+        sel = which == b
+        buf.data[elem[sel]] = values[sel]
+
+
+# ---- reductions and dot ------------------------------------------------------------------------
+
+
+@handles("sum", "max", "min")
+def _reduce(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    (x,) = op.operands
+    rank = _rank(_operand_type(x))
+    axis = op.attrs.get("axis")
+    axes = tuple(range(1, rank + 1)) if axis is None else (axis + 1,)
+    dtype = np_dtype(op.result.type)
+    if op.name == "sum":
+        # Accumulate half precision in float32, as a GPU would.
+        acc = np.promote_types(dtype, np.float32) if dtype.kind == "f" else dtype
+        return np.sum(st.get(x, acc, rank), axis=axes, dtype=acc).astype(dtype)
+    reduce = np.max if op.name == "max" else np.min
+    return reduce(st.get(x, dtype, rank), axis=axes)
+
+
+@handles("dot")
+def _dot(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    a, b, acc = op.operands
+    f32 = np.dtype(np.float32)
+    out = np.matmul(st.get(a, f32, 2), st.get(b, f32, 2))
+    if acc is not None:
+        out = out + st.get(acc, f32, 2)
+    return out
+
+
+# ---- loops ----------------------------------------------------------------------------------------
+
+
+@handles("for")
+def _for(st: _State, op: Op, active: np.ndarray) -> list[np.ndarray]:
+    index_type = for_index(op).type
+    start, stop, step = (st.full(x, index_type) for x in for_bounds(op))
+    carried = [st.full(init, result.type) for init, result in zip(for_inits(op), op.results)]
+    body, terminator = for_body(op), for_yield(op)
+    yields = terminator.operands if terminator is not None else []
+    if len(yields) != len(carried):
+        raise CompileError(f"a loop carries {len(carried)} value(s) but yields {len(yields)}", op.loc)
+    index = start
+    running = active & (index < stop)
+    if (running & (step <= 0)).any():
+        raise CompileError("a runtime loop needs a positive step", op.loc)
+    while running.any():
+        st.env[for_index(op)] = index
+        for arg, value in zip(for_carried(op), carried):
+            st.env[arg] = value
+        st.run_block(body, running)
+        carried = [
+            np.where(_lanes(running, _rank(result.type)), st.full(y, result.type), old)
+            for y, old, result in zip(yields, carried, op.results)
+        ]
+        index = np.where(running, index + step, index)
+        running = running & (index < stop)
+    return carried

@@ -1,0 +1,271 @@
+"""The ``mytriton`` command: one subcommand per stage, over text.
+
+Every stage reads a file or ``-`` (stdin, the default) and writes stdout or
+``-o FILE``; the file appears only when the stage succeeds. Errors go to
+stderr as ``file:line:col: error: message`` with exit code 1. Dumps asked
+for with ``--print-ir-after-all`` go to stderr so pipes stay clean.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import tempfile
+import traceback
+from typing import Any, Callable
+
+import click
+
+from mytriton import pipeline
+from mytriton.diagnostics import CompileError
+
+# ---- input, output, errors --------------------------------------------------------------
+
+
+def read_input(path: str) -> tuple[str, str]:
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read(), path
+    except (OSError, UnicodeDecodeError) as err:
+        raise CompileError(f"cannot read {path}: {getattr(err, 'strerror', None) or err}") from None
+
+
+def write_output(path: str, data: str | bytes) -> None:
+    """Write all of ``data`` or nothing: a temporary file renamed into place."""
+    if path == "-":
+        if isinstance(data, bytes):
+            sys.stdout.buffer.write(data)
+        else:
+            sys.stdout.write(data)
+        sys.stdout.flush()
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, partial = tempfile.mkstemp(dir=directory, prefix=".mytriton-", suffix=".partial")
+    except OSError as err:
+        raise CompileError(f"cannot write {path}: {err.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode() if isinstance(data, str) else data)
+        os.replace(partial, path)
+    except BaseException:
+        if os.path.exists(partial):
+            os.unlink(partial)
+        raise
+
+
+def reports_errors(fn: Callable[..., None]) -> Callable[..., None]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            fn(*args, **kwargs)
+        except CompileError as err:
+            click.echo(err.render(), err=True)
+            sys.exit(1)
+        except BrokenPipeError:
+            sys.exit(1)
+        except KeyboardInterrupt:
+            sys.exit(130)
+        except Exception as err:  # a compiler bug, not the user's input
+            if os.environ.get("MYTRITON_DEBUG"):
+                traceback.print_exc()
+            click.echo(f"error: internal compiler error: {type(err).__name__}: {err}\n"
+                       "note: this is a bug in mytriton; MYTRITON_DEBUG=1 shows the traceback", err=True)
+            sys.exit(1)
+
+    return wrapper
+
+
+def input_argument(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.argument("input", default="-", metavar="[INPUT]")(fn)
+
+
+def output_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("-o", "--output", default="-", show_default=True, metavar="FILE",
+                        help="Where to write the result ('-' for stdout).")(fn)
+
+
+def kernel_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("-k", "--kernel", default=None, metavar="NAME",
+                        help="Which @jit kernel of the file (needed when it has several).")(fn)
+
+
+def trace_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("-D", "defines", multiple=True, metavar="NAME=VALUE",
+                      help="A tl.constexpr value (repeatable).")(fn)
+    fn = click.option("-s", "--signature", default=None, metavar="TYPES",
+                      help='Runtime parameter types, Triton AOT style: "*fp32, *fp32, i32".')(fn)
+    return fn
+
+
+def warps_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--num-warps", default=pipeline.DEFAULT_NUM_WARPS, show_default=True, type=int,
+                        help="Warps per CUDA block (a block runs one program).")(fn)
+
+
+def make_options(kernel: str | None = None, defines: tuple[str, ...] = (), signature: str | None = None,
+                 num_warps: int = pipeline.DEFAULT_NUM_WARPS, passes: str | None = None,
+                 arch: str = pipeline.DEFAULT_ARCH) -> pipeline.Options:
+    from mytriton.frontend.stages import parse_define
+
+    values = dict(parse_define(d) for d in defines)
+    pass_list = None if passes is None else [p.strip() for p in passes.split(",") if p.strip()]
+    return pipeline.Options(kernel=kernel, defines=values, signature=signature, num_warps=num_warps,
+                            passes=pass_list, arch=arch)
+
+
+# ---- the command group ---------------------------------------------------------------------
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="mytriton")
+def main() -> None:
+    """mytriton: compile Triton-style kernels to CUDA, one stage at a time.
+
+    \b
+    Stages, each readable text that the next one reads:
+      parse -> trace -> lower -> verify -> opt -> emit-cuda
+    For example:
+      mytriton parse k.py | mytriton trace -D BLOCK=256 | mytriton lower \\
+        | mytriton verify | mytriton opt | mytriton emit-cuda -o k.cu
+    """
+
+
+@main.command()
+@input_argument
+@kernel_option
+@output_option
+@reports_errors
+def parse(input: str, kernel: str | None, output: str) -> None:
+    """Read a kernel file (never running it), check its syntax, print the kernel bundle."""
+    text, file = read_input(input)
+    write_output(output, pipeline.parse(text, file, kernel))
+
+
+@main.command()
+@input_argument
+@trace_options
+@kernel_option
+@output_option
+@reports_errors
+def trace(input: str, defines: tuple[str, ...], signature: str | None, kernel: str | None, output: str) -> None:
+    """Interpret the kernel's AST into the expression-tree IR."""
+    text, file = read_input(input)
+    tree = pipeline.trace(text, file, make_options(kernel, defines, signature))
+    write_output(output, pipeline.print_tree(tree))
+
+
+@main.command()
+@input_argument
+@output_option
+@reports_errors
+def lower(input: str, output: str) -> None:
+    """Infer types and lower the tree IR to typed SSA."""
+    text, file = read_input(input)
+    write_output(output, pipeline.print_ssa(pipeline.lower(pipeline.read_tree(text, file))))
+
+
+@main.command()
+@input_argument
+@output_option
+@reports_errors
+def verify(input: str, output: str) -> None:
+    """Check SSA invariants; print the input unchanged when they hold."""
+    text, file = read_input(input)
+    pipeline.verify(pipeline.read_ssa(text, file))
+    write_output(output, text)
+
+
+@main.command()
+@input_argument
+@click.option("-p", "--passes", default=None, metavar="LIST",
+              help="Comma-separated passes (default: fold,cse,dce; see 'mytriton passes').")
+@click.option("--print-ir-after-all", is_flag=True, help="Dump the SSA after each pass to stderr.")
+@output_option
+@reports_errors
+def opt(input: str, passes: str | None, print_ir_after_all: bool, output: str) -> None:
+    """Optimise SSA, verifying before and after every pass."""
+    text, file = read_input(input)
+    options = make_options(passes=passes)
+    if print_ir_after_all:
+        def dump(name: str, kernel: Any) -> None:
+            click.echo(f"// ----- after {name} -----\n{pipeline.print_ssa(kernel)}", err=True, nl=False)
+
+        options.after_each = dump
+    write_output(output, pipeline.print_ssa(pipeline.optimize(pipeline.read_ssa(text, file), options)))
+
+
+@main.command()
+def passes() -> None:
+    """List the passes 'opt -p' accepts."""
+    from mytriton.passes import REGISTRY, get_pass
+
+    for name in REGISTRY:
+        click.echo(f"{name:10} {get_pass(name).summary}")
+
+
+@main.command("emit-cuda")
+@input_argument
+@warps_option
+@output_option
+@reports_errors
+def emit_cuda(input: str, num_warps: int, output: str) -> None:
+    """Generate CUDA C++ from SSA (with a header that lets 'run' launch it alone)."""
+    text, file = read_input(input)
+    kernel = pipeline.read_ssa(text, file)
+    pipeline.verify(kernel)
+    write_output(output, pipeline.emit_cuda(kernel, make_options(num_warps=num_warps)))
+
+
+@main.command("compile")
+@click.argument("input", metavar="KERNEL")
+@click.option("--emit", default="cuda", show_default=True, type=click.Choice(pipeline.EMITS),
+              help="The stage to stop after and print.")
+@kernel_option
+@trace_options
+@warps_option
+@click.option("-p", "--passes", default=None, metavar="LIST", help="Passes for the opt stage.")
+@click.option("--arch", default=pipeline.DEFAULT_ARCH, show_default=True, help="nvcc -arch for --emit=ptx.")
+@output_option
+@reports_errors
+def compile_command(input: str, emit: str, kernel: str | None, defines: tuple[str, ...],
+                    signature: str | None, num_warps: int, passes: str | None, arch: str, output: str) -> None:
+    """Run the pipeline up to one stage in one process."""
+    text, file = read_input(input)
+    options = make_options(kernel, defines, signature, num_warps, passes, arch)
+    write_output(output, pipeline.compile_source(text, file, emit, options))
+
+
+@main.command()
+@click.argument("input", metavar="KERNEL.py|FILE.ssa|FILE.cu")
+@click.option("--grid", required=True, metavar="G[,G[,G]]",
+              help="Programs per axis: integers or expressions over arguments, e.g. 'cdiv(n, BLOCK)'.")
+@click.option("--arg", "args", multiple=True, metavar="NAME=SPEC",
+              help="An argument: a number, a .npy file, or rand:N, randn:N, zeros:N, ones:N, arange:N "
+                   "(shape NxM..., optional :dtype).")
+@kernel_option
+@trace_options
+@warps_option
+@click.option("--backend", default=None, type=click.Choice(["auto", "cuda", "interp"]),
+              help="Where to run (default: $MYTRITON_BACKEND or auto).")
+@click.option("--out-dir", default=".", show_default=True, metavar="DIR",
+              help="Where NAME.npy is written for each buffer the kernel stores to or run generated.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed for generated inputs.")
+@click.option("--expect", "expects", multiple=True, metavar="NAME=FILE.npy",
+              help="Fail unless buffer NAME matches this reference (allclose).")
+@reports_errors
+def run(input: str, grid: str, args: tuple[str, ...], kernel: str | None, defines: tuple[str, ...],
+        signature: str | None, num_warps: int, backend: str | None, out_dir: str, seed: int,
+        expects: tuple[str, ...]) -> None:
+    """Launch a kernel on inputs from .npy files or generated ones; write outputs as .npy."""
+    from mytriton.runtime.launch_cli import run_file
+
+    options = make_options(kernel, defines, signature, num_warps)
+    for line in run_file(input, grid, args, options, backend, out_dir, seed, expects):
+        click.echo(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""dce: dead code elimination, including dead loops and dead carried lanes.
+
+    %a = load %p, none, none : f32          (nothing reads %a)     =>  (erased)
+    %r, %s = for ... iter_args(%c = 0, %d = 0.0) {                 =>  %r = for ... iter_args(%c = 0) {
+      ...; %e = add %d, 1.0 : f32; yield %x, %e                          ...; yield %x
+    }                                       (nothing reads %s)         }
+    for ... { %t = mul %i, 2 : i32; yield }  (no store inside)     =>  (erased)
+
+Mark and sweep: stores are live; an op is live when a live op reads one of its
+results; a carried lane is live when a live op reads its result or its block
+argument, and then its initial and yielded values are read; a loop is live
+when one of its lanes or an op in its body is live, and then its bounds are
+read. Everything else goes: unread pure ops (``load`` too, which has no
+effect), lanes that only feed themselves, and loops with neither. Loops
+always terminate, so dropping one cannot change whether the kernel does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mytriton.ir import opdefs
+from mytriton.ir.ssa import (
+    BlockArg, Kernel, Op, OpResult, Operand, drop_loop_lanes, erase_op, for_inits, for_yield, walk,
+)
+
+
+def _has_effect(op: Op) -> bool:
+    if op.name in ("for", "yield"):
+        return False  # decided by what they carry and contain
+    opdef = opdefs.lookup(op.name)
+    return opdef is None or not opdef.pure
+
+
+class _Liveness:
+    def __init__(self) -> None:
+        self.ops: set[Op] = set()
+        self.lanes: set[tuple[Op, int]] = set()
+        self.pending: list[Operand] = []
+
+    def op(self, op: Op) -> None:
+        while op is not None and op not in self.ops:
+            self.ops.add(op)
+            if op.name == "for":
+                self.pending.extend(op.operands[:3])
+            else:
+                self.pending.extend(op.operands)
+            # The body only runs if its loop does.
+            block = op.parent
+            op = block.parent if block is not None else None
+
+    def lane(self, loop: Op, index: int) -> None:
+        if (loop, index) in self.lanes:
+            return
+        self.lanes.add((loop, index))
+        self.op(loop)
+        self.pending.append(for_inits(loop)[index])
+        self.pending.append(for_yield(loop).operands[index])
+
+    def value(self, value: Operand) -> None:
+        if isinstance(value, OpResult):
+            if value.op.name == "for":
+                self.lane(value.op, value.index)
+            else:
+                self.op(value.op)
+        elif isinstance(value, BlockArg):
+            loop = value.block.parent
+            if value.index == 0:
+                self.op(loop)
+            else:
+                self.lane(loop, value.index - 1)
+
+    def run(self, roots: list[Op]) -> None:
+        for op in roots:
+            self.op(op)
+        while self.pending:
+            self.value(self.pending.pop())
+
+
+@dataclass(frozen=True)
+class DCEPass:
+    name: str = "dce"
+    summary: str = "erase unread pure ops, dead carried lanes and effect-free loops: %a = load ... => ()"
+
+    def apply(self, kernel: Kernel) -> Kernel:
+        ops = list(walk(kernel.body))
+        live = _Liveness()
+        live.run([op for op in ops if _has_effect(op)])
+        for op in ops:
+            if op.name == "yield":
+                continue
+            if op not in live.ops:
+                erase_op(op)  # its regions go with it
+            elif op.name == "for":
+                dead = {i for i in range(len(op.results)) if (op, i) not in live.lanes}
+                if dead:
+                    drop_loop_lanes(op, dead)
+        return kernel

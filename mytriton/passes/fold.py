@@ -1,0 +1,245 @@
+"""fold: constant folding and algebraic simplification.
+
+    %r = mul 4, 8 : i32                                =>  uses of %r read 32
+    %r = add %x, 0 : i32                               =>  uses of %r read %x
+    %r = where true, %a, %b : T                        =>  uses of %r read %a   (%a : T)
+    %r = for %i in range(4, 2, 1) iter_args(%c = %x)   =>  uses of %r read %x   (zero trips)
+
+A folded op is erased once nothing reads it. Integers wrap at 32 bits and
+divide as C does (toward zero; the remainder takes the dividend's sign);
+floats round to f32. A literal is weakly typed, so a value is replaced by one
+only where the user's type rule gives the same types as before; otherwise that
+use keeps the op. Not folded: division by zero, INT_MIN / -1, math functions
+(the device's libm decides those), pointers, blocks, and results other than
+i32, f32 and bool (no literal stands for them).
+"""
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+
+from mytriton.ir import opdefs
+from mytriton.ir.ssa import (
+    Const, Kernel, Op, Operand, Value, erase_op, for_bounds, for_carried, for_inits, use_counts,
+    values_used, walk,
+)
+from mytriton.lower import carried_type_fits
+from mytriton.types import BOOL, F32, I32, PointerType, ScalarType, Type, TypeRuleError, concrete, element_of, promote
+
+# The types a weak literal stands for exactly wherever it is used (i32 and an
+# int literal promote alike; f32 and a float literal do, except against f16).
+LITERAL_TYPES = (BOOL, I32, F32)
+INT_MIN = -2**31
+
+_BINARY = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul,
+    "and": operator.and_, "or": operator.or_, "xor": operator.xor,
+    "cmp_lt": operator.lt, "cmp_le": operator.le, "cmp_gt": operator.gt,
+    "cmp_ge": operator.ge, "cmp_eq": operator.eq, "cmp_ne": operator.ne,
+}
+
+
+def _convert(value: bool | int | float, t: Type) -> bool | int | float | None:
+    """``value`` as an element of ``t``, as C converts it; None where C is undefined."""
+    if t == BOOL:
+        return bool(value)
+    if t == I32:
+        if isinstance(value, float):
+            if not math.isfinite(value) or not INT_MIN <= math.trunc(value) < 2**31:
+                return None
+            return math.trunc(value)
+        return (int(value) - INT_MIN) % 2**32 + INT_MIN
+    if t == F32:
+        with np.errstate(over="ignore"):
+            return float(np.float32(float(value)))
+    return None
+
+
+def _c_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _compute(op: Op, args: list[Const], t: Type) -> bool | int | float | None:
+    """The value of ``op`` over literal operands, or None if it must not fold."""
+    name = op.name
+    if name == "cast":
+        return _convert(args[0].value, t)
+    if name == "where":
+        return _convert(args[1].value if args[0].value else args[2].value, t)
+    # Comparisons compute in the operands' common type, everything else in the result's.
+    ct = concrete(promote(args[0].type, args[1].type)) if name in opdefs.CMP_OPS else t
+    if ct not in LITERAL_TYPES:
+        return None
+    xs = [_convert(a.value, ct) for a in args]
+    if any(x is None for x in xs):
+        return None
+    if name == "neg":
+        return _convert(-xs[0], t)
+    if name == "abs":
+        return _convert(abs(xs[0]), t)
+    if name == "not":
+        return _convert(not xs[0] if ct == BOOL else ~xs[0], t)
+    if len(xs) != 2:
+        return None
+    a, b = xs
+    if name in ("div", "floordiv", "mod"):
+        if b == 0 or (ct == I32 and a == INT_MIN and b == -1):
+            return None
+        if name == "div":
+            return _convert(a / b, t)
+        q = _c_div(a, b)
+        return _convert(q if name == "floordiv" else a - b * q, t)
+    if name in ("maximum", "minimum"):
+        # fmaxf/fminf: NaN and signed zeros are the device's business.
+        if math.isnan(a) or math.isnan(b) or (a == b and math.copysign(1, a) != math.copysign(1, b)):
+            return None
+        return _convert(max(a, b) if name == "maximum" else min(a, b), t)
+    if name in _BINARY:
+        return _convert(_BINARY[name](a, b), t)
+    return None
+
+
+def _number(c: Operand, value: int) -> bool:
+    return isinstance(c, Const) and not isinstance(c.value, bool) and c.value == value
+
+
+def _positive_zero(c: Operand) -> bool:
+    return _number(c, 0) and math.copysign(1, c.value) > 0
+
+
+def _simplify(op: Op, t: Type) -> Operand | None:
+    """An existing operand (or literal) equal to ``op``'s result, by identity."""
+    ops = op.operands
+    is_float = isinstance(element_of(t), ScalarType) and element_of(t).is_float
+    if op.name == "where" and isinstance(ops[0], Const):
+        pick = ops[1] if ops[0].value else ops[2]
+        return pick if isinstance(pick, Value) and pick.type == t else None
+    if len(ops) != 2:
+        return None
+    pairs = ((ops[0], ops[1]), (ops[1], ops[0])) if op.name in ("add", "mul") else ((ops[0], ops[1]),)
+    for x, c in pairs:
+        if not (isinstance(x, Value) and x.type == t):
+            continue
+        # Float x + 0.0 is not x when x is -0.0; only x + (-0.0) and x - 0.0 are.
+        if op.name == "add" and _number(c, 0) and (not is_float or not _positive_zero(c)):
+            return x
+        if op.name == "sub" and _number(c, 0) and (not is_float or _positive_zero(c)):
+            return x
+        if op.name == "mul" and _number(c, 1):
+            return x
+        if op.name == "mul" and _number(c, 0) and t == I32:
+            return Const(0)
+    return None
+
+
+def _fold_op(op: Op) -> Operand | None:
+    if len(op.results) != 1 or op.regions or op.name in ("load", "store"):
+        return None
+    t = op.result.type
+    if isinstance(element_of(t), PointerType):
+        return None
+    if t in LITERAL_TYPES and op.operands and all(isinstance(o, Const) for o in op.operands):
+        value = _compute(op, op.operands, t)
+        return None if value is None else Const(value)
+    return _simplify(op, t)
+
+
+def _zero_trip(op: Op) -> bool:
+    start, stop, _ = for_bounds(op)
+    return all(isinstance(b, Const) and type(b.value) is int for b in (start, stop)) \
+        and _convert(start.value, I32) >= _convert(stop.value, I32)
+
+
+def _loop_results(op: Op) -> list[Operand | None]:
+    """What a zero-trip loop's results are: its initial carried values."""
+    out: list[Operand | None] = []
+    for init, result in zip(for_inits(op), op.results):
+        t = result.type
+        if isinstance(element_of(t), PointerType):
+            out.append(None)
+        elif isinstance(init, Value):
+            out.append(init if init.type == t else None)
+        elif isinstance(init, Const) and t in LITERAL_TYPES and _convert(init.value, t) is not None:
+            out.append(Const(_convert(init.value, t)))
+        else:
+            out.append(None)
+    return out
+
+
+def _literal_fits(user: Op, index: int, c: Const) -> bool:
+    """Whether operand ``index`` of ``user`` may become the literal ``c`` with
+    every type (and so every meaning) unchanged."""
+    if user.name == "yield":
+        return carried_type_fits(for_carried(user.parent.parent)[index].type, c)
+    if user.name == "for":
+        if index < 3:
+            return type(c.value) is int
+        return carried_type_fits(for_carried(user)[index - 3].type, c)
+    opdef = opdefs.lookup(user.name)
+    if opdef is None:
+        return False
+    types = [None if o is None else o.type for o in user.operands]
+    others = types[:index] + types[index + 1:]
+    if isinstance(c.value, float) and any(
+            isinstance(element_of(o), ScalarType) and element_of(o).is_float and element_of(o).bits < 32
+            for o in others if o is not None):
+        return False  # against f16 a float literal computes in f16, an f32 value in f32
+    types[index] = c.type
+    try:
+        return opdef.infer(types, user.attrs) == [r.type for r in user.results]
+    except TypeRuleError:
+        return False
+
+
+def _rewrite_operands(op: Op, replaced: dict[Value, Operand]) -> None:
+    for i, operand in enumerate(op.operands):
+        new = operand
+        while isinstance(new, Value) and new in replaced:
+            candidate = replaced[new]
+            if isinstance(candidate, Const) and not _literal_fits(op, i, candidate):
+                break
+            new = candidate
+        op.operands[i] = new
+
+
+def _erase_unused(kernel: Kernel, folded: list[Op]) -> None:
+    counts = use_counts(kernel.body)
+    # Users come after their definitions, so a reverse sweep lets chains die.
+    for op in reversed(folded):
+        if any(counts.get(r, 0) for r in op.results):
+            continue
+        for gone in [op, *(inner for region in op.regions for inner in walk(region))]:
+            for value in values_used(gone):
+                counts[value] -= 1
+        erase_op(op)
+
+
+@dataclass(frozen=True)
+class FoldPass:
+    name: str = "fold"
+    summary: str = "fold literal arithmetic and identities: mul 4, 8 => 32; add %x, 0 => %x"
+
+    def apply(self, kernel: Kernel) -> Kernel:
+        replaced: dict[Value, Operand] = {}
+        folded: list[Op] = []
+        # Program order: every use is visited after its definition was folded.
+        for op in walk(kernel.body):
+            _rewrite_operands(op, replaced)
+            if op.name == "for":
+                if not _zero_trip(op):
+                    continue
+                news = _loop_results(op)
+            else:
+                news = [_fold_op(op)]
+                if news[0] is None:
+                    continue
+            folded.append(op)
+            for result, new in zip(op.results, news):
+                if new is not None:
+                    replaced[result] = new
+        _erase_unused(kernel, folded)
+        return kernel

@@ -1,0 +1,25 @@
+"""Runs a pipeline of passes, verifying before and after each one."""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from mytriton.diagnostics import CompileError
+from mytriton.ir.ssa import Kernel
+from mytriton.passes import get_pass
+from mytriton.passes.verify import verify
+
+
+def run_passes(kernel: Kernel, names: Sequence[str],
+               after_each: Callable[[str, Kernel], None] | None = None) -> Kernel:
+    passes = [get_pass(name) for name in names]
+    verify(kernel)
+    for p in passes:
+        kernel = p.apply(kernel)
+        try:
+            verify(kernel)
+        except CompileError as err:
+            err.message = f"after pass '{p.name}': {err.message}"
+            raise
+        if after_each is not None:
+            after_each(p.name, kernel)
+    return kernel

@@ -1,0 +1,135 @@
+"""The compiler's stages as one linear pipeline.
+
+Each stage is a function from one IR to the next; the CLI's subcommands call
+them one at a time over text, ``compile`` calls them in one process, and both
+print the same bytes. Nothing here imports NumPy, PyCUDA or nvcc's wrapper
+until a stage needs it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from mytriton.diagnostics import CompileError
+from mytriton.ir.ssa import Kernel
+from mytriton.ir.tree import TreeKernel
+
+EMITS = ("ast", "tree", "ssa", "opt", "cuda", "ptx")
+DEFAULT_NUM_WARPS = 4
+DEFAULT_ARCH = "sm_90"
+
+
+@dataclass
+class Options:
+    kernel: str | None = None
+    defines: dict[str, Any] = field(default_factory=dict)
+    signature: str | None = None
+    num_warps: int = DEFAULT_NUM_WARPS
+    passes: Sequence[str] | None = None  # None: the default pipeline
+    arch: str = DEFAULT_ARCH
+    after_each: Callable[[str, Kernel], None] | None = None
+
+
+# ---- the stages ------------------------------------------------------------------------
+
+
+def parse(text: str, file: str, kernel: str | None = None) -> str:
+    from mytriton.frontend.stages import parse_stage
+
+    return parse_stage(text, file, kernel)
+
+
+def trace(text: str, file: str, options: Options) -> TreeKernel:
+    from mytriton.frontend.stages import trace_stage
+
+    return trace_stage(text, file, options.defines, options.signature, options.kernel)
+
+
+def lower(tree: TreeKernel) -> Kernel:
+    from mytriton.lower import lower_tree
+    from mytriton.passes.verify import verify
+
+    return verify(lower_tree(tree))
+
+
+def verify(kernel: Kernel) -> Kernel:
+    from mytriton.passes.verify import verify as run_verifier
+
+    return run_verifier(kernel)
+
+
+def optimize(kernel: Kernel, options: Options) -> Kernel:
+    from mytriton.passes import DEFAULT_PIPELINE
+    from mytriton.passes.manager import run_passes
+
+    names = DEFAULT_PIPELINE if options.passes is None else options.passes
+    return run_passes(kernel, names, options.after_each)
+
+
+def emit_cuda(kernel: Kernel, options: Options) -> str:
+    from mytriton.backends.cuda.emitter import emit_cuda as emit
+
+    return emit(kernel, num_warps=options.num_warps)
+
+
+def ptx(cuda_source: str, options: Options) -> str:
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    return compile_ptx(cuda_source, options.arch)
+
+
+# ---- reading each stage's text ----------------------------------------------------------
+
+
+def read_tree(text: str, file: str) -> TreeKernel:
+    from mytriton.ir.tree_text import parse_tree
+
+    return parse_tree(text, file)
+
+
+def read_ssa(text: str, file: str) -> Kernel:
+    from mytriton.ir.ssa_text import parse_kernel
+
+    return parse_kernel(text, file)
+
+
+def print_tree(tree: TreeKernel) -> str:
+    from mytriton.ir.tree_text import print_tree as printer
+
+    return printer(tree)
+
+
+def print_ssa(kernel: Kernel) -> str:
+    from mytriton.ir.ssa_text import print_kernel
+
+    return print_kernel(kernel)
+
+
+# ---- in one process ---------------------------------------------------------------------
+
+
+def compile_source(text: str, file: str, emit: str, options: Options) -> str:
+    """The pipeline up to ``emit``, printed as that stage prints it."""
+    if emit not in EMITS:
+        raise CompileError(f"unknown stage '{emit}' (stages: {', '.join(EMITS)})")
+    bundle = parse(text, file, options.kernel)
+    if emit == "ast":
+        return bundle
+    tree = trace(bundle, "<bundle>", options)
+    if emit == "tree":
+        return print_tree(tree)
+    kernel = lower(tree)
+    if emit == "ssa":
+        return print_ssa(kernel)
+    kernel = optimize(kernel, options)
+    if emit == "opt":
+        return print_ssa(kernel)
+    cuda = emit_cuda(kernel, options)
+    if emit == "cuda":
+        return cuda
+    return ptx(cuda, options)
+
+
+def source_to_ssa(text: str, file: str, options: Options, optimized: bool = True) -> Kernel:
+    kernel = lower(trace(parse(text, file, options.kernel), "<bundle>", options))
+    return optimize(kernel, options) if optimized else kernel

@@ -1,0 +1,123 @@
+"""Loading and launching generated CUDA through PyCUDA.
+
+PyCUDA is imported only here, and only when a kernel runs on the GPU. The
+process uses the device's primary context, the one PyTorch and CuPy use, so
+their tensors can be passed without copies.
+"""
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+from typing import Any, Sequence
+
+from mytriton.backends.cuda.emitter import read_header
+from mytriton.backends.cuda.nvcc import compile_cubin
+from mytriton.diagnostics import CompileError
+from mytriton.ir.text_common import parse_type
+from mytriton.runtime.arguments import is_device_array, is_tensor
+from mytriton.types import BF16, BOOL, F16, F32, I32, I64, PointerType
+
+_context = None
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_available() -> bool:
+    try:
+        import pycuda.driver as drv
+
+        drv.init()
+        return drv.Device.count() > 0
+    except Exception:  # no PyCUDA, no driver, no device: the interpreter runs instead
+        return False
+
+
+def context() -> Any:
+    global _context
+    if _context is None:
+        import pycuda.driver as drv
+
+        drv.init()
+        device = drv.Device(int(os.environ.get("MYTRITON_DEVICE", "0")))
+        _context = device.retain_primary_context()
+        _context.push()
+        atexit.register(_release)
+    return _context
+
+
+def _release() -> None:
+    global _context
+    if _context is not None:
+        try:
+            _context.pop()
+        except Exception:
+            pass
+        _context = None
+
+
+def _scalar(value: Any, t: Any) -> Any:
+    import numpy as np
+
+    kinds = {I32: np.int32, I64: np.int64, F32: np.float32, F16: np.float16, BOOL: np.bool_}
+    if t == BF16:
+        raise CompileError("bf16 scalar arguments are not supported by the launcher")
+    return kinds[t](value)
+
+
+def device_pointer(value: Any) -> int:
+    if is_tensor(value):
+        return int(value.data_ptr())
+    return int(value.__cuda_array_interface__["data"][0])
+
+
+class CudaKernel:
+    """A compiled kernel, loaded on the device and ready to launch."""
+
+    def __init__(self, cuda_source: str, arch: str = "sm_90", file: str = "<cuda>") -> None:
+        import pycuda.driver as drv
+
+        self.header = read_header(cuda_source, file)
+        self.params = [(name, parse_type(text)) for name, text in self.header["params"]]
+        self.stores = set(self.header["stores"])
+        self.threads = int(self.header["threads"])
+        cubin = compile_cubin(cuda_source, arch)
+        context()
+        self.module = drv.module_from_buffer(cubin)
+        self.function = self.module.get_function(self.header["kernel"])
+
+    def launch(self, grid: Sequence[int], args: Sequence[Any]) -> None:
+        import numpy as np
+        import pycuda.driver as drv
+
+        if len(args) != len(self.params):
+            raise CompileError(f"kernel '{self.header['kernel']}' takes {len(self.params)} argument(s), "
+                               f"got {len(args)}")
+        grid3 = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+        if any(g <= 0 for g in grid3):
+            return  # an empty grid launches nothing, as in Triton
+        context()
+        packed: list[Any] = []
+        copy_back: list[tuple[Any, Any]] = []
+        keep: list[Any] = []
+        for (name, t), value in zip(self.params, args):
+            if not isinstance(t, PointerType):
+                packed.append(_scalar(value, t))
+                continue
+            if is_device_array(value):
+                packed.append(np.uintp(device_pointer(value)))
+                continue
+            array = value
+            if not isinstance(array, np.ndarray):
+                array = np.asarray(array)
+            if not array.flags.c_contiguous:
+                raise CompileError(f"argument '{name}' must be a C-contiguous array")
+            buffer = drv.mem_alloc(max(array.nbytes, 1))
+            keep.append(buffer)
+            drv.memcpy_htod(buffer, array)
+            packed.append(buffer)
+            if name in self.stores:
+                copy_back.append((array, buffer))
+        self.function(*packed, block=(self.threads, 1, 1), grid=grid3)
+        drv.Context.synchronize()
+        for array, buffer in copy_back:
+            drv.memcpy_dtoh(array, buffer)

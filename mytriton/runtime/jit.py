@@ -1,0 +1,139 @@
+"""``@mytriton.jit`` and ``kernel[grid](*args, **meta)``, as in Triton.
+
+The decorated function is never called: its source file is read (not run)
+by the frontend, specialised on the constexpr values and argument types of
+each launch, compiled, cached in memory, and launched on the chosen backend.
+The backend is ``cuda`` (PyCUDA) when a GPU is usable, else ``interp`` (the
+NumPy interpreter); ``MYTRITON_BACKEND`` or ``backend=`` choose explicitly.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from typing import Any, Callable
+
+from mytriton.diagnostics import CompileError
+
+BACKENDS = ("auto", "cuda", "interp")
+
+
+def select_backend(requested: str | None = None) -> str:
+    name = requested or os.environ.get("MYTRITON_BACKEND") or "auto"
+    if name not in BACKENDS:
+        raise CompileError(f"unknown backend '{name}' (backends: {', '.join(BACKENDS)})")
+    if name == "auto":
+        from mytriton.runtime.cuda_driver import cuda_available
+
+        return "cuda" if cuda_available() else "interp"
+    return name
+
+
+def normalize_grid(grid: Any, meta: dict[str, Any]) -> tuple[int, int, int]:
+    if callable(grid):
+        grid = grid(meta)
+    if isinstance(grid, int):
+        grid = (grid,)
+    grid = tuple(int(g) for g in grid)
+    if not 1 <= len(grid) <= 3:
+        raise CompileError(f"a grid has one to three dimensions, got {grid}")
+    return grid + (1,) * (3 - len(grid))  # type: ignore[return-value]
+
+
+class JITFunction:
+    def __init__(self, fn: Callable[..., Any], **options: Any) -> None:
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.options = options
+        self.file = inspect.getsourcefile(fn) or "<unknown>"
+        self.signature = inspect.signature(fn)
+        self._static: tuple[str, list[str], list[str]] | None = None
+        self._compiled: dict[tuple, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"a @jit kernel is launched with a grid: {self.__name__}[grid](...)")
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        return functools.partial(self.run, grid=grid)
+
+    # ---- specialisation -------------------------------------------------------------
+    def source(self) -> tuple[str, list[str], list[str]]:
+        """(source text, runtime parameters, constexpr parameters)."""
+        if self._static is None:
+            from mytriton.frontend.stages import kernel_params, load_kernel
+
+            with open(self.file, encoding="utf-8") as handle:
+                text = handle.read()
+            module, entry = load_kernel(text, self.file, self.fn.__name__)
+            runtime, constexpr, _ = kernel_params(module, entry)
+            self._static = (text, runtime, constexpr)
+        return self._static
+
+    def bind(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise CompileError(f"{self.__name__}: {err}") from None
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def specialize(self, bound: dict[str, Any], num_warps: int, backend: str) -> Any:
+        from mytriton.runtime.arguments import arg_type, signature_of
+
+        text, runtime, constexpr = self.source()
+        constexprs = {name: bound[name] for name in constexpr}
+        types = [arg_type(bound[name], name) for name in runtime]
+        key = (tuple(str(t) for t in types), tuple((k, repr(v)) for k, v in constexprs.items()),
+               num_warps, backend)
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            from mytriton import pipeline
+
+            options = pipeline.Options(kernel=self.fn.__name__, defines=constexprs,
+                                       signature=signature_of(types), num_warps=num_warps)
+            kernel = pipeline.source_to_ssa(text, self.file, options)
+            if backend == "cuda":
+                from mytriton.runtime.cuda_driver import CudaKernel
+
+                compiled = CudaKernel(pipeline.emit_cuda(kernel, options), options.arch)
+            else:
+                compiled = kernel
+            self._compiled[key] = compiled
+        return compiled
+
+    def run(self, *args: Any, grid: Any, num_warps: int = 4, num_stages: int | None = None,
+            backend: str | None = None,
+            **kwargs: Any) -> None:
+        bound = self.bind(args, kwargs)
+        chosen = select_backend(backend)
+        compiled = self.specialize(bound, num_warps, chosen)
+        _, runtime, _ = self.source()
+        values = [bound[name] for name in runtime]
+        grid3 = normalize_grid(grid, bound)
+        if chosen == "cuda":
+            compiled.launch(grid3, values)
+        else:
+            from mytriton.backends.interp import run_kernel
+
+            run_kernel(compiled, grid3, [_host(v) for v in values])
+
+
+def _host(value: Any) -> Any:
+    """Host arrays for the interpreter (CPU tensors share their memory)."""
+    from mytriton.runtime.arguments import is_device_array, is_tensor
+
+    if is_device_array(value):
+        raise CompileError("the interpreter backend cannot read GPU memory; pass host arrays")
+    if is_tensor(value):
+        return value.numpy()
+    return value
+
+
+def jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """Decorate a kernel: ``@mytriton.jit`` or ``@mytriton.jit(...)``."""
+    if fn is None:
+        return lambda f: JITFunction(f, **options)
+    return JITFunction(fn, **options)

@@ -1,0 +1,243 @@
+"""``mytriton run``: launch a kernel from a file, for scripts and Makefiles.
+
+The file is a kernel (``.py``), SSA (``.ssa``) or generated CUDA (``.cu``,
+whose header names its parameters). Arguments are numbers, ``.npy`` files
+or generated arrays (``rand:1000``, ``randn:64x64:f16``, ``zeros:N``,
+``ones:N``, ``arange:N``); the grid may be an expression over the scalar
+arguments and constexprs (``cdiv(n, BLOCK)``). Each buffer the kernel stores
+to, and each generated input, is saved as ``OUT_DIR/NAME.npy``.
+"""
+from __future__ import annotations
+
+import ast
+import operator
+import os
+from typing import Any
+
+from mytriton import pipeline
+from mytriton.diagnostics import CompileError
+from mytriton.types import BOOL, F16, F32, I32, I64, PointerType, ScalarType, Type
+
+_DTYPES = {"f32": F32, "fp32": F32, "f16": F16, "fp16": F16, "i32": I32, "i64": I64, "bool": BOOL, "i1": BOOL}
+_GENERATORS = ("rand", "randn", "zeros", "ones", "arange")
+
+
+def _numpy_dtype(t: ScalarType) -> Any:
+    import numpy as np
+
+    table = {F32: np.float32, F16: np.float16, I32: np.int32, I64: np.int64, BOOL: np.bool_}
+    if t not in table:
+        raise CompileError(f"'run' cannot make {t} arrays")
+    return table[t]
+
+
+def parse_arg(text: str) -> tuple[str, str]:
+    name, sep, spec = text.partition("=")
+    if not sep or not name.strip().isidentifier() or not spec.strip():
+        raise CompileError(f"--arg expects NAME=SPEC, got '{text}'")
+    return name.strip(), spec.strip()
+
+
+def is_array_spec(spec: str) -> bool:
+    return spec.endswith(".npy") or spec.split(":")[0] in _GENERATORS
+
+
+def scalar_value(name: str, spec: str) -> int | float | bool:
+    try:
+        value = ast.literal_eval(spec)
+    except (ValueError, SyntaxError):
+        value = None
+    if not isinstance(value, (int, float, bool)):
+        raise CompileError(f"--arg {name}: '{spec}' is not a number, a .npy file or a generator "
+                           f"({', '.join(g + ':N' for g in _GENERATORS)})")
+    return value
+
+
+def make_array(name: str, spec: str, pointee: ScalarType | None, rng: Any) -> tuple[Any, bool]:
+    """(array, generated?) for a pointer argument."""
+    import numpy as np
+
+    if spec.endswith(".npy"):
+        try:
+            array = np.load(spec)
+        except (OSError, ValueError) as err:
+            raise CompileError(f"--arg {name}: cannot load {spec}: {err}") from None
+        return np.ascontiguousarray(array), False
+    kind, *rest = spec.split(":")
+    if not rest:
+        raise CompileError(f"--arg {name}: '{spec}' needs a size, e.g. {kind}:1024")
+    try:
+        shape = tuple(int(d) for d in rest[0].split("x"))
+    except ValueError:
+        raise CompileError(f"--arg {name}: bad size '{rest[0]}' (use N or NxM)") from None
+    dtype_name = rest[1] if len(rest) > 1 else None
+    element = _DTYPES.get(dtype_name) if dtype_name else (pointee or F32)
+    if element is None:
+        raise CompileError(f"--arg {name}: unknown dtype '{dtype_name}' (use {', '.join(_DTYPES)})")
+    dtype = _numpy_dtype(element)
+    if kind == "zeros":
+        array = np.zeros(shape, dtype)
+    elif kind == "ones":
+        array = np.ones(shape, dtype)
+    elif kind == "arange":
+        array = np.arange(int(np.prod(shape))).reshape(shape).astype(dtype)
+    elif element == BOOL:
+        array = rng.random(shape) < 0.5
+    elif element.is_int:
+        array = rng.integers(-100, 100, size=shape).astype(dtype)
+    elif kind == "randn":
+        array = rng.standard_normal(shape).astype(dtype)
+    else:
+        array = rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
+    return array, True
+
+
+def arg_types_from_specs(runtime: list[str], specs: dict[str, str]) -> list[Type]:
+    """Runtime types when there is no -s: from the arguments given."""
+    types: list[Type] = []
+    for name in runtime:
+        if name not in specs:
+            raise CompileError(f"missing --arg {name}=...")
+        spec = specs[name]
+        if spec.endswith(".npy"):
+            import numpy as np
+
+            from mytriton.runtime.arguments import element_type
+
+            types.append(PointerType(element_type(np.load(spec, mmap_mode="r"), name)))
+        elif is_array_spec(spec):
+            parts = spec.split(":")
+            types.append(PointerType(_DTYPES.get(parts[2], F32) if len(parts) > 2 else F32))
+        else:
+            value = scalar_value(name, spec)
+            types.append(BOOL if isinstance(value, bool) else I32 if isinstance(value, int) else F32)
+    return types
+
+
+_GRID_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+             ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
+_GRID_FUNCS = {"cdiv": lambda a, b: -(-a // b), "max": max, "min": min}
+
+
+def eval_grid(text: str, names: dict[str, Any]) -> tuple[int, ...]:
+    def value(node: ast.AST) -> int:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name) and node.id in names and type(names[node.id]) is int:
+            return names[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _GRID_OPS:
+            return _GRID_OPS[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _GRID_FUNCS:
+            return _GRID_FUNCS[node.func.id](*(value(a) for a in node.args))
+        raise CompileError(f"--grid '{text}': cannot evaluate '{ast.unparse(node)}' "
+                           "(integers, integer arguments, + - * // %, cdiv, min, max)")
+
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        raise CompileError(f"--grid '{text}' is not an expression") from None
+    items = tree.elts if isinstance(tree, ast.Tuple) else [tree]
+    grid = tuple(value(item) for item in items)
+    if not 1 <= len(grid) <= 3:
+        raise CompileError(f"--grid has one to three dimensions, got {len(grid)}")
+    return grid + (1,) * (3 - len(grid))
+
+
+def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pipeline.Options,
+             backend: str | None, out_dir: str, seed: int, expects: tuple[str, ...]) -> list[str]:
+    import numpy as np
+
+    from mytriton.cli import read_input
+    from mytriton.ir.analysis import stored_params
+    from mytriton.runtime.jit import select_backend
+
+    text, file = read_input(path)
+    specs = dict(parse_arg(a) for a in arg_specs)
+    kernel = None
+    cuda_source = None
+    if path.endswith(".cu"):
+        from mytriton.backends.cuda.emitter import read_header
+        from mytriton.ir.text_common import parse_type
+
+        header = read_header(text, file)
+        params = [(name, parse_type(t)) for name, t in header["params"]]
+        constexprs = dict(header.get("constexprs", {}))
+        stores = list(header["stores"])
+        cuda_source = text
+    else:
+        if path.endswith(".ssa"):
+            kernel = pipeline.verify(pipeline.read_ssa(text, file))
+        else:
+            if options.signature is None:
+                from mytriton.frontend.stages import kernel_params, load_kernel
+                from mytriton.runtime.arguments import signature_of
+
+                module, entry = load_kernel(text, file, options.kernel)
+                runtime, _, _ = kernel_params(module, entry)
+                options.signature = signature_of(arg_types_from_specs(runtime, specs))
+            kernel = pipeline.source_to_ssa(text, file, options)
+        params = [(p.name, p.type) for p in kernel.params]
+        constexprs = dict(kernel.constexprs)
+        stores = stored_params(kernel)
+    unknown = set(specs) - {name for name, _ in params}
+    if unknown:
+        raise CompileError(f"--arg {sorted(unknown)[0]}: the kernel has no runtime parameter of that name "
+                           f"(parameters: {', '.join(n for n, _ in params)})")
+    rng = np.random.default_rng(seed)
+    values: dict[str, Any] = {}
+    generated: list[str] = []
+    for name, t in params:
+        if name not in specs:
+            raise CompileError(f"missing --arg {name}=...")
+        if isinstance(t, PointerType):
+            values[name], made = make_array(name, specs[name], t.pointee, rng)
+            if made:
+                generated.append(name)
+        else:
+            values[name] = scalar_value(name, specs[name])
+    grid = eval_grid(grid_text, {**constexprs, **values})
+    chosen = select_backend(backend)
+    if chosen == "cuda":
+        from mytriton.runtime.cuda_driver import CudaKernel
+
+        if cuda_source is None:
+            cuda_source = pipeline.emit_cuda(kernel, options)
+        CudaKernel(cuda_source, options.arch, file).launch(grid, [values[n] for n, _ in params])
+    else:
+        if kernel is None:
+            raise CompileError("a .cu file runs only on the GPU; run the .ssa or the kernel with the interpreter")
+        from mytriton.backends.interp import run_kernel
+
+        run_kernel(kernel, grid, [values[n] for n, _ in params])
+    lines = []
+    os.makedirs(out_dir, exist_ok=True)
+    for name in [n for n, _ in params if n in stores or n in generated]:
+        target = os.path.join(out_dir, f"{name}.npy")
+        np.save(target, values[name])
+        lines.append(f"wrote {target}")
+    for expect in expects:
+        name, reference = parse_arg(expect)
+        if name not in values:
+            raise CompileError(f"--expect {name}: no such buffer")
+        lines.append(check_expected(name, values[name], reference))
+    return lines
+
+
+def check_expected(name: str, actual: Any, reference: str) -> str:
+    import numpy as np
+
+    try:
+        expected = np.load(reference)
+    except (OSError, ValueError) as err:
+        raise CompileError(f"--expect {name}: cannot load {reference}: {err}") from None
+    if expected.shape != actual.shape:
+        raise CompileError(f"{name} has shape {actual.shape} but {reference} has {expected.shape}")
+    if np.issubdtype(actual.dtype, np.floating):
+        ok = np.allclose(actual, expected, rtol=1e-5, atol=1e-6, equal_nan=True)
+    else:
+        ok = np.array_equal(actual, expected)
+    if not ok:
+        diff = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+        raise CompileError(f"{name} does not match {reference}: {int(np.sum(diff > 1e-6))} element(s) differ, "
+                           f"max difference {float(np.max(diff)):.3g}")
+    return f"{name} matches {reference}"

@@ -1,0 +1,39 @@
+"""Shared test helpers: compiling kernel source text to each stage."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mytriton import pipeline
+from mytriton.pipeline import Options
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "samples"
+
+
+def kernel_source(body: str) -> str:
+    """A kernel file: the standard imports followed by ``body`` (dedented)."""
+    return "import mytriton\nimport mytriton.language as tl\n\n" + textwrap.dedent(body).lstrip("\n")
+
+
+def compile_text(source: str, emit: str, file: str = "kernel.py", **options) -> str:
+    return pipeline.compile_source(source, file, emit, Options(**options))
+
+
+def ssa_of(source: str, optimized: bool = False, file: str = "kernel.py", **options):
+    """The SSA ``Kernel`` of a kernel source text (lowered; optimised if asked)."""
+    return pipeline.source_to_ssa(source, file, Options(**options), optimized=optimized)
+
+
+@pytest.fixture
+def tmp_kernel(tmp_path):
+    """Write kernel source to a file and return its path."""
+
+    def write(body: str, name: str = "kernel.py") -> Path:
+        path = tmp_path / name
+        path.write_text(kernel_source(body))
+        return path
+
+    return write
