@@ -37,3 +37,28 @@ def tmp_kernel(tmp_path):
         return path
 
     return write
+
+
+def pytest_collection_modifyitems(config, items):
+    """GPU tests run only where PyCUDA sees a device; nvcc tests only where nvcc is."""
+    import shutil
+
+    from mytriton.runtime.cuda_driver import cuda_available
+
+    skip_gpu = None if cuda_available() else pytest.mark.skip(reason="no CUDA GPU with PyCUDA here")
+    skip_nvcc = None if shutil.which("nvcc") else pytest.mark.skip(reason="nvcc is not installed")
+    for item in items:
+        if skip_gpu and "gpu" in item.keywords:
+            item.add_marker(skip_gpu)
+        if skip_nvcc and "nvcc" in item.keywords:
+            item.add_marker(skip_nvcc)
+
+
+def load_sample(name: str):
+    """Import a sample kernel module by file name (the samples folder is not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"samples_{name}", SAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,25 @@
+# The two set-up commands (README.md): `make demo` runs the main job, `make test` the tests.
+PYTHON ?= python3
+MYTRITON := $(PYTHON) -m mytriton
+
+.PHONY: install demo test samples clean
+
+install:
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+
+# Compile a sample to SSA and CUDA, then run it (GPU if there is one, else the interpreter).
+demo: install
+	$(MYTRITON) compile samples/add.py --emit=ssa
+	$(MYTRITON) compile samples/add.py --emit=cuda
+	$(PYTHON) samples/demo.py
+
+test: install
+	$(PYTHON) -m pytest -q
+
+# Every sample built stage by stage through the CLI (samples/out/).
+samples: install
+	$(MAKE) -C samples PYTHON=$(PYTHON)
+
+clean:
+	$(MAKE) -C samples clean
+	rm -rf build *.egg-info .pytest_cache
