@@ -181,7 +181,7 @@ def verify(input: str, output: str) -> None:
 @main.command()
 @input_argument
 @click.option("-p", "--passes", default=None, metavar="LIST",
-              help="Comma-separated passes (default: fold,cse,dce; see 'mytriton passes').")
+              help="Comma-separated passes (default: fold,licm,cse,dce; see 'mytriton passes').")
 @click.option("--print-ir-after-all", is_flag=True, help="Dump the SSA after each pass to stderr.")
 @output_option
 @reports_errors

@@ -52,11 +52,22 @@ class BlockArg(Value):
         return f"BlockArg(#{self.index}: {self.type})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Const:
-    """A literal operand. Numbers are weakly typed: the op decides their type."""
+    """A literal operand. Numbers are weakly typed: the op decides their type.
+    Equal only to the same literal: ``1``, ``1.0`` and ``true`` differ, and so
+    do ``0.0`` and ``-0.0``."""
 
     value: bool | int | float
+
+    def _key(self) -> tuple[type, str]:
+        return type(self.value), repr(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Const) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     @property
     def type(self) -> Type:
@@ -220,7 +231,8 @@ def is_within(block: Block | None, ancestor: Block) -> bool:
 
 
 def erase_op(op: Op) -> None:
-    """Unlink ``op`` (with its regions) from its block; its results must be unused."""
+    """Unlink ``op`` (with its regions) from its block. To delete it for good,
+    the caller first makes sure nothing reads its results."""
     assert op.parent is not None, f"{op.name} is not in a block"
     op.parent.ops.remove(op)
     op.parent = None

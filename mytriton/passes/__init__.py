@@ -28,7 +28,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "licm": ("mytriton.passes.licm", "LICMPass"),
 }
 
-DEFAULT_PIPELINE = ("fold", "cse", "dce")
+# licm before cse, so that hoisted copies of an op meet the ones outside the loop.
+DEFAULT_PIPELINE = ("fold", "licm", "cse", "dce")
 
 
 def get_pass(name: str) -> Pass:

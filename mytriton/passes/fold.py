@@ -53,8 +53,11 @@ def _convert(value: bool | int | float, t: Type) -> bool | int | float | None:
             return math.trunc(value)
         return (int(value) - INT_MIN) % 2**32 + INT_MIN
     if t == F32:
-        with np.errstate(over="ignore"):
-            return float(np.float32(float(value)))
+        try:
+            with np.errstate(over="ignore"):
+                return float(np.float32(float(value)))
+        except OverflowError:  # an integer literal beyond any double
+            return None
     return None
 
 
@@ -103,35 +106,34 @@ def _compute(op: Op, args: list[Const], t: Type) -> bool | int | float | None:
     return None
 
 
-def _number(c: Operand, value: int) -> bool:
+def _is_float(t: Type | None) -> bool:
+    e = element_of(t) if t is not None else None
+    return isinstance(e, ScalarType) and e.is_float
+
+
+def _literal(c: Operand, value: int) -> bool:
     return isinstance(c, Const) and not isinstance(c.value, bool) and c.value == value
 
 
-def _positive_zero(c: Operand) -> bool:
-    return _number(c, 0) and math.copysign(1, c.value) > 0
-
-
 def _simplify(op: Op, t: Type) -> Operand | None:
-    """An existing operand (or literal) equal to ``op``'s result, by identity."""
+    """An operand (or literal) equal to ``op``'s result by an identity."""
     ops = op.operands
-    is_float = isinstance(element_of(t), ScalarType) and element_of(t).is_float
     if op.name == "where" and isinstance(ops[0], Const):
         pick = ops[1] if ops[0].value else ops[2]
         return pick if isinstance(pick, Value) and pick.type == t else None
-    if len(ops) != 2:
+    if op.name not in ("add", "sub", "mul"):
         return None
-    pairs = ((ops[0], ops[1]), (ops[1], ops[0])) if op.name in ("add", "mul") else ((ops[0], ops[1]),)
+    pairs = [(ops[0], ops[1])] if op.name == "sub" else [(ops[0], ops[1]), (ops[1], ops[0])]
     for x, c in pairs:
         if not (isinstance(x, Value) and x.type == t):
             continue
-        # Float x + 0.0 is not x when x is -0.0; only x + (-0.0) and x - 0.0 are.
-        if op.name == "add" and _number(c, 0) and (not is_float or not _positive_zero(c)):
+        # For floats -0.0 + 0.0 is +0.0: only x + (-0.0) and x - (+0.0) are x.
+        plus_zero = _literal(c, 0) and math.copysign(1, c.value) > 0
+        if op.name != "mul" and _literal(c, 0) and (not _is_float(t) or plus_zero == (op.name == "sub")):
             return x
-        if op.name == "sub" and _number(c, 0) and (not is_float or _positive_zero(c)):
+        if op.name == "mul" and _literal(c, 1):
             return x
-        if op.name == "mul" and _number(c, 1):
-            return x
-        if op.name == "mul" and _number(c, 0) and t == I32:
+        if op.name == "mul" and _literal(c, 0) and t == I32:
             return Const(0)
     return None
 
@@ -154,20 +156,14 @@ def _zero_trip(op: Op) -> bool:
         and _convert(start.value, I32) >= _convert(stop.value, I32)
 
 
-def _loop_results(op: Op) -> list[Operand | None]:
-    """What a zero-trip loop's results are: its initial carried values."""
-    out: list[Operand | None] = []
-    for init, result in zip(for_inits(op), op.results):
-        t = result.type
-        if isinstance(element_of(t), PointerType):
-            out.append(None)
-        elif isinstance(init, Value):
-            out.append(init if init.type == t else None)
-        elif isinstance(init, Const) and t in LITERAL_TYPES and _convert(init.value, t) is not None:
-            out.append(Const(_convert(init.value, t)))
-        else:
-            out.append(None)
-    return out
+def _initial(init: Operand, t: Type) -> Operand | None:
+    """A zero-trip loop's result of type ``t``: its initial value, if it can stand for it."""
+    if isinstance(element_of(t), PointerType):
+        return None
+    if isinstance(init, Value):
+        return init if init.type == t else None
+    value = _convert(init.value, t) if isinstance(init, Const) else None
+    return None if value is None else Const(value)
 
 
 def _literal_fits(user: Op, index: int, c: Const) -> bool:
@@ -184,9 +180,7 @@ def _literal_fits(user: Op, index: int, c: Const) -> bool:
         return False
     types = [None if o is None else o.type for o in user.operands]
     others = types[:index] + types[index + 1:]
-    if isinstance(c.value, float) and any(
-            isinstance(element_of(o), ScalarType) and element_of(o).is_float and element_of(o).bits < 32
-            for o in others if o is not None):
+    if isinstance(c.value, float) and any(_is_float(o) and element_of(o).bits < 32 for o in others):
         return False  # against f16 a float literal computes in f16, an f32 value in f32
     types[index] = c.type
     try:
@@ -232,7 +226,7 @@ class FoldPass:
             if op.name == "for":
                 if not _zero_trip(op):
                     continue
-                news = _loop_results(op)
+                news = [_initial(i, r.type) for i, r in zip(for_inits(op), op.results)]
             else:
                 news = [_fold_op(op)]
                 if news[0] is None:

@@ -27,8 +27,10 @@ def c_literal(value: bool | int | float, t: ScalarType) -> str:
     if t.is_int:
         if isinstance(value, float):
             value = int(value)
-        text = str(int(value))
-        return f"{text}LL" if t == I64 else text
+        value = int(value)
+        if t == I64:
+            return "(-9223372036854775807LL - 1)" if value == -2**63 else f"{value}LL"
+        return "(-2147483647 - 1)" if value == -2**31 else str(value)
     v = float(value)
     if math.isnan(v):
         text = "NAN"
