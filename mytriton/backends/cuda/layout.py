@@ -76,38 +76,36 @@ class BlockedLayout:
             return warp
         return f"({lane} + {self.threads_per_warp[d]} * {warp})"
 
-    def slot_digits(self, k: str) -> list[str]:
-        """Per-dimension slot index of slot ``k``: slots run fastest along
-        ``order[0]``, like the elements they hold."""
-        digits = [""] * self.rank
-        stride = 1
-        for d in self.order:
-            digits[d] = _digit(k, stride, self.slots_per_dim(d), d == self.order[-1])
-            stride *= self.slots_per_dim(d)
-        return digits
+    def lane_stride(self, d: int) -> int:
+        return prod(self.threads_per_warp[e] for e in self.order[: self.order.index(d)])
 
-    def coordinates(self, k: str, positions: list[str]) -> list[str]:
-        """Logical coordinates of slot ``k`` given the thread's per-dimension
-        positions (``thread_position``)."""
-        coords = []
-        for d, digit in enumerate(self.slot_digits(k)):
-            spt = self.size_per_thread[d]
-            rep, within = (_div(digit, spt), _mod(digit, spt))
-            offset = _add(_mul(rep, str(self.tile(d))), within)
-            coord = _add(_mul(positions[d], str(spt)), offset)
-            if self.replicated(d):
-                coord = f"({coord} % {self.shape[d]})" if self.shape[d] > 1 else "0"
-            coords.append(coord)
-        return coords
+    def warp_stride(self, d: int) -> int:
+        return prod(self.warps_per_cta[e] for e in self.order[: self.order.index(d)])
 
-    def owner(self, k: str, positions: list[str]) -> str | None:
-        """C condition true when this thread owns slot ``k`` (None: always)."""
-        terms = []
-        for d, digit in enumerate(self.slot_digits(k)):
-            if self.replicated(d):
-                within = _mod(digit, self.size_per_thread[d])
-                terms.append(f"{_add(_mul(positions[d], str(self.size_per_thread[d])), within)} < {self.shape[d]}")
-        return " && ".join(terms) if terms else None
+    def signature(self, d: int) -> tuple[int, ...]:
+        """Everything that fixes which thread holds which coordinate of ``d``
+        and in which slot digit: equal signatures mean equal placement."""
+        return (self.shape[d], self.size_per_thread[d], self.threads_per_warp[d], self.warps_per_cta[d],
+                self.lane_stride(d), self.warp_stride(d))
+
+    def coordinate(self, d: int, digit: str, position: str) -> str:
+        """The coordinate along ``d`` of slot digit ``digit`` of the thread at
+        ``position`` (both C expressions)."""
+        spt = self.size_per_thread[d]
+        rep, within = _div(digit, spt), _mod(digit, spt)
+        offset = _add(_mul(rep, str(self.tile(d))), within)
+        coord = _add(_mul(position, str(spt)), offset)
+        if self.replicated(d):
+            coord = f"(({coord}) % {self.shape[d]})" if self.shape[d] > 1 else "0"
+        return coord
+
+    def first_copy(self, d: int, digit: str, position: str) -> str | None:
+        """C condition true on the one thread (of the copies along ``d``) that
+        owns the element; None when ``d`` has no copies."""
+        if not self.replicated(d):
+            return None
+        within = _mod(digit, self.size_per_thread[d])
+        return f"{_add(_mul(position, str(self.size_per_thread[d])), within)} < {self.shape[d]}"
 
     def describe(self) -> str:
         def dims(t: tuple[int, ...]) -> str:
@@ -115,7 +113,7 @@ class BlockedLayout:
 
         return (f"[{dims(self.shape)}] {dims(self.size_per_thread)} per thread, "
                 f"{dims(self.threads_per_warp)} lanes, {dims(self.warps_per_cta)} warps, "
-                f"{self.slots} slot(s)")
+                f"order {dims(self.order)}")
 
 
 def _digit(value: str, stride: int, size: int, outermost: bool = False) -> str:
@@ -176,3 +174,90 @@ def default_layout(shape: tuple[int, ...], num_warps: int) -> BlockedLayout:
         remaining //= take
     warps[order[0]] *= remaining  # leftover warps replicate along the fastest dimension
     return BlockedLayout(tuple(shape), (1,) * rank, tuple(lanes), tuple(warps), order)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A tile's distribution, as a view of a parent ``BlockedLayout``: tile
+    dimension ``i`` lies along parent dimension ``dims[i]`` and has the
+    parent's extent there, or extent 1 (a broadcast dimension every thread
+    holds). Parent dimensions not in ``dims`` were reduced away (Triton's
+    slice layout): threads that differ only along them hold the same values.
+    """
+
+    parent: BlockedLayout
+    dims: tuple[int, ...]
+    shape: tuple[int, ...]
+
+    @staticmethod
+    def of(parent: BlockedLayout) -> "Layout":
+        return Layout(parent, tuple(range(parent.rank)), parent.shape)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def spread_dims(self) -> list[int]:
+        """Parent dimensions along which this tile has more than one element."""
+        return [p for p, extent in zip(self.dims, self.shape) if extent > 1]
+
+    def slot_dims(self) -> list[int]:
+        """Parent dimensions that index this tile's slots, fastest first."""
+        spread = self.spread_dims()
+        return [p for p in self.parent.order if p in spread and self.parent.slots_per_dim(p) > 1]
+
+    @property
+    def slots(self) -> int:
+        return prod(self.parent.slots_per_dim(p) for p in self.slot_dims())
+
+    def digits(self, k: str) -> dict[int, str]:
+        """Slot ``k``'s digit along each spread dimension ("0" where a thread
+        has one slot along it)."""
+        digits = {p: "0" for p in self.spread_dims()}
+        stride = 1
+        slot_dims = self.slot_dims()
+        for p in slot_dims:
+            count = self.parent.slots_per_dim(p)
+            digits[p] = _digit(k, stride, count, p == slot_dims[-1])
+            stride *= count
+        return digits
+
+    def slot_of(self, digits: dict[int, str]) -> str:
+        """The slot holding the element with these parent digits."""
+        index, stride = "0", 1
+        for p in self.slot_dims():
+            index = _add(index, _mul(digits[p], str(stride)))
+            stride *= self.parent.slots_per_dim(p)
+        return index
+
+    def coordinates(self, k: str, positions: dict[int, str]) -> list[str]:
+        digits = self.digits(k)
+        return [self.parent.coordinate(p, digits[p], positions[p]) if extent > 1 else "0"
+                for p, extent in zip(self.dims, self.shape)]
+
+    def owner(self, k: str, positions: dict[int, str]) -> str | None:
+        """C condition for the one thread that owns slot ``k``'s element, so
+        that stores are not repeated by copies; None: every holder owns."""
+        digits = self.digits(k)
+        terms = []
+        for p in range(self.parent.rank):
+            spread = p in digits
+            if spread:
+                term = self.parent.first_copy(p, digits[p], positions[p])
+            elif self.parent.threads_per_dim(p) > 1:
+                term = f"{positions[p]} == 0"  # copies along a broadcast or reduced dimension
+            else:
+                term = None
+            if term:
+                terms.append(term)
+        return " && ".join(terms) if terms else None
+
+    def drop(self, axis: int) -> "Layout":
+        """The layout of this tile reduced along ``axis``."""
+        return Layout(self.parent, self.dims[:axis] + self.dims[axis + 1:], self.shape[:axis] + self.shape[axis + 1:])
+
+    def describe(self) -> str:
+        if self.dims == tuple(range(self.parent.rank)) and self.shape == self.parent.shape:
+            return self.parent.describe()
+        shape = "x".join(str(d) for d in self.shape) or "scalar"
+        return f"[{shape}] along dims {self.dims} of {self.parent.describe()}"

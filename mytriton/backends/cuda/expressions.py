@@ -1,0 +1,126 @@
+"""C expressions for ops on one element: the CUDA renderer's op table.
+
+``render(op, args)`` spells one element of ``op``'s result given its operands
+(already C expressions of known element types, literals, or None). Operands
+are converted to the type the op computes in; half-precision values compute
+in f32 and are rounded back, as Triton does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mytriton.backends.cuda.ctypes import c_cast, c_literal
+from mytriton.diagnostics import CompileError
+from mytriton.ir.opdefs import CMP_OPS, MATH_FUNCTIONS
+from mytriton.ir.ssa import Const, Op
+from mytriton.types import BF16, BOOL, F16, F32, I64, PointerType, ScalarType, WeakType, concrete, element_of, promote
+
+
+@dataclass(frozen=True)
+class CValue:
+    """A C expression and the element type it has."""
+
+    expr: str
+    type: ScalarType | PointerType
+
+
+Arg = CValue | Const | None
+
+_CMP = {"cmp_lt": "<", "cmp_le": "<=", "cmp_gt": ">", "cmp_ge": ">=", "cmp_eq": "==", "cmp_ne": "!="}
+_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "/", "mod": "%", "xor": "^"}
+_MATH_F32 = {
+    "exp": "expf({0})", "exp2": "exp2f({0})", "log": "logf({0})", "log2": "log2f({0})",
+    "sqrt": "sqrtf({0})", "rsqrt": "rsqrtf({0})", "sin": "sinf({0})", "cos": "cosf({0})",
+    "floor": "floorf({0})", "ceil": "ceilf({0})", "sigmoid": "(1.0f / (1.0f + expf(-({0}))))",
+}
+
+
+def compute_type(t: ScalarType | WeakType) -> ScalarType:
+    """The type arithmetic on ``t`` is done in."""
+    t = concrete(t)
+    return F32 if t in (F16, BF16) else t
+
+
+def as_type(arg: Arg, t: ScalarType) -> str:
+    if isinstance(arg, Const):
+        return c_literal(arg.value, t)
+    assert arg is not None
+    if isinstance(arg.type, PointerType):
+        return arg.expr
+    return c_cast(arg.expr, arg.type, t)
+
+
+def render(op: Op, args: list[Arg]) -> str:
+    name = op.name
+    element = element_of(op.results[0].type)
+    if name == "program_id":
+        return f"(int)blockIdx.{'xyz'[op.attrs['axis']]}"
+    if name == "num_programs":
+        return f"(int)gridDim.{'xyz'[op.attrs['axis']]}"
+    if name == "full":
+        return as_type(args[0], op.attrs["dtype"])
+    if name == "addptr":
+        ptr, offset = args
+        offset_t = concrete(offset.type if isinstance(offset, CValue) else offset.type)
+        return f"({as_type(ptr, element)} + {as_type(offset, offset_t)})"
+    if name == "cast":
+        (x,) = args
+        source = x.type if isinstance(x, CValue) else op.attrs["dtype"]
+        return c_cast(as_type(x, source), source, op.attrs["dtype"])
+    if name == "where":
+        cond, a, b = args
+        if isinstance(element, PointerType):
+            return f"({as_type(cond, BOOL)} ? {as_type(a, element)} : {as_type(b, element)})"
+        t = compute_type(element)
+        return c_cast(f"({as_type(cond, BOOL)} ? {as_type(a, t)} : {as_type(b, t)})", t, element)
+    if name in CMP_OPS:
+        t = compute_type(promote(*(element_of(a.type) for a in args)))
+        return f"({as_type(args[0], t)} {_CMP[name]} {as_type(args[1], t)})"
+    t = compute_type(element)
+    values = [as_type(a, t) for a in args]
+    return c_cast(_arith(name, t, values, op), t, element)
+
+
+def _arith(name: str, t: ScalarType, args: list[str], op: Op) -> str:
+    if name in MATH_FUNCTIONS:
+        return _MATH_F32[name].format(args[0])
+    if name == "neg":
+        return f"(-{args[0]})"
+    if name == "abs":
+        return f"fabsf({args[0]})" if t.is_float else (f"llabs({args[0]})" if t == I64 else f"abs({args[0]})")
+    if name == "not":
+        return f"(!{args[0]})" if t == BOOL else f"(~{args[0]})"
+    a, b = args
+    if name in ("maximum", "minimum"):
+        fn = ("fmaxf" if name == "maximum" else "fminf") if t.is_float else name[:3]
+        return f"{fn}({a}, {b})"
+    if name in ("and", "or"):
+        symbol = {"and": "&", "or": "|"}[name]
+        return f"({a} {symbol * 2 if t == BOOL else symbol} {b})"
+    if name == "xor" and t == BOOL:
+        return f"({a} != {b})"
+    if name in _BINARY:
+        return f"({a} {_BINARY[name]} {b})"
+    raise CompileError(f"the CUDA backend has no rendering for '{name}'", op.loc)
+
+
+# ---- reductions ------------------------------------------------------------------------------
+
+
+def reduce_identity(name: str, t: ScalarType) -> str:
+    if name == "sum":
+        return c_literal(0, t)
+    if t.is_float:
+        return "(-INFINITY)" if name == "max" else "INFINITY"
+    if t == I64:
+        return "(-9223372036854775807LL - 1)" if name == "max" else "9223372036854775807LL"
+    return "(-2147483647 - 1)" if name == "max" else "2147483647"
+
+
+def reduce_combine(name: str, t: ScalarType, a: str, b: str) -> str:
+    if name == "sum":
+        return f"({a} + {b})"
+    if t.is_float:
+        return f"{'fmaxf' if name == 'max' else 'fminf'}({a}, {b})"
+    return f"{name}({a}, {b})"
+

@@ -1,0 +1,121 @@
+"""Reductions on the GPU: ``sum``, ``max`` and ``min`` along an axis or all.
+
+Three steps, each over what the previous one left:
+1. each thread combines its own slots (copies of an element count once);
+2. lanes of a warp that split the reduced dimension exchange partial results
+   with ``__shfl_xor_sync``;
+3. if warps split it too, each warp's partials meet in shared memory.
+The result is left where the reduction's layout says (a slice of the input's
+layout), so reading it back against the tile it came from is local.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mytriton.backends.cuda.ctypes import c_cast, c_element
+from mytriton.backends.cuda.expressions import as_type, compute_type, reduce_combine, reduce_identity
+from mytriton.backends.cuda.layout import Layout
+from mytriton.backends.cuda.layout_plan import is_tile
+from mytriton.backends.cuda.slots import linear_index
+from mytriton.ir.ssa import Op
+from mytriton.types import element_of
+
+if TYPE_CHECKING:
+    from mytriton.backends.cuda.emitter import CudaEmitter
+
+FULL_MASK = "0xffffffffu"
+
+
+def emit_reduction(em: "CudaEmitter", op: Op, domain: Layout) -> None:
+    (x,) = op.operands
+    result = op.results[0]
+    axis = op.attrs.get("axis")
+    axes = list(range(domain.rank)) if axis is None else [axis]
+    reduced = [domain.dims[a] for a in axes]
+    t = compute_type(element_of(result.type))
+    ct = c_element(result.type) if not t.is_float else "float"
+    ct = {"bool": "int"}.get(ct, ct)
+    out_layout = em.plan.of(result) if is_tile(result) else None
+    out_slots = out_layout.slots if out_layout else 1
+    parent = domain.parent
+    acc = "r" + em.name(result)[1:]
+    identity = reduce_identity(op.name, t)
+    where = f"@{op.loc.line}:{op.loc.col}" if op.loc else ""
+    em.line(f"// {op.name} {where} of {em.ssa_names.names[x]} along {'all axes' if axis is None else f'axis {axis}'}")
+    em.line(f"{ct} {acc}[{out_slots}];")
+    em.line("#pragma unroll")
+    em.line(f"for (int r = 0; r < {out_slots}; ++r) {acc}[r] = {identity};")
+
+    # 1. this thread's slots
+    loop = em.open_loop(domain)
+    value = loop.value(x, loop.coords())
+    out = out_layout.slot_of({p: loop.digits[p] for p in out_layout.slot_dims()}) if out_layout else "0"
+    counted = []
+    for a, p in zip(axes, reduced):
+        if domain.shape[a] > 1:
+            copy = parent.first_copy(p, loop.digits[p], loop.positions[p])
+        else:
+            copy = f"{loop.positions[p]} == 0" if parent.threads_per_dim(p) > 1 else None
+        if copy:
+            counted.append(copy)
+    update = f"{acc}[{out}] = {reduce_combine(op.name, t, f'{acc}[{out}]', as_type(value, t))};"
+    loop.lines.append(f"if ({' && '.join(counted)}) {update}" if counted else update)
+    em.close_loop(loop, f"{op.name}: this thread's slots")
+
+    # 2. lanes
+    for p in reduced:
+        lanes, stride = parent.threads_per_warp[p], parent.lane_stride(p)
+        offset = lanes // 2
+        while offset >= 1:
+            em.line("#pragma unroll")
+            em.line(f"for (int r = 0; r < {out_slots}; ++r) {acc}[r] = "
+                    + reduce_combine(op.name, t, f"{acc}[r]",
+                                     f"__shfl_xor_sync({FULL_MASK}, {acc}[r], {offset * stride})") + ";")
+            offset //= 2
+
+    # 3. warps
+    warps = 1
+    for p in reduced:
+        warps *= parent.warps_per_cta[p]
+    if warps > 1:
+        positions = loop.positions
+        warp_index, radix = "0", 1
+        lane_zero = []
+        for p in reduced:
+            count = parent.warps_per_cta[p]
+            if count > 1:
+                digit = f"((threadIdx.x / 32 / {parent.warp_stride(p)}) % {count})"
+                warp_index = digit if warp_index == "0" else f"{warp_index} + {radix} * {digit}"
+                radix *= count
+            if parent.threads_per_warp[p] > 1:
+                lane_zero.append(f"(threadIdx.x % 32 / {parent.lane_stride(p)}) % {parent.threads_per_warp[p]} == 0")
+        if out_layout:
+            coords = out_layout.coordinates("r", positions)
+            out_index = linear_index(coords, result.type.shape)
+        else:
+            out_index = "0"
+        numel = result.type.numel if out_layout else 1
+        em.need_shared(numel * warps * (8 if t.bits == 64 else 4), op)
+        em.line("__syncthreads();  // earlier readers of shared memory are done")
+        em.line(f"{ct}* const {acc}_warps = reinterpret_cast<{ct}*>(smem);")
+        store = f"{acc}_warps[({out_index}) * {warps} + {warp_index}] = {acc}[r];"
+        em.line("#pragma unroll")
+        em.line(f"for (int r = 0; r < {out_slots}; ++r) "
+                + (f"if ({' && '.join(lane_zero)}) {store}" if lane_zero else store))
+        em.line("__syncthreads();")
+        em.line("#pragma unroll")
+        em.line(f"for (int r = 0; r < {out_slots}; ++r) {{")
+        em.line(f"  {ct} total = {identity};")
+        em.line(f"  for (int w = 0; w < {warps}; ++w) total = "
+                + reduce_combine(op.name, t, "total", f"{acc}_warps[({out_index}) * {warps} + w]") + ";")
+        em.line(f"  {acc}[r] = total;")
+        em.line("}")
+
+    element = element_of(result.type)
+    if out_layout:
+        storage = em.storage[result]
+        em.line(f"{c_element(result.type)} {storage}[{out_slots}];")
+        em.line("#pragma unroll")
+        em.line(f"for (int r = 0; r < {out_slots}; ++r) {storage}[r] = {c_cast(f'{acc}[r]', t, element)};")
+    else:
+        em.line(f"const {c_element(result.type)} {em.name(result)} = {c_cast(f'{acc}[0]', t, element)};")

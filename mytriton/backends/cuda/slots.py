@@ -1,0 +1,170 @@
+"""Evaluating tiles inside one slot loop.
+
+A slot loop runs over the slots of one layout (its *domain*): in iteration
+``k`` each thread handles one element, at coordinates the layout gives.
+Pure tile ops are computed right there, at the coordinates the statement
+needs (broadcasting maps them: a ``[BM, 1]`` operand of a ``[BM, BN]`` sum is
+read at the row, with column 0). Materialized tiles are read from the
+registers of the thread that holds them when its layout places that element
+on this thread (the usual case), or else from a copy in shared memory.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from mytriton.backends.cuda.ctypes import c_element
+from mytriton.backends.cuda.expressions import Arg, CValue, render
+from mytriton.backends.cuda.layout import Layout
+from mytriton.backends.cuda.layout_plan import is_materialized, is_tile
+from mytriton.ir.ssa import Const, Op, Operand, Value
+from mytriton.types import BlockType, PointerType, element_of
+
+if TYPE_CHECKING:
+    from mytriton.backends.cuda.emitter import CudaEmitter
+
+
+@dataclass(frozen=True)
+class Coord:
+    """One coordinate of a tile element: along domain parent dimension
+    ``dim`` (None: a broadcast dimension, always 0) as the C expression ``expr``."""
+
+    dim: int | None
+    expr: str
+
+
+ZERO = Coord(None, "0")
+
+
+@dataclass
+class SlotLoop:
+    emitter: "CudaEmitter"
+    domain: Layout
+    index: str = "k"
+    lines: list[str] = field(default_factory=list)
+    memo: dict[tuple, Arg] = field(default_factory=dict)
+    coord_vars: dict[int, str] = field(default_factory=dict)
+    coord_defs: list[tuple[str, str]] = field(default_factory=list)  # (name, definition), emitted if used
+    staged: list[Value] = field(default_factory=list)  # tiles this loop reads from shared memory
+
+    def __post_init__(self) -> None:
+        self.parent_name = self.emitter.parent_name(self.domain.parent)
+        self.positions = {p: f"{self.parent_name}_p{p}" for p in range(self.domain.parent.rank)}
+        self.digits = self.domain.digits(self.index)
+
+    # ---- the domain's own coordinates ------------------------------------------------------
+    def coords(self) -> list[Coord]:
+        out = []
+        for p, extent in zip(self.domain.dims, self.domain.shape):
+            out.append(Coord(p, self.coord_var(p)) if extent > 1 else ZERO)
+        return out
+
+    def coord_var(self, p: int) -> str:
+        if p not in self.coord_vars:
+            name = f"c{p}"
+            expr = self.domain.parent.coordinate(p, self.digits[p], self.positions[p])
+            self.coord_defs.append((name, f"const int {name} = {expr};"))
+            self.coord_vars[p] = name
+        return self.coord_vars[p]
+
+    def body(self) -> list[str]:
+        """The loop body: the coordinates it uses, then its statements."""
+        used = [text for name, text in self.coord_defs
+                if any(re.search(rf"\b{name}\b", line) for line in self.lines)]
+        return used + self.lines
+
+    def owner(self) -> str | None:
+        return self.domain.owner(self.index, self.positions)
+
+    # ---- values at coordinates ------------------------------------------------------------------
+    def value(self, operand: Operand, coords: list[Coord]) -> Arg:
+        if operand is None or isinstance(operand, Const):
+            return operand
+        if not is_tile(operand):
+            return CValue(self.emitter.scalar_ref(operand), element_of(operand.type))
+        key = (operand, tuple(coords))
+        if key in self.memo:
+            return self.memo[key]
+        if is_materialized(operand):
+            result = self.read(operand, coords)
+        else:
+            result = self.compute(operand.op, coords)
+        self.memo[key] = result
+        return result
+
+    def define(self, value: Value, expr: str, coords: list[Coord]) -> CValue:
+        """Bind one element of ``value`` to a local (named after its SSA value)."""
+        name = self.emitter.local_name(value, self)
+        element = element_of(value.type)
+        const = "" if isinstance(element, PointerType) else "const "
+        self.lines.append(f"{const}{c_element(value.type)} {name} = {expr};")
+        result = CValue(name, element)
+        self.memo[(value, tuple(coords))] = result
+        return result
+
+    def compute(self, op: Op, coords: list[Coord]) -> CValue:
+        result = op.results[0]
+        if op.name == "arange":
+            start = op.attrs["start"]
+            expr = coords[0].expr if not start else f"({start} + {coords[0].expr})"
+            return self.define(result, expr, coords)
+        args = [self.value(o, self.operand_coords(op, o, coords)) for o in op.operands]
+        if op.name == "expand_dims":
+            return args[0]  # the same element, one more (broadcast) coordinate
+        return self.define(result, render(op, args), coords)
+
+    def operand_coords(self, op: Op, operand: Operand, coords: list[Coord]) -> list[Coord]:
+        if not is_tile(operand):
+            return []
+        if op.name == "expand_dims":
+            axis = op.attrs["axis"]
+            return coords[:axis] + coords[axis + 1:]
+        shape = operand.type.shape
+        aligned = coords[len(coords) - len(shape):]
+        return [c if extent > 1 else ZERO for c, extent in zip(aligned, shape)]
+
+    # ---- materialized tiles ----------------------------------------------------------------------
+    def register_slot(self, value: Value, coords: list[Coord]) -> str | None:
+        """The slot of ``value``'s storage that holds the element at ``coords``
+        on this thread, or None when another thread holds it."""
+        layout = self.emitter.plan.of(value)
+        digits: dict[int, str] = {}
+        for i, (p, extent) in enumerate(zip(layout.dims, layout.shape)):
+            if extent == 1:
+                continue
+            c = coords[i]
+            if c.dim is None or layout.parent.signature(p) != self.domain.parent.signature(c.dim):
+                return None
+            digits[p] = self.digits[c.dim]
+        return layout.slot_of(digits)
+
+    def read(self, value: Value, coords: list[Coord]) -> CValue:
+        element = element_of(value.type)
+        slot = self.register_slot(value, coords)
+        if slot is not None:
+            return CValue(f"{self.emitter.storage[value]}[{slot}]", element)
+        if value not in self.staged:
+            self.staged.append(value)
+        index = linear_index([c.expr for c in coords], value.type.shape)
+        return CValue(f"{self.emitter.shared_name(value)}[{index}]", element)
+
+
+def linear_index(coords: list[str], shape: tuple[int, ...]) -> str:
+    """Row-major position of an element (broadcast dimensions are 0)."""
+    index = ""
+    for expr, extent in zip(coords, shape):
+        if extent == 1:
+            expr = "0"
+        if not index:
+            index = expr
+        elif index == "0":
+            index = expr
+        else:
+            index = f"({index}) * {extent} + {expr}" if expr != "0" else f"({index}) * {extent}"
+    return index or "0"
+
+
+def tile_type(value: Value) -> BlockType:
+    assert isinstance(value.type, BlockType)
+    return value.type
