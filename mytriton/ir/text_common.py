@@ -32,6 +32,8 @@ def format_attr(value: Any) -> str:
     if isinstance(value, ScalarType):
         return value.name
     if isinstance(value, tuple):
+        if len(value) == 1:
+            return f"({format_attr(value[0])},)"
         return "(" + ", ".join(format_attr(v) for v in value) + ")"
     if isinstance(value, (bool, int, float)):
         return format_literal(value)

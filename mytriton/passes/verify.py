@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
-from mytriton.ir.ssa import Block, BlockArg, Const, Kernel, Op, OpResult, Param, Value, walk
+from mytriton.ir.ssa import Block, Const, Kernel, Op, OpResult, Param, Value, defining_block, is_within, walk
 from mytriton.ir.ssa_text import op_text
 from mytriton.lower import carried_type_fits
 from mytriton.types import I32, BlockType, TypeRuleError, concrete
@@ -53,7 +53,7 @@ class Verifier:
         for i, op in enumerate(block.ops):
             for operand in op.operands:
                 if isinstance(operand, Value) and operand not in visible:
-                    raise self.error(self.explain(operand), op)
+                    raise self.error(self.explain(operand, block), op)
             if op.name == "yield":
                 if not in_loop or i != len(block.ops) - 1:
                     raise self.error("'yield' may only end a loop body", op)
@@ -67,19 +67,16 @@ class Verifier:
         if in_loop and (not block.ops or block.ops[-1].name != "yield"):
             raise self.error("a loop body must end with 'yield'", block.parent)
 
-    def explain(self, value: Value) -> str:
+    def explain(self, value: Value, use_block: Block) -> str:
         if isinstance(value, Param):
             return f"'{value.name}' is not a parameter of this kernel"
         if value not in self.everywhere:
             return "use of a value that is never defined"
-        op = value.op if isinstance(value, OpResult) else None
-        if self._inside_loop(value):
+        home = defining_block(value)
+        if home is not None and not is_within(use_block, home):
             return "a value defined inside a loop body is used outside it (yield it instead)"
+        op = value.op if isinstance(value, OpResult) else None
         return "a value is used before it is defined" + (f" (by '{op.name}')" if op else "")
-
-    def _inside_loop(self, value: Value) -> bool:
-        block = value.op.parent if isinstance(value, OpResult) else value.block if isinstance(value, BlockArg) else None
-        return block is not None and block.parent is not None
 
     def define(self, value: Value, op: Op) -> None:
         if value in self.defined:
