@@ -62,3 +62,23 @@ def load_sample(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture
+def kernel_module(tmp_path):
+    """Write kernel source (standard imports added) to a file and import it,
+    as a user's module would be; returns the module."""
+    import importlib.util
+    import itertools
+
+    counter = itertools.count()
+
+    def load(body: str):
+        path = tmp_path / f"kernels_{next(counter)}.py"
+        path.write_text(kernel_source(body))
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

@@ -37,6 +37,7 @@ from mytriton.types import BOOL, BlockType, PointerType, ScalarType, element_of
 
 HEADER_PREFIX = "// mytriton-kernel: "
 SHARED_BUDGET = 48 * 1024
+MAX_SLOTS = 256  # tile elements per thread: beyond this, registers spill and nvcc crawls
 INDENT = "  "
 
 _C_KEYWORDS = frozenset("""
@@ -274,7 +275,12 @@ class CudaEmitter:
         return f"  // {op.name} @{op.loc.line}:{op.loc.col}" if op.loc else ""
 
     # ---- slot loops ----------------------------------------------------------------------------------
-    def open_loop(self, domain: Layout) -> SlotLoop:
+    def open_loop(self, domain: Layout, op: Op) -> SlotLoop:
+        if domain.slots > MAX_SLOTS:
+            shape = "x".join(str(d) for d in domain.shape)
+            raise self.error_at(op, f"a [{shape}] tile puts {domain.slots} elements on each of "
+                                    f"{self.threads} threads, over the limit of {MAX_SLOTS} per thread; "
+                                    "use more warps (--num-warps) or smaller tiles")
         self.shared = {}
         return SlotLoop(self, domain)
 
@@ -292,7 +298,7 @@ class CudaEmitter:
         self.line("}")
 
     def tile_group(self, group: Group) -> None:
-        loop = self.open_loop(group.domain)
+        loop = self.open_loop(group.domain, group.ops[0])
         declare = []
         for op in group.ops:
             coords = loop.coords()
@@ -361,6 +367,7 @@ class CudaEmitter:
 
     def assign_carried(self, arg: Value, value: Operand, declare: bool = False, target: str | None = None) -> None:
         target = target or self.storage[arg]
+        arg_op = arg.block.parent
         if not is_tile(arg):
             text = as_type(self.scalar_arg(value), element_of(arg.type))
             self.line(f"{c_element(arg.type) + ' ' if declare else ''}{target} = {text};")
@@ -368,7 +375,7 @@ class CudaEmitter:
         layout = self.plan.of(arg)
         if declare:
             self.line(f"{c_element(arg.type)} {target}[{layout.slots}];")
-        loop = self.open_loop(layout)
+        loop = self.open_loop(layout, arg_op)
         element = value if isinstance(value, Const) else loop.value(value, loop.coords())
         loop.lines.append(f"{target}[k] = {as_type(element, element_of(arg.type))};")
         self.close_loop(loop, f"{'initial' if declare else 'next'} value of carried {target}")

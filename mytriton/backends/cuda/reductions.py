@@ -47,7 +47,7 @@ def emit_reduction(em: "CudaEmitter", op: Op, domain: Layout) -> None:
     em.line(f"for (int r = 0; r < {out_slots}; ++r) {acc}[r] = {identity};")
 
     # 1. this thread's slots
-    loop = em.open_loop(domain)
+    loop = em.open_loop(domain, op)
     value = loop.value(x, loop.coords())
     out = out_layout.slot_of({p: loop.digits[p] for p in out_layout.slot_dims()}) if out_layout else "0"
     counted = []

@@ -1,0 +1,87 @@
+"""How tiles are spread over threads on the GPU: values read in the layout
+they live in stay in registers; others go through shared memory, within a
+48 KiB budget; tiles too large for the threads' registers are refused."""
+import numpy as np
+import pytest
+
+from conftest import compile_text, kernel_source
+from mytriton.diagnostics import CompileError
+
+# x is stored as a vector and also broadcast both ways into a matrix: it cannot
+# live in one layout that suits all three uses, so the CUDA code converts it.
+OUTER = '''
+    @mytriton.jit
+    def outer(x_ptr, vec_ptr, mat_ptr, n, BLOCK: tl.constexpr):
+        i = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + i, mask=i < n, other=0.0)
+        tl.store(vec_ptr + i, x * 2.0, mask=i < n)
+        mask = (i[:, None] < n) & (i[None, :] < n)
+        tl.store(mat_ptr + i[:, None] * n + i[None, :], x[:, None] - x[None, :], mask=mask)
+'''
+
+
+def test_a_tile_read_in_another_layout_goes_through_shared_memory():
+    cuda = compile_text(kernel_source(OUTER), "cuda", defines={"BLOCK": 64})
+    assert "__shared__ __align__(16) unsigned char smem[256];" in cuda
+    assert "__syncthreads();" in cuda
+
+
+def test_a_row_reduction_read_back_against_its_rows_stays_in_registers():
+    cuda = compile_text(kernel_source('''
+        @mytriton.jit
+        def center(x_ptr, out_ptr, BM: tl.constexpr, BN: tl.constexpr):
+            offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+            x = tl.load(x_ptr + offs)
+            tl.store(out_ptr + offs, x - tl.sum(x, axis=1)[:, None] / BN)
+    '''), "cuda", defines={"BM": 4, "BN": 128})
+    assert "smem" not in cuda  # the row sum lives on the threads that hold the row
+    assert "__shfl_xor_sync" in cuda
+
+
+def test_shared_memory_over_48_kib_is_refused_at_the_source_line():
+    # x is wanted along rows by one store and along columns by the other: the
+    # second reads a 64 KiB copy of it through shared memory.
+    source = kernel_source('''
+        @mytriton.jit
+        def both_ways(x_ptr, a_ptr, b_ptr, N: tl.constexpr):
+            r = tl.arange(0, 2)
+            c = tl.arange(0, N)
+            x = tl.load(x_ptr + c)
+            tl.store(a_ptr + c[:, None] * 2 + r[None, :], x[:, None] + r[None, :])
+            tl.store(b_ptr + r[:, None] * N + c[None, :], x[None, :] + r[:, None])
+    ''')
+    assert "smem[4096]" in compile_text(source, "cuda", defines={"N": 1024}, num_warps=32)
+    with pytest.raises(CompileError, match=r"needs 65536 bytes of shared memory.*48 KiB") as info:
+        compile_text(source, "cuda", defines={"N": 16384}, num_warps=32)
+    assert info.value.loc.line == 8  # the load of x
+
+
+def test_a_tile_too_large_for_the_threads_is_refused():
+    with pytest.raises(CompileError, match=r"puts 512 elements on each of 128 threads, over the limit of 256"):
+        compile_text(kernel_source('''
+            @mytriton.jit
+            def big(x_ptr, BLOCK: tl.constexpr):
+                offs = tl.arange(0, BLOCK)
+                tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1.0)
+        '''), "cuda", defines={"BLOCK": 65536})
+
+
+def test_layout_conversions_match_numpy_in_the_interpreter(kernel_module):
+    module = kernel_module(OUTER)
+    n = 50
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    vec, mat = np.full(n, np.nan, np.float32), np.full((n, n), np.nan, np.float32)
+    module.outer[(1,)](x, vec, mat, n, BLOCK=64, backend="interp")
+    np.testing.assert_allclose(vec, 2 * x)
+    np.testing.assert_allclose(mat, x[:, None] - x[None, :])
+
+
+@pytest.mark.gpu
+def test_layout_conversions_match_numpy_on_the_gpu(kernel_module):
+    module = kernel_module(OUTER)
+    n = 50
+    x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    vec, mat = np.full(n, np.nan, np.float32), np.full((n, n), np.nan, np.float32)
+    module.outer[(1,)](x, vec, mat, n, BLOCK=64, backend="cuda")
+    np.testing.assert_allclose(vec, 2 * x)
+    np.testing.assert_allclose(mat, x[:, None] - x[None, :])
