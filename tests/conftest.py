@@ -12,6 +12,29 @@ from mytriton.pipeline import Options
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
 
+# Runtime parameter types of the samples whose parameters are not all *fp32
+# pointers and i32 scalars (the defaults); samples/Makefile gives the same.
+SAMPLE_SIGNATURES = {
+    "leaky_relu": "*fp32, *fp32, i32, fp32",
+    "two_carried": "*fp32, *fp32, *i32, i32, i32",
+    "ragged_rows": "*fp32, *i32, *fp32",
+}
+
+
+def sample_names() -> list[str]:
+    """Every sample kernel file in samples/ (not the demo script)."""
+    return sorted(p.stem for p in SAMPLES.glob("*.py") if p.stem != "demo")
+
+
+def sample_options(name: str) -> dict:
+    signature = SAMPLE_SIGNATURES.get(name)
+    return {"signature": signature} if signature else {}
+
+
+def sample_trace_args(name: str) -> list[str]:
+    signature = SAMPLE_SIGNATURES.get(name)
+    return ["-s", signature] if signature else []
+
 
 def kernel_source(body: str) -> str:
     """A kernel file: the standard imports followed by ``body`` (dedented)."""
@@ -41,12 +64,17 @@ def tmp_kernel(tmp_path):
 
 def pytest_collection_modifyitems(config, items):
     """GPU tests run only where PyCUDA sees a device; nvcc tests only where nvcc is."""
-    import shutil
-
     from mytriton.runtime.cuda_driver import cuda_available
 
     skip_gpu = None if cuda_available() else pytest.mark.skip(reason="no CUDA GPU with PyCUDA here")
-    skip_nvcc = None if shutil.which("nvcc") else pytest.mark.skip(reason="nvcc is not installed")
+    from mytriton.backends.cuda.nvcc import find_nvcc
+    from mytriton.diagnostics import CompileError
+
+    try:
+        find_nvcc()
+        skip_nvcc = None
+    except CompileError:
+        skip_nvcc = pytest.mark.skip(reason="nvcc is not installed")
     for item in items:
         if skip_gpu and "gpu" in item.keywords:
             item.add_marker(skip_gpu)

@@ -136,7 +136,7 @@ def _fold(module: KernelModule, expr: ast.expr) -> Any:
             return _BINOPS[type(expr.op)](_fold(module, expr.left), _fold(module, expr.right))
         except (ArithmeticError, TypeError, ValueError) as err:
             raise _NotConstant(f"constant arithmetic failed: {err}") from None
-    if isinstance(expr, ast.Name):
+    if isinstance(expr, ast.Name) and expr.id not in module.aliases:
         value = module.constants.get(expr.id)
         if value is None and expr.id not in module.constants:
             raise _NotConstant(f"'{expr.id}' is not a constant")
@@ -164,7 +164,8 @@ def _bundle_header(tree: ast.Module, file: str) -> dict | None:
             except ValueError:
                 header = None
             if not (isinstance(header, dict) and isinstance(header.get("source"), str)
-                    and isinstance(header.get("kernel"), str) and isinstance(header.get("lines"), dict)):
+                    and isinstance(header.get("kernel"), str) and isinstance(header.get("lines"), dict)
+                    and isinstance(header.get("unresolved", {}), dict)):
                 raise CompileError(f"malformed {BUNDLE_MARKER} header",
                                    Location(file, stmt.lineno, stmt.col_offset + 1))
             return header
@@ -177,6 +178,8 @@ def _remap_bundle(module: KernelModule, header: dict, text: str) -> None:
     bundle_lines = text.splitlines()
     module.file = header["source"]
     module.kernel_name = header["kernel"]
+    for name, reason in header.get("unresolved", {}).items():
+        module.constants[str(name)] = Unresolved(str(reason))
     for stmt in module.tree.body:
         if not isinstance(stmt, ast.FunctionDef) or stmt.name not in header["lines"]:
             continue

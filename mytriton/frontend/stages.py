@@ -78,12 +78,18 @@ def parse_stage(text: str, file: str, name: str | None = None) -> str:
     ]
     first = {fn: function_first_line(module.functions[fn]) for fn in functions}
     header = {"source": module.file, "kernel": entry, "lines": first}
+    used = _used_names(module, functions)
+    # Names the kernel uses that are not constants travel with their reason,
+    # so tracing the bundle explains them as tracing the file would.
+    unresolved = {name: value.reason for name, value in module.constants.items()
+                  if name in used and isinstance(value, Unresolved)}
+    if unresolved:
+        header["unresolved"] = unresolved
     lines.append(f"{BUNDLE_MARKER} = {header!r}")
     lines += _imports(module)
-    used = _used_names(module, functions)
     for const_name, value in module.constants.items():
         if const_name in used and not isinstance(value, Unresolved):
-            lines.append(f"{const_name} = {_constant_source(value)}")
+            lines.append(f"{const_name} = {_constant_source(module, value)}")
     for fn_name in functions:
         # Line numbers are the original file's (a bundle's were remapped when read).
         fn = module.functions[fn_name]
@@ -112,11 +118,23 @@ def _used_names(module: KernelModule, functions: list[str]) -> set[str]:
     return used
 
 
-def _constant_source(value: Any) -> str:
-    if isinstance(value, ScalarType):
-        inverse = {v: k for k, v in DTYPES.items()}
-        return f"mytriton.language.{inverse[value]}"
-    return repr(value)
+def _constant_source(module: KernelModule, value: Any) -> str:
+    """A constant as the bundle spells it; a dtype through one of the file's
+    own imports, which the bundle repeats (``mytriton`` may not be one)."""
+    if isinstance(value, tuple):
+        items = [_constant_source(module, v) for v in value]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if not isinstance(value, ScalarType):
+        return repr(value)
+    dtype = next(k for k, v in DTYPES.items() if v == value)
+    # What an imported name needs after it to spell the dtype, best first.
+    suffixes = {f"mytriton.language.{dtype}": "", "mytriton.language": f".{dtype}",
+                "mytriton": f".language.{dtype}"}
+    for qualified, suffix in suffixes.items():
+        for local, target in sorted(module.aliases.items()):
+            if target == qualified:
+                return local + suffix
+    return f"mytriton.language.{dtype}"
 
 
 # ---- trace ---------------------------------------------------------------------------------
@@ -205,18 +223,20 @@ def resolve_signature(module: KernelModule, entry: str, signature: str | None) -
         return None
     runtime, constexpr, _ = kernel_params(module, entry)
     entries = [s.strip() for s in signature.split(",") if s.strip()]
-    all_params = [a.arg for a in module.functions[entry].args.args]
+    fn = module.functions[entry]
+    all_params = [a.arg for a in fn.args.args]
     if len(entries) == len(all_params) and len(all_params) != len(runtime):
         entries = [e for p, e in zip(all_params, entries) if p in runtime]
     if len(entries) != len(runtime):
         raise CompileError(f"the signature gives {len(entries)} type(s) but '{entry}' has "
-                           f"{len(runtime)} runtime parameter(s) ({', '.join(runtime)})")
+                           f"{len(runtime)} runtime parameter(s) ({', '.join(runtime)})", module.loc(fn))
     types: dict[str, Type] = {}
     for name, text in zip(runtime, entries):
         t = parse_signature_type(text)
         if t is None:
+            arg = next(a for a in fn.args.args if a.arg == name)
             raise CompileError(f"unknown type '{text}' for '{name}' in the signature "
-                               "(use *fp32, *fp16, *bf16, *i32, *i64, i32, i64, fp32, ...)")
+                               "(use *fp32, *fp16, *bf16, *i32, *i64, i32, i64, fp32, ...)", module.loc(arg))
         types[name] = t
     return types
 

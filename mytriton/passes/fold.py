@@ -19,7 +19,7 @@ import math
 import operator
 from dataclasses import dataclass
 
-import numpy as np
+import struct
 
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import (
@@ -54,11 +54,24 @@ def _convert(value: bool | int | float, t: Type) -> bool | int | float | None:
         return (int(value) - INT_MIN) % 2**32 + INT_MIN
     if t == F32:
         try:
-            with np.errstate(over="ignore"):
-                return float(np.float32(float(value)))
+            return to_f32(float(value))
         except OverflowError:  # an integer literal beyond any double
             return None
     return None
+
+
+def to_f32(value: float) -> float:
+    """Round a double to the nearest f32 (IEEE round-to-nearest-even), as
+    the GPU would store it; out-of-range values become infinities."""
+    if not math.isfinite(value):
+        return value
+    try:
+        return struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:
+        # Beyond f32's range: round to the largest finite value or overflow to inf.
+        largest = 3.4028234663852886e38
+        halfway = 3.4028235677973366e38
+        return math.copysign(largest if abs(value) < halfway else math.inf, value)
 
 
 def _c_div(a: int, b: int) -> int:

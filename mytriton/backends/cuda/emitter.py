@@ -173,9 +173,11 @@ class CudaEmitter:
                     prefix = "t" if is_tile(result) else "v"
                     self.storage[arg] = self.storage[result] = prefix + self.name(result)[1:]
         for op in walk(self.kernel.body):
+            if op.name != "yield" and op not in self.group_of and op.name != "for":
+                continue  # pure tile ops are read by the statements that use them
             where = self.group_of.get(op, id(op))
             for value in self.reached(op):
-                if value.op.name == "load" and self.group_of.get(value.op) != where:
+                if self.group_of.get(value.op) != where:
                     self.storage[value] = "t" + self.name(value)[1:]
 
     def reached(self, op: Op) -> list:
