@@ -162,3 +162,25 @@ CASES: dict[str, Case] = {
                         lambda m: (mytriton.cdiv(m["width"], m["BLOCK"]),)),
     "ragged_rows": Case("ragged_rows", "ragged_rows_kernel", _ragged(), lambda m: (23,), rtol=1e-4, atol=1e-4),
 }
+
+
+def _tiled_matmul(M, N, K):
+    def make(rng):
+        a, b = _f32(rng, M, K), _f32(rng, K, N)
+        c = _poison(M, N)
+        return [a, b, c, M, N, K], {"c#2": a.astype(np.float64) @ b.astype(np.float64)}
+
+    return make
+
+
+def _matmul_grid(meta):
+    return (mytriton.cdiv(meta["M"], meta["BM"]), mytriton.cdiv(meta["N"], meta["BN"]))
+
+
+CASES.update({
+    "matmul_ragged": Case("matmul", "matmul_kernel", _tiled_matmul(70, 50, 77), _matmul_grid, rtol=1e-4, atol=1e-4),
+    "matmul_k_below_bk": Case("matmul", "matmul_kernel", _tiled_matmul(65, 130, 20), _matmul_grid,
+                              rtol=1e-4, atol=1e-4),
+    "matmul_square": Case("matmul", "matmul_kernel", _tiled_matmul(256, 256, 256), _matmul_grid,
+                          rtol=1e-4, atol=1e-4),
+})

@@ -73,7 +73,8 @@ class CudaEmitter:
         self.group_of: dict[Op, int] = {}
         self.parents: dict[BlockedLayout, str] = {}
         self.shared: dict[Value, str] = {}  # tiles copied to shared memory for the current group
-        self.shared_bytes = 0
+        self.shared_bytes = 0  # scratch: reductions, layout changes, unstaged dots
+        self.shared_allocs: list[Op] = []  # buffers the stage-dots pass allocated
         self.lines: list[str] = []
         self.depth = 1
         self._param_names()
@@ -136,9 +137,14 @@ class CudaEmitter:
             elif op.name in REDUCTIONS:
                 open_group = None
                 groups.append(Group("reduce", [op], self.plan.domain(op)))
-            elif op.name == "dot":
-                raise self.error_at(op, "tl.dot is not supported by the CUDA backend yet "
-                                        "(it needs the stage-dots pass)")
+            elif op.name == "shared_alloc":
+                self.shared_allocs.append(op)
+            elif op.name in ("copy_to_shared", "barrier"):
+                open_group = None
+                groups.append(Group("effect", [op]))
+            elif op.name in ("dot", "dot_shared"):
+                open_group = None
+                groups.append(Group("dot", [op]))
             elif op.name in ("load", "store") and (op.name == "store" and is_tile(op.operands[0])
                                                     or op.results and is_tile(op.results[0])):
                 domain = self.plan.domain(op)
@@ -166,7 +172,7 @@ class CudaEmitter:
         """Loads read outside their own slot loop keep a per-thread array;
         reduction results, loop-carried tiles and results always have one."""
         for op in walk(self.kernel.body):
-            if op.name in REDUCTIONS and op.results and is_tile(op.results[0]):
+            if op.name in (*REDUCTIONS, "dot", "dot_shared") and op.results and is_tile(op.results[0]):
                 self.storage[op.results[0]] = "t" + self.name(op.results[0])[1:]
             if op.name == "for":
                 for arg, result in zip(op.regions[0].args[1:], op.results):
@@ -199,13 +205,20 @@ class CudaEmitter:
 
     # ---- output --------------------------------------------------------------------------------
     def emit(self) -> str:
+        from mytriton.backends.cuda.dots import declare_shared
+
         top = self.plan_groups(self.kernel.body)
         self.plan_storage()
+        self.shared_decls = [declare_shared(self, op) for op in self.shared_allocs]
         self.block(top)
-        if self.shared_bytes > SHARED_BUDGET:
-            raise CompileError(f"kernel '{self.kernel.name}' needs {self.shared_bytes} bytes of shared memory "
-                               f"for reductions and layout changes, over the {SHARED_BUDGET}-byte (48 KiB) "
-                               "budget; use smaller tiles", self.budget_loc)
+        staged = sum(op.results[0].type.numel * op.attrs["dtype"].nbytes for op in self.shared_allocs)
+        if staged + self.shared_bytes > SHARED_BUDGET:
+            parts = f"{staged} for staged dot tiles and {self.shared_bytes} of scratch" if staged \
+                else "for reductions and layout changes"
+            loc = self.budget_loc if self.shared_bytes else self.shared_allocs[0].loc
+            raise CompileError(f"kernel '{self.kernel.name}' needs {staged + self.shared_bytes} bytes of shared "
+                               f"memory ({parts}), over the {SHARED_BUDGET}-byte (48 KiB) budget; "
+                               "use smaller tiles", loc)
         return self.render()
 
     def render(self) -> str:
@@ -217,7 +230,8 @@ class CudaEmitter:
             "stores": stored_params(self.kernel),
             "num_warps": self.num_warps,
             "threads": self.threads,
-            "shared_bytes": self.shared_bytes,
+            "shared_bytes": self.shared_bytes + sum(
+                op.results[0].type.numel * op.attrs["dtype"].nbytes for op in self.shared_allocs),
             "source": self.kernel.loc.file,
         }
         out = [HEADER_PREFIX + json.dumps(header)]
@@ -233,6 +247,7 @@ class CudaEmitter:
                    f"{self.kernel.name}({params}) {{")
         if self.shared_bytes:
             out.append(f"{INDENT}__shared__ __align__(16) unsigned char smem[{self.shared_bytes}];")
+        out += [INDENT + decl for decl in self.shared_decls]
         for parent, name in self.parents.items():
             out.append(f"{INDENT}// {name}: {parent.describe()}")
             for d in range(parent.rank):
@@ -252,6 +267,17 @@ class CudaEmitter:
                 from mytriton.backends.cuda.reductions import emit_reduction
 
                 emit_reduction(self, group.ops[0], group.domain)
+            elif group.kind == "effect":
+                from mytriton.backends.cuda.dots import emit_copy
+
+                if group.ops[0].name == "barrier":
+                    self.line(f"__syncthreads();{self.where(group.ops[0])}")
+                else:
+                    emit_copy(self, group.ops[0])
+            elif group.kind == "dot":
+                from mytriton.backends.cuda.dots import emit_dot
+
+                emit_dot(self, group.ops[0])
             else:
                 self.loop(group.ops[0])
 

@@ -21,7 +21,7 @@ from mytriton.ir.opdefs import REDUCTIONS
 from mytriton.ir.ssa import Block, BlockArg, Op, OpResult, Value
 from mytriton.types import BlockType
 
-MATERIALIZED = ("load", "dot", *REDUCTIONS)
+MATERIALIZED = ("load", "dot", "dot_shared", *REDUCTIONS)
 
 
 def is_tile(value: object) -> bool:
@@ -115,7 +115,7 @@ class LayoutPlan:
         if op.name == "expand_dims":
             self.want(op.operands[0], layout.drop(op.attrs["axis"]))
             return
-        if op.name == "dot":
+        if op.name in ("dot", "dot_shared"):
             for operand in op.operands[:2]:
                 self.want(operand, self.default(operand.type.shape))
             self.want(op.operands[2], layout)

@@ -1,0 +1,157 @@
+"""``tl.dot`` on the GPU, on CUDA cores.
+
+The stage-dots pass turns the canonical pair of masked tile loads into
+explicit ops, and each becomes CUDA here:
+
+- ``shared_alloc``: a ``__shared__`` array, declared once at kernel scope;
+- ``copy_to_shared``: every thread copies elements ``threadIdx.x``,
+  ``threadIdx.x + threads``, ... of the row-major tile, consecutive threads
+  reading consecutive addresses; out-of-bounds elements get the fill value,
+  so edge tiles are whole tiles padded with zeros;
+- ``barrier``: ``__syncthreads()``;
+- ``dot_shared``: the accumulator tile is spread over the threads by its
+  layout; for each step along K a thread reads the A values of its rows and
+  the B values of its columns once, then does one FMA per element it holds.
+
+A ``dot`` the pass did not stage (its operands are not canonical loads) takes
+the general path: both operand tiles are written from registers to shared
+scratch memory, then the same FMA loop runs.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mytriton.backends.cuda.ctypes import c_element, c_scalar
+from mytriton.backends.cuda.expressions import as_type
+from mytriton.backends.cuda.slots import SlotLoop, linear_index
+from mytriton.ir.ssa import Op, Value
+from mytriton.types import BOOL, F32, I32, element_of
+
+if TYPE_CHECKING:
+    from mytriton.backends.cuda.emitter import CudaEmitter
+
+
+def shared_array_name(op: Op) -> str:
+    name = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in str(op.attrs["name"]))
+    return f"shared_{name}"
+
+
+def declare_shared(em: "CudaEmitter", op: Op) -> str:
+    """The kernel-scope declaration of a ``shared_alloc``."""
+    rows, cols = op.attrs["shape"]
+    element = c_scalar(op.attrs["dtype"])
+    em.storage[op.results[0]] = name = shared_array_name(op)
+    return f"__shared__ __align__(16) {element} {name}[{rows * cols}];  // {rows}x{cols}, row-major"
+
+
+def emit_copy(em: "CudaEmitter", op: Op) -> None:
+    buffer, base, row_offset, col_offset, stride, row_bound, col_bound, fill = op.operands
+    rows, cols = buffer.type.shape
+    pointee = buffer.type.element
+    name = em.storage[buffer]
+    args = {label: as_type(em.scalar_arg(value), I32) for label, value in (
+        ("row_offset", row_offset), ("col_offset", col_offset), ("stride", stride),
+        ("row_bound", row_bound), ("col_bound", col_bound))}
+    fill_text = as_type(em.scalar_arg(fill), pointee)
+    total = rows * cols
+    em.line(f"// copy_to_shared{em.where(op).replace('  // copy_to_shared', '')}: {rows}x{cols} tile of "
+            f"{em.scalar_ref(base)} into {name}")
+    em.line("#pragma unroll")
+    em.line(f"for (int i = threadIdx.x; i < {total}; i += {em.threads}) {{")
+    em.line(f"  const int row = {args['row_offset']} + i / {cols};")
+    em.line(f"  const int col = {args['col_offset']} + i % {cols};")
+    em.line(f"  {name}[i] = (row < {args['row_bound']} && col < {args['col_bound']}) "
+            f"? {em.scalar_ref(base)}[row * {args['stride']} + col] : {fill_text};")
+    em.line("}")
+
+
+def emit_dot(em: "CudaEmitter", op: Op) -> None:
+    """``dot_shared`` (buffers from the stage-dots pass) or a general ``dot``
+    (operand tiles staged here through scratch shared memory)."""
+    a, b, acc = op.operands
+    result = op.results[0]
+    m, k = a.type.shape
+    n = b.type.shape[1]
+    layout = em.plan.of(result)
+    storage = em.storage[result]
+    where = em.where(op)
+    if op.name == "dot_shared":
+        a_name, b_name = em.storage[a], em.storage[b]
+        a_t, b_t = a.type.element, b.type.element
+    else:
+        a_name, b_name, a_t, b_t = stage_operands(em, op)
+    em.line(f"// {op.name}{where.replace('  // ', ' ')}: [{m}x{k}] x [{k}x{n}], "
+            f"{layout.slots} output(s) per thread")
+    em.line(f"float {storage}[{layout.slots}];")
+    init = em.open_loop(layout, op)
+    if acc is not None:
+        value = init.value(acc, init.coords())
+        init.lines.append(f"{storage}[k] = {as_type(value, F32)};")
+    else:
+        init.lines.append(f"{storage}[k] = 0.0f;")
+    em.close_loop(init, f"{op.name}: the accumulator")
+
+    rows_dim, cols_dim = layout.dims
+    parent = layout.parent
+    rows = parent.slots_per_dim(rows_dim)
+    cols = parent.slots_per_dim(cols_dim)
+    positions = init.positions
+    row_of = parent.coordinate(rows_dim, "i", positions[rows_dim])
+    col_of = parent.coordinate(cols_dim, "j", positions[cols_dim])
+    digits = {rows_dim: "i", cols_dim: "j"}
+    slot = layout.slot_of(digits)
+    em.line("#pragma unroll 4")
+    em.line(f"for (int kk = 0; kk < {k}; ++kk) {{")
+    em.line(f"  float a_col[{rows}];")
+    em.line(f"  float b_row[{cols}];")
+    em.line("  #pragma unroll")
+    em.line(f"  for (int i = 0; i < {rows}; ++i) a_col[i] = {_to_f32(f'{a_name}[({row_of}) * {k} + kk]', a_t)};")
+    em.line("  #pragma unroll")
+    em.line(f"  for (int j = 0; j < {cols}; ++j) b_row[j] = {_to_f32(f'{b_name}[kk * {n} + {col_of}]', b_t)};")
+    em.line("  #pragma unroll")
+    em.line(f"  for (int i = 0; i < {rows}; ++i)")
+    em.line("    #pragma unroll")
+    em.line(f"    for (int j = 0; j < {cols}; ++j) {storage}[{slot}] = fmaf(a_col[i], b_row[j], {storage}[{slot}]);")
+    em.line("}")
+
+
+def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object]:
+    """Write a general dot's operand tiles to scratch shared memory."""
+    a, b, _ = op.operands
+    names = []
+    offset = 0
+    em.line(f"__syncthreads();  // earlier readers of shared memory are done")
+    for value, label in ((a, "a"), (b, "b")):
+        element = c_element(value.type)
+        name = f"{label}{em.name(op.results[0])[1:]}_tile"
+        em.line(f"{element}* const {name} = reinterpret_cast<{element}*>(smem + {offset});")
+        layout = em.plan.of(value) if _materialized(value) else em.plan.default(value.type.shape)
+        loop = em.open_loop(layout, op)
+        coords = loop.coords()
+        element_value = loop.value(value, coords)
+        index = linear_index([c.expr for c in coords], value.type.shape)
+        loop.lines.append(f"{name}[{index}] = {element_value.expr};")
+        em.close_loop(loop, f"dot operand {label}: registers to shared memory")
+        offset += _aligned(value.type.numel * element_of(value.type).nbytes)
+        names.append(name)
+    em.line("__syncthreads();")
+    em.need_shared(offset, op)
+    return names[0], names[1], element_of(a.type), element_of(b.type)
+
+
+def _materialized(value: Value) -> bool:
+    from mytriton.backends.cuda.layout_plan import is_materialized
+
+    return is_materialized(value)
+
+
+def _to_f32(expr: str, t) -> str:
+    if t == F32:
+        return expr
+    if t == BOOL:
+        return f"(float)({expr})"
+    return f"__half2float({expr})" if t.name == "f16" else f"__bfloat162float({expr})"
+
+
+def _aligned(nbytes: int) -> int:
+    return (nbytes + 15) // 16 * 16
