@@ -38,11 +38,7 @@ class SourceTexts:
         quotes them), unless the file itself can be read."""
         known = self._texts.get(file)
         if known is None:
-            try:
-                known = Path(file).read_text(encoding="utf-8").splitlines()
-            except (OSError, UnicodeDecodeError):
-                known = []
-            self._texts[file] = known
+            known = self._read(file)
             if known:
                 return
         elif any(known):
@@ -53,14 +49,18 @@ class SourceTexts:
             known.extend([""] * (end - len(known)))
         known[first_line - 1:end] = lines
 
+    def _read(self, file: str) -> list[str]:
+        try:
+            lines = Path(file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            lines = []
+        self._texts[file] = lines
+        return lines
+
     def line(self, file: str, line: int) -> str | None:
         lines = self._texts.get(file)
         if lines is None:
-            try:
-                lines = Path(file).read_text(encoding="utf-8").splitlines()
-            except (OSError, UnicodeDecodeError):
-                lines = []
-            self._texts[file] = lines
+            lines = self._read(file)
         if 1 <= line <= len(lines):
             return lines[line - 1]
         return None

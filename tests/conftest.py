@@ -50,6 +50,27 @@ def ssa_of(source: str, optimized: bool = False, file: str = "kernel.py", **opti
     return pipeline.source_to_ssa(source, file, Options(**options), optimized=optimized)
 
 
+def build(body: str, signature: str | None = None, **defines):
+    """The lowered SSA of a kernel body (standard imports added)."""
+    return ssa_of(kernel_source(body), defines=defines, signature=signature)
+
+
+def randf(rng, *shape):
+    """Random f32 data (never zeros: they hide unwritten outputs)."""
+    return rng.standard_normal(shape).astype("float32")
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@pytest.fixture
+def rng():
+    import numpy as np
+
+    return np.random.default_rng(1234)
+
+
 @pytest.fixture
 def tmp_kernel(tmp_path):
     """Write kernel source to a file and return its path."""

@@ -6,27 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import kernel_source, ssa_of
+from conftest import build, cdiv, randf
 from mytriton.backends.interp import np_dtype, run_kernel
 from mytriton.diagnostics import CompileError
 from mytriton.types import BF16, F16, F32, I32, BlockType, PointerType
-
-
-def build(body: str, signature: str | None = None, **defines):
-    return ssa_of(kernel_source(body), defines=defines, signature=signature)
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-@pytest.fixture
-def rng():
-    return np.random.default_rng(1234)
-
-
-def randf(rng, *shape) -> np.ndarray:
-    return rng.standard_normal(shape).astype(np.float32)
 
 
 ADD = """

@@ -6,26 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import kernel_source, ssa_of
+from conftest import build, cdiv, randf
 from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError
-
-
-def build(body: str, signature: str | None = None, **defines):
-    return ssa_of(kernel_source(body), defines=defines, signature=signature)
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-@pytest.fixture
-def rng():
-    return np.random.default_rng(4321)
-
-
-def randf(rng, *shape) -> np.ndarray:
-    return rng.standard_normal(shape).astype(np.float32)
 
 
 # The runtime-K matmul of the loops milestone, with a second carried value.
