@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import build, cdiv, randf
+from conftest import build, cdiv, kernel_source, randf, ssa_of
 from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError
 
