@@ -118,6 +118,9 @@ class CudaKernel:
             if name in self.stores:
                 copy_back.append((array, buffer))
         self.function(*packed, block=(self.threads, 1, 1), grid=grid3)
-        drv.Context.synchronize()
-        for array, buffer in copy_back:
-            drv.memcpy_dtoh(array, buffer)
+        if keep:
+            # Host arrays: wait, copy results back, free the device copies.
+            drv.Context.synchronize()
+            for array, buffer in copy_back:
+                drv.memcpy_dtoh(array, buffer)
+        # Device arrays only: the launch is asynchronous, as in Triton.
