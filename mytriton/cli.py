@@ -126,10 +126,10 @@ def main() -> None:
 
     \b
     Stages, each readable text that the next one reads:
-      parse -> trace -> lower -> verify -> opt -> emit-cuda
+      parse -> trace -> lower -> verify -> opt -> stage-dots -> emit-cuda
     For example:
       mytriton parse k.py | mytriton trace -D BLOCK=256 | mytriton lower \\
-        | mytriton verify | mytriton opt | mytriton emit-cuda -o k.cu
+        | mytriton verify | mytriton opt | mytriton stage-dots | mytriton emit-cuda -o k.cu
     """
 
 
@@ -195,6 +195,16 @@ def opt(input: str, passes: str | None, print_ir_after_all: bool, output: str) -
 
         options.after_each = dump
     write_output(output, pipeline.print_ssa(pipeline.optimize(pipeline.read_ssa(text, file), options)))
+
+
+@main.command("stage-dots")
+@input_argument
+@output_option
+@reports_errors
+def stage_dots(input: str, output: str) -> None:
+    """Stage canonical tl.dot operand loads through shared memory (SSA in, SSA out)."""
+    text, file = read_input(input)
+    write_output(output, pipeline.print_ssa(pipeline.stage_dots(pipeline.read_ssa(text, file))))
 
 
 @main.command()

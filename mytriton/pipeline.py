@@ -14,7 +14,7 @@ from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import Kernel
 from mytriton.ir.tree import TreeKernel
 
-EMITS = ("ast", "tree", "ssa", "opt", "cuda", "ptx")
+EMITS = ("ast", "tree", "ssa", "opt", "staged", "cuda", "ptx")
 DEFAULT_NUM_WARPS = 4
 DEFAULT_ARCH = "sm_90"
 
@@ -64,6 +64,14 @@ def optimize(kernel: Kernel, options: Options) -> Kernel:
 
     names = DEFAULT_PIPELINE if options.passes is None else options.passes
     return run_passes(kernel, names, options.after_each)
+
+
+def stage_dots(kernel: Kernel) -> Kernel:
+    """Stage canonical tl.dot operands through shared memory (the CUDA
+    backend's input); verified before and after."""
+    from mytriton.passes.manager import run_passes
+
+    return run_passes(kernel, ["stage-dots"])
 
 
 def emit_cuda(kernel: Kernel, options: Options) -> str:
@@ -123,6 +131,9 @@ def compile_source(text: str, file: str, emit: str, options: Options) -> str:
         return print_ssa(kernel)
     kernel = optimize(kernel, options)
     if emit == "opt":
+        return print_ssa(kernel)
+    kernel = stage_dots(kernel)
+    if emit == "staged":
         return print_ssa(kernel)
     cuda = emit_cuda(kernel, options)
     if emit == "cuda":

@@ -4,6 +4,10 @@ Scalars (``i32``, ``f32``, ``bool``, ...), pointers to scalars (``ptr<f32>``)
 and blocks of either: ``vector<256 x f32>`` for rank 1, ``block<64x32 x f32>``
 for rank 2 and up. Python literals in kernels are *weak*: they take the type of
 what they meet (``x * 2.0`` keeps ``x``'s f16), as in Triton.
+
+``shared<64x32 x f32>`` is a buffer in the shared memory of a program (a CUDA
+block), which the stage-dots pass allocates: physical storage, not a value
+that arithmetic reads.
 """
 from __future__ import annotations
 
@@ -77,6 +81,27 @@ class BlockType:
 
 
 @dataclass(frozen=True)
+class SharedType:
+    """A row-major ``rows x columns`` buffer of scalars in a program's shared
+    memory. Only the ops made for it (``copy_to_shared``, ``dot_shared``)
+    take one as an operand."""
+
+    shape: tuple[int, int]
+    element: ScalarType
+
+    def __str__(self) -> str:
+        return f"shared<{self.shape[0]}x{self.shape[1]} x {self.element}>"
+
+    @property
+    def numel(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.element.nbytes
+
+
+@dataclass(frozen=True)
 class WeakType:
     """The type of a Python literal before it meets a typed value."""
 
@@ -93,7 +118,7 @@ class WeakType:
 WEAK_INT = WeakType("int")
 WEAK_FLOAT = WeakType("float")
 
-Type = ScalarType | PointerType | BlockType | WeakType
+Type = ScalarType | PointerType | BlockType | SharedType | WeakType
 
 
 def element_of(t: Type) -> Element | WeakType:

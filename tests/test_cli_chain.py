@@ -1,9 +1,9 @@
 """The CLI's stages chained through real pipes print what ``compile`` prints.
 
 For every sample, ``mytriton parse F | mytriton trace | mytriton lower |
-mytriton verify | mytriton opt | mytriton emit-cuda`` (each a separate
-process reading the previous one's stdout) gives the same bytes, stage by
-stage, as ``mytriton compile F --emit=ast|tree|ssa|opt|cuda``. Then the
+mytriton verify | mytriton opt | mytriton stage-dots | mytriton emit-cuda``
+(each a separate process reading the previous one's stdout) gives the same
+bytes, stage by stage, as ``mytriton compile F --emit=ast|tree|ssa|opt|staged|cuda``. Then the
 options every stage shares: ``-o``, a file argument instead of stdin,
 ``verify`` passing its input through, ``opt -p`` and ``--print-ir-after-all``,
 ``mytriton passes``, and that compile-only commands load neither NumPy nor
@@ -33,7 +33,7 @@ SAMPLE_TRACE_OPTIONS["relu"] = ["-D", "BLOCK=256"]  # the same value as its defa
 
 # The chain's stages, each with the `compile --emit` value that stops there.
 CHAIN = [("parse", "ast"), ("trace", "tree"), ("lower", "ssa"), ("verify", None), ("opt", "opt"),
-         ("emit-cuda", "cuda")]
+         ("stage-dots", "staged"), ("emit-cuda", "cuda")]
 EMITS = [emit for _, emit in CHAIN if emit is not None]
 
 
@@ -101,6 +101,15 @@ def test_chain_stage_prints_the_same_text_as_compile_emit(runs, name, stage, emi
 @pytest.mark.parametrize("name", SAMPLE_TRACE_OPTIONS)
 def test_verify_in_the_chain_passes_its_input_through(runs, name):
     assert runs[name]["chain"]["verify"] == runs[name]["chain"]["lower"]
+
+
+@pytest.mark.parametrize("name", SAMPLE_TRACE_OPTIONS)
+def test_stage_dots_in_the_chain_changes_only_kernels_with_a_dot(runs, name):
+    opt, staged = runs[name]["chain"]["opt"], runs[name]["chain"]["stage-dots"]
+    if b" = dot " in opt:
+        assert b" = dot_shared " in staged and b" = dot " not in staged
+    else:
+        assert staged == opt
 
 
 @pytest.mark.parametrize("name", SAMPLE_TRACE_OPTIONS)

@@ -1,7 +1,7 @@
 """Both IR texts round-trip: for text a stage printed, ``print(parse(text)) == text``.
 
-Covered: the tree text (``trace``) and SSA text (``lower`` and ``opt``) of
-every sample, a traced tree with a runtime loop carrying values, and a
+Covered: the tree text (``trace``) and SSA text (``lower``, ``opt`` and
+``staged``) of every sample, a traced tree with a runtime loop carrying values, and a
 hand-written SSA kernel with a nested loop and two carried values.
 """
 from __future__ import annotations
@@ -55,6 +55,12 @@ def test_sample_lowered_ssa_text_roundtrips(name):
 @pytest.mark.parametrize("name", SAMPLE_KERNELS)
 def test_sample_optimized_ssa_text_roundtrips(name):
     text = sample_text(name, "opt")
+    assert ssa_roundtrip(text) == text
+
+
+@pytest.mark.parametrize("name", SAMPLE_KERNELS)
+def test_sample_staged_ssa_text_roundtrips(name):
+    text = sample_text(name, "staged")
     assert ssa_roundtrip(text) == text
 
 

@@ -15,6 +15,11 @@ any program still iterates; an *active* mask of shape ``(P,)`` says which
 programs are iterating, and gates every load and store in the body and the
 update of the carried values.
 
+A shared buffer (``shared_alloc``) is a mutable array of shape ``(P, R, C)``,
+one tile per program, held in the environment under the allocation's value:
+``copy_to_shared`` writes it in place and ``dot_shared`` reads it.
+``barrier`` does nothing here, since all programs run in lockstep.
+
 This is the only module of the compiler that imports NumPy.
 """
 from __future__ import annotations
@@ -31,8 +36,8 @@ from mytriton.ir.ssa import (
     for_index, for_inits, for_yield,
 )
 from mytriton.types import (
-    BF16, BOOL, F16, F32, I32, I64, PointerType, ScalarType, Type, concrete, element_of,
-    promote, shape_of, with_element,
+    BF16, BOOL, F16, F32, I32, I64, BlockType, PointerType, ScalarType, SharedType, Type, concrete,
+    element_of, promote, shape_of, with_element,
 )
 
 # ---- types -------------------------------------------------------------------------
@@ -197,6 +202,8 @@ class _State:
                 self.env[result] = self._conform(arr, result.type)
 
     def _conform(self, arr: Any, t: Type) -> np.ndarray:
+        if isinstance(t, SharedType):
+            return arr  # the buffer itself, written in place by copy_to_shared
         shape = (self.P, *shape_of(t))
         arr = np.asarray(arr).astype(np_dtype(t), copy=False)
         if arr.shape != shape:
@@ -456,13 +463,19 @@ def _load(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     if not enabled.any():
         return out
     dtype = np_dtype(_pointee(_operand_type(ptr)))
-    which, elem = _locate(st, op, "load from", ptrs, enabled, dtype.itemsize)
+    out[enabled] = _gather(st, op, "load from", ptrs, enabled, dtype)
+    return out
+
+
+def _gather(st: _State, op: Op, what: str, ptrs: np.ndarray, enabled: np.ndarray,
+            dtype: np.dtype) -> np.ndarray:
+    """The elements of ``dtype`` at the enabled lanes of ``ptrs``, bounds-checked."""
+    which, elem = _locate(st, op, what, ptrs, enabled, dtype.itemsize)
     values = np.empty(elem.shape, dtype=dtype)
     for b in np.unique(which):
         sel = which == b
         values[sel] = st.buffers[int(b)].data[elem[sel]]
-    out[enabled] = values
-    return out
+    return values
 
 
 @handles("store")
@@ -502,14 +515,63 @@ def _reduce(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     return reduce(st.get(x, dtype, rank), axis=axes)
 
 
+_F32 = np.dtype(np.float32)
+
+
+def _matmul(st: _State, a: np.ndarray, b: np.ndarray, acc: Operand) -> np.ndarray:
+    out = np.matmul(a.astype(_F32, copy=False), b.astype(_F32, copy=False))
+    if acc is not None:
+        out = out + st.get(acc, _F32, 2)
+    return out
+
+
 @handles("dot")
 def _dot(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     a, b, acc = op.operands
-    f32 = np.dtype(np.float32)
-    out = np.matmul(st.get(a, f32, 2), st.get(b, f32, 2))
-    if acc is not None:
-        out = out + st.get(acc, f32, 2)
-    return out
+    return _matmul(st, st.get(a, _F32, 2), st.get(b, _F32, 2), acc)
+
+
+# ---- shared memory -------------------------------------------------------------------------------
+
+
+@handles("shared_alloc")
+def _shared_alloc(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    rows, cols = op.attrs["shape"]
+    return np.zeros((st.P, rows, cols), dtype=np_dtype(op.attrs["dtype"]))
+
+
+@handles("copy_to_shared")
+def _copy_to_shared(st: _State, op: Op, active: np.ndarray) -> None:
+    buffer, base, row_offset, col_offset, row_stride, row_bound, col_bound, fill = op.operands
+    tile = st.env[buffer]
+    element = buffer.type.element
+    n_rows, n_cols = buffer.type.shape
+    shape = (st.P, n_rows, n_cols)
+
+    def scalar(operand: Operand) -> Any:  # (P, 1, 1): one per program, over the tile
+        return st.get(operand, np.dtype(np.int64), 2)
+
+    rows = scalar(row_offset) + np.arange(n_rows).reshape(1, -1, 1)
+    cols = scalar(col_offset) + np.arange(n_cols).reshape(1, 1, -1)
+    inside = (rows < scalar(row_bound)) & (cols < scalar(col_bound))
+    enabled = np.broadcast_to(_lanes(active, 2), shape) & inside
+    values = np.array(st.full(fill, BlockType((n_rows, n_cols), element)))
+    if enabled.any():
+        offsets = (rows * scalar(row_stride) + cols) * tile.dtype.itemsize
+        ptrs = np.broadcast_to(st.get(base, ADDRESS, 2) + offsets, shape)
+        values[enabled] = _gather(st, op, "copy from", ptrs, enabled, tile.dtype)
+    tile[active] = values[active]  # programs outside the loop's trip keep their tiles
+
+
+@handles("barrier")
+def _barrier(st: _State, op: Op, active: np.ndarray) -> None:
+    return None  # the programs already run in lockstep
+
+
+@handles("dot_shared")
+def _dot_shared(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    a, b, acc = op.operands
+    return _matmul(st, st.env[a], st.env[b], acc)
 
 
 # ---- loops ----------------------------------------------------------------------------------------

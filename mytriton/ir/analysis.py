@@ -1,7 +1,66 @@
 """Small analyses over SSA that several stages share."""
 from __future__ import annotations
 
-from mytriton.ir.ssa import BlockArg, Kernel, OpResult, Param, Value, walk
+from mytriton.ir.ssa import BlockArg, Const, Kernel, Op, Operand, OpResult, Param, Value, walk
+
+
+class NotDefinedBy(Exception):
+    """A value is not defined by the op a pattern expects."""
+
+    def __init__(self, value: Operand, expected: tuple[str, ...], found: Op | None) -> None:
+        self.value = value
+        self.expected = expected
+        self.found = found
+        wanted = " or ".join(f"'{name}'" for name in expected)
+        super().__init__(f"expected a value defined by {wanted}, got {describe_operand(value, found)}")
+
+
+def describe_operand(value: Operand, op: Op | None) -> str:
+    """What an operand is, in a few words, for messages."""
+    if op is not None:
+        return f"one defined by '{op.name}'"
+    if isinstance(value, Param):
+        return f"the parameter '{value.name}'"
+    if isinstance(value, BlockArg):
+        return "a loop's induction variable" if value.index == 0 else "a loop-carried value"
+    if isinstance(value, Const):
+        return f"the literal {value.value!r}"
+    if value is None:
+        return "none"
+    return "a value defined outside the kernel"
+
+
+class Definitions:
+    """A use-def index of a kernel: the op defining each value, found through
+    loop bodies (a value defined before a loop and one defined in its body are
+    both known), for matchers that follow operands backwards.
+
+    Built once; edits made afterwards are not seen.
+    """
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.ops: dict[Value, Op] = {}
+        self.position: dict[Op, int] = {}  # program order, as ``walk`` visits the ops
+        for position, op in enumerate(walk(kernel.body)):
+            self.position[op] = position
+            for result in op.results:
+                self.ops[result] = op
+
+    def op(self, value: Operand) -> Op | None:
+        """The op defining ``value``; None for parameters, block arguments, literals and none."""
+        return self.ops.get(value) if isinstance(value, OpResult) else None
+
+    def defined_by(self, value: Operand, *names: str) -> Op | None:
+        """The op defining ``value`` if it is one of ``names``, else None."""
+        op = self.op(value)
+        return op if op is not None and op.name in names else None
+
+    def require(self, value: Operand, *names: str) -> Op:
+        """The op defining ``value``, which must be one of ``names`` (else NotDefinedBy)."""
+        op = self.op(value)
+        if op is None or op.name not in names:
+            raise NotDefinedBy(value, names, op)
+        return op
 
 
 def pointer_bases(value: Value) -> set[Param]:

@@ -2,7 +2,8 @@
 
 This table is the one place that knows the ops. Lowering asks it for result
 types, the verifier checks declared types against it, the SSA parser checks
-arities with it, and the passes read its traits (pure, commutative).
+arities with it, and the passes read its traits (pure, commutative,
+reads_memory, allocates).
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from mytriton.types import (
-    BOOL, F32, I32, BlockType, PointerType, ScalarType, Type, TypeRuleError, WeakType,
+    BOOL, F32, I32, BlockType, PointerType, ScalarType, SharedType, Type, TypeRuleError, WeakType,
     broadcast_shapes, concrete, element_of, promote, shape_of, with_element, SCALARS,
 )
 
@@ -23,9 +24,17 @@ class OpDef:
     operands: tuple[str, ...]  # operand names; a trailing '?' marks one that may be none
     infer: InferFn
     attrs: tuple[str, ...] = ()
-    pure: bool = True  # no side effect: CSE may merge it, DCE may drop it
+    pure: bool = True  # no side effect: DCE may drop it; CSE may merge it unless a trait below says no
     commutative: bool = False
     elementwise: bool = False
+    # Its result depends on memory (global or shared), which ops between two
+    # executions may change: CSE never merges two, LICM never hoists one.
+    reads_memory: bool = False
+    # Each execution makes a new buffer: CSE never merges two (they are two
+    # buffers), and it only appears at the kernel's top level.
+    allocates: bool = False
+    # Operands that are shared buffers; no other operand may be one.
+    shared_operands: tuple[str, ...] = ()
     doc: str = ""
 
     @property
@@ -214,14 +223,14 @@ def _arange(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     return [BlockType((end - start,), I32)]
 
 
-def _shape_attr(attrs: dict[str, Any]) -> tuple[int, ...]:
+def _shape_attr(attrs: dict[str, Any], what: str = "block") -> tuple[int, ...]:
     shape = attrs.get("shape")
     if not isinstance(shape, tuple) or not shape or not all(
             isinstance(d, int) and not isinstance(d, bool) for d in shape):
-        raise _err(f"a block shape must be a tuple of integer constants, got {shape!r}")
+        raise _err(f"a {what} shape must be a tuple of integer constants, got {shape!r}")
     for d in shape:
         if not _is_power_of_two(d):
-            raise _err(f"block dimensions must be powers of two, got {shape}")
+            raise _err(f"{what} dimensions must be powers of two, got {shape}")
     return shape
 
 
@@ -270,25 +279,81 @@ def _reduce(name: str) -> InferFn:
     return infer
 
 
-def _dot(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
-    a, b, acc = types
-    sa, sb = shape_of(a), shape_of(b)
+def _dot_rule(name: str, a: Type | None, b: Type | None, acc: Type | None) -> list[Type]:
+    """``a @ b (+ acc)`` for blocks (``dot``) or shared buffers (``dot_shared``)."""
+    what = "shared buffers" if name == "dot_shared" else "blocks"
+    sa, sb = _tile_shape(a), _tile_shape(b)
     if len(sa) != 2 or len(sb) != 2:
-        raise _err(f"'dot' needs two rank-2 blocks, got {a} and {b}")
+        raise _err(f"'{name}' needs two rank-2 {what}, got {a} and {b}")
     if sa[1] != sb[0]:
-        raise _err(f"'dot' inner dimensions differ: {a} by {b}")
-    ea, eb = element_of(a), element_of(b)
+        raise _err(f"'{name}' inner dimensions differ: {a} by {b}")
+    ea, eb = _tile_element(a), _tile_element(b)
     if not (isinstance(ea, ScalarType) and ea.is_float and isinstance(eb, ScalarType) and eb.is_float):
-        raise _err(f"'dot' needs floating-point blocks, got {a} and {b}")
+        raise _err(f"'{name}' needs floating-point {what}, got {a} and {b}")
     if ea != eb:
-        raise _err(f"'dot' operands must have one element type, got {a} and {b}")
+        raise _err(f"'{name}' operands must have one element type, got {a} and {b}")
     for d in (sa[0], sa[1], sb[1]):
         if d < 16:
-            raise _err(f"'dot' dimensions must be at least 16, got {a} by {b}")
+            raise _err(f"'{name}' dimensions must be at least 16, got {a} by {b}")
     out = BlockType((sa[0], sb[1]), F32)
     if acc is not None and acc != out:
-        raise _err(f"the accumulator of 'dot' must be {out}, got {acc}")
+        raise _err(f"the accumulator of '{name}' must be {out}, got {acc}")
     return [out]
+
+
+def _tile_shape(t: Type | None) -> tuple[int, ...]:
+    return t.shape if isinstance(t, SharedType) else shape_of(t)
+
+
+def _tile_element(t: Type | None) -> ScalarType | PointerType | WeakType | None:
+    return t.element if isinstance(t, SharedType) else element_of(t)
+
+
+def _dot(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    a, b, acc = types
+    return _dot_rule("dot", a, b, acc)
+
+
+# ---- shared memory (the stage-dots pass writes these ops) -------------------------
+
+
+def _shared_alloc(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    name = attrs.get("name")
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
+        raise _err(f"a shared buffer's name must be an identifier, got {name!r}")
+    shape = _shape_attr(attrs, "shared buffer")
+    if len(shape) != 2:
+        raise _err(f"a shared buffer has two dimensions, got {shape}")
+    return [SharedType(shape, _dtype_attr(attrs))]  # type: ignore[arg-type]
+
+
+def _i32_scalar(t: Type | None, what: str) -> None:
+    if t is None or shape_of(t) or concrete(t) != I32:
+        raise _err(f"{what} of 'copy_to_shared' must be an i32 scalar, got {t or 'none'}")
+
+
+def _copy_to_shared(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    buffer, base, row_offset, col_offset, row_stride, row_bound, col_bound, fill = types
+    if not isinstance(buffer, SharedType):
+        raise _err(f"'copy_to_shared' copies into a shared buffer, got {buffer}")
+    if not isinstance(base, PointerType):
+        raise _err(f"the base of 'copy_to_shared' must be a scalar pointer, got {base}")
+    if base.pointee != buffer.element:
+        raise _err(f"'copy_to_shared' cannot copy from {base} into {buffer}: the element types differ")
+    for t, what in ((row_offset, "the row offset"), (col_offset, "the column offset"),
+                    (row_stride, "the row stride"), (row_bound, "the row bound"),
+                    (col_bound, "the column bound")):
+        _i32_scalar(t, what)
+    if fill is None or shape_of(fill) or not isinstance(fill, (ScalarType, WeakType)):
+        raise _err(f"the fill value of 'copy_to_shared' must be a scalar number, got {fill}")
+    return []
+
+
+def _dot_shared(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    a, b, acc = types
+    if not (isinstance(a, SharedType) and isinstance(b, SharedType)):
+        raise _err(f"'dot_shared' multiplies two shared buffers, got {a} and {b}")
+    return _dot_rule("dot_shared", a, b, acc)
 
 
 def _cast(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
@@ -326,7 +391,7 @@ for _name in MATH_FUNCTIONS:
 _register(OpDef("where", ("condition", "true_value", "false_value"), _where, elementwise=True))
 _register(OpDef("addptr", ("ptr", "offset"), _addptr, elementwise=True))
 _register(OpDef("cast", ("x",), _cast, attrs=("dtype",), elementwise=True))
-_register(OpDef("load", ("ptr", "mask?", "other?"), _load))
+_register(OpDef("load", ("ptr", "mask?", "other?"), _load, reads_memory=True))
 _register(OpDef("store", ("ptr", "value", "mask?"), _store, pure=False))
 _register(OpDef("program_id", (), _axis_attr, attrs=("axis",)))
 _register(OpDef("num_programs", (), _axis_attr, attrs=("axis",)))
@@ -336,6 +401,17 @@ _register(OpDef("expand_dims", ("x",), _expand_dims, attrs=("axis",)))
 for _name in ("sum", "max", "min"):
     _register(OpDef(_name, ("x",), _reduce(_name), attrs=("axis",)))
 _register(OpDef("dot", ("a", "b", "acc?"), _dot))
+_register(OpDef("shared_alloc", (), _shared_alloc, attrs=("name", "shape", "dtype"), allocates=True,
+                doc="a zero-filled row-major buffer in the program's shared memory"))
+_register(OpDef("copy_to_shared", ("buffer", "base", "row_offset", "col_offset", "row_stride", "row_bound",
+                                   "col_bound", "fill"), _copy_to_shared, pure=False,
+                shared_operands=("buffer",),
+                doc="buffer[r, c] = (row_offset + r < row_bound && col_offset + c < col_bound) "
+                    "? base[(row_offset + r) * row_stride + col_offset + c] : fill"))
+_register(OpDef("barrier", (), _none, pure=False,
+                doc="every thread of the program has finished its earlier shared-memory accesses"))
+_register(OpDef("dot_shared", ("a", "b", "acc?"), _dot_shared, reads_memory=True, shared_operands=("a", "b"),
+                doc="dot of two shared buffers (plus acc)"))
 _register(OpDef("yield", (), _none, pure=False))
 # ``for`` has a region and variadic operands; the verifier checks it by hand.
 _register(OpDef("for", ("start", "stop", "step"), _none, pure=False))

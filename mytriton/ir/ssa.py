@@ -238,13 +238,30 @@ def erase_op(op: Op) -> None:
     op.parent = None
 
 
+def insert_before(anchor: Op, *ops: Op) -> None:
+    """Put ``ops`` (in order, in no block yet) just before ``anchor``, in its block."""
+    _insert(anchor, 0, ops)
+
+
+def insert_after(anchor: Op, *ops: Op) -> None:
+    """Put ``ops`` (in order, in no block yet) just after ``anchor``, in its block."""
+    _insert(anchor, 1, ops)
+
+
+def _insert(anchor: Op, shift: int, ops: tuple[Op, ...]) -> None:
+    block = anchor.parent
+    assert block is not None, f"{anchor.name} is not in a block"
+    at = block.ops.index(anchor) + shift
+    for op in ops:
+        assert op.parent is None, f"{op.name} is already in a block"
+        op.parent = block
+    block.ops[at:at] = ops
+
+
 def move_before(op: Op, anchor: Op) -> None:
     """Move ``op`` out of its block to just before ``anchor`` (in anchor's block)."""
     erase_op(op)
-    block = anchor.parent
-    assert block is not None
-    block.ops.insert(block.ops.index(anchor), op)
-    op.parent = block
+    insert_before(anchor, op)
 
 
 def drop_loop_lanes(op: Op, dead: set[int]) -> None:

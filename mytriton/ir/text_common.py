@@ -9,7 +9,11 @@ import lark
 
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir.grammar import node_loc, parse_text, rule
-from mytriton.types import SCALARS, BlockType, PointerType, ScalarType, Type
+from mytriton.types import SCALARS, BlockType, PointerType, ScalarType, SharedType, Type
+
+# Escapes in quoted strings (file names, string attributes), both ways.
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_UNESCAPES = {escaped[1]: char for char, escaped in _ESCAPES.items()}
 
 # ---- printing -------------------------------------------------------------------
 
@@ -26,11 +30,18 @@ def format_literal(value: bool | int | float) -> str:
     return repr(float(value))
 
 
+def format_string(text: str) -> str:
+    """``text`` in double quotes, as ``ESCAPED_STRING`` reads it back."""
+    return '"' + "".join(_ESCAPES.get(ch, ch) for ch in text) + '"'
+
+
 def format_attr(value: Any) -> str:
     if value is None:
         return "none"
     if isinstance(value, ScalarType):
         return value.name
+    if isinstance(value, str):
+        return format_string(value)
     if isinstance(value, tuple):
         if len(value) == 1:
             return f"({format_attr(value[0])},)"
@@ -46,8 +57,7 @@ def format_header(keyword: str, name: str, params: list[tuple[str, Type]],
     text = f"{keyword} {name}({plist})"
     if constexprs:
         text += " constexpr(" + ", ".join(f"{k} = {format_attr(v)}" for k, v in constexprs.items()) + ")"
-    file = loc.file.replace("\\", "\\\\").replace('"', '\\"')
-    return f'{text} @"{file}":{loc.line}:{loc.col} {{'
+    return f"{text} @{format_string(loc.file)}:{loc.line}:{loc.col} {{"
 
 
 def format_loc(loc: Location | None) -> str:
@@ -82,6 +92,15 @@ class TextReader:
         if kind == "block_type":
             dims, element = tree.children
             return BlockType(tuple(self.dim(d, dims) for d in str(dims).split("x")), self.element(element))
+        if kind == "shared_type":
+            dims, element = tree.children
+            shape = tuple(self.dim(d, dims) for d in str(dims).split("x"))
+            if len(shape) != 2:
+                raise self.error(f"a shared buffer has two dimensions (RxC), got {dims}", dims)
+            scalar = self.type(element)
+            if not isinstance(scalar, ScalarType):
+                raise self.error(f"a shared buffer holds scalars, not {scalar}", element)
+            return SharedType(shape, scalar)  # type: ignore[arg-type]
         raise self.error(f"unknown type syntax {kind}", tree)
 
     def scalar(self, token: lark.Token) -> ScalarType:
@@ -118,6 +137,8 @@ class TextReader:
             return self.literal(tree.children[0])
         if kind == "none_attr":
             return None
+        if kind == "string_attr":
+            return self.string(tree.children[0])
         if kind == "tuple_attr":
             return tuple(self.attr_value(c) for c in tree.children if c is not None)
         if kind == "name_attr":
@@ -127,6 +148,20 @@ class TextReader:
                 raise self.error(f"unknown attribute value '{token}'", token)
             return dtype
         raise self.error(f"unknown attribute syntax {kind}", tree)
+
+    def string(self, token: lark.Token) -> str:
+        """The text of an ``ESCAPED_STRING`` token, its escapes undone."""
+        out: list[str] = []
+        chars = iter(str(token)[1:-1])
+        for ch in chars:
+            if ch == "\\":
+                escaped = next(chars, "")
+                if escaped not in _UNESCAPES:
+                    known = ", ".join(sorted(_ESCAPES.values()))
+                    raise self.error(f"unknown escape '\\{escaped}' in a string (known: {known})", token)
+                ch = _UNESCAPES[escaped]
+            out.append(ch)
+        return "".join(out)
 
     def read_params(self, trees: list[lark.Tree | None]) -> list[tuple[str, Type, lark.Tree]]:
         out = []
@@ -154,7 +189,7 @@ class TextReader:
 
     def file_loc(self, tree: lark.Tree) -> Location:
         string, line, col = tree.children
-        file = str(string)[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+        file = self.string(string)
         self.source_file = file
         return Location(file, int(line), int(col))
 

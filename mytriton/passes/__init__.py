@@ -26,6 +26,9 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "cse": ("mytriton.passes.cse", "CSEPass"),
     "dce": ("mytriton.passes.dce", "DCEPass"),
     "licm": ("mytriton.passes.licm", "LICMPass"),
+    # The CUDA backend's preparation, not an optimisation: compile runs it
+    # after opt (and `mytriton stage-dots` alone); not in the default pipeline.
+    "stage-dots": ("mytriton.passes.stage_dots", "StageDotsPass"),
 }
 
 # licm before cse, so that hoisted copies of an op meet the ones outside the loop.

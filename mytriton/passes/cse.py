@@ -8,8 +8,9 @@ own block or earlier in an enclosing block (before the loop that holds it),
 never one in a sibling or nested loop body. Two ops are equal when they have
 the same name, operands (values by identity, literals by type and value),
 attributes and result types; commutative ops compare their operands as an
-unordered pair. ``load`` is never merged (a store may come between), nor are
-ops with effects or regions.
+unordered pair. Ops that read memory (``load``, ``dot_shared``) are never
+merged (a store or copy may come between), nor are allocations (two
+``shared_alloc`` are two buffers), nor ops with effects or regions.
 """
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def _key(op: Op) -> Hashable:
 
 def _mergeable(op: Op) -> bool:
     opdef = opdefs.lookup(op.name)
-    return opdef is not None and opdef.pure and op.name != "load" and not op.regions
+    return (opdef is not None and opdef.pure and not opdef.reads_memory and not opdef.allocates
+            and not op.regions)
 
 
 @dataclass(frozen=True)

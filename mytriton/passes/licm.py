@@ -7,8 +7,9 @@
 An op moves to just before its loop when it is pure, has no regions and reads
 only values defined outside the loop (or ops hoisted before it); hoisted ops
 keep their order and locations. Inner loops go first, so an op invariant in
-two nested loops leaves both. Never hoisted: ``load`` (a store in the loop may
-change memory, and a loop that runs zero times must not read it), and integer
+two nested loops leaves both. Never hoisted: ops that read memory (``load``,
+``dot_shared``: a store or copy in the loop may change memory, and a loop that
+runs zero times must not read it), allocations, and integer
 ``floordiv``/``mod`` unless the divisor is a literal other than 0 and -1 (the
 loop might never have executed the division).
 """
@@ -22,7 +23,7 @@ from mytriton.ir.ssa import Const, Kernel, Op, Value, defining_block, for_body, 
 
 def _speculatable(op: Op) -> bool:
     opdef = opdefs.lookup(op.name)
-    if opdef is None or not opdef.pure or op.name == "load" or op.regions:
+    if opdef is None or not opdef.pure or opdef.reads_memory or opdef.allocates or op.regions:
         return False
     if op.name in ("floordiv", "mod"):
         divisor = op.operands[1]

@@ -8,7 +8,10 @@
 - a loop's bounds are i32 scalars and its step a positive integer constant;
   its carried inputs, block arguments, yields and results agree in number and
   type; its body ends with ``yield``, and ``yield`` appears nowhere else;
-- kernel parameters are scalars or pointers.
+- kernel parameters are scalars or pointers;
+- shared buffers are allocated at the kernel's top level (never in a loop),
+  each under its own name, and are operands only where an op expects one
+  (``copy_to_shared``, ``dot_shared``): no loop carries one.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from mytriton.ir import opdefs
 from mytriton.ir.ssa import Block, Const, Kernel, Op, OpResult, Param, Value, defining_block, is_within, walk
 from mytriton.ir.ssa_text import op_text
 from mytriton.lower import carried_type_fits
-from mytriton.types import I32, BlockType, TypeRuleError, concrete
+from mytriton.types import I32, BlockType, SharedType, TypeRuleError, concrete
 
 
 class Verifier:
@@ -27,6 +30,7 @@ class Verifier:
         self.kernel = kernel
         self.defined: set[Value] = set()
         self.everywhere: set[Value] = set()  # every value defined anywhere, to explain misuse
+        self.buffer_names: dict[str, Op] = {}
 
     def error(self, message: str, op: Op | None) -> CompileError:
         loc = op.loc if op is not None and op.loc is not None else self.kernel.loc
@@ -37,8 +41,9 @@ class Verifier:
 
     def run(self) -> None:
         for param in self.kernel.params:
-            if isinstance(param.type, BlockType):
-                raise CompileError(f"invalid SSA: parameter '{param.name}' cannot be a block",
+            if isinstance(param.type, (BlockType, SharedType)):
+                kind = "a block" if isinstance(param.type, BlockType) else "a shared buffer"
+                raise CompileError(f"invalid SSA: parameter '{param.name}' cannot be {kind}",
                                    self.kernel.loc)
         for op in walk(self.kernel.body):
             for value in op.results:
@@ -60,7 +65,7 @@ class Verifier:
             elif op.name == "for":
                 self.loop(op, visible)
             else:
-                self.check_op(op)
+                self.check_op(op, in_loop)
             for result in op.results:
                 self.define(result, op)
                 visible.add(result)
@@ -83,15 +88,20 @@ class Verifier:
             raise self.error("a value is defined twice", op)
         self.defined.add(value)
 
-    def check_op(self, op: Op) -> None:
+    def check_op(self, op: Op, in_loop: bool) -> None:
         opdef = opdefs.lookup(op.name)
         if opdef is None:
             raise self.error(f"unknown op '{op.name}'", op)
         if len(op.operands) != opdef.arity:
             raise self.error(f"'{op.name}' takes {opdef.arity} operand(s), got {len(op.operands)}", op)
         for i, operand in enumerate(op.operands):
+            name = opdef.operands[i].rstrip("?")
             if operand is None and not opdef.optional(i):
-                raise self.error(f"operand '{opdef.operands[i]}' of '{op.name}' cannot be none", op)
+                raise self.error(f"operand '{name}' of '{op.name}' cannot be none", op)
+            if operand is not None and isinstance(operand.type, SharedType) and name not in opdef.shared_operands:
+                raise self.error(f"operand '{name}' of '{op.name}' cannot be a shared buffer ({operand.type})", op)
+        if opdef.allocates:
+            self.allocation(op, in_loop)
         unknown = set(op.attrs) - set(opdef.attrs)
         if unknown:
             raise self.error(f"'{op.name}' has no attribute '{sorted(unknown)[0]}'", op)
@@ -106,6 +116,15 @@ class Verifier:
             want = ", ".join(str(t) for t in expected) or "no result"
             got = ", ".join(str(t) for t in declared) or "no result"
             raise self.error(f"'{op.name}' declares {got} but its operands give {want}", op)
+
+    def allocation(self, op: Op, in_loop: bool) -> None:
+        if in_loop:
+            raise self.error(f"'{op.name}' must be at the kernel's top level, not inside a loop", op)
+        name = op.attrs.get("name")
+        if isinstance(name, str):
+            if name in self.buffer_names:
+                raise self.error(f"two shared buffers are named '{name}'", op)
+            self.buffer_names[name] = op
 
     def loop(self, op: Op, visible: set[Value]) -> None:
         if len(op.regions) != 1:
@@ -129,6 +148,8 @@ class Verifier:
             raise self.error(f"a loop needs as many carried inputs, carried values and results; got "
                              f"{lanes[0]}, {lanes[1]} and {lanes[2]}", op)
         for i, (init, arg, result) in enumerate(zip(inits, carried, op.results)):
+            if isinstance(arg.type, SharedType):
+                raise self.error(f"carried value {i} is a shared buffer ({arg.type}); a loop cannot carry one", op)
             if arg.type != result.type:
                 raise self.error(f"carried value {i} is {arg.type} in the body but the loop returns "
                                  f"{result.type}", op)

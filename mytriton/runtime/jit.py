@@ -98,7 +98,7 @@ class JITFunction:
             if backend == "cuda":
                 from mytriton.runtime.cuda_driver import CudaKernel
 
-                compiled = CudaKernel(pipeline.emit_cuda(kernel, options), options.arch)
+                compiled = CudaKernel(pipeline.emit_cuda(pipeline.stage_dots(kernel), options), options.arch)
             else:
                 compiled = kernel
             self._compiled[key] = compiled

@@ -100,11 +100,10 @@ def arg_types_from_specs(runtime: list[str], specs: dict[str, str]) -> list[Type
             raise CompileError(f"missing --arg {name}=...")
         spec = specs[name]
         if spec.endswith(".npy"):
-            import numpy as np
-
             from mytriton.runtime.arguments import element_type
 
-            types.append(PointerType(element_type(np.load(spec, mmap_mode="r"), name)))
+            array, _ = make_array(name, spec, None, None)
+            types.append(PointerType(element_type(array, name)))
         elif is_array_spec(spec):
             parts = spec.split(":")
             types.append(PointerType(_DTYPES.get(parts[2], F32) if len(parts) > 2 else F32))
@@ -201,7 +200,7 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pip
         from mytriton.runtime.cuda_driver import CudaKernel
 
         if cuda_source is None:
-            cuda_source = pipeline.emit_cuda(kernel, options)
+            cuda_source = pipeline.emit_cuda(pipeline.stage_dots(kernel), options)  # a no-op on staged SSA
         CudaKernel(cuda_source, options.arch, file).launch(grid, [values[n] for n, _ in params])
     else:
         if kernel is None:

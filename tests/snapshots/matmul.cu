@@ -3,109 +3,64 @@
 #include <math_constants.h>
 
 extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, float* b_ptr, float* c_ptr, int M, int N, int K) {
-  __shared__ __align__(16) unsigned char smem[16384];
+  __shared__ __align__(16) float shared_dot_a0[2048];  // 64x32, row-major
+  __shared__ __align__(16) float shared_dot_b0[2048];  // 32x64, row-major
   // L0: [64x64] 1x1 per thread, 1x32 lanes, 4x1 warps, order 1x0
   const int L0_p0 = (threadIdx.x / 32);
   const int L0_p1 = ((threadIdx.x % 32) % 32);
-  // L1: [64x32] 1x1 per thread, 1x32 lanes, 4x1 warps, order 1x0
-  const int L1_p0 = (threadIdx.x / 32);
-  const int L1_p1 = ((threadIdx.x % 32) % 32);
-  // L2: [32x64] 1x1 per thread, 1x32 lanes, 4x1 warps, order 1x0
-  const int L2_p0 = (threadIdx.x / 32);
-  const int L2_p1 = ((threadIdx.x % 32) % 32);
-  const int v0 = (int)blockIdx.x;  // program_id @11:13
-  const int v1 = (v0 * 64);  // mul @13:14
-  const int v5 = (int)blockIdx.y;  // program_id @12:13
-  const int v6 = (v5 * 64);  // mul @14:14
-  float t33[32];
-  // initial value of carried t33
+  const int v2 = (int)blockIdx.x;  // program_id @11:13
+  const int v3 = (v2 * 64);  // mul @13:14
+  const int v6 = (int)blockIdx.y;  // program_id @12:13
+  const int v7 = (v6 * 64);  // mul @14:14
+  float t18[32];
+  // initial value of carried t18
   #pragma unroll
   for (int k = 0; k < 32; ++k) {
-    const float v8 = 0.0f;
-    t33[k] = v8;
+    const float v9 = 0.0f;
+    t18[k] = v9;
   }
-  for (int v17 = 0; v17 < K; v17 += 32) {  // for @17:5
-    float t23[16];
-    // load @20 over L1 (16 slot(s) per thread)
+  for (int v14 = 0; v14 < K; v14 += 32) {  // for @17:5
+    // copy_to_shared @20:13: 64x32 tile of a_ptr into shared_dot_a0
     #pragma unroll
-    for (int k = 0; k < 16; ++k) {
-      const int c0 = L1_p0 + k * 4;
-      const int c1 = L1_p1;
-      const int v2 = c0;
-      const int v3 = (v1 + v2);
-      const int v10 = (v3 * K);
-      float* v11 = (a_ptr + v10);
-      const int v4 = c1;
-      const int v19 = (v17 + v4);
-      float* v20 = (v11 + v19);
-      const bool v13 = (v3 < M);
-      const bool v21 = (v19 < K);
-      const bool v22 = (v13 && v21);
-      const float v23 = (v22 ? *v20 : 0.0f);
-      t23[k] = v23;
+    for (int i = threadIdx.x; i < 2048; i += 128) {
+      const int row = v3 + i / 32;
+      const int col = v14 + i % 32;
+      shared_dot_a0[i] = (row < M && col < K) ? a_ptr[row * K + col] : 0.0f;
     }
-    float t30[16];
-    // load @23 over L2 (16 slot(s) per thread)
+    // copy_to_shared @23:13: 32x64 tile of b_ptr into shared_dot_b0
     #pragma unroll
-    for (int k = 0; k < 16; ++k) {
-      const int c0 = L2_p0 + (k / 2) * 4;
-      const int c1 = L2_p1 + (k % 2) * 32;
-      const int v4 = c0;
-      const int v24 = (v17 + v4);
-      const int v25 = (v24 * N);
-      float* v26 = (b_ptr + v25);
-      const int v2 = c1;
-      const int v7 = (v6 + v2);
-      float* v27 = (v26 + v7);
-      const bool v28 = (v24 < K);
-      const bool v16 = (v7 < N);
-      const bool v29 = (v28 && v16);
-      const float v30 = (v29 ? *v27 : 0.0f);
-      t30[k] = v30;
+    for (int i = threadIdx.x; i < 2048; i += 128) {
+      const int row = v14 + i / 64;
+      const int col = v7 + i % 64;
+      shared_dot_b0[i] = (row < K && col < N) ? b_ptr[row * N + col] : 0.0f;
     }
-    __syncthreads();  // earlier readers of shared memory are done
-    float* const a31_tile = reinterpret_cast<float*>(smem + 0);
-    // dot operand a: registers to shared memory
-    #pragma unroll
-    for (int k = 0; k < 16; ++k) {
-      const int c0 = L1_p0 + k * 4;
-      const int c1 = L1_p1;
-      a31_tile[(c0) * 32 + c1] = t23[k];
-    }
-    float* const b31_tile = reinterpret_cast<float*>(smem + 8192);
-    // dot operand b: registers to shared memory
-    #pragma unroll
-    for (int k = 0; k < 16; ++k) {
-      const int c0 = L2_p0 + (k / 2) * 4;
-      const int c1 = L2_p1 + (k % 2) * 32;
-      b31_tile[(c0) * 64 + c1] = t30[(k % 2) + (k / 2) * 2];
-    }
-    __syncthreads();
-    // dot dot @24:16: [64x32] x [32x64], 32 output(s) per thread
-    float t31[32];
-    // dot: the accumulator
+    __syncthreads();  // barrier @24:16
+    // dot_shared dot_shared @24:16: [64x32] x [32x64], 32 output(s) per thread
+    float t16[32];
+    // dot_shared: the accumulator
     #pragma unroll
     for (int k = 0; k < 32; ++k) {
-      t31[k] = 0.0f;
+      t16[k] = 0.0f;
     }
     #pragma unroll 4
     for (int kk = 0; kk < 32; ++kk) {
       float a_col[16];
       float b_row[2];
       #pragma unroll
-      for (int i = 0; i < 16; ++i) a_col[i] = a31_tile[(L0_p0 + i * 4) * 32 + kk];
+      for (int i = 0; i < 16; ++i) a_col[i] = shared_dot_a0[(L0_p0 + i * 4) * 32 + kk];
       #pragma unroll
-      for (int j = 0; j < 2; ++j) b_row[j] = b31_tile[kk * 64 + L0_p1 + j * 32];
+      for (int j = 0; j < 2; ++j) b_row[j] = shared_dot_b0[kk * 64 + L0_p1 + j * 32];
       #pragma unroll
       for (int i = 0; i < 16; ++i)
         #pragma unroll
-        for (int j = 0; j < 2; ++j) t31[j + i * 2] = fmaf(a_col[i], b_row[j], t31[j + i * 2]);
+        for (int j = 0; j < 2; ++j) t16[j + i * 2] = fmaf(a_col[i], b_row[j], t16[j + i * 2]);
     }
-    // next value of carried t33
+    __syncthreads();  // barrier @24:16
+    // next value of carried t18
     #pragma unroll
     for (int k = 0; k < 32; ++k) {
-      const float v32 = (t33[(k % 2) + (k / 2) * 2] + t31[(k % 2) + (k / 2) * 2]);
-      t33[k] = v32;
+      const float v17 = (t18[(k % 2) + (k / 2) * 2] + t16[(k % 2) + (k / 2) * 2]);
+      t18[k] = v17;
     }
   }
   // store @27 over L0 (32 slot(s) per thread)
@@ -113,16 +68,16 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
   for (int k = 0; k < 32; ++k) {
     const int c0 = L0_p0 + (k / 2) * 4;
     const int c1 = L0_p1 + (k % 2) * 32;
-    const int v2 = c0;
-    const int v3 = (v1 + v2);
-    const int v34 = (v3 * N);
-    float* v35 = (c_ptr + v34);
-    const int v2_1 = c1;
-    const int v7 = (v6 + v2_1);
-    float* v36 = (v35 + v7);
-    const bool v13 = (v3 < M);
-    const bool v16 = (v7 < N);
-    const bool v37 = (v13 && v16);
-    if (v37) *v36 = t33[(k % 2) + (k / 2) * 2];
+    const int v4 = c0;
+    const int v5 = (v3 + v4);
+    const int v19 = (v5 * N);
+    float* v20 = (c_ptr + v19);
+    const int v4_1 = c1;
+    const int v8 = (v7 + v4_1);
+    float* v21 = (v20 + v8);
+    const bool v11 = (v5 < M);
+    const bool v13 = (v8 < N);
+    const bool v22 = (v11 && v13);
+    if (v22) *v21 = t18[(k % 2) + (k / 2) * 2];
   }
 }

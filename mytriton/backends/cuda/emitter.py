@@ -317,6 +317,9 @@ class CudaEmitter:
         memory there) with its declarations before it."""
         for text in declare or []:
             self.line(text)
+        if loop.staged:
+            self.line("{  // the shared-memory copies below are this loop's alone")
+            self.depth += 1
         self.stage_shared(loop)
         self.line(f"// {comment}")
         self.line("#pragma unroll")
@@ -324,6 +327,9 @@ class CudaEmitter:
         for text in loop.body():
             self.line(INDENT + text)
         self.line("}")
+        if loop.staged:
+            self.depth -= 1
+            self.line("}")
 
     def tile_group(self, group: Group) -> None:
         loop = self.open_loop(group.domain, group.ops[0])

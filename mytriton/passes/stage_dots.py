@@ -1,0 +1,408 @@
+"""stage-dots: stage the operands of ``tl.dot`` through shared memory.
+
+    %a = load <a_ptr + rows_a * K + cols_a>, <rows_a < M & cols_a < K>, 0.0 : block<64x32 x f32>
+    %b = load <b_ptr + rows_b * N + cols_b>, <rows_b < K & cols_b < N>, 0.0 : block<32x64 x f32>
+    %c = dot %a, %b, %acc : block<64x64 x f32>
+  =>
+    %sa = shared_alloc name="dot_a0", shape=(64, 32), dtype=f32 : shared<64x32 x f32>   (top of the kernel)
+    %sb = shared_alloc name="dot_b0", shape=(32, 64), dtype=f32 : shared<32x64 x f32>
+    ...
+    copy_to_shared %sa, a_ptr, <offset of rows_a>, <offset of cols_a>, K, M, K, 0.0
+    copy_to_shared %sb, b_ptr, <offset of rows_b>, <offset of cols_b>, N, K, N, 0.0
+    barrier
+    %c = dot_shared %sa, %sb, %acc : block<64x64 x f32>
+    barrier
+
+A dot is staged when both its operands are canonical tile loads
+(``match_operand``), followed backwards through their definitions wherever
+licm and cse left them:
+
+    load(ptr, mask, other) with
+      ptr   = base + rows * row_stride + cols   (base a pointer parameter; the two
+              additions nested either way, the product in either order)
+      rows  = row_offset + expand_dims(arange(0, R), axis=1)     [R, 1]
+      cols  = col_offset + expand_dims(arange(0, C), axis=0)     [1, C]
+              (the offset an i32 scalar, added before or after expand_dims,
+              on either side, or absent)
+      mask  = (rows < row_bound) & (cols < col_bound), in either order
+      other = 0 or 0.0
+
+and no store may run between a load and its dot (the copy reads memory where
+the dot is). The first barrier makes the copies visible to every thread; the
+second keeps the next copy (the next K step of a loop) from overwriting
+buffers that threads are still reading. The loads, and every op only they
+needed, are erased; ops also used elsewhere (the output's offsets and masks)
+stay.
+
+A dot whose operands are not canonical is left as it is (the CUDA backend has
+a general path for it); ``match_dot`` says why. All shared buffers together
+must fit in ``SHARED_MEMORY_BUDGET``: a dot whose pair does not is an error at
+the dot, raised before the kernel is changed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mytriton.diagnostics import CompileError
+from mytriton.ir import opdefs
+from mytriton.ir.analysis import Definitions, NotDefinedBy, describe_operand
+from mytriton.ir.ssa import (
+    Const, Kernel, Op, Operand, Param, Value, erase_op, insert_before, is_within, replace_uses,
+    use_counts, values_used, walk,
+)
+from mytriton.ir.text_common import format_literal
+from mytriton.types import I32, BlockType, PointerType, ScalarType, SharedType, shape_of
+
+SHARED_MEMORY_BUDGET = 48 * 1024  # bytes: what every CUDA GPU gives a block without opting in
+
+# The fills that make a masked-off element contribute nothing to a dot.
+ZERO_FILLS = (Const(0), Const(0.0))
+
+ROWS, COLUMNS = 1, 0  # the expand_dims axis that makes a row ([R, 1]) or a column ([1, C]) coordinate
+
+POINTER_REASON = "the pointer is not base + rows * row_stride + cols"
+MASK_REASON = "the mask of the load is not (rows < bound) & (cols < bound)"
+
+
+# ---- what a match finds ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Axis:
+    """``offset + expand_dims(arange(0, size))`` along one axis of a tile."""
+
+    offset: Operand  # an i32 scalar: a value or an int literal
+    size: int
+
+
+@dataclass(frozen=True, eq=False)
+class TilePlan:
+    """A canonical tile load, as ``copy_to_shared`` spells it:
+    tile[r, c] = (row_offset + r < row_bound && col_offset + c < col_bound)
+                 ? base[(row_offset + r) * row_stride + col_offset + c] : fill."""
+
+    load: Op
+    base: Param
+    row_offset: Operand
+    col_offset: Operand
+    row_stride: Operand
+    row_bound: Operand
+    col_bound: Operand
+    fill: Const
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        rows, cols = shape_of(self.load.result.type)
+        return rows, cols
+
+    @property
+    def element(self) -> ScalarType:
+        assert isinstance(self.base.type, PointerType)
+        return self.base.type.pointee
+
+    @property
+    def buffer_type(self) -> SharedType:
+        return SharedType(self.shape, self.element)
+
+    def copy_operands(self, buffer: Value) -> list[Operand]:
+        return [buffer, self.base, self.row_offset, self.col_offset, self.row_stride, self.row_bound,
+                self.col_bound, self.fill]
+
+
+@dataclass(frozen=True, eq=False)
+class DotPlan:
+    dot: Op
+    a: TilePlan
+    b: TilePlan
+
+    @property
+    def nbytes(self) -> int:
+        return self.a.buffer_type.nbytes + self.b.buffer_type.nbytes
+
+
+@dataclass(frozen=True)
+class NotCanonical:
+    """Why a dot (or one operand) is not the canonical pattern, in a few words."""
+
+    reason: str
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+class _Mismatch(Exception):
+    """A pattern did not match, for ``reason``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# ---- matching ---------------------------------------------------------------------------
+
+
+def match_dot(defs: Definitions, dot: Op) -> DotPlan | NotCanonical:
+    """The plan to stage ``dot``'s operands, or why they are not canonical."""
+    a, b, _ = dot.operands
+    tiles: list[TilePlan] = []
+    for value, label in ((a, "A"), (b, "B")):
+        tile = match_operand(defs, value)
+        if isinstance(tile, NotCanonical):
+            return NotCanonical(f"operand {label}: {tile.reason}")
+        if _store_between(defs, tile.load, dot) is not None:
+            return NotCanonical(f"operand {label}: a store may run between the load and the dot")
+        tiles.append(tile)
+    return DotPlan(dot, tiles[0], tiles[1])
+
+
+def match_operand(defs: Definitions, value: Operand) -> TilePlan | NotCanonical:
+    """The tile a dot operand loads, if it is a canonical tile load."""
+    try:
+        return _match_load(defs, value)
+    except _Mismatch as err:
+        return NotCanonical(err.reason)
+
+
+def _match_load(defs: Definitions, value: Operand) -> TilePlan:
+    try:
+        load = defs.require(value, "load")
+    except NotDefinedBy as err:
+        raise _Mismatch(f"the operand is not a load but {describe_operand(value, err.found)}") from None
+    ptr, mask, other = load.operands
+    base, rows, row_stride, cols = _match_pointer(defs, ptr)
+    row_bound, col_bound = _match_mask(defs, mask, rows, cols)
+    if other not in ZERO_FILLS:
+        given = "no value (other=none)" if other is None else (
+            format_literal(other.value) if isinstance(other, Const) else "a computed value")
+        raise _Mismatch(f"the load fills masked-off elements with {given}, not 0 or 0.0")
+    if shape_of(load.result.type) != (rows.size, cols.size):  # the dot's operand is this tile
+        raise _Mismatch(f"the load's tile {load.result.type} is not [{rows.size}, {cols.size}]")
+    assert isinstance(other, Const)
+    return TilePlan(load, base, rows.offset, cols.offset, row_stride, row_bound, col_bound, other)
+
+
+def _match_pointer(defs: Definitions, ptr: Operand) -> tuple[Param, Axis, Operand, Axis]:
+    """``base + rows * row_stride + cols``: (base, rows, row_stride, cols)."""
+    terms: list[Operand] = []
+    base = ptr
+    while (step := defs.defined_by(base, "addptr")) is not None:
+        base, offset = step.operands
+        terms.append(offset)
+    if not (isinstance(base, Param) and isinstance(base.type, PointerType)):
+        found = describe_operand(base, defs.op(base))
+        raise _Mismatch(f"the pointer's base is not a pointer parameter but {found}")
+    terms.reverse()  # source order: base + first + second
+    if len(terms) == 1 and (add := defs.defined_by(terms[0], "add")) is not None:
+        terms = list(add.operands)
+    # Rows that do not match say less than columns that do not match once the rows did.
+    row_failure: _Mismatch | None = None
+    col_failure: _Mismatch | None = None
+    if len(terms) == 2:
+        for scaled, cols in _orders(terms):
+            product = defs.defined_by(scaled, "mul")
+            if product is None:
+                continue
+            for rows, stride in _orders(product.operands):
+                if not (_is_i32_scalar(stride) and _is_i32_tile(rows)):
+                    continue
+                try:
+                    row_axis = _match_axis(defs, rows, ROWS)
+                except _Mismatch as err:
+                    row_failure = row_failure or err
+                    continue
+                try:
+                    return base, row_axis, stride, _match_axis(defs, cols, COLUMNS)
+                except _Mismatch as err:
+                    col_failure = col_failure or err
+    raise col_failure or row_failure or _Mismatch(POINTER_REASON)
+
+
+def _match_axis(defs: Definitions, value: Operand, axis: int) -> Axis:
+    """``offset + expand_dims(arange(0, n), axis)``, spelled any of the ways
+    the docstring lists."""
+    found = _axis(defs, value, axis)
+    if found is None:
+        what = "rows" if axis == ROWS else "columns"
+        raise _Mismatch(f"the {what} are not offset + expand_dims(arange(0, n), axis={axis})")
+    return found
+
+
+def _axis(defs: Definitions, value: Operand, axis: int) -> Axis | None:
+    add = defs.defined_by(value, "add")
+    if add is not None:  # offset + expand_dims(arange)
+        for offset, expanded in _orders(add.operands):
+            expand = defs.defined_by(expanded, "expand_dims")
+            if expand is not None and expand.attrs.get("axis") == axis and _is_i32_scalar(offset):
+                size = _arange_size(defs, expand.operands[0])
+                if size is not None:
+                    return Axis(offset, size)
+        return None
+    expand = defs.defined_by(value, "expand_dims")
+    if expand is None or expand.attrs.get("axis") != axis:
+        return None
+    inner = expand.operands[0]
+    size = _arange_size(defs, inner)
+    if size is not None:  # expand_dims(arange)
+        return Axis(Const(0), size)
+    add = defs.defined_by(inner, "add")
+    if add is not None:  # expand_dims(offset + arange)
+        for offset, arange in _orders(add.operands):
+            size = _arange_size(defs, arange) if _is_i32_scalar(offset) else None
+            if size is not None:
+                return Axis(offset, size)
+    return None
+
+
+def _arange_size(defs: Definitions, value: Operand) -> int | None:
+    arange = defs.defined_by(value, "arange")
+    if arange is None:
+        return None
+    start, end = arange.attrs["start"], arange.attrs["end"]
+    if start != 0:
+        raise _Mismatch(f"arange({start}, {end}) does not start at 0")
+    return end
+
+
+def _match_mask(defs: Definitions, mask: Operand, rows: Axis, cols: Axis) -> tuple[Operand, Operand]:
+    """``(rows < row_bound) & (cols < col_bound)``: the two bounds."""
+    both = defs.defined_by(mask, "and")
+    if both is None:
+        raise _Mismatch(MASK_REASON)
+    for first, second in _orders(both.operands):
+        row_test, col_test = defs.defined_by(first, "cmp_lt"), defs.defined_by(second, "cmp_lt")
+        if row_test is None or col_test is None:
+            continue
+        # The same coordinates as the pointer's, though cse may not have made them one value.
+        if _axis(defs, row_test.operands[0], ROWS) != rows or _axis(defs, col_test.operands[0], COLUMNS) != cols:
+            continue
+        bounds = row_test.operands[1], col_test.operands[1]
+        for bound, what in zip(bounds, ("row", "column")):
+            if not _is_i32_scalar(bound):
+                got = "none" if bound is None else bound.type
+                raise _Mismatch(f"the {what} bound of the mask is not an i32 scalar ({got})")
+        return bounds
+    raise _Mismatch(MASK_REASON)
+
+
+def _orders(pair: list[Operand]) -> tuple[tuple[Operand, Operand], tuple[Operand, Operand]]:
+    first, second = pair
+    return (first, second), (second, first)
+
+
+def _is_i32_scalar(operand: Operand) -> bool:
+    if isinstance(operand, Const):
+        return type(operand.value) is int
+    return isinstance(operand, Value) and operand.type == I32
+
+
+def _is_i32_tile(operand: Operand) -> bool:
+    return isinstance(operand, Value) and isinstance(operand.type, BlockType) and operand.type.element == I32
+
+
+def _store_between(defs: Definitions, load: Op, dot: Op) -> Op | None:
+    """A store that may run after ``load`` and before ``dot`` (the copy that
+    replaces the load reads memory where the dot is)."""
+    first, last = defs.position[load], defs.position[dot]
+    for op, position in defs.position.items():
+        if op.name == "store" and first < position < last:
+            return op
+    # A loop around the dot but not the load runs all of its body again
+    # between the load and the dot's next iteration.
+    block = dot.parent
+    while block is not None and not is_within(load.parent, block):
+        store = next((op for op in walk(block) if op.name == "store"), None)
+        if store is not None:
+            return store
+        loop = block.parent
+        block = loop.parent if loop is not None else None
+    return None
+
+
+# ---- planning and rewriting ----------------------------------------------------------------
+
+
+def plan_dots(kernel: Kernel, defs: Definitions) -> list[DotPlan]:
+    """The dots to stage, in program order. Raises if their buffers, with the
+    kernel's existing ones, do not fit in the shared-memory budget."""
+    used = sum(op.results[0].type.nbytes for op in walk(kernel.body) if op.name == "shared_alloc")
+    plans: list[DotPlan] = []
+    for op in walk(kernel.body):
+        if op.name != "dot":
+            continue
+        plan = match_dot(defs, op)
+        if isinstance(plan, NotCanonical):
+            continue
+        if used + plan.nbytes > SHARED_MEMORY_BUDGET:
+            earlier = f", and {used} bytes are already allocated" if used else ""
+            raise CompileError(
+                f"tl.dot needs {plan.nbytes} bytes of shared memory to stage {plan.a.load.result.type} and "
+                f"{plan.b.load.result.type}{earlier}, over the {SHARED_MEMORY_BUDGET}-byte "
+                f"({SHARED_MEMORY_BUDGET // 1024} KiB) budget", op.loc)
+        used += plan.nbytes
+        plans.append(plan)
+    return plans
+
+
+def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
+    taken = {op.attrs.get("name") for op in walk(kernel.body) if op.name == "shared_alloc"}
+    allocations: list[Op] = []
+    loads: list[Op] = []
+    index = 0
+    for plan in plans:
+        while f"dot_a{index}" in taken or f"dot_b{index}" in taken:
+            index += 1
+        buffers = []
+        for tile, letter in ((plan.a, "a"), (plan.b, "b")):
+            attrs = {"name": f"dot_{letter}{index}", "shape": tile.shape, "dtype": tile.element}
+            allocation = Op("shared_alloc", [], [tile.buffer_type], attrs, tile.load.loc)
+            allocations.append(allocation)
+            buffers.append(allocation.result)
+        index += 1
+        dot = plan.dot
+        staged = Op("dot_shared", [*buffers, dot.operands[2]], [dot.result.type], loc=dot.loc)
+        insert_before(dot,
+                      Op("copy_to_shared", plan.a.copy_operands(buffers[0]), [], loc=plan.a.load.loc),
+                      Op("copy_to_shared", plan.b.copy_operands(buffers[1]), [], loc=plan.b.load.loc),
+                      Op("barrier", [], [], loc=dot.loc),
+                      staged,
+                      Op("barrier", [], [], loc=dot.loc))
+        replace_uses(kernel.body, dot.result, staged.result)
+        erase_op(dot)
+        loads += [plan.a.load, plan.b.load]
+    # Allocations first in the kernel, after any it already had.
+    body = kernel.body
+    first = next(op for op in body.ops if op.name != "shared_alloc")
+    insert_before(first, *allocations)
+    _erase_staging_only(kernel, defs, loads)
+
+
+def _erase_staging_only(kernel: Kernel, defs: Definitions, loads: list[Op]) -> None:
+    """Erase the loads and, transitively, the pure ops that only fed them."""
+    counts = use_counts(kernel.body)
+    work = list(loads)
+    while work:
+        op = work.pop()
+        if op.parent is None or op.regions or not opdefs.OPS[op.name].pure:
+            continue
+        if any(counts.get(result, 0) for result in op.results):
+            continue
+        erase_op(op)
+        for value in values_used(op):
+            counts[value] -= 1
+            producer = defs.op(value)
+            if producer is not None:
+                work.append(producer)
+
+
+@dataclass(frozen=True)
+class StageDotsPass:
+    name: str = "stage-dots"
+    summary: str = ("stage canonical tl.dot tile loads through shared memory: "
+                    "dot %a, %b => copy_to_shared x2, barrier, dot_shared, barrier")
+
+    def apply(self, kernel: Kernel) -> Kernel:
+        defs = Definitions(kernel)
+        plans = plan_dots(kernel, defs)  # every check before the first edit
+        if plans:
+            _stage(kernel, defs, plans)
+        return kernel
