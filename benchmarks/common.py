@@ -39,8 +39,10 @@ def load_as_triton(name: str, variant: str = ""):
     return load_module(path, path.stem)
 
 
-def time_cuda(fn, warmup: int = 5, repeat: int = 30) -> float:
-    """Median milliseconds of ``fn()`` over ``repeat`` runs, timed with CUDA events."""
+def time_cuda(fn, warmup: int = 5, repeat: int = 30, inner: int = 10) -> float:
+    """Milliseconds per call of ``fn()``: the median over ``repeat`` samples,
+    each timing ``inner`` back-to-back calls between two CUDA events (so the
+    host's launch work overlaps the device's, as in a real program)."""
     import torch
 
     for _ in range(warmup):
@@ -50,10 +52,11 @@ def time_cuda(fn, warmup: int = 5, repeat: int = 30) -> float:
     for _ in range(repeat):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        for _ in range(inner):
+            fn()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end))
+        times.append(start.elapsed_time(end) / inner)
     return statistics.median(times)
 
 

@@ -55,13 +55,14 @@ def _release() -> None:
         _context = None
 
 
-def _scalar(value: Any, t: Any) -> Any:
-    import numpy as np
+# struct formats of scalar kernel parameters
+_FORMAT = {I32: "i", I64: "q", F32: "f", F16: "e", BOOL: "?", BF16: "H"}
 
-    kinds = {I32: np.int32, I64: np.int64, F32: np.float32, F16: np.float16, BOOL: np.bool_}
+
+def _scalar(value: Any, t: Any) -> Any:
     if t == BF16:
         raise CompileError("bf16 scalar arguments are not supported by the launcher")
-    return kinds[t](value)
+    return bool(value) if t == BOOL else float(value) if t in (F32, F16) else int(value)
 
 
 def device_pointer(value: Any) -> int:
@@ -84,6 +85,9 @@ class CudaKernel:
         context()
         self.module = drv.module_from_buffer(cubin)
         self.function = self.module.get_function(self.header["kernel"])
+        # A prepared call packs arguments from a fixed format: less work per launch.
+        self.function.prepare("".join(_FORMAT[t] if not isinstance(t, PointerType) else "P"
+                                      for _, t in self.params))
 
     def launch(self, grid: Sequence[int], args: Sequence[Any]) -> None:
         import numpy as np
@@ -104,7 +108,7 @@ class CudaKernel:
                 packed.append(_scalar(value, t))
                 continue
             if is_device_array(value):
-                packed.append(np.uintp(device_pointer(value)))
+                packed.append(device_pointer(value))
                 continue
             array = value
             if not isinstance(array, np.ndarray):
@@ -114,10 +118,10 @@ class CudaKernel:
             buffer = drv.mem_alloc(max(array.nbytes, 1))
             keep.append(buffer)
             drv.memcpy_htod(buffer, array)
-            packed.append(buffer)
+            packed.append(int(buffer))
             if name in self.stores:
                 copy_back.append((array, buffer))
-        self.function(*packed, block=(self.threads, 1, 1), grid=grid3)
+        self.function.prepared_async_call(grid3, (self.threads, 1, 1), None, *packed)
         if keep:
             # Host arrays: wait, copy results back, free the device copies.
             drv.Context.synchronize()

@@ -20,20 +20,28 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
     t18[k] = v9;
   }
   for (int v14 = 0; v14 < K; v14 += 32) {  // for @17:5
-    // copy_to_shared @20:13: 64x32 tile of a_ptr into shared_dot_a0
+    // copy_to_shared @20:13: the 64x32 tile of a_ptr at (v3, v14) into shared_dot_a0, 16 element(s) per thread
+    float shared_dot_a0_staging[16];
     #pragma unroll
-    for (int i = threadIdx.x; i < 2048; i += 128) {
+    for (int s = 0; s < 16; ++s) {
+      const int i = threadIdx.x + s * 128;
       const int row = v3 + i / 32;
       const int col = v14 + i % 32;
-      shared_dot_a0[i] = (row < M && col < K) ? a_ptr[row * K + col] : 0.0f;
+      shared_dot_a0_staging[s] = (row < M && col < K) ? a_ptr[row * K + col] : 0.0f;
     }
-    // copy_to_shared @23:13: 32x64 tile of b_ptr into shared_dot_b0
+    // copy_to_shared @23:13: the 32x64 tile of b_ptr at (v14, v7) into shared_dot_b0, 16 element(s) per thread
+    float shared_dot_b0_staging[16];
     #pragma unroll
-    for (int i = threadIdx.x; i < 2048; i += 128) {
+    for (int s = 0; s < 16; ++s) {
+      const int i = threadIdx.x + s * 128;
       const int row = v14 + i / 64;
       const int col = v7 + i % 64;
-      shared_dot_b0[i] = (row < K && col < N) ? b_ptr[row * N + col] : 0.0f;
+      shared_dot_b0_staging[s] = (row < K && col < N) ? b_ptr[row * N + col] : 0.0f;
     }
+    #pragma unroll
+    for (int s = 0; s < 16; ++s) shared_dot_a0[threadIdx.x + s * 128] = shared_dot_a0_staging[s];
+    #pragma unroll
+    for (int s = 0; s < 16; ++s) shared_dot_b0[threadIdx.x + s * 128] = shared_dot_b0_staging[s];
     __syncthreads();  // barrier @24:16
     // dot_shared dot_shared @24:16: [64x32] x [32x64], 32 output(s) per thread
     float t16[32];

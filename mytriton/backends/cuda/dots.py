@@ -44,25 +44,47 @@ def declare_shared(em: "CudaEmitter", op: Op) -> str:
     return f"__shared__ __align__(16) {element} {name}[{rows * cols}];  // {rows}x{cols}, row-major"
 
 
-def emit_copy(em: "CudaEmitter", op: Op) -> None:
-    buffer, base, row_offset, col_offset, stride, row_bound, col_bound, fill = op.operands
-    rows, cols = buffer.type.shape
-    pointee = buffer.type.element
-    name = em.storage[buffer]
-    args = {label: as_type(em.scalar_arg(value), I32) for label, value in (
-        ("row_offset", row_offset), ("col_offset", col_offset), ("stride", stride),
-        ("row_bound", row_bound), ("col_bound", col_bound))}
-    fill_text = as_type(em.scalar_arg(fill), pointee)
-    total = rows * cols
-    em.line(f"// copy_to_shared{em.where(op).replace('  // copy_to_shared', '')}: {rows}x{cols} tile of "
-            f"{em.scalar_ref(base)} into {name}")
-    em.line("#pragma unroll")
-    em.line(f"for (int i = threadIdx.x; i < {total}; i += {em.threads}) {{")
-    em.line(f"  const int row = {args['row_offset']} + i / {cols};")
-    em.line(f"  const int col = {args['col_offset']} + i % {cols};")
-    em.line(f"  {name}[i] = (row < {args['row_bound']} && col < {args['col_bound']}) "
-            f"? {em.scalar_ref(base)}[row * {args['stride']} + col] : {fill_text};")
-    em.line("}")
+def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
+    """Consecutive ``copy_to_shared`` ops: every thread first loads all its
+    elements of every tile into registers, so the loads are in flight
+    together, then writes them to shared memory. (A load cannot move past a
+    shared store to the compiler, which cannot rule out that the pointers
+    alias; so loads written one after a store would wait on each other.)"""
+    plans = []
+    for op in ops:
+        buffer, base, row_offset, col_offset, stride, row_bound, col_bound, fill = op.operands
+        rows, cols = buffer.type.shape
+        total = rows * cols
+        steps = max(1, total // em.threads)
+        name = em.storage[buffer]
+        stage = f"{name}_staging"
+        index = "threadIdx.x" if steps == 1 else f"threadIdx.x + s * {em.threads}"
+        guard = total % em.threads != 0 and total < em.threads
+        args = {label: as_type(em.scalar_arg(value), I32) for label, value in (
+            ("row_offset", row_offset), ("col_offset", col_offset), ("stride", stride),
+            ("row_bound", row_bound), ("col_bound", col_bound))}
+        element = c_scalar(buffer.type.element)
+        base_name = em.scalar_ref(base)
+        where = em.where(op).replace("  // copy_to_shared", "")
+        em.line(f"// copy_to_shared{where}: the {rows}x{cols} tile of {base_name} at "
+                f"({args['row_offset']}, {args['col_offset']}) into {name}, {steps} element(s) per thread")
+        em.line(f"{element} {stage}[{steps}];")
+        em.line("#pragma unroll")
+        em.line(f"for (int s = 0; s < {steps}; ++s) {{")
+        em.line(f"  const int i = {index};")
+        em.line(f"  const int row = {args['row_offset']} + i / {cols};")
+        em.line(f"  const int col = {args['col_offset']} + i % {cols};")
+        in_bounds = f"row < {args['row_bound']} && col < {args['col_bound']}" + (f" && i < {total}" if guard else "")
+        em.line(f"  {stage}[s] = ({in_bounds}) ? {base_name}[row * {args['stride']} + col] : "
+                f"{as_type(em.scalar_arg(fill), buffer.type.element)};")
+        em.line("}")
+        plans.append((name, stage, steps, index, guard, total))
+    for name, stage, steps, index, guard, total in plans:
+        em.line("#pragma unroll")
+        store = f"{name}[{index}] = {stage}[s];"
+        if guard:
+            store = f"if ({index} < {total}) {store}"
+        em.line(f"for (int s = 0; s < {steps}; ++s) {store}")
 
 
 def emit_dot(em: "CudaEmitter", op: Op) -> None:

@@ -53,7 +53,7 @@ class Group:
     """Statements emitted together: a scalar op, loads/stores sharing one
     slot loop, a reduction, or a loop."""
 
-    kind: str  # "scalar", "tile", "reduce", "for"
+    kind: str  # "scalar", "tile", "reduce", "for", "copies", "barrier", "dot"
     ops: list[Op] = field(default_factory=list)
     domain: Layout | None = None
 
@@ -139,9 +139,14 @@ class CudaEmitter:
                 groups.append(Group("reduce", [op], self.plan.domain(op)))
             elif op.name == "shared_alloc":
                 self.shared_allocs.append(op)
-            elif op.name in ("copy_to_shared", "barrier"):
+            elif op.name == "copy_to_shared":
+                if not (groups and groups[-1].kind == "copies" and open_group is None):
+                    groups.append(Group("copies", []))
+                groups[-1].ops.append(op)
                 open_group = None
-                groups.append(Group("effect", [op]))
+            elif op.name == "barrier":
+                open_group = None
+                groups.append(Group("barrier", [op]))
             elif op.name in ("dot", "dot_shared"):
                 open_group = None
                 groups.append(Group("dot", [op]))
@@ -267,13 +272,12 @@ class CudaEmitter:
                 from mytriton.backends.cuda.reductions import emit_reduction
 
                 emit_reduction(self, group.ops[0], group.domain)
-            elif group.kind == "effect":
-                from mytriton.backends.cuda.dots import emit_copy
+            elif group.kind == "copies":
+                from mytriton.backends.cuda.dots import emit_copies
 
-                if group.ops[0].name == "barrier":
-                    self.line(f"__syncthreads();{self.where(group.ops[0])}")
-                else:
-                    emit_copy(self, group.ops[0])
+                emit_copies(self, group.ops)
+            elif group.kind == "barrier":
+                self.line(f"__syncthreads();{self.where(group.ops[0])}")
             elif group.kind == "dot":
                 from mytriton.backends.cuda.dots import emit_dot
 
