@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 
 import mytriton
-from conftest import compile_text, load_sample
+from conftest import compile_text, kernel_source, load_sample
 from mytriton.diagnostics import CompileError
 
-CONFIGS = [(16, 16, 16), (32, 32, 16), (64, 64, 32), (32, 128, 32), (128, 128, 32), (128, 64, 64)]
+CONFIGS = [(16, 16, 16), (32, 32, 16), (64, 64, 32), (32, 128, 32), (128, 128, 32), (128, 64, 64),
+           (16, 64, 128), (64, 16, 128)]
 SHAPES = [(128, 128, 128), (70, 50, 77), (65, 130, 20), (33, 17, 9)]
 
 
@@ -50,3 +51,50 @@ def test_tiles_over_the_shared_memory_budget_are_refused_before_emitting():
         text = handle.read()
     with pytest.raises(CompileError, match="49152"):
         compile_text(text, "cuda", file="samples/matmul.py", defines={"BM": 16, "BN": 128, "BK": 128})
+
+
+# Scaling a loaded tile before the dot leaves the canonical pattern: the
+# stage-dots pass keeps this dot, and the CUDA backend's general path writes
+# both operand tiles from registers to shared memory.
+SCALED = '''
+    @mytriton.jit
+    def scaled_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        rows = tl.program_id(0) * BM + tl.arange(0, BM)
+        cols = tl.program_id(1) * BN + tl.arange(0, BN)
+        ks = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), tl.float32)
+        for k in range(0, K, BK):
+            a = tl.load(a_ptr + rows[:, None] * K + (k + ks)[None, :],
+                        mask=(rows[:, None] < M) & ((k + ks)[None, :] < K), other=0.0)
+            b = tl.load(b_ptr + (k + ks)[:, None] * N + cols[None, :],
+                        mask=((k + ks)[:, None] < K) & (cols[None, :] < N), other=0.0)
+            acc = tl.dot(a * 2.0, b, acc)
+        tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc, mask=(rows[:, None] < M) & (cols[None, :] < N))
+'''
+
+
+def test_a_dot_of_computed_tiles_takes_the_general_path():
+    cuda = compile_text(kernel_source(SCALED), "cuda", defines={"BM": 32, "BN": 32, "BK": 16})
+    assert "dot operand a: registers to shared memory" in cuda
+    assert "copy_to_shared" not in cuda
+
+
+def run_scaled(kernel_module, backend):
+    module = kernel_module(SCALED)
+    M, N, K = 50, 70, 45
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    module.scaled_matmul[(mytriton.cdiv(M, 32), mytriton.cdiv(N, 32))](a, b, c, M, N, K, BM=32, BN=32, BK=16,
+                                                                         backend=backend)
+    np.testing.assert_allclose(c, 2 * a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
+
+
+def test_the_general_path_matches_numpy_in_the_interpreter(kernel_module):
+    run_scaled(kernel_module, "interp")
+
+
+@pytest.mark.gpu
+def test_the_general_path_matches_numpy_on_the_gpu(kernel_module):
+    run_scaled(kernel_module, "cuda")

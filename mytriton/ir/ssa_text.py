@@ -174,10 +174,7 @@ class _SSAReader(TextReader):
         attrs: dict = {}
         for arg in args:
             if rule(arg) == "attr":
-                key, value = arg.children
-                if str(key) not in opdef.attrs:
-                    raise self.error(f"'{name}' has no attribute '{key}'", key)
-                attrs[str(key)] = self.attr_value(value)
+                self.attribute(arg, opdef, str(name), attrs)
             else:
                 if attrs:
                     raise self.error("operands must come before attributes", arg)

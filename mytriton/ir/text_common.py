@@ -163,6 +163,14 @@ class TextReader:
             out.append(ch)
         return "".join(out)
 
+    def attribute(self, tree: lark.Tree, opdef, op_name: str, attrs: dict) -> None:
+        """Read one ``key=value`` argument of an op into ``attrs``, checking
+        that the op has that attribute."""
+        key, value = tree.children
+        if str(key) not in opdef.attrs:
+            raise self.error(f"'{op_name}' has no attribute '{key}'", key)
+        attrs[str(key)] = self.attr_value(value)
+
     def read_params(self, trees: list[lark.Tree | None]) -> list[tuple[str, Type, lark.Tree]]:
         out = []
         seen: set[str] = set()

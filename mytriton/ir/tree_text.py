@@ -301,10 +301,7 @@ class _TreeReader(TextReader):
             if arg is None:
                 continue
             if rule(arg) == "attr":
-                key, value = arg.children
-                if str(key) not in opdef.attrs:
-                    raise self.error(f"'{name}' has no attribute '{key}'", key)
-                attrs[str(key)] = self.attr_value(value)
+                self.attribute(arg, opdef, str(name), attrs)
             else:
                 args.append(self.expr(arg.children[0], scope))
         if len(args) != opdef.arity:
