@@ -19,10 +19,6 @@ class Location:
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col}"
 
-    def with_file(self, file: str) -> "Location":
-        return Location(file, self.line, self.col)
-
-
 class SourceTexts:
     """Texts of the files diagnostics may quote: registered in-memory texts
     (stdin, IR being parsed) first, then files read from disk on demand."""

@@ -96,10 +96,6 @@ def is_number(value: Any) -> bool:
     return isinstance(value, (bool, int, float))
 
 
-def is_runtime(value: Any) -> bool:
-    return isinstance(value, Expr)
-
-
 class Tracer:
     def __init__(self, module: KernelModule, kernel: TreeKernel, region: Region,
                  env: dict[str, Any], depth: int = 0) -> None:

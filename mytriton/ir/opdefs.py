@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from mytriton.types import (
     BOOL, F32, I32, BlockType, PointerType, ScalarType, SharedType, Type, TypeRuleError, WeakType,
-    broadcast_shapes, concrete, element_of, promote, shape_of, with_element, SCALARS,
+    broadcast_shapes, concrete, element_of, promote, shape_of, with_element,
 )
 
 InferFn = Callable[[list[Type | None], dict[str, Any]], list[Type]]
@@ -418,12 +418,8 @@ _register(OpDef("for", ("start", "stop", "step"), _none, pure=False))
 
 REDUCTIONS = ("sum", "max", "min")
 CMP_OPS = ("cmp_lt", "cmp_le", "cmp_gt", "cmp_ge", "cmp_eq", "cmp_ne")
-DTYPE_ATTRS = ("dtype",)
 
 
 def lookup(name: str) -> OpDef | None:
     return OPS.get(name)
 
-
-def parse_dtype(name: str) -> ScalarType | None:
-    return SCALARS.get(name)

@@ -202,10 +202,6 @@ def replace_uses(block: Block, old: Value, new: Operand) -> None:
         op.operands = [new if operand is old else operand for operand in op.operands]
 
 
-def defining_op(value: Value) -> Op | None:
-    return value.op if isinstance(value, OpResult) else None
-
-
 # ---- scopes and edits ---------------------------------------------------------
 # Passes that move, merge or delete ops ask these where a value lives, so
 # scoping is decided in one place.
@@ -241,11 +237,6 @@ def erase_op(op: Op) -> None:
 def insert_before(anchor: Op, *ops: Op) -> None:
     """Put ``ops`` (in order, in no block yet) just before ``anchor``, in its block."""
     _insert(anchor, 0, ops)
-
-
-def insert_after(anchor: Op, *ops: Op) -> None:
-    """Put ``ops`` (in order, in no block yet) just after ``anchor``, in its block."""
-    _insert(anchor, 1, ops)
 
 
 def _insert(anchor: Op, shift: int, ops: tuple[Op, ...]) -> None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element, c_scalar
 from mytriton.backends.cuda.expressions import as_type
-from mytriton.backends.cuda.slots import SlotLoop, linear_index
+from mytriton.backends.cuda.slots import linear_index
 from mytriton.ir.ssa import Op, Value
 from mytriton.types import BOOL, F32, I32, element_of
 
@@ -142,7 +142,7 @@ def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object]
     a, b, _ = op.operands
     names = []
     offset = 0
-    em.line(f"__syncthreads();  // earlier readers of shared memory are done")
+    em.line("__syncthreads();  // earlier readers of shared memory are done")
     for value, label in ((a, "a"), (b, "b")):
         element = c_element(value.type)
         name = f"{label}{em.name(op.results[0])[1:]}_tile"

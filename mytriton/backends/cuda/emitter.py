@@ -33,7 +33,7 @@ from mytriton.ir.analysis import stored_params
 from mytriton.ir.opdefs import REDUCTIONS
 from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Value, walk
 from mytriton.ir.ssa_text import _Names
-from mytriton.types import BOOL, BlockType, PointerType, ScalarType, element_of
+from mytriton.types import BOOL, PointerType, ScalarType, element_of
 
 HEADER_PREFIX = "// mytriton-kernel: "
 SHARED_BUDGET = 48 * 1024

@@ -38,10 +38,6 @@ class BlockedLayout:
     def rank(self) -> int:
         return len(self.shape)
 
-    @property
-    def num_threads(self) -> int:
-        return WARP * prod(self.warps_per_cta)
-
     def threads_per_dim(self, d: int) -> int:
         return self.threads_per_warp[d] * self.warps_per_cta[d]
 

@@ -19,7 +19,7 @@ from mytriton.backends.cuda.expressions import Arg, CValue, render
 from mytriton.backends.cuda.layout import Layout
 from mytriton.backends.cuda.layout_plan import is_materialized, is_tile
 from mytriton.ir.ssa import Const, Op, Operand, Value
-from mytriton.types import BlockType, PointerType, element_of
+from mytriton.types import PointerType, element_of
 
 if TYPE_CHECKING:
     from mytriton.backends.cuda.emitter import CudaEmitter
@@ -164,7 +164,3 @@ def linear_index(coords: list[str], shape: tuple[int, ...]) -> str:
             index = f"({index}) * {extent} + {expr}" if expr != "0" else f"({index}) * {extent}"
     return index or "0"
 
-
-def tile_type(value: Value) -> BlockType:
-    assert isinstance(value.type, BlockType)
-    return value.type
