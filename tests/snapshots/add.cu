@@ -7,7 +7,9 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(float* x_ptr, float
   const int L0_p0 = ((threadIdx.x % 32) + 32 * (threadIdx.x / 32));
   const int v0 = (int)blockIdx.x;  // program_id @8:11
   const int v1 = (v0 * 256);  // mul @9:15
-  // load @11, load @12, store @13 over L0 (2 slot(s) per thread)
+  float t6[2];
+  float t8[2];
+  // load @11, load @12 over L0 (2 slot(s) per thread)
   #pragma unroll
   for (int k = 0; k < 2; ++k) {
     const int c0 = L0_p0 + k * 128;
@@ -16,10 +18,20 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(float* x_ptr, float
     float* v4 = (x_ptr + v3);
     const bool v5 = (v3 < n);
     const float v6 = (v5 ? *v4 : 0.0f);
+    t6[k] = v6;
     float* v7 = (y_ptr + v3);
     const float v8 = (v5 ? *v7 : 0.0f);
+    t8[k] = v8;
+  }
+  // store @13 over L0 (2 slot(s) per thread)
+  #pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int c0 = L0_p0 + k * 128;
+    const int v2 = c0;
+    const int v3 = (v1 + v2);
     float* v9 = (out_ptr + v3);
-    const float v10 = (v6 + v8);
+    const float v10 = (t6[k] + t8[k]);
+    const bool v5 = (v3 < n);
     if (v5) *v9 = v10;
   }
 }

@@ -7,7 +7,8 @@ extern "C" __global__ void __launch_bounds__(128) relu_kernel(float* x_ptr, floa
   const int L0_p0 = ((threadIdx.x % 32) + 32 * (threadIdx.x / 32));
   const int v0 = (int)blockIdx.x;  // program_id @8:11
   const int v1 = (v0 * 512);  // mul @9:15
-  // load @11, store @12 over L0 (4 slot(s) per thread)
+  float t6[4];
+  // load @11 over L0 (4 slot(s) per thread)
   #pragma unroll
   for (int k = 0; k < 4; ++k) {
     const int c0 = L0_p0 + k * 128;
@@ -16,8 +17,17 @@ extern "C" __global__ void __launch_bounds__(128) relu_kernel(float* x_ptr, floa
     float* v4 = (x_ptr + v3);
     const bool v5 = (v3 < n);
     const float v6 = (v5 ? *v4 : 0.0f);
+    t6[k] = v6;
+  }
+  // store @12 over L0 (4 slot(s) per thread)
+  #pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const int c0 = L0_p0 + k * 128;
+    const int v2 = c0;
+    const int v3 = (v1 + v2);
     float* v7 = (out_ptr + v3);
-    const float v8 = fmaxf(v6, 0.0f);
+    const float v8 = fmaxf(t6[k], 0.0f);
+    const bool v5 = (v3 < n);
     if (v5) *v7 = v8;
   }
 }

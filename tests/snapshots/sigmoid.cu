@@ -7,7 +7,8 @@ extern "C" __global__ void __launch_bounds__(128) sigmoid_kernel(float* x_ptr, f
   const int L0_p0 = ((threadIdx.x % 32) + 32 * (threadIdx.x / 32));
   const int v0 = (int)blockIdx.x;  // program_id @8:15
   const int v1 = (v0 * 256);  // mul @8:15
-  // load @10, store @13 over L0 (2 slot(s) per thread)
+  float t6[2];
+  // load @10 over L0 (2 slot(s) per thread)
   #pragma unroll
   for (int k = 0; k < 2; ++k) {
     const int c0 = L0_p0 + k * 128;
@@ -16,11 +17,20 @@ extern "C" __global__ void __launch_bounds__(128) sigmoid_kernel(float* x_ptr, f
     float* v4 = (x_ptr + v3);
     const bool v5 = (v3 < n);
     const float v6 = (v5 ? *v4 : 0.0f);
+    t6[k] = v6;
+  }
+  // store @13 over L0 (2 slot(s) per thread)
+  #pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int c0 = L0_p0 + k * 128;
+    const int v2 = c0;
+    const int v3 = (v1 + v2);
     float* v7 = (out_ptr + v3);
-    const float v8 = (-v6);
+    const float v8 = (-t6[k]);
     const float v9 = expf(v8);
     const float v10 = (v9 + 1.0f);
     const float v11 = (1.0f / v10);
+    const bool v5 = (v3 < n);
     if (v5) *v7 = v11;
   }
 }

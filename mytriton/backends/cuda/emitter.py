@@ -152,9 +152,12 @@ class CudaEmitter:
                 groups.append(Group("dot", [op]))
             elif op.name in ("load", "store") and (op.name == "store" and is_tile(op.operands[0])
                                                     or op.results and is_tile(op.results[0])):
+                # Loads share a slot loop with loads, stores with stores: every
+                # load of a thread is issued before its first store, so the loads
+                # are in flight together and memory order is the kernel's.
                 domain = self.plan.domain(op)
                 joinable = (open_group is not None and open_group.domain == domain
-                            and not (op.name == "load" and any(o.name == "store" for o in open_group.ops)))
+                            and open_group.ops[-1].name == op.name)
                 if not joinable:
                     open_group = Group("tile", [], domain)
                     groups.append(open_group)
