@@ -48,10 +48,12 @@ def arg_type(value: Any, name: str) -> Type:
         return I32 if -2**31 <= value < 2**31 else I64
     if isinstance(value, float):
         return F32
-    if hasattr(value, "shape") and getattr(value, "shape", None) == () and hasattr(value, "dtype") \
-            and not is_tensor(value):
+    # Tensors first: asking a tensor for __cuda_array_interface__ builds a dict.
+    if is_tensor(value):
+        return PointerType(element_type(value, name))
+    if getattr(value, "shape", None) == () and hasattr(value, "dtype"):
         return element_type(value, name)  # a NumPy scalar
-    if hasattr(value, "__cuda_array_interface__") or is_tensor(value) or hasattr(value, "__array_interface__"):
+    if hasattr(value, "__array_interface__") or hasattr(value, "__cuda_array_interface__"):
         return PointerType(element_type(value, name))
     raise CompileError(f"argument '{name}': cannot pass {type(value).__name__} to a kernel "
                        "(use an array, a tensor, an int, a float or a bool)")
