@@ -169,18 +169,18 @@ class SyntaxChecker(ast.NodeVisitor):
         for keyword in node.keywords:
             if keyword.arg is None:
                 raise self.error("'**' arguments are not supported in kernels", keyword.value)
-        if isinstance(node.func, ast.Name):
+        if isinstance(node.func, ast.Name) and not self._callable_name(node.func.id):
             name = node.func.id
-            value = self.module.constants.get(name)
-            if name in self.module.functions or name in PYTHON_BUILTINS or self._local(name):
-                pass
-            elif self.module.aliases.get(name, "").startswith("mytriton"):
-                pass
-            elif value is not None or name in self.module.constants:
+            if name in self.module.constants:
                 raise self.error(f"'{name}' is not a @jit function", node.func)
-            else:
-                raise self.error(f"unknown function '{name}'", node.func)
+            raise self.error(f"unknown function '{name}'", node.func)
         self.generic_visit(node)
+
+    def _callable_name(self, name: str) -> bool:
+        """@jit functions, Python's constant builtins, mytriton names imported
+        directly, and locals (checked when traced)."""
+        return (name in self.module.functions or name in PYTHON_BUILTINS or self._local(name)
+                or self.module.aliases.get(name, "").startswith("mytriton"))
 
     def _local(self, name: str) -> bool:
         return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
