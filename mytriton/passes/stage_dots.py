@@ -51,9 +51,9 @@ from mytriton.ir.ssa import (
     use_counts, values_used, walk,
 )
 from mytriton.ir.text_common import format_literal
+from mytriton.target import SHARED_MEMORY_BUDGET
 from mytriton.types import I32, BlockType, PointerType, ScalarType, SharedType, shape_of
 
-SHARED_MEMORY_BUDGET = 48 * 1024  # bytes: what every CUDA GPU gives a block without opting in
 
 # The fills that make a masked-off element contribute nothing to a dot.
 ZERO_FILLS = (Const(0), Const(0.0))

@@ -30,14 +30,13 @@ from mytriton.backends.cuda.layout_plan import LayoutPlan, is_materialized, is_t
 from mytriton.backends.cuda.slots import SlotLoop, linear_index
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir.analysis import stored_params
+from mytriton.target import MAX_ELEMENTS_PER_THREAD, SHARED_MEMORY_BUDGET
 from mytriton.ir.opdefs import REDUCTIONS
 from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Value, walk
 from mytriton.ir.ssa_text import _Names
 from mytriton.types import BOOL, PointerType, ScalarType, element_of
 
 HEADER_PREFIX = "// mytriton-kernel: "
-SHARED_BUDGET = 48 * 1024
-MAX_SLOTS = 256  # tile elements per thread: beyond this, registers spill and nvcc crawls
 INDENT = "  "
 
 _C_KEYWORDS = frozenset("""
@@ -220,12 +219,12 @@ class CudaEmitter:
         self.shared_decls = [declare_shared(self, op) for op in self.shared_allocs]
         self.block(top)
         staged = sum(op.results[0].type.numel * op.attrs["dtype"].nbytes for op in self.shared_allocs)
-        if staged + self.shared_bytes > SHARED_BUDGET:
+        if staged + self.shared_bytes > SHARED_MEMORY_BUDGET:
             parts = f"{staged} for staged dot tiles and {self.shared_bytes} of scratch" if staged \
                 else "for reductions and layout changes"
             loc = self.budget_loc if self.shared_bytes else self.shared_allocs[0].loc
             raise CompileError(f"kernel '{self.kernel.name}' needs {staged + self.shared_bytes} bytes of shared "
-                               f"memory ({parts}), over the {SHARED_BUDGET}-byte (48 KiB) budget; "
+                               f"memory ({parts}), over the {SHARED_MEMORY_BUDGET}-byte (48 KiB) budget; "
                                "use smaller tiles", loc)
         return self.render()
 
@@ -311,10 +310,10 @@ class CudaEmitter:
 
     # ---- slot loops ----------------------------------------------------------------------------------
     def open_loop(self, domain: Layout, op: Op) -> SlotLoop:
-        if domain.slots > MAX_SLOTS:
+        if domain.slots > MAX_ELEMENTS_PER_THREAD:
             shape = "x".join(str(d) for d in domain.shape)
             raise self.error_at(op, f"a [{shape}] tile puts {domain.slots} elements on each of "
-                                    f"{self.threads} threads, over the limit of {MAX_SLOTS} per thread; "
+                                    f"{self.threads} threads, over the limit of {MAX_ELEMENTS_PER_THREAD} per thread; "
                                     "use more warps (--num-warps) or smaller tiles")
         self.shared = {}
         return SlotLoop(self, domain)
