@@ -61,11 +61,14 @@ def test_run_launches_ssa_text(tmp_path):
     np.testing.assert_array_equal(out, x + y)
 
 
-def test_runtime_types_come_from_the_arguments_given():
+def test_runtime_types_come_from_the_arguments_given(tmp_path):
     # slope=0.5 is a float, so leaky_relu is specialised with an f32 slope.
     result = mytriton("run", "samples/leaky_relu.py", "--grid", "cdiv(n, BLOCK)", "--arg", "x_ptr=randn:300",
-                      "--arg", "out_ptr=zeros:300", "--arg", "n=300", "--arg", "slope=0.5", "--out-dir", "/tmp")
+                      "--arg", "out_ptr=zeros:300", "--arg", "n=300", "--arg", "slope=0.5",
+                      "--out-dir", str(tmp_path))
     assert result.returncode == 0, result.stderr
+    x, out = np.load(tmp_path / "x_ptr.npy"), np.load(tmp_path / "out_ptr.npy")
+    np.testing.assert_allclose(out, np.where(x > 0, x, 0.5 * x), rtol=1e-6)
 
 
 def test_a_cuda_file_needs_the_gpu(tmp_path):
