@@ -7,18 +7,18 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
-OUT=${OUT:-out-sanitize}
+DIR=${SANITIZE_DIR:-out-sanitize}
 kernels=("$@")
 if [ ${#kernels[@]} -eq 0 ]; then
   read -r -a kernels <<<"$(make -s -C samples -f Makefile -f - print-kernels <<<'print-kernels: ; @echo $(KERNELS)')"
 fi
 # Build every stage first without the sanitizer: only the launches run under it.
-make -s -C samples OUT="$OUT" PYTHON="$PYTHON" >/dev/null || exit 1
+make -s -C samples OUT="$DIR" PYTHON="$PYTHON" >/dev/null || exit 1
 failed=()
 for tool in memcheck racecheck; do
   for k in "${kernels[@]}"; do
-    log="samples/$OUT/$k.$tool.log"
-    if MYTRITON_BACKEND=cuda make -s -C samples OUT="$OUT" "run-$k" \
+    log="samples/$DIR/$k.$tool.log"
+    if MYTRITON_BACKEND=cuda make -s -C samples OUT="$DIR" "run-$k" \
         MYTRITON="compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 $PYTHON -m mytriton" \
         >"$log" 2>&1; then
       echo "$tool $k: clean ($(grep -m1 'ERROR SUMMARY' "$log" || echo 'no summary'))"
