@@ -21,7 +21,7 @@ for tool in memcheck racecheck; do
     if MYTRITON_BACKEND=cuda make -s -C samples OUT="$DIR" "run-$k" \
         MYTRITON="compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 $PYTHON -m mytriton" \
         >"$log" 2>&1; then
-      echo "$tool $k: clean ($(grep -m1 'ERROR SUMMARY' "$log" || echo 'no summary'))"
+      echo "$tool $k: clean ($(grep -m1 'SUMMARY' "$log" || echo 'no summary'))"
     else
       echo "$tool $k: FAILED"; tail -n 30 "$log"; failed+=("$tool:$k")
     fi
