@@ -186,3 +186,10 @@ def test_c_literal_wraps_integers_to_the_width_of_the_type():
 def test_c_literal_refuses_a_float_with_no_integer_value():
     with pytest.raises(CompileError, match="has no i32 value"):
         c_literal(float("-inf"), I32)
+
+
+def test_a_tree_ir_literal_of_thousands_of_digits_is_an_error_not_a_crash():
+    tree = mytriton("compile", "samples/add.py", "--emit=tree").stdout
+    assert ", 256)@9:15" in tree
+    result = mytriton("lower", "-", stdin=tree.replace(", 256)@9:15", ", " + "9" * 4300 + ")@9:15"))
+    assert_cli_error(result, "integer literal out of range: an integer of 4300 digits")
