@@ -69,6 +69,15 @@ def test_the_interpreter_computes_wide_offsets_without_wrapping():
     np.testing.assert_array_equal(out, pid * 4294967296 + np.tile(np.arange(16), 4))
 
 
+@pytest.mark.gpu
+def test_the_gpu_computes_wide_offsets_as_the_interpreter_does(kernel_module):
+    kernel = kernel_module(WIDE_OFFSETS).wide
+    out = np.zeros(4 * 16, dtype=np.int64)
+    kernel[(4,)](out, backend="cuda")
+    pid = np.repeat(np.arange(4, dtype=np.int64), 16)
+    np.testing.assert_array_equal(out, pid * 4294967296 + np.tile(np.arange(16), 4))
+
+
 def test_cuda_multiplies_in_long_long_by_a_long_long_literal():
     cuda = pipeline.compile_source(kernel_source(WIDE_OFFSETS), "kernel.py", "cuda",
                                    pipeline.Options(signature="*i64"))
