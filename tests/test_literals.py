@@ -202,3 +202,25 @@ def test_a_tree_ir_literal_of_thousands_of_digits_is_an_error_not_a_crash():
     assert ", 256)@9:15" in tree
     result = mytriton("lower", "-", stdin=tree.replace(", 256)@9:15", ", " + "9" * 4300 + ")@9:15"))
     assert_cli_error(result, "integer literal out of range: an integer of 4300 digits")
+
+
+def test_a_runtime_loop_step_beyond_i32_is_a_located_error():
+    source = kernel_source("""
+    @mytriton.jit
+    def k(out_ptr, n):
+        acc = 0
+        for i in range(0, n, 4294967296):
+            acc = acc + i
+        tl.store(out_ptr, acc)
+    """)
+    with pytest.raises(CompileError, match="the step of a runtime loop must fit i32") as err:
+        ssa_of(source)
+    assert err.value.loc.line == 7
+
+
+def test_verify_rejects_a_loop_step_beyond_i32():
+    text = ('kernel k(n: i32) @"a.py":1:1 {\n'
+            '  for %0 in range(0, n, 4294967296) @2:3 {\n'
+            '    yield @2:3\n  }\n}\n')
+    result = mytriton("verify", "-", stdin=text)
+    assert_cli_error(result, "invalid SSA: the loop step must fit i32, got 4294967296")

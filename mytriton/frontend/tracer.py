@@ -234,6 +234,8 @@ class Tracer:
             raise self.error("the step of a runtime loop must be a compile-time integer", step_node)
         if step <= 0:
             raise self.error(f"the step of a runtime loop must be positive, got {step}", step_node)
+        if step >= 2**31:  # the induction variable is i32
+            raise self.error(f"the step of a runtime loop must fit i32, got {_short(step)}", step_node)
         for bound, what in ((start, "start"), (stop, "stop")):
             if not (type(bound) is int or isinstance(bound, Expr)):
                 raise self.error(f"the loop {what} must be an integer, got {_describe(bound)}", call)

@@ -145,6 +145,8 @@ class Verifier:
             raise self.error("the loop step must be an integer constant", op)
         if step.value <= 0:
             raise self.error(f"the loop step must be positive, got {step.value}", op)
+        if step.value >= 2**31:  # the induction variable is i32
+            raise self.error(f"the loop step must fit i32, got {step.value}", op)
         if not body.args or body.args[0].type != I32:
             raise self.error("the induction variable must be i32", op)
         carried = body.args[1:]
