@@ -13,6 +13,7 @@ import pytest
 from conftest import SAMPLES
 from mytriton import pipeline
 from mytriton.backends.cuda import nvcc
+from mytriton.diagnostics import CompileError
 from mytriton.pipeline import Options
 
 pytestmark = pytest.mark.nvcc
@@ -120,3 +121,19 @@ def test_ptx_is_the_same_whatever_temporary_directory_nvcc_ran_in(tmp_path, relu
     assert builds[0] == builds[1]
     assert str(tmp_path) not in builds[0]
     assert f'"{nvcc.SOURCE_NAME}"' in builds[0]
+
+
+def test_a_full_temporary_directory_is_an_error_that_leaves_nothing_behind(tmp_path, cache, relu_cuda,
+                                                                         monkeypatch):
+    workdir = tmp_path / "tmp"
+    workdir.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(workdir))
+
+    def full_disk(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(nvcc.Path, "write_text", full_disk)
+    with pytest.raises(CompileError, match="cannot build with nvcc in a temporary directory: .*No space left"):
+        nvcc.compile_ptx(relu_cuda)
+    assert list(workdir.iterdir()) == []
+    assert not cache.exists() or list(cache.iterdir()) == []
