@@ -57,8 +57,9 @@ class Const:
     """A literal operand. Numbers are weakly typed: the op decides their type;
     an integer beyond i32 is i64 (as in Triton), so ``pid * 4294967296``
     computes in i64 instead of wrapping to 0. Readers and the tracer reject
-    integers beyond i64 before they become a ``Const``. Equal only to the same literal: ``1``, ``1.0`` and ``true`` differ, and so
-    do ``0.0`` and ``-0.0``."""
+    integers beyond i64 before they become a ``Const``. Equal only to the
+    same literal: ``1``, ``1.0`` and ``true`` differ, and so do ``0.0`` and
+    ``-0.0``."""
 
     value: bool | int | float
 
