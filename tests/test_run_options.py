@@ -173,3 +173,13 @@ def test_a_cu_header_that_is_no_object_or_unreadable_is_an_error(tmp_path, add_c
     cu.write_text(first_line + "\n" + add_cu.split("\n", 1)[1])
     result = run_add(tmp_path, "--backend", "interp", grid="4", file=str(cu))
     assert_refused(result, tmp_path, "malformed mytriton-kernel header")
+
+
+def test_an_out_dir_that_is_a_file_is_an_error_before_the_run(tmp_path):
+    target = tmp_path / "out"
+    target.write_text("not a directory")
+    result = run_add(tmp_path)
+    assert result.returncode == 1
+    assert f"error: --out-dir {target} exists and is not a directory" in result.stderr
+    assert "Traceback" not in result.stderr and "internal compiler error" not in result.stderr
+    assert target.read_text() == "not a directory"

@@ -263,6 +263,8 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pip
     if unknown:
         raise CompileError(f"--arg {sorted(unknown)[0]}: the kernel has no runtime parameter of that name "
                            f"(parameters: {', '.join(n for n, _ in params)})")
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise CompileError(f"--out-dir {out_dir} exists and is not a directory")
     if not 0 <= seed <= MAX_SEED:
         raise CompileError(f"--seed must be from 0 to {MAX_SEED}, got {seed}")
     rng = np.random.default_rng(seed)
@@ -292,11 +294,14 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pip
 
         run_kernel(kernel, grid, [values[n] for n, _ in params])
     lines = []
-    os.makedirs(out_dir, exist_ok=True)
-    for name in [n for n, _ in params if n in stores or n in generated]:
-        target = os.path.join(out_dir, f"{name}.npy")
-        np.save(target, values[name])
-        lines.append(f"wrote {target}")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        for name in [n for n, _ in params if n in stores or n in generated]:
+            target = os.path.join(out_dir, f"{name}.npy")
+            np.save(target, values[name])
+            lines.append(f"wrote {target}")
+    except OSError as err:
+        raise CompileError(f"--out-dir {out_dir}: cannot write: {err.strerror or err}") from None
     for expect in expects:
         name, reference = parse_arg(expect)
         if name not in values:
