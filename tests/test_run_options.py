@@ -75,7 +75,13 @@ def test_a_grid_expression_of_huge_length_is_an_error(tmp_path):
 
 def test_a_grid_with_largest_allowed_sizes_evaluates():
     assert eval_grid("2147483647, 65535, 65535", {}) == (2**31 - 1, 65535, 65535)
-    assert eval_grid("cdiv(n, 256), 0", {"n": 1000}) == (4, 0, 1)
+    assert eval_grid("cdiv(n, 256), 0", {"n": 1000}) == (4, 0)
+
+
+def test_an_error_in_a_one_dimensional_grid_names_the_program_by_one_index(tmp_path):
+    result = run_add(tmp_path, grid="2", n="300", x_ptr="rand:100")
+    assert_refused(result, tmp_path, "out-of-bounds load from 'x_ptr'")
+    assert "(in program 0 at tile element [100])" in result.stderr
 
 
 # ---- --arg and --seed -----------------------------------------------------------------------------

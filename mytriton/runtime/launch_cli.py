@@ -172,8 +172,8 @@ _GRID_VALUE_BOUND = 2**128
 
 
 def eval_grid(text: str, names: dict[str, Any]) -> tuple[int, ...]:
-    """The grid, three non-negative integers within CUDA's limits, from an
-    expression over integers and the integer arguments."""
+    """The grid, one to three non-negative integers within CUDA's limits,
+    from an expression over integers and the integer arguments."""
     def fail(message: str) -> CompileError:
         return CompileError(f"--grid '{text}': {message}")
 
@@ -220,7 +220,7 @@ def eval_grid(text: str, names: dict[str, Any]) -> tuple[int, ...]:
     for axis, (size, limit) in enumerate(zip(grid, MAX_GRID)):
         if not 0 <= size <= limit:
             raise fail(f"axis {axis} has {size} programs; it takes 0 to {limit} (CUDA's grid limits)")
-    return grid + (1,) * (3 - len(grid))
+    return grid  # as many axes as written: the interpreter names programs by them
 
 
 def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pipeline.Options,
