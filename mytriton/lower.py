@@ -9,6 +9,8 @@ reported at the kernel source line of the expression.
 """
 from __future__ import annotations
 
+import math
+
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Param, make_for
@@ -16,7 +18,11 @@ from mytriton.ir.tree import (
     Arg, Effect, Expr, ForRange, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
     TreeKernel, Yield,
 )
-from mytriton.types import I32, PointerType, Type, TypeRuleError, WeakType, concrete, element_of
+from mytriton.ir.text_common import format_literal
+from mytriton.types import (
+    BOOL, I32, PointerType, ScalarType, SharedType, Type, TypeRuleError, WeakType, concrete, element_of,
+    promote,
+)
 
 
 def operand_type(operand: Operand) -> Type | None:
@@ -34,6 +40,51 @@ def carried_type_fits(declared: Type, operand: Operand) -> bool:
         return not isinstance(e, PointerType) and not (t.kind == "float" and not e.is_float) \
             and declared == e
     return t == declared
+
+
+def _literal_target(op: Op, index: int) -> Type | None:
+    """The type the backends convert operand ``index`` of ``op`` to when it
+    is a literal (as ``backends/cuda/expressions.py`` and the interpreter do)."""
+    name = op.name
+    if name in ("for", "yield", "cast", "addptr", "copy_to_shared") and not (
+            name == "copy_to_shared" and index == 7):
+        return None  # checked on their own (loops, casts) or integer-only by their type rule
+    if name in opdefs.CMP_OPS:
+        a, b = (operand_type(o) for o in op.operands)
+        return concrete(promote(element_of(a), element_of(b))) if a is not None and b is not None else None
+    if (name == "where" and index == 0) or (name in ("load", "store") and index == (1 if name == "load" else 2)):
+        return BOOL
+    if name == "store":
+        ptr = element_of(operand_type(op.operands[0]))
+        return ptr.pointee if isinstance(ptr, PointerType) else None
+    if name == "copy_to_shared":
+        buffer = operand_type(op.operands[0])
+        return buffer.element if isinstance(buffer, SharedType) else None
+    if name == "full":
+        return op.attrs.get("dtype")
+    return element_of(op.results[0].type) if op.results else None
+
+
+def literal_conversion_error(op: Op) -> str | None:
+    """Why a literal operand of ``op`` has no value in the type it is
+    converted to, if one has none: a float literal that is infinite, NaN,
+    fractional or out of range where an integer is computed (``load %p, %m,
+    -inf : i64``). C leaves those conversions undefined and NumPy gives
+    garbage, so no back end may see them."""
+    for index, operand in enumerate(op.operands):
+        if not isinstance(operand, Const) or type(operand.value) is not float:
+            continue
+        value = operand.value
+        if op.name == "cast":  # truncation toward zero is the cast's meaning
+            target, whole = op.attrs.get("dtype"), True
+        else:
+            target, whole = _literal_target(op, index), math.isfinite(value) and value == math.trunc(value)
+        if not isinstance(target, ScalarType) or not target.is_int:
+            continue
+        low, high = target.int_range
+        if not (whole and math.isfinite(value) and low <= math.trunc(value) <= high):
+            return f"the literal {format_literal(value)} has no {target} value"
+    return None
 
 
 class Lowerer:
@@ -151,7 +202,11 @@ class Lowerer:
             result_types = opdef.infer([operand_type(o) for o in operands], attrs)
         except TypeRuleError as err:
             raise CompileError(str(err), node.loc) from None
-        op = self.block.append(Op(name, operands, result_types, attrs, node.loc))
+        op = Op(name, operands, result_types, attrs, node.loc)
+        problem = literal_conversion_error(op)
+        if problem is not None:
+            raise CompileError(problem, node.loc)
+        self.block.append(op)
         return op.results[0] if op.results else None
 
 

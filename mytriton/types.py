@@ -39,6 +39,11 @@ class ScalarType:
     def nbytes(self) -> int:
         return max(self.bits // 8, 1)
 
+    @property
+    def int_range(self) -> tuple[int, int]:
+        """The smallest and largest value of an integer type (two's complement)."""
+        return -2 ** (self.bits - 1), 2 ** (self.bits - 1) - 1
+
 
 BOOL = ScalarType("bool", "bool", 1)
 I32 = ScalarType("i32", "int", 32)
@@ -117,6 +122,17 @@ class WeakType:
 
 WEAK_INT = WeakType("int")
 WEAK_FLOAT = WeakType("float")
+
+
+def int_literal_type(value: int) -> "WeakType | ScalarType | None":
+    """The type of an integer literal, as Triton types one: a weak int if it
+    fits i32; i64 if it fits i64 (Triton takes u32 for [2**31, 2**32), which
+    we lack); None beyond i64 (no type holds it)."""
+    if -2**31 <= value < 2**31:
+        return WEAK_INT
+    if -2**63 <= value < 2**63:
+        return I64
+    return None
 
 Type = ScalarType | PointerType | BlockType | SharedType | WeakType
 

@@ -6,9 +6,14 @@ a NumPy array of shape ``(P, *shape(T))`` where ``P`` is the number of
 programs (scalars are ``(P,)``). Programs are numbered with grid axis 0
 fastest, as CUDA numbers blocks.
 
-Pointers are int64 byte addresses: each pointer argument's buffer gets its
-own base address, and ``load``/``store`` map an address back to a buffer,
-check that it is in bounds and aligned, then gather or scatter.
+Pointers are int64 words that cannot alias: a buffer id (1, 2, ... for the
+pointer arguments) in bits 40-61 and the byte offset into that buffer, biased
+by 2**39, in bits 0-39; bit 62 marks a *poisoned* pointer. ``addptr`` moves
+only the offset; one that leaves its window (no buffer is 2**39 bytes) poisons
+the pointer, which keeps its id and stays poisoned, so no offset can reach a
+neighbouring buffer. ``load``/``store`` read the buffer id and offset by
+shifts, check that the offset is in bounds and aligned (a poisoned pointer
+is out of bounds), then gather or scatter; masked-off lanes are never looked at.
 
 A runtime ``for`` loop whose bounds differ between programs runs as long as
 any program still iterates; an *active* mask of shape ``(P,)`` says which
@@ -51,8 +56,15 @@ _NUMPY_DTYPES: dict[ScalarType, np.dtype] = {
 }
 
 ADDRESS = np.dtype(np.int64)  # how pointer values are represented
-_BASE_SHIFT = 40  # buffer i starts at address (i + 1) << 40
-_HALF_GAP = 1 << (_BASE_SHIFT - 1)
+_ID_SHIFT = 40  # bits 0-39: the biased byte offset; bits 40-61: the buffer id
+_OFFSET_MASK = (1 << _ID_SHIFT) - 1
+_BIAS = 1 << (_ID_SHIFT - 1)  # byte offset 0 sits mid-window: offsets in [-2**39, 2**39)
+_ID_MASK = (1 << 22) - 1
+_POISON = 1 << 62  # set once an offset left its window; sticky
+MAX_BUFFER_BYTES = _BIAS - 1
+# An element offset of at least this size leaves every window even times one
+# byte, and times eight bytes it cannot overflow int64.
+_OFFSET_LIMIT = 1 << _ID_SHIFT
 
 
 def np_dtype(t: Type) -> np.dtype:
@@ -130,7 +142,7 @@ class _State:
         self.P = grid[0] * grid[1] * grid[2]
         self.env: dict[Value, np.ndarray] = {}
         self.buffers: list[_Buffer] = []
-        self.bases = np.zeros(0, dtype=ADDRESS)
+        self.sizes = np.zeros(1, dtype=np.int64)  # elements of buffer id i; id 0 is no buffer
 
     # -- arguments --
 
@@ -151,9 +163,14 @@ class _State:
             if not arg.flags.c_contiguous:
                 raise CompileError(f"parameter '{name}': the array must be C-contiguous "
                                    "(use np.ascontiguousarray and copy results back)", where)
-            base = (len(self.buffers) + 1) << _BASE_SHIFT
+            if arg.nbytes > MAX_BUFFER_BYTES:
+                raise CompileError(f"parameter '{name}': the interpreter addresses at most "
+                                   f"{MAX_BUFFER_BYTES} bytes per buffer, got {arg.nbytes}", where)
+            if len(self.buffers) >= _ID_MASK:
+                raise CompileError(f"parameter '{name}': too many buffers for the interpreter", where)
+            base = ((len(self.buffers) + 1) << _ID_SHIFT) | _BIAS
             self.buffers.append(_Buffer(name, base, arg.reshape(-1)))
-            self.bases = np.array([b.base for b in self.buffers], dtype=ADDRESS)
+            self.sizes = np.append(self.sizes, arg.size)
             self.env[param] = np.full(self.P, base, dtype=ADDRESS)
             return
         self.env[param] = np.full(self.P, _scalar_arg(name, t, arg, where), dtype=np_dtype(t))
@@ -390,7 +407,19 @@ def _addptr(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     assert isinstance(element, PointerType)
     rank = _rank(t)
     size = np_dtype(element.pointee).itemsize
-    return st.get(ptr, ADDRESS, rank) + st.get(offset, ADDRESS, rank) * size
+    return advance(st.get(ptr, ADDRESS, rank), st.get(offset, ADDRESS, rank), size)
+
+
+def advance(ptrs: Any, offsets: Any, itemsize: int) -> np.ndarray:
+    """``ptrs`` moved by ``offsets`` elements of ``itemsize`` bytes. A pointer
+    whose offset leaves its buffer's window is poisoned (and stays so): it
+    can never come back in bounds, nor reach another buffer."""
+    ptrs, offsets = np.broadcast_arrays(np.asarray(ptrs, ADDRESS), np.asarray(offsets, np.int64))
+    far = (offsets >= _OFFSET_LIMIT) | (offsets <= -_OFFSET_LIMIT)
+    moved = (ptrs & _OFFSET_MASK) + np.where(far, 0, offsets) * itemsize
+    poisoned = far | (moved < 0) | (moved > _OFFSET_MASK) | ((ptrs & _POISON) != 0)
+    kept = ptrs & ~_OFFSET_MASK
+    return np.where(poisoned, (kept | _POISON) & ~_OFFSET_MASK, kept | (moved & _OFFSET_MASK))
 
 
 # ---- memory ----------------------------------------------------------------------------------
@@ -398,33 +427,45 @@ def _addptr(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
 
 def _locate(st: _State, op: Op, what: str, ptrs: np.ndarray, enabled: np.ndarray,
             itemsize: int) -> tuple[np.ndarray, np.ndarray]:
-    """For the enabled lanes of ``ptrs``: the index of the buffer each points
-    into and the element index inside it. Raises on an address outside every
-    buffer, out of bounds or misaligned, naming the buffer and a program."""
+    """For the enabled lanes of ``ptrs``: the id of the buffer each points
+    into and the element index inside it. Raises on a pointer to no buffer,
+    out of bounds (poisoned included) or misaligned, naming the buffer and a
+    program. The id and offset are bit fields: no search."""
     addrs = ptrs[enabled]
-    nbuf = len(st.buffers)
-    # An address belongs to the buffer whose base is nearest (bases are far apart).
-    which = np.searchsorted(st.bases - _HALF_GAP, addrs, side="right") - 1
-    which = np.clip(which, 0, max(nbuf - 1, 0))
-    if nbuf == 0:
-        _fault(st, op, f"{what} through a pointer that addresses no buffer", ptrs, enabled,
-               np.ones(addrs.shape, dtype=bool))
-    offset = addrs - st.bases[which]
-    sizes = np.array([b.data.size for b in st.buffers], dtype=np.int64)[which]
-    misaligned = offset % itemsize != 0
+    which = (addrs >> _ID_SHIFT) & _ID_MASK
+    nowhere = (which == 0) | (which >= len(st.sizes))
+    if nowhere.any():
+        _fault(st, op, f"{what} through a pointer that addresses no buffer", ptrs, enabled, nowhere)
+    offset = (addrs & _OFFSET_MASK) - _BIAS
+    poisoned = (addrs & _POISON) != 0
+    misaligned = ~poisoned & (offset % itemsize != 0)
     elem = offset // itemsize
-    outside = (elem < 0) | (elem >= sizes)
+    outside = poisoned | (elem < 0) | (elem >= st.sizes[which])
     if misaligned.any():
         k = int(np.argmax(misaligned))
-        buf = st.buffers[int(which[k])]
+        buf = st.buffers[int(which[k]) - 1]
         _fault(st, op, f"misaligned {what} '{buf.name}': byte offset {int(offset[k])} is not a "
                        f"multiple of {itemsize}", ptrs, enabled, misaligned)
     if outside.any():
         k = int(np.argmax(outside))
-        buf = st.buffers[int(which[k])]
-        _fault(st, op, f"out-of-bounds {what} '{buf.name}': element offset {int(elem[k])} is "
-                       f"outside the buffer of {buf.data.size} element(s)", ptrs, enabled, outside)
+        buf = st.buffers[int(which[k]) - 1]
+        if poisoned[k]:
+            detail = "its offset left the buffer's address range in pointer arithmetic"
+        else:
+            detail = f"element offset {int(elem[k])} is outside the buffer of {buf.data.size} element(s)"
+        _fault(st, op, f"out-of-bounds {what} '{buf.name}': {detail}", ptrs, enabled, outside)
     return which, elem
+
+
+def _by_buffer(which: np.ndarray) -> list[tuple[int, Any]]:
+    """(buffer id, lane selection) pairs covering ``which``: one slice-free
+    pair in the usual case of a single buffer, else one mask per buffer."""
+    if which.size == 0:
+        return []
+    first = int(which[0])
+    if (which == first).all():
+        return [(first, slice(None))]
+    return [(int(b), which == b) for b in np.unique(which)]
 
 
 def _fault(st: _State, op: Op, message: str, ptrs: np.ndarray, enabled: np.ndarray,
@@ -472,9 +513,8 @@ def _gather(st: _State, op: Op, what: str, ptrs: np.ndarray, enabled: np.ndarray
     """The elements of ``dtype`` at the enabled lanes of ``ptrs``, bounds-checked."""
     which, elem = _locate(st, op, what, ptrs, enabled, dtype.itemsize)
     values = np.empty(elem.shape, dtype=dtype)
-    for b in np.unique(which):
-        sel = which == b
-        values[sel] = st.buffers[int(b)].data[elem[sel]]
+    for b, sel in _by_buffer(which):
+        values[sel] = st.buffers[b - 1].data[elem[sel]]
     return values
 
 
@@ -489,11 +529,10 @@ def _store(st: _State, op: Op, active: np.ndarray) -> None:
     dtype = np_dtype(_pointee(pt))
     values = np.broadcast_to(st.get(value, dtype, _rank(pt)), ptrs.shape)[enabled]
     which, elem = _locate(st, op, "store to", ptrs, enabled, dtype.itemsize)
-    for b in np.unique(which):
-        buf = st.buffers[int(b)]
+    for b, sel in _by_buffer(which):
+        buf = st.buffers[b - 1]
         if not buf.data.flags.writeable:
             raise CompileError(f"store to '{buf.name}': the array is read-only", op.loc)
-        sel = which == b
         buf.data[elem[sel]] = values[sel]
 
 
@@ -557,8 +596,8 @@ def _copy_to_shared(st: _State, op: Op, active: np.ndarray) -> None:
     enabled = np.broadcast_to(_lanes(active, 2), shape) & inside
     values = np.array(st.full(fill, BlockType((n_rows, n_cols), element)))
     if enabled.any():
-        offsets = (rows * scalar(row_stride) + cols) * tile.dtype.itemsize
-        ptrs = np.broadcast_to(st.get(base, ADDRESS, 2) + offsets, shape)
+        offsets = rows * scalar(row_stride) + cols
+        ptrs = np.broadcast_to(advance(st.get(base, ADDRESS, 2), offsets, tile.dtype.itemsize), shape)
         values[enabled] = _gather(st, op, "copy from", ptrs, enabled, tile.dtype)
     tile[active] = values[active]  # programs outside the loop's trip keep their tiles
 

@@ -20,7 +20,7 @@ from mytriton.ir.tree import (
     TreeKernel, Yield,
 )
 from mytriton.language import DTYPES
-from mytriton.types import ScalarType, Type
+from mytriton.types import ScalarType, Type, int_literal_type
 
 Number = bool | int | float
 
@@ -92,6 +92,14 @@ _TREE_COMPARE = {ast.Lt: "cmp_lt", ast.LtE: "cmp_le", ast.Gt: "cmp_gt", ast.GtE:
                  ast.Eq: "cmp_eq", ast.NotEq: "cmp_ne"}
 
 
+def _short(value: int) -> str:
+    """An integer for a message; a huge one by its size (str() of an integer
+    of thousands of digits raises in Python 3.11+)."""
+    if value.bit_length() <= 96:
+        return str(value)
+    return f"{'-' if value < 0 else ''}an integer of {value.bit_length()} bits"
+
+
 def is_number(value: Any) -> bool:
     return isinstance(value, (bool, int, float))
 
@@ -121,9 +129,18 @@ class Tracer:
         return expr
 
     def check_operand(self, value: Any, op: str, node: ast.AST) -> None:
-        if value is None or is_number(value) or isinstance(value, Expr):
+        if is_number(value):
+            self.check_literal(value, node)
+            return
+        if value is None or isinstance(value, Expr):
             return
         raise self.error(f"{_describe(value)} cannot be an operand of '{op}'", node)
+
+    def check_literal(self, value: Any, node: ast.AST) -> None:
+        """A Python number about to become a kernel literal: an integer must
+        fit i64 (a wider one would silently wrap in C and NumPy)."""
+        if type(value) is int and int_literal_type(value) is None:
+            raise self.error(f"integer literal out of range: {_short(value)} does not fit i64", node)
 
     def anchor(self, expr: Node) -> None:
         self.region.stmts.append(Let(expr))
@@ -217,6 +234,8 @@ class Tracer:
             raise self.error("the step of a runtime loop must be a compile-time integer", step_node)
         if step <= 0:
             raise self.error(f"the step of a runtime loop must be positive, got {step}", step_node)
+        if step >= 2**31:  # the induction variable is i32
+            raise self.error(f"the step of a runtime loop must fit i32, got {_short(step)}", step_node)
         for bound, what in ((start, "start"), (stop, "stop")):
             if not (type(bound) is int or isinstance(bound, Expr)):
                 raise self.error(f"the loop {what} must be an integer, got {_describe(bound)}", call)
@@ -231,9 +250,11 @@ class Tracer:
                 raise self.error(f"'{n}' holds {_describe(self.env[n])}, which a runtime loop cannot carry",
                                  assigned[n])
         for bound in (start, stop):
+            self.check_literal(bound, call)
             self.region.reference(bound)
         inputs = tuple(self.env[n] for n in carried)
-        for value in inputs:
+        for n, value in zip(carried, inputs):
+            self.check_literal(value, assigned[n])
             self.region.reference(value)
         body_region = Region(self.region)
         index = LoopIndex(hint=name)
@@ -250,6 +271,7 @@ class Tracer:
         for n, value in zip(carried, outputs):
             if not (is_number(value) or isinstance(value, Expr)):
                 raise self.error(f"'{n}' holds {_describe(value)} at the end of the loop body", assigned[n])
+            self.check_literal(value, assigned[n])
             body_region.reference(value)
         loc = self.loc(stmt)
         body_region.stmts.append(Yield(outputs, loc))

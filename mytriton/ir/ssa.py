@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from mytriton.diagnostics import Location
-from mytriton.types import BOOL, WEAK_FLOAT, WEAK_INT, Type
+from mytriton.types import BOOL, I64, WEAK_FLOAT, Type, int_literal_type
 
 
 class Value:
@@ -54,9 +54,12 @@ class BlockArg(Value):
 
 @dataclass(frozen=True, eq=False)
 class Const:
-    """A literal operand. Numbers are weakly typed: the op decides their type.
-    Equal only to the same literal: ``1``, ``1.0`` and ``true`` differ, and so
-    do ``0.0`` and ``-0.0``."""
+    """A literal operand. Numbers are weakly typed: the op decides their type;
+    an integer beyond i32 is i64 (as in Triton), so ``pid * 4294967296``
+    computes in i64 instead of wrapping to 0. Readers and the tracer reject
+    integers beyond i64 before they become a ``Const``. Equal only to the
+    same literal: ``1``, ``1.0`` and ``true`` differ, and so do ``0.0`` and
+    ``-0.0``."""
 
     value: bool | int | float
 
@@ -73,7 +76,9 @@ class Const:
     def type(self) -> Type:
         if isinstance(self.value, bool):
             return BOOL
-        return WEAK_INT if isinstance(self.value, int) else WEAK_FLOAT
+        if isinstance(self.value, int):
+            return int_literal_type(self.value) or I64
+        return WEAK_FLOAT
 
 
 Operand = Value | Const | None

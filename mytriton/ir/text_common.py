@@ -15,6 +15,12 @@ from mytriton.types import SCALARS, BlockType, PointerType, ScalarType, SharedTy
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _UNESCAPES = {escaped[1]: char for char, escaped in _ESCAPES.items()}
 
+# Bounds on integers read from IR text: literals are at most i64 (what the
+# tracer accepts); a dimension or a source position beyond i32 is no real one.
+_MAX_DIGITS = 20
+_MAX_DIM = 2**31 - 1
+_MAX_POSITION = 2**31 - 1
+
 # ---- printing -------------------------------------------------------------------
 
 
@@ -116,8 +122,21 @@ class TextReader:
             raise self.error("a block cannot hold blocks", tree)
         return t
 
-    def dim(self, text: str, where: Any = None) -> int:
+    def integer(self, text: str, where: Any, what: str, low: int, high: int) -> int:
+        """An integer token, within ``[low, high]``. Its digits are counted
+        before ``int()`` reads them: Python refuses integers of more than 4300
+        digits with a ValueError, and no bound here needs more than 20."""
+        digits = text.lstrip("-").lstrip("0")
+        if len(digits) > _MAX_DIGITS:
+            raise self.error(f"{what} out of range: an integer of {len(digits)} digits "
+                             f"(at most {high})", where)
         value = int(text)
+        if not low <= value <= high:
+            raise self.error(f"{what} out of range: {value} (from {low} to {high})", where)
+        return value
+
+    def dim(self, text: str, where: Any = None) -> int:
+        value = self.integer(str(text), where or text, "block dimension", -_MAX_DIM, _MAX_DIM)
         if value <= 0:
             raise self.error(f"block dimensions must be positive, got {value}", where or text)
         return value
@@ -125,7 +144,8 @@ class TextReader:
     def literal(self, tree: lark.Tree) -> bool | int | float:
         kind = rule(tree)
         if kind == "int_lit":
-            return int(tree.children[0])
+            token = tree.children[0]
+            return self.integer(str(token), token, "integer literal", -2**63, 2**63 - 1)
         if kind == "float_lit":
             return float(tree.children[0])
         return {"inf_lit": math.inf, "neg_inf_lit": -math.inf, "nan_lit": math.nan,
@@ -199,12 +219,15 @@ class TextReader:
         string, line, col = tree.children
         file = self.string(string)
         self.source_file = file
-        return Location(file, int(line), int(col))
+        return Location(file, self.position(line, "line"), self.position(col, "column"))
+
+    def position(self, token: lark.Token, what: str) -> int:
+        return self.integer(str(token), token, f"source {what}", 0, _MAX_POSITION)
 
     def loc(self, tree: lark.Tree | None) -> Location | None:
         if tree is None:
             return None
-        line, col = int(tree.children[0]), int(tree.children[1])
+        line, col = self.position(tree.children[0], "line"), self.position(tree.children[1], "column")
         if line == 0:
             return None
         return Location(self.source_file, line, col)

@@ -11,7 +11,9 @@ floats round to f32. A literal is weakly typed, so a value is replaced by one
 only where the user's type rule gives the same types as before; otherwise that
 use keeps the op. Not folded: division by zero, INT_MIN / -1, math functions
 (the device's libm decides those), pointers, blocks, and results other than
-i32, f32 and bool (no literal stands for them).
+i32, f32 and bool (no literal stands for them). An integer literal beyond i32
+is i64 (``mul %x, 4294967296 : i64``), so what it meets computes in i64 and is
+left alone rather than wrapped at 32 bits.
 """
 from __future__ import annotations
 
@@ -185,8 +187,8 @@ def _literal_fits(user: Op, index: int, c: Const) -> bool:
     if user.name == "yield":
         return carried_type_fits(for_carried(user.parent.parent)[index].type, c)
     if user.name == "for":
-        if index < 3:
-            return type(c.value) is int
+        if index < 3:  # bounds are i32: an integer literal beyond i32 is i64
+            return type(c.value) is int and concrete(c.type) == I32
         return carried_type_fits(for_carried(user)[index - 3].type, c)
     opdef = opdefs.lookup(user.name)
     if opdef is None:

@@ -52,7 +52,7 @@ from mytriton.ir.ssa import (
 )
 from mytriton.ir.text_common import format_literal
 from mytriton.target import SHARED_MEMORY_BUDGET
-from mytriton.types import I32, BlockType, PointerType, ScalarType, SharedType, shape_of
+from mytriton.types import I32, BlockType, PointerType, ScalarType, SharedType, concrete, shape_of
 
 
 # The fills that make a masked-off element contribute nothing to a dot.
@@ -290,8 +290,8 @@ def _orders(pair: list[Operand]) -> tuple[tuple[Operand, Operand], tuple[Operand
 
 
 def _is_i32_scalar(operand: Operand) -> bool:
-    if isinstance(operand, Const):
-        return type(operand.value) is int
+    if isinstance(operand, Const):  # an integer literal beyond i32 is i64
+        return type(operand.value) is int and concrete(operand.type) == I32
     return isinstance(operand, Value) and operand.type == I32
 
 

@@ -8,6 +8,8 @@
 - a loop's bounds are i32 scalars and its step a positive integer constant;
   its carried inputs, block arguments, yields and results agree in number and
   type; its body ends with ``yield``, and ``yield`` appears nowhere else;
+- a float literal meets an integer type only where it has a value there (no
+  ``load %p, %m, -inf : i64``);
 - kernel parameters are scalars or pointers;
 - shared buffers are allocated at the kernel's top level (never in a loop),
   each under its own name, and are operands only where an op expects one
@@ -21,7 +23,7 @@ from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import Block, Const, Kernel, Op, OpResult, Param, Value, defining_block, is_within, walk
 from mytriton.ir.ssa_text import op_text
-from mytriton.lower import carried_type_fits
+from mytriton.lower import carried_type_fits, literal_conversion_error
 from mytriton.types import I32, BlockType, SharedType, TypeRuleError, concrete
 
 
@@ -116,6 +118,9 @@ class Verifier:
             want = ", ".join(str(t) for t in expected) or "no result"
             got = ", ".join(str(t) for t in declared) or "no result"
             raise self.error(f"'{op.name}' declares {got} but its operands give {want}", op)
+        problem = literal_conversion_error(op)
+        if problem is not None:
+            raise self.error(problem, op)
 
     def allocation(self, op: Op, in_loop: bool) -> None:
         if in_loop:
@@ -140,6 +145,8 @@ class Verifier:
             raise self.error("the loop step must be an integer constant", op)
         if step.value <= 0:
             raise self.error(f"the loop step must be positive, got {step.value}", op)
+        if step.value >= 2**31:  # the induction variable is i32
+            raise self.error(f"the loop step must fit i32, got {step.value}", op)
         if not body.args or body.args[0].type != I32:
             raise self.error("the induction variable must be i32", op)
         carried = body.args[1:]

@@ -18,6 +18,13 @@ from mytriton import pipeline
 from mytriton.diagnostics import CompileError
 from mytriton.types import BOOL, F16, F32, I32, I64, PointerType, ScalarType, Type
 
+# Bounds on what the command line may ask for (named here until the lead
+# moves them to mytriton/limits.py).
+MAX_GENERATED_ELEMENTS = 1 << 28  # a generated array: 1 GiB of f32, as the largest benchmark
+MAX_GRID = (2**31 - 1, 65535, 65535)  # CUDA's grid limits per axis, applied on every backend
+MAX_GRID_TEXT = 1000  # characters of a --grid expression
+MAX_SEED = 2**64 - 1
+
 _DTYPES = {"f32": F32, "fp32": F32, "f16": F16, "fp16": F16, "i32": I32, "i64": I64, "bool": BOOL, "i1": BOOL}
 _GENERATORS = ("rand", "randn", "zeros", "ones", "arange")
 
@@ -44,13 +51,44 @@ def is_array_spec(spec: str) -> bool:
 
 def scalar_value(name: str, spec: str) -> int | float | bool:
     try:
-        value = ast.literal_eval(spec)
-    except (ValueError, SyntaxError):
+        value = ast.literal_eval(spec) if len(spec) <= 100 else None
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
         value = None
     if not isinstance(value, (int, float, bool)):
         raise CompileError(f"--arg {name}: '{spec}' is not a number, a .npy file or a generator "
                            f"({', '.join(g + ':N' for g in _GENERATORS)})")
     return value
+
+
+def check_scalar(name: str, value: int | float | bool, t: Type) -> int | float | bool:
+    """``value`` as an argument of scalar type ``t``: an integer type takes an
+    integer within its range, a float type any number."""
+    if isinstance(t, ScalarType) and t.is_int:
+        if isinstance(value, float):
+            raise CompileError(f"--arg {name}: the parameter is {t}, which takes an integer, got {value!r}")
+        low, high = t.int_range
+        if not low <= value <= high:
+            raise CompileError(f"--arg {name}: {value} is out of range for {t} ({low} to {high})")
+    if t == BOOL and value not in (0, 1):
+        raise CompileError(f"--arg {name}: the parameter is bool, got {value!r}")
+    return value
+
+
+def parse_shape(name: str, text: str) -> tuple[int, ...]:
+    """A generated array's shape, ``N`` or ``NxM...``: non-negative sizes
+    whose product is at most MAX_GENERATED_ELEMENTS."""
+    parts = text.split("x")
+    if len(parts) > 8 or not all(p.isdigit() and len(p) <= 12 for p in parts):
+        raise CompileError(f"--arg {name}: bad size '{text}' (use N or NxM with sizes from 0 "
+                           f"to {MAX_GENERATED_ELEMENTS})")
+    shape = tuple(int(p) for p in parts)
+    count = 1
+    for d in shape:
+        count *= d
+    if count > MAX_GENERATED_ELEMENTS:
+        raise CompileError(f"--arg {name}: '{text}' is {count} elements; 'run' generates at most "
+                           f"{MAX_GENERATED_ELEMENTS}")
+    return shape
 
 
 def make_array(name: str, spec: str, pointee: ScalarType | None, rng: Any) -> tuple[Any, bool]:
@@ -66,10 +104,11 @@ def make_array(name: str, spec: str, pointee: ScalarType | None, rng: Any) -> tu
     kind, *rest = spec.split(":")
     if not rest:
         raise CompileError(f"--arg {name}: '{spec}' needs a size, e.g. {kind}:1024")
-    try:
-        shape = tuple(int(d) for d in rest[0].split("x"))
-    except ValueError:
-        raise CompileError(f"--arg {name}: bad size '{rest[0]}' (use N or NxM)") from None
+    if kind not in _GENERATORS:
+        raise CompileError(f"--arg {name}: unknown generator '{kind}' (use {', '.join(_GENERATORS)})")
+    if len(rest) > 2:
+        raise CompileError(f"--arg {name}: '{spec}' has too many parts (use KIND:SHAPE or KIND:SHAPE:DTYPE)")
+    shape = parse_shape(name, rest[0])
     dtype_name = rest[1] if len(rest) > 1 else None
     element = _DTYPES.get(dtype_name) if dtype_name else (pointee or F32)
     if element is None:
@@ -109,37 +148,79 @@ def arg_types_from_specs(runtime: list[str], specs: dict[str, str]) -> list[Type
             types.append(PointerType(_DTYPES.get(parts[2], F32) if len(parts) > 2 else F32))
         else:
             value = scalar_value(name, spec)
-            types.append(BOOL if isinstance(value, bool) else I32 if isinstance(value, int) else F32)
+            types.append(BOOL if isinstance(value, bool) else _int_type(name, value) if isinstance(value, int)
+                         else F32)
     return types
+
+
+def _int_type(name: str, value: int) -> ScalarType:
+    """i32, or i64 for an integer beyond i32, as Triton specialises a Python int."""
+    if -2**31 <= value < 2**31:
+        return I32
+    if -2**63 <= value < 2**63:
+        return I64
+    raise CompileError(f"--arg {name}: {value} does not fit i64")
 
 
 _GRID_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
              ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
 _GRID_FUNCS = {"cdiv": lambda a, b: -(-a // b), "max": max, "min": min}
+_GRID_ARITY = {"cdiv": (2, 2), "max": (2, 8), "min": (2, 8)}
+# Intermediate values beyond this cannot make a valid grid; bounding them
+# keeps a product of products from growing without end.
+_GRID_VALUE_BOUND = 2**128
 
 
 def eval_grid(text: str, names: dict[str, Any]) -> tuple[int, ...]:
+    """The grid, one to three non-negative integers within CUDA's limits,
+    from an expression over integers and the integer arguments."""
+    def fail(message: str) -> CompileError:
+        return CompileError(f"--grid '{text}': {message}")
+
     def value(node: ast.AST) -> int:
         if isinstance(node, ast.Constant) and type(node.value) is int:
-            return node.value
-        if isinstance(node, ast.Name) and node.id in names and type(names[node.id]) is int:
-            return names[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in _GRID_OPS:
-            return _GRID_OPS[type(node.op)](value(node.left), value(node.right))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _GRID_FUNCS:
-            return _GRID_FUNCS[node.func.id](*(value(a) for a in node.args))
-        raise CompileError(f"--grid '{text}': cannot evaluate '{ast.unparse(node)}' "
-                           "(integers, integer arguments, + - * // %, cdiv, min, max)")
+            result = node.value
+        elif isinstance(node, ast.Name) and node.id in names and type(names[node.id]) is int:
+            result = names[node.id]
+        elif isinstance(node, ast.BinOp) and type(node.op) in _GRID_OPS:
+            left, right = value(node.left), value(node.right)
+            if right == 0 and type(node.op) in (ast.FloorDiv, ast.Mod):
+                raise fail(f"division by zero in '{ast.unparse(node)}'")
+            result = _GRID_OPS[type(node.op)](left, right)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _GRID_FUNCS \
+                and not node.keywords:
+            low, high = _GRID_ARITY[node.func.id]
+            if not low <= len(node.args) <= high:
+                raise fail(f"{node.func.id} takes {low if low == high else f'{low} to {high}'} "
+                           f"arguments, got {len(node.args)}")
+            args = [value(a) for a in node.args]
+            if node.func.id == "cdiv" and args[1] == 0:
+                raise fail(f"division by zero in '{ast.unparse(node)}'")
+            result = _GRID_FUNCS[node.func.id](*args)
+        else:
+            raise fail(f"cannot evaluate '{ast.unparse(node)}' "
+                       "(integers, integer arguments, + - * // %, cdiv, min, max)")
+        if abs(result) > _GRID_VALUE_BOUND:
+            raise fail(f"'{ast.unparse(node)}' is far beyond any grid size")
+        return result
 
+    if len(text) > MAX_GRID_TEXT:
+        raise CompileError(f"--grid: the expression is {len(text)} characters long (at most {MAX_GRID_TEXT})")
     try:
         tree = ast.parse(text, mode="eval").body
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         raise CompileError(f"--grid '{text}' is not an expression") from None
     items = tree.elts if isinstance(tree, ast.Tuple) else [tree]
-    grid = tuple(value(item) for item in items)
-    if not 1 <= len(grid) <= 3:
-        raise CompileError(f"--grid has one to three dimensions, got {len(grid)}")
-    return grid + (1,) * (3 - len(grid))
+    if not 1 <= len(items) <= 3:
+        raise CompileError(f"--grid has one to three dimensions, got {len(items)}")
+    try:
+        grid = tuple(value(item) for item in items)
+    except RecursionError:
+        raise fail("the expression is nested too deeply") from None
+    for axis, (size, limit) in enumerate(zip(grid, MAX_GRID)):
+        if not 0 <= size <= limit:
+            raise fail(f"axis {axis} has {size} programs; it takes 0 to {limit} (CUDA's grid limits)")
+    return grid  # as many axes as written: the interpreter names programs by them
 
 
 def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pipeline.Options,
@@ -182,6 +263,10 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pip
     if unknown:
         raise CompileError(f"--arg {sorted(unknown)[0]}: the kernel has no runtime parameter of that name "
                            f"(parameters: {', '.join(n for n, _ in params)})")
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise CompileError(f"--out-dir {out_dir} exists and is not a directory")
+    if not 0 <= seed <= MAX_SEED:
+        raise CompileError(f"--seed must be from 0 to {MAX_SEED}, got {seed}")
     rng = np.random.default_rng(seed)
     values: dict[str, Any] = {}
     generated: list[str] = []
@@ -193,7 +278,7 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pip
             if made:
                 generated.append(name)
         else:
-            values[name] = scalar_value(name, specs[name])
+            values[name] = check_scalar(name, scalar_value(name, specs[name]), t)
     grid = eval_grid(grid_text, {**constexprs, **values})
     chosen = select_backend(backend)
     if chosen == "cuda":
@@ -209,11 +294,14 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pip
 
         run_kernel(kernel, grid, [values[n] for n, _ in params])
     lines = []
-    os.makedirs(out_dir, exist_ok=True)
-    for name in [n for n, _ in params if n in stores or n in generated]:
-        target = os.path.join(out_dir, f"{name}.npy")
-        np.save(target, values[name])
-        lines.append(f"wrote {target}")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        for name in [n for n, _ in params if n in stores or n in generated]:
+            target = os.path.join(out_dir, f"{name}.npy")
+            np.save(target, values[name])
+            lines.append(f"wrote {target}")
+    except OSError as err:
+        raise CompileError(f"--out-dir {out_dir}: cannot write: {err.strerror or err}") from None
     for expect in expects:
         name, reference = parse_arg(expect)
         if name not in values:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+from mytriton.diagnostics import CompileError
+
 from mytriton.types import BF16, BOOL, F16, F32, I32, I64, PointerType, ScalarType, Type, element_of
 
 _SCALARS = {BOOL: "bool", I32: "int", I64: "long long", F32: "float", F16: "__half", BF16: "__nv_bfloat16"}
@@ -21,16 +23,23 @@ def c_element(t: Type) -> str:
 
 
 def c_literal(value: bool | int | float, t: ScalarType) -> str:
-    """A literal of type ``t`` (the op's computation type)."""
+    """A literal of type ``t`` (the op's computation type). An integer wraps
+    to ``t``'s width, as the interpreter's conversion does; a float becomes an
+    integer by truncation, and one with no integer value (inf, nan, out of
+    range) is an error: the verifier reports it first, at the op."""
     if t == BOOL:
         return "true" if value else "false"
     if t.is_int:
         if isinstance(value, float):
-            value = int(value)
-        value = int(value)
-        if t == I64:
-            return "(-9223372036854775807LL - 1)" if value == -2**63 else f"{value}LL"
-        return "(-2147483647 - 1)" if value == -2**31 else str(value)
+            low, high = t.int_range
+            if not math.isfinite(value) or not low <= math.trunc(value) <= high:
+                raise CompileError(f"the literal {value!r} has no {t} value")
+            value = math.trunc(value)
+        low, _ = t.int_range
+        value = (int(value) - low) % 2**t.bits + low
+        if value == low:  # -2147483648 in C is the negation of an unsigned-sized literal
+            return f"({value + 1}{'LL' if t == I64 else ''} - 1)"
+        return f"{value}LL" if t == I64 else str(value)
     v = float(value)
     if math.isnan(v):
         text = "NAN"

@@ -479,17 +479,65 @@ def emit_cuda(kernel: Kernel, num_warps: int = 4) -> str:
 
 
 def read_header(source: str, file: str = "<cuda>") -> dict:
-    """The launch facts a ``.cu`` file from ``emit-cuda`` carries on its first line."""
+    """The launch facts a ``.cu`` file from ``emit-cuda`` carries on its first
+    line, checked: a kernel name, parameters as [name, type] pairs of scalar
+    or pointer types, the stored parameters' names, threads per block."""
     first = source.split("\n", 1)[0]
+    where = Location(file, 1, 1)
     if not first.startswith(HEADER_PREFIX):
         raise CompileError("not a mytriton CUDA file: the first line must be the "
-                           f"'{HEADER_PREFIX.strip()}' header that emit-cuda writes", Location(file, 1, 1))
+                           f"'{HEADER_PREFIX.strip()}' header that emit-cuda writes", where)
     try:
         header = json.loads(first[len(HEADER_PREFIX):])
     except json.JSONDecodeError as err:
         raise CompileError(f"malformed mytriton-kernel header: {err.msg}",
                            Location(file, 1, len(HEADER_PREFIX) + err.pos + 1)) from None
+    except (ValueError, RecursionError):  # an integer of thousands of digits, nesting too deep
+        raise CompileError("malformed mytriton-kernel header: a value is too large or too deeply nested",
+                           where) from None
+    if not isinstance(header, dict):
+        raise CompileError("malformed mytriton-kernel header: expected a JSON object", where)
     for key in ("kernel", "params", "threads", "stores"):
         if key not in header:
-            raise CompileError(f"the mytriton-kernel header lacks '{key}'", Location(file, 1, 1))
+            raise CompileError(f"the mytriton-kernel header lacks '{key}'", where)
+    _check_header(header, where)
     return header
+
+
+def _check_header(header: dict, where: Location) -> None:
+    from mytriton.ir.text_common import parse_type
+    from mytriton.types import PointerType as Pointer, ScalarType as Scalar
+
+    def bad(message: str) -> CompileError:
+        return CompileError(f"malformed mytriton-kernel header: {message}", where)
+
+    kernel, params, threads, stores = (header[k] for k in ("kernel", "params", "threads", "stores"))
+    if not isinstance(kernel, str) or not kernel.isidentifier():
+        raise bad(f"'kernel' must be a C identifier, got {json.dumps(kernel)[:80]}")
+    if not isinstance(params, list):
+        raise bad("'params' must be a list of [name, type] pairs")
+    names: set[str] = set()
+    for param in params:
+        if not (isinstance(param, list) and len(param) == 2 and all(isinstance(x, str) for x in param)):
+            raise bad(f"'params' must be a list of [name, type] pairs, got {json.dumps(param)[:80]}")
+        name, text = param
+        if not name.isidentifier() or name in names:
+            raise bad(f"parameter name {json.dumps(name)[:80]} is not a new C identifier")
+        names.add(name)
+        try:
+            t = parse_type(text, "<header>")
+        except CompileError:
+            t = None
+        if not isinstance(t, (Scalar, Pointer)):
+            raise bad(f"parameter '{name}' has type {json.dumps(text)[:80]}, not a scalar or pointer type")
+    if type(threads) is not int or not 1 <= threads <= 1024:
+        raise bad(f"'threads' must be an integer from 1 to 1024, got {json.dumps(threads)[:80]}")
+    if not isinstance(stores, list) or not all(isinstance(x, str) for x in stores):
+        raise bad("'stores' must be a list of parameter names")
+    for name in stores:
+        if name not in names:
+            raise bad(f"'stores' names {json.dumps(name)[:80]}, which is not a parameter")
+    constexprs = header.get("constexprs", {})
+    if not isinstance(constexprs, dict) or not all(
+            isinstance(v, (bool, int, float, str)) for v in constexprs.values()):
+        raise bad("'constexprs' must map names to numbers or dtype names")

@@ -65,7 +65,8 @@ def render(op: Op, args: list[Arg]) -> str:
         return f"({as_type(ptr, element)} + {as_type(offset, offset_t)})"
     if name == "cast":
         (x,) = args
-        source = x.type if isinstance(x, CValue) else op.attrs["dtype"]
+        # A literal converts from its own type (i32, i64 or f32), as in the interpreter.
+        source = x.type if isinstance(x, CValue) else concrete(x.type)
         return c_cast(as_type(x, source), source, op.attrs["dtype"])
     if name == "where":
         cond, a, b = args

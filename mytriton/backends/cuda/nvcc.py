@@ -2,9 +2,21 @@
 
 The cache lives in ``$MYTRITON_CACHE_DIR`` (default ``~/.cache/mytriton``);
 a second build of the same CUDA source with the same nvcc skips nvcc.
+
+An entry is a header line (magic, length, SHA-256 of the payload) and the
+payload. An entry that fails the check (truncated, empty, overwritten) is
+treated as missing: nvcc runs again and the entry is rewritten. Entries are
+written to a ``*.partial`` file in the cache directory and renamed into place,
+so a reader never sees half an entry; a failed write (a full disk) removes its
+partial file and only costs time.
+
+Builds are reproducible: nvcc runs in a fresh temporary directory, but the
+source starts with a ``#line`` directive naming a fixed file, so
+``-lineinfo`` records that name and not the temporary path.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -16,6 +28,10 @@ from pathlib import Path
 from mytriton.diagnostics import CompileError
 
 VERSION = "mytriton-0.1"
+_MAGIC = b"mytriton-cache-1"
+# The file name -lineinfo records (an absolute one: nvcc would prefix a
+# relative one with its working directory, a random temporary path).
+SOURCE_NAME = "/mytriton/kernel.cu"
 
 
 def cache_dir() -> Path:
@@ -50,30 +66,76 @@ def build(source: str, arch: str, kind: str) -> bytes:
     key_text = "\n".join([VERSION, nvcc_version(nvcc), kind, *options, source])
     key = hashlib.sha256(key_text.encode()).hexdigest()
     cached = cache_dir() / f"{key}.{kind}"
-    if cached.exists():
-        return cached.read_bytes()
-    with tempfile.TemporaryDirectory(prefix="mytriton-") as tmp:
-        src = Path(tmp) / "kernel.cu"
-        out = Path(tmp) / f"kernel.{kind}"
-        src.write_text(source)
-        cmd = [nvcc, f"--{kind}", *options, "-o", str(out), str(src)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise CompileError(f"nvcc failed ({' '.join(cmd[1:-3])}):\n{proc.stderr.strip()}")
-        data = out.read_bytes()
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        fd, partial = tempfile.mkstemp(dir=cached.parent, suffix=".partial")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(partial, cached)
-    except OSError:
-        pass  # an unwritable cache only costs time
+    data = read_entry(cached)
+    if data is not None:
+        return data
+    data = run_nvcc(nvcc, source, kind, options)
+    write_entry(cached, data)
     return data
 
 
+def run_nvcc(nvcc: str, source: str, kind: str, options: list[str]) -> bytes:
+    try:
+        with tempfile.TemporaryDirectory(prefix="mytriton-") as tmp:
+            src = Path(tmp) / "kernel.cu"
+            out = Path(tmp) / f"kernel.{kind}"
+            src.write_text(f'#line 1 "{SOURCE_NAME}"\n{source}')
+            cmd = [nvcc, f"--{kind}", *options, "-o", str(out), str(src)]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise CompileError(f"nvcc failed ({' '.join(cmd[1:-3])}):\n{proc.stderr.strip()}")
+            return out.read_bytes()
+    except OSError as err:
+        raise CompileError(f"cannot build with nvcc in a temporary directory: {err}") from None
+
+
+def pack_entry(data: bytes) -> bytes:
+    return b"%s %d %s\n" % (_MAGIC, len(data), hashlib.sha256(data).hexdigest().encode()) + data
+
+
+def unpack_entry(blob: bytes) -> bytes | None:
+    """The payload of a cache entry, or None if the entry is not whole."""
+    header, newline, data = blob.partition(b"\n")
+    fields = header.split(b" ")
+    if not newline or len(fields) != 3 or fields[0] != _MAGIC or not fields[1].isdigit():
+        return None
+    if int(fields[1]) != len(data) or hashlib.sha256(data).hexdigest().encode() != fields[2]:
+        return None
+    return data
+
+
+def read_entry(path: Path) -> bytes | None:
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return None
+    return unpack_entry(blob)
+
+
+def write_entry(path: Path, data: bytes) -> None:
+    """Write a cache entry atomically; on any failure leave no partial file."""
+    partial = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, partial = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".partial")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(pack_entry(data))
+        os.replace(partial, path)
+        partial = None
+    except OSError:
+        return  # an unwritable cache only costs time
+    finally:
+        if partial is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(partial)
+
+
 def compile_ptx(source: str, arch: str = "sm_90") -> str:
-    return build(source, arch, "ptx").decode()
+    data = build(source, arch, "ptx")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CompileError("nvcc produced PTX that is not text") from None
 
 
 def compile_cubin(source: str, arch: str = "sm_90") -> bytes:

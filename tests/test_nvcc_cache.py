@@ -1,0 +1,139 @@
+"""The nvcc cache checks what it reads and writes whole entries only: a
+truncated, empty or overwritten entry is rebuilt and rewritten, a failed
+write leaves no partial file, and PTX does not depend on where nvcc ran."""
+from __future__ import annotations
+
+import errno
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLES
+from mytriton import pipeline
+from mytriton.backends.cuda import nvcc
+from mytriton.diagnostics import CompileError
+from mytriton.pipeline import Options
+
+pytestmark = pytest.mark.nvcc
+
+
+@pytest.fixture(scope="module")
+def relu_cuda() -> str:
+    source = (SAMPLES / "relu.py").read_text()
+    return pipeline.compile_source(source, "samples/relu.py", "cuda", Options())
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("MYTRITON_CACHE_DIR", str(directory))
+    return directory
+
+
+@pytest.fixture
+def nvcc_builds(monkeypatch):
+    """The nvcc builds (not version queries) started from now on."""
+    calls: list[list[str]] = []
+    real_run = subprocess.run
+
+    def counting_run(cmd, *args, **kwargs):
+        if "--version" not in cmd:
+            calls.append(list(cmd))
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(nvcc.subprocess, "run", counting_run)
+    return calls
+
+
+def entry(cache) -> Path:
+    """The one entry of ``cache``."""
+    (path,) = cache.iterdir()
+    return path
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "binary", "payload changed"])
+def test_a_damaged_entry_is_rebuilt_and_rewritten(cache, nvcc_builds, relu_cuda, damage):
+    ptx = nvcc.compile_ptx(relu_cuda)
+    path = entry(cache)
+    whole = path.read_bytes()
+    path.write_bytes({
+        "truncated": whole[:len(whole) // 2],
+        "empty": b"",
+        "binary": bytes(range(256)) * 4,
+        "payload changed": whole.replace(b".entry", b".entrx"),
+    }[damage])
+    builds = len(nvcc_builds)
+    assert nvcc.compile_ptx(relu_cuda) == ptx
+    assert len(nvcc_builds) == builds + 1
+    assert path.read_bytes() == whole
+
+
+def test_a_whole_entry_is_read_without_nvcc(cache, nvcc_builds, relu_cuda):
+    ptx = nvcc.compile_ptx(relu_cuda)
+    builds = len(nvcc_builds)
+    assert nvcc.compile_ptx(relu_cuda) == ptx
+    assert len(nvcc_builds) == builds
+
+
+def test_an_entry_records_length_and_checksum():
+    packed = nvcc.pack_entry(b"payload")
+    assert nvcc.unpack_entry(packed) == b"payload"
+    assert nvcc.unpack_entry(packed[:-1]) is None
+    assert nvcc.unpack_entry(packed + b"x") is None
+    assert nvcc.unpack_entry(packed[:-1] + b"P") is None
+
+
+class _FullDisk:
+    """A file whose writes store a few bytes, then fail as a full disk does."""
+
+    def __init__(self, handle) -> None:
+        self.handle = handle
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.handle.close()
+
+    def write(self, data: bytes) -> int:
+        self.handle.write(data[:10])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_leaves_no_partial_file_and_still_returns_the_build(cache, relu_cuda, monkeypatch):
+    real_fdopen = nvcc.os.fdopen
+    monkeypatch.setattr(nvcc.os, "fdopen", lambda fd, mode: _FullDisk(real_fdopen(fd, mode)))
+    ptx = nvcc.compile_ptx(relu_cuda)
+    assert ".entry relu_kernel(" in ptx
+    assert list(cache.iterdir()) == []
+
+
+def test_ptx_is_the_same_whatever_temporary_directory_nvcc_ran_in(tmp_path, relu_cuda, monkeypatch):
+    builds = []
+    for name in ("first", "second"):
+        workdir = tmp_path / name
+        workdir.mkdir()
+        monkeypatch.setenv("MYTRITON_CACHE_DIR", str(tmp_path / f"cache-{name}"))
+        monkeypatch.setattr(tempfile, "tempdir", str(workdir))
+        builds.append(nvcc.compile_ptx(relu_cuda))
+    assert builds[0] == builds[1]
+    assert str(tmp_path) not in builds[0]
+    assert f'"{nvcc.SOURCE_NAME}"' in builds[0]
+
+
+def test_a_full_temporary_directory_is_an_error_that_leaves_nothing_behind(tmp_path, cache, relu_cuda,
+                                                                         monkeypatch):
+    workdir = tmp_path / "tmp"
+    workdir.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(workdir))
+
+    def full_disk(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(nvcc.Path, "write_text", full_disk)
+    with pytest.raises(CompileError, match="cannot build with nvcc in a temporary directory: .*No space left"):
+        nvcc.compile_ptx(relu_cuda)
+    assert list(workdir.iterdir()) == []
+    assert not cache.exists() or list(cache.iterdir()) == []
