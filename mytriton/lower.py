@@ -67,22 +67,20 @@ def _literal_target(op: Op, index: int) -> Type | None:
 
 def literal_conversion_error(op: Op) -> str | None:
     """Why a literal operand of ``op`` has no value in the type it is
-    converted to, if one has none: a float literal that is infinite, NaN,
-    fractional or out of range where an integer is computed (``load %p, %m,
-    -inf : i64``). C leaves those conversions undefined and NumPy gives
-    garbage, so no back end may see them."""
+    converted to, if one has none: a float literal that is infinite, NaN or
+    out of range where an integer is computed (``load %p, %m, -inf : i64``).
+    C leaves those conversions undefined and NumPy gives garbage, so no back
+    end may see them. A fraction truncates toward zero, as Triton's cast does
+    (``tl.store(int_ptr, 2.5)`` stores 2)."""
     for index, operand in enumerate(op.operands):
         if not isinstance(operand, Const) or type(operand.value) is not float:
             continue
         value = operand.value
-        if op.name == "cast":  # truncation toward zero is the cast's meaning
-            target, whole = op.attrs.get("dtype"), True
-        else:
-            target, whole = _literal_target(op, index), math.isfinite(value) and value == math.trunc(value)
+        target = op.attrs.get("dtype") if op.name == "cast" else _literal_target(op, index)
         if not isinstance(target, ScalarType) or not target.is_int:
             continue
         low, high = target.int_range
-        if not (whole and math.isfinite(value) and low <= math.trunc(value) <= high):
+        if not (math.isfinite(value) and low <= math.trunc(value) <= high):
             return f"the literal {format_literal(value)} has no {target} value"
     return None
 
