@@ -38,10 +38,13 @@ def grammar_dir() -> Path:
 
 @functools.lru_cache(maxsize=None)
 def parser(name: str, start: str = "start") -> lark.Lark:
+    """Each grammar's parser, built once per process. Never with Lark's
+    ``cache=``: that unpickles a file of a predictable name in the shared
+    temporary directory, so whoever can write there could run code here.
+    Building costs about 0.2 s per grammar, once."""
     path = grammar_dir() / f"{name}.lark"
     return lark.Lark.open(
-        str(path), parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True,
-        start=start,
+        str(path), parser="lalr", propagate_positions=True, maybe_placeholders=True, start=start,
     )
 
 
