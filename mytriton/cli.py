@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import tempfile
 import traceback
 from typing import Any, Callable
 
@@ -18,6 +17,7 @@ import click
 
 from mytriton import pipeline
 from mytriton.diagnostics import CompileError
+from mytriton.output_files import write_output as write_file
 
 # ---- input, output, errors --------------------------------------------------------------
 
@@ -33,7 +33,8 @@ def read_input(path: str) -> tuple[str, str]:
 
 
 def write_output(path: str, data: str | bytes) -> None:
-    """Write all of ``data`` or nothing: a temporary file renamed into place."""
+    """Write all of ``data`` to stdout (``-``) or ``path``, or nothing
+    (mytriton/output_files.py: what is replaced and what is written in place)."""
     if path == "-":
         if isinstance(data, bytes):
             sys.stdout.buffer.write(data)
@@ -41,19 +42,7 @@ def write_output(path: str, data: str | bytes) -> None:
             sys.stdout.write(data)
         sys.stdout.flush()
         return
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, partial = tempfile.mkstemp(dir=directory, prefix=".mytriton-", suffix=".partial")
-    except OSError as err:
-        raise CompileError(f"cannot write {path}: {err.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data.encode() if isinstance(data, str) else data)
-        os.replace(partial, path)
-    except BaseException:
-        if os.path.exists(partial):
-            os.unlink(partial)
-        raise
+    write_file(path, data)
 
 
 def reports_errors(fn: Callable[..., None]) -> Callable[..., None]:

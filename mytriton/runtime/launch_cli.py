@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import ast
 import operator
-import os
 from typing import Any
 
 from mytriton import pipeline
 from mytriton.diagnostics import CompileError
+from mytriton.output_files import prepare_directory, replace_in_directory
 from mytriton.types import BOOL, F16, F32, I32, I64, PointerType, ScalarType, Type
 
 _DTYPES = {"f32": F32, "fp32": F32, "f16": F16, "fp16": F16, "i32": I32, "i64": I64, "bool": BOOL, "i1": BOOL}
@@ -209,10 +209,11 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pip
 
         run_kernel(kernel, grid, [values[n] for n, _ in params])
     lines = []
-    os.makedirs(out_dir, exist_ok=True)
+    prepare_directory(out_dir, "--out-dir")
     for name in [n for n, _ in params if n in stores or n in generated]:
-        target = os.path.join(out_dir, f"{name}.npy")
-        np.save(target, values[name])
+        # Atomically, replacing (never following) whatever has the name there.
+        target = replace_in_directory(out_dir, f"{name}.npy",
+                                      lambda handle, array=values[name]: np.save(handle, array))
         lines.append(f"wrote {target}")
     for expect in expects:
         name, reference = parse_arg(expect)
