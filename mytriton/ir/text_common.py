@@ -7,7 +7,7 @@ from typing import Any
 
 import lark
 
-from mytriton.diagnostics import CompileError, Location
+from mytriton.diagnostics import DIGEST_LENGTH, SOURCES, CompileError, Location, is_digest
 from mytriton.ir.grammar import node_loc, parse_text, rule
 from mytriton.types import SCALARS, BlockType, PointerType, ScalarType, SharedType, Type
 
@@ -52,12 +52,15 @@ def format_attr(value: Any) -> str:
 
 
 def format_header(keyword: str, name: str, params: list[tuple[str, Type]],
-                  constexprs: dict[str, Any], loc: Location) -> str:
+                  constexprs: dict[str, Any], loc: Location, digest: str | None = None) -> str:
     plist = ", ".join(f"{pname}: {ptype}" for pname, ptype in params)
     text = f"{keyword} {name}({plist})"
     if constexprs:
         text += " constexpr(" + ", ".join(f"{k} = {format_attr(v)}" for k, v in constexprs.items()) + ")"
-    return f"{text} @{format_string(loc.file)}:{loc.line}:{loc.col} {{"
+    text += f" @{format_string(loc.file)}:{loc.line}:{loc.col}"
+    if digest is not None:
+        text += f" sha256={format_string(digest)}"
+    return text + " {"
 
 
 def format_loc(loc: Location | None) -> str:
@@ -76,6 +79,7 @@ class TextReader:
     def __init__(self, file: str) -> None:
         self.file = file  # the IR text's own name, for syntax-level errors
         self.source_file = file  # the kernel source, named by the header
+        self.source_digest: str | None = None  # of the source's text, when the header gives it
 
     def error(self, message: str, node: lark.Tree | lark.Token) -> CompileError:
         return CompileError(message, node_loc(node, self.file))
@@ -196,9 +200,17 @@ class TextReader:
         return out
 
     def file_loc(self, tree: lark.Tree) -> Location:
-        string, line, col = tree.children
+        string, line, col, digest = tree.children
         file = self.string(string)
         self.source_file = file
+        if digest is not None:
+            token = digest.children[0]
+            value = self.string(token)
+            if not is_digest(value):
+                raise self.error(f"a source digest is {DIGEST_LENGTH} lowercase hex digits, got {format_string(value)}",
+                                 token)
+            self.source_digest = value
+            SOURCES.vouch(file, value)
         return Location(file, int(line), int(col))
 
     def loc(self, tree: lark.Tree | None) -> Location | None:
