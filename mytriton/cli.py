@@ -22,14 +22,28 @@ from mytriton.output_files import write_output as write_file
 # ---- input, output, errors --------------------------------------------------------------
 
 
+# A larger input (``/dev/zero``, a runaway generator) is refused, not read into memory.
+MAX_INPUT_BYTES = 64 << 20
+
+
 def read_input(path: str) -> tuple[str, str]:
-    if path == "-":
-        return sys.stdin.read(), "<stdin>"
+    """(text, name) of a file or of stdin (``-``): UTF-8, newlines as text mode reads them."""
+    name = "<stdin>" if path == "-" else path
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read(), path
-    except (OSError, UnicodeDecodeError) as err:
-        raise CompileError(f"cannot read {path}: {getattr(err, 'strerror', None) or err}") from None
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_INPUT_BYTES + 1)
+    except (OSError, ValueError) as err:  # ValueError: a NUL in the name
+        raise CompileError(f"cannot read {name}: {getattr(err, 'strerror', None) or err}") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise CompileError(f"cannot read {name}: larger than {MAX_INPUT_BYTES >> 20} MiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise CompileError(f"cannot read {name}: not UTF-8 (byte {err.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n"), name
 
 
 def write_output(path: str, data: str | bytes) -> None:
