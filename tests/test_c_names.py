@@ -87,21 +87,39 @@ def test_kept_symbol_is_not_repeated_in_the_header():
     assert "symbol" not in header(compile_text(CLASHING_PARAMS.replace("KERNEL", "kern"), "cuda"))
 
 
-def test_kernel_with_clashing_parameter_names_computes_the_same():
-    # The renaming is only in the C: the kernel still means what it says.
-    kernel = ssa_of(CLASHING_PARAMS.replace("KERNEL", "kern"), optimized=True)
-    rng = np.random.default_rng(7)
+def clashing_args(seed: int) -> list:
+    """Arguments of CLASHING_PARAMS in order: four inputs, five outputs, six scalars."""
+    rng = np.random.default_rng(seed)
     inputs = [rng.uniform(-1, 1, 128).astype(np.float32) for _ in range(4)]
     outputs = [np.zeros(128, np.float32) for _ in range(4)] + [np.zeros(1, np.float32)]
-    n, k, v3, t1, linux, xe = 100, 3, 2, 5, 7, -4
-    run_kernel(kernel, (1, 1, 1), [*inputs, *outputs, n, k, v3, t1, linux, xe])
-    a = inputs[0][:n] * k + inputs[1][:n]
-    b = inputs[2][:n] + inputs[3][:n] * v3
-    np.testing.assert_allclose(outputs[0][:n], a + b, rtol=1e-6)
-    np.testing.assert_allclose(outputs[1][:n], a - t1, rtol=1e-6)
-    np.testing.assert_allclose(outputs[2][:n], b * linux, rtol=1e-6)
-    np.testing.assert_allclose(outputs[3][:n], a * xe, rtol=1e-6)
-    np.testing.assert_allclose(outputs[4][0], np.sum(a + b), rtol=1e-5)
+    return [*inputs, *outputs, 100, 3, 2, 5, 7, -4]
+
+
+def check_clashing_results(args: list) -> None:
+    x0, x1, x2, x3, out0, out1, out2, out3, total, n, k, v3, t1, linux, xe = args
+    a = x0[:n] * k + x1[:n]
+    b = x2[:n] + x3[:n] * v3
+    np.testing.assert_allclose(out0[:n], a + b, rtol=1e-6)
+    np.testing.assert_allclose(out1[:n], a - t1, rtol=1e-6)
+    np.testing.assert_allclose(out2[:n], b * linux, rtol=1e-6)
+    np.testing.assert_allclose(out3[:n], a * xe, rtol=1e-6)
+    np.testing.assert_allclose(total[0], np.sum(a + b), rtol=1e-5)
+
+
+def test_kernel_with_clashing_parameter_names_computes_the_same():
+    # The renaming is only in the C: the kernel still means what it says.
+    args = clashing_args(7)
+    run_kernel(ssa_of(CLASHING_PARAMS.replace("KERNEL", "kern"), optimized=True), (1, 1, 1), args)
+    check_clashing_results(args)
+
+
+@pytest.mark.gpu
+def test_kernel_with_a_renamed_symbol_launches_on_the_gpu():
+    from mytriton.runtime.cuda_driver import CudaKernel
+
+    args = clashing_args(11)
+    CudaKernel(compile_text(CLASHING_PARAMS.replace("KERNEL", "sqrt"), "cuda")).launch((1,), args)
+    check_clashing_results(args)
 
 
 @pytest.mark.nvcc
