@@ -83,17 +83,14 @@ class SourceTexts:
 
     def register_lines(self, file: str, first_line: int, lines: list[str], digest: str | None = None) -> None:
         """Make lines of ``file`` known from elsewhere (a kernel bundle that
-        quotes them). A registered whole text with the same digest wins."""
+        quotes them), beside the lines known of the text with the same digest."""
         if not 1 <= first_line <= MAX_SOURCE_LINES - len(lines) + 1:
             return
         if self._vouched.get(file) != digest:
             self._vouched.pop(file, None)
         known = self._texts.get(file)
-        if known is None or (known.digest != digest and digest is not None):
+        if known is None or known.digest != digest:
             known = self._texts[file] = _Text({}, digest)
-        elif known.digest == digest and digest is not None and all(
-                known.lines.get(first_line + i) == line for i, line in enumerate(lines)):
-            return
         for i, line in enumerate(lines):
             known.lines[first_line + i] = line
 
