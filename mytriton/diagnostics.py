@@ -25,6 +25,16 @@ def source_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_LENGTH]
 
 
+def source_lines(text: str) -> list[str]:
+    """The lines of ``text`` as Python's tokenizer and the IR grammars count
+    them: split at newlines only (``str.splitlines`` also splits at form
+    feeds, ``\\x1c``, U+2028 and more, which would shift every later line)."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def is_digest(value: object) -> bool:
     return (isinstance(value, str) and len(value) == DIGEST_LENGTH
             and all(ch in "0123456789abcdef" for ch in value))
@@ -79,7 +89,7 @@ class SourceTexts:
         # The text being compiled now is the truth about ``file``, whatever
         # an earlier header said.
         self._vouched.pop(file, None)
-        self._texts[file] = _Text(dict(enumerate(text.splitlines(), 1)), source_digest(text))
+        self._texts[file] = _Text(dict(enumerate(source_lines(text), 1)), source_digest(text))
 
     def register_lines(self, file: str, first_line: int, lines: list[str], digest: str | None = None) -> None:
         """Make lines of ``file`` known from elsewhere (a kernel bundle that
@@ -147,7 +157,7 @@ def _read_vouched(file: str, digest: str) -> list[str] | None:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if source_digest(text) != digest:
         return None
-    return text.splitlines()
+    return source_lines(text)
 
 
 SOURCES = SourceTexts()

@@ -17,7 +17,9 @@ from conftest import ROOT, compile_text, kernel_source, ssa_of
 from mytriton.backends.cuda.emitter import HEADER_PREFIX, c_comment, emit_cuda
 from mytriton.backends.cuda.names import kernel_symbol, param_c_names
 from mytriton.backends.interp import run_kernel
+from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa_text import parse_kernel, print_kernel
+from mytriton.ir.text_common import format_string
 
 ADD_SSA = (ROOT / "tests" / "snapshots" / "add.ssa").read_text()
 
@@ -142,8 +144,7 @@ HOSTILE_FILES = [
 
 
 def ssa_from_file(file: str) -> str:
-    spelled = file.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
-    return ADD_SSA.replace('@"samples/add.py":', f'@"{spelled}":', 1)
+    return ADD_SSA.replace('@"samples/add.py":', f"@{format_string(file)}:", 1)
 
 
 @pytest.mark.parametrize("file", HOSTILE_FILES)
@@ -176,3 +177,17 @@ def test_file_name_with_code_builds_to_one_kernel():
 def test_comment_text_keeps_plain_names_and_escapes_the_rest():
     assert c_comment("samples/add.py") == "samples/add.py"
     assert c_comment("a\\\nb?\u00e9") == "a\\x5c\\x0ab\\x3f\\xe9"
+
+
+def test_control_characters_in_a_file_name_are_printed_as_escapes_in_the_ir():
+    text = ssa_from_file("k\x1b[2J\u2028\x00.py")
+    assert text.split("\n", 1)[0].endswith('@"k\\u001b[2J\\u2028\\u0000.py":7:1 sha256="90bec116c5a1bfe7" {')
+    assert parse_kernel(text, "k.ssa").loc.file == "k\x1b[2J\u2028\x00.py"
+
+
+@pytest.mark.parametrize("escape", ["\\u12", "\\u12g4", "\\U00110000", "\\u+123"])
+def test_malformed_unicode_escape_in_a_string_is_a_located_error(escape):
+    text = ADD_SSA.replace('@"samples/add.py":', f'@"k{escape}.py":', 1)
+    with pytest.raises(CompileError, match="bad escape") as caught:
+        parse_kernel(text, "k.ssa")
+    assert str(caught.value.loc).startswith("k.ssa:1:")

@@ -176,3 +176,9 @@ def test_quoted_source_line_escapes_control_characters_and_keeps_the_caret_under
     rendered = CompileError("here", Location("k.py", 2, 14)).render(texts).splitlines()
     assert rendered[1] == "\ty = \\x1b[31m + z"
     assert rendered[2].index("^") == rendered[1].index("z")
+
+
+def test_lines_are_counted_at_newlines_only_as_python_and_the_ir_count_them():
+    texts = SourceTexts()
+    texts.register("k.py", "# page\x0cbreak \u2028 here\nx = 1\n")
+    assert texts.line("k.py", 2) == "x = 1"

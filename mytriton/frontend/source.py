@@ -12,7 +12,9 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
-from mytriton.diagnostics import MAX_SOURCE_LINES, SOURCES, CompileError, Location, is_digest, source_digest
+from mytriton.diagnostics import (
+    MAX_SOURCE_LINES, SOURCES, CompileError, Location, is_digest, source_digest, source_lines,
+)
 from mytriton.language import DTYPES
 
 MODULES = ("mytriton", "mytriton.language")
@@ -181,7 +183,7 @@ def _bundle_header(tree: ast.Module, file: str) -> dict | None:
 def _remap_bundle(module: KernelModule, header: dict, text: str) -> None:
     """Give the bundle's functions their original file and line numbers, and
     let diagnostics quote the original lines from the bundle's copy."""
-    bundle_lines = text.splitlines()
+    bundle_lines = source_lines(text)
     bundle_file = module.file
     module.file = header["source"]
     module.kernel_name = header["kernel"]

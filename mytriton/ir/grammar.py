@@ -10,7 +10,7 @@ from pathlib import Path
 
 import lark
 
-from mytriton.diagnostics import SOURCES, CompileError, Location
+from mytriton.diagnostics import SOURCES, CompileError, Location, source_lines
 
 # Literal spellings of the grammars' terminals, for "expected ..." messages.
 _TERMINAL_SPELLING = {
@@ -60,12 +60,12 @@ def parse_text(grammar: str, text: str, file: str, start: str = "start") -> lark
     try:
         return lark_parser.parse(text)
     except lark.UnexpectedEOF as err:
-        lines = text.splitlines() or [""]
+        lines = source_lines(text) or [""]
         loc = Location(file, len(lines), len(lines[-1]) + 1)
         raise CompileError(f"unexpected end of input{_expected(err.expected, lark_parser)}", loc) from None
     except lark.UnexpectedToken as err:
         if err.token.type == "$END":
-            lines = text.splitlines() or [""]
+            lines = source_lines(text) or [""]
             loc = Location(file, len(lines), len(lines[-1]) + 1)
             raise CompileError(f"unexpected end of input{_expected(err.expected, lark_parser)}", loc) from None
         loc = Location(file, err.line, err.column)

@@ -3,17 +3,23 @@ attributes, kernel headers and locations are printed and read back."""
 from __future__ import annotations
 
 import math
+import string
+import sys
+import unicodedata
 from typing import Any
 
 import lark
 
-from mytriton.diagnostics import DIGEST_LENGTH, SOURCES, CompileError, Location, is_digest
+from mytriton.diagnostics import DIGEST_LENGTH, SOURCES, CompileError, Location, is_digest, printable
 from mytriton.ir.grammar import node_loc, parse_text, rule
 from mytriton.types import SCALARS, BlockType, PointerType, ScalarType, SharedType, Type
 
-# Escapes in quoted strings (file names, string attributes), both ways.
+# Escapes in quoted strings (file names, string attributes), both ways; any
+# other control or format character (ESC, NUL, U+2028) is printed as \\uXXXX
+# or \\UXXXXXXXX, so IR text holds none raw.
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _UNESCAPES = {escaped[1]: char for char, escaped in _ESCAPES.items()}
+_HEX_ESCAPES = {"u": 4, "U": 8}
 
 # ---- printing -------------------------------------------------------------------
 
@@ -32,7 +38,15 @@ def format_literal(value: bool | int | float) -> str:
 
 def format_string(text: str) -> str:
     """``text`` in double quotes, as ``ESCAPED_STRING`` reads it back."""
-    return '"' + "".join(_ESCAPES.get(ch, ch) for ch in text) + '"'
+    return '"' + "".join(_escape_char(ch) for ch in text) + '"'
+
+
+def _escape_char(ch: str) -> str:
+    if ch in _ESCAPES:
+        return _ESCAPES[ch]
+    if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+        return f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}"
+    return ch
 
 
 def format_attr(value: Any) -> str:
@@ -160,10 +174,18 @@ class TextReader:
         for ch in chars:
             if ch == "\\":
                 escaped = next(chars, "")
-                if escaped not in _UNESCAPES:
-                    known = ", ".join(sorted(_ESCAPES.values()))
+                if escaped in _HEX_ESCAPES:
+                    digits = "".join(next(chars, "") for _ in range(_HEX_ESCAPES[escaped]))
+                    valid = len(digits) == _HEX_ESCAPES[escaped] and all(c in string.hexdigits for c in digits)
+                    ch = chr(int(digits, 16)) if valid and int(digits, 16) <= sys.maxunicode else None
+                    if ch is None:
+                        raise self.error(f"bad escape '\\{escaped}{printable(digits)}' in a string "
+                                         f"(\\u takes 4 hex digits, \\U 8)", token)
+                elif escaped in _UNESCAPES:
+                    ch = _UNESCAPES[escaped]
+                else:
+                    known = ", ".join(sorted(_ESCAPES.values()) + ["\\uXXXX", "\\UXXXXXXXX"])
                     raise self.error(f"unknown escape '\\{escaped}' in a string (known: {known})", token)
-                ch = _UNESCAPES[escaped]
             out.append(ch)
         return "".join(out)
 
@@ -200,8 +222,8 @@ class TextReader:
         return out
 
     def file_loc(self, tree: lark.Tree) -> Location:
-        string, line, col, digest = tree.children
-        file = self.string(string)
+        quoted, line, col, digest = tree.children
+        file = self.string(quoted)
         self.source_file = file
         if digest is not None:
             token = digest.children[0]
