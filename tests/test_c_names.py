@@ -191,3 +191,24 @@ def test_malformed_unicode_escape_in_a_string_is_a_located_error(escape):
     with pytest.raises(CompileError, match="bad escape") as caught:
         parse_kernel(text, "k.ssa")
     assert str(caught.value.loc).startswith("k.ssa:1:")
+
+
+NON_ASCII = kernel_source("""
+    @mytriton.jit
+    def ké(x_ptr, ñ, BLOCK: tl.constexpr = 128):
+        offs = tl.arange(0, BLOCK)
+        é = tl.load(x_ptr + offs, mask=offs < ñ)
+        tl.store(x_ptr + offs, é + é, mask=offs < ñ)
+""")
+
+
+def test_non_ascii_names_survive_every_text_stage():
+    from mytriton.ir.tree_text import parse_tree, print_tree
+
+    tree_text = compile_text(NON_ASCII, "tree")
+    assert "let $é = " in tree_text
+    assert print_tree(parse_tree(tree_text)) == tree_text
+    ssa_text = compile_text(NON_ASCII, "ssa")
+    assert ssa_text.startswith("kernel ké(x_ptr: ptr<f32>, ñ: i32)")
+    assert print_kernel(parse_kernel(ssa_text)) == ssa_text
+    assert " mytriton_k_u00e9(float* x_ptr, int p1_u00f1) {" in signature(compile_text(NON_ASCII, "cuda"))
