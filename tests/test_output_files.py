@@ -96,6 +96,19 @@ def test_dev_null_stays_a_character_device():
     assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
 
 
+def test_dev_stdout_redirected_to_a_file_appends_to_that_file(tmp_path):
+    log = tmp_path / "log"
+    log.write_text("before\n")
+    inode = os.stat(log).st_ino
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    with open(log, "ab") as handle:
+        result = subprocess.run([sys.executable, "-m", "mytriton", "compile", ADD, "--emit=ssa", "-o", "/dev/stdout"],
+                                stdout=handle, stderr=subprocess.PIPE, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert log.read_text().startswith("before\nkernel add_kernel(")
+    assert os.stat(log).st_ino == inode
+
+
 def test_fifo_is_written_in_place(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
