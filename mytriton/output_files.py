@@ -51,7 +51,7 @@ def write_output(path: str, data: str | bytes) -> None:
         if target_stat is not None and stat.S_ISDIR(target_stat.st_mode):
             raise CompileError(f"cannot write {path}: it is a directory")
         in_place = (target_stat is not None and not stat.S_ISREG(target_stat.st_mode)
-                    or os.path.abspath(path).startswith(_MAGIC_PREFIXES))
+                    or _through_the_kernels_links(path))
         if in_place:
             _write_in_place(path, payload)
         else:
@@ -165,6 +165,21 @@ def _write_in_place(path: str, payload: bytes) -> None:
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+def _through_the_kernels_links(path: str) -> bool:
+    """Whether following the link ``path`` passes through /dev or /proc (as
+    /dev/stdout does), where a link's target is the process's own file."""
+    current = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on links in a row
+        if current.startswith(_MAGIC_PREFIXES):
+            return True
+        try:
+            target = os.readlink(current)
+        except OSError:  # not a link (any more): the chain ended elsewhere
+            return False
+        current = os.path.normpath(os.path.join(os.path.dirname(current), target))
+    return False
 
 
 def _check_not_directory(path: str) -> None:

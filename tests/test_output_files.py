@@ -109,6 +109,20 @@ def test_dev_stdout_redirected_to_a_file_appends_to_that_file(tmp_path):
     assert os.stat(log).st_ino == inode
 
 
+def test_own_link_to_dev_stdout_writes_into_what_stdout_is(tmp_path):
+    log = tmp_path / "log"
+    log.write_text("before\n")
+    (tmp_path / "out").symlink_to("/dev/stdout")
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    with open(log, "ab") as handle:
+        result = subprocess.run([sys.executable, "-m", "mytriton", "compile", ADD, "--emit=ssa",
+                                 "-o", str(tmp_path / "out")], stdout=handle, stderr=subprocess.PIPE, env=env,
+                                timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert log.read_text().startswith("before\nkernel add_kernel(")
+    assert os.readlink(tmp_path / "out") == "/dev/stdout"
+
+
 def test_fifo_is_written_in_place(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
