@@ -15,8 +15,8 @@ from mytriton.ir.grammar import node_loc, parse_text, rule
 from mytriton.types import SCALARS, BlockType, PointerType, ScalarType, SharedType, Type
 
 # Escapes in quoted strings (file names, string attributes), both ways; any
-# other control or format character (ESC, NUL, U+2028) is printed as \\uXXXX
-# or \\UXXXXXXXX, so IR text holds none raw.
+# other control or format character (ESC, NUL, U+2028) is printed as \uXXXX
+# or \UXXXXXXXX, so IR text holds none raw.
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _UNESCAPES = {escaped[1]: char for char, escaped in _ESCAPES.items()}
 _HEX_ESCAPES = {"u": 4, "U": 8}
