@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import tempfile
 import traceback
 from typing import Any, Callable
 
@@ -18,22 +17,38 @@ import click
 
 from mytriton import pipeline
 from mytriton.diagnostics import CompileError
+from mytriton.output_files import write_output as write_file
 
 # ---- input, output, errors --------------------------------------------------------------
 
 
+# A larger input (``/dev/zero``, a runaway generator) is refused, not read into memory.
+MAX_INPUT_BYTES = 64 << 20
+
+
 def read_input(path: str) -> tuple[str, str]:
-    if path == "-":
-        return sys.stdin.read(), "<stdin>"
+    """(text, name) of a file or of stdin (``-``): UTF-8, newlines as text mode reads them."""
+    name = "<stdin>" if path == "-" else path
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read(), path
-    except (OSError, UnicodeDecodeError) as err:
-        raise CompileError(f"cannot read {path}: {getattr(err, 'strerror', None) or err}") from None
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_INPUT_BYTES + 1)
+    except (OSError, ValueError) as err:  # ValueError: a NUL in the name
+        raise CompileError(f"cannot read {name}: {getattr(err, 'strerror', None) or err}") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise CompileError(f"cannot read {name}: larger than {MAX_INPUT_BYTES >> 20} MiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise CompileError(f"cannot read {name}: not UTF-8 (byte {err.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n"), name
 
 
 def write_output(path: str, data: str | bytes) -> None:
-    """Write all of ``data`` or nothing: a temporary file renamed into place."""
+    """Write all of ``data`` to stdout (``-``) or ``path``, or nothing
+    (mytriton/output_files.py: what is replaced and what is written in place)."""
     if path == "-":
         if isinstance(data, bytes):
             sys.stdout.buffer.write(data)
@@ -41,19 +56,7 @@ def write_output(path: str, data: str | bytes) -> None:
             sys.stdout.write(data)
         sys.stdout.flush()
         return
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, partial = tempfile.mkstemp(dir=directory, prefix=".mytriton-", suffix=".partial")
-    except OSError as err:
-        raise CompileError(f"cannot write {path}: {err.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data.encode() if isinstance(data, str) else data)
-        os.replace(partial, path)
-    except BaseException:
-        if os.path.exists(partial):
-            os.unlink(partial)
-        raise
+    write_file(path, data)
 
 
 def reports_errors(fn: Callable[..., None]) -> Callable[..., None]:

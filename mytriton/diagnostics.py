@@ -6,8 +6,54 @@ Columns are 1-based, as in GCC and clang.
 """
 from __future__ import annotations
 
+import hashlib
+import os
+import stat
+import unicodedata
 from dataclasses import dataclass
-from pathlib import Path
+
+# Diagnostics quote lines of the kernel's own source only: texts registered
+# in memory, or a regular file that a header's digest vouches for.
+MAX_SOURCE_LINES = 1_000_000  # the highest line number a header may name
+MAX_SOURCE_BYTES = 16 << 20  # a larger file is not read back to quote a line
+DIGEST_LENGTH = 16  # hex digits of sha256 that headers carry
+
+
+def source_digest(text: str) -> str:
+    """The short sha256 of a kernel source text that IR headers carry, so
+    that a later stage may quote that file, and no other."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_LENGTH]
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of ``text`` as Python's tokenizer and the IR grammars count
+    them: split at newlines only (``str.splitlines`` also splits at form
+    feeds, ``\\x1c``, U+2028 and more, which would shift every later line)."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def is_digest(value: object) -> bool:
+    return (isinstance(value, str) and len(value) == DIGEST_LENGTH
+            and all(ch in "0123456789abcdef" for ch in value))
+
+
+def printable(text: str, keep: str = "") -> str:
+    """``text`` safe to print on a terminal: control and format characters
+    (escape sequences, newlines, bidirectional overrides) spelled as escapes,
+    except those in ``keep``."""
+    return "".join(ch if ch in keep or not _unprintable(ch) else _escape(ch) for ch in text)
+
+
+def _unprintable(ch: str) -> bool:
+    return unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 @dataclass(frozen=True)
@@ -17,49 +63,101 @@ class Location:
     col: int
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}"
+        return f"{printable(self.file)}:{self.line}:{self.col}"
+
+
+class _Text:
+    """Known lines of one file (sparse: a bundle quotes only its functions)
+    and the digest of the whole text when known."""
+
+    def __init__(self, lines: dict[int, str], digest: str | None) -> None:
+        self.lines = lines
+        self.digest = digest
+
 
 class SourceTexts:
-    """Texts of the files diagnostics may quote: registered in-memory texts
-    (stdin, IR being parsed) first, then files read from disk on demand."""
+    """Texts of the files diagnostics may quote: texts registered in memory
+    (what is being compiled: a kernel file, IR text, a bundle's copy of its
+    functions), and a file on disk only when an IR header carries the digest
+    of its text and the file still matches it."""
 
     def __init__(self) -> None:
-        self._texts: dict[str, list[str]] = {}
+        self._texts: dict[str, _Text] = {}
+        self._vouched: dict[str, str] = {}  # file -> digest an IR header carries
 
     def register(self, file: str, text: str) -> None:
-        self._texts[file] = text.splitlines()
+        # The text being compiled now is the truth about ``file``, whatever
+        # an earlier header said.
+        self._vouched.pop(file, None)
+        self._texts[file] = _Text(dict(enumerate(source_lines(text), 1)), source_digest(text))
 
-    def register_lines(self, file: str, first_line: int, lines: list[str]) -> None:
+    def register_lines(self, file: str, first_line: int, lines: list[str], digest: str | None = None) -> None:
         """Make lines of ``file`` known from elsewhere (a kernel bundle that
-        quotes them), unless the file itself can be read."""
+        quotes them), beside the lines known of the text with the same digest."""
+        if not 1 <= first_line <= MAX_SOURCE_LINES - len(lines) + 1:
+            return
+        if self._vouched.get(file) != digest:
+            self._vouched.pop(file, None)
         known = self._texts.get(file)
-        if known is None:
-            known = self._read(file)
-            if known:
-                return
-        elif any(known):
-            if len(known) >= first_line - 1 + len(lines) and known[first_line - 1:first_line - 1 + len(lines)] == lines:
-                return
-        end = first_line - 1 + len(lines)
-        if len(known) < end:
-            known.extend([""] * (end - len(known)))
-        known[first_line - 1:end] = lines
+        if known is None or known.digest != digest:
+            known = self._texts[file] = _Text({}, digest)
+        for i, line in enumerate(lines):
+            known.lines[first_line + i] = line
 
-    def _read(self, file: str) -> list[str]:
-        try:
-            lines = Path(file).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
-            lines = []
-        self._texts[file] = lines
-        return lines
+    def vouch(self, file: str, digest: str) -> None:
+        """An IR header says ``file`` is the source whose text has ``digest``."""
+        self._vouched[file] = digest
 
     def line(self, file: str, line: int) -> str | None:
-        lines = self._texts.get(file)
+        expected = self._vouched.get(file)
+        known = self._texts.get(file)
+        if known is not None and (expected is None or known.digest in (None, expected)):
+            text = known.lines.get(line)
+            if text is not None or expected is None:
+                return text
+        if expected is None:
+            return None
+        lines = _read_vouched(file, expected)
         if lines is None:
-            lines = self._read(file)
-        if 1 <= line <= len(lines):
-            return lines[line - 1]
+            return None
+        self._texts[file] = _Text(dict(enumerate(lines, 1)), expected)
+        return self._texts[file].lines.get(line)
+
+
+def _read_vouched(file: str, digest: str) -> list[str] | None:
+    """The lines of ``file`` if it is a regular file of bounded size whose
+    text has ``digest``; None for anything else (never blocks on a FIFO or a
+    device, never reads more than MAX_SOURCE_BYTES)."""
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except (OSError, ValueError):  # missing, unreadable, a NUL in the name
         return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SOURCE_BYTES:
+            return None
+        chunks, size = [], 0
+        while size <= MAX_SOURCE_BYTES:
+            chunk = os.read(fd, MAX_SOURCE_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if size > MAX_SOURCE_BYTES:
+        return None
+    try:
+        text = b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    # As a file opened in text mode reads it (how the source was read).
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if source_digest(text) != digest:
+        return None
+    return source_lines(text)
 
 
 SOURCES = SourceTexts()
@@ -96,16 +194,21 @@ class CompileError(Exception):
 
 def _quote(loc: Location | None, severity: str, message: str, sources: SourceTexts) -> str:
     if loc is None:
-        return f"{severity}: {message}"
-    head = f"{loc}: {severity}: {message}"
+        return f"{severity}: {printable(message, keep=_MESSAGE_KEEP)}"
+    head = f"{loc}: {severity}: {printable(message, keep=_MESSAGE_KEEP)}"
     text = sources.line(loc.file, loc.line)
     if text is None or not text.strip():
         return head
     caret = _caret_prefix(text, loc.col) + "^"
-    return f"{head}\n{text}\n{caret}"
+    return f"{head}\n{printable(text, keep=chr(9))}\n{caret}"
+
+
+# Messages may span lines (nvcc's own report) and hold tabs.
+_MESSAGE_KEEP = "\n\t"
 
 
 def _caret_prefix(text: str, col: int) -> str:
-    # Keep tabs so the caret lines up under the same column in a terminal.
-    prefix = text[: max(col - 1, 0)]
+    # Keep tabs so the caret lines up under the same column in a terminal,
+    # and count an escaped character as the width it is printed with.
+    prefix = printable(text[: max(col - 1, 0)], keep="\t")
     return "".join("\t" if ch == "\t" else " " for ch in prefix)

@@ -49,7 +49,9 @@ def lower(tree: TreeKernel) -> Kernel:
     from mytriton.lower import lower_tree
     from mytriton.passes.verify import verify
 
-    return verify(lower_tree(tree))
+    kernel = lower_tree(tree)
+    kernel.digest = tree.digest  # the source stays quotable in later stages' errors
+    return verify(kernel)
 
 
 def verify(kernel: Kernel) -> Kernel:

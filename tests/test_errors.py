@@ -22,6 +22,7 @@ import pytest
 
 from conftest import ROOT, kernel_source
 from mytriton import pipeline
+from mytriton.diagnostics import source_digest
 
 # ---- running the CLI ----------------------------------------------------------------------
 
@@ -86,14 +87,14 @@ LOOP_KERNEL = kernel_source("""
 """)
 
 GOOD_LOOP_SSA = dedent("""\
-    kernel k(out_ptr: ptr<f32>, n: i32) @"kernel.py":5:1 {
+    kernel k(out_ptr: ptr<f32>, n: i32) @"kernel.py":5:1 sha256="DIGEST" {
       %3 = for %0 in range(0, n, 1) iter_args(%1 = 0.0) : f32 @7:5 {
         %2 = add %1, 1.0 : f32 @8:17
         yield %2 @7:5
       }
       store out_ptr, %3, none @9:5
     }
-""")
+""").replace("DIGEST", source_digest(LOOP_KERNEL))  # what lets errors quote kernel.py
 
 SSA_CASES = {
     "ssa_missing_comma": Case(

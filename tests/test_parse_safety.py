@@ -10,6 +10,7 @@ file could compute is an error only where a kernel uses it.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -207,8 +208,12 @@ SPELLINGS = {
 
 @pytest.mark.parametrize("name", SPELLINGS)
 def test_import_spelling_gives_the_same_tree(name):
-    # The kernel's lines are spelled as long as CANONICAL's: the same locations too.
-    assert compile_text(SPELLINGS[name], "tree") == compile_text(CANONICAL, "tree")
+    # The kernel's lines are spelled as long as CANONICAL's: the same locations too
+    # (only the digest of the source text in the header differs).
+    def tree(source: str) -> str:
+        return re.sub(r' sha256="[0-9a-f]+"', "", compile_text(source, "tree"))
+
+    assert tree(SPELLINGS[name]) == tree(CANONICAL)
 
 
 def test_language_spelled_through_the_package_is_understood():

@@ -186,6 +186,6 @@ def test_an_out_dir_that_is_a_file_is_an_error_before_the_run(tmp_path):
     target.write_text("not a directory")
     result = run_add(tmp_path)
     assert result.returncode == 1
-    assert f"error: --out-dir {target} exists and is not a directory" in result.stderr
+    assert f"error: --out-dir {target}: exists and is not a directory" in result.stderr
     assert "Traceback" not in result.stderr and "internal compiler error" not in result.stderr
     assert target.read_text() == "not a directory"

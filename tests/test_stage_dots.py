@@ -13,7 +13,7 @@ import pytest
 from conftest import cdiv, compile_text, kernel_source, ssa_of
 from mytriton import pipeline
 from mytriton.backends.interp import run_kernel
-from mytriton.diagnostics import CompileError
+from mytriton.diagnostics import CompileError, source_digest
 from mytriton.ir.analysis import Definitions, NotDefinedBy
 from mytriton.ir.ssa import BlockArg, Const, Param, for_index, walk
 from mytriton.ir.ssa_text import parse_kernel, print_kernel
@@ -425,9 +425,15 @@ def test_a_load_outside_the_loop_is_staged_where_the_dot_is():
 # ---- the rewrite -----------------------------------------------------------------------------------
 
 
+def with_digest(ssa: str, source: str) -> str:
+    """``ssa`` with the digest of ``source`` in its header, as lowering prints it."""
+    header, rest = ssa.split("\n", 1)
+    return header.removesuffix(" {") + f' sha256="{source_digest(source)}" {{\n' + rest
+
+
 def test_the_opt_text_is_the_matmul_kernel():
-    assert compile_text(MATMUL, "opt", file="matmul.py") == MATMUL_OPT
-    assert compile_text(ONE_TILE, "opt", file="one_tile.py") == ONE_TILE_OPT
+    assert compile_text(MATMUL, "opt", file="matmul.py") == with_digest(MATMUL_OPT, MATMUL)
+    assert compile_text(ONE_TILE, "opt", file="one_tile.py") == with_digest(ONE_TILE_OPT, ONE_TILE)
 
 
 def test_stage_dots_on_the_matmul_loop():
@@ -522,7 +528,7 @@ def test_a_pair_of_exactly_the_budget_fits():
 
 
 def test_compile_emit_staged_prints_the_staged_ssa():
-    assert compile_text(MATMUL, "staged", file="matmul.py") == MATMUL_STAGED
+    assert compile_text(MATMUL, "staged", file="matmul.py") == with_digest(MATMUL_STAGED, MATMUL)
 
 
 def test_pipeline_stage_dots_verifies_and_stages():

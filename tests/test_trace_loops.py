@@ -3,7 +3,7 @@ regions (tree) and ``for`` ops (SSA) with captures and carried values."""
 import pytest
 
 from conftest import compile_text, kernel_source
-from mytriton.diagnostics import CompileError
+from mytriton.diagnostics import CompileError, source_digest
 
 ACCUMULATE = kernel_source('''
     @mytriton.jit
@@ -21,7 +21,7 @@ ACCUMULATE = kernel_source('''
 
 def test_a_runtime_range_is_a_region_with_captures_and_carried_values_in_source_order():
     assert compile_text(ACCUMULATE, "tree", defines={"BLOCK": 4}) == '''\
-tree k(x: ptr<f32>, out: ptr<f32>, n: i32) constexpr(BLOCK = 4) @"kernel.py":5:1 {
+tree k(x: ptr<f32>, out: ptr<f32>, n: i32) constexpr(BLOCK = 4) @"kernel.py":5:1 sha256="DIGEST" {
   let $offs = arange(start=0, end=4)@6:12
   for $i in range(0, n, 1) captures($offs) iter_args($count = 0, $total = full(0.0, shape=(4,), dtype=f32)@7:13) -> ($count.1, $total.1) @9:5 {
     let $v = load(add(add(x, mul($i, 4)@10:25)@10:21, $offs)@10:21, none, none)@10:13
@@ -29,12 +29,12 @@ tree k(x: ptr<f32>, out: ptr<f32>, n: i32) constexpr(BLOCK = 4) @"kernel.py":5:1
   }
   store(add(out, $offs)@13:14, div($total.1, $count.1)@13:26, none)@13:5
 }
-'''
+'''.replace("DIGEST", source_digest(ACCUMULATE))
 
 
 def test_captures_are_lowered_before_the_loop_and_results_used_after_it():
     assert compile_text(ACCUMULATE, "ssa", defines={"BLOCK": 4}) == '''\
-kernel k(x: ptr<f32>, out: ptr<f32>, n: i32) constexpr(BLOCK = 4) @"kernel.py":5:1 {
+kernel k(x: ptr<f32>, out: ptr<f32>, n: i32) constexpr(BLOCK = 4) @"kernel.py":5:1 sha256="DIGEST" {
   %0 = arange start=0, end=4 : vector<4 x i32> @6:12
   %1 = full 0.0, shape=(4,), dtype=f32 : vector<4 x f32> @7:13
   %11, %12 = for %2 in range(0, n, 1) iter_args(%3 = 0, %4 = %1) : i32, vector<4 x f32> @9:5 {
@@ -50,7 +50,7 @@ kernel k(x: ptr<f32>, out: ptr<f32>, n: i32) constexpr(BLOCK = 4) @"kernel.py":5
   %14 = div %12, %11 : vector<4 x f32> @13:26
   store %13, %14, none @13:5
 }
-'''
+'''.replace("DIGEST", source_digest(ACCUMULATE))
 
 
 def loop_kernel(body: str) -> str:

@@ -12,7 +12,9 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
-from mytriton.diagnostics import SOURCES, CompileError, Location
+from mytriton.diagnostics import (
+    MAX_SOURCE_LINES, SOURCES, CompileError, Location, is_digest, source_digest, source_lines,
+)
 from mytriton.language import DTYPES
 
 MODULES = ("mytriton", "mytriton.language")
@@ -34,6 +36,7 @@ class KernelModule:
     constants: dict[str, Any]
     functions: dict[str, ast.FunctionDef]  # the @jit functions, by name
     kernel_name: str | None = None  # chosen by a bundle
+    digest: str | None = None  # of the original source text (a bundle's header carries it)
 
     def loc(self, node: ast.AST) -> Location:
         return Location(self.file, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1)
@@ -60,7 +63,7 @@ def read_module(text: str, file: str) -> KernelModule:
         loc = Location(file, err.lineno or 1, err.offset or 1)
         raise CompileError(f"invalid Python syntax: {err.msg}", loc) from None
     SOURCES.register(file, text)
-    module = KernelModule(file, tree, {}, {}, {})
+    module = KernelModule(file, tree, {}, {}, {}, digest=source_digest(text))
     bundle = _bundle_header(tree, file)
     if bundle is not None:
         _remap_bundle(module, bundle, text)
@@ -163,11 +166,16 @@ def _bundle_header(tree: ast.Module, file: str) -> dict | None:
                 header = ast.literal_eval(stmt.value)
             except ValueError:
                 header = None
+            where = Location(file, stmt.lineno, stmt.col_offset + 1)
             if not (isinstance(header, dict) and isinstance(header.get("source"), str)
                     and isinstance(header.get("kernel"), str) and isinstance(header.get("lines"), dict)
-                    and isinstance(header.get("unresolved", {}), dict)):
-                raise CompileError(f"malformed {BUNDLE_MARKER} header",
-                                   Location(file, stmt.lineno, stmt.col_offset + 1))
+                    and isinstance(header.get("unresolved", {}), dict)
+                    and ("digest" not in header or is_digest(header["digest"]))):
+                raise CompileError(f"malformed {BUNDLE_MARKER} header", where)
+            for name, line in header["lines"].items():
+                if not (isinstance(name, str) and type(line) is int and 1 <= line <= MAX_SOURCE_LINES):
+                    raise CompileError(f"malformed {BUNDLE_MARKER} header: the line of '{name}' must be "
+                                       f"an integer from 1 to {MAX_SOURCE_LINES}", where)
             return header
     return None
 
@@ -175,19 +183,24 @@ def _bundle_header(tree: ast.Module, file: str) -> dict | None:
 def _remap_bundle(module: KernelModule, header: dict, text: str) -> None:
     """Give the bundle's functions their original file and line numbers, and
     let diagnostics quote the original lines from the bundle's copy."""
-    bundle_lines = text.splitlines()
+    bundle_lines = source_lines(text)
+    bundle_file = module.file
     module.file = header["source"]
     module.kernel_name = header["kernel"]
+    module.digest = header.get("digest")
     for name, reason in header.get("unresolved", {}).items():
         module.constants[str(name)] = Unresolved(str(reason))
     for stmt in module.tree.body:
         if not isinstance(stmt, ast.FunctionDef) or stmt.name not in header["lines"]:
             continue
         first = function_first_line(stmt)
-        original = int(header["lines"][stmt.name])
+        original = header["lines"][stmt.name]
         chunk = bundle_lines[first - 1: stmt.end_lineno]
+        if original + len(chunk) - 1 > MAX_SOURCE_LINES:
+            raise CompileError(f"malformed {BUNDLE_MARKER} header: '{stmt.name}' would end past line "
+                               f"{MAX_SOURCE_LINES}", Location(bundle_file, stmt.lineno, stmt.col_offset + 1))
         ast.increment_lineno(stmt, original - first)
-        SOURCES.register_lines(module.file, original, chunk)
+        SOURCES.register_lines(module.file, original, chunk, module.digest)
 
 
 def function_first_line(fn: ast.FunctionDef) -> int:

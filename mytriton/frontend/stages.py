@@ -78,6 +78,8 @@ def parse_stage(text: str, file: str, name: str | None = None) -> str:
     ]
     first = {fn: function_first_line(module.functions[fn]) for fn in functions}
     header = {"source": module.file, "kernel": entry, "lines": first}
+    if module.digest is not None:
+        header["digest"] = module.digest  # lets later stages quote the source file, and no other
     used = _used_names(module, functions)
     # Names the kernel uses that are not constants travel with their reason,
     # so tracing the bundle explains them as tracing the file would.
@@ -249,6 +251,7 @@ def trace_stage(text: str, file: str, defines: dict[str, Any] | None = None,
     runtime, _, _ = kernel_params(module, entry)
     placeholder = {p: I32 for p in runtime}
     kernel = trace_kernel(module, entry, constexprs, types or placeholder)
+    kernel.digest = module.digest
     if types is None:
         pointers = pointer_params(kernel)
         kernel.params = [(p, PointerType(F32) if p in pointers else I32) for p, _ in kernel.params]

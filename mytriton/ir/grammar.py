@@ -10,7 +10,7 @@ from pathlib import Path
 
 import lark
 
-from mytriton.diagnostics import SOURCES, CompileError, Location
+from mytriton.diagnostics import SOURCES, CompileError, Location, source_lines
 
 # Literal spellings of the grammars' terminals, for "expected ..." messages.
 _TERMINAL_SPELLING = {
@@ -38,10 +38,13 @@ def grammar_dir() -> Path:
 
 @functools.lru_cache(maxsize=None)
 def parser(name: str, start: str = "start") -> lark.Lark:
+    """Each grammar's parser, built once per process. Never with Lark's
+    ``cache=``: that unpickles a file of a predictable name in the shared
+    temporary directory, so whoever can write there could run code here.
+    Building costs about 0.2 s per grammar, once."""
     path = grammar_dir() / f"{name}.lark"
     return lark.Lark.open(
-        str(path), parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True,
-        start=start,
+        str(path), parser="lalr", propagate_positions=True, maybe_placeholders=True, start=start,
     )
 
 
@@ -57,12 +60,12 @@ def parse_text(grammar: str, text: str, file: str, start: str = "start") -> lark
     try:
         return lark_parser.parse(text)
     except lark.UnexpectedEOF as err:
-        lines = text.splitlines() or [""]
+        lines = source_lines(text) or [""]
         loc = Location(file, len(lines), len(lines[-1]) + 1)
         raise CompileError(f"unexpected end of input{_expected(err.expected, lark_parser)}", loc) from None
     except lark.UnexpectedToken as err:
         if err.token.type == "$END":
-            lines = text.splitlines() or [""]
+            lines = source_lines(text) or [""]
             loc = Location(file, len(lines), len(lines[-1]) + 1)
             raise CompileError(f"unexpected end of input{_expected(err.expected, lark_parser)}", loc) from None
         loc = Location(file, err.line, err.column)

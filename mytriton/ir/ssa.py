@@ -136,6 +136,7 @@ class Kernel:
     loc: Location
     # Free-form facts later stages add (e.g. shared-memory plans); not printed.
     meta: dict[str, Any] = field(default_factory=dict)
+    digest: str | None = None  # short sha256 of the source text (diagnostics may then quote the file)
 
 
 # ---- structured loops -------------------------------------------------------

@@ -55,7 +55,7 @@ class _Names:
 def print_kernel(kernel: Kernel) -> str:
     names = _Names(kernel)
     lines = [format_header("kernel", kernel.name, [(p.name, p.type) for p in kernel.params],
-                           kernel.constexprs, kernel.loc)]
+                           kernel.constexprs, kernel.loc, kernel.digest)]
     _print_block(kernel.body, names, 1, lines)
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -132,7 +132,8 @@ class _SSAReader(TextReader):
         body = Block()
         for item in items:
             body.append(self.item(item))
-        return Kernel(str(name), list(self.params.values()), self.constexprs(constexprs), body, loc)
+        return Kernel(str(name), list(self.params.values()), self.constexprs(constexprs), body, loc,
+                      digest=self.source_digest)
 
     def define(self, token: lark.Token, value: Value) -> None:
         name = str(token)

@@ -3,17 +3,23 @@ attributes, kernel headers and locations are printed and read back."""
 from __future__ import annotations
 
 import math
+import string
+import sys
+import unicodedata
 from typing import Any
 
 import lark
 
-from mytriton.diagnostics import CompileError, Location
+from mytriton.diagnostics import DIGEST_LENGTH, SOURCES, CompileError, Location, is_digest, printable
 from mytriton.ir.grammar import node_loc, parse_text, rule
 from mytriton.types import SCALARS, BlockType, PointerType, ScalarType, SharedType, Type
 
-# Escapes in quoted strings (file names, string attributes), both ways.
+# Escapes in quoted strings (file names, string attributes), both ways; any
+# other control or format character (ESC, NUL, U+2028) is printed as \uXXXX
+# or \UXXXXXXXX, so IR text holds none raw.
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _UNESCAPES = {escaped[1]: char for char, escaped in _ESCAPES.items()}
+_HEX_ESCAPES = {"u": 4, "U": 8}
 
 # Bounds on integers read from IR text: literals are at most i64 (what the
 # tracer accepts); a dimension or a source position beyond i32 is no real one.
@@ -38,7 +44,15 @@ def format_literal(value: bool | int | float) -> str:
 
 def format_string(text: str) -> str:
     """``text`` in double quotes, as ``ESCAPED_STRING`` reads it back."""
-    return '"' + "".join(_ESCAPES.get(ch, ch) for ch in text) + '"'
+    return '"' + "".join(_escape_char(ch) for ch in text) + '"'
+
+
+def _escape_char(ch: str) -> str:
+    if ch in _ESCAPES:
+        return _ESCAPES[ch]
+    if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+        return f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}"
+    return ch
 
 
 def format_attr(value: Any) -> str:
@@ -58,12 +72,15 @@ def format_attr(value: Any) -> str:
 
 
 def format_header(keyword: str, name: str, params: list[tuple[str, Type]],
-                  constexprs: dict[str, Any], loc: Location) -> str:
+                  constexprs: dict[str, Any], loc: Location, digest: str | None = None) -> str:
     plist = ", ".join(f"{pname}: {ptype}" for pname, ptype in params)
     text = f"{keyword} {name}({plist})"
     if constexprs:
         text += " constexpr(" + ", ".join(f"{k} = {format_attr(v)}" for k, v in constexprs.items()) + ")"
-    return f"{text} @{format_string(loc.file)}:{loc.line}:{loc.col} {{"
+    text += f" @{format_string(loc.file)}:{loc.line}:{loc.col}"
+    if digest is not None:
+        text += f" sha256={format_string(digest)}"
+    return text + " {"
 
 
 def format_loc(loc: Location | None) -> str:
@@ -82,6 +99,7 @@ class TextReader:
     def __init__(self, file: str) -> None:
         self.file = file  # the IR text's own name, for syntax-level errors
         self.source_file = file  # the kernel source, named by the header
+        self.source_digest: str | None = None  # of the source's text, when the header gives it
 
     def error(self, message: str, node: lark.Tree | lark.Token) -> CompileError:
         return CompileError(message, node_loc(node, self.file))
@@ -176,10 +194,18 @@ class TextReader:
         for ch in chars:
             if ch == "\\":
                 escaped = next(chars, "")
-                if escaped not in _UNESCAPES:
-                    known = ", ".join(sorted(_ESCAPES.values()))
+                if escaped in _HEX_ESCAPES:
+                    digits = "".join(next(chars, "") for _ in range(_HEX_ESCAPES[escaped]))
+                    valid = len(digits) == _HEX_ESCAPES[escaped] and all(c in string.hexdigits for c in digits)
+                    ch = chr(int(digits, 16)) if valid and int(digits, 16) <= sys.maxunicode else None
+                    if ch is None:
+                        raise self.error(f"bad escape '\\{escaped}{printable(digits)}' in a string "
+                                         f"(\\u takes 4 hex digits, \\U 8)", token)
+                elif escaped in _UNESCAPES:
+                    ch = _UNESCAPES[escaped]
+                else:
+                    known = ", ".join(sorted(_ESCAPES.values()) + ["\\uXXXX", "\\UXXXXXXXX"])
                     raise self.error(f"unknown escape '\\{escaped}' in a string (known: {known})", token)
-                ch = _UNESCAPES[escaped]
             out.append(ch)
         return "".join(out)
 
@@ -216,9 +242,17 @@ class TextReader:
         return out
 
     def file_loc(self, tree: lark.Tree) -> Location:
-        string, line, col = tree.children
-        file = self.string(string)
+        quoted, line, col, digest = tree.children
+        file = self.string(quoted)
         self.source_file = file
+        if digest is not None:
+            token = digest.children[0]
+            value = self.string(token)
+            if not is_digest(value):
+                raise self.error(f"a source digest is {DIGEST_LENGTH} lowercase hex digits, got {format_string(value)}",
+                                 token)
+            self.source_digest = value
+            SOURCES.vouch(file, value)
         return Location(file, self.position(line, "line"), self.position(col, "column"))
 
     def position(self, token: lark.Token, what: str) -> int:

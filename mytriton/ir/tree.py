@@ -112,6 +112,7 @@ class TreeKernel:
     body: list[Stmt]
     loc: Location
     param_refs: dict[str, ParamRef] = field(default_factory=dict)
+    digest: str | None = None  # short sha256 of the source text (diagnostics may then quote the file)
 
     def param(self, name: str) -> ParamRef:
         ref = self.param_refs.get(name)

@@ -147,7 +147,8 @@ class _TreePrinter:
 
 def print_tree(kernel: TreeKernel) -> str:
     printer = _TreePrinter(kernel)
-    printer.lines.append(format_header("tree", kernel.name, kernel.params, kernel.constexprs, kernel.loc))
+    printer.lines.append(format_header("tree", kernel.name, kernel.params, kernel.constexprs, kernel.loc,
+                                       kernel.digest))
     printer.region(kernel.body, 1)
     printer.lines.append("}")
     return "\n".join(printer.lines) + "\n"
@@ -187,7 +188,7 @@ class _TreeReader(TextReader):
         file_loc = next(c for c in trees if rule(c) == "file_loc")
         loc = self.file_loc(file_loc)
         self.out = TreeKernel(str(name), [(n, t) for n, t, _ in self.read_params(params)],
-                              self.constexprs(constexprs), [], loc)
+                              self.constexprs(constexprs), [], loc, digest=self.source_digest)
         self.param_names = {n for n, _ in self.out.params}
         stmts = [c for c in trees if rule(c) in ("let", "effect", "for_stmt", "yield_stmt")]
         self.out.body = self.region(stmts, _Scope(None), in_loop=None)

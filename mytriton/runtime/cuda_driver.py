@@ -84,7 +84,8 @@ class CudaKernel:
         cubin = compile_cubin(cuda_source, arch)
         context()
         self.module = drv.module_from_buffer(cubin)
-        self.function = self.module.get_function(self.header["kernel"])
+        # The C symbol differs from the kernel's name when that name could clash in C (names.py).
+        self.function = self.module.get_function(str(self.header.get("symbol", self.header["kernel"])))
         # A prepared call packs arguments from a fixed format: less work per launch.
         self.function.prepare("".join(_FORMAT[t] if not isinstance(t, PointerType) else "P"
                                       for _, t in self.params))

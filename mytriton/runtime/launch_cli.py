@@ -16,6 +16,7 @@ from typing import Any
 
 from mytriton import pipeline
 from mytriton.diagnostics import CompileError
+from mytriton.output_files import prepare_directory, replace_in_directory
 from mytriton.types import BOOL, F16, F32, I32, I64, PointerType, ScalarType, Type
 
 # Bounds on what the command line may ask for (named here until the lead
@@ -264,7 +265,7 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pip
         raise CompileError(f"--arg {sorted(unknown)[0]}: the kernel has no runtime parameter of that name "
                            f"(parameters: {', '.join(n for n, _ in params)})")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise CompileError(f"--out-dir {out_dir} exists and is not a directory")
+        raise CompileError(f"--out-dir {out_dir}: exists and is not a directory")
     if not 0 <= seed <= MAX_SEED:
         raise CompileError(f"--seed must be from 0 to {MAX_SEED}, got {seed}")
     rng = np.random.default_rng(seed)
@@ -294,14 +295,12 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pip
 
         run_kernel(kernel, grid, [values[n] for n, _ in params])
     lines = []
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-        for name in [n for n, _ in params if n in stores or n in generated]:
-            target = os.path.join(out_dir, f"{name}.npy")
-            np.save(target, values[name])
-            lines.append(f"wrote {target}")
-    except OSError as err:
-        raise CompileError(f"--out-dir {out_dir}: cannot write: {err.strerror or err}") from None
+    prepare_directory(out_dir, "--out-dir")
+    for name in [n for n, _ in params if n in stores or n in generated]:
+        # Atomically, replacing (never following) whatever has the name there.
+        target = replace_in_directory(out_dir, f"{name}.npy",
+                                      lambda handle, array=values[name]: np.save(handle, array))
+        lines.append(f"wrote {target}")
     for expect in expects:
         name, reference = parse_arg(expect)
         if name not in values:
