@@ -18,6 +18,7 @@ import click
 
 from mytriton import pipeline
 from mytriton.diagnostics import CompileError
+from mytriton.limits import run_deep
 
 # ---- input, output, errors --------------------------------------------------------------
 
@@ -60,7 +61,9 @@ def reports_errors(fn: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
-            fn(*args, **kwargs)
+            # On a large stack: deep but legal inputs compile instead of
+            # overflowing Python's recursion (limits.run_deep).
+            run_deep(fn, *args, **kwargs)
         except CompileError as err:
             click.echo(err.render(), err=True)
             sys.exit(1)

@@ -3,17 +3,23 @@ attributes, kernel headers and locations are printed and read back."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import lark
 
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir.grammar import node_loc, parse_text, rule
+from mytriton.limits import MAX_IR_NESTING, MAX_TILE_ELEMENTS, tile_error
 from mytriton.types import SCALARS, BlockType, PointerType, ScalarType, SharedType, Type
 
 # Escapes in quoted strings (file names, string attributes), both ways.
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _UNESCAPES = {escaped[1]: char for char, escaped in _ESCAPES.items()}
+
+_MAX_DIM_DIGITS = len(str(MAX_TILE_ELEMENTS))
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_BRACKET = re.compile(r"[()\[\]{}]")
 
 # ---- printing -------------------------------------------------------------------
 
@@ -88,10 +94,10 @@ class TextReader:
             return PointerType(self.scalar(tree.children[0]))
         if kind == "vector_type":
             size, element = tree.children
-            return BlockType((self.dim(size),), self.element(element))
+            return self.tile((self.dim(size),), self.element(element), size)
         if kind == "block_type":
             dims, element = tree.children
-            return BlockType(tuple(self.dim(d, dims) for d in str(dims).split("x")), self.element(element))
+            return self.tile(tuple(self.dim(d, dims) for d in str(dims).split("x")), self.element(element), dims)
         if kind == "shared_type":
             dims, element = tree.children
             shape = tuple(self.dim(d, dims) for d in str(dims).split("x"))
@@ -116,7 +122,16 @@ class TextReader:
             raise self.error("a block cannot hold blocks", tree)
         return t
 
+    def tile(self, shape: tuple[int, ...], element: ScalarType | PointerType, where: Any) -> BlockType:
+        problem = tile_error(shape)
+        if problem:
+            raise self.error(problem, where)
+        return BlockType(shape, element)
+
     def dim(self, text: str, where: Any = None) -> int:
+        if len(str(text).lstrip("0")) > _MAX_DIM_DIGITS:
+            raise self.error(f"block dimension {str(text)[:20]}... is too large "
+                             f"(a tile holds at most {MAX_TILE_ELEMENTS} elements)", where or text)
         value = int(text)
         if value <= 0:
             raise self.error(f"block dimensions must be positive, got {value}", where or text)
@@ -213,3 +228,24 @@ class TextReader:
 def parse_type(text: str, file: str = "<type>") -> Type:
     """A type on its own, as the IRs spell it (``ptr<f32>``, ``vector<4 x i32>``)."""
     return TextReader(file).type(parse_text("common", text, file, start="type"))
+
+
+def check_nesting(text: str, file: str) -> None:
+    """Refuse IR text whose brackets nest deeper than MAX_IR_NESTING before
+    the parser recurses into it (brackets in quoted strings do not count)."""
+    depth = 0
+    for match in _BRACKET.finditer(_STRING.sub(_blank, text)):
+        if match.group() in "([{":
+            depth += 1
+            if depth > MAX_IR_NESTING:
+                line = text.count("\n", 0, match.start()) + 1
+                col = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
+                raise CompileError(f"the IR nests more than {MAX_IR_NESTING} brackets deep "
+                                   "(MAX_IR_NESTING)", Location(file, line, col))
+        else:
+            depth -= 1
+
+
+def _blank(match: re.Match) -> str:
+    """A quoted string as spaces (offsets, and so locations, are kept)."""
+    return " " * len(match.group())

@@ -22,6 +22,7 @@ from mytriton.ir import opdefs
 from mytriton.ir.ssa import Block, Const, Kernel, Op, OpResult, Param, Value, defining_block, is_within, walk
 from mytriton.ir.ssa_text import op_text
 from mytriton.lower import carried_type_fits
+from mytriton.limits import tile_error
 from mytriton.types import I32, BlockType, SharedType, TypeRuleError, concrete
 
 
@@ -86,6 +87,9 @@ class Verifier:
     def define(self, value: Value, op: Op) -> None:
         if value in self.defined:
             raise self.error("a value is defined twice", op)
+        problem = tile_error(value.type.shape) if isinstance(value.type, (BlockType, SharedType)) else None
+        if problem:  # a declared type the type rules would not give
+            raise self.error(problem, op)
         self.defined.add(value)
 
     def check_op(self, op: Op, in_loop: bool) -> None:

@@ -1,0 +1,130 @@
+"""The compiler's named limits, and the deep-stack runner.
+
+Every limit bounds the work or memory a small input could otherwise ask
+for (a 10-character constant that needs gigabytes, a loop unrolled a billion
+times, a tile of 2^28 elements). Each is checked where the quantity first
+becomes known and reported there as a located error that names the limit.
+
+Deep but legal inputs (a 10,000-term sum, a 5,000-iteration static loop) make
+the compiler's recursive walks deep: ``run_deep`` runs the stages in a worker
+thread with a large stack and a raised recursion limit, so those inputs
+compile, and turns a RecursionError or MemoryError that still escapes into an
+error that names the limit instead of a traceback.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any, Callable, TypeVar
+
+from mytriton.diagnostics import CompileError, Location
+
+# Elements in one tile (Triton's TRITON_MAX_TENSOR_NUMEL): a 2^20 f32 tile is
+# already 4 MiB per program.
+MAX_TILE_ELEMENTS = 1 << 20
+
+# Iterations unrolled while tracing one kernel, counting every iteration of
+# nested constant-bound loops (range with constant bounds, tl.static_range).
+MAX_STATIC_UNROLL = 10_000
+
+# Tree IR nodes one kernel's trace may create (bounds what unrolled bodies
+# times iterations can build).
+MAX_TRACED_NODES = 500_000
+
+# How deeply one expression may nest, in kernel source (an a + b + ... chain
+# is as deep as it has terms) and in the traced tree.
+MAX_EXPRESSION_DEPTH = 20_000
+
+# Compile-time constants: bits of an integer, elements of a string or tuple.
+MAX_CONSTANT_BITS = 1 << 16
+MAX_CONSTANT_LENGTH = 1 << 16
+
+# Brackets open at once in IR text (tree or SSA).
+MAX_IR_NESTING = 25_000
+
+# Lines of one kernel source file.
+MAX_SOURCE_LINES = 100_000
+
+# CUDA's grid limits (programs per axis).
+MAX_GRID = (2**31 - 1, 65535, 65535)
+
+# The interpreter runs the grid in chunks of programs so that programs x the
+# elements of all the values a program holds stay under this many elements.
+INTERP_CHUNK_ELEMENTS = 1 << 24
+
+# The deep-stack runner: a worker thread's stack and the recursion limit
+# while it runs (about 5 KiB of stack per Python frame, so that the recursion
+# limit, not the stack, is what runs out).
+DEEP_STACK_BYTES = 1 << 30
+DEEP_RECURSION_LIMIT = 200_000
+
+
+def tile_error(shape: tuple[int, ...]) -> str | None:
+    """Why a tile of ``shape`` is over the limit, or None."""
+    numel = 1
+    for d in shape:
+        numel *= d
+    if numel <= MAX_TILE_ELEMENTS:
+        return None
+    dims = "x".join(str(d) for d in shape)
+    return (f"a tile of shape {dims} has {numel} elements, over the limit of {MAX_TILE_ELEMENTS} "
+            f"(MAX_TILE_ELEMENTS); split the work over more programs")
+
+
+def check_grid(grid: tuple[int, ...], loc: Location | None = None) -> None:
+    """CUDA's limits on programs per axis."""
+    for axis, (size, limit) in enumerate(zip(grid, MAX_GRID)):
+        if size > limit:
+            raise CompileError(f"grid axis {axis} has {size} programs, over CUDA's limit of {limit}", loc)
+
+
+# ---- the deep-stack runner ---------------------------------------------------------------
+
+T = TypeVar("T")
+_state = threading.local()
+_lock = threading.Lock()  # the recursion limit is one per process
+
+
+def run_deep(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` on a worker thread with a large stack; its
+    result, or its exception re-raised here (RecursionError and MemoryError
+    as CompileErrors that name the limit)."""
+    if getattr(_state, "deep", False):  # already on a deep stack
+        return _translated(fn, args, kwargs)
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        _state.deep = True
+        try:
+            outcome["value"] = _translated(fn, args, kwargs)
+        except BaseException as err:  # re-raised on the caller's thread
+            outcome["error"] = err
+
+    with _lock:
+        old_limit = sys.getrecursionlimit()
+        old_stack = threading.stack_size()
+        sys.setrecursionlimit(max(old_limit, DEEP_RECURSION_LIMIT))
+        try:
+            threading.stack_size(DEEP_STACK_BYTES)
+            worker = threading.Thread(target=target, name="mytriton-deep-stack", daemon=True)
+            worker.start()
+        finally:
+            threading.stack_size(old_stack)
+        try:
+            worker.join()
+        finally:
+            sys.setrecursionlimit(old_limit)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _translated(fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
+    try:
+        return fn(*args, **kwargs)
+    except RecursionError:
+        raise CompileError(f"the input nests too deeply: over {DEEP_RECURSION_LIMIT} nested calls "
+                           "(DEEP_RECURSION_LIMIT) in the compiler") from None
+    except MemoryError:
+        raise CompileError("out of memory while compiling; the input asks for too much "
+                           "(see the limits in mytriton/limits.py)") from None
