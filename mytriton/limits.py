@@ -35,8 +35,10 @@ MAX_TRACED_NODES = 500_000
 # is as deep as it has terms) and in the traced tree.
 MAX_EXPRESSION_DEPTH = 20_000
 
-# Compile-time constants: bits of an integer, elements of a string or tuple.
-MAX_CONSTANT_BITS = 1 << 16
+# Compile-time constants: bits of an integer (4096 bits print in about 1,230
+# digits, well under Python's 4,300-digit limit on int/str conversion), and
+# elements of a string or tuple.
+MAX_CONSTANT_BITS = 4096
 MAX_CONSTANT_LENGTH = 1 << 16
 
 # Brackets open at once in IR text (tree or SSA).
@@ -76,6 +78,40 @@ def check_grid(grid: tuple[int, ...], loc: Location | None = None) -> None:
     for axis, (size, limit) in enumerate(zip(grid, MAX_GRID)):
         if size > limit:
             raise CompileError(f"grid axis {axis} has {size} programs, over CUDA's limit of {limit}", loc)
+
+
+def constant_result_error(op: type, a: Any, b: Any) -> str | None:
+    """Why ``a <op> b`` (``op`` an ``ast`` operator class) on compile-time
+    constants would be over the constant limits, or None; judged from the
+    operands' sizes before anything is computed."""
+    name = op.__name__
+    if _is_int(a) and _is_int(b):
+        bits = None
+        if name == "LShift" and b > 0:
+            bits = a.bit_length() + b
+        elif name == "Mult":
+            bits = a.bit_length() + b.bit_length()
+        elif name == "Pow" and b > 0 and abs(a) > 1:
+            bits = (a.bit_length() - 1) * b + 1
+        if bits is not None and bits > MAX_CONSTANT_BITS:
+            return (f"the result would have about {bits} bits, over the limit of {MAX_CONSTANT_BITS} "
+                    "(MAX_CONSTANT_BITS)")
+        return None
+    length = None
+    if name == "Mult" and isinstance(a, (str, tuple)) and _is_int(b):
+        length = len(a) * max(b, 0)
+    elif name == "Mult" and _is_int(a) and isinstance(b, (str, tuple)):
+        length = a * len(b) if a > 0 else 0
+    elif name == "Add" and isinstance(a, (str, tuple)) and isinstance(b, (str, tuple)):
+        length = len(a) + len(b)
+    if length is not None and length > MAX_CONSTANT_LENGTH:
+        return (f"the result would have {length} elements, over the limit of {MAX_CONSTANT_LENGTH} "
+                "(MAX_CONSTANT_LENGTH)")
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int)  # bools are ints too, and as small
 
 
 # ---- the deep-stack runner ---------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import Any
 
 from mytriton.diagnostics import SOURCES, CompileError, Location
 from mytriton.language import DTYPES
+from mytriton.limits import constant_result_error
 
 MODULES = ("mytriton", "mytriton.language")
 BUNDLE_MARKER = "__mytriton_bundle__"
@@ -132,8 +133,13 @@ def _fold(module: KernelModule, expr: ast.expr) -> Any:
         return {ast.USub: lambda v: -v, ast.UAdd: lambda v: +v, ast.Not: lambda v: not v,
                 ast.Invert: lambda v: ~v}[type(expr.op)](value)
     if isinstance(expr, ast.BinOp) and type(expr.op) in _BINOPS:
+        left, right = _fold(module, expr.left), _fold(module, expr.right)
+        # Judged before computing: 2 ** 10 ** 10 would take hours and gigabytes.
+        too_large = constant_result_error(type(expr.op), left, right)
+        if too_large:
+            raise _NotConstant(f"constant arithmetic failed: {too_large}")
         try:
-            return _BINOPS[type(expr.op)](_fold(module, expr.left), _fold(module, expr.right))
+            return _BINOPS[type(expr.op)](left, right)
         except (ArithmeticError, TypeError, ValueError) as err:
             raise _NotConstant(f"constant arithmetic failed: {err}") from None
     if isinstance(expr, ast.Name) and expr.id not in module.aliases:
