@@ -44,6 +44,11 @@ MAX_CONSTANT_LENGTH = 1 << 16
 # Brackets open at once in IR text (tree or SSA).
 MAX_IR_NESTING = 25_000
 
+# Loops nested in one another (Python allows about 100 levels of indentation,
+# so no kernel source gets near; IR text could, and the verifier's and
+# interpreter's costs grow with the square of the nesting).
+MAX_LOOP_NESTING = 128
+
 # Lines of one kernel source file.
 MAX_SOURCE_LINES = 100_000
 

@@ -20,7 +20,7 @@ from mytriton.ir.tree import (
     TreeKernel, Yield,
 )
 from mytriton.language import DTYPES
-from mytriton.limits import MAX_EXPRESSION_DEPTH, MAX_STATIC_UNROLL, MAX_TRACED_NODES, constant_result_error
+from mytriton.limits import MAX_EXPRESSION_DEPTH, MAX_LOOP_NESTING, MAX_STATIC_UNROLL, MAX_TRACED_NODES, constant_result_error
 from mytriton.types import ScalarType, Type
 
 Number = bool | int | float
@@ -256,6 +256,11 @@ class Tracer:
         for bound, what in ((start, "start"), (stop, "stop")):
             if not (type(bound) is int or isinstance(bound, Expr)):
                 raise self.error(f"the loop {what} must be an integer, got {_describe(bound)}", call)
+        nesting, region = 0, self.region
+        while region.parent is not None:
+            nesting, region = nesting + 1, region.parent
+        if nesting >= MAX_LOOP_NESTING:  # reachable through @jit helpers that loop
+            raise self.error(f"runtime loops nest more than {MAX_LOOP_NESTING} deep (MAX_LOOP_NESTING)", stmt)
         name = stmt.target.id
         assigned = assigned_names(stmt.body)
         if name in assigned:

@@ -10,7 +10,7 @@ import lark
 
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir.grammar import node_loc, parse_text, rule
-from mytriton.limits import MAX_IR_NESTING, MAX_TILE_ELEMENTS, tile_error
+from mytriton.limits import MAX_IR_NESTING, MAX_LOOP_NESTING, MAX_TILE_ELEMENTS, tile_error
 from mytriton.types import SCALARS, BlockType, PointerType, ScalarType, SharedType, Type
 
 # Escapes in quoted strings (file names, string attributes), both ways.
@@ -233,17 +233,23 @@ def parse_type(text: str, file: str = "<type>") -> Type:
 def check_nesting(text: str, file: str) -> None:
     """Refuse IR text whose brackets nest deeper than MAX_IR_NESTING before
     the parser recurses into it (brackets in quoted strings do not count)."""
-    depth = 0
+    depth = regions = 0
     for match in _BRACKET.finditer(_STRING.sub(_blank, text)):
-        if match.group() in "([{":
+        bracket = match.group()
+        if bracket in "([{":
             depth += 1
-            if depth > MAX_IR_NESTING:
+            regions += bracket == "{"
+            # Braces open the kernel's body and each loop's.
+            if depth > MAX_IR_NESTING or regions > MAX_LOOP_NESTING + 1:
                 line = text.count("\n", 0, match.start()) + 1
                 col = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
-                raise CompileError(f"the IR nests more than {MAX_IR_NESTING} brackets deep "
-                                   "(MAX_IR_NESTING)", Location(file, line, col))
+                message = (f"the IR nests more than {MAX_IR_NESTING} brackets deep (MAX_IR_NESTING)"
+                           if depth > MAX_IR_NESTING else
+                           f"loops nest more than {MAX_LOOP_NESTING} deep (MAX_LOOP_NESTING)")
+                raise CompileError(message, Location(file, line, col))
         else:
             depth -= 1
+            regions -= bracket == "}"
 
 
 def _blank(match: re.Match) -> str:
