@@ -113,17 +113,21 @@ def run_kernel(kernel: Kernel, grid: tuple[int, ...], args: Sequence[object]) ->
 
 
 def programs_per_chunk(kernel: Kernel) -> int:
-    """How many programs run at once: the elements of every value one
-    program holds (each op result, each loop's index and carried values),
-    times the programs, stay under INTERP_CHUNK_ELEMENTS (at least one
-    program runs, whatever its size; MAX_TILE_ELEMENTS bounds that)."""
-    per_program = len(kernel.params)
+    """How many programs run at once: their elements (``program_elements``)
+    stay under INTERP_CHUNK_ELEMENTS; at least one program runs, whatever
+    its size (MAX_TILE_ELEMENTS bounds that)."""
+    return max(1, INTERP_CHUNK_ELEMENTS // program_elements(kernel))
+
+
+def program_elements(kernel: Kernel) -> int:
+    """The elements of every value one program holds: its parameters, each
+    op result, each loop's index and carried values."""
+    total = len(kernel.params)
     for op in walk(kernel.body):
-        values = list(op.results) + [arg for region in op.regions for arg in region.args]
-        for value in values:
+        for value in [*op.results, *(arg for region in op.regions for arg in region.args)]:
             t = value.type
-            per_program += t.numel if isinstance(t, (BlockType, SharedType)) else 1
-    return max(1, INTERP_CHUNK_ELEMENTS // max(per_program, 1))
+            total += t.numel if isinstance(t, (BlockType, SharedType)) else 1
+    return max(total, 1)
 
 
 def _check_grid(grid: Any, kernel: Kernel) -> tuple[tuple[int, int, int], int]:

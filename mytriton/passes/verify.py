@@ -60,6 +60,10 @@ class Verifier:
             for operand in op.operands:
                 if isinstance(operand, Value) and operand not in visible:
                     raise self.error(self.explain(operand, block), op)
+            for result in op.results:  # before the type rules, which would refuse it less clearly
+                problem = tile_error(result.type.shape) if isinstance(result.type, (BlockType, SharedType)) else None
+                if problem:
+                    raise self.error(problem, op)
             if op.name == "yield":
                 if not in_loop or i != len(block.ops) - 1:
                     raise self.error("'yield' may only end a loop body", op)
@@ -87,9 +91,6 @@ class Verifier:
     def define(self, value: Value, op: Op) -> None:
         if value in self.defined:
             raise self.error("a value is defined twice", op)
-        problem = tile_error(value.type.shape) if isinstance(value.type, (BlockType, SharedType)) else None
-        if problem:  # a declared type the type rules would not give
-            raise self.error(problem, op)
         self.defined.add(value)
 
     def check_op(self, op: Op, in_loop: bool) -> None:

@@ -103,7 +103,7 @@ class JITFunction:
     def specialize(self, bound: dict[str, Any], num_warps: int, backend: str) -> Any:
         from mytriton.runtime.arguments import arg_type, signature_of
 
-        text, runtime, constexpr = self.source()
+        text, runtime, constexpr = run_deep(self.source)  # checks the syntax: deep walks
         constexprs = {name: bound[name] for name in constexpr}
         types = [arg_type(bound[name], name) for name in runtime]
         key = (tuple(str(t) for t in types), tuple((k, repr(v)) for k, v in constexprs.items()),
@@ -120,7 +120,7 @@ class JITFunction:
                 from mytriton.runtime.cuda_driver import CudaKernel
 
                 cuda = run_deep(lambda: pipeline.emit_cuda(pipeline.stage_dots(kernel), options))
-                compiled = CudaKernel(cuda, options.arch)
+                compiled = CudaKernel(cuda, options.arch)  # here: the CUDA context is this thread's
             else:
                 compiled = kernel
             self._compiled[key] = compiled
