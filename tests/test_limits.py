@@ -84,6 +84,15 @@ def test_a_huge_module_constant_no_kernel_uses_does_not_stop_parse(tmp_path):
     assert time.monotonic() - start < ERROR_SECONDS
 
 
+def test_a_module_constant_deeper_than_the_expression_limit_is_an_error_only_where_used(tmp_path):
+    deep = "X = " + " + ".join(["1"] * (limits.MAX_EXPRESSION_DEPTH + 10)) + "\n"
+    (tmp_path / "unused.py").write_text(deep + kernel(f"y = x\n{STORE}"))
+    result = cli(["parse", "unused.py"], tmp_path)
+    assert result.returncode == 0, result.stderr.decode()[:2000]
+    refused(tmp_path, "k.py", deep + kernel(f"y = x + X\n{STORE}"), ["compile", "{in}", "-o", "{out}"],
+            "MAX_EXPRESSION_DEPTH", 9, 13)
+
+
 def test_a_huge_power_used_by_a_kernel_is_an_error_where_it_is_used(tmp_path):
     refused(tmp_path, "k.py", "X = 2 ** 10 ** 10\n" + kernel(f"y = x + X\n{STORE}"),
             ["compile", "{in}", "-o", "{out}"], "MAX_CONSTANT_BITS", 9, 13)

@@ -14,7 +14,7 @@ from typing import Any
 
 from mytriton.diagnostics import SOURCES, CompileError, Location
 from mytriton.language import DTYPES
-from mytriton.limits import constant_result_error
+from mytriton.limits import MAX_EXPRESSION_DEPTH, constant_result_error
 
 MODULES = ("mytriton", "mytriton.language")
 BUNDLE_MARKER = "__mytriton_bundle__"
@@ -105,10 +105,23 @@ def _constant(module: KernelModule, expr: ast.expr) -> Any:
     """Evaluate a module-level expression made of literals, other constants,
     arithmetic, tuples, dtypes and ``tl.constexpr(...)``; anything else is
     Unresolved (it would need running the file)."""
+    if _depth_over(expr, MAX_EXPRESSION_DEPTH):  # before _fold recurses into it
+        return Unresolved(f"it nests more than {MAX_EXPRESSION_DEPTH} operations deep (MAX_EXPRESSION_DEPTH)")
     try:
         return _fold(module, expr)
     except _NotConstant as err:
         return Unresolved(str(err))
+
+
+def _depth_over(expr: ast.expr, limit: int) -> bool:
+    """Whether ``expr`` nests deeper than ``limit``, found without recursion."""
+    stack = [(expr, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return False
 
 
 class _NotConstant(Exception):
