@@ -115,6 +115,14 @@ def constant_result_error(op: type, a: Any, b: Any) -> str | None:
     return None
 
 
+def constant_value_error(value: Any) -> str | None:
+    """Why a computed constant is over the limits, or None (a chain of
+    additions grows a bit at a time, which no single operation shows)."""
+    if _is_int(value) and value.bit_length() > MAX_CONSTANT_BITS:
+        return f"the result has {value.bit_length()} bits, over the limit of {MAX_CONSTANT_BITS} (MAX_CONSTANT_BITS)"
+    return None
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int)  # bools are ints too, and as small
 

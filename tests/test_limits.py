@@ -118,6 +118,11 @@ def test_repeated_squaring_in_a_kernel_stops_at_the_limit(tmp_path):
     refused(tmp_path, "k.py", kernel(lines), ["trace", "{in}", "-o", "{out}"], "MAX_CONSTANT_BITS", 20, 9)
 
 
+def test_repeated_doubling_by_addition_stops_at_the_limit(tmp_path):
+    lines = f"c = 1\nfor i in range(5000):\n    c += c\ny = x + c\n{STORE}"
+    refused(tmp_path, "k.py", kernel(lines), ["trace", "{in}", "-o", "{out}"], "MAX_CONSTANT_BITS", 10, 9)
+
+
 def test_float_of_a_huge_int_is_a_located_error(tmp_path):
     refused(tmp_path, "k.py", kernel(f"y = x + float(1 << 2000)\n{STORE}"),
             ["compile", "{in}", "-o", "{out}"], "float(): int too large to convert to float", 8, 13)

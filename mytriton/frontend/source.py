@@ -14,7 +14,7 @@ from typing import Any
 
 from mytriton.diagnostics import SOURCES, CompileError, Location
 from mytriton.language import DTYPES
-from mytriton.limits import MAX_EXPRESSION_DEPTH, constant_result_error
+from mytriton.limits import MAX_EXPRESSION_DEPTH, constant_result_error, constant_value_error
 
 MODULES = ("mytriton", "mytriton.language")
 BUNDLE_MARKER = "__mytriton_bundle__"
@@ -152,9 +152,13 @@ def _fold(module: KernelModule, expr: ast.expr) -> Any:
         if too_large:
             raise _NotConstant(f"constant arithmetic failed: {too_large}")
         try:
-            return _BINOPS[type(expr.op)](left, right)
+            result = _BINOPS[type(expr.op)](left, right)
         except (ArithmeticError, TypeError, ValueError) as err:
             raise _NotConstant(f"constant arithmetic failed: {err}") from None
+        too_large = constant_value_error(result)
+        if too_large:
+            raise _NotConstant(f"constant arithmetic failed: {too_large}")
+        return result
     if isinstance(expr, ast.Name) and expr.id not in module.aliases:
         value = module.constants.get(expr.id)
         if value is None and expr.id not in module.constants:

@@ -20,7 +20,10 @@ from mytriton.ir.tree import (
     TreeKernel, Yield,
 )
 from mytriton.language import DTYPES
-from mytriton.limits import MAX_EXPRESSION_DEPTH, MAX_LOOP_NESTING, MAX_STATIC_UNROLL, MAX_TRACED_NODES, constant_result_error
+from mytriton.limits import (
+    MAX_EXPRESSION_DEPTH, MAX_LOOP_NESTING, MAX_STATIC_UNROLL, MAX_TRACED_NODES, constant_result_error,
+    constant_value_error,
+)
 from mytriton.types import ScalarType, Type
 
 Number = bool | int | float
@@ -426,11 +429,15 @@ class Tracer:
             if too_large:
                 raise self.error(f"constant arithmetic: {too_large}", node)
             try:
-                return _PY_BINOPS[type(op)](a, b)
+                result = _PY_BINOPS[type(op)](a, b)
             except ZeroDivisionError:
                 raise self.error("division by zero in a constant expression", node) from None
             except (ArithmeticError, ValueError) as err:  # 1e308 / 1e-308, 1 << -1, big int / int
                 raise self.error(f"constant arithmetic failed: {err}", node) from None
+            too_large = constant_value_error(result)
+            if too_large:
+                raise self.error(f"constant arithmetic: {too_large}", node)
+            return result
         name = _TREE_BINOPS.get(type(op))
         if name is None:
             raise self.error("this operator works on constants only", node)
