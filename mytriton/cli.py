@@ -17,8 +17,8 @@ from typing import Any, Callable
 import click
 
 from mytriton import pipeline
-from mytriton.diagnostics import CompileError
-from mytriton.limits import run_deep
+from mytriton.diagnostics import CompileError, Location
+from mytriton.limits import ResourceError, run_deep
 
 # ---- input, output, errors --------------------------------------------------------------
 
@@ -65,6 +65,8 @@ def reports_errors(fn: Callable[..., None]) -> Callable[..., None]:
             # overflowing Python's recursion (limits.run_deep).
             run_deep(fn, *args, **kwargs)
         except CompileError as err:
+            if isinstance(err, ResourceError) and kwargs.get("input"):
+                err.at(Location("<stdin>" if kwargs["input"] == "-" else kwargs["input"], 1, 1))
             click.echo(err.render(), err=True)
             sys.exit(1)
         except BrokenPipeError:

@@ -168,12 +168,17 @@ def run_deep(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     return outcome["value"]
 
 
+class ResourceError(CompileError):
+    """The compiler ran out of stack or memory on some input: which place in
+    the input is unknown, so the CLI points at the input file."""
+
+
 def _translated(fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
     try:
         return fn(*args, **kwargs)
     except RecursionError:
-        raise CompileError(f"the input nests too deeply: over {DEEP_RECURSION_LIMIT} nested calls "
-                           "(DEEP_RECURSION_LIMIT) in the compiler") from None
+        raise ResourceError(f"the input nests too deeply: over {DEEP_RECURSION_LIMIT} nested calls "
+                            "(DEEP_RECURSION_LIMIT) in the compiler") from None
     except MemoryError:
-        raise CompileError("out of memory while compiling; the input asks for too much "
-                           "(see the limits in mytriton/limits.py)") from None
+        raise ResourceError("out of memory while compiling; the input asks for too much "
+                            "(see the limits in mytriton/limits.py)") from None

@@ -413,6 +413,19 @@ def test_the_largest_grid_cuda_allows_is_accepted():
     assert normalize_grid((2**31 - 1, 65535, 65535), {}) == (2**31 - 1, 65535, 65535)
 
 
+def test_the_verifier_refuses_a_chain_of_ops_longer_than_the_expression_limit(monkeypatch):
+    import mytriton.passes.verify as verifier
+
+    monkeypatch.setattr(verifier, "MAX_EXPRESSION_DEPTH", 10)
+    lines = ['kernel k(p: ptr<f32>) @"k.py":1:1 {', "  %0 = arange start=0, end=16 : vector<16 x i32> @2:1",
+             "  %1 = addptr p, %0 : vector<16 x ptr<f32>> @3:1", "  %2 = load %1, none, none : vector<16 x f32> @4:1"]
+    lines += [f"  %{i} = add %{i - 1}, 1.0 : vector<16 x f32> @{i + 2}:3" for i in range(3, 20)]
+    lines += ["  store %1, %19, none @30:1", "}"]
+    with pytest.raises(CompileError, match="MAX_EXPRESSION_DEPTH") as info:
+        verify(parse_kernel("\n".join(lines) + "\n", "k.ssa"))
+    assert (info.value.loc.line, info.value.loc.col) == (12, 3)  # %10: arange, addptr, load and 8 adds make 11
+
+
 # ---- the deep-stack runner ------------------------------------------------------------------------------
 
 
@@ -441,3 +454,21 @@ def test_the_deep_stack_runner_reraises_compile_errors_unchanged():
     with pytest.raises(CompileError) as info:
         limits.run_deep(fail)
     assert info.value.message == "boom"
+
+
+def test_the_cli_points_runaway_recursion_at_the_input_file(capsys):
+    from mytriton.cli import reports_errors
+
+    @reports_errors
+    def command(input: str) -> None:
+        def forever(n: int) -> int:
+            return forever(n + 1) + 1
+
+        forever(0)
+
+    with pytest.raises(SystemExit) as info:
+        command(input="k.ssa")
+    assert info.value.code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("k.ssa:1:1: error: the input nests too deeply") and "DEEP_RECURSION_LIMIT" in err
+    assert "Traceback" not in err
