@@ -44,6 +44,10 @@ MAX_CONSTANT_LENGTH = 1 << 16
 # Brackets open at once in IR text (tree or SSA).
 MAX_IR_NESTING = 25_000
 
+# Digits of one number in IR text (Python refuses to convert more than 4,300;
+# a 4,096-bit constant prints in 1,234).
+MAX_LITERAL_DIGITS = 4000
+
 # Loops nested in one another (Python allows about 100 levels of indentation,
 # so no kernel source gets near; IR text could, and the verifier's and
 # interpreter's costs grow with the square of the nesting).

@@ -272,10 +272,24 @@ def test_an_attribute_tuple_deeper_than_the_limit_is_refused(tmp_path):
             "MAX_IR_NESTING", 2, col)
 
 
-def test_brackets_inside_quoted_strings_do_not_count_as_nesting():
-    from mytriton.ir.text_common import check_nesting
+@pytest.mark.parametrize("where", ["literal", "location"])
+def test_a_number_longer_than_the_digit_limit_in_ssa_text_is_a_located_error(tmp_path, where):
+    number = "9" * (limits.MAX_LITERAL_DIGITS + 1)
+    literal, line = (number, "1") if where == "literal" else ("1", number)
+    text = f'kernel k(n: i32) @"k.py":1:1 {{\n  %0 = add n, {literal} : i32 @{line}:1\n}}\n'
+    col = text.splitlines()[1].index(number) + 1
+    refused(tmp_path, "k.ssa", text, ["verify", "{in}", "-o", "{out}"], "MAX_LITERAL_DIGITS", 2, col)
 
-    check_nesting('"' + "(" * (limits.MAX_IR_NESTING + 1) + '"', "k.ssa")
+
+def test_a_number_longer_than_the_digit_limit_in_tree_text_is_a_located_error(tmp_path):
+    text = 'tree k(n: i32) @"k.py":1:1 {\n  let $a = add(n, ' + "9" * 5000 + ")@1:1\n}\n"
+    refused(tmp_path, "k.tree", text, ["lower", "{in}", "-o", "{out}"], "MAX_LITERAL_DIGITS", 2, 19)
+
+
+def test_brackets_inside_quoted_strings_do_not_count_as_nesting():
+    from mytriton.ir.text_common import check_text_limits
+
+    check_text_limits('"' + "(" * (limits.MAX_IR_NESTING + 1) + '"', "k.ssa")
 
 
 def test_loops_nested_deeper_than_the_limit_are_refused(tmp_path):
@@ -325,7 +339,7 @@ def test_a_block_type_over_the_tile_limit_in_ssa_text_is_a_located_error(tmp_pat
 
 
 def test_a_block_dimension_with_many_digits_is_a_located_error(tmp_path):
-    text = 'kernel k() @"k.py":1:1 {\n  %0 = full 0, shape=(16,), dtype=f32 : vector<' + "9" * 5000 + ' x f32> @1:1\n}\n'
+    text = 'kernel k() @"k.py":1:1 {\n  %0 = full 0, shape=(16,), dtype=f32 : vector<' + "9" * 30 + ' x f32> @1:1\n}\n'
     refused(tmp_path, "k.ssa", text, ["verify", "{in}", "-o", "{out}"], "too large", 2, 48)
 
 

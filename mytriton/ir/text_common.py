@@ -10,7 +10,7 @@ import lark
 
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir.grammar import node_loc, parse_text, rule
-from mytriton.limits import MAX_IR_NESTING, MAX_LOOP_NESTING, MAX_TILE_ELEMENTS, tile_error
+from mytriton.limits import MAX_IR_NESTING, MAX_LITERAL_DIGITS, MAX_LOOP_NESTING, MAX_TILE_ELEMENTS, tile_error
 from mytriton.types import SCALARS, BlockType, PointerType, ScalarType, SharedType, Type
 
 # Escapes in quoted strings (file names, string attributes), both ways.
@@ -20,6 +20,7 @@ _UNESCAPES = {escaped[1]: char for char, escaped in _ESCAPES.items()}
 _MAX_DIM_DIGITS = len(str(MAX_TILE_ELEMENTS))
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _BRACKET = re.compile(r"[()\[\]{}]")
+_LONG_NUMBER = re.compile(r"\d{%d,}" % (MAX_LITERAL_DIGITS + 1))
 
 # ---- printing -------------------------------------------------------------------
 
@@ -230,26 +231,36 @@ def parse_type(text: str, file: str = "<type>") -> Type:
     return TextReader(file).type(parse_text("common", text, file, start="type"))
 
 
-def check_nesting(text: str, file: str) -> None:
-    """Refuse IR text whose brackets nest deeper than MAX_IR_NESTING before
-    the parser recurses into it (brackets in quoted strings do not count)."""
+def check_text_limits(text: str, file: str) -> None:
+    """Refuse IR text whose brackets nest deeper than MAX_IR_NESTING (or
+    MAX_LOOP_NESTING loops) before the parser recurses into it, and numbers
+    longer than MAX_LITERAL_DIGITS before anything converts them (brackets
+    and digits in quoted strings do not count)."""
+    code = _STRING.sub(_blank, text)
+    too_long = _LONG_NUMBER.search(code)
+    if too_long:
+        raise CompileError(f"a number of more than {MAX_LITERAL_DIGITS} digits (MAX_LITERAL_DIGITS)",
+                           _text_loc(text, file, too_long.start()))
     depth = regions = 0
-    for match in _BRACKET.finditer(_STRING.sub(_blank, text)):
+    for match in _BRACKET.finditer(code):
         bracket = match.group()
         if bracket in "([{":
             depth += 1
             regions += bracket == "{"
             # Braces open the kernel's body and each loop's.
             if depth > MAX_IR_NESTING or regions > MAX_LOOP_NESTING + 1:
-                line = text.count("\n", 0, match.start()) + 1
-                col = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
                 message = (f"the IR nests more than {MAX_IR_NESTING} brackets deep (MAX_IR_NESTING)"
                            if depth > MAX_IR_NESTING else
                            f"loops nest more than {MAX_LOOP_NESTING} deep (MAX_LOOP_NESTING)")
-                raise CompileError(message, Location(file, line, col))
+                raise CompileError(message, _text_loc(text, file, match.start()))
         else:
             depth -= 1
             regions -= bracket == "}"
+
+
+def _text_loc(text: str, file: str, offset: int) -> Location:
+    line = text.count("\n", 0, offset) + 1
+    return Location(file, line, offset - (text.rfind("\n", 0, offset) + 1) + 1)
 
 
 def _blank(match: re.Match) -> str:
