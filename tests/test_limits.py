@@ -10,7 +10,6 @@ process and through the chain of subcommands, to the same CUDA.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import time
@@ -19,8 +18,8 @@ from textwrap import dedent
 import numpy as np
 import pytest
 
-from conftest import ROOT, build, cdiv, compile_text, kernel_source, randf
-from mytriton import limits, pipeline
+from conftest import ROOT, build, compile_text, kernel_source, randf
+from mytriton import limits
 from mytriton.backends import interp
 from mytriton.backends.interp import program_elements, programs_per_chunk, run_kernel
 from mytriton.diagnostics import CompileError
