@@ -16,7 +16,8 @@ from typing import Any, Callable
 import click
 
 from mytriton import pipeline
-from mytriton.diagnostics import CompileError
+from mytriton.diagnostics import CompileError, Location
+from mytriton.limits import ResourceError, run_deep
 from mytriton.output_files import write_output as write_file
 
 # ---- input, output, errors --------------------------------------------------------------
@@ -63,8 +64,12 @@ def reports_errors(fn: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
-            fn(*args, **kwargs)
+            # On a large stack: deep but legal inputs compile instead of
+            # overflowing Python's recursion (limits.run_deep).
+            run_deep(fn, *args, **kwargs)
         except CompileError as err:
+            if isinstance(err, ResourceError) and kwargs.get("input"):
+                err.at(Location("<stdin>" if kwargs["input"] == "-" else kwargs["input"], 1, 1))
             click.echo(err.render(), err=True)
             sys.exit(1)
         except BrokenPipeError:

@@ -1,9 +1,13 @@
 """A NumPy interpreter for SSA kernels.
 
-``run_kernel(kernel, grid, args)`` executes every program instance of the
-grid at once, vectorised over the grid: a runtime value of SSA type ``T`` is
-a NumPy array of shape ``(P, *shape(T))`` where ``P`` is the number of
-programs (scalars are ``(P,)``). Programs are numbered with grid axis 0
+``run_kernel(kernel, grid, args)`` executes the program instances of the
+grid in chunks, each chunk at once, vectorised over its programs: a runtime
+value of SSA type ``T`` is a NumPy array of shape ``(P, *shape(T))`` where
+``P`` is the number of programs in the chunk (scalars are ``(P,)``). A chunk
+holds as many programs as keep ``P`` times the elements of all the values a
+program holds under ``INTERP_CHUNK_ELEMENTS``, so memory stays bounded
+however large the grid; programs are independent, so running them in
+chunks does not change the result. Programs are numbered with grid axis 0
 fastest, as CUDA numbers blocks.
 
 Pointers are int64 words that cannot alias: a buffer id (1, 2, ... for the
@@ -38,8 +42,9 @@ import numpy as np
 from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import (
     Block, Const, Kernel, Op, Operand, Param, Value, for_body, for_bounds, for_carried,
-    for_index, for_inits, for_yield,
+    for_index, for_inits, for_yield, walk,
 )
+from mytriton.limits import INTERP_CHUNK_ELEMENTS, check_grid
 from mytriton.types import (
     BF16, BOOL, F16, F32, I32, I64, BlockType, PointerType, ScalarType, SharedType, Type, concrete,
     element_of, promote, shape_of, with_element,
@@ -103,13 +108,38 @@ def run_kernel(kernel: Kernel, grid: tuple[int, ...], args: Sequence[object]) ->
         names = ", ".join(p.name for p in kernel.params)
         raise CompileError(f"kernel '{kernel.name}' takes {len(kernel.params)} argument(s) "
                            f"({names}), got {len(args)}", kernel.loc)
-    state = _State(kernel, dims, grid_rank)
-    for param, arg in zip(kernel.params, args):
-        state.bind_param(param, arg)
-    if state.P == 0:
-        return
-    with np.errstate(all="ignore"):
-        state.run_block(kernel.body, np.ones(state.P, dtype=bool))
+    programs = dims[0] * dims[1] * dims[2]
+    chunk = programs_per_chunk(kernel)
+    first = 0
+    while True:
+        state = _State(kernel, dims, grid_rank, first, min(chunk, programs - first))
+        for param, arg in zip(kernel.params, args):  # checks the arguments even for an empty grid
+            state.bind_param(param, arg)
+        if state.P == 0:
+            return
+        with np.errstate(all="ignore"):
+            state.run_block(kernel.body, np.ones(state.P, dtype=bool))
+        first += state.P
+        if first >= programs:
+            return
+
+
+def programs_per_chunk(kernel: Kernel) -> int:
+    """How many programs run at once: their elements (``program_elements``)
+    stay under INTERP_CHUNK_ELEMENTS; at least one program runs, whatever
+    its size (MAX_TILE_ELEMENTS bounds that)."""
+    return max(1, INTERP_CHUNK_ELEMENTS // program_elements(kernel))
+
+
+def program_elements(kernel: Kernel) -> int:
+    """The elements of every value one program holds: its parameters, each
+    op result, each loop's index and carried values."""
+    total = len(kernel.params)
+    for op in walk(kernel.body):
+        for value in [*op.results, *(arg for region in op.regions for arg in region.args)]:
+            t = value.type
+            total += t.numel if isinstance(t, (BlockType, SharedType)) else 1
+    return max(total, 1)
 
 
 def _check_grid(grid: Any, kernel: Kernel) -> tuple[tuple[int, int, int], int]:
@@ -122,6 +152,7 @@ def _check_grid(grid: Any, kernel: Kernel) -> tuple[tuple[int, int, int], int]:
         if not isinstance(g, Integral) or isinstance(g, bool) or g < 0:
             raise CompileError(f"grid dimensions must be non-negative integers, got {grid}", kernel.loc)
     padded = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+    check_grid(padded, kernel.loc)
     return padded, len(grid)  # type: ignore[return-value]
 
 
@@ -135,11 +166,14 @@ class _Buffer:
 class _State:
     """The values of one kernel run, and the buffers its pointers address."""
 
-    def __init__(self, kernel: Kernel, grid: tuple[int, int, int], grid_rank: int) -> None:
+    def __init__(self, kernel: Kernel, grid: tuple[int, int, int], grid_rank: int,
+                 first: int = 0, count: int | None = None) -> None:
         self.kernel = kernel
         self.grid = grid
         self.grid_rank = grid_rank
-        self.P = grid[0] * grid[1] * grid[2]
+        # This run's programs: ``first`` to ``first + P - 1`` of the grid.
+        self.first = first
+        self.P = grid[0] * grid[1] * grid[2] if count is None else count
         self.env: dict[Value, np.ndarray] = {}
         self.buffers: list[_Buffer] = []
         self.sizes = np.zeros(1, dtype=np.int64)  # elements of buffer id i; id 0 is no buffer
@@ -193,6 +227,8 @@ class _State:
         return np.broadcast_to(self.get(operand, np_dtype(t), len(shape) - 1), shape)
 
     def program_coords(self, program: int) -> str:
+        """The grid coordinates of the chunk's ``program``-th program."""
+        program += self.first
         g0, g1, _ = self.grid
         coords = (program % g0, (program // g0) % g1, program // (g0 * g1))
         if self.grid_rank == 1:
@@ -287,7 +323,7 @@ def handles(*names: str) -> Callable[[Handler], Handler]:
 @handles("program_id")
 def _program_id(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     g0, g1, _ = st.grid
-    p = np.arange(st.P, dtype=np.int64)
+    p = st.first + np.arange(st.P, dtype=np.int64)
     axis = op.attrs["axis"]
     pid = [p % g0, (p // g0) % g1, p // (g0 * g1)][axis]
     return pid.astype(np.int32)

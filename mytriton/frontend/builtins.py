@@ -202,7 +202,10 @@ def _empty(t: Tracer, node: ast.Call, shape: Any, dtype: Any) -> Any:
 @builtin("full", "shape", "value", "dtype")
 def _full(t: Tracer, node: ast.Call, shape: Any, value: Any, dtype: Any) -> Any:
     dtype = _dtype(t, node, dtype)
-    fill = _fill_literal(dtype, value) if is_number(value) else value
+    try:
+        fill = _fill_literal(dtype, value) if is_number(value) else value
+    except OverflowError:  # float(1 << 2000)
+        raise t.error(f"tl.full: the fill value is too large for {dtype.name}", node) from None
     return t.make("full", (fill,), node, shape=_shape(t, node, shape), dtype=dtype)
 
 

@@ -16,6 +16,7 @@ from mytriton.diagnostics import (
     MAX_SOURCE_LINES, SOURCES, CompileError, Location, is_digest, source_digest, source_lines,
 )
 from mytriton.language import DTYPES
+from mytriton.limits import MAX_EXPRESSION_DEPTH, constant_result_error, constant_value_error
 
 MODULES = ("mytriton", "mytriton.language")
 BUNDLE_MARKER = "__mytriton_bundle__"
@@ -107,10 +108,23 @@ def _constant(module: KernelModule, expr: ast.expr) -> Any:
     """Evaluate a module-level expression made of literals, other constants,
     arithmetic, tuples, dtypes and ``tl.constexpr(...)``; anything else is
     Unresolved (it would need running the file)."""
+    if _depth_over(expr, MAX_EXPRESSION_DEPTH):  # before _fold recurses into it
+        return Unresolved(f"it nests more than {MAX_EXPRESSION_DEPTH} operations deep (MAX_EXPRESSION_DEPTH)")
     try:
         return _fold(module, expr)
     except _NotConstant as err:
         return Unresolved(str(err))
+
+
+def _depth_over(expr: ast.expr, limit: int) -> bool:
+    """Whether ``expr`` nests deeper than ``limit``, found without recursion."""
+    stack = [(expr, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return False
 
 
 class _NotConstant(Exception):
@@ -135,10 +149,19 @@ def _fold(module: KernelModule, expr: ast.expr) -> Any:
         return {ast.USub: lambda v: -v, ast.UAdd: lambda v: +v, ast.Not: lambda v: not v,
                 ast.Invert: lambda v: ~v}[type(expr.op)](value)
     if isinstance(expr, ast.BinOp) and type(expr.op) in _BINOPS:
+        left, right = _fold(module, expr.left), _fold(module, expr.right)
+        # Judged before computing: 2 ** 10 ** 10 would take hours and gigabytes.
+        too_large = constant_result_error(type(expr.op), left, right)
+        if too_large:
+            raise _NotConstant(f"constant arithmetic failed: {too_large}")
         try:
-            return _BINOPS[type(expr.op)](_fold(module, expr.left), _fold(module, expr.right))
+            result = _BINOPS[type(expr.op)](left, right)
         except (ArithmeticError, TypeError, ValueError) as err:
             raise _NotConstant(f"constant arithmetic failed: {err}") from None
+        too_large = constant_value_error(result)
+        if too_large:
+            raise _NotConstant(f"constant arithmetic failed: {too_large}")
+        return result
     if isinstance(expr, ast.Name) and expr.id not in module.aliases:
         value = module.constants.get(expr.id)
         if value is None and expr.id not in module.constants:

@@ -11,6 +11,7 @@ import ast
 from mytriton.diagnostics import CompileError
 from mytriton.frontend.source import KernelModule
 from mytriton.language import DTYPES, FUNCTIONS
+from mytriton.limits import MAX_EXPRESSION_DEPTH
 
 PYTHON_BUILTINS = ("range", "min", "max", "float", "int", "abs", "len", "bool")
 HOST_FUNCTIONS = ("mytriton.cdiv",)
@@ -68,6 +69,7 @@ class SyntaxChecker(ast.NodeVisitor):
         args = self.fn.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
             raise self.error("kernel parameters must be plain positional names", self.fn)
+        self.check_depth()
         for stmt in self.fn.body:
             self.visit(stmt)
         if not self.entry:
@@ -75,6 +77,21 @@ class SyntaxChecker(ast.NodeVisitor):
             for ret in returns:
                 if ret is not self.fn.body[-1]:
                     raise self.error("a @jit helper may return only at the end of its body", ret)
+
+    def check_depth(self) -> None:
+        """Refuse expressions nested deeper than MAX_EXPRESSION_DEPTH (an
+        ``a + b + ...`` chain is as deep as it has terms) before any
+        recursive walk; the walk here is iterative."""
+        stack: list[tuple[ast.AST, int, ast.AST]] = [(self.fn, 0, self.fn)]
+        while stack:
+            node, depth, outermost = stack.pop()
+            if isinstance(node, ast.expr):
+                depth += 1
+                outermost = node if depth == 1 else outermost
+                if depth > MAX_EXPRESSION_DEPTH:
+                    raise self.error(f"this expression nests more than {MAX_EXPRESSION_DEPTH} levels deep "
+                                     "(MAX_EXPRESSION_DEPTH); bind parts of it to names", outermost)
+            stack.extend((child, depth, outermost) for child in ast.iter_child_nodes(node))
 
     def generic_visit(self, node: ast.AST) -> None:
         if type(node) in _NAMED:

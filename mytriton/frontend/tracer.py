@@ -20,6 +20,10 @@ from mytriton.ir.tree import (
     TreeKernel, Yield,
 )
 from mytriton.language import DTYPES
+from mytriton.limits import (
+    MAX_EXPRESSION_DEPTH, MAX_LOOP_NESTING, MAX_STATIC_UNROLL, MAX_TRACED_NODES, constant_result_error,
+    constant_value_error,
+)
 from mytriton.types import ScalarType, Type, int_literal_type
 
 Number = bool | int | float
@@ -104,14 +108,25 @@ def is_number(value: Any) -> bool:
     return isinstance(value, (bool, int, float))
 
 
+class TraceBudget:
+    """What one kernel's trace has used of the limits on work: unrolled
+    iterations, tree nodes, and the depth of each node's expression."""
+
+    def __init__(self) -> None:
+        self.unrolled = 0
+        self.nodes = 0
+        self.depths: dict[int, int] = {}  # id(node) -> nesting depth (leaves are 0)
+
+
 class Tracer:
     def __init__(self, module: KernelModule, kernel: TreeKernel, region: Region,
-                 env: dict[str, Any], depth: int = 0) -> None:
+                 env: dict[str, Any], depth: int = 0, budget: TraceBudget | None = None) -> None:
         self.module = module
         self.kernel = kernel
         self.region = region
         self.env = env
         self.depth = depth
+        self.budget = budget if budget is not None else TraceBudget()
 
     # ---- helpers ----------------------------------------------------------------
     def loc(self, node: ast.AST) -> Location:
@@ -124,7 +139,17 @@ class Tracer:
         for arg in args:
             self.check_operand(arg, op, node)
             self.region.reference(arg)
+        budget = self.budget
+        budget.nodes += 1
+        if budget.nodes > MAX_TRACED_NODES:
+            raise self.error(f"the kernel traces to more than {MAX_TRACED_NODES} operations (MAX_TRACED_NODES); "
+                             "unroll fewer iterations or use a runtime loop", node)
+        depth = 1 + max((budget.depths.get(id(a), 0) for a in args), default=0)
+        if depth > MAX_EXPRESSION_DEPTH:
+            raise self.error(f"this expression nests more than {MAX_EXPRESSION_DEPTH} operations deep "
+                             "(MAX_EXPRESSION_DEPTH); bind parts of it to names or use a runtime loop", node)
         expr = Node(op, args, attrs, self.loc(node))
+        budget.depths[id(expr)] = depth
         self.region.own(expr)
         return expr
 
@@ -221,11 +246,25 @@ class Tracer:
         if constant:
             if step == 0:
                 raise self.error("range step cannot be zero", call)
-            for value in range(start, stop, step):
-                self.env[name] = value
-                self.run(stmt.body)
+            self.unroll(stmt, name, start, stop, step)
             return
         self.runtime_loop(stmt, start, stop, step)
+
+    def unroll(self, stmt: ast.For, name: str, start: int, stop: int, step: int) -> None:
+        """A constant-bound loop, unrolled: its body traced once per
+        iteration, all of them (nested loops' too) counted against
+        MAX_STATIC_UNROLL before any is traced."""
+        iterations = max(0, (stop - start + step + (-1 if step > 0 else 1)) // step)
+        if self.budget.unrolled + iterations > MAX_STATIC_UNROLL:
+            already = f" (after {self.budget.unrolled} already unrolled)" if self.budget.unrolled else ""
+            raise self.error(f"this loop would unroll {iterations} iterations{already}, over the limit of "
+                             f"{MAX_STATIC_UNROLL} (MAX_STATIC_UNROLL); loops with constant bounds unroll "
+                             "while tracing: pass the bound as a runtime argument to get a runtime loop",
+                             stmt.iter)
+        self.budget.unrolled += iterations
+        for value in range(start, stop, step):
+            self.env[name] = value
+            self.run(stmt.body)
 
     def runtime_loop(self, stmt: ast.For, start: Any, stop: Any, step: Any) -> None:
         call = stmt.iter
@@ -239,6 +278,11 @@ class Tracer:
         for bound, what in ((start, "start"), (stop, "stop")):
             if not (type(bound) is int or isinstance(bound, Expr)):
                 raise self.error(f"the loop {what} must be an integer, got {_describe(bound)}", call)
+        nesting, region = 0, self.region
+        while region.parent is not None:
+            nesting, region = nesting + 1, region.parent
+        if nesting >= MAX_LOOP_NESTING:  # reachable through @jit helpers that loop
+            raise self.error(f"runtime loops nest more than {MAX_LOOP_NESTING} deep (MAX_LOOP_NESTING)", stmt)
         name = stmt.target.id
         assigned = assigned_names(stmt.body)
         if name in assigned:
@@ -265,7 +309,7 @@ class Tracer:
         body_env = dict(self.env)
         body_env[name] = index
         body_env.update(zip(carried, carried_args))
-        body = Tracer(self.module, self.kernel, body_region, body_env, self.depth)
+        body = Tracer(self.module, self.kernel, body_region, body_env, self.depth, self.budget)
         body.run(stmt.body)
         outputs = tuple(body_env[n] for n in carried)
         for n, value in zip(carried, outputs):
@@ -359,7 +403,7 @@ class Tracer:
                                  "use tl.maximum / tl.minimum on tiles", node)
             try:
                 return func(*args, **kwargs)
-            except (TypeError, ValueError) as err:
+            except (ArithmeticError, TypeError, ValueError) as err:  # float(1 << 2000): OverflowError
                 raise self.error(f"{func.__name__}(): {err}", node) from None
         raise self.error(f"{_describe(func)} cannot be called", node.func)
 
@@ -390,7 +434,7 @@ class Tracer:
                 if param not in defaults:
                     raise self.error(f"'{name}' is missing the argument '{param}'", node)
                 env[param] = self.eval(defaults[param])
-        helper = Tracer(self.module, self.kernel, self.region, env, self.depth + 1)
+        helper = Tracer(self.module, self.kernel, self.region, env, self.depth + 1, self.budget)
         try:
             helper.run(fn.body)
         except _Return as ret:
@@ -402,10 +446,20 @@ class Tracer:
 
     def binary(self, op: ast.operator, a: Any, b: Any, node: ast.AST) -> Any:
         if is_number(a) and is_number(b):
+            # Judged before computing: 1 << 10**12 would take hours and gigabytes.
+            too_large = constant_result_error(type(op), a, b)
+            if too_large:
+                raise self.error(f"constant arithmetic: {too_large}", node)
             try:
-                return _PY_BINOPS[type(op)](a, b)
+                result = _PY_BINOPS[type(op)](a, b)
             except ZeroDivisionError:
                 raise self.error("division by zero in a constant expression", node) from None
+            except (ArithmeticError, ValueError) as err:  # 1e308 / 1e-308, 1 << -1, big int / int
+                raise self.error(f"constant arithmetic failed: {err}", node) from None
+            too_large = constant_value_error(result)
+            if too_large:
+                raise self.error(f"constant arithmetic: {too_large}", node)
+            return result
         name = _TREE_BINOPS.get(type(op))
         if name is None:
             raise self.error("this operator works on constants only", node)

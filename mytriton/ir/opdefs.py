@@ -7,9 +7,10 @@ reads_memory, allocates).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
+from mytriton.limits import tile_error
 from mytriton.types import (
     BOOL, F32, I32, BlockType, PointerType, ScalarType, SharedType, Type, TypeRuleError, WeakType,
     broadcast_shapes, concrete, element_of, promote, shape_of, with_element,
@@ -49,7 +50,21 @@ OPS: dict[str, OpDef] = {}
 
 
 def _register(opdef: OpDef) -> None:
-    OPS[opdef.name] = opdef
+    OPS[opdef.name] = replace(opdef, infer=_tile_limited(opdef.infer))
+
+
+def _tile_limited(infer: InferFn) -> InferFn:
+    """``infer``, refusing results over MAX_TILE_ELEMENTS: every way a tile
+    grows (arange, full, broadcasting, expand_dims, dot) goes through a rule."""
+    def limited(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+        results = infer(types, attrs)
+        for t in results:
+            problem = tile_error(t.shape) if isinstance(t, (BlockType, SharedType)) else None
+            if problem:
+                raise _err(problem)
+        return results
+
+    return limited
 
 
 def _err(message: str) -> TypeRuleError:

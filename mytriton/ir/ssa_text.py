@@ -14,7 +14,7 @@ from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.grammar import parse_text, rule
 from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Param, Value, make_for
-from mytriton.ir.text_common import TextReader, format_attr, format_header, format_literal, format_loc
+from mytriton.ir.text_common import TextReader, check_text_limits, format_attr, format_header, format_literal, format_loc
 from mytriton.types import I32
 
 INDENT = "  "
@@ -107,6 +107,7 @@ def _print_op(op: Op, names: _Names, depth: int, lines: list[str], header_only: 
 
 
 def parse_kernel(text: str, file: str = "<stdin>") -> Kernel:
+    check_text_limits(text, file)
     return _SSAReader(file).kernel(parse_text("ssa", text, file))
 
 

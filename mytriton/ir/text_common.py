@@ -3,6 +3,7 @@ attributes, kernel headers and locations are printed and read back."""
 from __future__ import annotations
 
 import math
+import re
 import string
 import sys
 import unicodedata
@@ -12,6 +13,7 @@ import lark
 
 from mytriton.diagnostics import DIGEST_LENGTH, SOURCES, CompileError, Location, is_digest, printable
 from mytriton.ir.grammar import node_loc, parse_text, rule
+from mytriton.limits import MAX_IR_NESTING, MAX_LOOP_NESTING, tile_error
 from mytriton.types import SCALARS, BlockType, PointerType, ScalarType, SharedType, Type
 
 # Escapes in quoted strings (file names, string attributes), both ways; any
@@ -26,6 +28,9 @@ _HEX_ESCAPES = {"u": 4, "U": 8}
 _MAX_DIGITS = 20
 _MAX_DIM = 2**31 - 1
 _MAX_POSITION = 2**31 - 1
+
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_BRACKET = re.compile(r"[()\[\]{}]")
 
 # ---- printing -------------------------------------------------------------------
 
@@ -112,10 +117,10 @@ class TextReader:
             return PointerType(self.scalar(tree.children[0]))
         if kind == "vector_type":
             size, element = tree.children
-            return BlockType((self.dim(size),), self.element(element))
+            return self.tile((self.dim(size),), self.element(element), size)
         if kind == "block_type":
             dims, element = tree.children
-            return BlockType(tuple(self.dim(d, dims) for d in str(dims).split("x")), self.element(element))
+            return self.tile(tuple(self.dim(d, dims) for d in str(dims).split("x")), self.element(element), dims)
         if kind == "shared_type":
             dims, element = tree.children
             shape = tuple(self.dim(d, dims) for d in str(dims).split("x"))
@@ -152,6 +157,12 @@ class TextReader:
         if not low <= value <= high:
             raise self.error(f"{what} out of range: {value} (from {low} to {high})", where)
         return value
+
+    def tile(self, shape: tuple[int, ...], element: ScalarType | PointerType, where: Any) -> BlockType:
+        problem = tile_error(shape)
+        if problem:
+            raise self.error(problem, where)
+        return BlockType(shape, element)
 
     def dim(self, text: str, where: Any = None) -> int:
         value = self.integer(str(text), where or text, "block dimension", -_MAX_DIM, _MAX_DIM)
@@ -270,3 +281,36 @@ class TextReader:
 def parse_type(text: str, file: str = "<type>") -> Type:
     """A type on its own, as the IRs spell it (``ptr<f32>``, ``vector<4 x i32>``)."""
     return TextReader(file).type(parse_text("common", text, file, start="type"))
+
+
+def check_text_limits(text: str, file: str) -> None:
+    """Refuse IR text whose brackets nest deeper than MAX_IR_NESTING (or
+    MAX_LOOP_NESTING loops) before the parser recurses into it (brackets in
+    quoted strings do not count). Integers are bounded where they are read
+    (``TextReader.integer``)."""
+    code = _STRING.sub(_blank, text)
+    depth = regions = 0
+    for match in _BRACKET.finditer(code):
+        bracket = match.group()
+        if bracket in "([{":
+            depth += 1
+            regions += bracket == "{"
+            # Braces open the kernel's body and each loop's.
+            if depth > MAX_IR_NESTING or regions > MAX_LOOP_NESTING + 1:
+                message = (f"the IR nests more than {MAX_IR_NESTING} brackets deep (MAX_IR_NESTING)"
+                           if depth > MAX_IR_NESTING else
+                           f"loops nest more than {MAX_LOOP_NESTING} deep (MAX_LOOP_NESTING)")
+                raise CompileError(message, _text_loc(text, file, match.start()))
+        else:
+            depth -= 1
+            regions -= bracket == "}"
+
+
+def _text_loc(text: str, file: str, offset: int) -> Location:
+    line = text.count("\n", 0, offset) + 1
+    return Location(file, line, offset - (text.rfind("\n", 0, offset) + 1) + 1)
+
+
+def _blank(match: re.Match) -> str:
+    """A quoted string as spaces (offsets, and so locations, are kept)."""
+    return " " * len(match.group())

@@ -12,7 +12,7 @@ import lark
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.grammar import parse_text, rule
-from mytriton.ir.text_common import TextReader, format_attr, format_header, format_literal, format_loc
+from mytriton.ir.text_common import TextReader, check_text_limits, format_attr, format_header, format_literal, format_loc
 from mytriton.ir.tree import (
     Arg, Effect, Expr, ForRange, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
     TreeKernel, Yield, children, stmt_roots,
@@ -316,6 +316,7 @@ def _hint(binding: str) -> str | None:
 
 
 def parse_tree(text: str, file: str = "<stdin>") -> TreeKernel:
+    check_text_limits(text, file)
     return _TreeReader(file).kernel(parse_text("tree", text, file))
 
 

@@ -23,6 +23,7 @@ from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import Block, Const, Kernel, Op, OpResult, Param, Value, defining_block, is_within, walk
 from mytriton.ir.ssa_text import op_text
+from mytriton.limits import MAX_EXPRESSION_DEPTH, tile_error
 from mytriton.lower import carried_type_fits, literal_conversion_error
 from mytriton.types import I32, BlockType, SharedType, TypeRuleError, concrete
 
@@ -33,6 +34,7 @@ class Verifier:
         self.defined: set[Value] = set()
         self.everywhere: set[Value] = set()  # every value defined anywhere, to explain misuse
         self.buffer_names: dict[str, Op] = {}
+        self.depths: dict[Value, int] = {}  # op results -> the length of the chain of ops that computes them
 
     def error(self, message: str, op: Op | None) -> CompileError:
         loc = op.loc if op is not None and op.loc is not None else self.kernel.loc
@@ -61,6 +63,11 @@ class Verifier:
             for operand in op.operands:
                 if isinstance(operand, Value) and operand not in visible:
                     raise self.error(self.explain(operand, block), op)
+            for result in op.results:  # before the type rules, which would refuse it less clearly
+                problem = tile_error(result.type.shape) if isinstance(result.type, (BlockType, SharedType)) else None
+                if problem:
+                    raise self.error(problem, op)
+            self.chain_depth(op)
             if op.name == "yield":
                 if not in_loop or i != len(block.ops) - 1:
                     raise self.error("'yield' may only end a loop body", op)
@@ -73,6 +80,17 @@ class Verifier:
                 visible.add(result)
         if in_loop and (not block.ops or block.ops[-1].name != "yield"):
             raise self.error("a loop body must end with 'yield'", block.parent)
+
+    def chain_depth(self, op: Op) -> None:
+        """How many dependent ops lead to ``op``'s results: the backend
+        evaluates a chain recursively, so it is bounded as the tracer bounds
+        an expression's depth (parameters and loop arguments start chains)."""
+        depth = 1 + max((self.depths.get(o, 0) for o in op.operands if isinstance(o, Value)), default=0)
+        if depth > MAX_EXPRESSION_DEPTH:
+            raise self.error(f"a chain of more than {MAX_EXPRESSION_DEPTH} dependent operations "
+                             "(MAX_EXPRESSION_DEPTH)", op)
+        for result in op.results:
+            self.depths[result] = depth
 
     def explain(self, value: Value, use_block: Block) -> str:
         if isinstance(value, Param):

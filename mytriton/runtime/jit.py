@@ -14,6 +14,7 @@ import os
 from typing import Any, Callable
 
 from mytriton.diagnostics import CompileError
+from mytriton.limits import check_grid, run_deep
 
 BACKENDS = ("auto", "cuda", "interp")
 
@@ -37,6 +38,9 @@ def normalize_grid(grid: Any, meta: dict[str, Any]) -> tuple[int, int, int]:
     grid = tuple(int(g) for g in grid)
     if not 1 <= len(grid) <= 3:
         raise CompileError(f"a grid has one to three dimensions, got {grid}")
+    if any(g < 0 for g in grid):
+        raise CompileError(f"grid dimensions must be non-negative, got {grid}")
+    check_grid(grid)
     return grid + (1,) * (3 - len(grid))  # type: ignore[return-value]
 
 
@@ -99,7 +103,7 @@ class JITFunction:
     def specialize(self, bound: dict[str, Any], num_warps: int, backend: str) -> Any:
         from mytriton.runtime.arguments import arg_type, signature_of
 
-        text, runtime, constexpr = self.source()
+        text, runtime, constexpr = run_deep(self.source)  # checks the syntax: deep walks
         constexprs = {name: bound[name] for name in constexpr}
         types = [arg_type(bound[name], name) for name in runtime]
         key = (tuple(str(t) for t in types), tuple((k, repr(v)) for k, v in constexprs.items()),
@@ -110,11 +114,13 @@ class JITFunction:
 
             options = pipeline.Options(kernel=self.fn.__name__, defines=constexprs,
                                        signature=signature_of(types), num_warps=num_warps)
-            kernel = pipeline.source_to_ssa(text, self.file, options)
+            # On a large stack, as the CLI does (limits.run_deep).
+            kernel = run_deep(pipeline.source_to_ssa, text, self.file, options)
             if backend == "cuda":
                 from mytriton.runtime.cuda_driver import CudaKernel
 
-                compiled = CudaKernel(pipeline.emit_cuda(pipeline.stage_dots(kernel), options), options.arch)
+                cuda = run_deep(lambda: pipeline.emit_cuda(pipeline.stage_dots(kernel), options))
+                compiled = CudaKernel(cuda, options.arch)  # here: the CUDA context is this thread's
             else:
                 compiled = kernel
             self._compiled[key] = compiled

@@ -69,6 +69,7 @@ class CudaEmitter:
         self.shared_bytes = 0  # scratch: reductions, layout changes, unstaged dots
         self.shared_allocs: list[Op] = []  # buffers the stage-dots pass allocated
         self.lines: list[str] = []
+        self.taken_names: dict[int, list] = {}  # id(slot loop) -> [the loop, lines read, names they define]
         self.depth = 1
         self._param_names()
 
@@ -87,7 +88,12 @@ class CudaEmitter:
         """A local for one element of ``value`` in ``loop`` (a second
         coordinate variant of the same value gets a suffix)."""
         base = self.name(value)
-        taken = {line.split(" = ")[0].split()[-1] for line in loop.lines if " = " in line}
+        # The names the loop's lines define, read incrementally (lines are only
+        # appended): rescanning them all made a 10,000-op body quadratic.
+        entry = self.taken_names.setdefault(id(loop), [loop, 0, set()])  # holds the loop: ids stay unique
+        taken = entry[2]
+        taken.update(line.split(" = ")[0].split()[-1] for line in loop.lines[entry[1]:] if " = " in line)
+        entry[1] = len(loop.lines)
         name, n = base, 1
         while name in taken:
             name = f"{base}_{n}"

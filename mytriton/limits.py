@@ -1,0 +1,184 @@
+"""The compiler's named limits, and the deep-stack runner.
+
+Every limit bounds the work or memory a small input could otherwise ask
+for (a 10-character constant that needs gigabytes, a loop unrolled a billion
+times, a tile of 2^28 elements). Each is checked where the quantity first
+becomes known and reported there as a located error that names the limit.
+
+Deep but legal inputs (a 10,000-term sum, a 5,000-iteration static loop) make
+the compiler's recursive walks deep: ``run_deep`` runs the stages in a worker
+thread with a large stack and a raised recursion limit, so those inputs
+compile, and turns a RecursionError or MemoryError that still escapes into an
+error that names the limit instead of a traceback.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any, Callable, TypeVar
+
+from mytriton.diagnostics import CompileError, Location
+
+# Elements in one tile (Triton's TRITON_MAX_TENSOR_NUMEL): a 2^20 f32 tile is
+# already 4 MiB per program.
+MAX_TILE_ELEMENTS = 1 << 20
+
+# Iterations unrolled while tracing one kernel, counting every iteration of
+# nested constant-bound loops (range with constant bounds, tl.static_range).
+MAX_STATIC_UNROLL = 10_000
+
+# Tree IR nodes one kernel's trace may create (bounds what unrolled bodies
+# times iterations can build).
+MAX_TRACED_NODES = 500_000
+
+# How deeply one expression may nest, in kernel source (an a + b + ... chain
+# is as deep as it has terms) and in the traced tree.
+MAX_EXPRESSION_DEPTH = 20_000
+
+# Compile-time constants: bits of an integer (4096 bits print in about 1,230
+# digits, well under Python's 4,300-digit limit on int/str conversion), and
+# elements of a string or tuple.
+MAX_CONSTANT_BITS = 4096
+MAX_CONSTANT_LENGTH = 1 << 16
+
+# Brackets open at once in IR text (tree or SSA).
+MAX_IR_NESTING = 25_000
+
+# Loops nested in one another (Python allows about 100 levels of indentation,
+# so no kernel source gets near; IR text could, and the verifier's and
+# interpreter's costs grow with the square of the nesting).
+MAX_LOOP_NESTING = 128
+
+# Lines of one kernel source file.
+MAX_SOURCE_LINES = 100_000
+
+# CUDA's grid limits (programs per axis).
+MAX_GRID = (2**31 - 1, 65535, 65535)
+
+# The interpreter runs the grid in chunks of programs so that programs x the
+# elements of all the values a program holds stay under this many elements.
+INTERP_CHUNK_ELEMENTS = 1 << 24
+
+# The deep-stack runner: a worker thread's stack and the recursion limit
+# while it runs (about 5 KiB of stack per Python frame, so that the recursion
+# limit, not the stack, is what runs out).
+DEEP_STACK_BYTES = 1 << 30
+DEEP_RECURSION_LIMIT = 200_000
+
+
+def tile_error(shape: tuple[int, ...]) -> str | None:
+    """Why a tile of ``shape`` is over the limit, or None."""
+    numel = 1
+    for d in shape:
+        numel *= d
+    if numel <= MAX_TILE_ELEMENTS:
+        return None
+    dims = "x".join(str(d) for d in shape)
+    return (f"a tile of shape {dims} has {numel} elements, over the limit of {MAX_TILE_ELEMENTS} "
+            f"(MAX_TILE_ELEMENTS); split the work over more programs")
+
+
+def check_grid(grid: tuple[int, ...], loc: Location | None = None) -> None:
+    """CUDA's limits on programs per axis."""
+    for axis, (size, limit) in enumerate(zip(grid, MAX_GRID)):
+        if size > limit:
+            raise CompileError(f"grid axis {axis} has {size} programs, over CUDA's limit of {limit}", loc)
+
+
+def constant_result_error(op: type, a: Any, b: Any) -> str | None:
+    """Why ``a <op> b`` (``op`` an ``ast`` operator class) on compile-time
+    constants would be over the constant limits, or None; judged from the
+    operands' sizes before anything is computed."""
+    name = op.__name__
+    if _is_int(a) and _is_int(b):
+        bits = None
+        if name == "LShift" and b > 0:
+            bits = a.bit_length() + b
+        elif name == "Mult":
+            bits = a.bit_length() + b.bit_length()
+        elif name == "Pow" and b > 0 and abs(a) > 1:
+            bits = (a.bit_length() - 1) * b + 1
+        if bits is not None and bits > MAX_CONSTANT_BITS:
+            return (f"the result would have about {bits} bits, over the limit of {MAX_CONSTANT_BITS} "
+                    "(MAX_CONSTANT_BITS)")
+        return None
+    length = None
+    if name == "Mult" and isinstance(a, (str, tuple)) and _is_int(b):
+        length = len(a) * max(b, 0)
+    elif name == "Mult" and _is_int(a) and isinstance(b, (str, tuple)):
+        length = a * len(b) if a > 0 else 0
+    elif name == "Add" and isinstance(a, (str, tuple)) and isinstance(b, (str, tuple)):
+        length = len(a) + len(b)
+    if length is not None and length > MAX_CONSTANT_LENGTH:
+        return (f"the result would have {length} elements, over the limit of {MAX_CONSTANT_LENGTH} "
+                "(MAX_CONSTANT_LENGTH)")
+    return None
+
+
+def constant_value_error(value: Any) -> str | None:
+    """Why a computed constant is over the limits, or None (a chain of
+    additions grows a bit at a time, which no single operation shows)."""
+    if _is_int(value) and value.bit_length() > MAX_CONSTANT_BITS:
+        return f"the result has {value.bit_length()} bits, over the limit of {MAX_CONSTANT_BITS} (MAX_CONSTANT_BITS)"
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int)  # bools are ints too, and as small
+
+
+# ---- the deep-stack runner ---------------------------------------------------------------
+
+T = TypeVar("T")
+_state = threading.local()
+_lock = threading.Lock()  # the recursion limit is one per process
+
+
+def run_deep(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` on a worker thread with a large stack; its
+    result, or its exception re-raised here (RecursionError and MemoryError
+    as CompileErrors that name the limit)."""
+    if getattr(_state, "deep", False):  # already on a deep stack
+        return _translated(fn, args, kwargs)
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        _state.deep = True
+        try:
+            outcome["value"] = _translated(fn, args, kwargs)
+        except BaseException as err:  # re-raised on the caller's thread
+            outcome["error"] = err
+
+    with _lock:
+        old_limit = sys.getrecursionlimit()
+        old_stack = threading.stack_size()
+        sys.setrecursionlimit(max(old_limit, DEEP_RECURSION_LIMIT))
+        try:
+            threading.stack_size(DEEP_STACK_BYTES)
+            worker = threading.Thread(target=target, name="mytriton-deep-stack", daemon=True)
+            worker.start()
+        finally:
+            threading.stack_size(old_stack)
+        try:
+            worker.join()
+        finally:
+            sys.setrecursionlimit(old_limit)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+class ResourceError(CompileError):
+    """The compiler ran out of stack or memory on some input: which place in
+    the input is unknown, so the CLI points at the input file."""
+
+
+def _translated(fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
+    try:
+        return fn(*args, **kwargs)
+    except RecursionError:
+        raise ResourceError(f"the input nests too deeply: over {DEEP_RECURSION_LIMIT} nested calls "
+                            "(DEEP_RECURSION_LIMIT) in the compiler") from None
+    except MemoryError:
+        raise ResourceError("out of memory while compiling; the input asks for too much "
+                            "(see the limits in mytriton/limits.py)") from None
