@@ -80,8 +80,9 @@ class Failure:
         shown = self.text if isinstance(self.text, str) else self.text.decode("utf-8", "backslashreplace")
         if len(shown) > 3000:
             shown = shown[:3000] + f"\n... ({len(shown)} characters)"
-        return (f"[{self.klass}] mytriton {' '.join(self.command)}  (from {self.label})\n{self.detail}\n"
-                f"--- input ---\n{shown}\n--- end ---")
+        report = (f"[{self.klass}] mytriton {' '.join(self.command)}  (from {self.label})\n{self.detail}\n"
+                  f"--- input ---\n{shown}\n--- end ---")
+        return _CONTROL_CHARS.sub(lambda m: repr(m.group())[1:-1], report)  # safe on a terminal
 
 
 # ---- the corpus ---------------------------------------------------------------------------
