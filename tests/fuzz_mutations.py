@@ -39,19 +39,21 @@ SAMPLE_SIGNATURES = {
 
 # What each kind of text is fed to (the input path and -o are added).
 COMMANDS: dict[str, list[list[str]]] = {
-    "kernel": [["parse"], ["trace"], ["compile", "--emit=staged"], ["compile", "--emit=cuda"]],
+    "kernel": [["parse"], ["trace"], ["compile", "--emit=staged"], ["compile", "--emit=cuda"],
+               ["run", "--backend", "interp"]],
     "bundle": [["trace"]],
     "tree": [["lower"]],
     "ssa": [["verify"], ["opt"], ["stage-dots"], ["emit-cuda"]],
 }
-TRACING = ("trace", "compile")  # commands that take -D, -s, -k
+TRACING = ("trace", "compile", "run")  # commands that take -D, -s, -k
 
 SENTINEL_TEXT = "FUZZ-SENTINEL-NEVER-QUOTE-ME"
 EXTREMES = ("0", "-1", "1", str(2 ** 31), str(2 ** 31 - 1), str(-2 ** 31), str(2 ** 63), str(2 ** 64),
             "1" + "0" * 5000, "nan", "inf", "-inf", "1e308", "1e-320", "0x7fffffff", "65536", "1024",
             "-0.0", "4294967296", "99999999999999999999")
 CONTROL = ("\x00", "\x1b[31m", "\n", "\r", "\t", "\x7f", "\u2028", "\ufeff", '"', "\\", "'", "`", "\x0c",
-           "*/", "/*", "%", "{", "}", "<", ">", ";", "\u00e9", "\U0001f600", " ")
+           "*/", "/*", "%", "{", "}", "<", ">", ";", "\u00e9", "\U0001f600", " ",
+           "\\n#error injected\\n", "\\u0000", "\\x1b")
 WEIRD_NAMES = ("x\x00y", "a\x1b[2Jb", "k\nl", 'q"uote', "back\\slash", "int", "void", "__global__",
                "if", "None", "tl", "_" * 3000, "caf\u00e9", "a-b", "0abc", "", "main", "threadIdx",
                "__mytriton_bundle__", "float", "%0", "$x", "@f")
@@ -66,6 +68,7 @@ class Seed:
     label: str
     text: str
     trace_args: list[str] = field(default_factory=list)
+    run_args: list[str] = field(default_factory=list)  # --grid and --arg options, for kernels that can run
 
 
 @dataclass
@@ -123,8 +126,21 @@ def generated_seeds(seeds: range) -> list[Seed]:
     for seed in seeds:
         gk = generate_kernel(seed)
         args = ["-s", gk.signature, "-k", gk.name] + [f"-D{k}={v}" for k, v in gk.defines.items()]
-        out += stage_seeds(f"generated kernel {seed} ({gk.family})", gk.source, gk.file, options_of(gk), args)
+        seeds = stage_seeds(f"generated kernel {seed} ({gk.family})", gk.source, gk.file, options_of(gk), args)
+        seeds[0].run_args = run_arguments(gk)
+        out += seeds
     return out
+
+
+def run_arguments(gk: Any) -> list[str]:
+    """``mytriton run`` options launching a generated kernel on generated data."""
+    import numpy as np
+
+    args = ["--grid", ",".join(str(g) for g in gk.grid)]
+    for param, value in zip(gk.params, gk.make_args(np.random.default_rng(0))):
+        spec = f"rand:{value.size}" if isinstance(value, np.ndarray) else repr(value)
+        args += ["--arg", f"{param.name}={spec}"]
+    return args
 
 
 # ---- mutations ----------------------------------------------------------------------------
@@ -351,11 +367,37 @@ def _last_frame(text: str) -> str:
     return f"{os.path.relpath(file, ROOT) if file.startswith(str(ROOT)) else file}:{line} in {fn}"
 
 
+def _raw_header_names(cuda: str) -> str | None:
+    """A name from the generated file's JSON header (kernel, source, params)
+    that holds a line break and appears unescaped in the C below it."""
+    import json
+
+    first, _, rest = cuda.partition("\n")
+    if not first.startswith("// mytriton-kernel: "):
+        return None
+    try:
+        header = json.loads(first[len("// mytriton-kernel: "):])
+    except ValueError:
+        return "the header line is not JSON: " + first[:300]
+    names = [header.get("kernel"), header.get("source")] + [p[0] for p in header.get("params", [])]
+    for name in names:
+        if isinstance(name, str) and re.search(r"[\n\r\x00]", name) and name in rest:
+            return name
+    return None
+
+
 def command_for(seed: Seed, base: list[str], input_path: str, output_path: str) -> list[str]:
+    """The command line; ``run`` writes into the folder ``output_path`` instead of one file."""
     args = [*base, input_path]
     if base[0] in TRACING:
         args += seed.trace_args
+    if base[0] == "run":
+        return args + seed.run_args + ["--out-dir", output_path]
     return args + ["-o", output_path]
+
+
+def _output_of(args: list[str]) -> Path:
+    return Path(args[args.index("--out-dir" if args[0] == "run" else "-o") + 1])
 
 
 def check_input(args: list[str], text: str | bytes, directory: Path, timeout: float = 5.0,
@@ -366,7 +408,7 @@ def check_input(args: list[str], text: str | bytes, directory: Path, timeout: fl
 
     from mytriton.cli import main
 
-    output = Path(args[args.index("-o") + 1])
+    output = _output_of(args)
     runner = CliRunner(env={"MYTRITON_DEBUG": "1"})
     shown = [a if not a.startswith(str(directory)) else os.path.basename(a) for a in args]
 
@@ -402,7 +444,7 @@ def check_input(args: list[str], text: str | bytes, directory: Path, timeout: fl
     if result.exit_code == 1:
         if not _ERROR_LINE.search(stderr):
             return failure("exit 1 without an error: line", stderr[-2000:] or "(empty stderr)")
-        if output.exists():
+        if output.exists() and (not output.is_dir() or any(output.iterdir())):
             return failure("output file written on failure", stderr[-2000:])
         # Diagnostic lines must escape what they quote (the source line under
         # them is the input's own text, shown as it is).
@@ -412,11 +454,16 @@ def check_input(args: list[str], text: str | bytes, directory: Path, timeout: fl
     else:
         if not output.exists():
             return failure("exit 0 without the output file", stderr[-2000:])
+        if output.is_dir():
+            return None
         written = output.read_bytes().decode("utf-8", "replace")
         if args[0] != "verify" and _CONTROL_CHARS.search(written):  # verify echoes its input
             found = _CONTROL_CHARS.search(written)
             return failure("raw control character in the output",
                            repr(written[max(0, found.start() - 200):found.end() + 200]))
+        injected = _raw_header_names(written) if args[0] in ("emit-cuda", "compile") else None
+        if injected:
+            return failure("a name from the input printed raw into the C source", repr(injected))
     del elapsed
     return None
 
@@ -424,22 +471,25 @@ def check_input(args: list[str], text: str | bytes, directory: Path, timeout: fl
 def fuzz_one(seed: Seed, base: list[str], rng: random.Random, corpus: list[Seed], directory: Path,
              timeout: float = 5.0) -> Failure | None:
     """Mutate ``seed``, write it, run ``base`` on it, check the contract."""
+    import shutil
+
     for stale in directory.iterdir():
         if stale.name != "sentinel.txt":
-            stale.unlink()
+            shutil.rmtree(stale) if stale.is_dir() and not stale.is_symlink() else stale.unlink()
     sentinel = directory / "sentinel.txt"
     if not sentinel.exists():
         sentinel.write_text(f"{SENTINEL_TEXT}\n" * 50)
     text, names = mutate(seed, rng, corpus, str(sentinel))
     input_path = directory / ("input.py" if seed.kind == "kernel" else "input.txt")
     input_path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass"))
-    args = command_for(seed, base, str(input_path), str(directory / "output.txt"))
+    args = command_for(seed, base, str(input_path), str(directory / ("out" if base[0] == "run" else "output.txt")))
     found = check_input(args, text, directory, timeout, f"{seed.label}, mutated by {', '.join(names)}")
     return found
 
 
 def seeds_and_commands(corpus: list[Seed]) -> list[tuple[Seed, list[str]]]:
-    return [(seed, base) for seed in corpus for base in COMMANDS[seed.kind]]
+    return [(seed, base) for seed in corpus for base in COMMANDS[seed.kind]
+            if base[0] != "run" or seed.run_args]
 
 
 def check_subprocess(args: list[str], text: str | bytes, directory: Path, timeout: float = 20.0,
@@ -449,7 +499,7 @@ def check_subprocess(args: list[str], text: str | bytes, directory: Path, timeou
     import subprocess
     import sys
 
-    output = Path(args[args.index("-o") + 1])
+    output = _output_of(args)
     shown = [a if not a.startswith(str(directory)) else os.path.basename(a) for a in args]
     try:
         proc = subprocess.run([sys.executable, "-m", "mytriton", *args], capture_output=True, timeout=timeout,
@@ -463,7 +513,7 @@ def check_subprocess(args: list[str], text: str | bytes, directory: Path, timeou
         return Failure(f"exit code {proc.returncode}", shown, text, stderr[-2000:], label)
     if proc.returncode == 1 and not _ERROR_LINE.search(stderr):
         return Failure("exit 1 without an error: line", shown, text, stderr[-2000:], label)
-    if proc.returncode == 1 and output.exists():
+    if proc.returncode == 1 and output.exists() and (not output.is_dir() or any(output.iterdir())):
         return Failure("output file written on failure", shown, text, stderr[-2000:], label)
     return None
 
