@@ -23,6 +23,7 @@ import re
 import signal
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -81,9 +82,10 @@ class Failure:
 
     def report(self) -> str:
         shown = self.text if isinstance(self.text, str) else self.text.decode("utf-8", "backslashreplace")
-        if len(shown) > 3000:
-            shown = shown[:3000] + f"\n... ({len(shown)} characters)"
-        report = (f"[{self.klass}] mytriton {' '.join(self.command)}  (from {self.label})\n{self.detail}\n"
+        if len(shown) > 1500:
+            shown = shown[:1500] + f"\n... ({len(shown)} characters)"
+        detail = self.detail if len(self.detail) <= 1500 else "...\n" + self.detail[-1500:]
+        report = (f"[{self.klass}] mytriton {' '.join(self.command)}  (from {self.label})\n{detail}\n"
                   f"--- input ---\n{shown}\n--- end ---")
         return _CONTROL_CHARS.sub(lambda m: repr(m.group())[1:-1], report)  # safe on a terminal
 
@@ -300,6 +302,24 @@ MUTATIONS = (flip_bytes, flip_char, delete_token, duplicate, swap_lines, splice,
              repeat, control_in_name, header_edit, truncate)
 
 
+def mutate_options(args: list[str], rng: random.Random) -> list[str]:
+    """An absurd value for one option: a -D constexpr, the grid, a generated array's size."""
+    positions = [i for i, a in enumerate(args) if a.startswith("-D") or (i and args[i - 1] in ("--grid", "--arg"))]
+    if not positions:
+        return args
+    i = rng.choice(positions)
+    value = rng.choice(EXTREMES[:10] + ("1073741824", "3", "0,0", "1,1,1,1", "-5"))
+    out = list(args)
+    if out[i].startswith("-D"):
+        out[i] = out[i].split("=")[0] + "=" + value
+    elif args[i - 1] == "--grid":
+        out[i] = value
+    else:
+        name, _, spec = out[i].partition("=")
+        out[i] = f"{name}=rand:{value}" if spec.startswith("rand:") else f"{name}={value}"
+    return out
+
+
 def mutate(seed: Seed, rng: random.Random, corpus: list[Seed], sentinel: str = "") -> tuple[str | bytes, list[str]]:
     """One to three mutations of ``seed``'s text; returns the text and their names."""
     text: str | bytes = seed.text
@@ -417,7 +437,9 @@ def check_input(args: list[str], text: str | bytes, directory: Path, timeout: fl
 
     start = time.monotonic()
     try:
-        with time_limit(timeout):
+        # Python's own warnings about the input (ast.parse on an invalid escape) are not the contract's concern here
+        with time_limit(timeout), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             result = runner.invoke(main, args, catch_exceptions=True)
     except InputTimeout:
         return failure("timeout", f"still running after {timeout:g} s")
@@ -483,6 +505,9 @@ def fuzz_one(seed: Seed, base: list[str], rng: random.Random, corpus: list[Seed]
     input_path = directory / ("input.py" if seed.kind == "kernel" else "input.txt")
     input_path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass"))
     args = command_for(seed, base, str(input_path), str(directory / ("out" if base[0] == "run" else "output.txt")))
+    if base[0] in TRACING and rng.random() < 0.2:
+        args = mutate_options(args, rng)
+        names.append("mutate_options")
     found = check_input(args, text, directory, timeout, f"{seed.label}, mutated by {', '.join(names)}")
     return found
 

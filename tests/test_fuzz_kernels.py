@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import fuzz_checks as checks
 from fuzz_kernels import FAMILIES, generate_kernel, kernels
 
-EXAMPLES = int(os.environ.get("MYTRITON_FUZZ_EXAMPLES", "8"))
+EXAMPLES = int(os.environ.get("MYTRITON_FUZZ_EXAMPLES", "6"))
 
 fuzz_settings = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
