@@ -345,16 +345,22 @@ class InputTimeout(BaseException):
 
 @contextlib.contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
+    """At most ``seconds`` of CPU time (what the input costs, whatever else
+    the machine is doing), and four times that of wall-clock time (an input
+    that waits on something, such as a file it should never have opened)."""
     def expire(signum: int, frame: Any) -> None:
         raise InputTimeout()
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = {sig: signal.signal(sig, expire) for sig in (signal.SIGVTALRM, signal.SIGALRM)}
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, 4 * seconds)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
@@ -442,7 +448,7 @@ def check_input(args: list[str], text: str | bytes, directory: Path, timeout: fl
             warnings.simplefilter("ignore")
             result = runner.invoke(main, args, catch_exceptions=True)
     except InputTimeout:
-        return failure("timeout", f"still running after {timeout:g} s")
+        return failure("timeout", f"still running after {timeout:g} s of CPU time or {4 * timeout:g} s in all")
     except MemoryError:
         return failure("memory", "MemoryError escaped")
     elapsed = time.monotonic() - start

@@ -26,9 +26,8 @@ def corpus():
 
 @pytest.mark.parametrize("kind", sorted(fm.COMMANDS))
 def test_mutated_inputs_keep_the_contract_for_bad_input(kind, corpus, tmp_path):
-    # 10 s per input: the contract's few seconds, with room for a loaded CI machine
     failures = fm.run_campaign(corpus, COUNT, seed=sorted(fm.COMMANDS).index(kind), directory=tmp_path,
-                               timeout=10.0, kinds=(kind,))
+                               timeout=5.0, kinds=(kind,))
     if failures:
         pytest.fail(fm.summarize(failures), pytrace=False)
 
@@ -101,12 +100,28 @@ def test_the_check_reports_an_internal_compiler_error(tmp_path, monkeypatch):
     assert found is not None and found.klass.startswith("internal compiler error ValueError")
 
 
+def test_the_check_reports_an_input_that_waits_too_long(tmp_path, monkeypatch):
+    import time
+
+    from mytriton import pipeline
+
+    monkeypatch.setattr(pipeline, "verify", lambda kernel: time.sleep(30))
+    text = _add_ssa()
+    args = _write(tmp_path, text, ["verify"])
+    found = fm.check_input(args, text, tmp_path, timeout=0.25)
+    assert found is not None and found.klass == "timeout"
+
+
 def test_the_check_reports_an_input_that_runs_too_long(tmp_path, monkeypatch):
     import time
 
     from mytriton import pipeline
 
-    monkeypatch.setattr(pipeline, "verify", lambda kernel: time.sleep(10))
+    def spin(kernel):
+        while True:
+            time.sleep(0)
+
+    monkeypatch.setattr(pipeline, "verify", spin)
     text = _add_ssa()
     args = _write(tmp_path, text, ["verify"])
     found = fm.check_input(args, text, tmp_path, timeout=0.5)
