@@ -300,8 +300,11 @@ def _elementwise(ch: Any, index: int) -> GeneratedKernel:
     params = [Param("x_ptr", "*fp32"), Param("y_ptr", "*fp32")]
     if use_int_leaf:
         params.append(Param("i_ptr", "*i32"))
-        body.append("    xi = tl.load(i_ptr + offs, mask=mask, other=0).to(tl.float32)")
+        body.append("    ii = tl.load(i_ptr + offs, mask=mask, other=0)")
+        body.append("    xi = ii.to(tl.float32)")
         leaves.append(_leaf("xi", 100.0, "i_as_f"))
+        # an int tile meeting a float one: promoted to f32 without a cast
+        leaves.append(Expr("(ii + x)", lambda env: env["i_as_f"] + env["x"], 105.0))
     if use_half:
         body.append("    xh = x.to(tl.float16).to(tl.float32)")
         leaves.append(_leaf("xh", 5.0, "x_as_h"))
@@ -372,7 +375,8 @@ def _integer(ch: Any, index: int) -> GeneratedKernel:
     block = ch.choice(BLOCKS)
     n = ch.integer(1, 2 * block + 3)
     grid = (-(-n // block) + ch.integer(0, 1),)
-    leaves = [_leaf("a", data_bound), _leaf("b", data_bound), _leaf("pid", 256)]
+    leaves = [_leaf("a", data_bound), _leaf("b", data_bound), _leaf("pid", 256), _leaf("n", 4 * 1024),
+              _leaf("tl.num_programs(0)", 256, "programs"), _leaf("tl.cdiv(n, BLOCK)", 256, "blocks")]
     expr = with_leaf(int_expr(ch, leaves, ch.integer(1, 4), limit // 2, T), leaves[0])
     to_float = ch.boolean() and not wide
     out_sig = "*fp32" if to_float else sig
@@ -395,7 +399,8 @@ def _integer(ch: Any, index: int) -> GeneratedKernel:
     def reference(args: list[Any]) -> dict[int, np.ndarray]:
         a, b, out, _ = args
         pid = (np.arange(n) // block).astype(np.int32)
-        env = {"a": a[:n], "b": b[:n], "pid": pid}
+        env = {"a": a[:n], "b": b[:n], "pid": pid, "n": np.int32(n), "programs": np.int32(grid[0]),
+               "blocks": np.int32(-(-n // block))}
         with np.errstate(all="ignore"):
             values = expr.ref(env)
         result = out.copy()
