@@ -2,7 +2,7 @@
 PYTHON ?= python3
 MYTRITON := $(PYTHON) -m mytriton
 
-.PHONY: install demo test samples clean
+.PHONY: install demo test fuzz samples clean
 
 install:
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
@@ -15,6 +15,11 @@ demo: install
 
 test: install
 	$(PYTHON) -m pytest -q
+
+# The long fuzzing run: 10,000 generated kernels and 20,000 mutated inputs
+# (tools/fuzz.py --help for counts, seeds and where reproducers go).
+fuzz: install
+	$(PYTHON) tools/fuzz.py --kernels 10000 --mutations 20000
 
 # Every sample built stage by stage through the CLI (samples/out/).
 samples: install
