@@ -138,6 +138,23 @@ SSA_CASES = {
             }
         """)}, ["lower", "bad.tree", "-o", "{out}"],
         "$b is not bound", where="bad.tree", line_has="store(", caret_at="$b"),
+    "tree_loop_carrying_values_with_an_empty_body": Case(
+        {"bad.tree": dedent("""\
+            tree k(n: i32) @"kernel.py":1:1 {
+              for $i in range(0, n, 1) iter_args($a = 0) -> ($b) @2:5 {
+              }
+            }
+        """)}, ["lower", "bad.tree", "-o", "{out}"],
+        "a loop that carries values must end with 'yield'", where="bad.tree", line_has="for $i",
+        caret_at="for $i"),
+    "tree_shared_buffer_in_arithmetic": Case(
+        {"bad.tree": dedent("""\
+            tree k(x: shared<16x16 x f32>, y: ptr<f32>) @"bad.tree":1:1 {
+              store(y, add(x, 1)@2:12, none)@2:3
+            }
+        """)}, ["lower", "bad.tree", "-o", "{out}"],
+        "operand 'lhs' of 'add' cannot be a shared buffer (shared<16x16 x f32>)", where="bad.tree",
+        line_has="store(y", caret_at="add("),
 }
 
 # ---- kernel sources ----------------------------------------------------------------------

@@ -50,13 +50,20 @@ OPS: dict[str, OpDef] = {}
 
 
 def _register(opdef: OpDef) -> None:
-    OPS[opdef.name] = replace(opdef, infer=_tile_limited(opdef.infer))
+    OPS[opdef.name] = replace(opdef, infer=_checked(opdef))
 
 
-def _tile_limited(infer: InferFn) -> InferFn:
-    """``infer``, refusing results over MAX_TILE_ELEMENTS: every way a tile
-    grows (arange, full, broadcasting, expand_dims, dot) goes through a rule."""
-    def limited(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+def _checked(opdef: OpDef) -> InferFn:
+    """``opdef``'s type rule, refusing a shared buffer where the op takes
+    none (the rules below only know values) and results over
+    MAX_TILE_ELEMENTS: every way a tile grows (arange, full, broadcasting,
+    expand_dims, dot) goes through a rule."""
+    infer = opdef.infer
+
+    def checked(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+        for name, t in zip(opdef.operands, types):
+            if isinstance(t, SharedType) and name not in opdef.shared_operands:
+                raise _err(f"operand '{name.rstrip('?')}' of '{opdef.name}' cannot be a shared buffer ({t})")
         results = infer(types, attrs)
         for t in results:
             problem = tile_error(t.shape) if isinstance(t, (BlockType, SharedType)) else None
@@ -64,7 +71,7 @@ def _tile_limited(infer: InferFn) -> InferFn:
                 raise _err(problem)
         return results
 
-    return limited
+    return checked
 
 
 def _err(message: str) -> TypeRuleError:

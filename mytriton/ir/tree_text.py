@@ -194,7 +194,8 @@ class _TreeReader(TextReader):
         self.out.body = self.region(stmts, _Scope(None), in_loop=None)
         return self.out
 
-    def region(self, stmts: list[lark.Tree], scope: _Scope, in_loop: list[LoopCarry] | None) -> list[Stmt]:
+    def region(self, stmts: list[lark.Tree], scope: _Scope, in_loop: list[LoopCarry] | None,
+               owner: lark.Tree | None = None) -> list[Stmt]:
         out: list[Stmt] = []
         for i, stmt in enumerate(stmts):
             kind = rule(stmt)
@@ -223,7 +224,7 @@ class _TreeReader(TextReader):
             else:
                 out.append(self.loop(stmt, scope))
         if in_loop and not (out and isinstance(out[-1], Yield)):
-            raise self.error("a loop that carries values must end with 'yield'", stmts[-1] if stmts else None)
+            raise self.error("a loop that carries values must end with 'yield'", stmts[-1] if stmts else owner)
         return out
 
     def bind(self, scope: _Scope, token: lark.Token, expr: Expr) -> None:
@@ -257,7 +258,7 @@ class _TreeReader(TextReader):
         self.bind(body_scope, index_token, index)
         loop = ForRange(index, bounds[0], bounds[1], bounds[2], tuple(captures.values()), [],
                         tuple(inits), tuple(carried_args), (), self.loc(loc))
-        loop.body = self.region([b for b in body if isinstance(b, lark.Tree)], body_scope, carried_args)
+        loop.body = self.region([b for b in body if isinstance(b, lark.Tree)], body_scope, carried_args, tree)
         result_tokens = [t for t in (results_tree.children if results_tree is not None else []) if t is not None]
         if len(result_tokens) != len(carried_args):
             raise self.error(f"the loop carries {len(carried_args)} value(s) but names "
