@@ -129,6 +129,23 @@ def test_integer_floordiv_and_mod_follow_c(rng):
     np.testing.assert_array_equal(r, a - b * np.trunc(a / b).astype(np.int32))
 
 
+def test_tl_functions_of_plain_numbers_are_runtime_values_as_in_triton():
+    # tl.where, tl.maximum, tl.minimum and tl.abs give a tensor in Triton even
+    # on numbers, so % and // after them divide as C does (1 % -5 is 1, not
+    # Python's -4), while plain Python numbers keep Python's arithmetic.
+    out = np.zeros(8, np.int32)
+    kernel = build("""
+        @mytriton.jit
+        def k(out_ptr, BLOCK: tl.constexpr):
+            offsets = tl.arange(0, BLOCK)
+            r = (1 % tl.where(False, 3, -5)) * 1000 + (-7 // tl.maximum(-9, 2)) * 100 \
+                + (7 % tl.abs(-3)) * 10 + (1 % -5)
+            tl.store(out_ptr + offsets, r)
+    """, signature="*i32", BLOCK=8)
+    run_kernel(kernel, (1,), [out])
+    np.testing.assert_array_equal(out, np.full(8, 1 * 1000 + (-3) * 100 + 1 * 10 + (-4), np.int32))
+
+
 def test_integer_division_by_zero_does_not_crash(rng):
     a = rng.integers(-100, 100, 64).astype(np.int32)
     out = np.zeros(64, np.int32)

@@ -7,10 +7,9 @@ can, and otherwise builds tree expressions.
 from __future__ import annotations
 
 import ast
-import math
 from typing import Any, Callable
 
-from mytriton.frontend.tracer import Builtin, Tracer, is_number
+from mytriton.frontend.tracer import Builtin, Tracer, describe, is_number
 from mytriton.ir.opdefs import MATH_FUNCTIONS
 from mytriton.ir.tree import Expr
 from mytriton.types import BOOL, ScalarType
@@ -122,57 +121,51 @@ def _store(t: Tracer, node: ast.Call, pointer: Any, value: Any, mask: Any, **hin
 
 # ---- elementwise ------------------------------------------------------------------------
 
-_PY_MATH: dict[str, Callable[[float], float]] = {
-    "exp": math.exp, "exp2": lambda x: 2.0 ** x, "log": math.log, "log2": math.log2,
-    "sqrt": math.sqrt, "rsqrt": lambda x: 1.0 / math.sqrt(x), "sin": math.sin, "cos": math.cos,
-    "floor": lambda x: float(math.floor(x)), "ceil": lambda x: float(math.ceil(x)),
-    "sigmoid": lambda x: 1.0 / (1.0 + math.exp(-x)),
-}
+# As in Triton, these make runtime values even from plain numbers (a
+# 0-d tensor there): ``1 % tl.where(c, 3, -5)`` divides as C does, not as
+# Python would; the fold pass computes what can be computed.
 
 
 def _math(name: str) -> None:
     @builtin(name, "x")
     def impl(t: Tracer, node: ast.Call, x: Any) -> Any:
-        if is_number(x):
-            try:
-                return _PY_MATH[name](float(x))
-            except (ValueError, OverflowError, ZeroDivisionError) as err:
-                raise t.error(f"tl.{name}({x}): {err}", node) from None
-        return t.make(name, (x,), node)
+        return t.make(name, (_value(t, node, x, name),), node)
 
 
 for _name in MATH_FUNCTIONS:
     _math(_name)
 
 
+def _value(t: Tracer, node: ast.Call, value: Any, name: str) -> Any:
+    if not (is_number(value) or isinstance(value, Expr)):
+        raise t.error(f"tl.{name} needs numbers or tiles, got {describe(value)}", node)
+    return value
+
+
 @builtin("abs", "x")
 def _abs(t: Tracer, node: ast.Call, x: Any) -> Any:
-    return abs(x) if is_number(x) else t.make("abs", (x,), node)
+    return t.make("abs", (_value(t, node, x, "abs"),), node)
 
 
 @builtin("where", "condition", "x", "y")
 def _where(t: Tracer, node: ast.Call, condition: Any, x: Any, y: Any) -> Any:
-    if is_number(condition):
-        return x if condition else y
-    return t.make("where", (condition, x, y), node)
+    args = tuple(_value(t, node, v, "where") for v in (condition, x, y))
+    return t.make("where", args, node)
 
 
 @builtin("maximum", "x", "y")
 def _maximum(t: Tracer, node: ast.Call, x: Any, y: Any) -> Any:
-    return max(x, y) if is_number(x) and is_number(y) else t.make("maximum", (x, y), node)
+    return t.make("maximum", (_value(t, node, x, "maximum"), _value(t, node, y, "maximum")), node)
 
 
 @builtin("minimum", "x", "y")
 def _minimum(t: Tracer, node: ast.Call, x: Any, y: Any) -> Any:
-    return min(x, y) if is_number(x) and is_number(y) else t.make("minimum", (x, y), node)
+    return t.make("minimum", (_value(t, node, x, "minimum"), _value(t, node, y, "minimum")), node)
 
 
 @builtin("cdiv", "x", "div")
 def _cdiv(t: Tracer, node: ast.Call, x: Any, div: Any) -> Any:
-    if type(x) is int and type(div) is int:
-        if div == 0:
-            raise t.error("cdiv by zero", node)
-        return -(-x // div)
+    # Triton's own definition: on two constants it is Python arithmetic.
     total = t.binary(ast.Add(), x, div, node)
     total = t.binary(ast.Sub(), total, 1, node)
     return t.binary(ast.FloorDiv(), total, div, node)

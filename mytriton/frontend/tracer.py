@@ -159,7 +159,7 @@ class Tracer:
             return
         if value is None or isinstance(value, Expr):
             return
-        raise self.error(f"{_describe(value)} cannot be an operand of '{op}'", node)
+        raise self.error(f"{describe(value)} cannot be an operand of '{op}'", node)
 
     def check_literal(self, value: Any, node: ast.AST) -> None:
         """A Python number about to become a kernel literal: an integer must
@@ -277,7 +277,7 @@ class Tracer:
             raise self.error(f"the step of a runtime loop must fit i32, got {_short(step)}", step_node)
         for bound, what in ((start, "start"), (stop, "stop")):
             if not (type(bound) is int or isinstance(bound, Expr)):
-                raise self.error(f"the loop {what} must be an integer, got {_describe(bound)}", call)
+                raise self.error(f"the loop {what} must be an integer, got {describe(bound)}", call)
         nesting, region = 0, self.region
         while region.parent is not None:
             nesting, region = nesting + 1, region.parent
@@ -291,7 +291,7 @@ class Tracer:
         carried = [n for n in assigned if n in self.env]
         for n in carried:
             if not (is_number(self.env[n]) or isinstance(self.env[n], Expr)):
-                raise self.error(f"'{n}' holds {_describe(self.env[n])}, which a runtime loop cannot carry",
+                raise self.error(f"'{n}' holds {describe(self.env[n])}, which a runtime loop cannot carry",
                                  assigned[n])
         for bound in (start, stop):
             self.check_literal(bound, call)
@@ -314,7 +314,7 @@ class Tracer:
         outputs = tuple(body_env[n] for n in carried)
         for n, value in zip(carried, outputs):
             if not (is_number(value) or isinstance(value, Expr)):
-                raise self.error(f"'{n}' holds {_describe(value)} at the end of the loop body", assigned[n])
+                raise self.error(f"'{n}' holds {describe(value)} at the end of the loop body", assigned[n])
             self.check_literal(value, assigned[n])
             body_region.reference(value)
         loc = self.loc(stmt)
@@ -385,7 +385,7 @@ class Tracer:
             return self.qualified(f"{base.qualified}.{node.attr}", node)
         if isinstance(base, Expr) and node.attr == "to":
             return Method("to", base)
-        raise self.error(f"{_describe(base)} has no attribute '{node.attr}' in kernels", node)
+        raise self.error(f"{describe(base)} has no attribute '{node.attr}' in kernels", node)
 
     def expr_Call(self, node: ast.Call) -> Any:
         func = self.eval(node.func)
@@ -405,7 +405,7 @@ class Tracer:
                 return func(*args, **kwargs)
             except (ArithmeticError, TypeError, ValueError) as err:  # float(1 << 2000): OverflowError
                 raise self.error(f"{func.__name__}(): {err}", node) from None
-        raise self.error(f"{_describe(func)} cannot be called", node.func)
+        raise self.error(f"{describe(func)} cannot be called", node.func)
 
     def call_method(self, method: Method, node: ast.Call, args: list, kwargs: dict) -> Any:
         # x.to(dtype)
@@ -521,7 +521,7 @@ class Tracer:
             except IndexError:
                 raise self.error(f"index {key} is out of range", index) from None
         if not isinstance(base, Expr):
-            raise self.error(f"{_describe(base)} cannot be indexed", node)
+            raise self.error(f"{describe(base)} cannot be indexed", node)
         result: Expr = base
         for axis, item in enumerate(items):
             if isinstance(item, ast.Constant) and item.value is None:
@@ -582,7 +582,7 @@ def assigned_names(body: list[ast.stmt]) -> dict[str, ast.AST]:
     return found
 
 
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
     if isinstance(value, Expr):
         return "a runtime value"
     if isinstance(value, ScalarType):
