@@ -16,7 +16,7 @@ from typing import Any, Callable
 import click
 
 from mytriton import pipeline
-from mytriton.diagnostics import CompileError, Location
+from mytriton.diagnostics import CompileError, Location, printable
 from mytriton.limits import ResourceError, run_deep
 from mytriton.output_files import write_output as write_file
 
@@ -60,13 +60,21 @@ def write_output(path: str, data: str | bytes) -> None:
     write_file(path, data)
 
 
-def reports_errors(fn: Callable[..., None]) -> Callable[..., None]:
+def reports_errors(fn: Callable[..., None] | None = None, *, deep: bool = True) -> Any:
+    """Turn errors into diagnostics and exit codes. With ``deep`` the command
+    runs on a large stack (limits.run_deep), so that deep but legal inputs
+    compile instead of overflowing Python's recursion; a command that
+    launches on the GPU runs on the caller's thread and compiles deep itself."""
+    if fn is None:
+        return functools.partial(reports_errors, deep=deep)
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
-            # On a large stack: deep but legal inputs compile instead of
-            # overflowing Python's recursion (limits.run_deep).
-            run_deep(fn, *args, **kwargs)
+            if deep:
+                run_deep(fn, *args, **kwargs)
+            else:
+                fn(*args, **kwargs)
         except CompileError as err:
             if isinstance(err, ResourceError) and kwargs.get("input"):
                 err.at(Location("<stdin>" if kwargs["input"] == "-" else kwargs["input"], 1, 1))
@@ -79,7 +87,7 @@ def reports_errors(fn: Callable[..., None]) -> Callable[..., None]:
         except Exception as err:  # a compiler bug, not the user's input
             if os.environ.get("MYTRITON_DEBUG"):
                 traceback.print_exc()
-            click.echo(f"error: internal compiler error: {type(err).__name__}: {err}\n"
+            click.echo(f"error: internal compiler error: {printable(f'{type(err).__name__}: {err}')}\n"
                        "note: this is a bug in mytriton; MYTRITON_DEBUG=1 shows the traceback", err=True)
             sys.exit(1)
 
@@ -273,7 +281,7 @@ def compile_command(input: str, emit: str, kernel: str | None, defines: tuple[st
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed for generated inputs.")
 @click.option("--expect", "expects", multiple=True, metavar="NAME=FILE.npy",
               help="Fail unless buffer NAME matches this reference (allclose).")
-@reports_errors
+@reports_errors(deep=False)
 def run(input: str, grid: str, args: tuple[str, ...], kernel: str | None, defines: tuple[str, ...],
         signature: str | None, num_warps: int, backend: str | None, out_dir: str, seed: int,
         expects: tuple[str, ...]) -> None:

@@ -71,19 +71,35 @@ def device_pointer(value: Any) -> int:
     return int(value.__cuda_array_interface__["data"][0])
 
 
+# Modules loaded in this process, by the SHA-256 of their cubin, kept for the
+# life of the process (as Triton keeps its kernels). PyCUDA can free a module
+# only on the thread that holds its context, and the garbage collector may run
+# on any thread (the compiler's deep-stack worker, say), so none is freed.
+_MODULES: dict[str, Any] = {}
+
+
+def _load_module(cubin: bytes) -> Any:
+    import hashlib
+
+    import pycuda.driver as drv
+
+    key = hashlib.sha256(cubin).hexdigest()
+    module = _MODULES.get(key)
+    if module is None:
+        context()
+        module = _MODULES[key] = drv.module_from_buffer(cubin)
+    return module
+
+
 class CudaKernel:
     """A compiled kernel, loaded on the device and ready to launch."""
 
     def __init__(self, cuda_source: str, arch: str = "sm_90", file: str = "<cuda>") -> None:
-        import pycuda.driver as drv
-
         self.header = read_header(cuda_source, file)
         self.params = [(name, parse_type(text)) for name, text in self.header["params"]]
         self.stores = set(self.header["stores"])
         self.threads = int(self.header["threads"])
-        cubin = compile_cubin(cuda_source, arch)
-        context()
-        self.module = drv.module_from_buffer(cubin)
+        self.module = _load_module(compile_cubin(cuda_source, arch))
         # The C symbol differs from the kernel's name when that name could clash in C (names.py).
         self.function = self.module.get_function(str(self.header.get("symbol", self.header["kernel"])))
         # A prepared call packs arguments from a fixed format: less work per launch.

@@ -16,6 +16,7 @@ from typing import Any
 
 from mytriton import pipeline
 from mytriton.diagnostics import CompileError
+from mytriton.limits import run_deep
 from mytriton.output_files import prepare_directory, replace_in_directory
 from mytriton.types import BOOL, F16, F32, I32, I64, PointerType, ScalarType, Type
 
@@ -226,6 +227,8 @@ def eval_grid(text: str, names: dict[str, Any]) -> tuple[int, ...]:
 
 def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pipeline.Options,
              backend: str | None, out_dir: str, seed: int, expects: tuple[str, ...]) -> list[str]:
+    """Compile (on the deep stack, limits.run_deep) and launch on the
+    caller's thread, which then owns the CUDA context it pushes."""
     import numpy as np
 
     from mytriton.cli import read_input
@@ -247,16 +250,16 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pip
         cuda_source = text
     else:
         if path.endswith(".ssa"):
-            kernel = pipeline.verify(pipeline.read_ssa(text, file))
+            kernel = run_deep(lambda: pipeline.verify(pipeline.read_ssa(text, file)))
         else:
             if options.signature is None:
                 from mytriton.frontend.stages import kernel_params, load_kernel
                 from mytriton.runtime.arguments import signature_of
 
-                module, entry = load_kernel(text, file, options.kernel)
+                module, entry = run_deep(load_kernel, text, file, options.kernel)
                 runtime, _, _ = kernel_params(module, entry)
                 options.signature = signature_of(arg_types_from_specs(runtime, specs))
-            kernel = pipeline.source_to_ssa(text, file, options)
+            kernel = run_deep(pipeline.source_to_ssa, text, file, options)
         params = [(p.name, p.type) for p in kernel.params]
         constexprs = dict(kernel.constexprs)
         stores = stored_params(kernel)
@@ -286,7 +289,8 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pip
         from mytriton.runtime.cuda_driver import CudaKernel
 
         if cuda_source is None:
-            cuda_source = pipeline.emit_cuda(pipeline.stage_dots(kernel), options)  # a no-op on staged SSA
+            # stage-dots is a no-op on staged SSA.
+            cuda_source = run_deep(lambda: pipeline.emit_cuda(pipeline.stage_dots(kernel), options))
         CudaKernel(cuda_source, options.arch, file).launch(grid, [values[n] for n, _ in params])
     else:
         if kernel is None:
