@@ -3,7 +3,8 @@
 Lark's ``cache=True`` keeps a pickled parser in the shared temporary
 directory under a predictable name and loads it on the next start without
 checking who wrote it; a file planted there by another user would run in
-the compiler. mytriton builds each parser once per process instead.
+the compiler. mytriton builds each parser once per process, or loads its
+tables as JSON from the user's private cache (tests/test_user_cache.py).
 """
 from __future__ import annotations
 

@@ -6,7 +6,10 @@ the package ``mytriton.grammars``. Both IR readers go through ``parse_text``.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 from pathlib import Path
+from typing import Any
 
 import lark
 
@@ -36,16 +39,70 @@ def grammar_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "grammars"
 
 
+_OPTIONS = {"parser": "lalr", "propagate_positions": True, "maybe_placeholders": True}
+
+
 @functools.lru_cache(maxsize=None)
 def parser(name: str, start: str = "start") -> lark.Lark:
-    """Each grammar's parser, built once per process. Never with Lark's
+    """Each grammar's parser, built once per process. Building costs about
+    0.2 s per grammar, so the parse tables are kept as JSON in the user's
+    private cache (``user_cache``), about 10 ms to load. Never Lark's own
     ``cache=``: that unpickles a file of a predictable name in the shared
-    temporary directory, so whoever can write there could run code here.
-    Building costs about 0.2 s per grammar, once."""
+    temporary directory, so whoever can write there could run code here."""
     path = grammar_dir() / f"{name}.lark"
-    return lark.Lark.open(
-        str(path), parser="lalr", propagate_positions=True, maybe_placeholders=True, start=start,
-    )
+    key = _cache_key(path, start)
+    loaded = _load_tables(key)
+    if loaded is not None:
+        return loaded
+    built = lark.Lark.open(str(path), start=start, **_OPTIONS)
+    _store_tables(key, built)
+    return built
+
+
+def _cache_key(path: Path, start: str) -> Path:
+    from mytriton.user_cache import cache_root
+
+    texts = [p.read_bytes() for p in (path, path.with_name("common.lark"))]
+    digest = hashlib.sha256(repr((lark.__version__, start, sorted(_OPTIONS.items()), texts)).encode())
+    return cache_root() / "grammars" / f"{path.stem}-{start}-{digest.hexdigest()[:24]}.json"
+
+
+def _load_tables(path: Path) -> lark.Lark | None:
+    from mytriton.user_cache import read_private
+
+    raw = read_private(path)
+    if raw is None:
+        return None
+    try:
+        tables = json.loads(raw, object_hook=_decode)
+        return lark.Lark._load_from_dict(tables["data"], tables["memo"])
+    except Exception:  # a damaged or foreign entry: rebuild it
+        return None
+
+
+def _store_tables(path: Path, built: lark.Lark) -> None:
+    from mytriton.user_cache import write_private
+
+    data, memo = built.memo_serialize([lark.lexer.TerminalDef, lark.grammar.Rule])
+    write_private(path, json.dumps(_encode({"data": data, "memo": memo})).encode())
+
+
+def _encode(value: Any) -> Any:
+    """Lark's tables as JSON that keeps what JSON loses: dicts with integer
+    keys and tuples (``{"d": [[k, v], ...]}``, ``{"t": [...]}``)."""
+    if isinstance(value, dict):
+        return {"d": [[_encode(k), _encode(v)] for k, v in value.items()]}
+    if isinstance(value, tuple):
+        return {"t": [_encode(v) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    return str(value) if isinstance(value, str) else value  # Lark's Tokens are str subclasses
+
+
+def _decode(obj: dict) -> Any:
+    if "d" in obj:
+        return {k: v for k, v in obj["d"]}
+    return tuple(obj["t"])
 
 
 def rule(tree: lark.Tree) -> str:

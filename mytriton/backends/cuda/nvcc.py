@@ -16,7 +16,6 @@ source starts with a ``#line`` directive naming a fixed file, so
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import os
@@ -26,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from mytriton.diagnostics import CompileError
+from mytriton.user_cache import cache_root, read_private, write_private
 
 VERSION = "mytriton-0.1"
 _MAGIC = b"mytriton-cache-1"
@@ -35,8 +35,7 @@ SOURCE_NAME = "/mytriton/kernel.cu"
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("MYTRITON_CACHE_DIR") or os.path.join(Path.home(), ".cache", "mytriton")
-    return Path(root)
+    return cache_root()
 
 
 def find_nvcc() -> str:
@@ -105,29 +104,15 @@ def unpack_entry(blob: bytes) -> bytes | None:
 
 
 def read_entry(path: Path) -> bytes | None:
-    try:
-        blob = path.read_bytes()
-    except OSError:
-        return None
-    return unpack_entry(blob)
+    """A cache entry's payload if the entry is whole and private (a cubin is
+    code the GPU runs: one planted by another user must not load)."""
+    blob = read_private(path)
+    return None if blob is None else unpack_entry(blob)
 
 
 def write_entry(path: Path, data: bytes) -> None:
-    """Write a cache entry atomically; on any failure leave no partial file."""
-    partial = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, partial = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".partial")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(pack_entry(data))
-        os.replace(partial, path)
-        partial = None
-    except OSError:
-        return  # an unwritable cache only costs time
-    finally:
-        if partial is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(partial)
+    """Write a cache entry atomically; an unwritable cache only costs time."""
+    write_private(path, pack_entry(data))
 
 
 def compile_ptx(source: str, arch: str = "sm_90") -> str:
