@@ -20,7 +20,8 @@ from mytriton.ir import grammar
 SSA = (ROOT / "tests" / "snapshots" / "add.ssa").read_text()
 
 
-def test_parsers_are_built_without_a_lark_cache(monkeypatch):
+def test_parsers_are_built_without_a_lark_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("MYTRITON_CACHE_DIR", str(tmp_path))  # nothing to load: they are built
     asked = []
     original = lark.Lark.open
 
