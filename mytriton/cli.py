@@ -17,14 +17,14 @@ import click
 
 from mytriton import pipeline
 from mytriton.diagnostics import CompileError, Location, printable
-from mytriton.limits import ResourceError, run_deep
+from mytriton.deep_stack import ResourceError, run_deep
+from mytriton.limits import MAX_INPUT_BYTES
 from mytriton.output_files import write_output as write_file
 
 # ---- input, output, errors --------------------------------------------------------------
 
 
 # A larger input (``/dev/zero``, a runaway generator) is refused, not read into memory.
-MAX_INPUT_BYTES = 64 << 20
 
 
 def read_input(path: str) -> tuple[str, str]:
@@ -62,7 +62,7 @@ def write_output(path: str, data: str | bytes) -> None:
 
 def reports_errors(fn: Callable[..., None] | None = None, *, deep: bool = True) -> Any:
     """Turn errors into diagnostics and exit codes. With ``deep`` the command
-    runs on a large stack (limits.run_deep), so that deep but legal inputs
+    runs on a large stack (deep_stack.run_deep), so that deep but legal inputs
     compile instead of overflowing Python's recursion; a command that
     launches on the GPU runs on the caller's thread and compiles deep itself."""
     if fn is None:

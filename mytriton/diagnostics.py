@@ -12,10 +12,10 @@ import stat
 import unicodedata
 from dataclasses import dataclass
 
+from mytriton.limits import MAX_SOURCE_BYTES, MAX_SOURCE_LINES
+
 # Diagnostics quote lines of the kernel's own source only: texts registered
 # in memory, or a regular file that a header's digest vouches for.
-MAX_SOURCE_LINES = 1_000_000  # the highest line number a header may name
-MAX_SOURCE_BYTES = 16 << 20  # a larger file is not read back to quote a line
 DIGEST_LENGTH = 16  # hex digits of sha256 that headers carry
 
 

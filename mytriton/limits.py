@@ -1,23 +1,17 @@
-"""The compiler's named limits, and the deep-stack runner.
+"""The compiler's named limits.
 
 Every limit bounds the work or memory a small input could otherwise ask
 for (a 10-character constant that needs gigabytes, a loop unrolled a billion
 times, a tile of 2^28 elements). Each is checked where the quantity first
 becomes known and reported there as a located error that names the limit.
 
-Deep but legal inputs (a 10,000-term sum, a 5,000-iteration static loop) make
-the compiler's recursive walks deep: ``run_deep`` runs the stages in a worker
-thread with a large stack and a raised recursion limit, so those inputs
-compile, and turns a RecursionError or MemoryError that still escapes into an
-error that names the limit instead of a traceback.
+The checks here only say what is wrong (a message, or None); the caller
+knows where, and raises. Deep but legal inputs are the deep-stack runner's
+(``deep_stack.py``).
 """
 from __future__ import annotations
 
-import sys
-import threading
-from typing import Any, Callable, TypeVar
-
-from mytriton.diagnostics import CompileError, Location
+from typing import Any
 
 # Elements in one tile (Triton's TRITON_MAX_TENSOR_NUMEL): a 2^20 f32 tile is
 # already 4 MiB per program.
@@ -49,19 +43,25 @@ MAX_IR_NESTING = 25_000
 # interpreter's costs grow with the square of the nesting).
 MAX_LOOP_NESTING = 128
 
-# Lines of one kernel source file.
-MAX_SOURCE_LINES = 100_000
+# Inputs: bytes of one input file or stdin; the highest source line a header
+# may name; bytes of a source file read back to quote a line in a diagnostic.
+MAX_INPUT_BYTES = 64 << 20
+MAX_SOURCE_LINES = 1_000_000
+MAX_SOURCE_BYTES = 16 << 20
 
-# CUDA's grid limits (programs per axis).
+# CUDA's grid limits (programs per axis), on every backend; characters of a
+# `run --grid` expression; elements of an array `run` generates (1 GiB of f32).
 MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_GRID_TEXT = 1000
+MAX_GENERATED_ELEMENTS = 1 << 28
 
 # The interpreter runs the grid in chunks of programs so that programs x the
 # elements of all the values a program holds stay under this many elements.
 INTERP_CHUNK_ELEMENTS = 1 << 24
 
-# The deep-stack runner: a worker thread's stack and the recursion limit
-# while it runs (about 5 KiB of stack per Python frame, so that the recursion
-# limit, not the stack, is what runs out).
+# The deep-stack runner (deep_stack.py): a worker thread's stack and the
+# recursion limit while it runs (about 5 KiB of stack per Python frame, so
+# that the recursion limit, not the stack, is what runs out).
 DEEP_STACK_BYTES = 1 << 30
 DEEP_RECURSION_LIMIT = 200_000
 
@@ -78,11 +78,12 @@ def tile_error(shape: tuple[int, ...]) -> str | None:
             f"(MAX_TILE_ELEMENTS); split the work over more programs")
 
 
-def check_grid(grid: tuple[int, ...], loc: Location | None = None) -> None:
-    """CUDA's limits on programs per axis."""
+def grid_error(grid: tuple[int, ...]) -> str | None:
+    """Why ``grid`` is over CUDA's limits on programs per axis, or None."""
     for axis, (size, limit) in enumerate(zip(grid, MAX_GRID)):
         if size > limit:
-            raise CompileError(f"grid axis {axis} has {size} programs, over CUDA's limit of {limit}", loc)
+            return f"grid axis {axis} has {size} programs, over CUDA's limit of {limit} (MAX_GRID)"
+    return None
 
 
 def constant_result_error(op: type, a: Any, b: Any) -> str | None:
@@ -125,60 +126,3 @@ def constant_value_error(value: Any) -> str | None:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int)  # bools are ints too, and as small
-
-
-# ---- the deep-stack runner ---------------------------------------------------------------
-
-T = TypeVar("T")
-_state = threading.local()
-_lock = threading.Lock()  # the recursion limit is one per process
-
-
-def run_deep(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)`` on a worker thread with a large stack; its
-    result, or its exception re-raised here (RecursionError and MemoryError
-    as CompileErrors that name the limit)."""
-    if getattr(_state, "deep", False):  # already on a deep stack
-        return _translated(fn, args, kwargs)
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        _state.deep = True
-        try:
-            outcome["value"] = _translated(fn, args, kwargs)
-        except BaseException as err:  # re-raised on the caller's thread
-            outcome["error"] = err
-
-    with _lock:
-        old_limit = sys.getrecursionlimit()
-        old_stack = threading.stack_size()
-        sys.setrecursionlimit(max(old_limit, DEEP_RECURSION_LIMIT))
-        try:
-            threading.stack_size(DEEP_STACK_BYTES)
-            worker = threading.Thread(target=target, name="mytriton-deep-stack", daemon=True)
-            worker.start()
-        finally:
-            threading.stack_size(old_stack)
-        try:
-            worker.join()
-        finally:
-            sys.setrecursionlimit(old_limit)
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
-
-
-class ResourceError(CompileError):
-    """The compiler ran out of stack or memory on some input: which place in
-    the input is unknown, so the CLI points at the input file."""
-
-
-def _translated(fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
-    try:
-        return fn(*args, **kwargs)
-    except RecursionError:
-        raise ResourceError(f"the input nests too deeply: over {DEEP_RECURSION_LIMIT} nested calls "
-                            "(DEEP_RECURSION_LIMIT) in the compiler") from None
-    except MemoryError:
-        raise ResourceError("out of memory while compiling; the input asks for too much "
-                            "(see the limits in mytriton/limits.py)") from None

@@ -19,7 +19,8 @@ import pytest
 
 from conftest import ROOT, SAMPLES, compile_text, kernel_source
 from mytriton import pipeline
-from mytriton.diagnostics import MAX_SOURCE_LINES, CompileError, Location, SourceTexts, source_digest
+from mytriton.diagnostics import CompileError, Location, SourceTexts, source_digest
+from mytriton.limits import MAX_SOURCE_LINES
 
 ADD_SOURCE = (SAMPLES / "add.py").read_text()
 ADD_SSA = (ROOT / "tests" / "snapshots" / "add.ssa").read_text()

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from conftest import ROOT
-from mytriton.cli import MAX_INPUT_BYTES, read_input
+from mytriton.cli import read_input
+from mytriton.limits import MAX_INPUT_BYTES
 from mytriton.diagnostics import CompileError
 
 

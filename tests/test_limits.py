@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, build, compile_text, kernel_source, randf
-from mytriton import limits
+from mytriton import deep_stack, limits
 from mytriton.backends import interp
 from mytriton.backends.interp import program_elements, programs_per_chunk, run_kernel
 from mytriton.diagnostics import CompileError
@@ -194,12 +194,12 @@ def test_an_expression_deeper_than_the_limit_is_refused_at_its_start(tmp_path):
 
 
 def test_a_1500_term_sum_compiles():
-    ssa = limits.run_deep(compile_text, sum_kernel(1500), "ssa")
+    ssa = deep_stack.run_deep(compile_text, sum_kernel(1500), "ssa")
     assert ssa.count(" add ") == 1499
 
 
 def test_a_400_iteration_constant_loop_compiles():
-    ssa = limits.run_deep(compile_text, kernel(f"y = x\nfor i in range(400):\n    y += x\n{STORE}"), "ssa")
+    ssa = deep_stack.run_deep(compile_text, kernel(f"y = x\nfor i in range(400):\n    y += x\n{STORE}"), "ssa")
     assert ssa.count(" add ") == 400
 
 
@@ -433,7 +433,7 @@ def test_the_deep_stack_runner_turns_runaway_recursion_into_an_error_naming_the_
         return forever(n + 1) + 1
 
     with pytest.raises(CompileError, match="DEEP_RECURSION_LIMIT"):
-        limits.run_deep(forever, 0)
+        deep_stack.run_deep(forever, 0)
 
 
 def test_the_deep_stack_runner_returns_results_and_restores_the_recursion_limit():
@@ -442,7 +442,7 @@ def test_the_deep_stack_runner_returns_results_and_restores_the_recursion_limit(
     def depth(n: int) -> int:
         return 0 if n == 0 else 1 + depth(n - 1)
 
-    assert limits.run_deep(depth, 50_000) == 50_000
+    assert deep_stack.run_deep(depth, 50_000) == 50_000
     assert sys.getrecursionlimit() == before
 
 
@@ -451,7 +451,7 @@ def test_the_deep_stack_runner_reraises_compile_errors_unchanged():
         raise CompileError("boom")
 
     with pytest.raises(CompileError) as info:
-        limits.run_deep(fail)
+        deep_stack.run_deep(fail)
     assert info.value.message == "boom"
 
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from mytriton.runtime.launch_cli import MAX_GENERATED_ELEMENTS, eval_grid
+from mytriton.limits import MAX_GENERATED_ELEMENTS
+from mytriton.runtime.launch_cli import eval_grid
 
 INPUTS = {"x_ptr": "rand:100", "y_ptr": "rand:100", "out_ptr": "zeros:100", "n": "100"}
 
@@ -48,12 +49,16 @@ def test_a_grid_that_divides_by_zero_is_an_error(tmp_path, grid):
 
 @pytest.mark.parametrize("grid, axis, limit", [
     ("1000000000000", 0, 2**31 - 1), ("1, 65536", 1, 65535), ("1, 1, 70000", 2, 65535),
-    ("n - 1000", 0, 2**31 - 1),
 ])
 def test_a_grid_beyond_cudas_limits_is_an_error(tmp_path, grid, axis, limit):
     result = run_add(tmp_path, grid=grid)
-    assert_refused(result, tmp_path, f"--grid '{grid}': axis {axis} has")
-    assert f"it takes 0 to {limit}" in result.stderr
+    assert_refused(result, tmp_path, f"--grid '{grid}': grid axis {axis} has")
+    assert f"over CUDA's limit of {limit} (MAX_GRID)" in result.stderr
+
+
+def test_a_negative_grid_is_an_error(tmp_path):
+    result = run_add(tmp_path, grid="n - 1000")
+    assert_refused(result, tmp_path, "--grid 'n - 1000': axis 0 has -")
 
 
 @pytest.mark.parametrize("grid, message", [

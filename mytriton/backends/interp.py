@@ -44,7 +44,7 @@ from mytriton.ir.ssa import (
     Block, Const, Kernel, Op, Operand, Param, Value, for_body, for_bounds, for_carried,
     for_index, for_inits, for_yield, walk,
 )
-from mytriton.limits import INTERP_CHUNK_ELEMENTS, check_grid
+from mytriton.limits import INTERP_CHUNK_ELEMENTS, grid_error
 from mytriton.types import (
     BF16, BOOL, F16, F32, I32, I64, BlockType, PointerType, ScalarType, SharedType, Type, concrete,
     element_of, promote, shape_of, with_element,
@@ -152,7 +152,9 @@ def _check_grid(grid: Any, kernel: Kernel) -> tuple[tuple[int, int, int], int]:
         if not isinstance(g, Integral) or isinstance(g, bool) or g < 0:
             raise CompileError(f"grid dimensions must be non-negative integers, got {grid}", kernel.loc)
     padded = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-    check_grid(padded, kernel.loc)
+    problem = grid_error(padded)
+    if problem:
+        raise CompileError(problem, kernel.loc)
     return padded, len(grid)  # type: ignore[return-value]
 
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from mytriton.diagnostics import (
-    MAX_SOURCE_LINES, SOURCES, CompileError, Location, is_digest, source_digest, source_lines,
+    SOURCES, CompileError, Location, is_digest, source_digest, source_lines,
 )
 from mytriton.language import DTYPES
-from mytriton.limits import MAX_EXPRESSION_DEPTH, constant_result_error, constant_value_error
+from mytriton.limits import MAX_EXPRESSION_DEPTH, MAX_SOURCE_LINES, constant_result_error, constant_value_error
 
 MODULES = ("mytriton", "mytriton.language")
 BUNDLE_MARKER = "__mytriton_bundle__"

@@ -14,7 +14,8 @@ import os
 from typing import Any, Callable
 
 from mytriton.diagnostics import CompileError
-from mytriton.limits import check_grid, run_deep
+from mytriton.deep_stack import run_deep
+from mytriton.limits import grid_error
 
 BACKENDS = ("auto", "cuda", "interp")
 
@@ -40,7 +41,9 @@ def normalize_grid(grid: Any, meta: dict[str, Any]) -> tuple[int, int, int]:
         raise CompileError(f"a grid has one to three dimensions, got {grid}")
     if any(g < 0 for g in grid):
         raise CompileError(f"grid dimensions must be non-negative, got {grid}")
-    check_grid(grid)
+    problem = grid_error(grid)
+    if problem:
+        raise CompileError(problem)
     return grid + (1,) * (3 - len(grid))  # type: ignore[return-value]
 
 
@@ -114,7 +117,7 @@ class JITFunction:
 
             options = pipeline.Options(kernel=self.fn.__name__, defines=constexprs,
                                        signature=signature_of(types), num_warps=num_warps)
-            # On a large stack, as the CLI does (limits.run_deep).
+            # On a large stack, as the CLI does (deep_stack.run_deep).
             kernel = run_deep(pipeline.source_to_ssa, text, self.file, options)
             if backend == "cuda":
                 from mytriton.runtime.cuda_driver import CudaKernel

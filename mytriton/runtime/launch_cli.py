@@ -16,15 +16,12 @@ from typing import Any
 
 from mytriton import pipeline
 from mytriton.diagnostics import CompileError
-from mytriton.limits import run_deep
+from mytriton.deep_stack import run_deep
+from mytriton.limits import MAX_GENERATED_ELEMENTS, MAX_GRID_TEXT, grid_error
 from mytriton.output_files import prepare_directory, replace_in_directory
 from mytriton.types import BOOL, F16, F32, I32, I64, PointerType, ScalarType, Type
 
-# Bounds on what the command line may ask for (named here until the lead
-# moves them to mytriton/limits.py).
-MAX_GENERATED_ELEMENTS = 1 << 28  # a generated array: 1 GiB of f32, as the largest benchmark
-MAX_GRID = (2**31 - 1, 65535, 65535)  # CUDA's grid limits per axis, applied on every backend
-MAX_GRID_TEXT = 1000  # characters of a --grid expression
+# NumPy's seeds are unsigned 64-bit integers.
 MAX_SEED = 2**64 - 1
 
 _DTYPES = {"f32": F32, "fp32": F32, "f16": F16, "fp16": F16, "i32": I32, "i64": I64, "bool": BOOL, "i1": BOOL}
@@ -219,15 +216,18 @@ def eval_grid(text: str, names: dict[str, Any]) -> tuple[int, ...]:
         grid = tuple(value(item) for item in items)
     except RecursionError:
         raise fail("the expression is nested too deeply") from None
-    for axis, (size, limit) in enumerate(zip(grid, MAX_GRID)):
-        if not 0 <= size <= limit:
-            raise fail(f"axis {axis} has {size} programs; it takes 0 to {limit} (CUDA's grid limits)")
+    for axis, size in enumerate(grid):
+        if size < 0:
+            raise fail(f"axis {axis} has {size} programs")
+    problem = grid_error(grid)
+    if problem:
+        raise fail(problem)
     return grid  # as many axes as written: the interpreter names programs by them
 
 
 def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pipeline.Options,
              backend: str | None, out_dir: str, seed: int, expects: tuple[str, ...]) -> list[str]:
-    """Compile (on the deep stack, limits.run_deep) and launch on the
+    """Compile (on the deep stack, deep_stack.run_deep) and launch on the
     caller's thread, which then owns the CUDA context it pushes."""
     import numpy as np
 
