@@ -199,8 +199,31 @@ def _quote(loc: Location | None, severity: str, message: str, sources: SourceTex
     text = sources.line(loc.file, loc.line)
     if text is None or not text.strip():
         return head
-    caret = _caret_prefix(text, loc.col) + "^"
+    text, col = _window(text, loc.col)
+    caret = _caret_prefix(text, col) + "^"
     return f"{head}\n{printable(text, keep=chr(9))}\n{caret}"
+
+
+# Characters of a source line a diagnostic quotes: a longer line is cut to a
+# window around the column (a 100,000-character line of nested calls is no
+# help on a terminal).
+QUOTED_COLUMNS = 160
+
+
+def _window(text: str, col: int) -> tuple[str, int]:
+    """``text`` cut to QUOTED_COLUMNS around ``col`` (with "..." where cut),
+    and the column in what is left."""
+    if len(text) <= QUOTED_COLUMNS:
+        return text, col
+    start = max(0, min(col - 1 - QUOTED_COLUMNS // 2, len(text) - QUOTED_COLUMNS))
+    end = start + QUOTED_COLUMNS
+    lead = "..." if start else ""
+    return lead + text[start:end] + ("..." if end < len(text) else ""), col - start + len(lead)
+
+
+def shorten(text: str, limit: int = 40) -> str:
+    """``text`` for a message: at most ``limit`` characters, cut with "..."."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # Messages may span lines (nvcc's own report) and hold tabs.

@@ -182,3 +182,20 @@ def test_lines_are_counted_at_newlines_only_as_python_and_the_ir_count_them():
     texts = SourceTexts()
     texts.register("k.py", "# page\x0cbreak \u2028 here\nx = 1\n")
     assert texts.line("k.py", 2) == "x = 1"
+
+
+def test_a_long_source_line_is_quoted_in_a_window_around_the_column():
+    texts = SourceTexts()
+    texts.register("long.tree", "a" * 100_000 + "BAD" + "b" * 100_000)
+    head, line, caret = CompileError("oops", Location("long.tree", 1, 100_001)).render(texts).splitlines()
+    assert head == "long.tree:1:100001: error: oops"
+    assert len(line) <= 170 and line.startswith("...") and line.endswith("...")
+    assert line[len(caret) - 1:].startswith("BAD")
+
+
+def test_a_huge_unexpected_token_is_shortened_in_the_message():
+    from mytriton.ir.ssa_text import parse_kernel
+
+    with pytest.raises(CompileError) as err:
+        parse_kernel('kernel k() @"k.py":1:1 {\n  ' + "x" * 50_000 + " y\n}\n", "k.ssa")
+    assert len(err.value.message) < 200

@@ -334,3 +334,19 @@ def test_plain_python_function_called_in_a_kernel_is_an_error():
     """)
     with pytest.raises(CompileError, match="'helper' is not a @jit function"):
         compile_text(source, "ast")
+
+
+def test_pythons_own_warnings_about_the_file_are_not_printed(tmp_path):
+    source = tmp_path / "warn.py"
+    source.write_text(kernel_source('''
+        X = "\\d"
+
+        @mytriton.jit
+        def k(x_ptr):
+            tl.store(x_ptr, 1.0)
+    '''))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONWARNINGS="default")
+    result = subprocess.run([sys.executable, "-m", "mytriton.cli", "parse", str(source)], capture_output=True,
+                            env=env, timeout=60)
+    assert result.returncode == 0
+    assert result.stderr == b""

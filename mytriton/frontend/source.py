@@ -9,6 +9,7 @@ that maps its functions back to their lines in the original source.
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +59,11 @@ class KernelModule:
 
 def read_module(text: str, file: str) -> KernelModule:
     try:
-        tree = ast.parse(text, filename=file)
+        with warnings.catch_warnings():
+            # Python's own warnings about the file ("invalid escape sequence")
+            # are not mytriton's diagnostics, and would print raw.
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, filename=file)
     except SyntaxError as err:
         SOURCES.register(file, text)
         loc = Location(file, err.lineno or 1, err.offset or 1)

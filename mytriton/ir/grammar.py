@@ -13,7 +13,7 @@ from typing import Any
 
 import lark
 
-from mytriton.diagnostics import SOURCES, CompileError, Location, source_lines
+from mytriton.diagnostics import SOURCES, CompileError, Location, shorten, source_lines
 
 # Literal spellings of the grammars' terminals, for "expected ..." messages.
 _TERMINAL_SPELLING = {
@@ -126,7 +126,8 @@ def parse_text(grammar: str, text: str, file: str, start: str = "start") -> lark
             loc = Location(file, len(lines), len(lines[-1]) + 1)
             raise CompileError(f"unexpected end of input{_expected(err.expected, lark_parser)}", loc) from None
         loc = Location(file, err.line, err.column)
-        raise CompileError(f"unexpected '{err.token}'{_expected(err.expected, lark_parser)}", loc) from None
+        raise CompileError(f"unexpected '{shorten(str(err.token))}'{_expected(err.expected, lark_parser)}",
+                           loc) from None
     except lark.UnexpectedCharacters as err:
         loc = Location(file, err.line, err.column)
         char = text[err.pos_in_stream] if err.pos_in_stream < len(text) else "?"
