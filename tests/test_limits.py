@@ -446,6 +446,26 @@ def test_the_deep_stack_runner_returns_results_and_restores_the_recursion_limit(
     assert sys.getrecursionlimit() == before
 
 
+def test_the_deep_stack_runner_takes_a_smaller_stack_then_its_own_when_threads_cannot_start(monkeypatch):
+    import threading
+
+    sizes = []
+    start = threading.Thread.start
+
+    def refuse(thread):
+        sizes.append(threading.stack_size())
+        if len(sizes) <= limit_of_refusals:
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    for limit_of_refusals in (1, 2):
+        sizes.clear()
+        assert deep_stack.run_deep(lambda: threading.current_thread().name) == \
+            ("mytriton-deep-stack" if limit_of_refusals == 1 else threading.current_thread().name)
+        assert sizes[:2] == [limits.DEEP_STACK_BYTES, limits.DEEP_STACK_BYTES >> 3]
+
+
 def test_the_deep_stack_runner_reraises_compile_errors_unchanged():
     def fail() -> None:
         raise CompileError("boom")
