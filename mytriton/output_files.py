@@ -15,6 +15,7 @@ written through.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
@@ -126,19 +127,15 @@ def _replace(target: str, write: Writer, previous: os.stat_result | None, shown:
         if fd >= 0:
             os.close(fd)
         if partial is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(partial)
-            except OSError:
-                pass
 
 
 def _keep_owner_and_mode(fd: int, previous: os.stat_result) -> None:
     # Owner first: changing it clears set-id bits that the mode then restores.
     if (previous.st_uid, previous.st_gid) != (os.geteuid(), os.getegid()):
-        try:
+        with contextlib.suppress(PermissionError):  # only root may give a file away; the mode is still kept
             os.fchown(fd, previous.st_uid, previous.st_gid)
-        except PermissionError:
-            pass  # only root may give a file away; the mode is still kept
     os.fchmod(fd, stat.S_IMODE(previous.st_mode))
 
 
