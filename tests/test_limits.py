@@ -74,6 +74,12 @@ STORE = "tl.store(out_ptr + offs, y)"
 # ---- constant arithmetic -------------------------------------------------------------------------
 
 
+def test_a_kernel_file_over_the_line_limit_is_refused_at_the_first_line_past_it(tmp_path):
+    text = kernel(STORE) + "\n" * limits.MAX_SOURCE_LINES
+    refused(tmp_path, "k.py", text, ["parse", "{in}", "-o", "{out}"], "MAX_SOURCE_LINES",
+            limits.MAX_SOURCE_LINES + 1, 1)
+
+
 def test_a_huge_module_constant_no_kernel_uses_does_not_stop_parse(tmp_path):
     (tmp_path / "k.py").write_text("X = 2 ** 10 ** 10\nS = 'ab' * 10 ** 12\nT = (16,) * 10 ** 12\n"
                                    + kernel(f"y = x\n{STORE}"))

@@ -58,6 +58,10 @@ class KernelModule:
 
 
 def read_module(text: str, file: str) -> KernelModule:
+    lines = text.count("\n") + 1
+    if lines > MAX_SOURCE_LINES:
+        raise CompileError(f"the file has {lines} lines, over the limit of {MAX_SOURCE_LINES} (MAX_SOURCE_LINES)",
+                           Location(file, MAX_SOURCE_LINES + 1, 1))
     try:
         with warnings.catch_warnings():
             # Python's own warnings about the file ("invalid escape sequence")
