@@ -147,6 +147,13 @@ SSA_CASES = {
         """)}, ["lower", "bad.tree", "-o", "{out}"],
         "a loop that carries values must end with 'yield'", where="bad.tree", line_has="for $i",
         caret_at="for $i"),
+    "tree_absent_operand_an_op_needs": Case(
+        {"bad.tree": dedent("""\
+            tree k(y: ptr<f32>) @"bad.tree":1:1 {
+              store(y, abs(none)@2:12, none)@2:3
+            }
+        """)}, ["lower", "bad.tree", "-o", "{out}"],
+        "operand 'x' of 'abs' cannot be none", where="bad.tree", line_has="store(y", caret_at="abs("),
     "tree_shared_buffer_in_arithmetic": Case(
         {"bad.tree": dedent("""\
             tree k(x: shared<16x16 x f32>, y: ptr<f32>) @"bad.tree":1:1 {

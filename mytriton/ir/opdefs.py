@@ -54,14 +54,17 @@ def _register(opdef: OpDef) -> None:
 
 
 def _checked(opdef: OpDef) -> InferFn:
-    """``opdef``'s type rule, refusing a shared buffer where the op takes
-    none (the rules below only know values) and results over
+    """``opdef``'s type rule, refusing an absent operand the op needs and a
+    shared buffer where the op takes none (the rules below only know
+    values), and results over
     MAX_TILE_ELEMENTS: every way a tile grows (arange, full, broadcasting,
     expand_dims, dot) goes through a rule."""
     infer = opdef.infer
 
     def checked(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
         for name, t in zip(opdef.operands, types):
+            if t is None and not name.endswith("?"):
+                raise _err(f"operand '{name}' of '{opdef.name}' cannot be none")
             if isinstance(t, SharedType) and name not in opdef.shared_operands:
                 raise _err(f"operand '{name.rstrip('?')}' of '{opdef.name}' cannot be a shared buffer ({t})")
         results = infer(types, attrs)
