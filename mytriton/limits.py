@@ -59,6 +59,11 @@ MAX_GENERATED_ELEMENTS = 1 << 28
 # elements of all the values a program holds stay under this many elements.
 INTERP_CHUNK_ELEMENTS = 1 << 24
 
+# The elements a whole interpreted grid holds (programs x the elements of one
+# program): 256 chunks, a few minutes. A grid of a billion programs is the
+# GPU's work; the interpreter refuses it at once rather than run for days.
+MAX_INTERP_ELEMENTS = 1 << 32
+
 # The deep-stack runner (deep_stack.py): a worker thread's stack and the
 # recursion limit while it runs (about 5 KiB of stack per Python frame, so
 # that the recursion limit, not the stack, is what runs out).

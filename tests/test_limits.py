@@ -383,6 +383,15 @@ def test_chunked_runs_give_every_program_its_id_and_trip_count(monkeypatch, rng)
     np.testing.assert_allclose(out, x * counts[pid] + pid, rtol=1e-6)
 
 
+def test_a_grid_the_interpreter_would_run_for_days_is_refused_at_once(rng):
+    kernel_ir = build(PER_PROGRAM_LOOP, signature=LOOP_SIGNATURE, BLOCK=64)
+    programs = limits.MAX_INTERP_ELEMENTS // program_elements(kernel_ir) + 1
+    start = time.monotonic()
+    with pytest.raises(CompileError, match="MAX_INTERP_ELEMENTS"):
+        run_kernel(kernel_ir, (programs,), [randf(rng, 64), np.zeros(64, np.float32), np.zeros(1, np.int32), 64])
+    assert time.monotonic() - start < 1
+
+
 def test_a_fault_in_a_later_chunk_names_its_program(monkeypatch, rng):
     kernel_ir = build("""
         @mytriton.jit

@@ -44,7 +44,7 @@ from mytriton.ir.ssa import (
     Block, Const, Kernel, Op, Operand, Param, Value, for_body, for_bounds, for_carried,
     for_index, for_inits, for_yield, walk,
 )
-from mytriton.limits import INTERP_CHUNK_ELEMENTS, grid_error
+from mytriton.limits import INTERP_CHUNK_ELEMENTS, MAX_INTERP_ELEMENTS, grid_error
 from mytriton.types import (
     BF16, BOOL, F16, F32, I32, I64, BlockType, PointerType, ScalarType, SharedType, Type, concrete,
     element_of, promote, shape_of, with_element,
@@ -109,6 +109,10 @@ def run_kernel(kernel: Kernel, grid: tuple[int, ...], args: Sequence[object]) ->
         raise CompileError(f"kernel '{kernel.name}' takes {len(kernel.params)} argument(s) "
                            f"({names}), got {len(args)}", kernel.loc)
     programs = dims[0] * dims[1] * dims[2]
+    if programs * program_elements(kernel) > MAX_INTERP_ELEMENTS:
+        raise CompileError(f"the interpreter would hold {programs} programs x {program_elements(kernel)} elements, "
+                           f"over the limit of {MAX_INTERP_ELEMENTS} (MAX_INTERP_ELEMENTS); run it on the GPU "
+                           "or on a smaller grid", kernel.loc)
     chunk = programs_per_chunk(kernel)
     first = 0
     while True:
