@@ -9,16 +9,11 @@ import pytest
 from mytriton import pipeline
 from mytriton.pipeline import Options
 
+from sample_signatures import SAMPLE_SIGNATURES
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
 
-# Runtime parameter types of the samples whose parameters are not all *fp32
-# pointers and i32 scalars (the defaults); samples/Makefile gives the same.
-SAMPLE_SIGNATURES = {
-    "leaky_relu": "*fp32, *fp32, i32, fp32",
-    "two_carried": "*fp32, *fp32, *i32, i32, i32",
-    "ragged_rows": "*fp32, *i32, *fp32",
-}
 
 
 def sample_names() -> list[str]:
@@ -69,6 +64,14 @@ def rng():
     import numpy as np
 
     return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty private cache (MYTRITON_CACHE_DIR) for this test."""
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("MYTRITON_CACHE_DIR", str(directory))
+    return directory
 
 
 @pytest.fixture

@@ -28,15 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from sample_signatures import SAMPLE_SIGNATURES
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
 
-# Runtime parameter types of the samples that need them (as tests/conftest.py).
-SAMPLE_SIGNATURES = {
-    "leaky_relu": "*fp32, *fp32, i32, fp32",
-    "two_carried": "*fp32, *fp32, *i32, i32, i32",
-    "ragged_rows": "*fp32, *i32, *fp32",
-}
 
 # What each kind of text is fed to (the input path and -o are added).
 COMMANDS: dict[str, list[list[str]]] = {

@@ -29,13 +29,6 @@ def cuda_of(name: str) -> str:
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
-    directory = tmp_path / "cache"
-    monkeypatch.setenv("MYTRITON_CACHE_DIR", str(directory))
-    return directory
-
-
-@pytest.fixture
 def nvcc_runs(monkeypatch):
     """Count the processes the nvcc module starts from now on (each still runs)."""
     calls: list[list[str]] = []

@@ -26,13 +26,6 @@ def relu_cuda() -> str:
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
-    directory = tmp_path / "cache"
-    monkeypatch.setenv("MYTRITON_CACHE_DIR", str(directory))
-    return directory
-
-
-@pytest.fixture
 def nvcc_builds(monkeypatch):
     """The nvcc builds (not version queries) started from now on."""
     calls: list[list[str]] = []

@@ -22,11 +22,10 @@ NOBODY = 65534
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
-    root = tmp_path / "cache"
-    monkeypatch.setenv("MYTRITON_CACHE_DIR", str(root))
+def grammar_cache(cache):
+    """An empty cache, and parsers built again from it."""
     grammar.parser.cache_clear()
-    yield root
+    yield cache
     grammar.parser.cache_clear()
 
 
@@ -71,25 +70,25 @@ def test_a_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
     assert os.listdir(tmp_path / "d") == []
 
 
-def test_grammar_tables_are_kept_as_json_and_loaded_without_rebuilding(cache, monkeypatch):
+def test_grammar_tables_are_kept_as_json_and_loaded_without_rebuilding(grammar_cache, monkeypatch):
     first = grammar.parser("ssa").parse(SSA)
-    (entry,) = (cache / "grammars").iterdir()
+    (entry,) = (grammar_cache / "grammars").iterdir()
     assert isinstance(json.loads(entry.read_bytes()), dict)
     grammar.parser.cache_clear()
     monkeypatch.setattr(lark.Lark, "open", lambda *a, **k: pytest.fail("rebuilt the grammar"))
     assert grammar.parser("ssa").parse(SSA) == first
 
 
-def test_a_damaged_grammar_entry_is_rebuilt(cache):
+def test_a_damaged_grammar_entry_is_rebuilt(grammar_cache):
     grammar.parser("ssa")
-    (entry,) = (cache / "grammars").iterdir()
+    (entry,) = (grammar_cache / "grammars").iterdir()
     entry.write_bytes(b'{"d": [["data", 1]]}')
     grammar.parser.cache_clear()
     assert grammar.parser("ssa").parse(SSA)
     assert json.loads(entry.read_bytes()) != {"d": [["data", 1]]}
 
 
-def test_errors_read_the_same_from_loaded_tables(cache):
+def test_errors_read_the_same_from_loaded_tables(grammar_cache):
     from mytriton.diagnostics import CompileError
     from mytriton.ir.ssa_text import parse_kernel
 
