@@ -142,10 +142,10 @@ def main() -> None:
 
     \b
     Stages, each readable text that the next one reads:
-      parse -> trace -> lower -> verify -> opt -> stage-dots -> emit-cuda
+      parse -> trace -> lower -> verify -> opt -> stage-dots -> layouts -> emit-cuda
     For example:
       mytriton parse k.py | mytriton trace -D BLOCK=256 | mytriton lower \\
-        | mytriton verify | mytriton opt | mytriton stage-dots | mytriton emit-cuda -o k.cu
+        | mytriton verify | mytriton opt | mytriton stage-dots | mytriton layouts | mytriton emit-cuda -o k.cu
     """
 
 
@@ -232,17 +232,38 @@ def passes() -> None:
         click.echo(f"{name:10} {get_pass(name).summary}")
 
 
-@main.command("emit-cuda")
+@main.command()
 @input_argument
 @warps_option
 @output_option
 @reports_errors
-def emit_cuda(input: str, num_warps: int, output: str) -> None:
-    """Generate CUDA C++ from SSA (with a header that lets 'run' launch it alone)."""
+def layouts(input: str, num_warps: int, output: str) -> None:
+    """Give every tile of SSA a GPU layout (the CUDA back end's input)."""
     text, file = read_input(input)
     kernel = pipeline.read_ssa(text, file)
     pipeline.verify(kernel)
-    write_output(output, pipeline.emit_cuda(kernel, make_options(num_warps=num_warps)))
+    write_output(output, pipeline.print_ssa(pipeline.layouts(kernel, make_options(num_warps=num_warps))))
+
+
+@main.command("emit-cuda")
+@input_argument
+@click.option("--num-warps", default=None, type=int,
+              help="Warps per CUDA block, for SSA that is not laid out yet (laid-out SSA names its own).")
+@output_option
+@reports_errors
+def emit_cuda(input: str, num_warps: int | None, output: str) -> None:
+    """Render laid-out SSA as CUDA C++ (with a header that lets 'run' launch it alone).
+
+    SSA that is not laid out goes through the layouts stage first."""
+    text, file = read_input(input)
+    kernel = pipeline.read_ssa(text, file)
+    pipeline.verify(kernel)
+    if not kernel.laid_out:
+        kernel = pipeline.layouts(kernel, make_options(num_warps=num_warps or pipeline.DEFAULT_NUM_WARPS))
+    elif num_warps is not None and num_warps != kernel.num_warps:
+        raise CompileError(f"this SSA is laid out for num_warps={kernel.num_warps}, not {num_warps}; "
+                           "run the layouts stage again with --num-warps", kernel.loc)
+    write_output(output, pipeline.emit_cuda(kernel))
 
 
 @main.command("compile")

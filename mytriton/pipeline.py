@@ -14,7 +14,7 @@ from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import Kernel
 from mytriton.ir.tree import TreeKernel
 
-EMITS = ("ast", "tree", "ssa", "opt", "staged", "cuda", "ptx")
+EMITS = ("ast", "tree", "ssa", "opt", "staged", "layouts", "cuda", "ptx")
 DEFAULT_NUM_WARPS = 4
 DEFAULT_ARCH = "sm_90"
 
@@ -76,10 +76,33 @@ def stage_dots(kernel: Kernel) -> Kernel:
     return run_passes(kernel, ["stage-dots"])
 
 
-def emit_cuda(kernel: Kernel, options: Options) -> str:
+def layouts(kernel: Kernel, options: Options) -> Kernel:
+    """Give every tile a layout for ``options.num_warps`` warps (CUDA's
+    input); verified after."""
+    from mytriton.passes.layouts import LayoutsPass
+    from mytriton.passes.verify import verify as run_verifier
+
+    kernel = LayoutsPass(num_warps=options.num_warps).apply(kernel)
+    try:
+        return run_verifier(kernel)
+    except CompileError as err:
+        err.message = f"after the layouts stage: {err.message}"
+        raise
+
+
+def emit_cuda(kernel: Kernel) -> str:
+    """Render laid-out SSA as CUDA C++."""
     from mytriton.backends.cuda.emitter import emit_cuda as emit
 
-    return emit(kernel, num_warps=options.num_warps)
+    return emit(kernel)
+
+
+def to_cuda(kernel: Kernel, options: Options) -> str:
+    """CUDA C++ for SSA at any stage from ``opt`` on: what is not staged and
+    laid out yet is (stage-dots changes nothing on staged SSA)."""
+    if not kernel.laid_out:
+        kernel = layouts(stage_dots(kernel), options)
+    return emit_cuda(kernel)
 
 
 def ptx(cuda_source: str, options: Options) -> str:
@@ -137,7 +160,10 @@ def compile_source(text: str, file: str, emit: str, options: Options) -> str:
     kernel = stage_dots(kernel)
     if emit == "staged":
         return print_ssa(kernel)
-    cuda = emit_cuda(kernel, options)
+    kernel = layouts(kernel, options)
+    if emit == "layouts":
+        return print_ssa(kernel)
+    cuda = emit_cuda(kernel)
     if emit == "cuda":
         return cuda
     return ptx(cuda, options)

@@ -11,7 +11,8 @@ that arithmetic reads.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -70,12 +71,20 @@ Element = ScalarType | PointerType
 class BlockType:
     shape: tuple[int, ...]
     element: Element
+    # How the tile is spread over a program's threads (mytriton.ir.layouts),
+    # once the layouts stage has decided; None before.
+    layout: Any = None
 
     def __str__(self) -> str:
+        return self.text(None if self.layout is None else self.layout.text())
+
+    def text(self, layout: str | None) -> str:
+        """The type, its layout spelled ``layout`` (an alias, or inline)."""
+        suffix = "" if layout is None else f", {layout}"
         if len(self.shape) == 1:
-            return f"vector<{self.shape[0]} x {self.element}>"
+            return f"vector<{self.shape[0]} x {self.element}{suffix}>"
         dims = "x".join(str(d) for d in self.shape)
-        return f"block<{dims} x {self.element}>"
+        return f"block<{dims} x {self.element}{suffix}>"
 
     @property
     def numel(self) -> int:
@@ -93,9 +102,14 @@ class SharedType:
 
     shape: tuple[int, int]
     element: ScalarType
+    layout: Any = None  # mytriton.ir.layouts.PaddedShared, once laid out
 
     def __str__(self) -> str:
-        return f"shared<{self.shape[0]}x{self.shape[1]} x {self.element}>"
+        return self.text(None if self.layout is None else self.layout.text())
+
+    def text(self, layout: str | None) -> str:
+        suffix = "" if layout is None else f", {layout}"
+        return f"shared<{self.shape[0]}x{self.shape[1]} x {self.element}{suffix}>"
 
     @property
     def numel(self) -> int:
@@ -147,6 +161,13 @@ def shape_of(t: Type) -> tuple[int, ...]:
 
 def with_element(shape: tuple[int, ...], element: Element) -> Type:
     return BlockType(shape, element) if shape else element
+
+
+def without_layout(t: Type) -> Type:
+    """``t`` as the type rules see it: tiles without their layout."""
+    if isinstance(t, (BlockType, SharedType)) and t.layout is not None:
+        return replace(t, layout=None)
+    return t
 
 
 def concrete(t: Type) -> Type:

@@ -2,7 +2,7 @@
 raise ``AssertionError``: the hypothesis tests (tests/test_fuzz_kernels.py)
 and the long run (tools/fuzz.py) call the same ones.
 
-1. every IR prints back as it parses (tree, SSA, optimised SSA, staged SSA);
+1. every IR prints back as it parses (tree, SSA, optimised SSA, staged SSA, laid-out SSA);
 2. the stages chained through their texts give what ``compile`` gives;
 3. the verifier accepts the SSA after every pass, alone and in random orders;
 4. the interpreter gives the same results before and after optimisation and
@@ -22,7 +22,7 @@ from mytriton.pipeline import Options
 from fuzz_kernels import GeneratedKernel
 
 PASSES = ("fold", "cse", "dce", "licm", "stage-dots", "verify")
-CHAIN_EMITS = ("ast", "tree", "ssa", "opt", "staged", "cuda")
+CHAIN_EMITS = ("ast", "tree", "ssa", "opt", "staged", "layouts", "cuda")
 
 
 def options_of(gk: GeneratedKernel, **extra: Any) -> Options:
@@ -39,6 +39,7 @@ class Stages:
     ssa: Any
     opt: Any
     staged: Any
+    laid_out: Any
 
 
 def stages_of(gk: GeneratedKernel) -> Stages:
@@ -48,7 +49,8 @@ def stages_of(gk: GeneratedKernel) -> Stages:
     ssa = pipeline.lower(tree)
     opt = pipeline.optimize(ssa, options)
     staged = pipeline.stage_dots(opt)
-    return Stages(bundle, tree, ssa, opt, staged)
+    laid_out = pipeline.layouts(pipeline.read_ssa(pipeline.print_ssa(staged), "<ssa>"), options)
+    return Stages(bundle, tree, ssa, opt, staged, laid_out)
 
 
 # ---- 1. print . parse ------------------------------------------------------------------
@@ -59,7 +61,8 @@ def check_roundtrip(gk: GeneratedKernel) -> None:
     tree_text = pipeline.print_tree(st.tree)
     again = pipeline.print_tree(pipeline.read_tree(tree_text, "<tree>"))
     assert again == tree_text, _diff("tree IR", tree_text, again)
-    for label, kernel in (("SSA", st.ssa), ("optimised SSA", st.opt), ("staged SSA", st.staged)):
+    for label, kernel in (("SSA", st.ssa), ("optimised SSA", st.opt), ("staged SSA", st.staged),
+                          ("laid-out SSA", st.laid_out)):
         text = pipeline.print_ssa(kernel)
         again = pipeline.print_ssa(pipeline.read_ssa(text, "<ssa>"))
         assert again == text, _diff(label, text, again)
@@ -88,7 +91,10 @@ def chain_texts(gk: GeneratedKernel) -> dict[str, str]:
     texts["staged"] = pipeline.print_ssa(pipeline.stage_dots(pipeline.read_ssa(texts["opt"], "<stdin>")))
     staged = pipeline.read_ssa(texts["staged"], "<stdin>")
     pipeline.verify(staged)
-    texts["cuda"] = pipeline.emit_cuda(staged, options)
+    texts["layouts"] = pipeline.print_ssa(pipeline.layouts(staged, options))
+    laid_out = pipeline.read_ssa(texts["layouts"], "<stdin>")
+    pipeline.verify(laid_out)
+    texts["cuda"] = pipeline.emit_cuda(laid_out)
     return texts
 
 

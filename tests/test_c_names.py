@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, compile_text, kernel_source, ssa_of
-from mytriton.backends.cuda.emitter import HEADER_PREFIX, c_comment, emit_cuda
+from mytriton.backends.cuda.emitter import HEADER_PREFIX, c_comment
+from mytriton import pipeline
 from mytriton.backends.cuda.names import kernel_symbol, param_c_names
 from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError
@@ -153,6 +154,10 @@ def test_file_name_in_the_ir_header_round_trips(file):
     kernel = parse_kernel(text, "k.ssa")
     assert kernel.loc.file == file
     assert print_kernel(kernel) == text
+
+
+def emit_cuda(kernel):
+    return pipeline.to_cuda(kernel, pipeline.Options())
 
 
 @pytest.mark.parametrize("file", HOSTILE_FILES)

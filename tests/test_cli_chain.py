@@ -1,7 +1,7 @@
 """The CLI's stages chained through real pipes print what ``compile`` prints.
 
 For every sample, ``mytriton parse F | mytriton trace | mytriton lower |
-mytriton verify | mytriton opt | mytriton stage-dots | mytriton emit-cuda``
+mytriton verify | mytriton opt | mytriton stage-dots | mytriton layouts | mytriton emit-cuda``
 (each a separate process reading the previous one's stdout) gives the same
 bytes, stage by stage, as ``mytriton compile F --emit=ast|tree|ssa|opt|staged|cuda``. Then the
 options every stage shares: ``-o``, a file argument instead of stdin,
@@ -33,7 +33,7 @@ SAMPLE_TRACE_OPTIONS["relu"] = ["-D", "BLOCK=256"]  # the same value as its defa
 
 # The chain's stages, each with the `compile --emit` value that stops there.
 CHAIN = [("parse", "ast"), ("trace", "tree"), ("lower", "ssa"), ("verify", None), ("opt", "opt"),
-         ("stage-dots", "staged"), ("emit-cuda", "cuda")]
+         ("stage-dots", "staged"), ("layouts", "layouts"), ("emit-cuda", "cuda")]
 EMITS = [emit for _, emit in CHAIN if emit is not None]
 
 

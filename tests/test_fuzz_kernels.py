@@ -87,7 +87,8 @@ def test_the_cli_chain_equals_compile_for_generated_kernels(tmp_path):
         define = [f"-D{k}={v}" for k, v in gk.defines.items()]
         common = ["-k", gk.name]
         steps = [["parse", str(path), *common], ["trace", "-", *define, "-s", gk.signature, *common],
-                 ["lower"], ["verify"], ["opt"], ["stage-dots"], ["emit-cuda", "--num-warps", str(gk.num_warps)]]
+                 ["lower"], ["verify"], ["opt"], ["stage-dots"], ["layouts", "--num-warps", str(gk.num_warps)],
+                 ["emit-cuda"]]
         text = ""
         for step in steps:
             proc = subprocess.run([sys.executable, "-m", "mytriton", *step], input=text, capture_output=True,

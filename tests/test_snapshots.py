@@ -30,7 +30,7 @@ UPDATE = os.environ.get("UPDATE_SNAPSHOTS") == "1"
 SAMPLE_OPTIONS = {name: sample_options(name) for name in sample_names()}
 
 # --emit value -> snapshot suffix
-KINDS = {"ssa": ".ssa", "opt": ".opt.ssa", "staged": ".staged.ssa", "cuda": ".cu"}
+KINDS = {"ssa": ".ssa", "opt": ".opt.ssa", "staged": ".staged.ssa", "layouts": ".layouts.ssa", "cuda": ".cu"}
 
 
 def compiled(name: str, emit: str) -> str:

@@ -52,7 +52,7 @@ def compile_case(case: Case) -> None:
     options = options_of(gk)
     try:
         case.ssa = pipeline.source_to_ssa(gk.source, gk.file, options)
-        case.cuda = pipeline.emit_cuda(pipeline.stage_dots(case.ssa), options)
+        case.cuda = pipeline.to_cuda(case.ssa, options)
     except Exception as err:
         case.problem = f"compile: {type(err).__name__}: {err}"
 

@@ -1,7 +1,9 @@
 """Small analyses over SSA that several stages share."""
 from __future__ import annotations
 
+from mytriton.ir import opdefs
 from mytriton.ir.ssa import BlockArg, Const, Kernel, Op, Operand, OpResult, Param, Value, walk
+from mytriton.types import BlockType
 
 
 class NotDefinedBy(Exception):
@@ -105,3 +107,35 @@ def stored_params(kernel: Kernel) -> list[str]:
         if op.name == "store" and isinstance(op.operands[0], Value):
             stored |= pointer_bases(op.operands[0])
     return [p.name for p in kernel.params if p in stored]
+
+
+# ---- tiles in registers ----------------------------------------------------------
+
+
+def is_tile(value: object) -> bool:
+    return isinstance(value, Value) and isinstance(value.type, BlockType)
+
+
+def is_materialized(value: Value) -> bool:
+    """Whether a tile is held in registers (in its own layout) rather than
+    recomputed wherever it is used."""
+    if isinstance(value, BlockArg):
+        return True
+    if not isinstance(value, OpResult):
+        return False
+    opdef = opdefs.lookup(value.op.name)
+    return value.op.name == "for" or (opdef is not None and opdef.layout_rule in opdefs.MATERIALIZING_RULES)
+
+
+def reaches_materialized(value: object) -> bool:
+    """Whether computing tile ``value`` reads a tile held in registers."""
+    work, seen = [value], set()
+    while work:
+        v = work.pop()
+        if not is_tile(v) or v in seen:
+            continue
+        seen.add(v)
+        if is_materialized(v):
+            return True
+        work.extend(v.op.operands)
+    return False

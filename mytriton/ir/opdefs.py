@@ -36,6 +36,9 @@ class OpDef:
     allocates: bool = False
     # Operands that are shared buffers; no other operand may be one.
     shared_operands: tuple[str, ...] = ()
+    # How the layouts of its tile operands and results relate (the layouts
+    # stage and the verifier read it; LAYOUT_RULES says what each means).
+    layout_rule: str = "none"
     doc: str = ""
 
     @property
@@ -392,6 +395,13 @@ def _none(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     return []
 
 
+def _convert_layout(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    (x,) = types
+    if not isinstance(x, BlockType):
+        raise _err(f"'convert_layout' takes a tile, got {x}")
+    return [BlockType(x.shape, x.element)]
+
+
 # ---- the table ----------------------------------------------------------------
 
 for _name in ("add", "sub", "mul", "maximum", "minimum"):
@@ -440,6 +450,38 @@ _register(OpDef("dot_shared", ("a", "b", "acc?"), _dot_shared, reads_memory=True
 _register(OpDef("yield", (), _none, pure=False))
 # ``for`` has a region and variadic operands; the verifier checks it by hand.
 _register(OpDef("for", ("start", "stop", "step"), _none, pure=False))
+
+_register(OpDef("convert_layout", ("x",), _convert_layout,
+                doc="the same tile in the layout its result type names (the layouts stage adds these)"))
+
+# ---- layout rules ---------------------------------------------------------------
+# "elementwise": tile operands are read in the result's layout (sliced for a
+#     lower-rank operand, which broadcasts); cheap enough to recompute in
+#     another layout rather than move data;
+# "expand_dims": the operand's layout is the result's sliced along the new axis;
+# "load": like elementwise, but the result is held in registers (materialized);
+# "store": the value and mask are read in the pointer's layout;
+# "reduce": the result's layout is the operand's sliced along the axis;
+# "dot": the accumulator is in the result's layout; operands in any;
+# "convert": operand and result in any layouts: the one op that moves data;
+# "none": no tile operand or result is laid out by a rule (scalars, shared memory).
+LAYOUT_RULES = ("elementwise", "expand_dims", "load", "store", "reduce", "dot", "convert", "none")
+
+
+def _set_layout_rule(name: str, rule: str) -> None:
+    OPS[name] = replace(OPS[name], layout_rule=rule)
+
+
+for _op in list(OPS.values()):
+    if _op.elementwise or _op.name in ("arange", "full"):
+        _set_layout_rule(_op.name, "elementwise")
+for _name, _rule in (("expand_dims", "expand_dims"), ("load", "load"), ("store", "store"), ("sum", "reduce"),
+                     ("max", "reduce"), ("min", "reduce"), ("dot", "dot"), ("dot_shared", "dot"),
+                     ("convert_layout", "convert")):
+    _set_layout_rule(_name, _rule)
+
+# Rules whose results are held in registers rather than recomputed where used.
+MATERIALIZING_RULES = ("load", "reduce", "dot", "convert")
 
 REDUCTIONS = ("sum", "max", "min")
 CMP_OPS = ("cmp_lt", "cmp_le", "cmp_gt", "cmp_ge", "cmp_eq", "cmp_ne")

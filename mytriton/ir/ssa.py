@@ -137,6 +137,13 @@ class Kernel:
     # Free-form facts later stages add (e.g. shared-memory plans); not printed.
     meta: dict[str, Any] = field(default_factory=dict)
     digest: str | None = None  # short sha256 of the source text (diagnostics may then quote the file)
+    # Set by the layouts stage, which lays tiles out for this many warps per
+    # program: the SSA is then the CUDA back end's input.
+    num_warps: int | None = None
+
+    @property
+    def laid_out(self) -> bool:
+        return self.num_warps is not None
 
 
 # ---- structured loops -------------------------------------------------------

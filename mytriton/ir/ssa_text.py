@@ -8,24 +8,30 @@ operand as ``none``.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import lark
 
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.grammar import parse_text, rule
-from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Param, Value, make_for
+from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Param, Value, make_for, walk
 from mytriton.ir.text_common import TextReader, check_text_limits, format_attr, format_header, format_literal, format_loc
-from mytriton.types import I32
+from mytriton.types import I32, Type
 
 INDENT = "  "
 
 # ---- printing ---------------------------------------------------------------------
 
 
-class _Names:
+class ValueNames:
+    """The printed name of each value: parameters by name, the rest ``%N``
+    in definition order."""
+
     def __init__(self, kernel: Kernel) -> None:
         self.names: dict[Value, str] = {p: p.name for p in kernel.params}
         self.count = 0
+        self.layouts: LayoutAliases | None = None  # set when printing types with layouts
         self._number(kernel.body)
 
     def _define(self, value: Value) -> None:
@@ -52,10 +58,42 @@ class _Names:
             return "%<undefined>"
 
 
+class LayoutAliases:
+    """Names for the layouts a kernel's types carry: ``#blocked0``,
+    ``#slice0``, ... numbered per kind in order of first use (a slice's
+    parent before the slice), each defined on a line before the kernel."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.names: dict[Any, str] = {}
+        self.lines: list[str] = []
+        for op in walk(kernel.body):
+            for result in op.results:
+                layout = getattr(result.type, "layout", None)
+                if layout is not None:
+                    self.name(layout)
+
+    def name(self, layout: Any) -> str:
+        if layout not in self.names:
+            parent = getattr(layout, "parent", None)
+            if parent is not None:
+                self.name(parent)
+            count = sum(1 for other in self.names if other.kind == layout.kind)
+            alias = f"#{layout.kind}{count}"
+            self.lines.append(f"{alias} = {layout.text(self.name)}")
+            self.names[layout] = alias
+        return self.names[layout]
+
+    def type(self, t: Type) -> str:
+        layout = getattr(t, "layout", None)
+        return str(t) if layout is None else t.text(self.names[layout])
+
+
 def print_kernel(kernel: Kernel) -> str:
-    names = _Names(kernel)
-    lines = [format_header("kernel", kernel.name, [(p.name, p.type) for p in kernel.params],
-                           kernel.constexprs, kernel.loc, kernel.digest)]
+    names = ValueNames(kernel)
+    names.layouts = LayoutAliases(kernel)
+    extra = f" num_warps={kernel.num_warps}" if kernel.num_warps is not None else ""
+    lines = names.layouts.lines + [format_header("kernel", kernel.name, [(p.name, p.type) for p in kernel.params],
+                                                 kernel.constexprs, kernel.loc, kernel.digest, extra)]
     _print_block(kernel.body, names, 1, lines)
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -65,20 +103,21 @@ def op_text(kernel: Kernel, op: Op) -> str:
     """One op of ``kernel`` on one line (a loop's header for ``for``), named
     as the printed kernel names it; for messages."""
     lines: list[str] = []
-    _print_op(op, _Names(kernel), 0, lines, header_only=True)
+    _print_op(op, ValueNames(kernel), 0, lines, header_only=True)
     return lines[0]
 
 
-def _print_block(block: Block, names: _Names, depth: int, lines: list[str]) -> None:
+def _print_block(block: Block, names: ValueNames, depth: int, lines: list[str]) -> None:
     for op in block.ops:
         _print_op(op, names, depth, lines)
 
 
-def _print_op(op: Op, names: _Names, depth: int, lines: list[str], header_only: bool = False) -> None:
+def _print_op(op: Op, names: ValueNames, depth: int, lines: list[str], header_only: bool = False) -> None:
     pad = INDENT * depth
     results = ", ".join(names.operand(r) for r in op.results)
     prefix = f"{results} = " if results else ""
-    types = ", ".join(str(r.type) for r in op.results)
+    spell = names.layouts.type if names.layouts is not None else str
+    types = ", ".join(spell(r.type) for r in op.results)
     suffix = f" : {types}" if types else ""
     if op.name == "for":
         body = op.regions[0]
@@ -121,20 +160,33 @@ class _SSAReader(TextReader):
         self.defined_at: dict[str, int] = {}
 
     def kernel(self, tree: lark.Tree) -> Kernel:
-        kernel_tree = tree.children[0]
+        *layout_defs, kernel_tree = tree.children
+        for definition in layout_defs:
+            self.layout_def(definition)
         name, *rest = kernel_tree.children
         params = [c for c in rest if isinstance(c, lark.Tree) and rule(c) == "param"]
         constexprs = next((c for c in rest if isinstance(c, lark.Tree) and rule(c) == "constexprs"), None)
         file_loc = next(c for c in rest if isinstance(c, lark.Tree) and rule(c) == "file_loc")
         items = [c for c in rest if isinstance(c, lark.Tree) and rule(c) in ("op", "for_op")]
+        warps = next((c for c in rest if isinstance(c, lark.Tree) and rule(c) == "num_warps"), None)
         loc = self.file_loc(file_loc)
         for pname, ptype, _ in self.read_params(params):
             self.params[pname] = Param(pname, ptype)
         body = Block()
         for item in items:
             body.append(self.item(item))
+        num_warps = None
+        if warps is not None:
+            token = warps.children[0]
+            num_warps = self.integer(str(token), token, "num_warps", 1, 1024)
         return Kernel(str(name), list(self.params.values()), self.constexprs(constexprs), body, loc,
-                      digest=self.source_digest)
+                      digest=self.source_digest, num_warps=num_warps)
+
+    def layout_def(self, tree: lark.Tree) -> None:
+        token, attr = tree.children
+        if str(token) in self.layouts:
+            raise self.error(f"layout {token} is defined twice", token)
+        self.layouts[str(token)] = self.layout_attr(attr)
 
     def define(self, token: lark.Token, value: Value) -> None:
         name = str(token)

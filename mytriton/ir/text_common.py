@@ -77,11 +77,13 @@ def format_attr(value: Any) -> str:
 
 
 def format_header(keyword: str, name: str, params: list[tuple[str, Type]],
-                  constexprs: dict[str, Any], loc: Location, digest: str | None = None) -> str:
+                  constexprs: dict[str, Any], loc: Location, digest: str | None = None,
+                  extra: str = "") -> str:
     plist = ", ".join(f"{pname}: {ptype}" for pname, ptype in params)
     text = f"{keyword} {name}({plist})"
     if constexprs:
         text += " constexpr(" + ", ".join(f"{k} = {format_attr(v)}" for k, v in constexprs.items()) + ")"
+    text += extra
     text += f" @{format_string(loc.file)}:{loc.line}:{loc.col}"
     if digest is not None:
         text += f" sha256={format_string(digest)}"
@@ -105,6 +107,7 @@ class TextReader:
         self.file = file  # the IR text's own name, for syntax-level errors
         self.source_file = file  # the kernel source, named by the header
         self.source_digest: str | None = None  # of the source's text, when the header gives it
+        self.layouts: dict[str, Any] = {}  # layout aliases defined so far (SSA text only)
 
     def error(self, message: str, node: lark.Tree | lark.Token) -> CompileError:
         return CompileError(message, node_loc(node, self.file))
@@ -116,20 +119,21 @@ class TextReader:
         if kind == "ptr_type":
             return PointerType(self.scalar(tree.children[0]))
         if kind == "vector_type":
-            size, element = tree.children
-            return self.tile((self.dim(size),), self.element(element), size)
+            size, element, layout = tree.children
+            return self.tile((self.dim(size),), self.element(element), size, self.layout_ref(layout))
         if kind == "block_type":
-            dims, element = tree.children
-            return self.tile(tuple(self.dim(d, dims) for d in str(dims).split("x")), self.element(element), dims)
+            dims, element, layout = tree.children
+            return self.tile(tuple(self.dim(d, dims) for d in str(dims).split("x")), self.element(element), dims,
+                             self.layout_ref(layout))
         if kind == "shared_type":
-            dims, element = tree.children
+            dims, element, layout = tree.children
             shape = tuple(self.dim(d, dims) for d in str(dims).split("x"))
             if len(shape) != 2:
                 raise self.error(f"a shared buffer has two dimensions (RxC), got {dims}", dims)
             scalar = self.type(element)
             if not isinstance(scalar, ScalarType):
                 raise self.error(f"a shared buffer holds scalars, not {scalar}", element)
-            return SharedType(shape, scalar)  # type: ignore[arg-type]
+            return SharedType(shape, scalar, self.layout_ref(layout))  # type: ignore[arg-type]
         raise self.error(f"unknown type syntax {kind}", tree)
 
     def scalar(self, token: lark.Token) -> ScalarType:
@@ -158,11 +162,55 @@ class TextReader:
             raise self.error(f"{what} out of range: {value} (from {low} to {high})", where)
         return value
 
-    def tile(self, shape: tuple[int, ...], element: ScalarType | PointerType, where: Any) -> BlockType:
+    def tile(self, shape: tuple[int, ...], element: ScalarType | PointerType, where: Any,
+             layout: Any = None) -> BlockType:
         problem = tile_error(shape)
         if problem:
             raise self.error(problem, where)
-        return BlockType(shape, element)
+        return BlockType(shape, element, layout)
+
+    def layout_ref(self, token: lark.Token | None) -> Any:
+        """The layout an alias (``#blocked0``) names; it must be defined above."""
+        if token is None:
+            return None
+        found = self.layouts.get(str(token))
+        if found is None:
+            raise self.error(f"layout {token} is not defined (define it before the kernel: "
+                             f"{token} = blocked<...>)", token)
+        return found
+
+    def layout_attr(self, tree: lark.Tree) -> Any:
+        """A layout attribute: ``blocked<size_per_thread=[1], ...>``, ``slice<dim=1, parent=#b>``..."""
+        from mytriton.ir.layouts import FIELDS, KINDS, LayoutSyntaxError
+
+        kind, *fields = tree.children
+        if str(kind) not in KINDS:
+            raise self.error(f"unknown layout '{kind}' (layouts: {', '.join(KINDS)})", kind)
+        params: dict[str, Any] = {}
+        for field in fields:
+            if field is None:
+                continue
+            key, value = field.children
+            if str(key) not in FIELDS[str(kind)]:
+                raise self.error(f"'{kind}' has no field '{key}' (fields: {', '.join(FIELDS[str(kind)])})", key)
+            if str(key) in params:
+                raise self.error(f"'{kind}' gives the field '{key}' twice", key)
+            params[str(key)] = self.layout_value(value)
+        missing = [k for k in FIELDS[str(kind)] if k not in params]
+        if missing:
+            raise self.error(f"'{kind}' needs the field '{missing[0]}'", kind)
+        try:
+            return KINDS[str(kind)].from_params(params)
+        except LayoutSyntaxError as err:
+            raise self.error(str(err), kind) from None
+
+    def layout_value(self, tree: lark.Tree) -> Any:
+        kind = rule(tree)
+        if kind == "layout_ref":
+            return self.layout_ref(tree.children[0])
+        tokens = [t for t in tree.children if t is not None]
+        values = tuple(self.integer(str(t), t, "a layout field", 0, 1 << 20) for t in tokens)
+        return values[0] if kind == "layout_int" else values
 
     def dim(self, text: str, where: Any = None) -> int:
         value = self.integer(str(text), where or text, "block dimension", -_MAX_DIM, _MAX_DIM)

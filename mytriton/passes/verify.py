@@ -11,6 +11,10 @@
 - a float literal meets an integer type only where it has a value there (no
   ``load %p, %m, -inf : i64``);
 - kernel parameters are scalars or pointers;
+- layouts appear only in laid-out SSA (whose header gives ``num_warps``),
+  and there on every tile and shared buffer: each fits its shape and the
+  warp count, and each op reads its tile operands in the layouts its
+  ``layout_rule`` says (a tile changes layout only through ``convert_layout``);
 - shared buffers are allocated at the kernel's top level (never in a loop),
   each under its own name, and are operands only where an op expects one
   (``copy_to_shared``, ``dot_shared``): no loop carries one.
@@ -25,7 +29,8 @@ from mytriton.ir.ssa import Block, Const, Kernel, Op, OpResult, Param, Value, de
 from mytriton.ir.ssa_text import op_text
 from mytriton.limits import MAX_EXPRESSION_DEPTH, tile_error
 from mytriton.lower import carried_type_fits, literal_conversion_error
-from mytriton.types import I32, BlockType, SharedType, TypeRuleError, concrete
+from mytriton.ir.layouts import PaddedShared, Slice, broadcast_view, shape_problem
+from mytriton.types import I32, BlockType, SharedType, TypeRuleError, concrete, without_layout
 
 
 class Verifier:
@@ -54,6 +59,10 @@ class Verifier:
                 self.everywhere.add(value)
             for region in op.regions:
                 self.everywhere.update(region.args)
+        if self.kernel.laid_out:
+            problem = _num_warps_problem(self.kernel.num_warps)
+            if problem:
+                raise CompileError(f"invalid SSA: {problem}", self.kernel.loc)
         visible = set(self.kernel.params)
         self.block(self.kernel.body, visible, in_loop=False)
 
@@ -75,6 +84,10 @@ class Verifier:
                 self.loop(op, visible)
             else:
                 self.check_op(op, in_loop)
+            for value in [*op.results, *(arg for region in op.regions for arg in region.args)]:
+                self.check_layout(value, op)
+            if self.kernel.laid_out:
+                self.layout_rule(op)
             for result in op.results:
                 self.define(result, op)
                 visible.add(result)
@@ -128,10 +141,10 @@ class Verifier:
         if op.regions:
             raise self.error(f"'{op.name}' cannot have regions", op)
         try:
-            expected = opdef.infer([None if o is None else o.type for o in op.operands], op.attrs)
+            expected = opdef.infer([None if o is None else without_layout(o.type) for o in op.operands], op.attrs)
         except TypeRuleError as err:
             raise self.error(str(err), op) from None
-        declared = [r.type for r in op.results]
+        declared = [without_layout(r.type) for r in op.results]
         if declared != expected:
             want = ", ".join(str(t) for t in expected) or "no result"
             got = ", ".join(str(t) for t in declared) or "no result"
@@ -139,6 +152,52 @@ class Verifier:
         problem = literal_conversion_error(op)
         if problem is not None:
             raise self.error(problem, op)
+
+    # ---- layouts -------------------------------------------------------------------------------
+    def check_layout(self, value: Value, op: Op) -> None:
+        t = value.type
+        if not isinstance(t, (BlockType, SharedType)):
+            return
+        if not self.kernel.laid_out:
+            if t.layout is not None:
+                raise self.error(f"{t} has a layout, but the kernel is not laid out (its header gives no "
+                                 "num_warps; the layouts stage adds both)", op)
+            return
+        if t.layout is None:
+            raise self.error(f"every tile of a laid-out kernel has a layout; {t} has none", op)
+        if isinstance(t, SharedType) != isinstance(t.layout, PaddedShared):
+            kind = "a shared buffer" if isinstance(t, SharedType) else "a tile"
+            raise self.error(f"{t}: {t.layout.text()} is not a layout for {kind}", op)
+        problem = shape_problem(t.layout, t.shape, self.kernel.num_warps)
+        if problem:
+            raise self.error(f"{t}: {problem}", op)
+
+    def layout_rule(self, op: Op) -> None:
+        """Each tile operand is in the layout the op's rule gives it."""
+        opdef = opdefs.lookup(op.name)
+        rule = opdef.layout_rule if opdef is not None else "none"
+        tiles = [(i, o) for i, o in enumerate(op.operands) if isinstance(o, Value) and isinstance(o.type, BlockType)]
+        result = op.results[0].type if op.results and isinstance(op.results[0].type, BlockType) else None
+        wanted: dict[int, object] = {}
+        if rule in ("elementwise", "load") and result is not None:
+            wanted = {i: broadcast_view(result.layout, len(o.type.shape)) for i, o in tiles}
+        elif rule == "expand_dims" and result is not None:
+            wanted = {i: Slice(op.attrs["axis"], result.layout) for i, _ in tiles}
+        elif rule == "store" and tiles and tiles[0][0] == 0:
+            pointer = tiles[0][1].type.layout
+            wanted = {i: broadcast_view(pointer, len(o.type.shape)) for i, o in tiles[1:]}
+        elif rule == "dot" and result is not None:
+            wanted = {i: result.layout for i, _ in tiles if i == 2}
+        elif rule == "reduce" and result is not None and tiles:
+            expected = Slice(op.attrs.get("axis"), tiles[0][1].type.layout)
+            if result.layout != expected:
+                raise self.error(f"the result of '{op.name}' must be in {expected.text()} (its operand's layout "
+                                 f"sliced along the axis), not {result.layout.text()}", op)
+        for i, operand in tiles:
+            if i in wanted and operand.type.layout != wanted[i]:
+                name = opdef.operands[i].rstrip("?")
+                raise self.error(f"operand '{name}' of '{op.name}' is in {operand.type.layout.text()} but is read "
+                                 f"in {wanted[i].text()}; a tile changes layout only through convert_layout", op)
 
     def allocation(self, op: Op, in_loop: bool) -> None:
         if in_loop:
@@ -193,6 +252,12 @@ class Verifier:
             if not carried_type_fits(arg.type, value):
                 got = "none" if value is None else value.type
                 raise self.error(f"carried value {i} is {arg.type} but the body yields {got}", terminator)
+
+
+def _num_warps_problem(num_warps: int) -> str | None:
+    if not 1 <= num_warps <= 32 or num_warps & (num_warps - 1):
+        return f"num_warps must be a power of two from 1 to 32, got {num_warps}"
+    return None
 
 
 def verify(kernel: Kernel) -> Kernel:

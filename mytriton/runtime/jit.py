@@ -122,7 +122,7 @@ class JITFunction:
             if backend == "cuda":
                 from mytriton.runtime.cuda_driver import CudaKernel
 
-                cuda = run_deep(lambda: pipeline.emit_cuda(pipeline.stage_dots(kernel), options))
+                cuda = run_deep(lambda: pipeline.to_cuda(kernel, options))
                 compiled = CudaKernel(cuda, options.arch)  # here: the CUDA context is this thread's
             else:
                 compiled = kernel

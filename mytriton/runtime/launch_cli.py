@@ -289,8 +289,8 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pip
         from mytriton.runtime.cuda_driver import CudaKernel
 
         if cuda_source is None:
-            # stage-dots is a no-op on staged SSA.
-            cuda_source = run_deep(lambda: pipeline.emit_cuda(pipeline.stage_dots(kernel), options))
+            # Staged and laid out here unless the .ssa file already is.
+            cuda_source = run_deep(lambda: pipeline.to_cuda(kernel, options))
         CudaKernel(cuda_source, options.arch, file).launch(grid, [values[n] for n, _ in params])
     else:
         if kernel is None:

@@ -3,7 +3,7 @@
 #include <math_constants.h>
 
 extern "C" __global__ void __launch_bounds__(128) leaky_relu_kernel(float* x_ptr, float* out_ptr, int n, float slope) {
-  // L0: [256] 1 per thread, 32 lanes, 4 warps, order 0
+  // L0: 32 lanes, 4 warps, order 0
   const int L0_p0 = ((threadIdx.x % 32) + 32 * (threadIdx.x / 32));
   const int v0 = (int)blockIdx.x;  // program_id @8:11
   const int v1 = (v0 * 256);  // mul @9:15

@@ -5,37 +5,37 @@
 extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, float* b_ptr, float* c_ptr, int M, int N, int K) {
   __shared__ __align__(16) float shared_dot_a0[2048];  // 64x32, row-major
   __shared__ __align__(16) float shared_dot_b0[2048];  // 32x64, row-major
-  // L0: [64x64] 1x1 per thread, 1x32 lanes, 4x1 warps, order 1x0
+  // L0: 1x32 lanes, 4x1 warps, order 1x0
   const int L0_p0 = (threadIdx.x / 32);
   const int L0_p1 = ((threadIdx.x % 32) % 32);
   const int v2 = (int)blockIdx.x;  // program_id @11:13
   const int v3 = (v2 * 64);  // mul @13:14
-  const int v6 = (int)blockIdx.y;  // program_id @12:13
-  const int v7 = (v6 * 64);  // mul @14:14
-  float t18[32];
-  // initial value of carried t18
+  const int v7 = (int)blockIdx.y;  // program_id @12:13
+  const int v8 = (v7 * 64);  // mul @14:14
+  float t19[32];
+  // initial value of carried t19
   #pragma unroll
   for (int k = 0; k < 32; ++k) {
-    const float v9 = 0.0f;
-    t18[k] = v9;
+    const float v10 = 0.0f;
+    t19[k] = v10;
   }
-  for (int v14 = 0; v14 < K; v14 += 32) {  // for @17:5
-    // copy_to_shared @20:13: the 64x32 tile of a_ptr at (v3, v14) into shared_dot_a0, 16 element(s) per thread
+  for (int v15 = 0; v15 < K; v15 += 32) {  // for @17:5
+    // copy_to_shared @20:13: the 64x32 tile of a_ptr at (v3, v15) into shared_dot_a0, 16 element(s) per thread
     float shared_dot_a0_staging[16];
     #pragma unroll
     for (int s = 0; s < 16; ++s) {
       const int i = threadIdx.x + s * 128;
       const int row = v3 + i / 32;
-      const int col = v14 + i % 32;
+      const int col = v15 + i % 32;
       shared_dot_a0_staging[s] = (row < M && col < K) ? a_ptr[row * K + col] : 0.0f;
     }
-    // copy_to_shared @23:13: the 32x64 tile of b_ptr at (v14, v7) into shared_dot_b0, 16 element(s) per thread
+    // copy_to_shared @23:13: the 32x64 tile of b_ptr at (v15, v8) into shared_dot_b0, 16 element(s) per thread
     float shared_dot_b0_staging[16];
     #pragma unroll
     for (int s = 0; s < 16; ++s) {
       const int i = threadIdx.x + s * 128;
-      const int row = v14 + i / 64;
-      const int col = v7 + i % 64;
+      const int row = v15 + i / 64;
+      const int col = v8 + i % 64;
       shared_dot_b0_staging[s] = (row < K && col < N) ? b_ptr[row * N + col] : 0.0f;
     }
     #pragma unroll
@@ -44,11 +44,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
     for (int s = 0; s < 16; ++s) shared_dot_b0[threadIdx.x + s * 128] = shared_dot_b0_staging[s];
     __syncthreads();  // barrier @24:16
     // dot_shared dot_shared @24:16: [64x32] x [32x64], 32 output(s) per thread
-    float t16[32];
+    float t17[32];
     // dot_shared: the accumulator
     #pragma unroll
     for (int k = 0; k < 32; ++k) {
-      t16[k] = 0.0f;
+      t17[k] = 0.0f;
     }
     #pragma unroll 4
     for (int kk = 0; kk < 32; ++kk) {
@@ -61,14 +61,14 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
       #pragma unroll
       for (int i = 0; i < 16; ++i)
         #pragma unroll
-        for (int j = 0; j < 2; ++j) t16[j + i * 2] = fmaf(a_col[i], b_row[j], t16[j + i * 2]);
+        for (int j = 0; j < 2; ++j) t17[j + i * 2] = fmaf(a_col[i], b_row[j], t17[j + i * 2]);
     }
     __syncthreads();  // barrier @24:16
-    // next value of carried t18
+    // next value of carried t19
     #pragma unroll
     for (int k = 0; k < 32; ++k) {
-      const float v17 = (t18[(k % 2) + (k / 2) * 2] + t16[(k % 2) + (k / 2) * 2]);
-      t18[k] = v17;
+      const float v18 = (t19[(k % 2) + (k / 2) * 2] + t17[(k % 2) + (k / 2) * 2]);
+      t19[k] = v18;
     }
   }
   // store @27 over L0 (32 slot(s) per thread)
@@ -76,16 +76,16 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
   for (int k = 0; k < 32; ++k) {
     const int c0 = L0_p0 + (k / 2) * 4;
     const int c1 = L0_p1 + (k % 2) * 32;
-    const int v4 = c0;
-    const int v5 = (v3 + v4);
-    const int v19 = (v5 * N);
-    float* v20 = (c_ptr + v19);
-    const int v4_1 = c1;
-    const int v8 = (v7 + v4_1);
-    float* v21 = (v20 + v8);
-    const bool v11 = (v5 < M);
-    const bool v13 = (v8 < N);
-    const bool v22 = (v11 && v13);
-    if (v22) *v21 = t18[(k % 2) + (k / 2) * 2];
+    const int v5 = c0;
+    const int v6 = (v3 + v5);
+    const int v20 = (v6 * N);
+    float* v21 = (c_ptr + v20);
+    const int v4 = c1;
+    const int v9 = (v8 + v4);
+    float* v22 = (v21 + v9);
+    const bool v12 = (v6 < M);
+    const bool v14 = (v9 < N);
+    const bool v23 = (v12 && v14);
+    if (v23) *v22 = t19[(k % 2) + (k / 2) * 2];
   }
 }

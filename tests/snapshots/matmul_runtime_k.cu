@@ -3,55 +3,55 @@
 #include <math_constants.h>
 
 extern "C" __global__ void __launch_bounds__(128) matmul_runtime_k_kernel(float* a, float* b, float* p2_c, int M, int N, int K) {
-  // L0: [32x32] 1x1 per thread, 1x32 lanes, 4x1 warps, order 1x0
+  // L0: 1x32 lanes, 4x1 warps, order 1x0
   const int L0_p0 = (threadIdx.x / 32);
   const int L0_p1 = ((threadIdx.x % 32) % 32);
   const int v0 = (int)blockIdx.x;  // program_id @9:13
   const int v1 = (v0 * 32);  // mul @11:14
-  const int v5 = (int)blockIdx.y;  // program_id @10:13
-  const int v6 = (v5 * 32);  // mul @12:14
-  float t24[8];
-  // initial value of carried t24
+  const int v6 = (int)blockIdx.y;  // program_id @10:13
+  const int v7 = (v6 * 32);  // mul @12:14
+  float t25[8];
+  // initial value of carried t25
   #pragma unroll
   for (int k = 0; k < 8; ++k) {
-    const float v9 = 0.0f;
-    t24[k] = v9;
+    const float v10 = 0.0f;
+    t25[k] = v10;
   }
-  for (int v14 = 0; v14 < K; v14 += 1) {  // for @16:5
-    const int v18 = (v14 * N);  // mul @18:32
-    float* v19 = (b + v18);  // addptr @18:28
-    float t17[8];
+  for (int v15 = 0; v15 < K; v15 += 1) {  // for @16:5
+    const int v19 = (v15 * N);  // mul @18:32
+    float* v20 = (b + v19);  // addptr @18:28
+    float t18[8];
     // load @17 over L0 (8 slot(s) per thread)
     #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const int c0 = L0_p0 + k * 4;
-      const int v2 = c0;
-      const int v4 = (v1 + v2);
-      const int v10 = (v4 * K);
-      float* v11 = (a + v10);
-      float* v16 = (v11 + v14);
-      const bool v12 = (v4 < M);
-      const float v17 = (v12 ? *v16 : 0.0f);
-      t17[k] = v17;
+      const int v3 = c0;
+      const int v5 = (v1 + v3);
+      const int v11 = (v5 * K);
+      float* v12 = (a + v11);
+      float* v17 = (v12 + v15);
+      const bool v13 = (v5 < M);
+      const float v18 = (v13 ? *v17 : 0.0f);
+      t18[k] = v18;
     }
-    float t21[1];
+    float t22[1];
     // load @18 over L0 (1 slot(s) per thread)
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
       const int c1 = L0_p1;
       const int v2 = c1;
-      const int v8 = (v6 + v2);
-      float* v20 = (v19 + v8);
-      const bool v13 = (v8 < N);
-      const float v21 = (v13 ? *v20 : 0.0f);
-      t21[k] = v21;
+      const int v9 = (v7 + v2);
+      float* v21 = (v20 + v9);
+      const bool v14 = (v9 < N);
+      const float v22 = (v14 ? *v21 : 0.0f);
+      t22[k] = v22;
     }
-    // next value of carried t24
+    // next value of carried t25
     #pragma unroll
     for (int k = 0; k < 8; ++k) {
-      const float v22 = (t17[k] * t21[0]);
-      const float v23 = (t24[k] + v22);
-      t24[k] = v23;
+      const float v23 = (t18[k] * t22[0]);
+      const float v24 = (t25[k] + v23);
+      t25[k] = v24;
     }
   }
   // store @20 over L0 (8 slot(s) per thread)
@@ -59,16 +59,16 @@ extern "C" __global__ void __launch_bounds__(128) matmul_runtime_k_kernel(float*
   for (int k = 0; k < 8; ++k) {
     const int c0 = L0_p0 + k * 4;
     const int c1 = L0_p1;
-    const int v2 = c0;
-    const int v4 = (v1 + v2);
-    const int v25 = (v4 * N);
-    const int v2_1 = c1;
-    const int v8 = (v6 + v2_1);
-    const int v26 = (v25 + v8);
-    float* v27 = (p2_c + v26);
-    const bool v12 = (v4 < M);
-    const bool v13 = (v8 < N);
-    const bool v28 = (v12 && v13);
-    if (v28) *v27 = t24[k];
+    const int v3 = c0;
+    const int v5 = (v1 + v3);
+    const int v26 = (v5 * N);
+    const int v2 = c1;
+    const int v9 = (v7 + v2);
+    const int v27 = (v26 + v9);
+    float* v28 = (p2_c + v27);
+    const bool v13 = (v5 < M);
+    const bool v14 = (v9 < N);
+    const bool v29 = (v13 && v14);
+    if (v29) *v28 = t25[k];
   }
 }

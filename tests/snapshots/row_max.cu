@@ -3,7 +3,7 @@
 #include <math_constants.h>
 
 extern "C" __global__ void __launch_bounds__(128) row_max_kernel(float* x_ptr, float* out_ptr, int n_rows, int n_cols) {
-  // L0: [8x128] 1x1 per thread, 1x32 lanes, 4x1 warps, order 1x0
+  // L0: 1x32 lanes, 4x1 warps, order 1x0
   const int L0_p0 = (threadIdx.x / 32);
   const int L0_p1 = ((threadIdx.x % 32) % 32);
   const int v0 = (int)blockIdx.x;  // program_id @8:12

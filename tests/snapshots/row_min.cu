@@ -4,7 +4,7 @@
 
 extern "C" __global__ void __launch_bounds__(128) row_min_kernel(float* x_ptr, float* out_ptr, int n_rows, int n_cols) {
   __shared__ __align__(16) unsigned char smem[16];
-  // L0: [2x512] 1x1 per thread, 1x32 lanes, 2x2 warps, order 1x0
+  // L0: 1x32 lanes, 2x2 warps, order 1x0
   const int L0_p0 = ((threadIdx.x / 32) / 2);
   const int L0_p1 = (((threadIdx.x % 32) % 32) + 32 * ((threadIdx.x / 32) % 2));
   const int v0 = (int)blockIdx.x;  // program_id @8:12

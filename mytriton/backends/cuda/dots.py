@@ -3,7 +3,8 @@
 The stage-dots pass turns the canonical pair of masked tile loads into
 explicit ops, and each becomes CUDA here:
 
-- ``shared_alloc``: a ``__shared__`` array, declared once at kernel scope;
+- ``shared_alloc``: a ``__shared__`` array, declared once at kernel scope,
+  row-major with the padding its ``padded_shared`` layout gives;
 - ``copy_to_shared``: every thread copies elements ``threadIdx.x``,
   ``threadIdx.x + threads``, ... of the row-major tile, consecutive threads
   reading consecutive addresses; out-of-bounds elements get the fill value,
@@ -24,8 +25,8 @@ from typing import TYPE_CHECKING
 from mytriton.backends.cuda.ctypes import c_element, c_scalar
 from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.slots import linear_index
-from mytriton.ir.ssa import Op, Value
-from mytriton.types import BOOL, F32, I32, element_of
+from mytriton.ir.ssa import Op
+from mytriton.types import BOOL, F32, I32, SharedType, element_of
 
 if TYPE_CHECKING:
     from mytriton.backends.cuda.emitter import CudaEmitter
@@ -36,12 +37,24 @@ def shared_array_name(op: Op) -> str:
     return f"shared_{name}"
 
 
-def declare_shared(em: "CudaEmitter", op: Op) -> str:
-    """The kernel-scope declaration of a ``shared_alloc``."""
-    rows, cols = op.attrs["shape"]
+def pitch(buffer: SharedType) -> int:
+    """Elements from one row of a shared buffer to the next (its layout's padding included)."""
+    return buffer.layout.row_pitch(buffer.shape[1])
+
+
+def buffer_elements(buffer: SharedType) -> int:
+    return buffer.shape[0] * pitch(buffer)
+
+
+def declare_shared(op: Op) -> tuple[str, str]:
+    """The C name and kernel-scope declaration of a ``shared_alloc``."""
+    buffer = op.results[0].type
+    rows, cols = buffer.shape
     element = c_scalar(op.attrs["dtype"])
-    em.storage[op.results[0]] = name = shared_array_name(op)
-    return f"__shared__ __align__(16) {element} {name}[{rows * cols}];  // {rows}x{cols}, row-major"
+    name = shared_array_name(op)
+    padding = f", {buffer.layout.pad} padding element(s) per row" if buffer.layout.pad else ""
+    return name, (f"__shared__ __align__(16) {element} {name}[{buffer_elements(buffer)}];  "
+                  f"// {rows}x{cols}, row-major{padding}")
 
 
 def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
@@ -54,6 +67,7 @@ def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
     for op in ops:
         buffer, base, row_offset, col_offset, stride, row_bound, col_bound, fill = op.operands
         rows, cols = buffer.type.shape
+        row_pitch = pitch(buffer.type)
         total = rows * cols
         steps = max(1, total // em.threads)
         name = em.storage[buffer]
@@ -78,10 +92,11 @@ def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
         em.line(f"  {stage}[s] = ({in_bounds}) ? {base_name}[row * {args['stride']} + col] : "
                 f"{as_type(em.scalar_arg(fill), buffer.type.element)};")
         em.line("}")
-        plans.append((name, stage, steps, index, guard, total))
-    for name, stage, steps, index, guard, total in plans:
+        plans.append((name, stage, steps, index, guard, total, cols, row_pitch))
+    for name, stage, steps, index, guard, total, cols, row_pitch in plans:
         em.line("#pragma unroll")
-        store = f"{name}[{index}] = {stage}[s];"
+        place = index if row_pitch == cols else f"({index}) / {cols} * {row_pitch} + ({index}) % {cols}"
+        store = f"{name}[{place}] = {stage}[s];"
         if guard:
             store = f"if ({index} < {total}) {store}"
         em.line(f"for (int s = 0; s < {steps}; ++s) {store}")
@@ -94,14 +109,16 @@ def emit_dot(em: "CudaEmitter", op: Op) -> None:
     result = op.results[0]
     m, k = a.type.shape
     n = b.type.shape[1]
-    layout = em.plan.of(result)
+    layout = em.layout_of(result)
     storage = em.storage[result]
     where = em.where(op)
     if op.name == "dot_shared":
         a_name, b_name = em.storage[a], em.storage[b]
         a_t, b_t = a.type.element, b.type.element
+        a_pitch, b_pitch = pitch(a.type), pitch(b.type)
     else:
         a_name, b_name, a_t, b_t = stage_operands(em, op)
+        a_pitch, b_pitch = k, n
     em.line(f"// {op.name}{where.replace('  // ', ' ')}: [{m}x{k}] x [{k}x{n}], "
             f"{layout.slots} output(s) per thread")
     em.line(f"float {storage}[{layout.slots}];")
@@ -127,9 +144,9 @@ def emit_dot(em: "CudaEmitter", op: Op) -> None:
     em.line(f"  float a_col[{rows}];")
     em.line(f"  float b_row[{cols}];")
     em.line("  #pragma unroll")
-    em.line(f"  for (int i = 0; i < {rows}; ++i) a_col[i] = {_to_f32(f'{a_name}[({row_of}) * {k} + kk]', a_t)};")
+    em.line(f"  for (int i = 0; i < {rows}; ++i) a_col[i] = {_to_f32(f'{a_name}[({row_of}) * {a_pitch} + kk]', a_t)};")
     em.line("  #pragma unroll")
-    em.line(f"  for (int j = 0; j < {cols}; ++j) b_row[j] = {_to_f32(f'{b_name}[kk * {n} + {col_of}]', b_t)};")
+    em.line(f"  for (int j = 0; j < {cols}; ++j) b_row[j] = {_to_f32(f'{b_name}[kk * {b_pitch} + {col_of}]', b_t)};")
     em.line("  #pragma unroll")
     em.line(f"  for (int i = 0; i < {rows}; ++i)")
     em.line("    #pragma unroll")
@@ -147,11 +164,10 @@ def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object]
         element = c_element(value.type)
         name = f"{label}{em.name(op.results[0])[1:]}_tile"
         em.line(f"{element}* const {name} = reinterpret_cast<{element}*>(smem + {offset});")
-        layout = em.plan.of(value) if _materialized(value) else em.plan.default(value.type.shape)
-        loop = em.open_loop(layout, op)
+        loop = em.open_loop(em.layout_of(value), op)
         coords = loop.coords()
         element_value = loop.value(value, coords)
-        index = linear_index([c.expr for c in coords], value.type.shape)
+        index = linear_index([loop.use(c) for c in coords], value.type.shape)
         loop.lines.append(f"{name}[{index}] = {element_value.expr};")
         em.close_loop(loop, f"dot operand {label}: registers to shared memory")
         offset += _aligned(value.type.numel * element_of(value.type).nbytes)
@@ -159,12 +175,6 @@ def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object]
     em.line("__syncthreads();")
     em.need_shared(offset, op)
     return names[0], names[1], element_of(a.type), element_of(b.type)
-
-
-def _materialized(value: Value) -> bool:
-    from mytriton.backends.cuda.layout_plan import is_materialized
-
-    return is_materialized(value)
 
 
 def _to_f32(expr: str, t) -> str:

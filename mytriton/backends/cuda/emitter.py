@@ -1,15 +1,20 @@
 """The ``emit-cuda`` stage: SSA to CUDA C++.
 
 One CUDA block runs one program instance with ``num_warps * 32`` threads.
-Scalars are locals every thread computes alike. Tiles are spread over the
-threads by layouts (``layout.py``, chosen by ``layout_plan.py``); each
-thread handles its elements, its *slots*, in loops that nvcc unrolls:
+Its input is laid-out SSA: the layouts stage has given every tile a layout
+(``mytriton/passes/layouts.py``) and put a ``convert_layout`` wherever a tile
+changes layout; this module renders those decisions and makes none. Scalars
+are locals every thread computes alike. Tiles are spread over the threads as
+their layouts say (``layout.py`` spells that in C); each thread handles its
+elements, its *slots*, in loops that nvcc unrolls:
 
 - consecutive loads and stores over one layout share one slot loop;
 - pure ops are computed inside the loops that need them (``slots.py``);
 - a load whose tile is needed elsewhere also fills a per-thread array;
 - a reduction combines slots, then lanes (warp shuffles), then warps
   (shared memory) (``reductions.py``);
+- a ``convert_layout`` fills a per-thread array in the new layout, through
+  shared memory unless both layouts place the elements alike;
 - a runtime ``for`` becomes a C ``for`` whose carried values are locals (or
   per-thread arrays) that the loop's results share, as in the first chapter.
 
@@ -25,16 +30,15 @@ from dataclasses import dataclass, field
 
 from mytriton.backends.cuda.ctypes import c_element, c_literal, needs_half_headers
 from mytriton.backends.cuda.expressions import CValue, as_type, render
-from mytriton.backends.cuda.layout import BlockedLayout, Layout
-from mytriton.backends.cuda.layout_plan import LayoutPlan, is_materialized, is_tile
+from mytriton.backends.cuda.layout import BlockedLayout, Layout, tile_layout
 from mytriton.backends.cuda.names import kernel_symbol, param_c_names
 from mytriton.backends.cuda.slots import SlotLoop, linear_index
 from mytriton.diagnostics import CompileError, Location
-from mytriton.ir.analysis import stored_params
+from mytriton.ir import opdefs
+from mytriton.ir.analysis import is_materialized, is_tile, stored_params
 from mytriton.target import MAX_ELEMENTS_PER_THREAD, SHARED_MEMORY_BUDGET
-from mytriton.ir.opdefs import REDUCTIONS
 from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Value, walk
-from mytriton.ir.ssa_text import _Names
+from mytriton.ir.ssa_text import ValueNames
 from mytriton.types import BOOL, PointerType, ScalarType, element_of
 
 HEADER_PREFIX = "// mytriton-kernel: "
@@ -46,30 +50,34 @@ class Group:
     """Statements emitted together: a scalar op, loads/stores sharing one
     slot loop, a reduction, or a loop."""
 
-    kind: str  # "scalar", "tile", "reduce", "for", "copies", "barrier", "dot"
+    kind: str  # "scalar", "tile", "convert", "reduce", "for", "copies", "barrier", "dot"
     ops: list[Op] = field(default_factory=list)
     domain: Layout | None = None
 
 
+def _rule(op: Op) -> str:
+    opdef = opdefs.lookup(op.name)
+    return opdef.layout_rule if opdef is not None else "none"
+
+
 class CudaEmitter:
-    def __init__(self, kernel: Kernel, num_warps: int) -> None:
-        if num_warps < 1 or num_warps > 32 or num_warps & (num_warps - 1):
-            raise CompileError(f"num_warps must be a power of two from 1 to 32, got {num_warps}")
+    def __init__(self, kernel: Kernel) -> None:
+        if kernel.num_warps is None:
+            raise CompileError(f"kernel '{kernel.name}' is not laid out: run the layouts stage before emit-cuda",
+                               kernel.loc)
         self.kernel = kernel
-        self.num_warps = num_warps
-        self.threads = 32 * num_warps
-        self.plan = LayoutPlan(kernel.body, num_warps)
-        self.ssa_names = _Names(kernel)
+        self.num_warps = kernel.num_warps
+        self.threads = 32 * kernel.num_warps
+        self.ssa_names = ValueNames(kernel)
         self.cnames: dict[Value, str] = {}
         self.storage: dict[Value, str] = {}  # tiles held in per-thread arrays; loop-carried locals
         self.groups: dict[int, list[Group]] = {}  # id(block) -> its groups
         self.group_of: dict[Op, int] = {}
-        self.parents: dict[BlockedLayout, str] = {}
+        self.parents: dict[tuple, tuple[str, BlockedLayout]] = {}  # placement -> (name, a layout with it)
         self.shared: dict[Value, str] = {}  # tiles copied to shared memory for the current group
         self.shared_bytes = 0  # scratch: reductions, layout changes, unstaged dots
         self.shared_allocs: list[Op] = []  # buffers the stage-dots pass allocated
         self.lines: list[str] = []
-        self.taken_names: dict[int, list] = {}  # id(slot loop) -> [the loop, lines read, names they define]
         self.depth = 1
         self._param_names()
 
@@ -88,14 +96,8 @@ class CudaEmitter:
         """A local for one element of ``value`` in ``loop`` (a second
         coordinate variant of the same value gets a suffix)."""
         base = self.name(value)
-        # The names the loop's lines define, read incrementally (lines are only
-        # appended): rescanning them all made a 10,000-op body quadratic.
-        entry = self.taken_names.setdefault(id(loop), [loop, 0, set()])  # holds the loop: ids stay unique
-        taken = entry[2]
-        taken.update(line.split(" = ")[0].split()[-1] for line in loop.lines[entry[1]:] if " = " in line)
-        entry[1] = len(loop.lines)
         name, n = base, 1
-        while name in taken:
+        while name in loop.locals:
             name = f"{base}_{n}"
             n += 1
         return name
@@ -104,9 +106,23 @@ class CudaEmitter:
         return self.storage.get(value, self.name(value))
 
     def parent_name(self, parent: BlockedLayout) -> str:
-        if parent not in self.parents:
-            self.parents[parent] = f"L{len(self.parents)}"
-        return self.parents[parent]
+        """The prefix of the variables holding this thread's position in
+        ``parent``'s thread arrangement (declared once per arrangement)."""
+        if parent.placement not in self.parents:
+            self.parents[parent.placement] = (f"L{len(self.parents)}", parent)
+        return self.parents[parent.placement][0]
+
+    def layout_of(self, value: Value) -> Layout:
+        """The layout the layouts stage gave a tile."""
+        return tile_layout(value.type.layout, value.type.shape)
+
+    def domain(self, op: Op) -> Layout:
+        """The layout whose slots a statement runs over: its pointer's for a
+        store, its operand's for a reduction, else its result's."""
+        rule = _rule(op)
+        if rule in ("store", "reduce"):
+            return self.layout_of(op.operands[0])
+        return self.layout_of(op.results[0])
 
     def shared_name(self, value: Value) -> str:
         """The shared-memory copy of ``value`` the current slot loop reads."""
@@ -131,9 +147,12 @@ class CudaEmitter:
                 open_group = None
                 groups.append(Group("for", [op]))
                 self.groups[id(op.regions[0])] = self.plan_groups(op.regions[0])
-            elif op.name in REDUCTIONS:
+            elif _rule(op) == "reduce":
                 open_group = None
-                groups.append(Group("reduce", [op], self.plan.domain(op)))
+                groups.append(Group("reduce", [op], self.domain(op)))
+            elif _rule(op) == "convert":
+                open_group = None
+                groups.append(Group("convert", [op], self.domain(op)))
             elif op.name == "shared_alloc":
                 self.shared_allocs.append(op)
             elif op.name == "copy_to_shared":
@@ -152,7 +171,7 @@ class CudaEmitter:
                 # Loads share a slot loop with loads, stores with stores: every
                 # load of a thread is issued before its first store, so the loads
                 # are in flight together and memory order is the kernel's.
-                domain = self.plan.domain(op)
+                domain = self.domain(op)
                 joinable = (open_group is not None and open_group.domain == domain
                             and open_group.ops[-1].name == op.name)
                 if not joinable:
@@ -177,7 +196,7 @@ class CudaEmitter:
         """Loads read outside their own slot loop keep a per-thread array;
         reduction results, loop-carried tiles and results always have one."""
         for op in walk(self.kernel.body):
-            if op.name in (*REDUCTIONS, "dot", "dot_shared") and op.results and is_tile(op.results[0]):
+            if _rule(op) in ("reduce", "dot", "convert") and op.results and is_tile(op.results[0]):
                 self.storage[op.results[0]] = "t" + self.name(op.results[0])[1:]
             if op.name == "for":
                 for arg, result in zip(op.regions[0].args[1:], op.results):
@@ -214,9 +233,13 @@ class CudaEmitter:
 
         top = self.plan_groups(self.kernel.body)
         self.plan_storage()
-        self.shared_decls = [declare_shared(self, op) for op in self.shared_allocs]
+        self.shared_decls = []
+        for op in self.shared_allocs:
+            name, declaration = declare_shared(op)
+            self.storage[op.results[0]] = name
+            self.shared_decls.append(declaration)
         self.block(top)
-        staged = sum(op.results[0].type.numel * op.attrs["dtype"].nbytes for op in self.shared_allocs)
+        staged = self.staged_bytes()
         if staged + self.shared_bytes > SHARED_MEMORY_BUDGET:
             parts = f"{staged} for staged dot tiles and {self.shared_bytes} of scratch" if staged \
                 else "for reductions and layout changes"
@@ -225,6 +248,11 @@ class CudaEmitter:
                                f"memory ({parts}), over the {SHARED_MEMORY_BUDGET}-byte (48 KiB) budget; "
                                "use smaller tiles", loc)
         return self.render()
+
+    def staged_bytes(self) -> int:
+        from mytriton.backends.cuda.dots import buffer_elements
+
+        return sum(buffer_elements(op.results[0].type) * op.attrs["dtype"].nbytes for op in self.shared_allocs)
 
     def render(self) -> str:
         header = {
@@ -235,8 +263,7 @@ class CudaEmitter:
             "stores": stored_params(self.kernel),
             "num_warps": self.num_warps,
             "threads": self.threads,
-            "shared_bytes": self.shared_bytes + sum(
-                op.results[0].type.numel * op.attrs["dtype"].nbytes for op in self.shared_allocs),
+            "shared_bytes": self.shared_bytes + self.staged_bytes(),
             "source": self.kernel.loc.file,
         }
         if self.kernel.digest is not None:
@@ -259,7 +286,7 @@ class CudaEmitter:
         if self.shared_bytes:
             out.append(f"{INDENT}__shared__ __align__(16) unsigned char smem[{self.shared_bytes}];")
         out += [INDENT + decl for decl in self.shared_decls]
-        for parent, name in self.parents.items():
+        for name, parent in self.parents.values():
             out.append(f"{INDENT}// {name}: {parent.describe()}")
             for d in range(parent.rank):
                 out.append(f"{INDENT}const int {name}_p{d} = {parent.thread_position(d)};")
@@ -274,6 +301,8 @@ class CudaEmitter:
                 self.scalar(group.ops[0])
             elif group.kind == "tile":
                 self.tile_group(group)
+            elif group.kind == "convert":
+                self.convert_group(group)
             elif group.kind == "reduce":
                 from mytriton.backends.cuda.reductions import emit_reduction
 
@@ -363,6 +392,19 @@ class CudaEmitter:
         self.close_loop(loop, f"{names} over {self.parent_name(group.domain.parent)} "
                               f"({group.domain.slots} slot(s) per thread)", declare)
 
+    def convert_group(self, group: Group) -> None:
+        """``convert_layout``: each thread fills its slots of the new layout,
+        reading the old one's registers where the two place an element on the
+        same thread, else a copy in shared memory (``SlotLoop.read``)."""
+        (op,) = group.ops
+        loop = self.open_loop(group.domain, op)
+        value = loop.value(op.operands[0], loop.coords())
+        storage = self.storage[op.results[0]]
+        loop.lines.append(f"{storage}[k] = {value.expr};")
+        self.close_loop(loop, f"convert_layout{self.where(op).replace('  // convert_layout', '')} into "
+                              f"{self.parent_name(group.domain.parent)} ({group.domain.slots} slot(s) per thread)",
+                        [f"{c_element(op.results[0].type)} {storage}[{group.domain.slots}];"])
+
     # ---- shared memory ------------------------------------------------------------------------------
     def stage_shared(self, loop: SlotLoop) -> None:
         """Copy the tiles ``loop`` reads from other threads into shared memory."""
@@ -373,10 +415,10 @@ class CudaEmitter:
         for value in loop.staged:
             element = c_element(value.type)
             name = self.shared_name(value)
-            layout = self.plan.of(value)
+            layout = self.layout_of(value)
             self.line(f"{element}* const {name} = reinterpret_cast<{element}*>(smem + {offset});")
             writer = SlotLoop(self, layout)
-            index = linear_index([c.expr for c in writer.coords()], value.type.shape)
+            index = linear_index([writer.use(c) for c in writer.coords()], value.type.shape)
             writer.lines.append(f"{name}[{index}] = {self.storage[value]}[k];")
             self.line("#pragma unroll")
             self.line(f"for (int k = 0; k < {layout.slots}; ++k) {{")
@@ -416,7 +458,7 @@ class CudaEmitter:
             text = as_type(self.scalar_arg(value), element_of(arg.type))
             self.line(f"{c_element(arg.type) + ' ' if declare else ''}{target} = {text};")
             return
-        layout = self.plan.of(arg)
+        layout = self.layout_of(arg)
         if declare:
             self.line(f"{c_element(arg.type)} {target}[{layout.slots}];")
         loop = self.open_loop(layout, arg_op)
@@ -438,7 +480,7 @@ class CudaEmitter:
             temp = self.storage[arg] + "_next"
             if is_tile(arg):
                 self.line("#pragma unroll")
-                self.line(f"for (int k = 0; k < {self.plan.of(arg).slots}; ++k) "
+                self.line(f"for (int k = 0; k < {self.layout_of(arg).slots}; ++k) "
                           f"{self.storage[arg]}[k] = {temp}[k];")
             else:
                 self.line(f"{self.storage[arg]} = {temp};")
@@ -494,8 +536,9 @@ def c_comment(text: str) -> str:
     return "".join(out)
 
 
-def emit_cuda(kernel: Kernel, num_warps: int = 4) -> str:
-    return CudaEmitter(kernel, num_warps).emit()
+def emit_cuda(kernel: Kernel) -> str:
+    """CUDA C++ for laid-out SSA (the layouts stage's output)."""
+    return CudaEmitter(kernel).emit()
 
 
 def read_header(source: str, file: str = "<cuda>") -> dict:

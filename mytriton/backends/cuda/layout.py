@@ -1,6 +1,10 @@
-"""How a tile's elements are spread over a CUDA block's threads.
+"""How a tile's elements are spread over a CUDA block's threads, in C.
 
-A ``BlockedLayout`` is Triton's blocked encoding: along each dimension a
+The layouts stage decides each tile's layout and writes it into the SSA types
+(``mytriton/ir/layouts.py``); ``tile_layout`` turns such an attribute and the
+tile's shape into the objects below, which spell coordinates in C.
+
+A ``BlockedLayout`` is Triton's blocked encoding over a shape: along each dimension a
 thread holds ``size_per_thread`` contiguous elements, ``threads_per_warp``
 lanes and ``warps_per_cta`` warps tile the dimension, and the whole pattern
 repeats until the tile is covered. Each thread therefore holds the same
@@ -14,10 +18,12 @@ slot loop unrolls), and whether the thread owns it.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from math import prod
+from typing import Any
 
-WARP = 32
+from mytriton.ir.layouts import WARP, Blocked, Slice
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,12 @@ class BlockedLayout:
     @property
     def slots(self) -> int:
         return prod(self.slots_per_dim(d) for d in range(self.rank))
+
+    @property
+    def placement(self) -> tuple:
+        """What fixes which thread is where (not the shape): threads with one
+        placement share their position variables."""
+        return (self.threads_per_warp, self.warps_per_cta, self.order)
 
     def replicated(self, d: int) -> bool:
         return self.tile(d) > self.shape[d]
@@ -107,8 +119,7 @@ class BlockedLayout:
         def dims(t: tuple[int, ...]) -> str:
             return "x".join(str(v) for v in t)
 
-        return (f"[{dims(self.shape)}] {dims(self.size_per_thread)} per thread, "
-                f"{dims(self.threads_per_warp)} lanes, {dims(self.warps_per_cta)} warps, "
+        return (f"{dims(self.threads_per_warp)} lanes, {dims(self.warps_per_cta)} warps, "
                 f"order {dims(self.order)}")
 
 
@@ -145,31 +156,6 @@ def _add(a: str, b: str) -> str:
     if b == "0":
         return a
     return f"{a} + {b}"
-
-
-def default_layout(shape: tuple[int, ...], num_warps: int) -> BlockedLayout:
-    """Contiguous dimension last and fastest; lanes fill it first, then the
-    next; warps go to the slowest dimensions first (rows of a rank-2 tile),
-    so a row is read by consecutive lanes (coalesced) and a row reduction
-    stays inside a warp when the row fits."""
-    rank = len(shape)
-    order = tuple(reversed(range(rank)))
-    lanes = [1] * rank
-    remaining = WARP
-    for d in order:
-        take = min(remaining, shape[d])
-        lanes[d] = take
-        remaining //= take
-    lanes[order[-1]] *= remaining  # the slowest dimension absorbs leftover lanes
-    warps = [1] * rank
-    remaining = num_warps
-    for d in reversed(order):
-        room = max(1, shape[d] // (lanes[d]))
-        take = min(remaining, room)
-        warps[d] = take
-        remaining //= take
-    warps[order[0]] *= remaining  # leftover warps replicate along the fastest dimension
-    return BlockedLayout(tuple(shape), (1,) * rank, tuple(lanes), tuple(warps), order)
 
 
 @dataclass(frozen=True)
@@ -257,3 +243,17 @@ class Layout:
             return self.parent.describe()
         shape = "x".join(str(d) for d in self.shape) or "scalar"
         return f"[{shape}] along dims {self.dims} of {self.parent.describe()}"
+
+
+@functools.lru_cache(maxsize=4096)
+def tile_layout(attr: Any, shape: tuple[int, ...]) -> Layout:
+    """The ``Layout`` of a tile of ``shape`` whose type carries the layout
+    attribute ``attr`` (blocked, or a slice of one)."""
+    if isinstance(attr, Blocked):
+        parent = BlockedLayout(tuple(shape), attr.size_per_thread, attr.threads_per_warp, attr.warps_per_cta,
+                               attr.order)
+        return Layout.of(parent)
+    if isinstance(attr, Slice):
+        inner = tile_layout(attr.parent, shape[:attr.dim] + (1,) + shape[attr.dim:])
+        return inner.drop(attr.dim)
+    raise ValueError(f"not a tile layout: {attr!r}")

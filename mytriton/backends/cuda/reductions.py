@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from mytriton.backends.cuda.ctypes import c_cast, c_element
 from mytriton.backends.cuda.expressions import as_type, compute_type, reduce_combine, reduce_identity
 from mytriton.backends.cuda.layout import Layout
-from mytriton.backends.cuda.layout_plan import is_tile
 from mytriton.backends.cuda.slots import linear_index
+from mytriton.ir.analysis import is_tile
 from mytriton.ir.ssa import Op
 from mytriton.types import element_of
 
@@ -35,7 +35,7 @@ def emit_reduction(em: "CudaEmitter", op: Op, domain: Layout) -> None:
     t = compute_type(element_of(result.type))
     ct = c_element(result.type) if not t.is_float else "float"
     ct = {"bool": "int"}.get(ct, ct)
-    out_layout = em.plan.of(result) if is_tile(result) else None
+    out_layout = em.layout_of(result) if is_tile(result) else None
     out_slots = out_layout.slots if out_layout else 1
     parent = domain.parent
     acc = "r" + em.name(result)[1:]

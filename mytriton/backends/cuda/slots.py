@@ -10,14 +10,13 @@ on this thread (the usual case), or else from a copy in shared memory.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element
 from mytriton.backends.cuda.expressions import Arg, CValue, render
 from mytriton.backends.cuda.layout import Layout
-from mytriton.backends.cuda.layout_plan import is_materialized, is_tile
+from mytriton.ir.analysis import is_materialized, is_tile
 from mytriton.ir.ssa import Const, Op, Operand, Value
 from mytriton.types import PointerType, element_of
 
@@ -46,6 +45,8 @@ class SlotLoop:
     memo: dict[tuple, Arg] = field(default_factory=dict)
     coord_vars: dict[int, str] = field(default_factory=dict)
     coord_defs: list[tuple[str, str]] = field(default_factory=list)  # (name, definition), emitted if used
+    used_coords: set[str] = field(default_factory=set)  # the coordinate variables some line reads
+    locals: set[str] = field(default_factory=set)  # the names this loop's lines define
     staged: list[Value] = field(default_factory=list)  # tiles this loop reads from shared memory
 
     def __post_init__(self) -> None:
@@ -68,10 +69,15 @@ class SlotLoop:
             self.coord_vars[p] = name
         return self.coord_vars[p]
 
+    def use(self, coord: Coord) -> str:
+        """``coord`` as C, for a line of this loop (which then declares it)."""
+        if coord.dim is not None:
+            self.used_coords.add(coord.expr)
+        return coord.expr
+
     def body(self) -> list[str]:
         """The loop body: the coordinates it uses, then its statements."""
-        used = [text for name, text in self.coord_defs
-                if any(re.search(rf"\b{name}\b", line) for line in self.lines)]
+        used = [text for name, text in self.coord_defs if name in self.used_coords]
         return used + self.lines
 
     def owner(self) -> str | None:
@@ -99,6 +105,7 @@ class SlotLoop:
         element = element_of(value.type)
         const = "" if isinstance(element, PointerType) else "const "
         self.lines.append(f"{const}{c_element(value.type)} {name} = {expr};")
+        self.locals.add(name)
         result = CValue(name, element)
         self.memo[(value, tuple(coords))] = result
         return result
@@ -107,7 +114,8 @@ class SlotLoop:
         result = op.results[0]
         if op.name == "arange":
             start = op.attrs["start"]
-            expr = coords[0].expr if not start else f"({start} + {coords[0].expr})"
+            coord = self.use(coords[0])
+            expr = coord if not start else f"({start} + {coord})"
             return self.define(result, expr, coords)
         args = [self.value(o, self.operand_coords(op, o, coords)) for o in op.operands]
         if op.name == "expand_dims":
@@ -128,7 +136,7 @@ class SlotLoop:
     def register_slot(self, value: Value, coords: list[Coord]) -> str | None:
         """The slot of ``value``'s storage that holds the element at ``coords``
         on this thread, or None when another thread holds it."""
-        layout = self.emitter.plan.of(value)
+        layout = self.emitter.layout_of(value)
         digits: dict[int, str] = {}
         for i, (p, extent) in enumerate(zip(layout.dims, layout.shape)):
             if extent == 1:
@@ -146,7 +154,7 @@ class SlotLoop:
             return CValue(f"{self.emitter.storage[value]}[{slot}]", element)
         if value not in self.staged:
             self.staged.append(value)
-        index = linear_index([c.expr for c in coords], value.type.shape)
+        index = linear_index([self.use(c) for c in coords], value.type.shape)
         return CValue(f"{self.emitter.shared_name(value)}[{index}]", element)
 
 

@@ -1,0 +1,206 @@
+"""Layout attributes: how a tile is spread over the threads of a program.
+
+The layouts stage (``mytriton/passes/layouts.py``) gives every tile type one
+of these, and the CUDA back end renders what they say. They follow Triton's
+TTGIR encodings and, like them, do not depend on the tile's shape: a layout
+repeats over a larger tile and is replicated over a smaller one.
+
+- ``blocked``: along each dimension a thread holds ``size_per_thread``
+  contiguous elements, ``threads_per_warp`` lanes and ``warps_per_cta`` warps
+  tile it, ``order`` lists the dimensions fastest first.
+- ``slice``: a tile with dimension ``dim`` of ``parent`` removed, as a
+  reduction along ``dim`` leaves it (threads differing only along ``dim``
+  hold the same values).
+- ``padded_shared``: a shared-memory buffer stored row-major with ``pad``
+  unused elements after each row (against bank conflicts).
+
+Dot-operand and tensor-core accumulator encodings join ``KINDS`` as further
+classes with the same four methods (``text``, ``problem``, ``rank``,
+``from_params``).
+
+In SSA text a layout is defined once, before the kernel, and named by alias:
+
+    #blocked0 = blocked<size_per_thread=[1], threads_per_warp=[32], warps_per_cta=[4], order=[0]>
+    #slice0 = slice<dim=1, parent=#blocked1>
+    kernel k(...) num_warps=4 ... {
+      %3 = load %1, %2, 0.0 : vector<1024 x f32, #blocked0> @5:9
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+from typing import Any, Callable, Union
+
+WARP = 32  # threads in a warp
+
+
+def _ints(values: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(v) for v in values) + "]"
+
+
+def _power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+@dataclass(frozen=True)
+class Blocked:
+    size_per_thread: tuple[int, ...]
+    threads_per_warp: tuple[int, ...]
+    warps_per_cta: tuple[int, ...]
+    order: tuple[int, ...]  # dimensions from fastest-varying to slowest
+
+    kind = "blocked"
+
+    @property
+    def rank(self) -> int:
+        return len(self.order)
+
+    def text(self, name: Callable[[Any], str] | None = None) -> str:
+        return (f"blocked<size_per_thread={_ints(self.size_per_thread)}, "
+                f"threads_per_warp={_ints(self.threads_per_warp)}, "
+                f"warps_per_cta={_ints(self.warps_per_cta)}, order={_ints(self.order)}>")
+
+    def problem(self, num_warps: int) -> str | None:
+        rank = len(self.order)
+        fields = (self.size_per_thread, self.threads_per_warp, self.warps_per_cta)
+        if rank == 0 or any(len(f) != rank for f in fields):
+            return f"{self.text()}: every field needs one entry per dimension"
+        if sorted(self.order) != list(range(rank)):
+            return f"{self.text()}: order must list each dimension once"
+        if not all(_power_of_two(v) for f in fields for v in f):
+            return f"{self.text()}: sizes must be powers of two"
+        if prod(self.threads_per_warp) != WARP:
+            return f"{self.text()}: threads_per_warp must multiply to {WARP}"
+        if prod(self.warps_per_cta) != num_warps:
+            return f"{self.text()}: warps_per_cta must multiply to the kernel's num_warps ({num_warps})"
+        return None
+
+    @staticmethod
+    def from_params(params: dict[str, Any]) -> "Blocked":
+        return Blocked(*(_int_list(params, key) for key in
+                         ("size_per_thread", "threads_per_warp", "warps_per_cta", "order")))
+
+
+@dataclass(frozen=True)
+class Slice:
+    dim: int
+    parent: "TileLayout"
+
+    kind = "slice"
+
+    @property
+    def rank(self) -> int:
+        return self.parent.rank - 1
+
+    def text(self, name: Callable[[Any], str] | None = None) -> str:
+        parent = name(self.parent) if name is not None else self.parent.text()
+        return f"slice<dim={self.dim}, parent={parent}>"
+
+    def problem(self, num_warps: int) -> str | None:
+        if not 0 <= self.dim < self.parent.rank:
+            return f"{self.text()}: dim {self.dim} is not a dimension of its parent"
+        return self.parent.problem(num_warps)
+
+    @staticmethod
+    def from_params(params: dict[str, Any]) -> "Slice":
+        dim, parent = params.get("dim"), params.get("parent")
+        if type(dim) is not int:
+            raise LayoutSyntaxError("slice needs dim=<integer>")
+        if not isinstance(parent, (Blocked, Slice)):
+            raise LayoutSyntaxError("slice needs parent=#<a tile layout>")
+        return Slice(dim, parent)
+
+
+@dataclass(frozen=True)
+class PaddedShared:
+    pad: int  # unused elements after each row
+    order: tuple[int, ...] = (1, 0)
+
+    kind = "padded_shared"
+    rank = 2
+
+    def text(self, name: Callable[[Any], str] | None = None) -> str:
+        return f"padded_shared<pad={self.pad}, order={_ints(self.order)}>"
+
+    def problem(self, num_warps: int) -> str | None:
+        if not 0 <= self.pad <= 64:
+            return f"{self.text()}: pad must be from 0 to 64 elements"
+        if self.order != (1, 0):
+            return f"{self.text()}: only row-major buffers (order=[1, 0]) are supported"
+        return None
+
+    def row_pitch(self, columns: int) -> int:
+        """Elements from the start of one row to the next."""
+        return columns + self.pad
+
+    @staticmethod
+    def from_params(params: dict[str, Any]) -> "PaddedShared":
+        pad = params.get("pad")
+        if type(pad) is not int:
+            raise LayoutSyntaxError("padded_shared needs pad=<integer>")
+        return PaddedShared(pad, _int_list(params, "order"))
+
+
+TileLayout = Union[Blocked, Slice]
+Layout = Union[Blocked, Slice, PaddedShared]
+KINDS: dict[str, Any] = {"blocked": Blocked, "slice": Slice, "padded_shared": PaddedShared}
+FIELDS: dict[str, tuple[str, ...]] = {
+    "blocked": ("size_per_thread", "threads_per_warp", "warps_per_cta", "order"),
+    "slice": ("dim", "parent"),
+    "padded_shared": ("pad", "order"),
+}
+
+
+class LayoutSyntaxError(Exception):
+    """A layout attribute is malformed; the reader attaches the location."""
+
+
+def _int_list(params: dict[str, Any], key: str) -> tuple[int, ...]:
+    value = params.get(key)
+    if not isinstance(value, tuple) or not all(type(v) is int for v in value):
+        raise LayoutSyntaxError(f"'{key}' must be a list of integers like [1, 0]")
+    return value
+
+
+# ---- choices the layouts stage makes and the rules the verifier checks ------------------
+
+
+def default_blocked(shape: tuple[int, ...], num_warps: int) -> Blocked:
+    """The contiguous dimension last and fastest; lanes fill it first, then
+    the next; warps go to the slowest dimensions first (rows of a rank-2
+    tile), so a row is read by consecutive lanes (coalesced) and a row
+    reduction stays inside a warp when the row fits."""
+    rank = len(shape)
+    order = tuple(reversed(range(rank)))
+    lanes = [1] * rank
+    remaining = WARP
+    for d in order:
+        take = min(remaining, shape[d])
+        lanes[d] = take
+        remaining //= take
+    lanes[order[-1]] *= remaining  # the slowest dimension absorbs leftover lanes
+    warps = [1] * rank
+    remaining = num_warps
+    for d in reversed(order):
+        room = max(1, shape[d] // lanes[d])
+        take = min(remaining, room)
+        warps[d] = take
+        remaining //= take
+    warps[order[0]] *= remaining  # leftover warps replicate along the fastest dimension
+    return Blocked((1,) * rank, tuple(lanes), tuple(warps), order)
+
+
+def broadcast_view(layout: TileLayout, rank: int) -> TileLayout:
+    """The layout in which an operand of ``rank`` dimensions is read by an op
+    whose result has ``layout``: shapes align on the right (NumPy
+    broadcasting), so the leading dimensions it lacks are sliced away."""
+    while layout.rank > rank:
+        layout = Slice(0, layout)
+    return layout
+
+
+def shape_problem(layout: Any, shape: tuple[int, ...], num_warps: int) -> str | None:
+    """Why ``layout`` cannot describe a tile of ``shape``, or None."""
+    if layout.rank != len(shape):
+        return f"{layout.text()} has {layout.rank} dimension(s) but the tile has {len(shape)}"
+    return layout.problem(num_warps)
