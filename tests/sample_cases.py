@@ -125,11 +125,22 @@ def _ragged(n_rows=23):
     return make
 
 
+def _outer(M=37, N=150):
+    def make(rng):
+        x, y = _f32(rng, M), _f32(rng, N)
+        out, x2 = _poison(M, N), _poison(M)
+        return [x, y, out, x2, M, N], {"out#2": np.outer(x, y), "x2#3": 2 * x}
+
+    return make
+
+
 def _grid_rows(block_m):
     return lambda meta: (mytriton.cdiv(meta["n_rows"], meta.get("BLOCK_M", block_m)),)
 
 
 CASES: dict[str, Case] = {
+    "outer": Case("outer", "outer_kernel", _outer(),
+                  lambda m: (mytriton.cdiv(m["M"], m["BM"]), mytriton.cdiv(m["N"], m["BN"]))),
     "add": Case("add", "add_kernel", _elementwise(lambda x, y: x + y, 2),
                 lambda m: (mytriton.cdiv(m["n"], m["BLOCK"]),)),
     "vector_copy": Case("vector_copy", "copy_kernel", _elementwise(lambda x: x, 1),

@@ -1,0 +1,255 @@
+"""The layouts stage: every tile gets a layout in the SSA text, conversions are
+explicit ops, the verifier checks layouts, and emit-cuda renders what the
+laid-out SSA says (an edited layout changes the CUDA, nothing else decides)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from conftest import compile_text, kernel_source, sample_names, sample_options
+from mytriton import pipeline
+from mytriton.diagnostics import CompileError
+from mytriton.ir.layouts import Blocked, PaddedShared, Slice, default_blocked
+from mytriton.ir.ssa import walk
+from mytriton.types import BlockType, SharedType
+
+SAMPLES = sorted(sample_names())
+
+
+def laid_out_text(name: str, **extra) -> str:
+    from conftest import SAMPLES as SAMPLE_DIR
+
+    source = (SAMPLE_DIR / f"{name}.py").read_text()
+    return compile_text(source, "layouts", f"samples/{name}.py", **{**sample_options(name), **extra})
+
+
+def read(text: str):
+    return pipeline.verify(pipeline.read_ssa(text, "k.ssa"))
+
+
+def cuda_of(text: str) -> str:
+    return pipeline.emit_cuda(read(text))
+
+
+# ---- what the stage writes ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_every_tile_and_shared_buffer_of_a_sample_has_a_layout(name):
+    kernel = read(laid_out_text(name))
+    assert kernel.num_warps == 4
+    for op in walk(kernel.body):
+        for value in [*op.results, *(a for r in op.regions for a in r.args)]:
+            if isinstance(value.type, (BlockType, SharedType)):
+                assert value.type.layout is not None, f"{op.name} in {name}"
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_laid_out_text_prints_back_as_it_parses(name):
+    text = laid_out_text(name)
+    assert pipeline.print_ssa(pipeline.read_ssa(text, "k.ssa")) == text
+
+
+def test_layouts_are_defined_once_before_the_kernel_and_named_by_alias():
+    text = laid_out_text("softmax")
+    head, kernel = text.split("kernel ", 1)
+    assert head == ("#blocked0 = blocked<size_per_thread=[1], threads_per_warp=[32], warps_per_cta=[4], "
+                    "order=[0]>\n")
+    assert "num_warps=4 @" in kernel
+    assert ": vector<1024 x f32, #blocked0> @10:9" in kernel
+
+
+def test_num_warps_sets_the_warps_of_every_layout():
+    text = laid_out_text("matmul", num_warps=8)
+    kernel = read(text)
+    assert kernel.num_warps == 8
+    assert "warps_per_cta=[8, 1]" in text and "warps_per_cta=[4, 1]" not in text
+
+
+def test_a_reduction_result_is_in_a_slice_of_its_operand_layout_and_stored_from_it():
+    text = laid_out_text("row_sum")
+    assert "#slice0 = slice<dim=1, parent=#blocked0>" in text
+    assert re.search(r"= sum %\d+, axis=1 : vector<4 x f32, #slice0>", text)
+    assert "convert_layout" not in text  # the store runs over the reduction's own layout
+
+
+def test_a_held_tile_read_in_another_layout_goes_through_one_convert_layout():
+    text = laid_out_text("outer")
+    converts = re.findall(r"(%\d+) = convert_layout (%\d+) : vector<16 x f32, (#\w+)>", text)
+    assert len(converts) == 1
+    result, source, layout = converts[0]
+    assert re.search(rf"{source} = load .* : vector<16 x f32, #blocked1>", text)  # the rank-1 store's layout
+    assert re.search(rf"= expand_dims {result}, axis=1 : block<16x1 x f32, #blocked0>", text)
+    assert f"{layout} = slice<dim=1, parent=#blocked0>" in text
+
+
+def test_an_index_tile_wanted_in_two_layouts_is_computed_twice_not_converted():
+    text = laid_out_text("matmul")
+    aranges = re.findall(r"= arange start=0, end=64 : vector<64 x i32, (#\w+)>", text)
+    assert sorted(aranges) == ["#slice0", "#slice1"]
+    assert "convert_layout" not in text
+
+
+def test_shared_buffers_are_row_major_and_unpadded():
+    text = laid_out_text("matmul")
+    assert "#padded_shared0 = padded_shared<pad=0, order=[1, 0]>" in text
+    assert "shared<64x32 x f32, #padded_shared0>" in text
+
+
+def test_default_layouts_spread_rows_over_warps_and_columns_over_lanes():
+    assert default_blocked((64, 64), 4) == Blocked((1, 1), (1, 32), (4, 1), (1, 0))
+    assert default_blocked((4, 256), 4) == Blocked((1, 1), (1, 32), (4, 1), (1, 0))
+    assert default_blocked((16,), 4) == Blocked((1,), (32,), (4,), (0,))
+
+
+def test_the_layouts_stage_refuses_ssa_that_is_already_laid_out():
+    kernel = pipeline.read_ssa(laid_out_text("add"), "k.ssa")
+    with pytest.raises(CompileError, match="already laid out"):
+        pipeline.layouts(kernel, pipeline.Options())
+
+
+def test_passes_refuse_laid_out_ssa():
+    kernel = pipeline.read_ssa(laid_out_text("add"), "k.ssa")
+    with pytest.raises(CompileError, match="passes run on SSA before the layouts stage"):
+        pipeline.optimize(kernel, pipeline.Options())
+
+
+# ---- the verifier ---------------------------------------------------------------------------
+
+
+def test_a_layout_whose_warps_do_not_make_num_warps_is_refused():
+    text = laid_out_text("add").replace("warps_per_cta=[4]", "warps_per_cta=[2]")
+    with pytest.raises(CompileError, match=r"warps_per_cta must multiply to the kernel's num_warps \(4\)"):
+        read(text)
+
+
+def test_a_layout_of_another_rank_than_its_tile_is_refused():
+    text = laid_out_text("add").replace(
+        "blocked<size_per_thread=[1], threads_per_warp=[32], warps_per_cta=[4], order=[0]>",
+        "blocked<size_per_thread=[1, 1], threads_per_warp=[1, 32], warps_per_cta=[4, 1], order=[1, 0]>")
+    with pytest.raises(CompileError, match="has 2 dimension\\(s\\) but the tile has 1"):
+        read(text)
+
+
+def test_an_operand_in_another_layout_without_a_conversion_is_refused():
+    text = laid_out_text("outer")
+    edited = re.sub(r"(%\d+) = convert_layout (%\d+) : ", r"\1 = neg \2 : ", text)
+    with pytest.raises(CompileError, match="changes layout only through convert_layout"):
+        read(edited)
+
+
+def test_a_layout_in_ssa_that_is_not_laid_out_is_refused():
+    text = laid_out_text("add").replace(" num_warps=4", "")
+    with pytest.raises(CompileError, match="the kernel is not laid out"):
+        read(text)
+
+
+def test_a_tile_without_a_layout_in_laid_out_ssa_is_refused():
+    text = laid_out_text("add").replace(", #blocked0>", ">", 1)
+    with pytest.raises(CompileError, match="has none"):
+        read(text)
+
+
+def test_a_shared_layout_on_a_tile_is_refused():
+    text = laid_out_text("matmul").replace("block<64x64 x f32, #blocked0>", "block<64x64 x f32, #padded_shared0>")
+    with pytest.raises(CompileError, match="is not a layout for a tile"):
+        read(text)
+
+
+@pytest.mark.parametrize("edit,message", [
+    (("= blocked<", "= striped<"), "unknown layout 'striped'"),
+    (("order=[0]>", "order=[0], swizzle=[1]>"), "'blocked' has no field 'swizzle'"),
+    ((", order=[0]>", ">"), "'blocked' needs the field 'order'"),
+    ((", #blocked0>", ", #blocked7>"), "layout #blocked7 is not defined"),
+    (("kernel ", "#blocked0 = slice<dim=0, parent=#blocked0>\nkernel "), "layout #blocked0 is defined twice"),
+])
+def test_malformed_layout_text_is_a_located_error(edit, message):
+    text = laid_out_text("add").replace(*edit, 1)
+    with pytest.raises(CompileError, match=re.escape(message)) as err:
+        read(text)
+    assert err.value.loc is not None and err.value.loc.line >= 1
+
+
+# ---- emit-cuda renders the layouts ------------------------------------------------------------
+
+
+def test_emit_cuda_refuses_ssa_that_is_not_laid_out():
+    kernel = pipeline.read_ssa(compile_text(kernel_source("""
+        @mytriton.jit
+        def k(x_ptr, n, BLOCK: tl.constexpr = 128):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, 1.0, mask=offs < n)
+    """), "staged"), "k.ssa")
+    with pytest.raises(CompileError, match="run the layouts stage before emit-cuda"):
+        pipeline.emit_cuda(kernel)
+
+
+def test_an_edited_blocked_layout_changes_the_cuda_slots():
+    text = laid_out_text("add")
+    wider = text.replace("size_per_thread=[1]", "size_per_thread=[4]")
+    assert "2 slot(s) per thread" in cuda_of(text)  # 256 elements over 128 threads
+    assert "4 slot(s) per thread" in cuda_of(wider) and "2 slot(s)" not in cuda_of(wider)
+
+
+def test_an_edited_shared_padding_changes_the_buffers():
+    text = laid_out_text("matmul").replace("pad=0", "pad=1")
+    cuda = cuda_of(text)
+    assert "shared_dot_a0[2112];" in cuda  # 64 rows of 32 + 1
+    assert "* 33 + kk]" in cuda
+
+
+def test_a_convert_layout_goes_through_shared_memory():
+    cuda = cuda_of(laid_out_text("outer"))
+    before, after = cuda.split("// convert_layout", 1)
+    copy = re.search(r"float\* const (s\d+) = reinterpret_cast<float\*>\(smem \+ 0\);", before)
+    assert copy and before.rstrip().endswith("__syncthreads();")
+    assert re.search(rf"t\d+\[k\] = {copy.group(1)}\[c0\];", after.split("}", 1)[0])
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("edit", [("size_per_thread=[1]", "size_per_thread=[4]"),
+                                  ("size_per_thread=[1]", "size_per_thread=[8]")])
+def test_edited_layouts_build_with_nvcc(edit):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    assert ".entry add_kernel" in compile_ptx(cuda_of(laid_out_text("add").replace(*edit)), "sm_90")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", [
+    "blocked<size_per_thread=[4], threads_per_warp=[32], warps_per_cta=[4], order=[0]>",
+    "blocked<size_per_thread=[2], threads_per_warp=[32], warps_per_cta=[4], order=[0]>",
+])
+def test_an_edited_layout_runs_correctly_on_the_gpu(layout):
+    from mytriton.runtime.cuda_driver import CudaKernel
+
+    text = re.sub(r"#blocked0 = blocked<[^\n]*>", f"#blocked0 = {layout}", laid_out_text("add"))
+    n = 10_007
+    rng = np.random.default_rng(3)
+    x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    out = np.full(n, np.nan, np.float32)
+    CudaKernel(cuda_of(text), "sm_90").launch((-(-n // 256),), [x, y, out, n])
+    np.testing.assert_array_equal(out, x + y)
+
+
+@pytest.mark.gpu
+def test_padded_shared_buffers_give_the_same_matmul_on_the_gpu():
+    from mytriton.runtime.cuda_driver import CudaKernel
+
+    text = laid_out_text("matmul").replace("pad=0", "pad=1")
+    M, N, K = 70, 50, 77
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    CudaKernel(cuda_of(text), "sm_90").launch((-(-M // 64), -(-N // 64)), [a, b, c, M, N, K])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_layout_objects_print_as_the_grammar_reads_them():
+    parent = Blocked((1, 4), (4, 8), (4, 1), (1, 0))
+    assert parent.text() == ("blocked<size_per_thread=[1, 4], threads_per_warp=[4, 8], warps_per_cta=[4, 1], "
+                             "order=[1, 0]>")
+    assert Slice(1, parent).text(lambda p: "#blocked0") == "slice<dim=1, parent=#blocked0>"
+    assert PaddedShared(2).text() == "padded_shared<pad=2, order=[1, 0]>"
