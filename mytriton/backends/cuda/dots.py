@@ -23,10 +23,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element, c_scalar
+from mytriton.backends.cuda.language import CUDA
 from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.ir.ssa import Op
-from mytriton.types import BOOL, F32, I32, SharedType, element_of
+from mytriton.types import F32, I32, SharedType, element_of
 
 if TYPE_CHECKING:
     from mytriton.backends.cuda.emitter import CudaEmitter
@@ -53,8 +54,8 @@ def declare_shared(op: Op) -> tuple[str, str]:
     element = c_scalar(op.attrs["dtype"])
     name = shared_array_name(op)
     padding = f", {buffer.layout.pad} padding element(s) per row" if buffer.layout.pad else ""
-    return name, (f"__shared__ __align__(16) {element} {name}[{buffer_elements(buffer)}];  "
-                  f"// {rows}x{cols}, row-major{padding}")
+    return name, (CUDA.shared_array(element, name, buffer_elements(buffer))
+                  + f"  // {rows}x{cols}, row-major{padding}")
 
 
 def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
@@ -72,7 +73,8 @@ def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
         steps = max(1, total // em.threads)
         name = em.storage[buffer]
         stage = f"{name}_staging"
-        index = "threadIdx.x" if steps == 1 else f"threadIdx.x + s * {em.threads}"
+        tid = em.lang.thread_id
+        index = tid if steps == 1 else f"{tid} + s * {em.threads}"
         guard = total % em.threads != 0 and total < em.threads
         args = {label: as_type(em.scalar_arg(value), I32) for label, value in (
             ("row_offset", row_offset), ("col_offset", col_offset), ("stride", stride),
@@ -83,7 +85,7 @@ def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
         em.line(f"// copy_to_shared{where}: the {rows}x{cols} tile of {base_name} at "
                 f"({args['row_offset']}, {args['col_offset']}) into {name}, {steps} element(s) per thread")
         em.line(f"{element} {stage}[{steps}];")
-        em.line("#pragma unroll")
+        em.line(f"{em.lang.unroll}")
         em.line(f"for (int s = 0; s < {steps}; ++s) {{")
         em.line(f"  const int i = {index};")
         em.line(f"  const int row = {args['row_offset']} + i / {cols};")
@@ -94,7 +96,7 @@ def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
         em.line("}")
         plans.append((name, stage, steps, index, guard, total, cols, row_pitch))
     for name, stage, steps, index, guard, total, cols, row_pitch in plans:
-        em.line("#pragma unroll")
+        em.line(f"{em.lang.unroll}")
         place = index if row_pitch == cols else f"({index}) / {cols} * {row_pitch} + ({index}) % {cols}"
         store = f"{name}[{place}] = {stage}[s];"
         if guard:
@@ -139,18 +141,19 @@ def emit_dot(em: "CudaEmitter", op: Op) -> None:
     col_of = parent.coordinate(cols_dim, "j", positions[cols_dim])
     digits = {rows_dim: "i", cols_dim: "j"}
     slot = layout.slot_of(digits)
-    em.line("#pragma unroll 4")
+    em.line(f"{em.lang.unroll} 4")
     em.line(f"for (int kk = 0; kk < {k}; ++kk) {{")
     em.line(f"  float a_col[{rows}];")
     em.line(f"  float b_row[{cols}];")
-    em.line("  #pragma unroll")
+    em.line(f"  {em.lang.unroll}")
     em.line(f"  for (int i = 0; i < {rows}; ++i) a_col[i] = {_to_f32(f'{a_name}[({row_of}) * {a_pitch} + kk]', a_t)};")
-    em.line("  #pragma unroll")
+    em.line(f"  {em.lang.unroll}")
     em.line(f"  for (int j = 0; j < {cols}; ++j) b_row[j] = {_to_f32(f'{b_name}[kk * {b_pitch} + {col_of}]', b_t)};")
-    em.line("  #pragma unroll")
+    em.line(f"  {em.lang.unroll}")
     em.line(f"  for (int i = 0; i < {rows}; ++i)")
-    em.line("    #pragma unroll")
-    em.line(f"    for (int j = 0; j < {cols}; ++j) {storage}[{slot}] = fmaf(a_col[i], b_row[j], {storage}[{slot}]);")
+    em.line(f"    {em.lang.unroll}")
+    update = em.lang.fma("a_col[i]", "b_row[j]", f"{storage}[{slot}]")
+    em.line(f"    for (int j = 0; j < {cols}; ++j) {storage}[{slot}] = {update};")
     em.line("}")
 
 
@@ -159,7 +162,7 @@ def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object]
     a, b, _ = op.operands
     names = []
     offset = 0
-    em.line("__syncthreads();  // earlier readers of shared memory are done")
+    em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
     for value, label in ((a, "a"), (b, "b")):
         element = c_element(value.type)
         name = f"{label}{em.name(op.results[0])[1:]}_tile"
@@ -172,17 +175,13 @@ def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object]
         em.close_loop(loop, f"dot operand {label}: registers to shared memory")
         offset += _aligned(value.type.numel * element_of(value.type).nbytes)
         names.append(name)
-    em.line("__syncthreads();")
+    em.line(em.lang.barrier)
     em.need_shared(offset, op)
     return names[0], names[1], element_of(a.type), element_of(b.type)
 
 
 def _to_f32(expr: str, t) -> str:
-    if t == F32:
-        return expr
-    if t == BOOL:
-        return f"(float)({expr})"
-    return f"__half2float({expr})" if t.name == "f16" else f"__bfloat162float({expr})"
+    return CUDA.to_float(expr, t)
 
 
 def _aligned(nbytes: int) -> int:

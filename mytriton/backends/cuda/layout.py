@@ -71,7 +71,7 @@ class BlockedLayout:
         return self.tile(d) > self.shape[d]
 
     # ---- C expressions -----------------------------------------------------------
-    def thread_position(self, d: int, tid: str = "threadIdx.x") -> str:
+    def thread_position(self, d: int, tid: str) -> str:
         """Which thread of dimension ``d`` this thread is (C, runtime)."""
         lane_stride = prod(self.threads_per_warp[e] for e in self.order[: self.order.index(d)])
         warp_stride = prod(self.warps_per_cta[e] for e in self.order[: self.order.index(d)])

@@ -3,7 +3,7 @@
 Three steps, each over what the previous one left:
 1. each thread combines its own slots (copies of an element count once);
 2. lanes of a warp that split the reduced dimension exchange partial results
-   with ``__shfl_xor_sync``;
+   with warp shuffles (``__shfl_xor_sync`` in CUDA);
 3. if warps split it too, each warp's partials meet in shared memory.
 The result is left where the reduction's layout says (a slice of the input's
 layout), so reading it back against the tile it came from is local.
@@ -23,9 +23,6 @@ from mytriton.types import element_of
 if TYPE_CHECKING:
     from mytriton.backends.cuda.emitter import CudaEmitter
 
-FULL_MASK = "0xffffffffu"
-
-
 def emit_reduction(em: "CudaEmitter", op: Op, domain: Layout) -> None:
     (x,) = op.operands
     result = op.results[0]
@@ -43,7 +40,7 @@ def emit_reduction(em: "CudaEmitter", op: Op, domain: Layout) -> None:
     where = f"@{op.loc.line}:{op.loc.col}" if op.loc else ""
     em.line(f"// {op.name} {where} of {em.ssa_names.names[x]} along {'all axes' if axis is None else f'axis {axis}'}")
     em.line(f"{ct} {acc}[{out_slots}];")
-    em.line("#pragma unroll")
+    em.line(em.lang.unroll)
     em.line(f"for (int r = 0; r < {out_slots}; ++r) {acc}[r] = {identity};")
 
     # 1. this thread's slots
@@ -67,10 +64,10 @@ def emit_reduction(em: "CudaEmitter", op: Op, domain: Layout) -> None:
         lanes, stride = parent.threads_per_warp[p], parent.lane_stride(p)
         offset = lanes // 2
         while offset >= 1:
-            em.line("#pragma unroll")
+            em.line(em.lang.unroll)
             em.line(f"for (int r = 0; r < {out_slots}; ++r) {acc}[r] = "
                     + reduce_combine(op.name, t, f"{acc}[r]",
-                                     f"__shfl_xor_sync({FULL_MASK}, {acc}[r], {offset * stride})") + ";")
+                                     em.lang.shuffle_xor(f"{acc}[r]", offset * stride)) + ";")
             offset //= 2
 
     # 3. warps
@@ -79,16 +76,17 @@ def emit_reduction(em: "CudaEmitter", op: Op, domain: Layout) -> None:
         warps *= parent.warps_per_cta[p]
     if warps > 1:
         positions = loop.positions
+        tid, warp = em.lang.thread_id, em.lang.warp_size
         warp_index, radix = "0", 1
         lane_zero = []
         for p in reduced:
             count = parent.warps_per_cta[p]
             if count > 1:
-                digit = f"((threadIdx.x / 32 / {parent.warp_stride(p)}) % {count})"
+                digit = f"(({tid} / {warp} / {parent.warp_stride(p)}) % {count})"
                 warp_index = digit if warp_index == "0" else f"{warp_index} + {radix} * {digit}"
                 radix *= count
             if parent.threads_per_warp[p] > 1:
-                lane_zero.append(f"(threadIdx.x % 32 / {parent.lane_stride(p)}) % {parent.threads_per_warp[p]} == 0")
+                lane_zero.append(f"({tid} % {warp} / {parent.lane_stride(p)}) % {parent.threads_per_warp[p]} == 0")
         if out_layout:
             coords = out_layout.coordinates("r", positions)
             out_index = linear_index(coords, result.type.shape)
@@ -96,14 +94,14 @@ def emit_reduction(em: "CudaEmitter", op: Op, domain: Layout) -> None:
             out_index = "0"
         numel = result.type.numel if out_layout else 1
         em.need_shared(numel * warps * (8 if t.bits == 64 else 4), op)
-        em.line("__syncthreads();  // earlier readers of shared memory are done")
+        em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
         em.line(f"{ct}* const {acc}_warps = reinterpret_cast<{ct}*>(smem);")
         store = f"{acc}_warps[({out_index}) * {warps} + {warp_index}] = {acc}[r];"
-        em.line("#pragma unroll")
+        em.line(em.lang.unroll)
         em.line(f"for (int r = 0; r < {out_slots}; ++r) "
                 + (f"if ({' && '.join(lane_zero)}) {store}" if lane_zero else store))
-        em.line("__syncthreads();")
-        em.line("#pragma unroll")
+        em.line(em.lang.barrier)
+        em.line(em.lang.unroll)
         em.line(f"for (int r = 0; r < {out_slots}; ++r) {{")
         em.line(f"  {ct} total = {identity};")
         em.line(f"  for (int w = 0; w < {warps}; ++w) total = "
@@ -115,7 +113,7 @@ def emit_reduction(em: "CudaEmitter", op: Op, domain: Layout) -> None:
     if out_layout:
         storage = em.storage[result]
         em.line(f"{c_element(result.type)} {storage}[{out_slots}];")
-        em.line("#pragma unroll")
+        em.line(em.lang.unroll)
         em.line(f"for (int r = 0; r < {out_slots}; ++r) {storage}[r] = {c_cast(f'{acc}[r]', t, element)};")
     else:
         em.line(f"const {c_element(result.type)} {em.name(result)} = {c_cast(f'{acc}[0]', t, element)};")

@@ -1,0 +1,48 @@
+"""CUDA C++ as a ``CStyleLanguage``: every CUDA spelling the back end uses."""
+from __future__ import annotations
+
+from mytriton.backends.c_style import CStyleLanguage
+from mytriton.types import BF16, F16, ScalarType
+
+FULL_MASK = "0xffffffffu"  # every lane of a warp takes part in a shuffle
+
+
+class CudaLanguage(CStyleLanguage):
+    half_names = {F16: "__half", BF16: "__nv_bfloat16"}
+    kernel_prefix = 'extern "C" __global__ void'
+    thread_id = "threadIdx.x"
+    barrier = "__syncthreads();"
+    shared_prefix = "__shared__ __align__(16)"
+    includes = ("#include <math_constants.h>",)
+    half_includes = ("#include <cuda_fp16.h>", "#include <cuda_bf16.h>")
+    math_f32 = {
+        **CStyleLanguage.math_f32,
+        "rsqrt": "rsqrtf({0})",
+        "sigmoid": "(1.0f / (1.0f + expf(-({0}))))",
+    }
+
+    def program_id(self, axis: int) -> str:
+        return f"(int)blockIdx.{'xyz'[axis]}"
+
+    def num_programs(self, axis: int) -> str:
+        return f"(int)gridDim.{'xyz'[axis]}"
+
+    def kernel_signature(self, symbol: str, params: list[str], threads: int) -> str:
+        # __launch_bounds__ lets nvcc budget registers for exactly this many threads.
+        return f"{self.kernel_prefix} __launch_bounds__({threads}) {symbol}({', '.join(params)})"
+
+    def shuffle_xor(self, value: str, lane_mask: int) -> str:
+        return f"__shfl_xor_sync({FULL_MASK}, {value}, {lane_mask})"
+
+    def from_float(self, expr: str, t: ScalarType) -> str:
+        return f"{'__float2half' if t == F16 else '__float2bfloat16'}({expr})"
+
+    def to_float(self, expr: str, t: ScalarType) -> str:
+        if t == F16:
+            return f"__half2float({expr})"
+        if t == BF16:
+            return f"__bfloat162float({expr})"
+        return super().to_float(expr, t)
+
+
+CUDA = CudaLanguage()
