@@ -40,7 +40,8 @@ COMMANDS: dict[str, list[list[str]]] = {
                ["run", "--backend", "interp"]],
     "bundle": [["trace"]],
     "tree": [["lower"]],
-    "ssa": [["verify"], ["opt"], ["stage-dots"], ["emit-cuda"]],
+    "ssa": [["verify"], ["opt"], ["stage-dots"], ["layouts"], ["emit-cuda"]],
+    "laid_out": [["verify"], ["emit-cuda"]],
 }
 TRACING = ("trace", "compile", "run")  # commands that take -D, -s, -k
 
@@ -96,9 +97,10 @@ def stage_seeds(label: str, source: str, file: str, options: Any, trace_args: li
     seeds = [Seed("kernel", f"{label}.py", source, trace_args)]
     bundle = pipeline.parse(source, file, options.kernel)
     seeds.append(Seed("bundle", f"{label} bundle", bundle, trace_args))
-    for emit in ("tree", "ssa", "opt", "staged"):
+    kinds = {"tree": "tree", "ssa": "ssa", "opt": "ssa", "staged": "ssa", "layouts": "laid_out"}
+    for emit, kind in kinds.items():
         text = pipeline.compile_source(source, file, emit, options)
-        seeds.append(Seed("tree" if emit == "tree" else "ssa", f"{label} {emit}", text))
+        seeds.append(Seed(kind, f"{label} {emit}", text))
     return seeds
 
 
