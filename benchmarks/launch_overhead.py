@@ -36,8 +36,7 @@ def main() -> None:
     add = load_sample("add").add_kernel
     text, _, _ = add.source()
     options = pipeline.Options(kernel="add_kernel", signature="*fp32, *fp32, *fp32, i32")
-    compiled = CudaKernel(pipeline.emit_cuda(pipeline.stage_dots(pipeline.source_to_ssa(text, add.file, options)),
-                                             options))
+    compiled = CudaKernel(pipeline.to_cuda(pipeline.source_to_ssa(text, add.file, options), options))
     pointers = [t.data_ptr() for t in (x, y, out)]
     rows = [
         ("PyCUDA prepared_async_call", lambda: compiled.function.prepared_async_call(
