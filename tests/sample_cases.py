@@ -125,10 +125,6 @@ def _ragged(n_rows=23):
     return make
 
 
-def _grid_rows(block_m):
-    return lambda meta: (mytriton.cdiv(meta["n_rows"], meta.get("BLOCK_M", block_m)),)
-
-
 CASES: dict[str, Case] = {
     "add": Case("add", "add_kernel", _elementwise(lambda x, y: x + y, 2),
                 lambda m: (mytriton.cdiv(m["n"], m["BLOCK"]),)),
