@@ -15,13 +15,12 @@ demo: install
 	$(MYTRITON) compile samples/add.py --emit=cuda
 	$(PYTHON) samples/demo.py
 
-# pytest, then the pass and stage tests as text (tests/lit: FileCheck under lit;
-# -s -v prints each failing file's commands and FileCheck's diagnostics).
+# pytest runs the lit suite too (tests/lit: the pass and stage tests as text,
+# checked by FileCheck): tests/test_lit.py makes each lit file one test.
 test: install
 	$(PYTHON) -m pytest -q
-	$(LIT) -s -v tests/lit
 
-# The lit suite on its own.
+# The lit suite on its own (-v prints each failing file's commands and FileCheck's report).
 lit:
 	$(LIT) -s -v tests/lit
 
