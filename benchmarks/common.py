@@ -3,7 +3,6 @@ kernel source under Triton (imports swapped) in the same process."""
 from __future__ import annotations
 
 import importlib.util
-import os
 import statistics
 import sys
 import tempfile
@@ -67,7 +66,3 @@ def triton_available() -> bool:
         return True
     except Exception:
         return False
-
-
-def env_flag(name: str) -> str | None:
-    return os.environ.get(name)

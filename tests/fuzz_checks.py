@@ -169,10 +169,3 @@ def check_interpreter(gk: GeneratedKernel, seed: int = 0) -> None:
         for label in ("optimised", "staged"):
             assert_close(gk, results[label][index], base, f"{name} {label} against lowered")
         assert_close(gk, base, expected[index], f"{name} against the NumPy reference")
-
-
-def check_all(gk: GeneratedKernel, seed: int = 0) -> None:
-    check_roundtrip(gk)
-    check_text_chain(gk)
-    check_passes(gk, random.Random(seed))
-    check_interpreter(gk, seed)

@@ -134,10 +134,6 @@ def _outer(M=37, N=150):
     return make
 
 
-def _grid_rows(block_m):
-    return lambda meta: (mytriton.cdiv(meta["n_rows"], meta.get("BLOCK_M", block_m)),)
-
-
 CASES: dict[str, Case] = {
     "outer": Case("outer", "outer_kernel", _outer(),
                   lambda m: (mytriton.cdiv(m["M"], m["BM"]), mytriton.cdiv(m["N"], m["BN"]))),

@@ -283,6 +283,20 @@ def test_brackets_inside_quoted_strings_do_not_count_as_nesting():
     check_text_limits('"' + "(" * (limits.MAX_IR_NESTING + 1) + '"', "k.ssa")
 
 
+def test_brackets_in_comments_do_not_count_as_nesting():
+    from mytriton.ir.text_common import check_text_limits
+
+    # FileCheck lines in a lit test: each opens a brace it never closes.
+    check_text_limits("// CHECK: for %1 in range(0, n, 1) {\n" * (limits.MAX_LOOP_NESTING + 2), "k.ssa")
+    check_text_limits('"//"' + "// " + "(" * (limits.MAX_IR_NESTING + 1) + "\n", "k.ssa")
+
+
+def test_closing_brackets_in_a_comment_do_not_hide_deeper_nesting(tmp_path):
+    text = "// " + ")" * (2 * limits.MAX_IR_NESTING) + "\n" + tuple_attr_ssa(limits.MAX_IR_NESTING + 1)
+    col = len("  %0 = full 0, shape=") + limits.MAX_IR_NESTING
+    refused(tmp_path, "k.ssa", text, ["verify", "{in}", "-o", "{out}"], "MAX_IR_NESTING", 3, col)
+
+
 def test_loops_nested_deeper_than_the_limit_are_refused(tmp_path):
     n = limits.MAX_LOOP_NESTING + 1
     lines = ['kernel k(n: i32) @"k.py":1:1 {']

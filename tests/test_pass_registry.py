@@ -1,13 +1,11 @@
-"""The pass registry and the passes run together through the pass manager."""
+"""The pass registry and the passes run together through the pass manager
+(the SSA they make together: tests/lit/opt/)."""
 from __future__ import annotations
-
-from textwrap import dedent
 
 import numpy as np
 
 from conftest import kernel_source, ssa_of
 from mytriton.backends.interp import run_kernel
-from mytriton.ir.ssa_text import parse_kernel, print_kernel
 from mytriton.passes import REGISTRY, get_pass
 from mytriton.passes.manager import run_passes
 
@@ -23,46 +21,6 @@ def test_every_pass_has_a_one_line_summary():
     for key in REGISTRY:
         summary = get_pass(key).summary
         assert summary and "\n" not in summary
-
-
-def test_the_optimisers_run_together_and_verify():
-    kernel = parse_kernel(dedent("""\
-        kernel k(x: ptr<f32>, n: i32) @"k.py":1:1 {
-          %0 = arange start=0, end=4 : vector<4 x i32> @2:5
-          %1 = cmp_lt %0, n : vector<4 x bool> @3:5
-          %5, %6 = for %2 in range(0, n, 1) iter_args(%3 = 0.0, %4 = 0) : f32, i32 @4:5 {
-            %7 = mul 2, 4 : i32 @5:9
-            %8 = mul %0, %7 : vector<4 x i32> @6:9
-            %9 = add %8, %2 : vector<4 x i32> @7:9
-            %10 = cmp_lt %0, n : vector<4 x bool> @8:9
-            %11 = addptr x, %9 : vector<4 x ptr<f32>> @9:9
-            %12 = load %11, %10, 0.0 : vector<4 x f32> @9:9
-            %13 = sum %12, axis=0 : f32 @10:9
-            %14 = add %3, %13 : f32 @10:9
-            %15 = add %4, 1 : i32 @11:9
-            yield %14, %15 @4:5
-          }
-          %16 = addptr x, %0 : vector<4 x ptr<f32>> @12:5
-          store %16, %5, %1 @12:5
-        }
-        """))
-    assert print_kernel(run_passes(kernel, OPTIMISERS)) == dedent("""\
-        kernel k(x: ptr<f32>, n: i32) @"k.py":1:1 {
-          %0 = arange start=0, end=4 : vector<4 x i32> @2:5
-          %1 = cmp_lt %0, n : vector<4 x bool> @3:5
-          %2 = mul %0, 8 : vector<4 x i32> @6:9
-          %10 = for %3 in range(0, n, 1) iter_args(%4 = 0.0) : f32 @4:5 {
-            %5 = add %2, %3 : vector<4 x i32> @7:9
-            %6 = addptr x, %5 : vector<4 x ptr<f32>> @9:9
-            %7 = load %6, %1, 0.0 : vector<4 x f32> @9:9
-            %8 = sum %7, axis=0 : f32 @10:9
-            %9 = add %4, %8 : f32 @10:9
-            yield %9 @4:5
-          }
-          %11 = addptr x, %0 : vector<4 x ptr<f32>> @12:5
-          store %11, %10, %1 @12:5
-        }
-        """)
 
 
 MATMUL = """

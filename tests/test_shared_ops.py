@@ -1,7 +1,8 @@
 """The shared-memory ops the stage-dots pass writes (``shared_alloc``,
 ``copy_to_shared``, ``barrier``, ``dot_shared``) and the ``shared<RxC x T>``
-type: how they read and print, what the verifier accepts and refuses, how
-the optimisation passes treat them, and what the interpreter does with them.
+type: how they read and print, what the verifier accepts and refuses, and
+what the interpreter does with them. How the passes treat them is checked as
+text in tests/lit/ (cse/, dce/, licm/ and opt/).
 """
 from __future__ import annotations
 
@@ -14,8 +15,6 @@ from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa_text import parse_kernel, print_kernel
 from mytriton.ir.text_common import format_attr, parse_type
-from mytriton.passes import DEFAULT_PIPELINE
-from mytriton.passes.manager import run_passes
 from mytriton.passes.verify import verify
 from mytriton.types import F16, F32, SharedType
 
@@ -220,75 +219,6 @@ def test_the_parser_checks_arities_and_attributes(old, new, message):
     with pytest.raises(CompileError) as info:
         parse_kernel(edit(old, new), "<test>")
     assert message in info.value.message
-
-
-# ---- the optimisation passes -----------------------------------------------------------------------
-
-
-def test_the_default_pipeline_leaves_staged_ssa_alone():
-    kernel = run_passes(parse_kernel(STAGED, "<test>"), DEFAULT_PIPELINE)
-    assert print_kernel(kernel) == STAGED
-
-
-def test_cse_merges_neither_allocations_nor_reads_of_shared_memory():
-    # Two equal allocations are two buffers; two equal dot_shared read the
-    # buffer before and after a copy.
-    text = dedent("""\
-        kernel k(a: ptr<f32>, K: i32) @"k.py":1:1 {
-          %0 = shared_alloc name="x", shape=(16, 16), dtype=f32 : shared<16x16 x f32> @2:5
-          %1 = shared_alloc name="y", shape=(16, 16), dtype=f32 : shared<16x16 x f32> @3:5
-          copy_to_shared %0, a, 0, 0, K, K, K, 0.0 @4:5
-          copy_to_shared %1, a, 0, 0, K, K, K, 0.0 @4:5
-          barrier @5:5
-          %2 = dot_shared %0, %1, none : block<16x16 x f32> @6:5
-          copy_to_shared %0, a, 16, 0, K, K, K, 0.0 @7:5
-          barrier @8:5
-          %3 = dot_shared %0, %1, none : block<16x16 x f32> @9:5
-          %4 = add %2, %3 : block<16x16 x f32> @10:5
-          %5 = arange start=0, end=16 : vector<16 x i32> @11:5
-          %6 = expand_dims %5, axis=1 : block<16x1 x i32> @11:5
-          %7 = expand_dims %5, axis=0 : block<1x16 x i32> @11:5
-          %8 = mul %6, 16 : block<16x1 x i32> @11:5
-          %9 = add %8, %7 : block<16x16 x i32> @11:5
-          %10 = addptr a, %9 : block<16x16 x ptr<f32>> @11:5
-          store %10, %4, none @12:5
-        }
-    """)
-    assert print_kernel(run_passes(parse_kernel(text, "<test>"), ["cse"])) == text
-
-
-def test_licm_does_not_hoist_dot_shared_out_of_its_loop():
-    # Every operand of the dot_shared is defined outside the loop, but the
-    # copy before it in the loop changes what it reads.
-    text = dedent("""\
-        kernel k(a: ptr<f32>, K: i32) @"k.py":1:1 {
-          %0 = shared_alloc name="x", shape=(16, 16), dtype=f32 : shared<16x16 x f32> @2:5
-          %1 = full 0.0, shape=(16, 16), dtype=f32 : block<16x16 x f32> @3:5
-          %6 = for %2 in range(0, K, 16) iter_args(%3 = %1) : block<16x16 x f32> @4:5 {
-            copy_to_shared %0, a, 0, %2, K, 16, K, 0.0 @5:9
-            barrier @6:9
-            %4 = dot_shared %0, %0, none : block<16x16 x f32> @7:9
-            barrier @7:9
-            %5 = add %3, %4 : block<16x16 x f32> @8:9
-            yield %5 @4:5
-          }
-          %7 = arange start=0, end=16 : vector<16 x i32> @9:5
-          %8 = expand_dims %7, axis=1 : block<16x1 x i32> @9:5
-          %9 = expand_dims %7, axis=0 : block<1x16 x i32> @9:5
-          %10 = mul %8, 16 : block<16x1 x i32> @9:5
-          %11 = add %10, %9 : block<16x16 x i32> @9:5
-          %12 = addptr a, %11 : block<16x16 x ptr<f32>> @9:5
-          store %12, %6, none @10:5
-        }
-    """)
-    assert print_kernel(run_passes(parse_kernel(text, "<test>"), ["licm"])) == text
-
-
-def test_dce_drops_an_unused_allocation_and_keeps_copies():
-    text = edit('%1 = shared_alloc name="dot_b0", shape=(16, 32), dtype=f32 : shared<16x32 x f32> @3:5\n',
-                '%1 = shared_alloc name="dot_b0", shape=(16, 32), dtype=f32 : shared<16x32 x f32> @3:5\n'
-                '  %99 = shared_alloc name="unused", shape=(16, 16), dtype=f32 : shared<16x16 x f32> @3:5\n')
-    assert print_kernel(run_passes(parse_kernel(text, "<test>"), ["dce"])) == STAGED
 
 
 # ---- the interpreter -----------------------------------------------------------------------------

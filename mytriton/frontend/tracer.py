@@ -26,8 +26,6 @@ from mytriton.limits import (
 )
 from mytriton.types import ScalarType, Type, int_literal_type
 
-Number = bool | int | float
-
 
 class Region:
     """The statements of one region being traced, the expressions created in

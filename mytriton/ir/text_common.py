@@ -30,6 +30,11 @@ _MAX_DIM = 2**31 - 1
 _MAX_POSITION = 2**31 - 1
 
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+# What the nesting count skips: quoted strings and `//` line comments (the
+# grammars ignore COMMENT), whichever starts first, so that a comment's
+# brackets neither hide real nesting nor count as nesting (a FileCheck line
+# `// CHECK: for ... {` opens no loop).
+_NOT_CODE = re.compile(_STRING.pattern + r"|//[^\n]*")
 _BRACKET = re.compile(r"[()\[\]{}]")
 
 # ---- printing -------------------------------------------------------------------
@@ -334,9 +339,9 @@ def parse_type(text: str, file: str = "<type>") -> Type:
 def check_text_limits(text: str, file: str) -> None:
     """Refuse IR text whose brackets nest deeper than MAX_IR_NESTING (or
     MAX_LOOP_NESTING loops) before the parser recurses into it (brackets in
-    quoted strings do not count). Integers are bounded where they are read
-    (``TextReader.integer``)."""
-    code = _STRING.sub(_blank, text)
+    quoted strings and comments do not count). Integers are bounded where
+    they are read (``TextReader.integer``)."""
+    code = _NOT_CODE.sub(_blank, text)
     depth = regions = 0
     for match in _BRACKET.finditer(code):
         bracket = match.group()
@@ -360,5 +365,5 @@ def _text_loc(text: str, file: str, offset: int) -> Location:
 
 
 def _blank(match: re.Match) -> str:
-    """A quoted string as spaces (offsets, and so locations, are kept)."""
+    """A quoted string or a comment as spaces (offsets, and so locations, are kept)."""
     return " " * len(match.group())

@@ -1,0 +1,59 @@
+"""The lit suite (tests/lit/: pass and stage tests as IR text, checked by
+FileCheck) inside pytest, so that every run of the test suite runs it too:
+lit runs once over the whole folder, and each of its files is one test here,
+which fails with lit's report for that file (the commands it ran and what
+FileCheck said). `make lit` runs lit on its own."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+
+import pytest
+
+from conftest import ROOT
+
+LIT_DIR = ROOT / "tests" / "lit"
+SUFFIXES = (".ssa", ".tree", ".py")  # as lit.cfg.py has them
+SUITE = "mytriton"  # lit.cfg.py's config.name: lit reports a file as SUITE.folder / name
+LIT_SECONDS = 900
+
+
+def lit_files() -> list[str]:
+    return sorted(path.relative_to(LIT_DIR).as_posix() for path in LIT_DIR.rglob("*")
+                  if path.suffix in SUFFIXES and path.name != "lit.cfg.py" and "Output" not in path.parts)
+
+
+@pytest.fixture(scope="session")
+def lit_reports(request, tmp_path_factory) -> dict[str, str | None]:
+    """Each file lit ran: None when it passed, else lit's report. lit runs
+    the files this session selected (all of them unless `-k` chose fewer)."""
+    selected = [item.callspec.params["name"] for item in request.session.items
+                if getattr(item, "originalname", None) == "test_lit"]
+    xml = tmp_path_factory.mktemp("lit") / "results.xml"
+    run = subprocess.run([sys.executable, "-c", "import lit.main; lit.main.main()", "-q",
+                          "--xunit-xml-output", str(xml), *(str(LIT_DIR / name) for name in selected)],
+                         capture_output=True, text=True, timeout=LIT_SECONDS)
+    assert xml.exists(), f"lit wrote no results (exit {run.returncode}):\n{run.stdout}\n{run.stderr}"
+    reports: dict[str, str | None] = {}
+    for case in ElementTree.parse(xml).iter("testcase"):
+        folder = case.get("classname").removeprefix(SUITE).lstrip(".").replace(".", "/")
+        problem = case.find("failure")
+        if problem is None:
+            problem = case.find("skipped")
+        name = f"{folder}/{case.get('name')}" if folder else case.get("name")
+        reports[name] = None if problem is None else (problem.text or problem.get("message") or "failed")
+    return reports
+
+
+def test_the_lit_suite_has_a_file_per_pass_and_stage():
+    folders = {name.split("/")[0] for name in lit_files()}
+    assert folders >= {"cse", "dce", "fold", "licm", "opt", "stage-dots", "verify", "lower", "trace"}
+
+
+@pytest.mark.parametrize("name", lit_files())
+def test_lit(name, lit_reports):
+    assert name in lit_reports, f"lit did not run tests/lit/{name}"
+    report = lit_reports[name]
+    if report is not None:
+        pytest.fail(f"tests/lit/{name} failed:\n{report}", pytrace=False)
