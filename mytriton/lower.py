@@ -103,8 +103,8 @@ class Lowerer:
         self.block = block
         for stmt in stmts:
             if isinstance(stmt, Let):
-                if stmt.node.op == "load":
-                    self.expr(stmt.node)
+                if opdefs.reads_memory(stmt.node.op) or opdefs.has_effect(stmt.node.op):
+                    self.expr(stmt.node)  # anchored: memory may change after this point
             elif isinstance(stmt, Effect):
                 self.expr(stmt.node)
             elif isinstance(stmt, ForRange):

@@ -40,6 +40,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from mytriton.diagnostics import CompileError
+from mytriton.ir import opdefs
 from mytriton.ir.ssa import (
     Block, Const, Kernel, Op, Operand, Param, Value, for_body, for_bounds, for_carried,
     for_index, for_inits, for_yield, walk,
@@ -360,65 +361,23 @@ def _expand_dims(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
 # ---- elementwise ---------------------------------------------------------------------------
 
 
-def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer division rounding toward zero, as in C (x / 0 gives garbage)."""
-    q = np.floor_divide(a, b)
-    r = a - q * b
-    return np.where((r != 0) & ((a < 0) != (b < 0)), q + 1, q)
+# The ops the op table gives NumPy semantics (the ones folding evaluates too).
+_SEMANTICS = {name: d for name, d in opdefs.OPS.items() if d.semantics is not None}
 
 
-def _rsqrt(x: np.ndarray) -> np.ndarray:
-    return 1 / np.sqrt(x)
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1 / (1 + np.exp(-x))
-
-
-# Ops computed in their result's element type.
-_ARITH: dict[str, Callable[..., np.ndarray]] = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-    "floordiv": _trunc_div, "mod": np.fmod,  # fmod: the remainder takes the dividend's sign
-    "maximum": np.maximum, "minimum": np.minimum,
-    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,  # logical on bools
-    "neg": np.negative, "abs": np.abs, "not": np.invert,  # invert: logical not on bools
-}
-
-# Ops computed in the promoted type of their operands, giving bool.
-_COMPARE: dict[str, Callable[..., np.ndarray]] = {
-    "cmp_lt": np.less, "cmp_le": np.less_equal, "cmp_gt": np.greater,
-    "cmp_ge": np.greater_equal, "cmp_eq": np.equal, "cmp_ne": np.not_equal,
-}
-
-# Math functions, computed in at least float32 and given in the result type.
-_MATH: dict[str, Callable[..., np.ndarray]] = {
-    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
-    "rsqrt": _rsqrt, "sin": np.sin, "cos": np.cos, "floor": np.floor, "ceil": np.ceil,
-    "sigmoid": _sigmoid,
-}
-
-
-@handles(*_ARITH)
-def _arith(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+@handles(*_SEMANTICS)
+def _elementwise(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    opdef = _SEMANTICS[op.name]
     t = op.result.type
-    dtype, rank = np_dtype(t), _rank(t)
-    return _ARITH[op.name](*(st.get(x, dtype, rank) for x in op.operands))
-
-
-@handles(*_COMPARE)
-def _compare(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
-    a, b = op.operands
-    dtype = np_dtype(promote(element_of(_operand_type(a)), element_of(_operand_type(b))))
-    rank = _rank(op.result.type)
-    return _COMPARE[op.name](st.get(a, dtype, rank), st.get(b, dtype, rank))
-
-
-@handles(*_MATH)
-def _math(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
-    (x,) = op.operands
-    t = op.result.type
-    compute = np.promote_types(np_dtype(t), np.float32)
-    return _MATH[op.name](st.get(x, compute, _rank(t)))
+    rank = _rank(t)
+    if opdef.computes_in == "operands":  # comparisons: in the operands' common type, giving bool
+        a, b = op.operands
+        dtype = np_dtype(promote(element_of(_operand_type(a)), element_of(_operand_type(b))))
+    elif opdef.computes_in == "float":  # math functions: in at least float32
+        dtype = np.promote_types(np_dtype(t), np.float32)
+    else:
+        dtype = np_dtype(t)
+    return opdef.semantics(np, *(st.get(x, dtype, rank) for x in op.operands))
 
 
 @handles("where")

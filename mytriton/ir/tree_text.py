@@ -22,7 +22,13 @@ INDENT = "  "
 
 # Tree-only spellings: ``add`` of a pointer becomes ``addptr`` when lowered,
 # so the tree accepts every SSA op but the structural ones.
-TREE_OPS = {name: d for name, d in opdefs.OPS.items() if name not in ("for", "yield")}
+TREE_OPS = {name: d for name, d in opdefs.OPS.items() if not d.control}
+
+
+def _has_effect(name: str) -> bool:
+    """Whether an op may stand as a statement on its own: it writes memory or synchronises."""
+    return opdefs.writes_memory(name) or opdefs.synchronises(name)
+
 
 # ---- printing ---------------------------------------------------------------------
 
@@ -208,7 +214,7 @@ class _TreeReader(TextReader):
                 out.append(Let(expr))
             elif kind == "effect":
                 node = self.call(stmt, scope)
-                if node.op != "store":
+                if not _has_effect(node.op):
                     raise self.error(f"'{node.op}' has no effect; bind it with 'let' or use it", stmt)
                 out.append(Effect(node))
             elif kind == "yield_stmt":

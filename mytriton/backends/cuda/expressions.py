@@ -28,11 +28,72 @@ Arg = CValue | Const | None
 
 _CMP = {"cmp_lt": "<", "cmp_le": "<=", "cmp_gt": ">", "cmp_ge": ">=", "cmp_eq": "==", "cmp_ne": "!="}
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "/", "mod": "%", "xor": "^"}
-_MATH_F32 = {
+# Math functions, computed in f32: one spelling per op of the op table's
+# math group (a new ``tl.<name>`` is a row in ir/opdefs.py and one here).
+MATH_SPELLINGS = {
     "exp": "expf({0})", "exp2": "exp2f({0})", "log": "logf({0})", "log2": "log2f({0})",
     "sqrt": "sqrtf({0})", "rsqrt": "rsqrtf({0})", "sin": "sinf({0})", "cos": "cosf({0})",
     "floor": "floorf({0})", "ceil": "ceilf({0})", "sigmoid": "(1.0f / (1.0f + expf(-({0}))))",
 }
+
+# Ops whose one element ``render`` spells, besides the math functions.
+EXPRESSION_OPS = frozenset({
+    "program_id", "num_programs", "full", "addptr", "cast", "where", *_CMP, *_BINARY,
+    "neg", "abs", "not", "maximum", "minimum", "and", "or",
+})
+
+# Ops the emitter writes as statements of their own rather than as one
+# element's expression, and where.
+STATEMENT_OPS = {
+    "load": "emitter.py: a guarded read of the tile (load_expr)",
+    "store": "emitter.py: a guarded write of the tile",
+    "arange": "slots.py: each element's index along the tile",
+    "expand_dims": "slots.py: a re-indexing of its operand",
+    "sum": "reductions.py, with reduce_identity and reduce_combine",
+    "max": "reductions.py, with reduce_identity and reduce_combine",
+    "min": "reductions.py, with reduce_identity and reduce_combine",
+    "dot": "dots.py: operands through shared scratch, then an FMA loop",
+    "dot_shared": "dots.py: a product of two shared buffers",
+    "shared_alloc": "dots.py: a __shared__ array at kernel scope",
+    "copy_to_shared": "dots.py: a cooperative copy",
+    "barrier": "emitter.py: __syncthreads()",
+    "for": "emitter.py: a C for loop",
+    "yield": "emitter.py: the loop's carried assignments",
+}
+
+# Ops the CUDA backend refuses, and why (none today).
+REFUSED: dict[str, str] = {}
+
+
+def lowering(name: str) -> str | None:
+    """How the CUDA backend lowers the op ``name``: "math", "expression",
+    "statement" or "refused"; None where it has no lowering."""
+    if name in MATH_SPELLINGS:
+        return "math"
+    if name in EXPRESSION_OPS:
+        return "expression"
+    if name in STATEMENT_OPS:
+        return "statement"
+    if name in REFUSED:
+        return "refused"
+    return None
+
+
+def _called(spelling: str) -> set[str]:
+    """The C functions a spelling calls: each name right before a '('."""
+    names, word = set(), ""
+    for ch in spelling:
+        if ch.isalnum() or ch == "_":
+            word += ch
+            continue
+        if ch == "(" and word and not word[0].isdigit():
+            names.add(word)
+        word = ""
+    return names
+
+
+# The C functions the math spellings call (a parameter of that name would hide one).
+MATH_CALLED = frozenset(name for spelling in MATH_SPELLINGS.values() for name in _called(spelling))
 
 
 def compute_type(t: ScalarType | WeakType) -> ScalarType:
@@ -84,7 +145,9 @@ def render(op: Op, args: list[Arg]) -> str:
 
 def _arith(name: str, t: ScalarType, args: list[str], op: Op) -> str:
     if name in MATH_FUNCTIONS:
-        return _MATH_F32[name].format(args[0])
+        if name not in MATH_SPELLINGS:
+            raise CompileError(f"the CUDA backend has no spelling for the math function '{name}'", op.loc)
+        return MATH_SPELLINGS[name].format(args[0])
     if name == "neg":
         return f"(-{args[0]})"
     if name == "abs":
