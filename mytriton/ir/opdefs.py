@@ -498,6 +498,12 @@ _COMPARE: dict[str, Semantics] = {
     "cmp_ne": lambda np, a, b: np.not_equal(a, b),
 }
 
+def _erf(np: Any, x: Any) -> Any:
+    """erf, which NumPy lacks: the double-precision libm's, rounded to ``x``'s type."""
+    dtype = np.result_type(x)
+    return np.vectorize(math.erf, otypes=[np.float64])(x).astype(dtype)
+
+
 # Elementwise math functions of one float: (semantics, whether it folds). Only
 # the exact ones fold; the others are computed by the device's libm, which may
 # differ from NumPy's by an ulp. tl.<name> is made for each (language and
@@ -515,6 +521,8 @@ _MATH: dict[str, tuple[Semantics, bool]] = {
     "floor": (lambda np, x: np.floor(x), True),
     "ceil": (lambda np, x: np.ceil(x), True),
     "sigmoid": (lambda np, x: 1 / (1 + np.exp(-x)), False),
+    "erf": (_erf, False),
+    "tanh": (lambda np, x: np.tanh(x), False),
 }
 
 # ---- the table ----------------------------------------------------------------
