@@ -345,3 +345,39 @@ def test_fold_is_idempotent():
         }
         """)
     assert fold(once) == once
+
+
+def test_exact_math_functions_fold_and_inexact_ones_stay():
+    # floor and ceil are exact in f32; the device's erff and tanhf may differ
+    # from NumPy's by an ulp, so only the interpreter computes those.
+    assert fold("""\
+        kernel k(x: ptr<f32>) @"k.py":1:1 {
+          %0 = floor -2.5 : f32 @2:5
+          %1 = ceil 7 : f32 @3:5
+          %2 = erf 0.5 : f32 @4:5
+          %3 = tanh 1.0 : f32 @5:5
+          %4 = add %0, %1 : f32 @6:5
+          %5 = add %2, %3 : f32 @7:5
+          %6 = add %4, %5 : f32 @8:5
+          store x, %6, none @9:5
+        }
+        """) == dedent("""\
+        kernel k(x: ptr<f32>) @"k.py":1:1 {
+          %0 = erf 0.5 : f32 @4:5
+          %1 = tanh 1.0 : f32 @5:5
+          %2 = add %0, %1 : f32 @7:5
+          %3 = add 4.0, %2 : f32 @8:5
+          store x, %3, none @9:5
+        }
+        """)
+
+
+def test_folding_evaluates_the_interpreters_semantics():
+    from mytriton.ir import opdefs
+    from mytriton.passes.fold import evaluate
+    from mytriton.types import F32, I32
+
+    assert evaluate(opdefs.OPS["floordiv"], [-7, 2], I32) == -3  # toward zero, as C
+    assert evaluate(opdefs.OPS["mod"], [-7, 2], I32) == -1
+    assert evaluate(opdefs.OPS["add"], [2**31 - 1, 1], I32) == -2**31  # wraps
+    assert evaluate(opdefs.OPS["div"], [1.0, 3.0], F32) == 0.3333333432674408  # f32 rounding

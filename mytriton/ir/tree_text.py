@@ -20,9 +20,12 @@ from mytriton.ir.tree import (
 
 INDENT = "  "
 
-# Tree-only spellings: ``add`` of a pointer becomes ``addptr`` when lowered,
-# so the tree accepts every SSA op but the structural ones.
-TREE_OPS = {name: d for name, d in opdefs.OPS.items() if not d.control}
+def tree_op(name: str) -> opdefs.OpDef | None:
+    """The op a tree call names. Tree-only spellings: ``add`` of a pointer
+    becomes ``addptr`` when lowered, so the tree accepts every SSA op but the
+    structural ones (``for``, ``yield``)."""
+    opdef = opdefs.lookup(name)
+    return None if opdef is None or opdef.control else opdef
 
 
 def _has_effect(name: str) -> bool:
@@ -300,7 +303,7 @@ class _TreeReader(TextReader):
     def call(self, tree: lark.Tree, scope: _Scope) -> Node:
         name, *rest = tree.children
         loc = rest[-1]
-        opdef = TREE_OPS.get(str(name))
+        opdef = tree_op(str(name))
         if opdef is None:
             raise self.error(f"unknown operation '{name}'", name)
         args: list[Arg] = []

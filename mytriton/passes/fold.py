@@ -31,7 +31,7 @@ from mytriton.ir.ssa import (
     Const, Kernel, Op, Operand, Value, erase_op, for_bounds, for_carried, for_inits, use_counts,
     values_used, walk,
 )
-from mytriton.lower import carried_type_fits
+from mytriton.ir.literals import carried_type_fits
 from mytriton.types import BOOL, F32, I32, PointerType, ScalarType, Type, TypeRuleError, concrete, element_of, promote
 
 # The types a weak literal stands for exactly wherever it is used (i32 and an

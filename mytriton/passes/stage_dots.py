@@ -149,8 +149,9 @@ def match_dot(defs: Definitions, dot: Op) -> DotPlan | NotCanonical:
         tile = match_operand(defs, value)
         if isinstance(tile, NotCanonical):
             return NotCanonical(f"operand {label}: {tile.reason}")
-        if _store_between(defs, tile.load, dot) is not None:
-            return NotCanonical(f"operand {label}: a store may run between the load and the dot")
+        writer = _store_between(defs, tile.load, dot)
+        if writer is not None:
+            return NotCanonical(f"operand {label}: a {writer.name} may run between the load and the dot")
         tiles.append(tile)
     return DotPlan(dot, tiles[0], tiles[1])
 
