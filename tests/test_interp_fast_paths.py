@@ -146,3 +146,27 @@ def test_a_store_to_a_read_only_array_is_refused_on_the_fast_path(rng):
     """)
     with pytest.raises(CompileError, match="store to 'out_ptr': the array is read-only"):
         run_kernel(kernel, (1,), [x, out])
+
+
+def test_a_float_plus_an_arange_is_computed_lane_by_lane(rng):
+    out = np.zeros(16, np.float32)
+    kernel = build("""
+    @mytriton.jit
+    def shifted(out_ptr, start):
+        offs = tl.arange(0, 16)
+        tl.store(out_ptr + offs, start + offs)
+    """, signature="*fp32, fp32")
+    run_kernel(kernel, (1,), [out, 16777216.0])  # 2**24: odd lanes round in f32
+    np.testing.assert_array_equal(out, np.float32(16777216.0) + np.arange(16, dtype=np.float32))
+
+
+def test_a_ramp_compared_with_a_float_bound_is_computed_lane_by_lane(rng):
+    out = np.zeros(16, np.int32)
+    kernel = build("""
+    @mytriton.jit
+    def below(out_ptr, bound):
+        offs = tl.arange(0, 16)
+        tl.store(out_ptr + offs, tl.where(offs < bound, 1, 0))
+    """, signature="*i32, fp32")
+    run_kernel(kernel, (1,), [out, 7.5])
+    np.testing.assert_array_equal(out, (np.arange(16) < 7.5).astype(np.int32))

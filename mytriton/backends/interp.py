@@ -452,8 +452,8 @@ def _ramp_start(st: _State, operand: Operand) -> np.ndarray | None:
     one scalar per program, any number of them added): each program's first
     element, as int64 of shape ``(P,)``; None for any other value. Found
     from the ops that made it (static) and the scalars' values (small)."""
-    if not isinstance(operand, OpResult) or _rank(operand.type) != 1:
-        return None
+    if not isinstance(operand, OpResult) or _rank(operand.type) != 1 or np_dtype(operand.type).kind != "i":
+        return None  # a float ramp (0.5 + arange) rounds: it is computed lane by lane
     op = operand.op
     if op.name == "arange":
         return np.full(st.P, op.attrs["start"], dtype=np.int64)
