@@ -9,80 +9,15 @@ reported at the kernel source line of the expression.
 """
 from __future__ import annotations
 
-import math
-
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
+from mytriton.ir.literals import carried_type_fits, literal_conversion_error, operand_type
 from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Param, make_for
 from mytriton.ir.tree import (
     Arg, Effect, Expr, ForRange, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
     TreeKernel, Yield,
 )
-from mytriton.ir.text_common import format_literal
-from mytriton.types import (
-    BOOL, I32, PointerType, ScalarType, SharedType, Type, TypeRuleError, WeakType, concrete, element_of,
-    promote,
-)
-
-
-def operand_type(operand: Operand) -> Type | None:
-    return None if operand is None else operand.type
-
-
-def carried_type_fits(declared: Type, operand: Operand) -> bool:
-    """A carried lane accepts values of its own type, and literals that the
-    type can hold (an int literal in an f32 lane, say)."""
-    if operand is None:
-        return False
-    t = operand.type
-    if isinstance(t, WeakType):
-        e = element_of(declared)
-        return not isinstance(e, PointerType) and not (t.kind == "float" and not e.is_float) \
-            and declared == e
-    return t == declared
-
-
-def _literal_target(op: Op, index: int) -> Type | None:
-    """The type the backends convert operand ``index`` of ``op`` to when it
-    is a literal (as ``backends/cuda/expressions.py`` and the interpreter do)."""
-    name = op.name
-    if name in ("for", "yield", "cast", "addptr", "copy_to_shared") and not (
-            name == "copy_to_shared" and index == 7):
-        return None  # checked on their own (loops, casts) or integer-only by their type rule
-    if name in opdefs.CMP_OPS:
-        a, b = (operand_type(o) for o in op.operands)
-        return concrete(promote(element_of(a), element_of(b))) if a is not None and b is not None else None
-    if (name == "where" and index == 0) or (name in ("load", "store") and index == (1 if name == "load" else 2)):
-        return BOOL
-    if name == "store":
-        ptr = element_of(operand_type(op.operands[0]))
-        return ptr.pointee if isinstance(ptr, PointerType) else None
-    if name == "copy_to_shared":
-        buffer = operand_type(op.operands[0])
-        return buffer.element if isinstance(buffer, SharedType) else None
-    if name == "full":
-        return op.attrs.get("dtype")
-    return element_of(op.results[0].type) if op.results else None
-
-
-def literal_conversion_error(op: Op) -> str | None:
-    """Why a literal operand of ``op`` has no value in the type it is
-    converted to, if one has none: a float literal that is infinite, NaN or
-    out of range where an integer is computed (``load %p, %m, -inf : i64``).
-    C leaves those conversions undefined and NumPy gives garbage, so no back
-    end may see them. A fraction truncates toward zero, as Triton's cast does
-    (``tl.store(int_ptr, 2.5)`` stores 2)."""
-    for index, operand in enumerate(op.operands):
-        if not isinstance(operand, Const) or type(operand.value) is not float:
-            continue
-        value = operand.value
-        target = op.attrs.get("dtype") if op.name == "cast" else _literal_target(op, index)
-        if not isinstance(target, ScalarType) or not target.is_int:
-            continue
-        low, high = target.int_range
-        if not (math.isfinite(value) and low <= math.trunc(value) <= high):
-            return f"the literal {format_literal(value)} has no {target} value"
-    return None
+from mytriton.types import I32, PointerType, TypeRuleError, concrete, element_of
 
 
 class Lowerer:
@@ -103,8 +38,8 @@ class Lowerer:
         self.block = block
         for stmt in stmts:
             if isinstance(stmt, Let):
-                if stmt.node.op == "load":
-                    self.expr(stmt.node)
+                if opdefs.reads_memory(stmt.node.op) or opdefs.has_effect(stmt.node.op):
+                    self.expr(stmt.node)  # anchored: memory may change after this point
             elif isinstance(stmt, Effect):
                 self.expr(stmt.node)
             elif isinstance(stmt, ForRange):

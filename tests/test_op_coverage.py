@@ -3,6 +3,8 @@ interpreter (checked against NumPy here), builds with nvcc, and on the H200
 gives what the interpreter gives (a differential test of the two backends)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -35,6 +37,16 @@ KERNELS = {
         lambda x, out, n: (lambda p: np.exp(x) + np.exp2(x) + np.log(p) + np.log2(p) + np.sqrt(p) + 1 / np.sqrt(p)
                            + np.sin(x) + np.cos(x) + np.floor(x) + np.ceil(x) + 1 / (1 + np.exp(-x)) - x / p)(
             np.abs(x) + 0.5), 1, 2e-5),
+    "erf_tanh_floor": ('''
+        @mytriton.jit
+        def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            m = i < n
+            x = tl.load(x_ptr + i, mask=m, other=1.0)
+            tl.store(out_ptr + i, tl.erf(x) + tl.tanh(x) * 2.0 + tl.floor(x) * 4.0 + tl.floor(2.5), mask=m)
+    ''', lambda rng: [rng.uniform(-3, 3, N).astype(np.float32), np.zeros(N, np.float32), N],
+        lambda x, out, n: (np.vectorize(math.erf)(x.astype(np.float64)) + np.tanh(x.astype(np.float64)) * 2
+                           + np.floor(x) * 4 + 2).astype(np.float32), 1, 2e-5),
     "integers": ('''
         @mytriton.jit
         def k(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):

@@ -370,3 +370,34 @@ def test_staged_and_unstaged_ssa_compute_the_same(source, shape):
     np.testing.assert_array_equal(outputs[1], outputs[0])
     if source is MATMUL:
         np.testing.assert_allclose(outputs[1], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+def _hypothetical_atomic_add(types, attrs):
+    (ptr, value, mask) = types
+    return [ptr.pointee]
+
+
+@pytest.mark.parametrize("effect", ["writes_global", "writes_shared", "synchronises"])
+def test_a_load_is_not_moved_across_any_op_that_writes_memory_or_synchronises(monkeypatch, effect):
+    # A hypothetical op (an atomic add, returning the old value) that is not a
+    # store: stage-dots asks the op's traits, not its name.
+    from mytriton.ir import opdefs
+    from mytriton.ir.ssa import Op, insert_before
+
+    atomic = opdefs.OpDef("atomic_add", ("ptr", "value", "mask?"), _hypothetical_atomic_add,
+                          reads_global=True, address_operand="ptr", **{effect: True})
+    monkeypatch.setitem(opdefs.OPS, "atomic_add", atomic)
+    kernel = opt_kernel()
+    dot = the_dot(kernel)
+    a_ptr = kernel.params[0]
+    insert_before(dot, Op("atomic_add", [a_ptr, Const(1.0), None], [F32]))
+    assert str(match_dot(Definitions(kernel), dot)) == \
+        "operand A: a atomic_add may run between the load and the dot"
+    before = print_kernel(kernel)
+    assert print_kernel(StageDotsPass().apply(kernel)) == before
+
+
+def test_an_op_that_only_reads_memory_between_the_load_and_the_dot_does_not_stop_staging():
+    kernel = opt_kernel(variant("acc += tl.dot(a, b)", "first = tl.load(b_ptr)\n        acc += tl.dot(a, b) + first"))
+    assert not isinstance(match_dot(Definitions(kernel), the_dot(kernel)), NotCanonical)
+    assert "dot_shared" in print_kernel(StageDotsPass().apply(kernel))

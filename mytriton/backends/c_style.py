@@ -35,7 +35,8 @@ class CStyleLanguage:
     math_f32: dict[str, str] = {
         "exp": "expf({0})", "exp2": "exp2f({0})", "log": "logf({0})", "log2": "log2f({0})",
         "sqrt": "sqrtf({0})", "floor": "floorf({0})", "ceil": "ceilf({0})",
-        "sin": "sinf({0})", "cos": "cosf({0})",
+        "sin": "sinf({0})", "cos": "cosf({0})", "sigmoid": "(1.0f / (1.0f + expf(-({0}))))",
+        "erf": "erff({0})", "tanh": "tanhf({0})",
     }
 
     def program_id(self, axis: int) -> str:

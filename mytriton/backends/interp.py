@@ -19,6 +19,16 @@ neighbouring buffer. ``load``/``store`` read the buffer id and offset by
 shifts, check that the offset is in bounds and aligned (a poisoned pointer
 is out of bounds), then gather or scatter; masked-off lanes are never looked at.
 
+The common vector access takes a fast path with the same results and errors:
+``s + tl.arange(a, b)`` (and a pointer plus it) is kept as a ``_Ramp``, one
+first element per program, found from the ops that made it; ``ramp < n`` that
+holds for all lanes or none is one broadcast bool; a load or store whose lanes
+are all enabled and whose pointers form one in-bounds run per program is a
+slice of the buffer (or one index array), with no per-lane check. A fast load
+may return a view of the buffer: every store first copies the values that
+still see the memory it writes (``_State.detach``). Anything else falls back
+to the lane-by-lane path, which also gives the error messages.
+
 A runtime ``for`` loop whose bounds differ between programs runs as long as
 any program still iterates; an *active* mask of shape ``(P,)`` says which
 programs are iterating, and gates every load and store in the body and the
@@ -40,8 +50,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from mytriton.diagnostics import CompileError
+from mytriton.ir import opdefs
 from mytriton.ir.ssa import (
-    Block, Const, Kernel, Op, Operand, Param, Value, for_body, for_bounds, for_carried,
+    Block, Const, Kernel, Op, OpResult, Operand, Param, Value, for_body, for_bounds, for_carried,
     for_index, for_inits, for_yield, walk,
 )
 from mytriton.limits import INTERP_CHUNK_ELEMENTS, MAX_INTERP_ELEMENTS, grid_error
@@ -225,12 +236,24 @@ class _State:
             return _literal(operand.value, dtype)
         assert operand is not None
         arr = self.env[operand]
+        if isinstance(arr, _Ramp):  # needed lane by lane after all
+            arr = self.env[operand] = arr.materialise()
         return _align(arr, rank).astype(dtype, copy=False)
 
     def full(self, operand: Operand, t: Type) -> np.ndarray:
         """``operand`` broadcast to the full ``(P, *shape(t))`` of type ``t``."""
         shape = (self.P, *shape_of(t))
         return np.broadcast_to(self.get(operand, np_dtype(t), len(shape) - 1), shape)
+
+    def detach(self, buffer: _Buffer) -> None:
+        """Copy the values that are views of ``buffer``'s memory (fast loads
+        return views), before a store changes it: a loaded value keeps what
+        it read. ``may_share_memory`` compares address ranges, so views of
+        views and aliased arguments are found too."""
+        for key, value in self.env.items():
+            if isinstance(value, np.ndarray) and not isinstance(key.type, SharedType) \
+                    and np.may_share_memory(value, buffer.data):
+                self.env[key] = value.copy()
 
     def program_coords(self, program: int) -> str:
         """The grid coordinates of the chunk's ``program``-th program."""
@@ -258,7 +281,7 @@ class _State:
                 continue
             outs = out if isinstance(out, list) else [out]
             for result, arr in zip(op.results, outs, strict=True):
-                self.env[result] = self._conform(arr, result.type)
+                self.env[result] = arr if isinstance(arr, _Ramp) else self._conform(arr, result.type)
 
     def _conform(self, arr: Any, t: Type) -> np.ndarray:
         if isinstance(t, SharedType):
@@ -351,6 +374,11 @@ def _full(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     return st.full(op.operands[0], op.result.type)
 
 
+@handles("convert_layout")
+def _convert_layout(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    return st.env[op.operands[0]]  # layouts place values on GPU threads; here a tile is one array
+
+
 @handles("expand_dims")
 def _expand_dims(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     (x,) = op.operands
@@ -360,65 +388,27 @@ def _expand_dims(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
 # ---- elementwise ---------------------------------------------------------------------------
 
 
-def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer division rounding toward zero, as in C (x / 0 gives garbage)."""
-    q = np.floor_divide(a, b)
-    r = a - q * b
-    return np.where((r != 0) & ((a < 0) != (b < 0)), q + 1, q)
+# The ops the op table gives NumPy semantics (the ones folding evaluates too).
+_SEMANTICS = {name: d for name, d in opdefs.OPS.items() if d.semantics is not None}
 
 
-def _rsqrt(x: np.ndarray) -> np.ndarray:
-    return 1 / np.sqrt(x)
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1 / (1 + np.exp(-x))
-
-
-# Ops computed in their result's element type.
-_ARITH: dict[str, Callable[..., np.ndarray]] = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-    "floordiv": _trunc_div, "mod": np.fmod,  # fmod: the remainder takes the dividend's sign
-    "maximum": np.maximum, "minimum": np.minimum,
-    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,  # logical on bools
-    "neg": np.negative, "abs": np.abs, "not": np.invert,  # invert: logical not on bools
-}
-
-# Ops computed in the promoted type of their operands, giving bool.
-_COMPARE: dict[str, Callable[..., np.ndarray]] = {
-    "cmp_lt": np.less, "cmp_le": np.less_equal, "cmp_gt": np.greater,
-    "cmp_ge": np.greater_equal, "cmp_eq": np.equal, "cmp_ne": np.not_equal,
-}
-
-# Math functions, computed in at least float32 and given in the result type.
-_MATH: dict[str, Callable[..., np.ndarray]] = {
-    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
-    "rsqrt": _rsqrt, "sin": np.sin, "cos": np.cos, "floor": np.floor, "ceil": np.ceil,
-    "sigmoid": _sigmoid,
-}
-
-
-@handles(*_ARITH)
-def _arith(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+@handles(*_SEMANTICS)
+def _elementwise(st: _State, op: Op, active: np.ndarray) -> Any:
+    opdef = _SEMANTICS[op.name]
     t = op.result.type
-    dtype, rank = np_dtype(t), _rank(t)
-    return _ARITH[op.name](*(st.get(x, dtype, rank) for x in op.operands))
-
-
-@handles(*_COMPARE)
-def _compare(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
-    a, b = op.operands
-    dtype = np_dtype(promote(element_of(_operand_type(a)), element_of(_operand_type(b))))
-    rank = _rank(op.result.type)
-    return _COMPARE[op.name](st.get(a, dtype, rank), st.get(b, dtype, rank))
-
-
-@handles(*_MATH)
-def _math(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
-    (x,) = op.operands
-    t = op.result.type
-    compute = np.promote_types(np_dtype(t), np.float32)
-    return _MATH[op.name](st.get(x, compute, _rank(t)))
+    rank = _rank(t)
+    if rank == 1 and op.name in ("add", "cmp_lt"):
+        ramp = _ramp_op(st, op)
+        if ramp is not None:
+            return ramp
+    if opdef.computes_in == "operands":  # comparisons: in the operands' common type, giving bool
+        a, b = op.operands
+        dtype = np_dtype(promote(element_of(_operand_type(a)), element_of(_operand_type(b))))
+    elif opdef.computes_in == "float":  # math functions: in at least float32
+        dtype = np.promote_types(np_dtype(t), np.float32)
+    else:
+        dtype = np_dtype(t)
+    return opdef.semantics(np, *(st.get(x, dtype, rank) for x in op.operands))
 
 
 @handles("where")
@@ -441,27 +431,137 @@ def _cast(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     return value.astype(target)  # float -> int truncates toward zero
 
 
+@dataclass
+class _Ramp:
+    """A vector ``first + i * itemsize`` for ``i`` in ``range(length)``, one
+    ``first`` per program, kept unmaterialised: the offsets ``s +
+    tl.arange(0, N)`` (``itemsize`` 1, in their integer ``dtype``) and the
+    pointers ``ptr + offsets`` (int64 addresses), so that a load or store of
+    them is a slice of its buffer. A value that is one was checked not to
+    wrap (offsets) or be poisoned (pointers: both ends were checked in their
+    windows, and the window is contiguous). Any other use materialises it
+    (``_State.get``)."""
+
+    first: np.ndarray  # (P,) int64
+    length: int
+    itemsize: int
+    dtype: np.dtype = ADDRESS
+
+    def materialise(self) -> np.ndarray:
+        lanes = np.arange(self.length, dtype=np.int64) * self.itemsize
+        return (self.first[:, None] + lanes[None, :]).astype(self.dtype, copy=False)
+
+
+def _ramp_start(st: _State, operand: Operand) -> np.ndarray | None:
+    """For a rank-1 integer tile that is ``s + tl.arange(a, b)`` (``s``
+    one scalar per program, any number of them added): each program's first
+    element, as int64 of shape ``(P,)``; None for any other value. Found
+    from the ops that made it (static) and the scalars' values (small)."""
+    if not isinstance(operand, OpResult) or _rank(operand.type) != 1 or np_dtype(operand.type).kind != "i":
+        return None  # a float ramp (0.5 + arange) rounds: it is computed lane by lane
+    op = operand.op
+    if op.name == "arange":
+        return np.full(st.P, op.attrs["start"], dtype=np.int64)
+    if op.name != "add":
+        return None
+    a, b = op.operands
+    scalar, ramp = (a, b) if _rank(_operand_type(b)) == 1 else (b, a)
+    if _rank(_operand_type(scalar)) != 0:
+        return None
+    start = _ramp_start(st, ramp)
+    if start is None:
+        return None
+    start = start + st.get(scalar, np.dtype(np.int64), 0)
+    # The ramp's lanes must not wrap in the add's own integer type.
+    info = np.iinfo(np_dtype(operand.type))
+    length = shape_of(operand.type)[0]
+    if int(start.min()) < info.min or int(start.max()) + length - 1 > info.max:
+        return None
+    return start
+
+
+def _ramp_op(st: _State, op: Op) -> Any:
+    """Without a pass over the lanes: ``s + tl.arange(a, b)`` as a ``_Ramp``,
+    and ``ramp < n`` (integers) where it is the same for every lane of each
+    program, as one broadcast value; None otherwise."""
+    if op.name == "add":
+        start = _ramp_start(st, op.result)
+        return None if start is None else _Ramp(start, shape_of(op.result.type)[0], 1, np_dtype(op.result.type))
+    ramp, bound = op.operands
+    if _rank(_operand_type(bound)) != 0 or np_dtype(_operand_type(bound)).kind not in "iu":
+        return None
+    start = _ramp_start(st, ramp)
+    if start is None:
+        return None
+    n = st.get(bound, np.dtype(np.int64), 0)
+    length = shape_of(op.result.type)[0]
+    if (start + (length - 1) < n).all():
+        below = True
+    elif (start >= n).all():
+        below = False
+    else:
+        return None
+    return np.broadcast_to(np.bool_(below), (st.P, length))
+
+
 @handles("addptr")
-def _addptr(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+def _addptr(st: _State, op: Op, active: np.ndarray) -> np.ndarray | _Ramp:
     ptr, offset = op.operands
     t = op.result.type
     element = element_of(t)
     assert isinstance(element, PointerType)
     rank = _rank(t)
     size = np_dtype(element.pointee).itemsize
-    return advance(st.get(ptr, ADDRESS, rank), st.get(offset, ADDRESS, rank), size)
+    if rank == 1 and _rank(_operand_type(ptr)) == 0:
+        start = _ramp_start(st, offset)
+        if start is not None:
+            base = st.get(ptr, ADDRESS, 0)
+            length = shape_of(t)[0]
+            first, last = advance(base, start, size), advance(base, start + (length - 1), size)
+            if not ((first | last) & _POISON).any():
+                return _Ramp(first, length, size)
+    offsets = st.get(offset, np_dtype(_operand_type(offset)) if isinstance(offset, Value) else ADDRESS, rank)
+    return advance(st.get(ptr, ADDRESS, rank), offsets, size)
 
 
 def advance(ptrs: Any, offsets: Any, itemsize: int) -> np.ndarray:
     """``ptrs`` moved by ``offsets`` elements of ``itemsize`` bytes. A pointer
     whose offset leaves its buffer's window is poisoned (and stays so): it
     can never come back in bounds, nor reach another buffer."""
-    ptrs, offsets = np.broadcast_arrays(np.asarray(ptrs, ADDRESS), np.asarray(offsets, np.int64))
+    ptrs, offsets = np.asarray(ptrs, ADDRESS), np.asarray(offsets)
+    moved = _advance_in_window(ptrs, offsets, itemsize)
+    if moved is not None:
+        return moved
+    ptrs, offsets = np.broadcast_arrays(ptrs, offsets.astype(np.int64, copy=False))
     far = (offsets >= _OFFSET_LIMIT) | (offsets <= -_OFFSET_LIMIT)
     moved = (ptrs & _OFFSET_MASK) + np.where(far, 0, offsets) * itemsize
     poisoned = far | (moved < 0) | (moved > _OFFSET_MASK) | ((ptrs & _POISON) != 0)
     kept = ptrs & ~_OFFSET_MASK
     return np.where(poisoned, (kept | _POISON) & ~_OFFSET_MASK, kept | (moved & _OFFSET_MASK))
+
+
+def _advance_in_window(ptrs: np.ndarray, offsets: np.ndarray, itemsize: int) -> np.ndarray | None:
+    """The fast path of ``advance``: ``ptrs + offsets * itemsize`` where no
+    pointer is poisoned and no moved offset can leave its window (checked on
+    the extremes of each side, the pointers usually being one per program);
+    None where that does not hold, for the lane-by-lane rule."""
+    if ptrs.size == 0 or offsets.size == 0:
+        return None
+    low, high = int(offsets.min()), int(offsets.max())
+    if low <= -_OFFSET_LIMIT or high >= _OFFSET_LIMIT:
+        return None
+    if ptrs.size <= offsets.size:
+        if ((ptrs & _POISON) != 0).any():
+            return None
+        within = ptrs & _OFFSET_MASK
+        if int(within.min()) + low * itemsize < 0 or int(within.max()) + high * itemsize > _OFFSET_MASK:
+            return None
+    else:
+        return None  # wide pointers, narrow offsets: rare, and the general rule handles it
+    scaled = np.multiply(offsets, itemsize, dtype=np.int64)
+    if scaled.shape == np.broadcast_shapes(scaled.shape, ptrs.shape):
+        return np.add(scaled, ptrs, out=scaled)
+    return scaled + ptrs
 
 
 # ---- memory ----------------------------------------------------------------------------------
@@ -499,6 +599,29 @@ def _locate(st: _State, op: Op, what: str, ptrs: np.ndarray, enabled: np.ndarray
     return which, elem
 
 
+def _contiguous(st: _State, ptrs: np.ndarray, itemsize: int) -> tuple[_Buffer, int] | None:
+    """Where every lane of ``ptrs`` is enabled and they address one run of
+    consecutive elements of one buffer in order (a vector's load or store),
+    in bounds and aligned: that buffer and the run's first element index;
+    else None, for the lane-by-lane checks of ``_locate``."""
+    flat = ptrs.reshape(-1)
+    first, last = int(flat[0]), int(flat[-1])
+    if first & _POISON or (first >> _ID_SHIFT) != (last >> _ID_SHIFT):
+        return None
+    which = (first >> _ID_SHIFT) & _ID_MASK
+    if which == 0 or which >= len(st.sizes):
+        return None
+    offset = (first & _OFFSET_MASK) - _BIAS
+    if offset < 0 or offset % itemsize or last - first != (flat.size - 1) * itemsize:
+        return None
+    start = offset // itemsize
+    if start + flat.size > st.sizes[which]:
+        return None
+    if flat.size > 1 and not (np.subtract(flat[1:], flat[:-1]) == itemsize).all():
+        return None
+    return st.buffers[which - 1], start
+
+
 def _by_buffer(which: np.ndarray) -> list[tuple[int, Any]]:
     """(buffer id, lane selection) pairs covering ``which``: one slice-free
     pair in the usual case of a single buffer, else one mask per buffer."""
@@ -524,6 +647,8 @@ def _enabled(st: _State, mask: Operand, active: np.ndarray, t: Type) -> np.ndarr
     """The lanes of a memory access of type ``t`` that happen: its mask (if
     any) and-ed with the programs that are active."""
     shape = (st.P, *shape_of(t))
+    if mask is not None and _all(active):  # the usual case: the mask itself (read, never written)
+        return st.full(mask, with_element(shape_of(t), BOOL))
     lanes = np.broadcast_to(_lanes(active, len(shape) - 1), shape)
     if mask is None:
         return lanes
@@ -536,16 +661,73 @@ def _pointee(t: Type) -> ScalarType:
     return element.pointee
 
 
+def _all(a: np.ndarray) -> bool:
+    """``a.all()``, reading a broadcast axis (stride 0) once instead of once per lane."""
+    return bool(_unbroadcast(a).all())
+
+
+def _any(a: np.ndarray) -> bool:
+    return bool(_unbroadcast(a).any())
+
+
+def _unbroadcast(a: np.ndarray) -> np.ndarray:
+    return a[tuple(slice(0, 1) if stride == 0 else slice(None) for stride in a.strides)]
+
+
+def _fast_access(st: _State, ptr: Operand, enabled: np.ndarray, itemsize: int) -> tuple[_Buffer, Any] | None:
+    """The common access, found without a check per lane: every lane is
+    enabled and each program's pointers are one run of consecutive, aligned,
+    in-bounds elements of one buffer (a ``_Ramp``, or a plain array that
+    ``_contiguous`` recognises). Gives that buffer and an index into its flat
+    data: a slice where the programs' runs follow each other, else an index
+    array of shape ``(P, length)``. None for anything else, which then takes
+    the lane-by-lane path (and its exact error messages)."""
+    if not (enabled.size and _all(enabled)) or not isinstance(ptr, Value):
+        return None
+    value = st.env[ptr]
+    if not isinstance(value, _Ramp):
+        ptrs = st.full(ptr, _operand_type(ptr))
+        run = _contiguous(st, ptrs, itemsize)
+        if run is None:
+            return None
+        return run[0], slice(run[1], run[1] + ptrs.size)
+    first, length = value.first, value.length
+    ids = first >> _ID_SHIFT  # no poison bit: a ramp has none
+    which = int(ids[0]) & _ID_MASK
+    if which == 0 or which >= len(st.sizes) or value.itemsize != itemsize or (ids != ids[0]).any():
+        return None
+    offsets = (first & _OFFSET_MASK) - _BIAS
+    if (offsets % itemsize).any():
+        return None
+    starts = offsets // itemsize
+    if int(starts.min()) < 0 or int(starts.max()) + length > st.sizes[which]:
+        return None
+    buf = st.buffers[which - 1]
+    start = int(starts[0])
+    if (starts == start + length * np.arange(st.P, dtype=np.int64)).all():
+        return buf, slice(start, start + st.P * length)
+    return buf, starts[:, None] + np.arange(length, dtype=np.int64)[None, :]
+
+
 @handles("load")
 def _load(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     ptr, mask, other = op.operands
     t = op.result.type
-    ptrs = st.full(ptr, _operand_type(ptr))
     enabled = _enabled(st, mask, active, _operand_type(ptr))
-    out = np.array(np.broadcast_to(st.full(other if other is not None else Const(0), t), ptrs.shape))
-    if not enabled.any():
-        return out
     dtype = np_dtype(_pointee(_operand_type(ptr)))
+    shape = (st.P, *shape_of(t))
+    fast = _fast_access(st, ptr, enabled, dtype.itemsize)
+    if fast is not None:
+        # Possibly a view of the buffer: a store to it first detaches the
+        # values that still see it (_State.detach).
+        buf, index = fast
+        loaded = buf.data[index].reshape(shape)
+        loaded.flags.writeable = False
+        return loaded
+    ptrs = st.full(ptr, _operand_type(ptr))
+    out = np.array(np.broadcast_to(st.full(other if other is not None else Const(0), t), ptrs.shape))
+    if not _any(enabled):
+        return out
     out[enabled] = _gather(st, op, "load from", ptrs, enabled, dtype)
     return out
 
@@ -564,17 +746,30 @@ def _gather(st: _State, op: Op, what: str, ptrs: np.ndarray, enabled: np.ndarray
 def _store(st: _State, op: Op, active: np.ndarray) -> None:
     ptr, value, mask = op.operands
     pt = _operand_type(ptr)
-    ptrs = st.full(ptr, pt)
     enabled = _enabled(st, mask, active, pt)
-    if not enabled.any():
+    if not _any(enabled):
         return
     dtype = np_dtype(_pointee(pt))
+    fast = _fast_access(st, ptr, enabled, dtype.itemsize)
+    if fast is not None:
+        buf, index = fast
+        if not buf.data.flags.writeable:
+            raise CompileError(f"store to '{buf.name}': the array is read-only", op.loc)
+        values = np.broadcast_to(st.get(value, dtype, _rank(pt)), enabled.shape)
+        st.detach(buf)
+        if isinstance(index, slice):
+            buf.data[index] = values.reshape(-1)
+        else:
+            buf.data[index] = values
+        return
+    ptrs = st.full(ptr, pt)
     values = np.broadcast_to(st.get(value, dtype, _rank(pt)), ptrs.shape)[enabled]
     which, elem = _locate(st, op, "store to", ptrs, enabled, dtype.itemsize)
     for b, sel in _by_buffer(which):
         buf = st.buffers[b - 1]
         if not buf.data.flags.writeable:
             raise CompileError(f"store to '{buf.name}': the array is read-only", op.loc)
+        st.detach(buf)
         buf.data[elem[sel]] = values[sel]
 
 
@@ -661,8 +856,9 @@ def _dot_shared(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
 @handles("for")
 def _for(st: _State, op: Op, active: np.ndarray) -> list[np.ndarray]:
     index_type = for_index(op).type
-    start, stop, step = (st.full(x, index_type) for x in for_bounds(op))
-    carried = [st.full(init, result.type) for init, result in zip(for_inits(op), op.results)]
+    # Copies: a store in the body must not change what the loop read before it.
+    start, stop, step = (np.array(st.full(x, index_type)) for x in for_bounds(op))
+    carried = [np.array(st.full(init, result.type)) for init, result in zip(for_inits(op), op.results)]
     body, terminator = for_body(op), for_yield(op)
     yields = terminator.operands if terminator is not None else []
     if len(yields) != len(carried):

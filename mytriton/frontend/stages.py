@@ -11,6 +11,7 @@ from mytriton.frontend.source import (
 )
 from mytriton.frontend.syntax import check_function
 from mytriton.frontend.tracer import trace_kernel
+from mytriton.ir import opdefs
 from mytriton.ir.tree import Arg, ForRange, LoopCarry, LoopResult, Node, ParamRef, Stmt, TreeKernel, Yield
 from mytriton.language import DTYPES
 from mytriton.types import BOOL, F16, BF16, F32, I32, I64, PointerType, ScalarType, Type
@@ -259,7 +260,8 @@ def trace_stage(text: str, file: str, defines: dict[str, Any] | None = None,
 
 
 def pointer_params(kernel: TreeKernel) -> set[str]:
-    """Parameters used as the base of a load or store address."""
+    """Parameters used as the base of an address through which an op reads
+    or writes global memory (a load's or a store's)."""
     loops: dict[int, ForRange] = {}
     found: set[str] = set()
 
@@ -293,8 +295,10 @@ def pointer_params(kernel: TreeKernel) -> set[str]:
         for stmt in stmts:
             if isinstance(stmt, ForRange):
                 visit(stmt.body)
-            elif not isinstance(stmt, Yield) and stmt.node.op in ("load", "store"):
-                found.update(bases(stmt.node.args[0], set()))
+            elif not isinstance(stmt, Yield):
+                address = opdefs.global_address(stmt.node.op)
+                if address is not None:
+                    found.update(bases(stmt.node.args[address], set()))
 
     index_loops(kernel.body)
     visit(kernel.body)

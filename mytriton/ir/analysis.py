@@ -100,12 +100,17 @@ def pointer_bases(value: Value) -> set[Param]:
 
 
 def stored_params(kernel: Kernel) -> list[str]:
-    """Names of the pointer parameters the kernel may store through, in
-    parameter order (the buffers a launcher copies back)."""
+    """Names of the pointer parameters the kernel may write through (a
+    store, or any op that writes global memory through its address operand),
+    in parameter order (the buffers a launcher copies back)."""
     stored: set[Param] = set()
     for op in walk(kernel.body):
-        if op.name == "store" and isinstance(op.operands[0], Value):
-            stored |= pointer_bases(op.operands[0])
+        opdef = opdefs.lookup(op.name)
+        if opdef is None or not opdef.writes_global or opdef.address_operand is None:
+            continue
+        address = op.operands[opdef.operand_index(opdef.address_operand)]
+        if isinstance(address, Value):
+            stored |= pointer_bases(address)
     return [p.name for p in kernel.params if p in stored]
 
 
@@ -124,7 +129,7 @@ def is_materialized(value: Value) -> bool:
     if not isinstance(value, OpResult):
         return False
     opdef = opdefs.lookup(value.op.name)
-    return value.op.name == "for" or (opdef is not None and opdef.layout_rule in opdefs.MATERIALIZING_RULES)
+    return value.op.name == "for" or (opdef is not None and opdef.materialised)
 
 
 def reaches_materialized(value: object) -> bool:

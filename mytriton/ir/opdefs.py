@@ -2,11 +2,20 @@
 
 This table is the one place that knows the ops. Lowering asks it for result
 types, the verifier checks declared types against it, the SSA parser checks
-arities with it, and the passes read its traits (pure, commutative,
-reads_memory, allocates).
+arities with it, and the passes read its traits: memory effects (reads or
+writes global or shared memory, synchronises, allocates), commutative, and
+the groups (reduction, comparison, math function, materialised). Each op that
+computes on elements carries its NumPy semantics, which constant folding and
+the interpreter both evaluate; the CUDA spelling of each op sits in
+``backends/cuda/expressions.py``, keyed by the op's name.
+
+Semantics are functions of the NumPy module (``lambda np, a, b: np.add(a, b)``)
+so that this module never imports NumPy: the CLI stays fast, and only the
+interpreter (and folding, when it has literals to fold) loads it.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
@@ -17,6 +26,12 @@ from mytriton.types import (
 )
 
 InferFn = Callable[[list[Type | None], dict[str, Any]], list[Type]]
+# ``semantics(np, *operands)``: the op on NumPy arrays (or 0-d arrays) already
+# converted to the type it computes in (see ``computes_in``).
+Semantics = Callable[..., Any]
+# ``fold_refuses(*operands)``: whether folding must leave these Python values
+# alone, because C leaves the result undefined or the device decides it.
+FoldGuard = Callable[..., bool]
 
 
 @dataclass(frozen=True)
@@ -25,17 +40,44 @@ class OpDef:
     operands: tuple[str, ...]  # operand names; a trailing '?' marks one that may be none
     infer: InferFn
     attrs: tuple[str, ...] = ()
-    pure: bool = True  # no side effect: DCE may drop it; CSE may merge it unless a trait below says no
     commutative: bool = False
     elementwise: bool = False
-    # Its result depends on memory (global or shared), which ops between two
-    # executions may change: CSE never merges two, LICM never hoists one.
-    reads_memory: bool = False
+    # Memory effects. A read makes the result depend on memory that ops
+    # between two executions may change: CSE never merges two, LICM never
+    # hoists one. A write or a synchronisation is an effect: DCE keeps the op
+    # and no pass moves memory accesses across it.
+    reads_global: bool = False
+    writes_global: bool = False
+    reads_shared: bool = False
+    writes_shared: bool = False
+    synchronises: bool = False
+    # Structure (``for`` and ``yield``): kept or dropped by what it contains
+    # and carries, never merged or moved as a whole.
+    control: bool = False
     # Each execution makes a new buffer: CSE never merges two (they are two
     # buffers), and it only appears at the kernel's top level.
     allocates: bool = False
     # Operands that are shared buffers; no other operand may be one.
     shared_operands: tuple[str, ...] = ()
+    # The operand holding the global address an op that reads or writes
+    # global memory accesses (analyses follow it back to the parameters).
+    address_operand: str | None = None
+    # Groups.
+    reduction: bool = False
+    comparison: bool = False
+    math_function: bool = False  # an elementwise ``tl.<name>(x)`` of a float
+    # Held in registers by the CUDA backend instead of recomputed where used.
+    materialised: bool = False
+    # Semantics, shared by the interpreter and constant folding. ``computes_in``
+    # says which type the operands are converted to first: "result" (the
+    # result's element type), "operands" (their promoted type; comparisons)
+    # or "float" (the result type, at least f32; math functions).
+    semantics: Semantics | None = None
+    computes_in: str = "result"
+    # Whether constant folding may evaluate ``semantics`` at compile time: not
+    # where the device's libm may differ from NumPy's by an ulp (exp, sin...).
+    folds: bool = False
+    fold_refuses: FoldGuard | None = None
     # How the layouts of its tile operands and results relate (the layouts
     # stage and the verifier read it; LAYOUT_RULES says what each means).
     layout_rule: str = "none"
@@ -44,6 +86,27 @@ class OpDef:
     @property
     def arity(self) -> int:
         return len(self.operands)
+
+    @property
+    def reads_memory(self) -> bool:
+        return self.reads_global or self.reads_shared
+
+    @property
+    def writes_memory(self) -> bool:
+        return self.writes_global or self.writes_shared
+
+    @property
+    def has_effect(self) -> bool:
+        """Whether running the op matters beyond its results: DCE keeps it."""
+        return self.writes_memory or self.synchronises or self.control
+
+    @property
+    def pure(self) -> bool:
+        """No effect: DCE may drop it; CSE may merge it unless it reads memory or allocates."""
+        return not self.has_effect
+
+    def operand_index(self, name: str) -> int:
+        return [o.rstrip("?") for o in self.operands].index(name.rstrip("?"))
 
     def optional(self, index: int) -> bool:
         return self.operands[index].endswith("?")
@@ -402,56 +465,136 @@ def _convert_layout(types: list[Type | None], attrs: dict[str, Any]) -> list[Typ
     return [BlockType(x.shape, x.element)]
 
 
+# ---- semantics ------------------------------------------------------------------
+
+
+def _trunc_div(np: Any, a: Any, b: Any) -> Any:
+    """Integer division rounding toward zero, as in C (x / 0 gives garbage)."""
+    q = np.floor_divide(a, b)
+    r = a - q * b
+    return np.where((r != 0) & ((a < 0) != (b < 0)), q + 1, q)
+
+
+def _divides_badly(a: Any, b: Any) -> bool:
+    """Division by zero, and INT_MIN / -1, are undefined in C."""
+    return b == 0 or (type(a) is int and a == -2**31 and b == -1)
+
+
+def _min_max_undecided(a: Any, b: Any) -> bool:
+    """fmaxf/fminf: NaN and signed zeros are the device's business."""
+    return a != a or b != b or (a == b and math.copysign(1, a) != math.copysign(1, b))
+
+
+_BINARY: dict[str, Semantics] = {
+    "add": lambda np, a, b: np.add(a, b),
+    "sub": lambda np, a, b: np.subtract(a, b),
+    "mul": lambda np, a, b: np.multiply(a, b),
+    "maximum": lambda np, a, b: np.maximum(a, b),
+    "minimum": lambda np, a, b: np.minimum(a, b),
+    "div": lambda np, a, b: np.true_divide(a, b),
+    "floordiv": _trunc_div,
+    "mod": lambda np, a, b: np.fmod(a, b),  # fmod: the remainder takes the dividend's sign, as in C
+    # Logical on bools.
+    "and": lambda np, a, b: np.bitwise_and(a, b),
+    "or": lambda np, a, b: np.bitwise_or(a, b),
+    "xor": lambda np, a, b: np.bitwise_xor(a, b),
+}
+_COMPARE: dict[str, Semantics] = {
+    "cmp_lt": lambda np, a, b: np.less(a, b),
+    "cmp_le": lambda np, a, b: np.less_equal(a, b),
+    "cmp_gt": lambda np, a, b: np.greater(a, b),
+    "cmp_ge": lambda np, a, b: np.greater_equal(a, b),
+    "cmp_eq": lambda np, a, b: np.equal(a, b),
+    "cmp_ne": lambda np, a, b: np.not_equal(a, b),
+}
+
+def _erf(np: Any, x: Any) -> Any:
+    """erf, which NumPy lacks: the double-precision libm's, rounded to ``x``'s type."""
+    dtype = np.result_type(x)
+    return np.vectorize(math.erf, otypes=[np.float64])(x).astype(dtype)
+
+
+# Elementwise math functions of one float: (semantics, whether it folds). Only
+# the exact ones fold; the others are computed by the device's libm, which may
+# differ from NumPy's by an ulp. tl.<name> is made for each (language and
+# frontend read this table), so a new one is a row here and a spelling in
+# backends/cuda/expressions.py.
+_MATH: dict[str, tuple[Semantics, bool]] = {
+    "exp": (lambda np, x: np.exp(x), False),
+    "exp2": (lambda np, x: np.exp2(x), False),
+    "log": (lambda np, x: np.log(x), False),
+    "log2": (lambda np, x: np.log2(x), False),
+    "sqrt": (lambda np, x: np.sqrt(x), False),
+    "rsqrt": (lambda np, x: 1 / np.sqrt(x), False),
+    "sin": (lambda np, x: np.sin(x), False),
+    "cos": (lambda np, x: np.cos(x), False),
+    "floor": (lambda np, x: np.floor(x), True),
+    "ceil": (lambda np, x: np.ceil(x), True),
+    "sigmoid": (lambda np, x: 1 / (1 + np.exp(-x)), False),
+    "erf": (_erf, False),
+    "tanh": (lambda np, x: np.tanh(x), False),
+}
+
 # ---- the table ----------------------------------------------------------------
 
 for _name in ("add", "sub", "mul", "maximum", "minimum"):
     _register(OpDef(_name, ("lhs", "rhs"), _arith(_name),
-                    commutative=_name in ("add", "mul", "maximum", "minimum"), elementwise=True))
-_register(OpDef("div", ("lhs", "rhs"), _arith("div", int_division_to_float=True), elementwise=True))
-_register(OpDef("floordiv", ("lhs", "rhs"), _arith("floordiv", ints_only=True), elementwise=True))
-_register(OpDef("mod", ("lhs", "rhs"), _arith("mod", ints_only=True), elementwise=True))
+                    commutative=_name in ("add", "mul", "maximum", "minimum"), elementwise=True,
+                    semantics=_BINARY[_name], folds=True,
+                    fold_refuses=_min_max_undecided if _name in ("maximum", "minimum") else None))
+_register(OpDef("div", ("lhs", "rhs"), _arith("div", int_division_to_float=True), elementwise=True,
+                semantics=_BINARY["div"], folds=True, fold_refuses=_divides_badly))
+_register(OpDef("floordiv", ("lhs", "rhs"), _arith("floordiv", ints_only=True), elementwise=True,
+                semantics=_BINARY["floordiv"], folds=True, fold_refuses=_divides_badly))
+_register(OpDef("mod", ("lhs", "rhs"), _arith("mod", ints_only=True), elementwise=True,
+                semantics=_BINARY["mod"], folds=True, fold_refuses=_divides_badly))
 for _name in ("and", "or", "xor"):
-    _register(OpDef(_name, ("lhs", "rhs"), _bitwise(_name), commutative=True, elementwise=True))
-for _name in ("cmp_lt", "cmp_le", "cmp_gt", "cmp_ge", "cmp_eq", "cmp_ne"):
-    _register(OpDef(_name, ("lhs", "rhs"), _compare(_name),
-                    commutative=_name in ("cmp_eq", "cmp_ne"), elementwise=True))
-_register(OpDef("neg", ("x",), _unary_numeric("neg"), elementwise=True))
-_register(OpDef("abs", ("x",), _unary_numeric("abs"), elementwise=True))
-_register(OpDef("not", ("x",), _unary_not, elementwise=True))
-
-MATH_FUNCTIONS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "sigmoid")
-for _name in MATH_FUNCTIONS:
-    _register(OpDef(_name, ("x",), _math(_name), elementwise=True))
+    _register(OpDef(_name, ("lhs", "rhs"), _bitwise(_name), commutative=True, elementwise=True,
+                    semantics=_BINARY[_name], folds=True))
+for _name in _COMPARE:
+    _register(OpDef(_name, ("lhs", "rhs"), _compare(_name), commutative=_name in ("cmp_eq", "cmp_ne"),
+                    elementwise=True, comparison=True, semantics=_COMPARE[_name], computes_in="operands",
+                    folds=True))
+_register(OpDef("neg", ("x",), _unary_numeric("neg"), elementwise=True,
+                semantics=lambda np, x: np.negative(x), folds=True))
+_register(OpDef("abs", ("x",), _unary_numeric("abs"), elementwise=True,
+                semantics=lambda np, x: np.abs(x), folds=True))
+_register(OpDef("not", ("x",), _unary_not, elementwise=True,
+                semantics=lambda np, x: np.invert(x), folds=True))  # invert: logical not on bools
+for _name, (_semantics, _folds) in _MATH.items():
+    _register(OpDef(_name, ("x",), _math(_name), elementwise=True, math_function=True,
+                    semantics=_semantics, computes_in="float", folds=_folds))
 
 _register(OpDef("where", ("condition", "true_value", "false_value"), _where, elementwise=True))
 _register(OpDef("addptr", ("ptr", "offset"), _addptr, elementwise=True))
 _register(OpDef("cast", ("x",), _cast, attrs=("dtype",), elementwise=True))
-_register(OpDef("load", ("ptr", "mask?", "other?"), _load, reads_memory=True))
-_register(OpDef("store", ("ptr", "value", "mask?"), _store, pure=False))
+_register(OpDef("load", ("ptr", "mask?", "other?"), _load, reads_global=True, materialised=True,
+                address_operand="ptr"))
+_register(OpDef("store", ("ptr", "value", "mask?"), _store, writes_global=True, address_operand="ptr"))
 _register(OpDef("program_id", (), _axis_attr, attrs=("axis",)))
 _register(OpDef("num_programs", (), _axis_attr, attrs=("axis",)))
 _register(OpDef("arange", (), _arange, attrs=("start", "end")))
 _register(OpDef("full", ("value",), _full, attrs=("shape", "dtype")))
 _register(OpDef("expand_dims", ("x",), _expand_dims, attrs=("axis",)))
 for _name in ("sum", "max", "min"):
-    _register(OpDef(_name, ("x",), _reduce(_name), attrs=("axis",)))
-_register(OpDef("dot", ("a", "b", "acc?"), _dot))
+    _register(OpDef(_name, ("x",), _reduce(_name), attrs=("axis",), reduction=True, materialised=True))
+_register(OpDef("dot", ("a", "b", "acc?"), _dot, materialised=True))
 _register(OpDef("shared_alloc", (), _shared_alloc, attrs=("name", "shape", "dtype"), allocates=True,
                 doc="a zero-filled row-major buffer in the program's shared memory"))
 _register(OpDef("copy_to_shared", ("buffer", "base", "row_offset", "col_offset", "row_stride", "row_bound",
-                                   "col_bound", "fill"), _copy_to_shared, pure=False,
-                shared_operands=("buffer",),
+                                   "col_bound", "fill"), _copy_to_shared, reads_global=True,
+                writes_shared=True, address_operand="base", shared_operands=("buffer",),
                 doc="buffer[r, c] = (row_offset + r < row_bound && col_offset + c < col_bound) "
                     "? base[(row_offset + r) * row_stride + col_offset + c] : fill"))
-_register(OpDef("barrier", (), _none, pure=False,
+_register(OpDef("barrier", (), _none, synchronises=True,
                 doc="every thread of the program has finished its earlier shared-memory accesses"))
-_register(OpDef("dot_shared", ("a", "b", "acc?"), _dot_shared, reads_memory=True, shared_operands=("a", "b"),
-                doc="dot of two shared buffers (plus acc)"))
-_register(OpDef("yield", (), _none, pure=False))
+_register(OpDef("dot_shared", ("a", "b", "acc?"), _dot_shared, reads_shared=True, shared_operands=("a", "b"),
+                materialised=True, doc="dot of two shared buffers (plus acc)"))
+_register(OpDef("yield", (), _none, control=True))
 # ``for`` has a region and variadic operands; the verifier checks it by hand.
-_register(OpDef("for", ("start", "stop", "step"), _none, pure=False))
+_register(OpDef("for", ("start", "stop", "step"), _none, control=True))
 
-_register(OpDef("convert_layout", ("x",), _convert_layout,
+_register(OpDef("convert_layout", ("x",), _convert_layout, materialised=True,
                 doc="the same tile in the layout its result type names (the layouts stage adds these)"))
 
 # ---- layout rules ---------------------------------------------------------------
@@ -480,13 +623,55 @@ for _name, _rule in (("expand_dims", "expand_dims"), ("load", "load"), ("store",
                      ("convert_layout", "convert")):
     _set_layout_rule(_name, _rule)
 
-# Rules whose results are held in registers rather than recomputed where used.
-MATERIALIZING_RULES = ("load", "reduce", "dot", "convert")
-
-REDUCTIONS = ("sum", "max", "min")
-CMP_OPS = ("cmp_lt", "cmp_le", "cmp_gt", "cmp_ge", "cmp_eq", "cmp_ne")
+# Groups, derived from the traits (other modules import these names).
+REDUCTIONS = tuple(name for name, d in OPS.items() if d.reduction)
+CMP_OPS = tuple(name for name, d in OPS.items() if d.comparison)
+MATH_FUNCTIONS = tuple(name for name, d in OPS.items() if d.math_function)
+MATERIALISED = tuple(name for name, d in OPS.items() if d.materialised)
 
 
 def lookup(name: str) -> OpDef | None:
     return OPS.get(name)
 
+
+# ---- trait queries: an op unknown to the table is assumed to do everything ----------
+
+
+def reads_memory(name: str) -> bool:
+    opdef = OPS.get(name)
+    return opdef is None or opdef.reads_memory
+
+
+def writes_memory(name: str) -> bool:
+    opdef = OPS.get(name)
+    return opdef is None or opdef.writes_memory
+
+
+def writes_global(name: str) -> bool:
+    opdef = OPS.get(name)
+    return opdef is None or opdef.writes_global
+
+
+def synchronises(name: str) -> bool:
+    opdef = OPS.get(name)
+    return opdef is None or opdef.synchronises
+
+
+def has_effect(name: str) -> bool:
+    """Whether the op must run even when nothing reads its results."""
+    opdef = OPS.get(name)
+    return opdef is None or opdef.has_effect
+
+
+def is_pure(name: str) -> bool:
+    opdef = OPS.get(name)
+    return opdef is not None and opdef.pure
+
+
+def global_address(name: str) -> int | None:
+    """The index of the operand through which the op reads or writes global
+    memory, if it does so through a pointer operand."""
+    opdef = OPS.get(name)
+    if opdef is None or opdef.address_operand is None or not (opdef.reads_global or opdef.writes_global):
+        return None
+    return opdef.operand_index(opdef.address_operand)

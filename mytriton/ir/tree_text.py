@@ -20,9 +20,18 @@ from mytriton.ir.tree import (
 
 INDENT = "  "
 
-# Tree-only spellings: ``add`` of a pointer becomes ``addptr`` when lowered,
-# so the tree accepts every SSA op but the structural ones.
-TREE_OPS = {name: d for name, d in opdefs.OPS.items() if name not in ("for", "yield")}
+def tree_op(name: str) -> opdefs.OpDef | None:
+    """The op a tree call names. Tree-only spellings: ``add`` of a pointer
+    becomes ``addptr`` when lowered, so the tree accepts every SSA op but the
+    structural ones (``for``, ``yield``)."""
+    opdef = opdefs.lookup(name)
+    return None if opdef is None or opdef.control else opdef
+
+
+def _has_effect(name: str) -> bool:
+    """Whether an op may stand as a statement on its own: it writes memory or synchronises."""
+    return opdefs.writes_memory(name) or opdefs.synchronises(name)
+
 
 # ---- printing ---------------------------------------------------------------------
 
@@ -208,7 +217,7 @@ class _TreeReader(TextReader):
                 out.append(Let(expr))
             elif kind == "effect":
                 node = self.call(stmt, scope)
-                if node.op != "store":
+                if not _has_effect(node.op):
                     raise self.error(f"'{node.op}' has no effect; bind it with 'let' or use it", stmt)
                 out.append(Effect(node))
             elif kind == "yield_stmt":
@@ -294,7 +303,7 @@ class _TreeReader(TextReader):
     def call(self, tree: lark.Tree, scope: _Scope) -> Node:
         name, *rest = tree.children
         loc = rest[-1]
-        opdef = TREE_OPS.get(str(name))
+        opdef = tree_op(str(name))
         if opdef is None:
             raise self.error(f"unknown operation '{name}'", name)
         args: list[Arg] = []

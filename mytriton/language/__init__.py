@@ -6,6 +6,7 @@ its meaning). Calling one outside a kernel is an error.
 """
 from __future__ import annotations
 
+from mytriton.ir.opdefs import MATH_FUNCTIONS
 from mytriton.types import BF16, BOOL, F16, F32, I32, I64, ScalarType
 
 int1 = BOOL
@@ -30,10 +31,12 @@ class constexpr:
         return f"constexpr({self.value!r})"
 
 
-# Every function a kernel may call as ``tl.NAME``.
+# Every function a kernel may call as ``tl.NAME``; the elementwise math
+# functions come from the op table (frontend/builtins.py gives them meaning
+# from it too), so a new one needs no line here.
 FUNCTIONS = (
     "program_id", "num_programs", "arange", "load", "store",
-    "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "abs", "floor", "ceil", "sigmoid",
+    *MATH_FUNCTIONS, "abs",
     "where", "maximum", "minimum",
     "zeros", "full", "empty", "sum", "max", "min", "dot", "expand_dims",
     "static_range", "range", "cdiv",

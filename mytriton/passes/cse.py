@@ -40,7 +40,7 @@ def _key(op: Op) -> Hashable:
 
 def _mergeable(op: Op) -> bool:
     opdef = opdefs.lookup(op.name)
-    return (opdef is not None and opdef.pure and not opdef.reads_memory and not opdef.allocates
+    return (opdef is not None and opdef.pure and not opdefs.reads_memory(op.name) and not opdef.allocates
             and not op.regions)
 
 

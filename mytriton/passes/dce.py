@@ -6,7 +6,8 @@
     }                                       (nothing reads %s)         }
     for ... { %t = mul %i, 2 : i32; yield }  (no store inside)     =>  (erased)
 
-Mark and sweep: stores are live; an op is live when a live op reads one of its
+Mark and sweep: ops with an effect (``opdefs.has_effect``: stores and
+whatever else writes memory or synchronises) are live; an op is live when a live op reads one of its
 results; a carried lane is live when a live op reads its result or its block
 argument, and then its initial and yielded values are read; a loop is live
 when one of its lanes or an op in its body is live, and then its bounds are
@@ -25,10 +26,10 @@ from mytriton.ir.ssa import (
 
 
 def _has_effect(op: Op) -> bool:
-    if op.name in ("for", "yield"):
-        return False  # decided by what they carry and contain
     opdef = opdefs.lookup(op.name)
-    return opdef is None or not opdef.pure
+    if opdef is not None and opdef.control:
+        return False  # loops and yields: decided by what they carry and contain
+    return opdefs.has_effect(op.name)
 
 
 class _Liveness:

@@ -5,12 +5,16 @@
     %r = where true, %a, %b : T                        =>  uses of %r read %a   (%a : T)
     %r = for %i in range(4, 2, 1) iter_args(%c = %x)   =>  uses of %r read %x   (zero trips)
 
-A folded op is erased once nothing reads it. Integers wrap at 32 bits and
-divide as C does (toward zero; the remainder takes the dividend's sign);
-floats round to f32. A literal is weakly typed, so a value is replaced by one
-only where the user's type rule gives the same types as before; otherwise that
-use keeps the op. Not folded: division by zero, INT_MIN / -1, math functions
-(the device's libm decides those), pointers, blocks, and results other than
+A folded op is erased once nothing reads it. An op is evaluated by its
+semantics in the op table (``ir/opdefs.py``, the interpreter's too) on 0-d
+NumPy arrays, so integers wrap at 32 bits and divide as C does (toward zero;
+the remainder takes the dividend's sign) and floats round to f32. A literal is
+weakly typed, so a value is replaced by one only where the user's type rule
+gives the same types as before; otherwise that use keeps the op. Not folded:
+what an op's ``fold_refuses`` names (division by zero, INT_MIN / -1, NaN and
+signed zeros in maximum/minimum), math functions that are not exact (the
+device's libm decides exp, sin...; floor and ceil fold), ops that read memory
+or have an effect, pointers, blocks, and results other than
 i32, f32 and bool (no literal stands for them). An integer literal beyond i32
 is i64 (``mul %x, 4294967296 : i64``), so what it meets computes in i64 and is
 left alone rather than wrapped at 32 bits.
@@ -18,7 +22,6 @@ left alone rather than wrapped at 32 bits.
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass
 
 import struct
@@ -28,21 +31,13 @@ from mytriton.ir.ssa import (
     Const, Kernel, Op, Operand, Value, erase_op, for_bounds, for_carried, for_inits, use_counts,
     values_used, walk,
 )
-from mytriton.lower import carried_type_fits
+from mytriton.ir.literals import carried_type_fits
 from mytriton.types import BOOL, F32, I32, PointerType, ScalarType, Type, TypeRuleError, concrete, element_of, promote
 
 # The types a weak literal stands for exactly wherever it is used (i32 and an
 # int literal promote alike; f32 and a float literal do, except against f16).
 LITERAL_TYPES = (BOOL, I32, F32)
 INT_MIN = -2**31
-
-_BINARY = {
-    "add": operator.add, "sub": operator.sub, "mul": operator.mul,
-    "and": operator.and_, "or": operator.or_, "xor": operator.xor,
-    "cmp_lt": operator.lt, "cmp_le": operator.le, "cmp_gt": operator.gt,
-    "cmp_ge": operator.ge, "cmp_eq": operator.eq, "cmp_ne": operator.ne,
-}
-
 
 def _convert(value: bool | int | float, t: Type) -> bool | int | float | None:
     """``value`` as an element of ``t``, as C converts it; None where C is undefined."""
@@ -76,11 +71,6 @@ def to_f32(value: float) -> float:
         return math.copysign(largest if abs(value) < halfway else math.inf, value)
 
 
-def _c_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
-
-
 def _compute(op: Op, args: list[Const], t: Type) -> bool | int | float | None:
     """The value of ``op`` over literal operands, or None if it must not fold."""
     name = op.name
@@ -88,37 +78,36 @@ def _compute(op: Op, args: list[Const], t: Type) -> bool | int | float | None:
         return _convert(args[0].value, t)
     if name == "where":
         return _convert(args[1].value if args[0].value else args[2].value, t)
+    opdef = opdefs.lookup(name)
+    if opdef is None or opdef.semantics is None or not opdef.folds or len(args) != opdef.arity:
+        return None
     # Comparisons compute in the operands' common type, everything else in the result's.
-    ct = concrete(promote(args[0].type, args[1].type)) if name in opdefs.CMP_OPS else t
+    ct = concrete(promote(args[0].type, args[1].type)) if opdef.computes_in == "operands" else t
     if ct not in LITERAL_TYPES:
         return None
     xs = [_convert(a.value, ct) for a in args]
     if any(x is None for x in xs):
         return None
-    if name == "neg":
-        return _convert(-xs[0], t)
-    if name == "abs":
-        return _convert(abs(xs[0]), t)
-    if name == "not":
-        return _convert(not xs[0] if ct == BOOL else ~xs[0], t)
-    if len(xs) != 2:
+    if opdef.fold_refuses is not None and opdef.fold_refuses(*xs):
         return None
-    a, b = xs
-    if name in ("div", "floordiv", "mod"):
-        if b == 0 or (ct == I32 and a == INT_MIN and b == -1):
-            return None
-        if name == "div":
-            return _convert(a / b, t)
-        q = _c_div(a, b)
-        return _convert(q if name == "floordiv" else a - b * q, t)
-    if name in ("maximum", "minimum"):
-        # fmaxf/fminf: NaN and signed zeros are the device's business.
-        if math.isnan(a) or math.isnan(b) or (a == b and math.copysign(1, a) != math.copysign(1, b)):
-            return None
-        return _convert(max(a, b) if name == "maximum" else min(a, b), t)
-    if name in _BINARY:
-        return _convert(_BINARY[name](a, b), t)
-    return None
+    return _convert(evaluate(opdef, xs, ct), t)
+
+
+def evaluate(opdef: opdefs.OpDef, xs: list[bool | int | float], ct: ScalarType) -> bool | int | float:
+    """``opdef``'s semantics (the interpreter's) on 0-d arrays of ``ct``: C's
+    wrap-around and f32 rounding come with the dtypes. NumPy is imported
+    here, when there is something to fold, so that compiling without
+    literals to fold never loads it."""
+    import numpy as np
+
+    dtype = _NUMPY_LITERAL_TYPES[ct]
+    with np.errstate(all="ignore"):
+        result = opdef.semantics(np, *(np.array(x, dtype=dtype) for x in xs))
+    return np.asarray(result).item()
+
+
+# The NumPy dtype (by name) of each type a literal stands for.
+_NUMPY_LITERAL_TYPES = {BOOL: "bool", I32: "int32", F32: "float32"}
 
 
 def _is_float(t: Type | None) -> bool:
@@ -154,7 +143,7 @@ def _simplify(op: Op, t: Type) -> Operand | None:
 
 
 def _fold_op(op: Op) -> Operand | None:
-    if len(op.results) != 1 or op.regions or op.name in ("load", "store"):
+    if len(op.results) != 1 or op.regions or opdefs.reads_memory(op.name) or opdefs.has_effect(op.name):
         return None
     t = op.result.type
     if isinstance(element_of(t), PointerType):

@@ -23,7 +23,7 @@ from mytriton.ir.ssa import Const, Kernel, Op, Value, defining_block, for_body, 
 
 def _speculatable(op: Op) -> bool:
     opdef = opdefs.lookup(op.name)
-    if opdef is None or not opdef.pure or opdef.reads_memory or opdef.allocates or op.regions:
+    if opdef is None or not opdef.pure or opdefs.reads_memory(op.name) or opdef.allocates or op.regions:
         return False
     if op.name in ("floordiv", "mod"):
         divisor = op.operands[1]

@@ -149,8 +149,9 @@ def match_dot(defs: Definitions, dot: Op) -> DotPlan | NotCanonical:
         tile = match_operand(defs, value)
         if isinstance(tile, NotCanonical):
             return NotCanonical(f"operand {label}: {tile.reason}")
-        if _store_between(defs, tile.load, dot) is not None:
-            return NotCanonical(f"operand {label}: a store may run between the load and the dot")
+        writer = _store_between(defs, tile.load, dot)
+        if writer is not None:
+            return NotCanonical(f"operand {label}: a {writer.name} may run between the load and the dot")
         tiles.append(tile)
     return DotPlan(dot, tiles[0], tiles[1])
 
@@ -299,18 +300,25 @@ def _is_i32_tile(operand: Operand) -> bool:
     return isinstance(operand, Value) and isinstance(operand.type, BlockType) and operand.type.element == I32
 
 
+def _orders_memory(op: Op) -> bool:
+    """Whether a load may not move across ``op``: it writes memory (a store,
+    an atomic) or synchronises."""
+    return opdefs.writes_memory(op.name) or opdefs.synchronises(op.name)
+
+
 def _store_between(defs: Definitions, load: Op, dot: Op) -> Op | None:
-    """A store that may run after ``load`` and before ``dot`` (the copy that
-    replaces the load reads memory where the dot is)."""
+    """An op that writes memory or synchronises (a store, say) and may run
+    after ``load`` and before ``dot`` (the copy that replaces the load reads
+    memory where the dot is)."""
     first, last = defs.position[load], defs.position[dot]
     for op, position in defs.position.items():
-        if op.name == "store" and first < position < last:
+        if _orders_memory(op) and first < position < last:
             return op
     # A loop around the dot but not the load runs all of its body again
     # between the load and the dot's next iteration.
     block = dot.parent
     while block is not None and not is_within(load.parent, block):
-        store = next((op for op in walk(block) if op.name == "store"), None)
+        store = next((op for op in walk(block) if _orders_memory(op)), None)
         if store is not None:
             return store
         loop = block.parent
@@ -382,7 +390,7 @@ def _erase_staging_only(kernel: Kernel, defs: Definitions, loads: list[Op]) -> N
     work = list(loads)
     while work:
         op = work.pop()
-        if op.parent is None or op.regions or not opdefs.OPS[op.name].pure:
+        if op.parent is None or op.regions or not opdefs.is_pure(op.name):
             continue
         if any(counts.get(result, 0) for result in op.results):
             continue

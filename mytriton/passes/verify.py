@@ -28,8 +28,8 @@ from mytriton.ir import opdefs
 from mytriton.ir.ssa import Block, Const, Kernel, Op, OpResult, Param, Value, defining_block, is_within, walk
 from mytriton.ir.ssa_text import op_text
 from mytriton.limits import MAX_EXPRESSION_DEPTH, tile_error
-from mytriton.lower import carried_type_fits, literal_conversion_error
 from mytriton.ir.layouts import PaddedShared, Slice, broadcast_view, shape_problem
+from mytriton.ir.literals import carried_type_fits, literal_conversion_error
 from mytriton.types import I32, BlockType, SharedType, TypeRuleError, concrete, without_layout
 
 

@@ -106,7 +106,9 @@ class JITFunction:
     def specialize(self, bound: dict[str, Any], num_warps: int, backend: str) -> Any:
         from mytriton.runtime.arguments import arg_type, signature_of
 
-        text, runtime, constexpr = run_deep(self.source)  # checks the syntax: deep walks
+        # The first time on a large stack (deep_stack.run_deep): it checks the
+        # syntax with deep walks; later launches read the cache, without a thread.
+        text, runtime, constexpr = self._static or run_deep(self.source)
         constexprs = {name: bound[name] for name in constexpr}
         types = [arg_type(bound[name], name) for name in runtime]
         key = (tuple(str(t) for t in types), tuple((k, repr(v)) for k, v in constexprs.items()),

@@ -1,5 +1,9 @@
 """C expressions for ops on one element: the CUDA renderer's op table.
 
+Which ops are expressions, statements or refused is kept here, keyed by op;
+every spelling (operators aside) comes from the target-language object
+(``language.py``), whose ``math_f32`` holds the math functions.
+
 ``render(op, args)`` spells one element of ``op``'s result given its operands
 (already C expressions of known element types, literals, or None). Operands
 are converted to the type the op computes in; half-precision values compute
@@ -10,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mytriton.backends.cuda.ctypes import c_cast, c_literal
+from mytriton.backends.cuda.language import CUDA
 from mytriton.diagnostics import CompileError
 from mytriton.ir.opdefs import CMP_OPS, MATH_FUNCTIONS
 from mytriton.ir.ssa import Const, Op
@@ -28,11 +33,70 @@ Arg = CValue | Const | None
 
 _CMP = {"cmp_lt": "<", "cmp_le": "<=", "cmp_gt": ">", "cmp_ge": ">=", "cmp_eq": "==", "cmp_ne": "!="}
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "/", "mod": "%", "xor": "^"}
-_MATH_F32 = {
-    "exp": "expf({0})", "exp2": "exp2f({0})", "log": "logf({0})", "log2": "log2f({0})",
-    "sqrt": "sqrtf({0})", "rsqrt": "rsqrtf({0})", "sin": "sinf({0})", "cos": "cosf({0})",
-    "floor": "floorf({0})", "ceil": "ceilf({0})", "sigmoid": "(1.0f / (1.0f + expf(-({0}))))",
+# Math functions, computed in f32: one spelling per op of the op table's
+# math group, in the language object (a new ``tl.<name>`` is a row in
+# ir/opdefs.py and one in CStyleLanguage.math_f32 or a target's own table).
+MATH_SPELLINGS = CUDA.math_f32
+
+# Ops whose one element ``render`` spells, besides the math functions.
+EXPRESSION_OPS = frozenset({
+    "program_id", "num_programs", "full", "addptr", "cast", "where", *_CMP, *_BINARY,
+    "neg", "abs", "not", "maximum", "minimum", "and", "or",
+})
+
+# Ops the emitter writes as statements of their own rather than as one
+# element's expression, and where.
+STATEMENT_OPS = {
+    "load": "emitter.py: a guarded read of the tile (load_expr)",
+    "store": "emitter.py: a guarded write of the tile",
+    "arange": "slots.py: each element's index along the tile",
+    "expand_dims": "slots.py: a re-indexing of its operand",
+    "sum": "reductions.py, with reduce_identity and reduce_combine",
+    "max": "reductions.py, with reduce_identity and reduce_combine",
+    "min": "reductions.py, with reduce_identity and reduce_combine",
+    "dot": "dots.py: operands through shared scratch, then an FMA loop",
+    "dot_shared": "dots.py: a product of two shared buffers",
+    "shared_alloc": "dots.py: a __shared__ array at kernel scope",
+    "copy_to_shared": "dots.py: a cooperative copy",
+    "barrier": "emitter.py: __syncthreads()",
+    "for": "emitter.py: a C for loop",
+    "yield": "emitter.py: the loop's carried assignments",
+    "convert_layout": "emitter.py: a slot loop in the new layout, through shared memory where threads differ",
 }
+
+# Ops the CUDA backend refuses, and why (none today).
+REFUSED: dict[str, str] = {}
+
+
+def lowering(name: str) -> str | None:
+    """How the CUDA backend lowers the op ``name``: "math", "expression",
+    "statement" or "refused"; None where it has no lowering."""
+    if name in MATH_SPELLINGS:
+        return "math"
+    if name in EXPRESSION_OPS:
+        return "expression"
+    if name in STATEMENT_OPS:
+        return "statement"
+    if name in REFUSED:
+        return "refused"
+    return None
+
+
+def _called(spelling: str) -> set[str]:
+    """The C functions a spelling calls: each name right before a '('."""
+    names, word = set(), ""
+    for ch in spelling:
+        if ch.isalnum() or ch == "_":
+            word += ch
+            continue
+        if ch == "(" and word and not word[0].isdigit():
+            names.add(word)
+        word = ""
+    return names
+
+
+# The C functions the math spellings call (a parameter of that name would hide one).
+MATH_CALLED = frozenset(name for spelling in MATH_SPELLINGS.values() for name in _called(spelling))
 
 
 def compute_type(t: ScalarType | WeakType) -> ScalarType:
@@ -54,9 +118,9 @@ def render(op: Op, args: list[Arg]) -> str:
     name = op.name
     element = element_of(op.results[0].type)
     if name == "program_id":
-        return f"(int)blockIdx.{'xyz'[op.attrs['axis']]}"
+        return CUDA.program_id(op.attrs["axis"])
     if name == "num_programs":
-        return f"(int)gridDim.{'xyz'[op.attrs['axis']]}"
+        return CUDA.num_programs(op.attrs["axis"])
     if name == "full":
         return as_type(args[0], op.attrs["dtype"])
     if name == "addptr":
@@ -84,17 +148,18 @@ def render(op: Op, args: list[Arg]) -> str:
 
 def _arith(name: str, t: ScalarType, args: list[str], op: Op) -> str:
     if name in MATH_FUNCTIONS:
-        return _MATH_F32[name].format(args[0])
+        if name not in MATH_SPELLINGS:
+            raise CompileError(f"the CUDA backend has no spelling for the math function '{name}'", op.loc)
+        return MATH_SPELLINGS[name].format(args[0])
     if name == "neg":
         return f"(-{args[0]})"
     if name == "abs":
-        return f"fabsf({args[0]})" if t.is_float else (f"llabs({args[0]})" if t == I64 else f"abs({args[0]})")
+        return CUDA.abs(args[0], t)
     if name == "not":
         return f"(!{args[0]})" if t == BOOL else f"(~{args[0]})"
     a, b = args
     if name in ("maximum", "minimum"):
-        fn = ("fmaxf" if name == "maximum" else "fminf") if t.is_float else name[:3]
-        return f"{fn}({a}, {b})"
+        return CUDA.min_max(name, a, b, t)
     if name in ("and", "or"):
         symbol = {"and": "&", "or": "|"}[name]
         return f"({a} {symbol * 2 if t == BOOL else symbol} {b})"
@@ -112,7 +177,7 @@ def reduce_identity(name: str, t: ScalarType) -> str:
     if name == "sum":
         return c_literal(0, t)
     if t.is_float:
-        return "(-INFINITY)" if name == "max" else "INFINITY"
+        return CUDA.infinity(negative=name == "max")
     if t == I64:
         return "(-9223372036854775807LL - 1)" if name == "max" else "9223372036854775807LL"
     return "(-2147483647 - 1)" if name == "max" else "2147483647"
@@ -121,7 +186,5 @@ def reduce_identity(name: str, t: ScalarType) -> str:
 def reduce_combine(name: str, t: ScalarType, a: str, b: str) -> str:
     if name == "sum":
         return f"({a} + {b})"
-    if t.is_float:
-        return f"{'fmaxf' if name == 'max' else 'fminf'}({a}, {b})"
-    return f"{name}({a}, {b})"
+    return CUDA.min_max(name, a, b, t)
 

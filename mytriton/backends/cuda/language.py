@@ -15,11 +15,7 @@ class CudaLanguage(CStyleLanguage):
     shared_prefix = "__shared__ __align__(16)"
     includes = ("#include <math_constants.h>",)
     half_includes = ("#include <cuda_fp16.h>", "#include <cuda_bf16.h>")
-    math_f32 = {
-        **CStyleLanguage.math_f32,
-        "rsqrt": "rsqrtf({0})",
-        "sigmoid": "(1.0f / (1.0f + expf(-({0}))))",
-    }
+    math_f32 = {**CStyleLanguage.math_f32, "rsqrt": "rsqrtf({0})"}
 
     def program_id(self, axis: int) -> str:
         return f"(int)blockIdx.{'xyz'[axis]}"

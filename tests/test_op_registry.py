@@ -1,0 +1,164 @@
+"""The op table (mytriton/ir/opdefs.py) is complete and consistent: every op
+has interpreter semantics or a handler and a CUDA lowering or a stated
+refusal, its traits agree with each other, the groups other modules import
+are derived from the traits, and every ``tl`` function maps to ops that
+exist."""
+from __future__ import annotations
+
+import pytest
+
+import mytriton.language as tl
+from conftest import kernel_source
+from mytriton.backends.cuda import expressions
+from mytriton.backends.interp import HANDLERS
+from mytriton.frontend.builtins import BUILTINS
+from mytriton.frontend.stages import trace_stage
+from mytriton.ir import opdefs
+from mytriton.ir.tree import ForRange, Node, Yield
+
+OPS = sorted(opdefs.OPS)
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_every_op_runs_in_the_interpreter(name):
+    opdef = opdefs.OPS[name]
+    # ``yield`` is read by the loop that runs its body.
+    assert name in HANDLERS or opdef.semantics is not None or name == "yield"
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_every_op_has_a_cuda_lowering_or_a_stated_refusal(name):
+    assert expressions.lowering(name) is not None
+    if expressions.lowering(name) == "refused":
+        assert expressions.REFUSED[name]  # says why
+
+
+@pytest.mark.parametrize("name", opdefs.MATH_FUNCTIONS)
+def test_every_math_function_has_a_cuda_spelling_of_one_operand(name):
+    assert expressions.MATH_SPELLINGS[name].format("x") != expressions.MATH_SPELLINGS[name]
+
+
+def test_cuda_names_no_op_table_lacks():
+    known = set(opdefs.OPS)
+    assert set(expressions.MATH_SPELLINGS) <= set(opdefs.MATH_FUNCTIONS)
+    assert expressions.EXPRESSION_OPS <= known
+    assert set(expressions.STATEMENT_OPS) <= known
+    assert set(expressions.REFUSED) <= known
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_memory_effects_and_purity_agree(name):
+    d = opdefs.OPS[name]
+    if d.writes_global or d.writes_shared or d.synchronises or d.control:
+        assert not d.pure and d.has_effect
+    else:
+        assert d.pure and not d.has_effect
+    assert opdefs.writes_memory(name) == (d.writes_global or d.writes_shared)
+    assert opdefs.reads_memory(name) == (d.reads_global or d.reads_shared)
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_ops_with_semantics_are_elementwise_pure_and_memoryless(name):
+    d = opdefs.OPS[name]
+    if d.semantics is None:
+        assert not d.folds  # folding evaluates the semantics
+        return
+    assert d.elementwise and d.pure and not d.reads_memory and not d.allocates
+    assert d.computes_in in ("result", "operands", "float")
+    assert d.fold_refuses is None or d.folds
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_operand_traits_name_operands_the_op_has(name):
+    d = opdefs.OPS[name]
+    names = [o.rstrip("?") for o in d.operands]
+    assert set(d.shared_operands) <= set(names)
+    if d.address_operand is not None:
+        assert d.address_operand in names and (d.reads_global or d.writes_global)
+    if d.reads_global or d.writes_global:
+        assert d.address_operand is not None  # analyses follow it to the parameters
+
+
+def test_groups_are_derived_from_traits():
+    assert opdefs.REDUCTIONS == tuple(n for n, d in opdefs.OPS.items() if d.reduction)
+    assert opdefs.CMP_OPS == tuple(n for n, d in opdefs.OPS.items() if d.comparison)
+    assert opdefs.MATH_FUNCTIONS == tuple(n for n, d in opdefs.OPS.items() if d.math_function)
+    assert opdefs.MATERIALISED == tuple(n for n, d in opdefs.OPS.items() if d.materialised)
+    assert {"sum", "max", "min"} == set(opdefs.REDUCTIONS)
+    for name in opdefs.REDUCTIONS:
+        assert opdefs.OPS[name].attrs == ("axis",)
+    for name in opdefs.CMP_OPS:
+        assert opdefs.OPS[name].arity == 2 and opdefs.OPS[name].computes_in == "operands"
+    for name in opdefs.MATH_FUNCTIONS:
+        assert opdefs.OPS[name].arity == 1 and opdefs.OPS[name].elementwise
+
+
+def test_inexact_math_functions_are_interpreter_only_and_exact_ones_fold():
+    folding = {n for n in opdefs.MATH_FUNCTIONS if opdefs.OPS[n].folds}
+    assert folding == {"floor", "ceil"}
+    assert {"erf", "tanh", "exp", "sin"} <= set(opdefs.MATH_FUNCTIONS) - folding
+
+
+def test_every_math_function_is_a_tl_builtin():
+    for name in opdefs.MATH_FUNCTIONS:
+        assert name in tl.FUNCTIONS and name in BUILTINS and callable(getattr(tl, name))
+
+
+def test_every_tl_function_has_a_builtin_and_every_builtin_a_tl_name():
+    assert set(tl.FUNCTIONS) == set(BUILTINS)
+
+
+def _traced_ops(stmts) -> set[str]:
+    found: set[str] = set()
+    work = list(stmts)
+    seen: set[int] = set()
+
+    def expr(e) -> None:
+        if isinstance(e, Node) and id(e) not in seen:
+            seen.add(id(e))
+            found.add(e.op)
+            for a in e.args:
+                expr(a)
+
+    while work:
+        stmt = work.pop()
+        if isinstance(stmt, ForRange):
+            work.extend(stmt.body)
+            for e in (stmt.start, stmt.stop, stmt.step, *stmt.carried_inputs):
+                expr(e)
+        elif isinstance(stmt, Yield):
+            for e in stmt.values:
+                expr(e)
+        else:
+            expr(stmt.node)
+    return found
+
+
+EVERY_FUNCTION = """
+@mytriton.jit
+def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK) + tl.num_programs(0) * 0
+    m = i < n
+    x = tl.load(x_ptr + i, mask=m, other=1.0)
+    y = {math} + tl.abs(x) + tl.where(m, x, 0.0) + tl.maximum(x, 1.0) + tl.minimum(x, 2.0)
+    z = tl.zeros((BLOCK,), tl.float32) + tl.full((BLOCK,), 2.0, tl.float32) + tl.empty((BLOCK,), tl.float32)
+    r = tl.sum(y, axis=0) + tl.max(z, axis=0) + tl.min(z, axis=0)
+    a = tl.expand_dims(y, 1) + tl.zeros((BLOCK, 16), tl.float32)
+    d = tl.dot(a, tl.zeros((16, 16), tl.float32))
+    for j in tl.range(0, tl.cdiv(n, BLOCK)):
+        r += 1.0
+    for j in tl.static_range(2):
+        r += 1.0
+    tl.store(out_ptr + i, y + r + tl.sum(d, axis=1), mask=m)
+"""
+
+
+def test_a_kernel_calling_every_tl_function_traces_to_ops_of_the_table():
+    math = " + ".join(f"tl.{name}(x)" for name in opdefs.MATH_FUNCTIONS)
+    source = kernel_source(EVERY_FUNCTION.format(math=math))
+    called = {name for name in tl.FUNCTIONS if f"tl.{name}(" in source}
+    assert called == set(tl.FUNCTIONS)
+    tree = trace_stage(source, "k.py", {"BLOCK": 16}, None, "k")
+    ops = _traced_ops(tree.body)
+    assert set(opdefs.MATH_FUNCTIONS) <= ops
+    assert ops <= set(opdefs.OPS)
