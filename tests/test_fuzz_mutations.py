@@ -41,7 +41,9 @@ def test_a_few_mutated_inputs_keep_the_contract_through_the_real_command(corpus,
         text, names = fm.mutate(seed, rng, corpus)
         path = tmp_path / "input.txt"
         path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass"))
-        args = fm.command_for(seed, base, str(path), str(tmp_path / "out.txt"))
+        output = tmp_path / "out.txt"
+        output.unlink(missing_ok=True)  # an earlier input's output is not this one's
+        args = fm.command_for(seed, base, str(path), str(output))
         found = fm.check_subprocess(args, text, tmp_path, label=f"{seed.label}, {names}")
         if found:
             failures.append(found)
@@ -53,7 +55,7 @@ def test_the_corpus_holds_every_stage_of_every_sample(corpus):
     labels = {seed.label for seed in corpus}
     for path in fm.SAMPLES.glob("*.py"):
         if path.stem != "demo":
-            for stage in (".py", " bundle", " tree", " ssa", " opt", " staged"):
+            for stage in (".py", " bundle", " tree", " ssa", " opt", " staged", " layouts"):
                 assert f"samples/{path.stem}{stage}" in labels
 
 

@@ -143,19 +143,20 @@ class CudaEmitter:
         groups: list[Group] = []
         open_group: Group | None = None
         for op in block.ops:
+            rule = _rule(op)
             if op.name == "yield":
                 continue
             if op.name == "for":
                 open_group = None
                 groups.append(Group("for", [op]))
                 self.groups[id(op.regions[0])] = self.plan_groups(op.regions[0])
-            elif _rule(op) == "reduce":
+            elif rule == "reduce":
                 open_group = None
                 groups.append(Group("reduce", [op], self.domain(op)))
-            elif _rule(op) == "convert":
+            elif rule == "convert":
                 open_group = None
                 groups.append(Group("convert", [op], self.domain(op)))
-            elif op.name == "shared_alloc":
+            elif opdefs.lookup(op.name).allocates:
                 self.shared_allocs.append(op)
             elif op.name == "copy_to_shared":
                 if not (groups and groups[-1].kind == "copies" and open_group is None):
@@ -165,11 +166,11 @@ class CudaEmitter:
             elif op.name == "barrier":
                 open_group = None
                 groups.append(Group("barrier", [op]))
-            elif op.name in ("dot", "dot_shared"):
+            elif rule == "dot":
                 open_group = None
                 groups.append(Group("dot", [op]))
-            elif op.name in ("load", "store") and (op.name == "store" and is_tile(op.operands[0])
-                                                    or op.results and is_tile(op.results[0])):
+            elif rule in ("load", "store") and (rule == "store" and is_tile(op.operands[0])
+                                                 or op.results and is_tile(op.results[0])):
                 # Loads share a slot loop with loads, stores with stores: every
                 # load of a thread is issued before its first store, so the loads
                 # are in flight together and memory order is the kernel's.
@@ -184,8 +185,10 @@ class CudaEmitter:
                 continue  # pure tile ops are computed where they are used
             else:
                 entry = Group("scalar", [op])
-                if open_group is not None and op.name not in ("load", "store"):
-                    groups.insert(len(groups) - 1, entry)  # scalars never depend on the open tile group
+                if open_group is not None and not (opdefs.reads_memory(op.name) or opdefs.has_effect(op.name)):
+                    # A pure scalar never depends on the open tile group: it
+                    # goes before it. Memory accesses keep the kernel's order.
+                    groups.insert(len(groups) - 1, entry)
                 else:
                     open_group = None
                     groups.append(entry)
