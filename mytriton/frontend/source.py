@@ -105,7 +105,7 @@ def _read_statement(module: KernelModule, stmt: ast.stmt) -> None:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         if stmt.value is None:
             return
-        value = _constant(module, stmt.value)
+        value = constant_value(module, stmt.value)
         for target in targets:
             if isinstance(target, ast.Name) and target.id != BUNDLE_MARKER:
                 module.constants[target.id] = value
@@ -113,7 +113,7 @@ def _read_statement(module: KernelModule, stmt: ast.stmt) -> None:
         module.constants[stmt.name] = Unresolved(f"'{stmt.name}' is a class")
 
 
-def _constant(module: KernelModule, expr: ast.expr) -> Any:
+def constant_value(module: KernelModule, expr: ast.expr) -> Any:
     """Evaluate a module-level expression made of literals, other constants,
     arithmetic, tuples, dtypes and ``tl.constexpr(...)``; anything else is
     Unresolved (it would need running the file)."""

@@ -205,9 +205,9 @@ def resolve_constexprs(module: KernelModule, entry: str, defines: dict[str, Any]
         if name in defines:
             values[name] = defines[name]
         elif name in defaults:
-            from mytriton.frontend.source import _constant
+            from mytriton.frontend.source import constant_value
 
-            value = _constant(module, defaults[name])
+            value = constant_value(module, defaults[name])
             if isinstance(value, Unresolved):
                 raise CompileError(f"the default of '{name}' is not a constant: {value.reason}",
                                    module.loc(defaults[name]))
