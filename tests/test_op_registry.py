@@ -162,3 +162,15 @@ def test_a_kernel_calling_every_tl_function_traces_to_ops_of_the_table():
     ops = _traced_ops(tree.body)
     assert set(opdefs.MATH_FUNCTIONS) <= ops
     assert ops <= set(opdefs.OPS)
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_every_op_has_a_layout_rule_the_layouts_stage_knows(name):
+    d = opdefs.OPS[name]
+    assert d.layout_rule in opdefs.LAYOUT_RULES
+    if d.elementwise:
+        assert d.layout_rule == "elementwise"  # operands read in the result's layout
+    if d.layout_rule == "elementwise":
+        assert d.pure and not d.reads_memory  # so the layouts stage may compute it twice
+    if d.layout_rule in ("load", "reduce", "dot", "convert"):
+        assert d.materialised  # held in registers, converted rather than recomputed
