@@ -3,10 +3,16 @@
 ``@mytriton.jit`` kernels are read from source (never run), compiled stage by
 stage through textual IRs to CUDA C++, and launched with PyCUDA, or run by a
 NumPy interpreter where there is no GPU. Importing this package loads
-neither NumPy nor PyCUDA.
+neither NumPy nor PyCUDA. Triton's host names are here too, so that
+``import mytriton as triton`` is the only change a Triton file needs:
+``triton.jit``, ``triton.autotune``, ``triton.Config``, ``triton.heuristics``,
+``triton.cdiv``, ``triton.next_power_of_2``, ``triton.language``, ``triton.testing``.
 """
+from typing import Any
+
 from mytriton import language
 from mytriton.diagnostics import CompileError
+from mytriton.runtime.autotuner import Autotuner, Config, Heuristics, autotune, heuristics
 from mytriton.runtime.jit import JITFunction, jit
 
 
@@ -15,5 +21,22 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def next_power_of_2(n: int) -> int:
+    """The smallest power of two at least ``n`` (1 for n <= 1), for block
+    sizes: ``next_power_of_2(n_cols)``."""
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def __getattr__(name: str) -> Any:
+    # mytriton.testing imports NumPy when used; loaded on first access only.
+    if name == "testing":
+        import importlib
+
+        return importlib.import_module("mytriton.testing")
+    raise AttributeError(f"module 'mytriton' has no attribute '{name}'")
+
+
 __version__ = "0.1.0"
-__all__ = ["jit", "JITFunction", "cdiv", "language", "CompileError", "__version__"]
+__all__ = ["jit", "JITFunction", "autotune", "Autotuner", "Config", "heuristics", "Heuristics",
+           "cdiv", "next_power_of_2", "language", "testing", "CompileError", "__version__"]

@@ -25,6 +25,7 @@ class Options:
     defines: dict[str, Any] = field(default_factory=dict)
     signature: str | None = None
     num_warps: int = DEFAULT_NUM_WARPS
+    num_stages: int | None = None  # a launch's software-pipelining depth: recorded, for later pipelining
     passes: Sequence[str] | None = None  # None: the default pipeline
     arch: str = DEFAULT_ARCH
     after_each: Callable[[str, Kernel], None] | None = None

@@ -5,6 +5,7 @@ by the frontend, specialised on the constexpr values and argument types of
 each launch, compiled, cached in memory, and launched on the chosen backend.
 The backend is ``cuda`` (PyCUDA) when a GPU is usable, else ``interp`` (the
 NumPy interpreter); ``MYTRITON_BACKEND`` or ``backend=`` choose explicitly.
+A launch returns the compiled kernel (runtime/compiled.py), as Triton's does.
 """
 from __future__ import annotations
 
@@ -18,6 +19,25 @@ from mytriton.deep_stack import run_deep
 from mytriton.limits import grid_error
 
 BACKENDS = ("auto", "cuda", "interp")
+
+# Triton's @jit options, and what each does here. Any other is an error:
+# an option silently ignored would hide a typo or a feature mytriton lacks.
+JIT_OPTIONS = {
+    # Triton specialises integer arguments on their value (== 1, divisible by
+    # 16); mytriton specialises only on types, so there is nothing to turn
+    # off. The names must still be parameters of the kernel.
+    "do_not_specialize": "accepted; runtime arguments are never specialised on their values",
+    "do_not_specialize_on_alignment": "accepted; alignment is never specialised on",
+    # Kept in the handle's metadata; device assertions are not compiled out.
+    "debug": "recorded in metadata['debug']",
+    # @jit helpers are always inlined into the kernel.
+    "noinline": "accepted; helpers are always inlined",
+    # A callable of the compiled kernel's metadata giving the name profilers show.
+    "repr": "called with the metadata; its result is metadata['repr']",
+    # A callable (grid, kernel, args) -> dict for launch hooks; mytriton has no
+    # launch hooks, so it is kept (metadata['launch_metadata']) and never called.
+    "launch_metadata": "kept, never called (no launch hooks)",
+}
 
 
 def select_backend(requested: str | None = None) -> str:
@@ -51,6 +71,7 @@ class JITFunction:
     def __init__(self, fn: Callable[..., Any], **options: Any) -> None:
         functools.update_wrapper(self, fn)
         self.fn = fn
+        _check_options(fn, options)
         self.options = options
         self.file = inspect.getsourcefile(fn) or "<unknown>"
         signature = inspect.signature(fn)
@@ -103,7 +124,9 @@ class JITFunction:
                     bound[key] = self._defaults[key]
         return bound
 
-    def specialize(self, bound: dict[str, Any], num_warps: int, backend: str) -> Any:
+    def specialize(self, bound: dict[str, Any], num_warps: int, backend: str,
+                   num_stages: int | None = None) -> Any:
+        """The compiled kernel (runtime/compiled.py) for these arguments."""
         from mytriton.runtime.arguments import arg_type, signature_of
 
         # The first time on a large stack (deep_stack.run_deep): it checks the
@@ -112,40 +135,62 @@ class JITFunction:
         constexprs = {name: bound[name] for name in constexpr}
         types = [arg_type(bound[name], name) for name in runtime]
         key = (tuple(str(t) for t in types), tuple((k, repr(v)) for k, v in constexprs.items()),
-               num_warps, backend)
+               num_warps, num_stages, backend)
         compiled = self._compiled.get(key)
         if compiled is None:
             from mytriton import pipeline
+            from mytriton.passes.layouts import check_num_warps
+            from mytriton.runtime.compiled import CompiledKernel
 
+            check_num_warps(num_warps)
+            if num_stages is not None and (type(num_stages) is not int or not 1 <= num_stages <= 16):
+                raise CompileError(f"num_stages must be an integer from 1 to 16, got {num_stages!r}")
             options = pipeline.Options(kernel=self.fn.__name__, defines=constexprs,
-                                       signature=signature_of(types), num_warps=num_warps)
+                                       signature=signature_of(types), num_warps=num_warps,
+                                       num_stages=num_stages)
             # On a large stack, as the CLI does (deep_stack.run_deep).
             kernel = run_deep(pipeline.source_to_ssa, text, self.file, options)
+            metadata = {"name": self.fn.__name__, "num_warps": num_warps, "num_stages": num_stages,
+                        "backend": backend, "signature": options.signature, "constants": constexprs,
+                        "arch": options.arch, "debug": bool(self.options.get("debug", False))}
+            compiled = CompiledKernel(kernel, self.file, options, backend, metadata)
+            if "launch_metadata" in self.options:
+                metadata["launch_metadata"] = self.options["launch_metadata"]
+            if "repr" in self.options:
+                metadata["repr"] = self.options["repr"](dict(metadata))
             if backend == "cuda":
                 from mytriton.runtime.cuda_driver import CudaKernel
 
-                cuda = run_deep(lambda: pipeline.to_cuda(kernel, options))
-                compiled = CudaKernel(cuda, options.arch)  # here: the CUDA context is this thread's
-            else:
-                compiled = kernel
+                # here: the CUDA context is this thread's
+                compiled.launcher = CudaKernel(compiled.asm["cuda"], options.arch)
             self._compiled[key] = compiled
         return compiled
 
     def run(self, *args: Any, grid: Any, num_warps: int = 4, num_stages: int | None = None,
-            backend: str | None = None,
-            **kwargs: Any) -> None:
+            backend: str | None = None, warmup: bool = False,
+            **kwargs: Any) -> Any:
+        """Launch on ``grid`` (compile only when ``warmup``); the compiled
+        kernel is returned either way."""
         bound = self.bind(args, kwargs)
         chosen = select_backend(backend)
-        compiled = self.specialize(bound, num_warps, chosen)
+        compiled = self.specialize(bound, num_warps, chosen, num_stages)
+        grid3 = normalize_grid(grid, bound)
+        if warmup:
+            return compiled
         _, runtime, _ = self.source()
         values = [bound[name] for name in runtime]
-        grid3 = normalize_grid(grid, bound)
         if chosen == "cuda":
-            compiled.launch(grid3, values)
+            compiled.launcher.launch(grid3, values)
         else:
             from mytriton.backends.interp import run_kernel
 
-            run_kernel(compiled, grid3, [_host(v) for v in values])
+            run_kernel(compiled.kernel, grid3, [_host(v) for v in values])
+        return compiled
+
+    def warmup(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
+        """Compile for these arguments without running, as Triton's
+        ``kernel.warmup(*args, grid=..., **meta)``; returns the compiled kernel."""
+        return self.run(*args, grid=grid, warmup=True, **kwargs)
 
 
 def _host(value: Any) -> Any:
@@ -159,8 +204,27 @@ def _host(value: Any) -> Any:
     return value
 
 
+def _check_options(fn: Callable[..., Any], options: dict[str, Any]) -> None:
+    name = getattr(fn, "__name__", "?")
+    for option in options:
+        if option not in JIT_OPTIONS:
+            raise CompileError(f"@jit of '{name}': unknown option '{option}' "
+                               f"(options: {', '.join(JIT_OPTIONS)})")
+    params = set(inspect.signature(fn).parameters)
+    for option in ("do_not_specialize", "do_not_specialize_on_alignment"):
+        for item in options.get(option) or ():
+            if isinstance(item, str) and item not in params:
+                raise CompileError(f"@jit of '{name}': {option} names '{item}', which is not a parameter")
+            if not isinstance(item, (str, int)):
+                raise CompileError(f"@jit of '{name}': {option} takes parameter names or positions")
+    for option in ("repr", "launch_metadata"):
+        if options.get(option) is not None and not callable(options[option]):
+            raise CompileError(f"@jit of '{name}': {option} must be callable")
+
+
 def jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
-    """Decorate a kernel: ``@mytriton.jit`` or ``@mytriton.jit(...)``."""
+    """Decorate a kernel: ``@mytriton.jit`` or ``@mytriton.jit(...)`` with
+    Triton's options (JIT_OPTIONS says what each does here)."""
     if fn is None:
         return lambda f: JITFunction(f, **options)
     return JITFunction(fn, **options)

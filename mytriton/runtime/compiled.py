@@ -1,0 +1,83 @@
+"""What a launch (or ``kernel.warmup``) returns: the compiled kernel, as
+Triton's ``CompiledKernel``.
+
+``handle.asm`` maps a stage to its text: ``ssa`` (the optimised SSA),
+``layouts`` (the laid-out SSA), ``cuda`` (the CUDA C++) and ``ptx`` (nvcc's
+PTX; needs nvcc). Each text is produced the first time it is asked for, by
+the pipeline's own stage functions, so a launch pays only for what it runs.
+``handle.metadata`` holds the launch options (name, num_warps, num_stages,
+backend, ...).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Callable, Iterator
+
+from mytriton.deep_stack import run_deep
+
+ASM_KINDS = ("ssa", "layouts", "cuda", "ptx")
+
+
+class LazyAsm(Mapping):
+    """A read-only mapping from stage name to text, computed on first use."""
+
+    def __init__(self, producers: dict[str, Callable[[], str]]) -> None:
+        self._producers = producers
+        self._texts: dict[str, str] = {}
+
+    def __getitem__(self, kind: str) -> str:
+        if kind not in self._producers:
+            raise KeyError(f"no '{kind}' text (kinds: {', '.join(self._producers)})")
+        if kind not in self._texts:
+            # On a large stack, as every other stage runs (deep_stack.run_deep).
+            self._texts[kind] = run_deep(self._producers[kind])
+        return self._texts[kind]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._producers)
+
+    def __len__(self) -> int:
+        return len(self._producers)
+
+    def computed(self) -> tuple[str, ...]:
+        """The kinds already produced (for tests of the laziness)."""
+        return tuple(self._texts)
+
+
+class CompiledKernel:
+    """One specialisation of a ``@jit`` kernel: its SSA (what the interpreter
+    runs), its texts (``asm``), its options (``metadata``), and on the GPU
+    the loaded CUDA module (``launcher``)."""
+
+    def __init__(self, kernel: Any, file: str, options: Any, backend: str,
+                 metadata: dict[str, Any]) -> None:
+        from mytriton import pipeline
+
+        self.kernel = kernel
+        self.name = kernel.name
+        self.backend = backend
+        self.options = options
+        self.metadata = metadata
+        self.launcher: Any = None
+        # Printed now: the later stages change the kernel object in place.
+        ssa = pipeline.print_ssa(kernel)
+
+        laid: list[Any] = []
+
+        def laid_out() -> Any:
+            # A fresh copy read back from the text, so that the kernel the
+            # interpreter runs stays as it is; made once, for both texts.
+            if not laid:
+                laid.append(pipeline.layouts(pipeline.stage_dots(pipeline.read_ssa(ssa, file)), options))
+            return laid[0]
+
+        self.asm = LazyAsm({
+            "ssa": lambda: ssa,
+            "layouts": lambda: pipeline.print_ssa(laid_out()),
+            "cuda": lambda: pipeline.emit_cuda(laid_out()),
+            "ptx": lambda: pipeline.ptx(self.asm["cuda"], options),
+        })
+        self.asm._texts["ssa"] = ssa
+
+    def __repr__(self) -> str:
+        return f"CompiledKernel({self.name}, backend={self.backend}, num_warps={self.metadata['num_warps']})"

@@ -1,0 +1,163 @@
+"""``mytriton.testing``: Triton's ``do_bench`` and ``assert_close``.
+
+``do_bench`` times with CUDA events where a GPU is in use (PyTorch's when
+PyTorch sees the GPU, else PyCUDA's) and with the wall clock otherwise (the
+interpreter), in milliseconds, as Triton's does.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Sequence
+
+from mytriton.diagnostics import CompileError
+
+RETURN_MODES = ("min", "max", "mean", "median", "all")
+
+
+class _WallClock:
+    """Host timing, for the interpreter (its launches are synchronous)."""
+
+    def synchronize(self) -> None:
+        return None
+
+    def timed(self, fn: Callable[[], Any], times: int) -> list[float]:
+        out = []
+        for _ in range(times):
+            start = time.perf_counter()
+            fn()
+            out.append((time.perf_counter() - start) * 1e3)
+        return out
+
+
+class _TorchEvents:
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+
+    def synchronize(self) -> None:
+        self.torch.cuda.synchronize()
+
+    def timed(self, fn: Callable[[], Any], times: int) -> list[float]:
+        cuda = self.torch.cuda
+        starts = [cuda.Event(enable_timing=True) for _ in range(times)]
+        ends = [cuda.Event(enable_timing=True) for _ in range(times)]
+        for start, end in zip(starts, ends):
+            start.record()
+            fn()
+            end.record()
+        cuda.synchronize()
+        return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+
+class _PyCudaEvents:
+    def __init__(self) -> None:
+        from mytriton.runtime.cuda_driver import context
+
+        context()
+        import pycuda.driver as drv
+
+        self.drv = drv
+
+    def synchronize(self) -> None:
+        self.drv.Context.synchronize()
+
+    def timed(self, fn: Callable[[], Any], times: int) -> list[float]:
+        starts = [self.drv.Event() for _ in range(times)]
+        ends = [self.drv.Event() for _ in range(times)]
+        for start, end in zip(starts, ends):
+            start.record()
+            fn()
+            end.record()
+        self.drv.Context.synchronize()
+        return [end.time_since(start) for start, end in zip(starts, ends)]
+
+
+def _timer() -> Any:
+    from mytriton.runtime.jit import select_backend
+
+    if select_backend() != "cuda":
+        return _WallClock()
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return _TorchEvents(torch)
+    except ImportError:
+        pass
+    return _PyCudaEvents()
+
+
+def _quantiles(values: Sequence[float], qs: Sequence[float]) -> list[float]:
+    import numpy as np
+
+    return [float(q) for q in np.quantile(np.asarray(values, dtype=np.float64), list(qs))]
+
+
+def do_bench(fn: Callable[[], Any], warmup: float = 25, rep: float = 100,
+             grad_to_none: Sequence[Any] | None = None, quantiles: Sequence[float] | None = None,
+             return_mode: str = "mean") -> Any:
+    """Milliseconds per call of ``fn``: ``warmup`` ms of calls first, then
+    about ``rep`` ms of timed calls (at least one of each). With
+    ``quantiles``, those quantiles of the timings (a list; one value when one
+    quantile is asked); otherwise the ``return_mode`` statistic ("all": the list)."""
+    if return_mode not in RETURN_MODES:
+        raise CompileError(f"do_bench: return_mode must be one of {', '.join(RETURN_MODES)}, got {return_mode!r}")
+    if quantiles is not None and not all(0 <= q <= 1 for q in quantiles):
+        raise CompileError(f"do_bench: quantiles lie in [0, 1], got {list(quantiles)}")
+    if not warmup >= 0 or not rep >= 0:
+        raise CompileError(f"do_bench: warmup and rep are non-negative milliseconds, got {warmup}, {rep}")
+    timer = _timer()
+    fn()
+    timer.synchronize()
+    # An estimate of one call from five, to turn milliseconds into counts.
+    estimate = max(sum(timer.timed(fn, 5)) / 5, 1e-6)
+    n_warmup = max(1, int(warmup / estimate))
+    n_repeat = max(1, int(rep / estimate))
+    for _ in range(n_warmup):
+        fn()
+    for tensor in grad_to_none or ():
+        tensor.grad = None
+    times = timer.timed(fn, n_repeat)
+    if quantiles is not None:
+        result = _quantiles(times, quantiles)
+        return result[0] if len(result) == 1 else result
+    if return_mode == "all":
+        return times
+    if return_mode == "min":
+        return min(times)
+    if return_mode == "max":
+        return max(times)
+    if return_mode == "median":
+        return _quantiles(times, [0.5])[0]
+    return sum(times) / len(times)
+
+
+def _as_numpy(value: Any) -> Any:
+    import numpy as np
+
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a tensor
+        value = value.detach().cpu()
+        if str(value.dtype) == "torch.bfloat16":
+            value = value.float()
+        return value.numpy()
+    if hasattr(value, "get") and hasattr(value, "__cuda_array_interface__"):  # CuPy, PyCUDA arrays
+        value = value.get()
+    array = np.asarray(value)
+    if array.dtype.name == "bfloat16":  # ml_dtypes' bfloat16: compare as f32
+        array = array.astype(np.float32)
+    return array
+
+
+def assert_close(x: Any, y: Any, atol: float | None = None, rtol: float | None = None,
+                 err_msg: str = "") -> None:
+    """``x`` and ``y`` agree elementwise within ``atol + rtol * |y|``
+    (defaults as Triton's: atol 1e-2, rtol 0); NaNs must match. Arrays,
+    tensors (moved to the host) and scalars."""
+    import numpy as np
+
+    atol = 1e-2 if atol is None else atol
+    rtol = 0.0 if rtol is None else rtol
+    a, b = _as_numpy(x), _as_numpy(y)
+    if a.dtype == np.bool_ or b.dtype == np.bool_:
+        np.testing.assert_array_equal(a, b, err_msg=err_msg)
+        return
+    np.testing.assert_allclose(a, b, atol=atol, rtol=rtol, equal_nan=True, err_msg=err_msg)
