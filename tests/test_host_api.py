@@ -149,6 +149,37 @@ def test_warmup_compiles_without_running(kernel_module):
     np.testing.assert_array_equal(out, x + y)
 
 
+def test_a_compiled_kernel_launches_with_its_runtime_arguments(kernel_module):
+    add = kernel_module(ADD).add
+    x, y = inputs()
+    out = np.zeros_like(x)
+    handle = add.warmup(x, y, out, 100, grid=(1,), BLOCK=32, backend="interp")
+    handle[(4, 1, 1)](x, y, out, 100)  # tutorial 02: kernel[(num_programs, 1, 1)](...)
+    np.testing.assert_array_equal(out, x + y)
+    with pytest.raises(CompileError, match=r"takes 4 runtime argument\(s\) \(x, y, out, n\), got 5"):
+        handle[(4,)](x, y, out, 100, 32)
+
+
+def test_a_launch_option_that_is_also_a_kernel_parameter_goes_to_both(kernel_module):
+    module = kernel_module('''
+        @mytriton.jit
+        def fill(out, num_stages: tl.constexpr):
+            tl.store(out + tl.arange(0, 16), tl.full((16,), num_stages, tl.int32))
+    ''')
+    out = np.zeros(16, np.int32)
+    handle = module.fill[(1,)](out, num_stages=3, backend="interp")
+    np.testing.assert_array_equal(out, 3)
+    assert handle.metadata.num_stages == 3 and handle.metadata.constants == {"num_stages": 3}
+
+
+def test_num_ctas_other_than_one_is_refused(kernel_module):
+    add = kernel_module(ADD).add
+    x, y = inputs()
+    add[(2,)](x, y, np.zeros_like(x), 100, num_ctas=1, backend="interp")
+    with pytest.raises(CompileError, match="num_ctas=2 is not supported"):
+        add[(2,)](x, y, np.zeros_like(x), 100, num_ctas=2, backend="interp")
+
+
 @pytest.mark.parametrize("value", [3, 0, 64, "4"])
 def test_a_bad_num_warps_is_an_error(kernel_module, value):
     add = kernel_module(ADD).add

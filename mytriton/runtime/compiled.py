@@ -44,20 +44,32 @@ class LazyAsm(Mapping):
         return tuple(self._texts)
 
 
+class Metadata(dict):
+    """The launch options, read as ``metadata["num_warps"]`` or, as Triton's
+    ``metadata.num_warps``."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"no metadata '{name}' (has: {', '.join(self)})") from None
+
+
 class CompiledKernel:
     """One specialisation of a ``@jit`` kernel: its SSA (what the interpreter
     runs), its texts (``asm``), its options (``metadata``), and on the GPU
     the loaded CUDA module (``launcher``)."""
 
     def __init__(self, kernel: Any, file: str, options: Any, backend: str,
-                 metadata: dict[str, Any]) -> None:
+                 metadata: dict[str, Any], runtime_params: list[str]) -> None:
         from mytriton import pipeline
 
         self.kernel = kernel
+        self.runtime_params = runtime_params
         self.name = kernel.name
         self.backend = backend
         self.options = options
-        self.metadata = metadata
+        self.metadata = Metadata(metadata)
         self.launcher: Any = None
         # Printed now: the later stages change the kernel object in place.
         ssa = pipeline.print_ssa(kernel)
@@ -78,6 +90,30 @@ class CompiledKernel:
             "ptx": lambda: pipeline.ptx(self.asm["cuda"], options),
         })
         self.asm._texts["ssa"] = ssa
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        """``handle[grid](*runtime_args)``: launch this specialisation again
+        with its runtime arguments only (constexprs are compiled in), as
+        Triton's compiled kernels are launched."""
+        return lambda *args: self.launch(grid, args)
+
+    def launch(self, grid: Any, args: Any) -> None:
+        from mytriton.diagnostics import CompileError
+        from mytriton.runtime.jit import normalize_grid
+
+        if len(args) != len(self.runtime_params):
+            raise CompileError(f"compiled kernel '{self.name}' takes {len(self.runtime_params)} runtime "
+                               f"argument(s) ({', '.join(self.runtime_params)}), got {len(args)}")
+        self._launch(normalize_grid(grid, dict(self.metadata["constants"])), list(args))
+
+    def _launch(self, grid3: tuple[int, int, int], values: list[Any]) -> None:
+        if self.backend == "cuda":
+            self.launcher.launch(grid3, values)
+        else:
+            from mytriton.backends.interp import run_kernel
+            from mytriton.runtime.jit import host_array
+
+            run_kernel(self.kernel, grid3, [host_array(v) for v in values])
 
     def __repr__(self) -> str:
         return f"CompiledKernel({self.name}, backend={self.backend}, num_warps={self.metadata['num_warps']})"

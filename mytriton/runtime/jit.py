@@ -19,6 +19,7 @@ from mytriton.deep_stack import run_deep
 from mytriton.limits import grid_error
 
 BACKENDS = ("auto", "cuda", "interp")
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")
 
 # Triton's @jit options, and what each does here. Any other is an error:
 # an option silently ignored would hide a typo or a feature mytriton lacks.
@@ -153,11 +154,11 @@ class JITFunction:
             metadata = {"name": self.fn.__name__, "num_warps": num_warps, "num_stages": num_stages,
                         "backend": backend, "signature": options.signature, "constants": constexprs,
                         "arch": options.arch, "debug": bool(self.options.get("debug", False))}
-            compiled = CompiledKernel(kernel, self.file, options, backend, metadata)
             if "launch_metadata" in self.options:
                 metadata["launch_metadata"] = self.options["launch_metadata"]
-            if "repr" in self.options:
+            if self.options.get("repr") is not None:
                 metadata["repr"] = self.options["repr"](dict(metadata))
+            compiled = CompiledKernel(kernel, self.file, options, backend, metadata, runtime)
             if backend == "cuda":
                 from mytriton.runtime.cuda_driver import CudaKernel
 
@@ -166,11 +167,20 @@ class JITFunction:
             self._compiled[key] = compiled
         return compiled
 
-    def run(self, *args: Any, grid: Any, num_warps: int = 4, num_stages: int | None = None,
-            backend: str | None = None, warmup: bool = False,
+    def run(self, *args: Any, grid: Any, backend: str | None = None, warmup: bool = False,
             **kwargs: Any) -> Any:
         """Launch on ``grid`` (compile only when ``warmup``); the compiled
-        kernel is returned either way."""
+        kernel is returned either way. The launch options ``num_warps``,
+        ``num_stages`` and ``num_ctas`` are keywords too; one that is also
+        a parameter of the kernel goes to both, as in Triton (tutorial 02's
+        ``num_stages: tl.constexpr``)."""
+        launch = {name: kwargs[name] if name in self._names else kwargs.pop(name)
+                  for name in LAUNCH_OPTIONS if name in kwargs}
+        num_warps = launch.get("num_warps", 4)
+        num_stages = launch.get("num_stages")
+        num_ctas = launch.get("num_ctas", 1)
+        if num_ctas != 1:
+            raise CompileError(f"num_ctas={num_ctas!r} is not supported (one CTA per program)")
         bound = self.bind(args, kwargs)
         chosen = select_backend(backend)
         compiled = self.specialize(bound, num_warps, chosen, num_stages)
@@ -179,12 +189,7 @@ class JITFunction:
             return compiled
         _, runtime, _ = self.source()
         values = [bound[name] for name in runtime]
-        if chosen == "cuda":
-            compiled.launcher.launch(grid3, values)
-        else:
-            from mytriton.backends.interp import run_kernel
-
-            run_kernel(compiled.kernel, grid3, [_host(v) for v in values])
+        compiled._launch(grid3, values)
         return compiled
 
     def warmup(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
@@ -193,7 +198,7 @@ class JITFunction:
         return self.run(*args, grid=grid, warmup=True, **kwargs)
 
 
-def _host(value: Any) -> Any:
+def host_array(value: Any) -> Any:
     """Host arrays for the interpreter (CPU tensors share their memory)."""
     from mytriton.runtime.arguments import is_device_array, is_tensor
 

@@ -1,0 +1,284 @@
+"""The Triton-style tier: kernel files written as Triton users write them
+(only the imports changed to ``import mytriton as triton`` and
+``import mytriton.language as tl``; host code on NumPy arrays where the
+originals use torch tensors), each run through its own host wrapper in the
+interpreter against NumPy (random data, ragged sizes) and, on the GPU,
+against the interpreter.
+
+A kernel file that mytriton cannot compile yet is listed in NEEDS with what
+it waits for; a test checks that it still fails with a located error in
+that file, so a kernel that starts working fails that test: move it from
+NEEDS to the tested ones then.
+"""
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+from mytriton.diagnostics import CompileError
+from mytriton.testing import assert_close
+
+HERE = Path(__file__).resolve().parent
+
+# What each waiting kernel file needs; "(issue 10)" marks the second language
+# issue (atomics, scans, random numbers).
+NEEDS: dict[str, str] = {
+    "fused_softmax": "tl.range(start, stop, step, num_stages=) with a runtime start and step (persistent row loop)",
+    "matmul": "Python min() on runtime integers (grouped ordering), tl.multiple_of / tl.max_contiguous hints",
+    "layer_norm_bwd": "Python min() on runtime integers (the end of each program's run of rows)",
+    "layer_norm_bwd_locks": "while loops, runtime if/else, tl.atomic_cas and tl.atomic_xchg (issue 10: atomics)",
+    "fused_attention": "tl.static_assert, tl.multiple_of, rebinding the loop variable, x.dtype, "
+                       "ptr.dtype.element_ty, tl.math.exp2/log2, fp16 tl.dot operands",
+    "rms_norm": "x.dtype, ptr.dtype.element_ty, tl.math.rsqrt",
+    "cross_entropy": "runtime if with an early return, .cast(dtype), loop-carried scalars starting as Python floats",
+    "rope": "tl.reshape, tl.split, tl.join, ptr.dtype.element_ty",
+    "dropout": "tl.rand (issue 10: random numbers)",
+}
+
+_counter = itertools.count()
+
+
+def load(stem: str) -> Any:
+    """Import a kernel file as a user's module (a fresh module each time, so
+    that autotuning caches do not leak between tests)."""
+    path = HERE / f"{stem}.py"
+    spec = importlib.util.spec_from_file_location(f"triton_style_{stem}_{next(_counter)}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---- NumPy references ---------------------------------------------------------------------
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _layer_norm(x, w, b, eps):
+    mean = x.mean(axis=1)
+    rstd = 1 / np.sqrt(x.var(axis=1) + eps)
+    return (x - mean[:, None]) * rstd[:, None] * w + b, mean, rstd
+
+
+def _layer_norm_grads(dy, x, w, mean, rstd):
+    n = x.shape[1]
+    x_hat = (x - mean[:, None]) * rstd[:, None]
+    wdy = w * dy
+    c1 = (x_hat * wdy).sum(axis=1, keepdims=True) / n
+    c2 = wdy.sum(axis=1, keepdims=True) / n
+    dx = (wdy - (x_hat * c1 + c2)) * rstd[:, None]
+    return dx, (dy * x_hat).sum(axis=0), dy.sum(axis=0)
+
+
+def _attention(q, k, v, causal, sm_scale):
+    scores = np.einsum("zhmd,zhnd->zhmn", q.astype(np.float64), k.astype(np.float64)) * sm_scale
+    if causal:
+        n = q.shape[2]
+        scores = np.where(np.tril(np.ones((n, n), bool)), scores, -np.inf)
+    probs = _softmax(scores)
+    lse2 = np.log2(np.exp(scores - scores.max(-1, keepdims=True)).sum(-1)) + scores.max(-1) / np.log(2)
+    return np.einsum("zhmn,zhnd->zhmd", probs, v.astype(np.float64)), lse2
+
+
+# ---- the cases: each runs a file's host code and gives (name, got, expected, atol, rtol) ----
+
+Result = list[tuple[str, np.ndarray, np.ndarray, float, float]]
+
+
+def case_vector_add(m, rng) -> Result:
+    x = rng.standard_normal(3001).astype(np.float32)
+    y = rng.standard_normal(3001).astype(np.float32)
+    return [("output", m.add(x, y), x + y, 0, 0)]
+
+
+def case_fused_softmax(m, rng) -> Result:
+    x = rng.standard_normal((37, 781)).astype(np.float32)
+    return [("y", m.softmax(x), _softmax(x), 1e-6, 1e-5)]
+
+
+def case_matmul(m, rng) -> Result:
+    a = rng.standard_normal((83, 70)).astype(np.float16)
+    b = rng.standard_normal((70, 95)).astype(np.float16)
+    exact = a.astype(np.float32) @ b.astype(np.float32)
+    leaky = np.where(exact >= 0, exact, 0.01 * exact)
+    return [("c", m.matmul(a, b).astype(np.float32), exact, 2e-2, 2e-2),
+            ("c leaky_relu", m.matmul(a, b, activation="leaky_relu").astype(np.float32), leaky, 2e-2, 2e-2)]
+
+
+def case_layer_norm_fwd(m, rng) -> Result:
+    x = rng.standard_normal((13, 300)).astype(np.float32) * 3 + 1
+    w = rng.standard_normal(300).astype(np.float32)
+    b = rng.standard_normal(300).astype(np.float32)
+    y, mean, rstd = m.layer_norm(x, w, b, 1e-5)
+    ry, rmean, rrstd = _layer_norm(x.astype(np.float64), w, b, 1e-5)
+    return [("y", y, ry, 1e-4, 1e-4), ("mean", mean, rmean, 1e-5, 1e-5), ("rstd", rstd, rrstd, 1e-5, 1e-4)]
+
+
+def _backward_inputs(rng, rows, cols):
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    w = rng.standard_normal(cols).astype(np.float32)
+    dy = rng.standard_normal((rows, cols)).astype(np.float32)
+    mean = x.mean(axis=1).astype(np.float32)
+    rstd = (1 / np.sqrt(x.var(axis=1) + 1e-5)).astype(np.float32)
+    return dy, x, w, mean, rstd
+
+
+def case_layer_norm_bwd(m, rng) -> Result:
+    dy, x, w, mean, rstd = _backward_inputs(rng, 29, 200)
+    dx, dw, db = m.layer_norm_backward(dy, x, w, mean, rstd)
+    rdx, rdw, rdb = _layer_norm_grads(dy, x, w, mean, rstd)
+    return [("dx", dx, rdx, 1e-4, 1e-4), ("dw", dw, rdw, 1e-4, 1e-4), ("db", db, rdb, 1e-4, 1e-4)]
+
+
+def case_layer_norm_bwd_locks(m, rng) -> Result:
+    dy, x, w, mean, rstd = _backward_inputs(rng, 29, 200)
+    dx, dw, db = m.layer_norm_backward(dy, x, w, mean, rstd)
+    rdx, rdw, rdb = _layer_norm_grads(dy, x, w, mean, rstd)
+    return [("dx", dx, rdx, 1e-4, 1e-4), ("dw", dw, rdw, 1e-4, 1e-4), ("db", db, rdb, 1e-4, 1e-4)]
+
+
+def case_fused_attention(m, rng) -> Result:
+    out: Result = []
+    for dtype, causal in itertools.product((np.float32, np.float16), (False, True)):
+        q, k, v = (rng.standard_normal((2, 3, 50, 16)).astype(dtype) for _ in range(3))
+        sm_scale = 0.5
+        o, lse = m.attention(q, k, v, causal, sm_scale)
+        ro, rlse = _attention(q, k, v, causal, sm_scale)
+        tol = 1e-4 if dtype == np.float32 else 1e-2
+        label = f"{np.dtype(dtype).name} causal={causal}"
+        out += [(f"o {label}", o.astype(np.float32), ro, tol, tol), (f"M {label}", lse, rlse, tol, tol)]
+    return out
+
+
+def case_rms_norm(m, rng) -> Result:
+    out: Result = []
+    for dtype, tol in ((np.float32, 1e-5), (np.float16, 1e-2)):
+        x = rng.standard_normal((21, 333)).astype(dtype)
+        w = rng.standard_normal(333).astype(dtype)
+        y, rstd = m.rms_norm_forward(x, w, 1e-6)
+        x64 = x.astype(np.float64)
+        rrstd = 1 / np.sqrt((x64 * x64).mean(axis=1) + 1e-6)
+        ry = (x64 * rrstd[:, None]).astype(dtype).astype(np.float64) * w
+        out += [(f"y {np.dtype(dtype).name}", y.astype(np.float32), ry, tol, tol),
+                (f"rstd {np.dtype(dtype).name}", rstd, rrstd, 1e-5, 1e-5)]
+    return out
+
+
+def case_cross_entropy(m, rng) -> Result:
+    logits = rng.standard_normal((17, 1500)).astype(np.float32) * 2
+    target = rng.integers(0, 1500, size=17).astype(np.int64)
+    target[[3, 11]] = -100
+    keep = target != -100
+    n = int(keep.sum())
+    probs = _softmax(logits.astype(np.float64))
+    rows = np.arange(17)[keep]
+    loss = -np.log(probs[rows, target[keep]]).sum() / n
+    grad = probs / n
+    grad[rows, target[keep]] -= 1.0 / n
+    grad[~keep] = 0
+    got_loss, got_grad = m.cross_entropy_forward(logits.copy(), target)
+    return [("loss", np.asarray(got_loss), np.asarray(loss), 1e-5, 1e-5), ("grad", got_grad, grad, 1e-6, 1e-4)]
+
+
+def case_rope(m, rng) -> Result:
+    x = rng.standard_normal((7, 3, 64)).astype(np.float32)
+    angles = rng.uniform(0, 2 * math.pi, (7, 32))
+    cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    expected = np.empty_like(x)
+    expected[..., 0::2] = x1 * cos[:, None] - x2 * sin[:, None]
+    expected[..., 1::2] = x1 * sin[:, None] + x2 * cos[:, None]
+    return [("out", m.rope(x, cos, sin), expected, 1e-5, 1e-5)]
+
+
+def case_scale_heuristics(m, rng) -> Result:
+    out: Result = []
+    for n in (3001, 2048):  # a ragged size (masked) and an even one (EVEN_N: unmasked)
+        x = rng.standard_normal(n).astype(np.float32)
+        out.append((f"out n={n}", m.scale_shift(x, 1.5, -0.25), x * np.float32(1.5) + np.float32(-0.25), 1e-6, 1e-6))
+    return out
+
+
+def case_dropout(m, rng) -> Result:
+    x = rng.standard_normal(5000).astype(np.float32) + 3.0  # never zero: a zero output is a dropped one
+    out = m.seeded_dropout(x, 0.5, 123)
+    kept = out != 0
+    assert 0.4 < kept.mean() < 0.6, f"kept {kept.mean():.2f} of the elements, expected about 0.5"
+    return [("kept values", out[kept], x[kept] / 0.5, 1e-6, 1e-6)]
+
+
+CASES: dict[str, Callable[[Any, Any], Result]] = {
+    name[len("case_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
+}
+WORKING = [name for name in CASES if name not in NEEDS]
+
+
+def run_case(name: str, backend: str, monkeypatch) -> Result:
+    monkeypatch.setenv("MYTRITON_BACKEND", backend)
+    return CASES[name](load(name), np.random.default_rng(sorted(CASES).index(name)))
+
+
+def test_every_kernel_file_has_a_case():
+    files = {p.stem for p in HERE.glob("*.py") if not p.stem.startswith("test_")}
+    assert files == set(CASES)
+    assert set(NEEDS) <= set(CASES)
+
+
+@pytest.mark.parametrize("name", WORKING)
+def test_the_kernel_matches_numpy_in_the_interpreter(name, monkeypatch):
+    for label, got, expected, atol, rtol in run_case(name, "interp", monkeypatch):
+        assert_close(got, expected, atol=atol, rtol=rtol, err_msg=f"{name}: {label}")
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_a_waiting_kernel_still_fails_with_a_located_error(name, monkeypatch):
+    """Each waiting kernel still stops with a located error in its own file;
+    when this test fails, the kernel compiles: move it out of NEEDS."""
+    with pytest.raises(CompileError) as info:
+        run_case(name, "interp", monkeypatch)
+    loc = info.value.loc
+    assert loc is not None and Path(loc.file).name == f"{name}.py", str(info.value)
+    assert loc.line > 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", WORKING)
+def test_the_kernel_on_the_gpu_matches_the_interpreter(name, monkeypatch):
+    on_gpu = run_case(name, "cuda", monkeypatch)
+    interpreted = run_case(name, "interp", monkeypatch)
+    for (label, got, _, atol, rtol), (_, reference, _, _, _) in zip(on_gpu, interpreted):
+        assert_close(got, reference, atol=atol, rtol=rtol, err_msg=f"{name}: {label}")
+
+
+def _compiled_kernels(module: Any) -> list[Any]:
+    """Every specialisation the module's kernels compiled so far."""
+    from mytriton.runtime.autotuner import KernelInterface
+    from mytriton.runtime.jit import JITFunction
+
+    found = []
+    for value in vars(module).values():
+        if isinstance(value, KernelInterface):
+            value = value.jit_function
+        if isinstance(value, JITFunction):
+            found += value._compiled.values()
+    return found
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("name", WORKING)
+def test_the_kernels_cuda_builds_with_nvcc(name, monkeypatch):
+    monkeypatch.setenv("MYTRITON_BACKEND", "interp")
+    module = load(name)
+    CASES[name](module, np.random.default_rng(0))
+    compiled = _compiled_kernels(module)
+    assert compiled
+    for kernel in compiled:
+        assert ".entry" in kernel.asm["ptx"], kernel.name
