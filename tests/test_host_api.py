@@ -156,8 +156,13 @@ def test_a_compiled_kernel_launches_with_its_runtime_arguments(kernel_module):
     handle = add.warmup(x, y, out, 100, grid=(1,), BLOCK=32, backend="interp")
     handle[(4, 1, 1)](x, y, out, 100)  # tutorial 02: kernel[(num_programs, 1, 1)](...)
     np.testing.assert_array_equal(out, x + y)
-    with pytest.raises(CompileError, match=r"takes 4 runtime argument\(s\) \(x, y, out, n\), got 5"):
-        handle[(4,)](x, y, out, 100, 32)
+    out[:] = 0
+    handle[(4,)](x, y, out, 100, 32)  # the constexprs too, as Triton 3 takes them
+    np.testing.assert_array_equal(out, x + y)
+    with pytest.raises(CompileError, match=r"has BLOCK = 32 compiled in, got 64"):
+        handle[(4,)](x, y, out, 100, 64)
+    with pytest.raises(CompileError, match=r"takes its 4 runtime argument\(s\) \(x, y, out, n\) or all 5, got 3"):
+        handle[(4,)](x, y, out)
 
 
 def test_a_launch_option_that_is_also_a_kernel_parameter_goes_to_both(kernel_module):

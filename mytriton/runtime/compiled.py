@@ -61,11 +61,12 @@ class CompiledKernel:
     the loaded CUDA module (``launcher``)."""
 
     def __init__(self, kernel: Any, file: str, options: Any, backend: str,
-                 metadata: dict[str, Any], runtime_params: list[str]) -> None:
+                 metadata: dict[str, Any], runtime_params: list[str], all_params: list[str]) -> None:
         from mytriton import pipeline
 
         self.kernel = kernel
         self.runtime_params = runtime_params
+        self.all_params = all_params
         self.name = kernel.name
         self.backend = backend
         self.options = options
@@ -92,19 +93,29 @@ class CompiledKernel:
         self.asm._texts["ssa"] = ssa
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
-        """``handle[grid](*runtime_args)``: launch this specialisation again
-        with its runtime arguments only (constexprs are compiled in), as
-        Triton's compiled kernels are launched."""
+        """``handle[grid](*args)``: launch this specialisation again, as
+        Triton's compiled kernels are launched (tutorial 02), with either the
+        runtime arguments alone or every argument in order (the constexprs
+        must then be the compiled values)."""
         return lambda *args: self.launch(grid, args)
 
     def launch(self, grid: Any, args: Any) -> None:
         from mytriton.diagnostics import CompileError
         from mytriton.runtime.jit import normalize_grid
 
+        constants = self.metadata["constants"]
+        if len(args) == len(self.all_params) != len(self.runtime_params):
+            named = dict(zip(self.all_params, args))
+            for name, value in constants.items():
+                if named[name] != value:
+                    raise CompileError(f"compiled kernel '{self.name}' has {name} = {value!r} compiled in, "
+                                       f"got {named[name]!r}")
+            args = [named[name] for name in self.runtime_params]
         if len(args) != len(self.runtime_params):
-            raise CompileError(f"compiled kernel '{self.name}' takes {len(self.runtime_params)} runtime "
-                               f"argument(s) ({', '.join(self.runtime_params)}), got {len(args)}")
-        self._launch(normalize_grid(grid, dict(self.metadata["constants"])), list(args))
+            raise CompileError(f"compiled kernel '{self.name}' takes its {len(self.runtime_params)} runtime "
+                               f"argument(s) ({', '.join(self.runtime_params)}) or all {len(self.all_params)}, "
+                               f"got {len(args)}")
+        self._launch(normalize_grid(grid, dict(constants)), list(args))
 
     def _launch(self, grid3: tuple[int, int, int], values: list[Any]) -> None:
         if self.backend == "cuda":

@@ -158,7 +158,7 @@ class JITFunction:
                 metadata["launch_metadata"] = self.options["launch_metadata"]
             if self.options.get("repr") is not None:
                 metadata["repr"] = self.options["repr"](dict(metadata))
-            compiled = CompiledKernel(kernel, self.file, options, backend, metadata, runtime)
+            compiled = CompiledKernel(kernel, self.file, options, backend, metadata, runtime, self._names)
             if backend == "cuda":
                 from mytriton.runtime.cuda_driver import CudaKernel
 

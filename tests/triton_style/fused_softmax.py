@@ -50,5 +50,6 @@ def softmax(x):
                                    BLOCK_SIZE=BLOCK_SIZE, num_stages=num_stages, num_warps=num_warps, grid=(1, ))
     num_programs = min(NUM_PROGRAMS, n_rows)
     # Create a number of persistent programs.
-    kernel[(num_programs, 1, 1)](y, x, x.strides[0] // x.itemsize, y.strides[0] // y.itemsize, n_rows, n_cols)
+    kernel[(num_programs, 1, 1)](y, x, x.strides[0] // x.itemsize, y.strides[0] // y.itemsize, n_rows, n_cols, BLOCK_SIZE,
+                                 num_stages)
     return y

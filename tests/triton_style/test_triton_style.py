@@ -8,7 +8,9 @@ against the interpreter.
 A kernel file that mytriton cannot compile yet is listed in NEEDS with what
 it waits for; a test checks that it still fails with a located error in
 that file, so a kernel that starts working fails that test: move it from
-NEEDS to the tested ones then.
+NEEDS to the tested ones then. ``_with_triton.py`` runs the same cases
+with real Triton on a GPU machine, which checks the kernel files and the
+references themselves.
 """
 from __future__ import annotations
 
@@ -26,19 +28,19 @@ from mytriton.testing import assert_close
 
 HERE = Path(__file__).resolve().parent
 
-# What each waiting kernel file needs; "(issue 10)" marks the second language
+# What each waiting kernel file needs; "(issue 11)" marks the second language
 # issue (atomics, scans, random numbers).
 NEEDS: dict[str, str] = {
     "fused_softmax": "tl.range(start, stop, step, num_stages=) with a runtime start and step (persistent row loop)",
     "matmul": "Python min() on runtime integers (grouped ordering), tl.multiple_of / tl.max_contiguous hints",
     "layer_norm_bwd": "Python min() on runtime integers (the end of each program's run of rows)",
-    "layer_norm_bwd_locks": "while loops, runtime if/else, tl.atomic_cas and tl.atomic_xchg (issue 10: atomics)",
+    "layer_norm_bwd_locks": "while loops, runtime if/else, tl.atomic_cas and tl.atomic_xchg (issue 11: atomics)",
     "fused_attention": "tl.static_assert, tl.multiple_of, rebinding the loop variable, x.dtype, "
                        "ptr.dtype.element_ty, tl.math.exp2/log2, fp16 tl.dot operands",
     "rms_norm": "x.dtype, ptr.dtype.element_ty, tl.math.rsqrt",
     "cross_entropy": "runtime if with an early return, .cast(dtype), loop-carried scalars starting as Python floats",
     "rope": "tl.reshape, tl.split, tl.join, ptr.dtype.element_ty",
-    "dropout": "tl.rand (issue 10: random numbers)",
+    "dropout": "tl.rand (issue 11: random numbers)",
 }
 
 _counter = itertools.count()
@@ -227,7 +229,7 @@ def run_case(name: str, backend: str, monkeypatch) -> Result:
 
 
 def test_every_kernel_file_has_a_case():
-    files = {p.stem for p in HERE.glob("*.py") if not p.stem.startswith("test_")}
+    files = {p.stem for p in HERE.glob("*.py") if not p.stem.startswith(("test_", "_"))}
     assert files == set(CASES)
     assert set(NEEDS) <= set(CASES)
 
