@@ -280,6 +280,18 @@ def test_an_autotuned_meta_parameter_given_at_the_launch_is_an_error(kernel_modu
         add[(4,)](x, y, np.zeros_like(x), 100, BLOCK=32, backend="interp")
 
 
+def test_launch_options_given_by_the_configs_cannot_be_given_at_the_launch(kernel_module):
+    add = kernel_module(TUNED).add
+    x, y = inputs()
+    with pytest.raises(CompileError, match="conflicting meta-parameter 'num_warps'"):
+        add[(4,)](x, y, np.zeros_like(x), 100, num_warps=8, backend="interp")
+
+
+def test_autotune_key_is_a_list_of_names(kernel_module):
+    with pytest.raises(CompileError, match="key is a list of argument names"):
+        kernel_module(TUNED.replace('key=["n"]', 'key="n"'))
+
+
 def test_autotune_key_names_must_be_parameters(kernel_module):
     with pytest.raises(CompileError, match="key names 'm'"):
         kernel_module(TUNED.replace('key=["n"]', 'key=["m"]'))

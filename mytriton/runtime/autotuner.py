@@ -167,6 +167,8 @@ class Autotuner(KernelInterface):
         self.configs = list(configs) if configs else [Config({})]
         if not all(isinstance(c, Config) for c in self.configs):
             raise CompileError("autotune's configs must be mytriton.Config objects")
+        if isinstance(key, str) or not all(isinstance(k, str) for k in key):
+            raise CompileError(f"autotune of '{self.__name__}': key is a list of argument names, got {key!r}")
         self.key = list(key)
         names = set(self.arg_names)
         for label, given in (("key", self.key), ("reset_to_zero", reset_to_zero or ()),
@@ -203,6 +205,10 @@ class Autotuner(KernelInterface):
 
         chosen_backend = select_backend(backend)
         named = self.named_args(args, kwargs)
+        for name in {name for config in self.configs for name in config.all_kwargs()}:
+            if name in kwargs:
+                raise CompileError(f"{self.__name__}: conflicting meta-parameter '{name}': it is given "
+                                   "at the launch and by the autotuning configs; give it in one place only")
         missing = [name for name in self.key if name not in named]
         if missing:
             raise CompileError(f"{self.__name__}: autotune key argument(s) {missing} not given")
@@ -214,10 +220,6 @@ class Autotuner(KernelInterface):
             config = self._choose(key, args, grid, kwargs, named, chosen_backend, warmup)
             self.cache[key] = config
         self.best_config = config
-        for name in config.kwargs:
-            if name in kwargs:
-                raise CompileError(f"{self.__name__}: conflicting meta-parameter '{name}': it is given "
-                                   "at the launch and autotuned; give it in one place only")
         if config.pre_hook is not None and not warmup:
             config.pre_hook({**named, **config.all_kwargs()})
         return self.fn.run(*args, grid=grid, backend=chosen_backend, warmup=warmup,
@@ -294,10 +296,6 @@ class Autotuner(KernelInterface):
 
     def _bench(self, config: Config, args: tuple, grid: Any, kwargs: dict[str, Any],
                named: dict[str, Any], backend: str) -> float:
-        for name in config.kwargs:
-            if name in kwargs:
-                raise CompileError(f"{self.__name__}: conflicting meta-parameter '{name}': it is given "
-                                   "at the launch and autotuned; give it in one place only")
         full = {**named, **config.all_kwargs()}
 
         def launch() -> None:
