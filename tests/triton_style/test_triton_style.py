@@ -41,9 +41,15 @@ NEEDS: dict[str, str] = {
     "cross_entropy": "runtime if with an early return, .cast(dtype), loop-carried scalars starting as Python floats",
     "rope": "tl.reshape, tl.split, tl.join, ptr.dtype.element_ty",
     "dropout": "tl.rand (issue 11: random numbers)",
+    "persistent_matmul": "tl.range(start, stop, step, flatten=) with a runtime start, Python min() on runtime "
+                         "integers, tl.multiple_of / tl.max_contiguous, ptr.dtype.element_ty",
 }
 
 _counter = itertools.count()
+
+# The tolerance of f32 tl.dot results: mytriton's f32 dot is exact; Triton's
+# defaults to TF32 on the H200, and _with_triton.py loosens this for it.
+F32_DOT_TOL = 1e-4
 
 
 def load(stem: str) -> Any:
@@ -115,6 +121,16 @@ def case_matmul(m, rng) -> Result:
             ("c leaky_relu", m.matmul(a, b, activation="leaky_relu").astype(np.float32), leaky, 2e-2, 2e-2)]
 
 
+def case_persistent_matmul(m, rng) -> Result:
+    out: Result = []
+    for dtype, tol in ((np.float16, 2e-2), (np.float32, F32_DOT_TOL)):
+        a = rng.standard_normal((150, 70)).astype(dtype)
+        b = rng.standard_normal((70, 75)).astype(dtype)
+        exact = a.astype(np.float64) @ b.astype(np.float64)
+        out.append((f"c {np.dtype(dtype).name}", m.matmul_persistent(a, b).astype(np.float32), exact, tol, tol))
+    return out
+
+
 def case_layer_norm_fwd(m, rng) -> Result:
     x = rng.standard_normal((13, 300)).astype(np.float32) * 3 + 1
     w = rng.standard_normal(300).astype(np.float32)
@@ -154,7 +170,7 @@ def case_fused_attention(m, rng) -> Result:
         sm_scale = 0.5
         o, lse = m.attention(q, k, v, causal, sm_scale)
         ro, rlse = _attention(q, k, v, causal, sm_scale)
-        tol = 1e-4 if dtype == np.float32 else 1e-2
+        tol = F32_DOT_TOL if dtype == np.float32 else 1e-2
         label = f"{np.dtype(dtype).name} causal={causal}"
         out += [(f"o {label}", o.astype(np.float32), ro, tol, tol), (f"M {label}", lse, rlse, tol, tol)]
     return out
