@@ -107,7 +107,7 @@ class Heuristics(KernelInterface):
         _wrappable(fn, "heuristics")
         if not isinstance(values, dict) or not all(callable(v) for v in values.values()):
             raise CompileError("heuristics takes a dict of meta-parameter name -> function of the arguments")
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(self, fn, updated=())  # names and doc only, not the state of fn
         self.fn = fn
         self.values = values
 
@@ -162,7 +162,7 @@ class Autotuner(KernelInterface):
                  warmup: float = 25, rep: float = 100, do_bench: Callable[..., Any] | None = None,
                  cache_results: bool = True) -> None:
         _wrappable(fn, "autotune")
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(self, fn, updated=())  # names and doc only, not the state of fn
         self.fn = fn
         self.configs = list(configs) if configs else [Config({})]
         if not all(isinstance(c, Config) for c in self.configs):
