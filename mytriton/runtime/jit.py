@@ -29,7 +29,7 @@ JIT_OPTIONS = {
     # off. The names must still be parameters of the kernel.
     "do_not_specialize": "accepted; runtime arguments are never specialised on their values",
     "do_not_specialize_on_alignment": "accepted; alignment is never specialised on",
-    # Kept in the handle's metadata; device assertions are not compiled out.
+    # Kept in the handle's metadata only: nothing is compiled differently.
     "debug": "recorded in metadata['debug']",
     # @jit helpers are always inlined into the kernel.
     "noinline": "accepted; helpers are always inlined",
