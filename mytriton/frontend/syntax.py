@@ -11,6 +11,7 @@ import ast
 from mytriton.diagnostics import CompileError
 from mytriton.frontend.source import KernelModule
 from mytriton.language import DTYPES, FUNCTIONS
+from mytriton.language.math import FUNCTIONS as MATH_NAMESPACE
 from mytriton.limits import MAX_EXPRESSION_DEPTH
 
 PYTHON_BUILTINS = ("range", "min", "max", "float", "int", "abs", "len", "bool")
@@ -171,9 +172,14 @@ class SyntaxChecker(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         qualified = self.module.qualname(node)
+        if qualified and qualified.startswith("mytriton.language.math."):
+            name = qualified[len("mytriton.language.math."):]
+            if name not in MATH_NAMESPACE:
+                raise self.error(f"'{name}' is not part of mytriton.language.math", node)
+            return
         if qualified and qualified.startswith("mytriton.language."):
             name = qualified[len("mytriton.language."):]
-            if name not in FUNCTIONS and name not in DTYPES and name != "constexpr":
+            if name not in FUNCTIONS and name not in DTYPES and name not in ("constexpr", "math"):
                 raise self.error(f"'{name}' is not part of mytriton.language", node)
             return
         if qualified and qualified.startswith("mytriton."):

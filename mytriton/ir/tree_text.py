@@ -29,8 +29,9 @@ def tree_op(name: str) -> opdefs.OpDef | None:
 
 
 def _has_effect(name: str) -> bool:
-    """Whether an op may stand as a statement on its own: it writes memory or synchronises."""
-    return opdefs.writes_memory(name) or opdefs.synchronises(name)
+    """Whether an op may stand as a statement on its own: it writes memory,
+    synchronises or talks to the host."""
+    return opdefs.writes_memory(name) or opdefs.synchronises(name) or opdefs.talks_to_host(name)
 
 
 # ---- printing ---------------------------------------------------------------------
