@@ -475,3 +475,94 @@ def test_gpu_device_assert_stops_the_kernel(tmp_kernel):
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert "held" in run.stdout
     assert "not stopped" not in run.stdout and run.returncode != 0
+
+
+# ---- tl.range options -----------------------------------------------------------------------------
+
+PIPELINED = """
+@mytriton.jit
+def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for i in tl.range(0, n, num_stages=3, loop_unroll_factor=2, warp_specialize=False):
+        acc += tl.load(x_ptr + i * BLOCK + offs)
+    for j in tl.range(0, 3, num_stages=2):
+        acc = acc * 2 + j
+    tl.store(out_ptr + offs, acc)
+"""
+
+
+def test_tl_range_options_are_kept_on_the_loop_and_round_trip():
+    from mytriton.ir.tree_text import parse_tree, print_tree
+
+    tree_text = compile_text(kernel_source(PIPELINED), "tree", defines={"BLOCK": 16})
+    assert "range(0, n, 1, num_stages=3, loop_unroll_factor=2) captures(" in tree_text
+    assert print_tree(parse_tree(tree_text)) == tree_text
+    ssa_text = compile_text(kernel_source(PIPELINED), "opt", defines={"BLOCK": 16})
+    assert "range(0, n, 1, num_stages=3, loop_unroll_factor=2) iter_args(" in ssa_text
+    assert "range(0, 3, 1, num_stages=2) iter_args(" in ssa_text  # options keep a constant loop a loop
+    assert print_kernel(parse_kernel(ssa_text)) == ssa_text
+
+
+def test_a_loop_with_options_computes_what_it_would_without(rng):
+    n, block = 5, 16
+    x = randf(rng, n * block)
+    out = np.zeros(block, np.float32)
+    run_kernel(build(PIPELINED, BLOCK=block), (1,), [x, out, n])
+    acc = x.reshape(n, block).sum(axis=0)
+    for j in range(3):
+        acc = acc * 2 + j
+    np.testing.assert_allclose(out, acc, rtol=1e-6)
+
+
+def test_loop_unroll_factor_becomes_a_pragma():
+    cuda = compile_text(kernel_source(PIPELINED), "cuda", defines={"BLOCK": 128})
+    assert "#pragma unroll 2\n  for (int " in cuda
+
+
+@pytest.mark.parametrize("option, message", [
+    ("num_stages='3'", "num_stages must be an integer constant"),
+    ("num_stages=65", "num_stages must be from 0 to 64"),
+    ("loop_unroll_factor=0", "loop_unroll_factor must be from 1"),
+    ("flatten=1", "flatten must be True or False"),
+    ("stages=2", "tl.range() has no parameter 'stages'"),
+])
+def test_tl_range_options_are_checked_where_written(option, message):
+    text = compile_error(f"""
+    @mytriton.jit
+    def k(out_ptr, n):
+        for i in tl.range(0, n, {option}):
+            tl.store(out_ptr + i, 1.0)
+    """)
+    assert "kernel.py:6:" in text and message in text
+
+
+def test_static_range_takes_no_options():
+    text = compile_error("""
+    @mytriton.jit
+    def k(out_ptr):
+        for i in tl.static_range(0, 4, num_stages=2):
+            tl.store(out_ptr + i, 1.0)
+    """)
+    assert "kernel.py:6:" in text and "positional" in text
+
+
+@pytest.mark.nvcc
+def test_cuda_of_a_loop_with_options_builds_with_nvcc():
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_text(kernel_source(PIPELINED), "cuda", defines={"BLOCK": 128})
+    assert ".entry k(" in compile_ptx(cuda, "sm_90")
+
+
+@pytest.mark.gpu
+def test_gpu_loop_with_options_matches_the_interpreter(kernel_module):
+    module = kernel_module(PIPELINED)
+    n, block = 7, 256
+    x = np.random.default_rng(5).standard_normal(n * block).astype(np.float32)
+    outs = []
+    for backend in ("cuda", "interp"):
+        out = np.zeros(block, np.float32)
+        module.k[(1,)](x, out, n, BLOCK=block, backend=backend)
+        outs.append(out)
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-5)

@@ -246,7 +246,10 @@ def _dot(t: Tracer, node: ast.Call, input: Any, other: Any, acc: Any, **options:
 
 
 def _loop_only(name: str) -> None:
-    @builtin(name, "arg1", arg2=None, arg3=None)
+    options = {"num_stages": None, "loop_unroll_factor": None, "disallow_acc_multi_buffer": False,
+               "flatten": False, "warp_specialize": False, "disable_licm": False} if name == "range" else {}
+
+    @builtin(name, "arg1", arg2=None, arg3=None, **options)
     def impl(t: Tracer, node: ast.Call, **_: Any) -> Any:
         raise t.error(f"tl.{name} can only be the iterable of a 'for' loop", node)
 

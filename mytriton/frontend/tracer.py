@@ -311,7 +311,9 @@ class Tracer:
         static = self.module.qualname(call.func) == "mytriton.language.static_range"
         parts = [self.eval(a) for a in call.args]
         start, stop, step = _range_parts(parts)
-        constant = all(type(v) is int for v in (start, stop, step))
+        options = self.loop_options(call)
+        # A loop given tl.range's options stays a loop, constant bounds or not.
+        constant = all(type(v) is int for v in (start, stop, step)) and not options
         if static and not constant:
             bad = next(a for a, v in zip(call.args, parts) if type(v) is not int)
             raise self.error("tl.static_range needs compile-time integer bounds; "
@@ -322,7 +324,30 @@ class Tracer:
                 raise self.error("range step cannot be zero", call)
             self.unroll(stmt, name, start, stop, step)
             return
-        self.runtime_loop(stmt, start, stop, step)
+        self.runtime_loop(stmt, start, stop, step, options)
+
+    def loop_options(self, call: ast.Call) -> dict[str, Any]:
+        """tl.range's keyword options, as the ``for`` op keeps them (defaults
+        left out): num_stages, loop_unroll_factor and Triton's flags."""
+        options: dict[str, Any] = {}
+        for keyword in call.keywords:
+            value = self.eval(keyword.value)
+            key = keyword.arg
+            if key in opdefs.LOOP_FLAGS:
+                if type(value) is not bool:
+                    raise self.error(f"tl.range: {key} must be True or False, got {describe(value)}", keyword)
+                if value:
+                    options[key] = True
+                continue
+            if value is None:
+                continue
+            if type(value) is not int:
+                raise self.error(f"tl.range: {key} must be an integer constant, got {describe(value)}", keyword)
+            problem = opdefs.loop_attrs_problem({key: value})
+            if problem:
+                raise self.error(f"tl.range: {problem}", keyword)
+            options[key] = value
+        return options
 
     def unroll(self, stmt: ast.For, name: str, start: int, stop: int, step: int) -> None:
         """A constant-bound loop, unrolled: its body traced once per
@@ -340,7 +365,8 @@ class Tracer:
             self.env[name] = value
             self.run(stmt.body)
 
-    def runtime_loop(self, stmt: ast.For, start: Any, stop: Any, step: Any) -> None:
+    def runtime_loop(self, stmt: ast.For, start: Any, stop: Any, step: Any,
+                     options: dict[str, Any] | None = None) -> None:
         call = stmt.iter
         step_node = call.args[2] if len(call.args) == 3 else call
         if type(step) is not int:
@@ -395,7 +421,7 @@ class Tracer:
         loc = self.loc(stmt)
         body_region.stmts.append(Yield(outputs, loc))
         loop = ForRange(index, start, stop, step, tuple(body_region.captures.values()), body_region.stmts,
-                        inputs, carried_args, (), loc)
+                        inputs, carried_args, (), loc, dict(options or {}))
         loop.results = tuple(LoopResult(loop, i, hint=n) for i, n in enumerate(carried))
         self._carried_types(loop.results, inputs, stmt)
         for result in loop.results:

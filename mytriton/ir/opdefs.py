@@ -673,6 +673,33 @@ _register(OpDef("device_print", ("value?",), _device_print, attrs=("prefix", "he
 _register(OpDef("device_assert", ("condition", "mask?"), _device_assert, attrs=("msg",), talks_to_host=True,
                 doc="stops the kernel with msg where an element of condition is false (and mask true)"))
 
+# tl.range's options, kept on the ``for`` op (printed inside its range(...)):
+# the number of software-pipelining stages, the unroll factor, and Triton's
+# flags. Each default is left out of the IR.
+LOOP_ATTRS = ("num_stages", "loop_unroll_factor", "flatten", "warp_specialize", "disallow_acc_multi_buffer",
+              "disable_licm")
+LOOP_FLAGS = LOOP_ATTRS[2:]
+
+
+def loop_attrs_problem(attrs: dict[str, Any]) -> str | None:
+    """What is wrong with a ``for`` op's attributes, or None."""
+    for key, value in attrs.items():
+        if key not in LOOP_ATTRS:
+            return f"a loop has no attribute '{key}' (it has {', '.join(LOOP_ATTRS)})"
+        if key in LOOP_FLAGS:
+            if value is not True:
+                return f"the loop attribute {key} is true when given, got {value!r}"
+        elif not (isinstance(value, int) and not isinstance(value, bool)):
+            return f"the loop attribute {key} must be an integer, got {value!r}"
+        elif key == "num_stages" and not 0 <= value <= 64:
+            return f"num_stages must be from 0 to 64, got {value}"
+        elif key == "loop_unroll_factor" and not 1 <= value <= 1024:
+            return f"loop_unroll_factor must be from 1 to 1024, got {value}"
+    return None
+
+
+OPS["for"] = replace(OPS["for"], attrs=LOOP_ATTRS)
+
 # ---- layout rules ---------------------------------------------------------------
 # "elementwise": tile operands are read in the result's layout (sliced for a
 #     lower-rank operand, which broadcasts); cheap enough to recompute in

@@ -463,6 +463,8 @@ class CudaEmitter:
         for arg, init in zip(carried, op.operands[3:]):
             self.assign_carried(arg, init, declare=True)
         index = self.name(body.args[0])
+        if "loop_unroll_factor" in op.attrs:  # tl.range(..., loop_unroll_factor=N)
+            self.line(f"{self.lang.unroll} {op.attrs['loop_unroll_factor']}")
         self.line(f"for (int {index} = {as_type(start, _i32())}; {index} < {as_type(stop, _i32())}; "
                   f"{index} += {step.value}) {{{self.where(op)}")
         self.depth += 1
