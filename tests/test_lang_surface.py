@@ -566,3 +566,72 @@ def test_gpu_loop_with_options_matches_the_interpreter(kernel_module):
         module.k[(1,)](x, out, n, BLOCK=block, backend=backend)
         outs.append(out)
     np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-5)
+
+
+# ---- Triton's promotion rules (semantic.computation_type_impl) --------------------------------------
+
+from mytriton.ir import opdefs  # noqa: E402
+from mytriton.types import BF16, BOOL, F16, F32, I32, I64, WEAK_FLOAT, WEAK_INT  # noqa: E402
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    (F16, BF16, F16),  # f16 wins over bf16
+    (BF16, F16, F16),
+    (BF16, BF16, BF16),
+    (BF16, I32, F32),  # bf16 stays bf16 only with bf16
+    (I64, BF16, F32),
+    (F16, I32, F16),
+    (F16, F32, F32),
+    (BF16, F32, F32),
+    (I32, I64, I64),
+    (BOOL, I32, I32),
+    (F16, WEAK_FLOAT, F16),  # a Python scalar of a lower or equal kind does not take part
+    (BF16, WEAK_INT, BF16),
+    (I32, WEAK_FLOAT, F32),
+    (BOOL, WEAK_INT, I32),
+])
+def test_add_computes_in_tritons_type(a, b, expected):
+    assert opdefs.OPS["add"].infer([a, b], {}) == [expected]
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    (F16, F16, F32),  # no half division in PTX: Triton divides halves in f32
+    (BF16, BF16, F32),
+    (F16, WEAK_FLOAT, F32),
+    (BF16, WEAK_INT, F32),
+    (I32, I32, F32),
+    (F32, F16, F32),
+])
+def test_true_division_computes_in_tritons_type(a, b, expected):
+    assert opdefs.OPS["div"].infer([a, b], {}) == [expected]
+
+
+def test_half_division_runs_in_f32_in_the_interpreter(rng):
+    body = """
+    @mytriton.jit
+    def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        i = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + i)
+        tl.static_assert((x / 3.0).dtype == tl.float32)
+        tl.store(out_ptr + i, x / 3.0)
+    """
+    x = rng.standard_normal(32).astype(np.float16)
+    out = np.zeros(32, np.float32)
+    run_kernel(build(body, signature="*fp16, *fp32", BLOCK=32), (1,), [x, out])
+    np.testing.assert_array_equal(out, x.astype(np.float32) / np.float32(3.0))
+
+
+@pytest.mark.nvcc
+def test_cuda_of_mixed_half_arithmetic_builds_with_nvcc():
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    source = kernel_source("""
+    @mytriton.jit
+    def k(a_ptr, b_ptr, n_ptr, out_ptr, q_ptr, BLOCK: tl.constexpr):
+        i = tl.arange(0, BLOCK)
+        a, b, n = tl.load(a_ptr + i), tl.load(b_ptr + i), tl.load(n_ptr + i)
+        tl.store(out_ptr + i, a * b + (b + n).to(tl.float16))
+        tl.store(q_ptr + i, a / b)
+    """)
+    cuda = compile_text(source, "cuda", defines={"BLOCK": 128}, signature="*fp16, *bf16, *i32, *fp16, *fp32")
+    assert ".entry k(" in compile_ptx(cuda, "sm_90")

@@ -176,8 +176,8 @@ def _arith(name: str, *, ints_only: bool = False, int_division_to_float: bool = 
             raise _err(f"'{name}' needs integer operands, got {a} and {b}")
         if not bools and isinstance(e, ScalarType) and e.is_bool:
             e = I32
-        if int_division_to_float and not (isinstance(e, ScalarType) and e.is_float):
-            e = F32
+        if int_division_to_float and not (isinstance(e, ScalarType) and e.is_float and e.bits >= 32):
+            e = F32  # Triton: '/' of integers, and of f16 or bf16 (PTX has no half division), is f32
         return [with_element(shape, concrete(e))]
 
     return infer
