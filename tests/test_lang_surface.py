@@ -635,3 +635,62 @@ def test_cuda_of_mixed_half_arithmetic_builds_with_nvcc():
     """)
     cuda = compile_text(source, "cuda", defines={"BLOCK": 128}, signature="*fp16, *bf16, *i32, *fp16, *fp32")
     assert ".entry k(" in compile_ptx(cuda, "sm_90")
+
+
+# ---- constexpr globals and conditional expressions ------------------------------------------------
+
+GLOBALS = """
+USE_FAST: tl.constexpr = True
+BLOCK = 128 if USE_FAST or NOT_DEFINED_ANYWHERE else 64
+SCALE = 2.0 if BLOCK > 100 and not False else 3.0
+ACC = tl.float32 if not USE_FAST else tl.float16
+
+
+@mytriton.jit
+def k(x_ptr, out_ptr, FLAG: tl.constexpr = False):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + i)
+    y = x * SCALE if FLAG else x.to(ACC).to(tl.float32) + 1.0
+    tl.store(out_ptr + i, y)
+"""
+
+
+def test_module_constants_may_be_conditional_expressions_and_comparisons():
+    text = compile_text(kernel_source(GLOBALS), "ssa")
+    assert "vector<128 x i32>" in text and "dtype=f16" in text and " = mul " not in text
+
+
+def test_a_conditional_expression_on_a_constexpr_picks_one_branch(rng):
+    x = randf(rng, 128)
+    out = np.zeros(128, np.float32)
+    run_kernel(build(GLOBALS, FLAG=True), (1,), [x, out])
+    np.testing.assert_array_equal(out, x * 2)
+    run_kernel(build(GLOBALS, FLAG=False), (1,), [x, out])
+    np.testing.assert_array_equal(out, x.astype(np.float16).astype(np.float32) + 1)
+
+
+def test_the_kernel_bundle_carries_the_folded_constants():
+    from mytriton.frontend.stages import parse_stage
+
+    bundle = parse_stage(kernel_source(GLOBALS), "kernel.py")
+    assert compile_text(bundle, "ssa", file="bundle.py") == compile_text(kernel_source(GLOBALS), "ssa")
+
+
+def test_python_print_in_a_kernel_is_device_print(capsys):
+    kernel = build("""
+    @mytriton.jit
+    def k(x_ptr):
+        print("x", tl.load(x_ptr + tl.arange(0, 2)))
+    """)
+    run_kernel(kernel, (1,), [np.array([0.5, 2.0], np.float32)])
+    assert capsys.readouterr().out.splitlines() == ["pid (0, 0, 0) idx (0) x: 0.500000",
+                                                    "pid (0, 0, 0) idx (1) x: 2.000000"]
+
+
+def test_device_print_needs_a_string_prefix():
+    message = compile_error("""
+    @mytriton.jit
+    def k(x_ptr):
+        print(tl.load(x_ptr))
+    """)
+    assert "kernel.py:6:" in message and "prefix of tl.device_print must be a string" in message

@@ -17,7 +17,7 @@ from mytriton.limits import MAX_EXPRESSION_DEPTH
 # tl.range's keyword options (Triton 3.x), beside its positional bounds.
 TL_RANGE_OPTIONS = ("num_stages", "loop_unroll_factor", "disallow_acc_multi_buffer", "flatten", "warp_specialize",
                     "disable_licm")
-PYTHON_BUILTINS = ("range", "min", "max", "float", "int", "abs", "len", "bool")
+PYTHON_BUILTINS = ("range", "min", "max", "float", "int", "abs", "len", "bool", "print")
 HOST_FUNCTIONS = ("mytriton.cdiv",)
 
 _STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.For, ast.If, ast.Pass, ast.Return)

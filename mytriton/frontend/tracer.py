@@ -476,6 +476,10 @@ class Tracer:
             return value
         if name in _PY_BUILTINS:
             return _PY_BUILTINS[name]
+        if name == "print":  # as in Triton, Python's print in a kernel is tl.device_print
+            from mytriton.frontend.builtins import BUILTINS
+
+            return BUILTINS["device_print"]
         raise self.error(f"'{name}' is not defined", node)
 
     def qualified(self, qualified: str, node: ast.AST) -> Any:
