@@ -256,14 +256,50 @@ def test_dtype_of_a_loop_carried_value():
     assert "for" in ops_of(kernel)
 
 
-def test_transpose_is_a_located_error_for_now():
+TRANSPOSED = """
+@mytriton.jit
+def k(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    y = x.T * 2.0 + tl.trans(x + 1.0, 1, 0)
+    tl.store(out_ptr + rn[:, None] * M + rm[None, :], y + tl.arange(0, M).T[None, :])
+"""
+
+
+def test_transpose_of_a_rank_2_tile_is_a_trans_op(rng):
+    kernel = build(TRANSPOSED, M=16, N=64)
+    assert ops_of(kernel).count("trans") == 2
+    x = randf(rng, 16, 64)
+    out = np.zeros((64, 16), np.float32)
+    run_kernel(kernel, (1,), [x, out])
+    np.testing.assert_array_equal(out, x.T * 2 + (x + 1).T + np.arange(16, dtype=np.float32)[None, :])
+
+
+def test_transpose_round_trips_and_is_laid_out_as_a_layout_change():
+    text = compile_text(kernel_source(TRANSPOSED), "layouts", defines={"M": 16, "N": 64})
+    assert print_kernel(parse_kernel(text)) == text
+    assert " = trans %" in text
+
+
+def test_transpose_of_a_rank_3_tile_is_a_located_error():
     message = compile_error("""
     @mytriton.jit
     def k(out_ptr):
-        x = tl.zeros((16, 32), tl.float32)
-        tl.store(out_ptr + tl.arange(0, 16)[:, None] + tl.arange(0, 32)[None, :], x.T)
+        x = tl.zeros((2, 4, 8), tl.float32)
+        tl.store(out_ptr + tl.arange(0, 8), tl.sum(tl.sum(x.T, axis=0), axis=0))
     """)
-    assert "kernel.py:7:" in message and "'.T'" in message and "not supported yet" in message
+    assert "kernel.py:7:" in message and "rank-3" in message
+
+
+def test_transpose_dims_must_swap_the_two_axes():
+    message = compile_error("""
+    @mytriton.jit
+    def k(out_ptr):
+        x = tl.zeros((16, 16), tl.float32)
+        tl.store(out_ptr + tl.arange(0, 16), tl.sum(tl.trans(x, 0, 1), axis=0))
+    """)
+    assert "kernel.py:7:" in message and "dims (1, 0)" in message
 
 
 # ---- compile-time checks and prints ---------------------------------------------------------------
@@ -375,11 +411,11 @@ def test_device_ops_stay_through_dce():
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("body", [HINTED, PRINTS, ASSERTS, DTYPES, GROUPED])
+@pytest.mark.parametrize("body", [HINTED, PRINTS, ASSERTS, DTYPES, GROUPED, TRANSPOSED])
 def test_cuda_of_the_new_spellings_builds_with_nvcc(body):
     from mytriton.backends.cuda.nvcc import compile_ptx
 
-    defines = {"GROUP_SIZE_M": 4} if body is GROUPED else {"BLOCK": 64}
+    defines = {"GROUP_SIZE_M": 4} if body is GROUPED else {"M": 16, "N": 64} if body is TRANSPOSED else {"BLOCK": 64}
     cuda = compile_text(kernel_source(body), "cuda", defines=defines)
     assert ".entry k(" in compile_ptx(cuda, "sm_90")
 
@@ -694,3 +730,16 @@ def test_device_print_needs_a_string_prefix():
         print(tl.load(x_ptr))
     """)
     assert "kernel.py:6:" in message and "prefix of tl.device_print must be a string" in message
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n, num_warps", [(16, 64, 4), (64, 32, 8), (32, 32, 1)])
+def test_gpu_transpose_matches_the_interpreter(kernel_module, m, n, num_warps):
+    module = kernel_module(TRANSPOSED)
+    x = np.random.default_rng(m + n).standard_normal((m, n)).astype(np.float32)
+    outs = []
+    for backend in ("cuda", "interp"):
+        out = np.full((n, m), np.nan, np.float32)
+        module.k[(1,)](x, out, M=m, N=n, num_warps=num_warps, backend=backend)
+        outs.append(out)
+    np.testing.assert_array_equal(outs[0], outs[1])

@@ -155,7 +155,7 @@ def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.static_print("", tl.pointer_type(tl.float32))
     tl.device_assert(w == w, "nan")
     tl.device_print("w", w)
-    tl.store(out_ptr + i, y + r + tl.sum(d, axis=1), mask=m)
+    tl.store(out_ptr + i, y + r + tl.sum(d, axis=1) + tl.sum(tl.trans(d), axis=0), mask=m)
 """
 
 

@@ -892,6 +892,12 @@ def _hint(st: _State, op: Op, active: np.ndarray) -> Any:
     return st.env[x]  # the value itself (a ramp stays a ramp)
 
 
+@handles("trans")
+def _trans(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    (x,) = op.operands
+    return np.swapaxes(st.full(x, _operand_type(x)), 1, 2)  # axis 0 is the program
+
+
 @handles("bitcast")
 def _bitcast(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     (x,) = op.operands

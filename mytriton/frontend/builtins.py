@@ -15,7 +15,7 @@ from mytriton.diagnostics import printable
 from mytriton.frontend.tracer import Builtin, Tracer, describe, is_number
 from mytriton.ir.opdefs import HINT_KINDS, MATH_FUNCTIONS
 from mytriton.ir.tree import Expr
-from mytriton.types import BOOL, PointerType, ScalarType
+from mytriton.types import BOOL, PointerType, ScalarType, shape_of
 
 BUILTINS: dict[str, Builtin] = {}
 _REQUIRED = object()
@@ -410,3 +410,33 @@ def _device_assert(t: Tracer, node: ast.Call, cond: Any, msg: Any, mask: Any) ->
         raise t.error(f"the mask of tl.device_assert must be a tile or a boolean, got {describe(mask)}", node)
     t.effect(t.make("device_assert", (cond, mask), node, msg=msg))
     return None
+
+
+def transpose(t: Tracer, node: ast.AST, x: Any, dims: tuple) -> Any:
+    """``x.T`` and ``tl.trans(x, *dims)`` for tiles of rank 1 (themselves) and 2."""
+    if not isinstance(x, Expr):
+        raise t.error(f"tl.trans needs a tile, got {describe(x)}", node)
+    rank = len(shape_of(t.type_of(x, node)))
+    dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], tuple) else tuple(dims)
+    if rank > 2:
+        raise t.error(f"tl.trans of a rank-{rank} tile is not supported yet (ranks 1 and 2 are)", node)
+    if dims and dims != tuple(reversed(range(rank))):
+        raise t.error(f"tl.trans of a rank-{rank} tile takes dims {tuple(reversed(range(rank)))}, got {dims}", node)
+    if rank < 2:
+        return x
+    return t.make("trans", (x,), node)
+
+
+def _trans(t: Tracer, node: ast.Call, args: list, kwargs: dict) -> Any:
+    """``tl.trans(input, *dims)``, as Triton spells it (dims may also be one tuple)."""
+    if set(kwargs) - {"input", "dims"}:
+        raise t.error(f"tl.trans() has no parameter '{sorted(set(kwargs) - {'input', 'dims'})[0]}'", node)
+    if "input" in kwargs:
+        args = [kwargs["input"], *args]
+    if not args:
+        raise t.error("tl.trans() is missing the argument 'input'", node)
+    dims = tuple(args[1:]) + ((kwargs["dims"],) if "dims" in kwargs else ())
+    return transpose(t, node, args[0], dims)
+
+
+BUILTINS["trans"] = Builtin("trans", _trans)

@@ -515,7 +515,9 @@ class Tracer:
                     return shape_of(t)
                 return concrete(element_of(t))
             if attr == "T":
-                raise self.error("'.T' (a transpose) is not supported yet", node)
+                from mytriton.frontend.builtins import transpose
+
+                return transpose(self, node, base, ())
         if isinstance(base, PointerType) and attr == "element_ty":
             return base.pointee
         if self.budget.probing and isinstance(base, ScalarType) and attr == "element_ty":

@@ -664,6 +664,15 @@ def _device_assert(types: list[Type | None], attrs: dict[str, Any]) -> list[Type
     return []
 
 
+def _trans(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    (x,) = types
+    if not isinstance(x, BlockType) or len(x.shape) != 2:
+        raise _err(f"'trans' transposes a rank-2 tile, got {x}")
+    return [BlockType((x.shape[1], x.shape[0]), x.element)]
+
+
+_register(OpDef("trans", ("x",), _trans, materialised=True,
+                doc="the rank-2 tile x transposed (x.T, tl.trans); held in registers like a layout change"))
 _register(OpDef("hint", ("x",), _hint, attrs=("kind", "values"), elementwise=True,
                 doc="x itself, with a fact about its values for later stages (vectorised access)"))
 _register(OpDef("bitcast", ("x",), _bitcast, attrs=("dtype",), elementwise=True,
@@ -710,7 +719,8 @@ OPS["for"] = replace(OPS["for"], attrs=LOOP_ATTRS)
 #     that talk to the host, the other operands in the first one's);
 # "reduce": the result's layout is the operand's sliced along the axis;
 # "dot": the accumulator is in the result's layout; operands in any;
-# "convert": operand and result in any layouts: the one op that moves data;
+# "convert": operand and result in any layouts: the ops that move data
+#     (convert_layout, and trans, which reads its operand transposed);
 # "none": no tile operand or result is laid out by a rule (scalars, shared memory).
 LAYOUT_RULES = ("elementwise", "expand_dims", "load", "store", "reduce", "dot", "convert", "none")
 
@@ -725,7 +735,7 @@ for _op in list(OPS.values()):
 for _name, _rule in (("expand_dims", "expand_dims"), ("load", "load"), ("store", "store"),
                      ("device_print", "store"), ("device_assert", "store"), ("sum", "reduce"),
                      ("max", "reduce"), ("min", "reduce"), ("dot", "dot"), ("dot_shared", "dot"),
-                     ("convert_layout", "convert")):
+                     ("convert_layout", "convert"), ("trans", "convert")):
     _set_layout_rule(_name, _rule)
 
 # Groups, derived from the traits (other modules import these names).

@@ -42,7 +42,7 @@ FUNCTIONS = (
     "static_range", "range", "cdiv",
     # Hints, spellings and compile-time checks (Triton's names and signatures).
     "multiple_of", "max_contiguous", "max_constancy", "cast", "pointer_type",
-    "static_assert", "static_print", "device_assert", "device_print",
+    "static_assert", "static_print", "device_assert", "device_print", "trans",
 )
 
 

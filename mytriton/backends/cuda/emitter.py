@@ -418,10 +418,13 @@ class CudaEmitter:
         same thread, else a copy in shared memory (``SlotLoop.read``)."""
         (op,) = group.ops
         loop = self.open_loop(group.domain, op)
-        value = loop.value(op.operands[0], loop.coords())
+        coords = loop.coords()
+        if op.name == "trans":  # element (i, j) of the result is (j, i) of the operand
+            coords = coords[::-1]
+        value = loop.value(op.operands[0], coords)
         storage = self.storage[op.results[0]]
         loop.lines.append(f"{storage}[k] = {value.expr};")
-        self.close_loop(loop, f"convert_layout{self.where(op).replace('  // convert_layout', '')} into "
+        self.close_loop(loop, f"{op.name}{self.where(op).replace('  // ' + op.name, '')} into "
                               f"{self.parent_name(group.domain.parent)} ({group.domain.slots} slot(s) per thread)",
                         [f"{c_element(op.results[0].type)} {storage}[{group.domain.slots}];"])
 

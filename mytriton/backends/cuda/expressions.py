@@ -62,6 +62,7 @@ STATEMENT_OPS = {
     "for": "emitter.py: a C for loop",
     "yield": "emitter.py: the loop's carried assignments",
     "convert_layout": "emitter.py: a slot loop in the new layout, through shared memory where threads differ",
+    "trans": "emitter.py: like convert_layout, a slot loop reading its operand at swapped coordinates",
     "device_print": "emitter.py: a printf per element (print_call), by the thread owning it",
     "device_assert": "emitter.py: a printf of the message and a trap where an element fails (assert_lines)",
 }
