@@ -743,3 +743,26 @@ def test_gpu_transpose_matches_the_interpreter(kernel_module, m, n, num_warps):
         module.k[(1,)](x, out, M=m, N=n, num_warps=num_warps, backend=backend)
         outs.append(out)
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+# ---- the buffers a kernel stores to (the launcher copies them back) ---------------------------------
+
+
+@pytest.mark.parametrize("pointer", [
+    "tl.multiple_of(out_ptr + tl.arange(0, 16), 16)[:, None]",
+    "(out_ptr + tl.arange(0, 16))[:, None]",  # expand_dims of a pointer tile (was missed before)
+    "tl.trans(out_ptr + tl.arange(0, 16)[None, :] + tl.zeros((2, 1), tl.int32))",
+])
+def test_stores_through_hinted_expanded_or_transposed_pointers_are_found(pointer):
+    import json
+
+    source = kernel_source(f"""
+    @mytriton.jit
+    def k(x_ptr, out_ptr):
+        p = {pointer}
+        tl.store(p + tl.zeros((16, 2), tl.int32), tl.load(x_ptr + tl.zeros((16, 2), tl.int32)))
+    """)
+    cuda = compile_text(source, "cuda")
+    header = json.loads(cuda.splitlines()[0].split(": ", 1)[1])
+    assert header["stores"] == ["out_ptr"]
+    assert [p[1] for p in header["params"]] == ["ptr<f32>", "ptr<f32>"]
