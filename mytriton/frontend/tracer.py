@@ -189,30 +189,9 @@ class Tracer:
         if is_number(value):
             return Const(value).type
         self.budget.asked_types = True
-        if self.budget.probing:
-            try:
-                return self._type_of(value, node)
-            except CompileError:
-                # The parameters' types are placeholders (i32) in a probe
-                # trace; a guess keeps the trace going: the element is f32
-                # (what an unannotated pointer holds), the shape is right.
-                return self._shape_guess(value, node)
         return self._type_of(value, node)
 
-    def _shape_guess(self, value: Arg, node: ast.AST) -> Type:
-        shapes = []
-        for arg in (value.args if isinstance(value, Node) else ()):
-            try:
-                shapes.append(shape_of(self.type_of(arg, node)))
-            except CompileError:
-                continue
-        try:
-            shape = broadcast_shapes(*shapes)
-        except TypeRuleError:
-            shape = ()
-        return with_element(shape, F32)
-
-    def _type_of(self, value: Arg, node: ast.AST) -> Type | None:
+    def _type_of(self, value: Expr, node: ast.AST) -> Type:
         known = self.budget.types.get(id(value))
         if known is not None:
             return known
@@ -223,23 +202,40 @@ class Tracer:
         elif isinstance(value, (LoopCarry, LoopResult)):
             raise self.error("internal error: a loop value's type is recorded when the loop is traced", node)
         elif isinstance(value, Node):
-            operands = [self._type_of(a, node) if not is_number(a) and a is not None else self.type_of(a, node)
-                        for a in value.args]
-            name = value.op
-            if name in ("add", "sub") and any(isinstance(element_of(t), PointerType) for t in operands if t):
-                if name == "sub" and isinstance(element_of(operands[1]), PointerType):
-                    raise CompileError("only an integer can be subtracted from a pointer", value.loc)
-                if not isinstance(element_of(operands[0]), PointerType):
-                    operands = [operands[1], operands[0]]
-                name = "addptr"
+            operands = [self.type_of(a, node) for a in value.args]
             try:
-                found = opdefs.OPS[name].infer(operands, value.attrs)[0]
-            except TypeRuleError as err:
-                raise CompileError(str(err), value.loc) from None
+                found = self._node_type(value, operands)
+            except CompileError:
+                if not self.budget.probing:
+                    raise
+                # The parameters' types are placeholders (i32) in a probe
+                # trace: guess, to keep it going (each node guesses once, from
+                # its operands): the shape is right, the element is f32, what
+                # an unannotated pointer holds.
+                shapes = [shape_of(t) for t in operands if t is not None]
+                try:
+                    found = with_element(broadcast_shapes(*shapes), F32)
+                except TypeRuleError:
+                    found = F32
         else:
             raise self.error(f"{describe(value)} has no type", node)
         self.budget.types[id(value)] = found
         return found
+
+    @staticmethod
+    def _node_type(value: Node, operands: list[Type | None]) -> Type:
+        """A node's type by the op table, ``+``/``-`` on a pointer being ``addptr`` (as lowering reads them)."""
+        name = value.op
+        if name in ("add", "sub") and any(isinstance(element_of(t), PointerType) for t in operands if t):
+            if name == "sub" and isinstance(element_of(operands[1]), PointerType):
+                raise CompileError("only an integer can be subtracted from a pointer", value.loc)
+            if not isinstance(element_of(operands[0]), PointerType):
+                operands = [operands[1], operands[0]]
+            name = "addptr"
+        try:
+            return opdefs.OPS[name].infer(operands, value.attrs)[0]
+        except TypeRuleError as err:
+            raise CompileError(str(err), value.loc) from None
 
     def anchor(self, expr: Node) -> None:
         self.region.stmts.append(Let(expr))
