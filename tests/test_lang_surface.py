@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mytriton
-from conftest import build, cdiv, compile_text, kernel_source, randf
+from conftest import build, cdiv, compile_text, kernel_source, randf, ssa_of
 from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import walk
@@ -766,3 +766,106 @@ def test_stores_through_hinted_expanded_or_transposed_pointers_are_found(pointer
     header = json.loads(cuda.splitlines()[0].split(": ", 1)[1])
     assert header["stores"] == ["out_ptr"]
     assert [p[1] for p in header["params"]] == ["ptr<f32>", "ptr<f32>"]
+
+
+# ---- tutorial 03 as a Triton user writes it (grouped ordering, hints, tl.range options, a helper) -------
+
+TUTORIAL_03 = """@mytriton.jit
+def leaky_relu(x):
+    return tl.where(x >= 0, x, 0.01 * x)
+
+
+@mytriton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                  GROUP_SIZE_M: tl.constexpr, ACTIVATION: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    offs_am = tl.max_contiguous(tl.multiple_of(offs_am, BLOCK_SIZE_M), BLOCK_SIZE_M)
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in tl.range(0, tl.cdiv(K, BLOCK_SIZE_K), num_stages=3):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    if ACTIVATION == 1:
+        accumulator = leaky_relu(accumulator)
+    c = accumulator.to(c_ptr.dtype.element_ty)
+
+    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+"""
+
+MATMUL_SIGNATURE = "*fp16, *fp16, *fp16, i32, i32, i32, i32, i32, i32, i32, i32, i32"
+MATMUL_META = {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 4, "ACTIVATION": 1}
+
+
+def _matmul_case(seed: int, m: int, n: int, k: int):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    reference = a.astype(np.float32) @ b.astype(np.float32)
+    reference = np.where(reference >= 0, reference, 0.01 * reference).astype(np.float16)
+    return a, b, reference
+
+
+def _matmul_args(a, b, c):
+    m, k = a.shape
+    n = b.shape[1]
+    return [a, b, c, m, n, k, k, 1, n, 1, n, 1]
+
+
+def test_tutorial_03_matmul_in_the_interpreter():
+    m, n, k = 70, 45, 100
+    a, b, reference = _matmul_case(3, m, n, k)
+    c = np.zeros((m, n), np.float16)
+    kernel = ssa_of(kernel_source(TUTORIAL_03), defines=MATMUL_META, signature=MATMUL_SIGNATURE)
+    grid = (cdiv(m, 32) * cdiv(n, 32),)
+    run_kernel(kernel, grid, _matmul_args(a, b, c))
+    np.testing.assert_allclose(c.astype(np.float32), reference.astype(np.float32), rtol=2e-2, atol=2e-2)
+
+
+def test_tutorial_03_ssa_shows_the_hints_the_grouping_and_the_pipelined_loop():
+    text = compile_text(kernel_source(TUTORIAL_03), "ssa", defines=MATMUL_META, signature=MATMUL_SIGNATURE)
+    assert " = minimum " in text and 'kind="multiple_of", values=(32,)' in text
+    assert "num_stages=3) iter_args(" in text
+
+
+@pytest.mark.nvcc
+def test_tutorial_03_builds_with_nvcc():
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_text(kernel_source(TUTORIAL_03), "cuda", defines=MATMUL_META, signature=MATMUL_SIGNATURE)
+    assert ".entry matmul_kernel(" in compile_ptx(cuda, "sm_90")
+
+
+@pytest.mark.gpu
+def test_gpu_tutorial_03_matches_the_interpreter(kernel_module):
+    module = kernel_module(TUTORIAL_03)
+    m, n, k = 300, 200, 160
+    a, b, _ = _matmul_case(4, m, n, k)
+    outs = []
+    for backend in ("cuda", "interp"):
+        c = np.zeros((m, n), np.float16)
+        module.matmul_kernel[(cdiv(m, 32) * cdiv(n, 32),)](*_matmul_args(a, b, c), backend=backend, **MATMUL_META)
+        outs.append(c.astype(np.float32))
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-2, atol=1e-2)
