@@ -43,13 +43,14 @@ This is the only module of the compiler that imports NumPy.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from mytriton.diagnostics import CompileError
+from mytriton.diagnostics import CompileError, printable
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import (
     Block, Const, Kernel, Op, OpResult, Operand, Param, Value, for_body, for_bounds, for_carried,
@@ -929,10 +930,6 @@ def device_print_line(coords: tuple[int, int, int], index: tuple[int, ...], pref
 
 @handles("device_print")
 def _device_print(st: _State, op: Op, active: np.ndarray) -> None:
-    import sys
-
-    from mytriton.diagnostics import printable
-
     (value,) = op.operands
     prefix = printable(op.attrs["prefix"])
     g0, g1, _ = st.grid
@@ -961,8 +958,6 @@ def _device_print(st: _State, op: Op, active: np.ndarray) -> None:
 
 @handles("device_assert")
 def _device_assert(st: _State, op: Op, active: np.ndarray) -> None:
-    from mytriton.diagnostics import printable
-
     cond, mask = op.operands
     t = with_element(shape_of(_operand_type(cond)), BOOL)
     enabled = _enabled(st, mask, active, t)

@@ -15,6 +15,8 @@ from typing import Any, Callable
 
 from mytriton.diagnostics import CompileError, Location
 from mytriton.frontend.source import KernelModule, Unresolved
+from mytriton.ir import opdefs
+from mytriton.ir.ssa import Const
 from mytriton.ir.tree import (
     Arg, Effect, Expr, ForRange, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
     TreeKernel, Yield,
@@ -25,8 +27,6 @@ from mytriton.limits import (
     MAX_EXPRESSION_DEPTH, MAX_LOOP_NESTING, MAX_STATIC_UNROLL, MAX_TRACED_NODES, constant_result_error,
     constant_value_error,
 )
-from mytriton.ir import opdefs
-from mytriton.ir.ssa import Const
 from mytriton.types import (
     F32, I32, PointerType, ScalarType, Type, TypeRuleError, broadcast_shapes, concrete, element_of,
     int_literal_type, shape_of, with_element,
