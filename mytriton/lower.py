@@ -57,6 +57,7 @@ class Lowerer:
                 raise CompileError("a loop cannot carry None", loop.loc)
             types.append(concrete(init.type))
         op = make_for(start, stop, step, inits, types, loop.loc, I32)
+        op.attrs = dict(loop.attrs)
         body = op.regions[0]
         scope: dict[int, Operand] = {id(loop.index): body.args[0]}
         scope.update({id(arg): value for arg, value in zip(loop.carried_args, body.args[1:])})

@@ -220,10 +220,13 @@ def promote(a: ScalarType | WeakType, b: ScalarType | WeakType) -> ScalarType | 
     if a == b:
         return a
     if a.is_float or b.is_float:
+        # Triton's computation_type_impl: f32 wins, then f16 (over bf16
+        # too); bf16 stays bf16 only with bf16, so bf16 and an integer give f32.
         if a.is_float and b.is_float:
             if {a.name, b.name} == {"f16", "bf16"}:
-                return F32
+                return F16
             return a if _FLOAT_RANK[a.name] >= _FLOAT_RANK[b.name] else b
-        return a if a.is_float else b
+        f = a if a.is_float else b
+        return F32 if f == BF16 else f
     # Both integer or bool: the wider integer wins; bool counts as narrowest.
     return a if a.bits >= b.bits else b

@@ -49,7 +49,7 @@ def test_cuda_names_no_op_table_lacks():
 @pytest.mark.parametrize("name", OPS)
 def test_memory_effects_and_purity_agree(name):
     d = opdefs.OPS[name]
-    if d.writes_global or d.writes_shared or d.synchronises or d.control:
+    if d.writes_global or d.writes_shared or d.synchronises or d.control or d.talks_to_host:
         assert not d.pure and d.has_effect
     else:
         assert d.pure and not d.has_effect
@@ -149,7 +149,13 @@ def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
         r += 1.0
     for j in tl.static_range(2):
         r += 1.0
-    tl.store(out_ptr + i, y + r + tl.sum(d, axis=1), mask=m)
+    i = tl.max_constancy(tl.max_contiguous(tl.multiple_of(i, 16), 16), 1)
+    w = tl.cast(y, tl.int32, bitcast=True).to(tl.float32, bitcast=True)
+    tl.static_assert(BLOCK > 0)
+    tl.static_print("", tl.pointer_type(tl.float32))
+    tl.device_assert(w == w, "nan")
+    tl.device_print("w", w)
+    tl.store(out_ptr + i, y + r + tl.sum(d, axis=1) + tl.sum(tl.trans(d), axis=0), mask=m)
 """
 
 

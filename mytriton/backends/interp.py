@@ -43,13 +43,14 @@ This is the only module of the compiler that imports NumPy.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from mytriton.diagnostics import CompileError
+from mytriton.diagnostics import CompileError, printable
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import (
     Block, Const, Kernel, Op, OpResult, Operand, Param, Value, for_body, for_bounds, for_carried,
@@ -879,3 +880,88 @@ def _for(st: _State, op: Op, active: np.ndarray) -> list[np.ndarray]:
         index = np.where(running, index + step, index)
         running = running & (index < stop)
     return carried
+
+
+# ---- lang-surface: hints, bitcasts, printing and assertions ----------------------------------
+
+
+@handles("hint")
+def _hint(st: _State, op: Op, active: np.ndarray) -> Any:
+    (x,) = op.operands
+    if isinstance(x, Const):
+        return st.full(x, op.result.type)
+    return st.env[x]  # the value itself (a ramp stays a ramp)
+
+
+@handles("trans")
+def _trans(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    (x,) = op.operands
+    return np.swapaxes(st.full(x, _operand_type(x)), 1, 2)  # axis 0 is the program
+
+
+@handles("bitcast")
+def _bitcast(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    (x,) = op.operands
+    t = op.result.type
+    value = st.full(x, _operand_type(x))
+    return np.ascontiguousarray(value).view(np_dtype(t))
+
+
+def _element_text(value: Any, t: ScalarType, hex_: bool) -> str:
+    """One element as the CUDA backend's printf spells it (%f, %d, %lld, 0x%x)."""
+    if isinstance(t, PointerType):
+        return "0x%x" % int(value)
+    if hex_ and not t.is_float:
+        return "0x%x" % (int(value) & ((1 << max(t.bits, 8)) - 1))
+    if t.is_float:
+        return "%f" % float(value)
+    return "%d" % int(value)
+
+
+def device_print_line(coords: tuple[int, int, int], index: tuple[int, ...], prefix: str, value: str) -> str:
+    """One line of tl.device_print, as the interpreter and the GPU print it."""
+    where = f"pid ({coords[0]}, {coords[1]}, {coords[2]})"
+    if index:
+        where += " idx (" + ", ".join(str(i) for i in index) + ")"
+    if not value:
+        return f"{where}{prefix}"
+    return f"{where}{opdefs.device_print_label(prefix)} {value}"
+
+
+@handles("device_print")
+def _device_print(st: _State, op: Op, active: np.ndarray) -> None:
+    (value,) = op.operands
+    prefix = printable(op.attrs["prefix"])
+    g0, g1, _ = st.grid
+    lines: list[str] = []
+    if value is None:
+        values, t, shape = None, None, ()
+    else:
+        t = _operand_type(value)
+        shape = shape_of(t)
+        values = st.full(value, t)
+    element = element_of(t) if t is not None else None
+    for p in np.flatnonzero(np.broadcast_to(active, (st.P,))):
+        program = st.first + int(p)
+        coords = (program % g0, (program // g0) % g1, program // (g0 * g1))
+        if values is None:
+            lines.append(device_print_line(coords, (), prefix, ""))
+            continue
+        row = values[p]
+        for index in np.ndindex(*shape):
+            lines.append(device_print_line(coords, index, prefix,
+                                           _element_text(row[index], concrete(element), op.attrs["hex"])))
+    if lines:
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+
+
+@handles("device_assert")
+def _device_assert(st: _State, op: Op, active: np.ndarray) -> None:
+    cond, mask = op.operands
+    t = with_element(shape_of(_operand_type(cond)), BOOL)
+    enabled = _enabled(st, mask, active, t)
+    failed = enabled & ~st.full(cond, t)
+    if _any(failed):
+        msg = printable(op.attrs["msg"])
+        _fault(st, op, "device_assert failed" + (f": {msg}" if msg else ""), failed, enabled, failed[enabled])

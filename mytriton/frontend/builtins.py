@@ -9,10 +9,13 @@ from __future__ import annotations
 import ast
 from typing import Any, Callable
 
+import sys
+
+from mytriton.diagnostics import printable
 from mytriton.frontend.tracer import Builtin, Tracer, describe, is_number
-from mytriton.ir.opdefs import MATH_FUNCTIONS
+from mytriton.ir.opdefs import HINT_KINDS, MATH_FUNCTIONS
 from mytriton.ir.tree import Expr
-from mytriton.types import BOOL, ScalarType
+from mytriton.types import BOOL, PointerType, ScalarType, shape_of
 
 BUILTINS: dict[str, Builtin] = {}
 _REQUIRED = object()
@@ -243,10 +246,197 @@ def _dot(t: Tracer, node: ast.Call, input: Any, other: Any, acc: Any, **options:
 
 
 def _loop_only(name: str) -> None:
-    @builtin(name, "arg1", arg2=None, arg3=None)
+    options = {"num_stages": None, "loop_unroll_factor": None, "disallow_acc_multi_buffer": False,
+               "flatten": False, "warp_specialize": False, "disable_licm": False} if name == "range" else {}
+
+    @builtin(name, "arg1", arg2=None, arg3=None, **options)
     def impl(t: Tracer, node: ast.Call, **_: Any) -> Any:
         raise t.error(f"tl.{name} can only be the iterable of a 'for' loop", node)
 
 
 for _name in ("static_range", "range"):
     _loop_only(_name)
+
+
+# ---- hints, casts and compile-time checks ------------------------------------------------
+
+
+def _hint(kind: str) -> None:
+    @builtin(kind, "input", "values")
+    def impl(t: Tracer, node: ast.Call, input: Any, values: Any) -> Any:
+        values = (values,) if type(values) is int else values
+        if not (isinstance(values, tuple) and values and all(type(v) is int and v > 0 for v in values)):
+            raise t.error(f"tl.{kind}: the values must be a positive integer constant or a tuple of them", node)
+        if is_number(input):
+            return input  # a fact about a constant says nothing new
+        if not isinstance(input, Expr):
+            raise t.error(f"tl.{kind} needs a tile or a runtime scalar, got {describe(input)}", node)
+        # A fact kept in the IR (later stages may vectorise accesses with it);
+        # the value is unchanged.
+        return t.make("hint", (input,), node, kind=kind, values=values)
+
+
+for _name in HINT_KINDS:
+    _hint(_name)
+
+
+def cast_value(t: Tracer, node: ast.Call, x: Any, dtype: Any, rounding: Any, bitcast: Any, spelled: str) -> Any:
+    """``tl.cast(x, dtype, fp_downcast_rounding, bitcast)`` and ``x.to(...)``."""
+    if isinstance(dtype, PointerType):
+        raise t.error(f"{spelled}: casting to a pointer type is not supported", node)
+    if not isinstance(dtype, ScalarType):
+        raise t.error(f"{spelled} takes a dtype such as tl.float16, got {describe(dtype)}", node)
+    if rounding not in (None, "rtne"):
+        raise t.error(f"{spelled}: fp_downcast_rounding={printable(repr(rounding))} is not supported "
+                      "(casts round to nearest even, 'rtne')", node)
+    if type(bitcast) is not bool:
+        raise t.error(f"{spelled}: bitcast must be True or False", node)
+    if not (is_number(x) or isinstance(x, Expr)):
+        raise t.error(f"{spelled} needs a number or a tile, got {describe(x)}", node)
+    if bitcast:
+        if is_number(x):
+            raise t.error(f"{spelled}: bitcast needs a typed value, not the constant {x!r}", node)
+        return t.make("bitcast", (x,), node, dtype=dtype)
+    return t.make("cast", (x,), node, dtype=dtype)
+
+
+@builtin("cast", "input", "dtype", fp_downcast_rounding=None, bitcast=False)
+def _cast(t: Tracer, node: ast.Call, input: Any, dtype: Any, fp_downcast_rounding: Any, bitcast: Any) -> Any:
+    return cast_value(t, node, input, dtype, fp_downcast_rounding, bitcast, "tl.cast")
+
+
+@builtin("pointer_type", "element_ty")
+def _pointer_type(t: Tracer, node: ast.Call, element_ty: Any) -> Any:
+    if not isinstance(element_ty, ScalarType):
+        raise t.error(f"tl.pointer_type takes a dtype such as tl.float32, got {describe(element_ty)}", node)
+    return PointerType(element_ty)
+
+
+def _message(t: Tracer, node: ast.Call, value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise t.error(f"{what} must be a string, got {describe(value)}", node)
+    return value
+
+
+@builtin("static_assert", "cond", msg="")
+def _static_assert(t: Tracer, node: ast.Call, cond: Any, msg: Any) -> Any:
+    msg = _message(t, node, msg, "the message of tl.static_assert")
+    if not (is_number(cond) or isinstance(cond, (str, tuple, ScalarType, PointerType)) or cond is None):
+        raise t.error("tl.static_assert needs a compile-time condition; use tl.device_assert "
+                      "for a runtime one", node)
+    if not cond:
+        if t.budget.probing:  # perhaps only the placeholder types make it fail: decided by the real trace
+            t.budget.asked_types = True
+            return None
+        raise t.error("tl.static_assert failed" + (f": {msg}" if msg else ""), node)
+    return None
+
+
+def _static_text(t: Tracer, node: ast.Call, value: Any) -> str:
+    if isinstance(value, Expr):
+        return str(t.type_of(value, node))
+    if isinstance(value, str):
+        return value
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_static_text(t, node, v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, (ScalarType, PointerType)):
+        return str(value)
+    if is_number(value) or value is None:
+        return repr(value)
+    return describe(value)
+
+
+def _static_print(t: Tracer, node: ast.Call, args: list, kwargs: dict) -> Any:
+    """``tl.static_print(*values, sep=" ", end="\\n")``: prints while compiling, to
+    stderr (runtime values by their type), as Python's print would."""
+    unknown = set(kwargs) - {"sep", "end", "file", "flush"}
+    if unknown:
+        raise t.error(f"tl.static_print() has no parameter '{sorted(unknown)[0]}'", node)
+    sep, end = kwargs.get("sep", " "), kwargs.get("end", "\n")
+    if not isinstance(sep, str) or not isinstance(end, str):
+        raise t.error("tl.static_print: sep and end must be strings", node)
+    text = sep.join(_static_text(t, node, v) for v in args) + end
+    if t.budget.probing:
+        t.budget.asked_types = True
+        return None  # printed by the trace with the real parameter types
+    sys.stderr.write(printable(text, keep="\n"))
+    sys.stderr.flush()
+    return None
+
+
+BUILTINS["static_print"] = Builtin("static_print", _static_print)
+
+
+def _device_print(t: Tracer, node: ast.Call, args: list, kwargs: dict) -> Any:
+    """``tl.device_print(prefix, *args, hex=False)``: one ``device_print`` op per
+    value (each prints every element of every program, as Triton's does)."""
+    if set(kwargs) - {"prefix", "hex"}:
+        raise t.error(f"tl.device_print() has no parameter '{sorted(set(kwargs) - {'prefix', 'hex'})[0]}'", node)
+    if "prefix" in kwargs:
+        if args:
+            raise t.error("tl.device_print() got two values for 'prefix'", node)
+        args = [kwargs["prefix"]]
+    if not args:
+        raise t.error("tl.device_print() is missing the argument 'prefix'", node)
+    prefix = _message(t, node, args[0], "the prefix of tl.device_print")
+    hex_ = kwargs.get("hex", False)
+    if type(hex_) is not bool:
+        raise t.error("tl.device_print: hex must be True or False", node)
+    # Triton's spacing: a prefix that does not start with a space gets one.
+    if prefix and not prefix.startswith(" "):
+        prefix = " " + prefix
+    values = args[1:]
+    for value in values:
+        if not (is_number(value) or isinstance(value, Expr)):
+            raise t.error(f"tl.device_print prints numbers and tiles, got {describe(value)}", node)
+    for value in values or [None]:
+        t.effect(t.make("device_print", (value,), node, prefix=prefix, hex=hex_))
+    return None
+
+
+BUILTINS["device_print"] = Builtin("device_print", _device_print)
+
+
+@builtin("device_assert", "cond", msg="", mask=None)
+def _device_assert(t: Tracer, node: ast.Call, cond: Any, msg: Any, mask: Any) -> Any:
+    msg = _message(t, node, msg, "the message of tl.device_assert")
+    if is_number(cond) and mask is None:
+        if not cond:
+            raise t.error("tl.device_assert fails on a constant condition" + (f": {msg}" if msg else ""), node)
+        return None
+    if not (is_number(cond) or isinstance(cond, Expr)):
+        raise t.error(f"tl.device_assert needs a condition, got {describe(cond)}", node)
+    if not (mask is None or isinstance(mask, Expr) or type(mask) is bool):
+        raise t.error(f"the mask of tl.device_assert must be a tile or a boolean, got {describe(mask)}", node)
+    t.effect(t.make("device_assert", (cond, mask), node, msg=msg))
+    return None
+
+
+def transpose(t: Tracer, node: ast.AST, x: Any, dims: tuple) -> Any:
+    """``x.T`` and ``tl.trans(x, *dims)`` for tiles of rank 1 (themselves) and 2."""
+    if not isinstance(x, Expr):
+        raise t.error(f"tl.trans needs a tile, got {describe(x)}", node)
+    rank = len(shape_of(t.type_of(x, node)))
+    dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], tuple) else tuple(dims)
+    if rank > 2:
+        raise t.error(f"tl.trans of a rank-{rank} tile is not supported yet (ranks 1 and 2 are)", node)
+    if dims and dims != tuple(reversed(range(rank))):
+        raise t.error(f"tl.trans of a rank-{rank} tile takes dims {tuple(reversed(range(rank)))}, got {dims}", node)
+    if rank < 2:
+        return x
+    return t.make("trans", (x,), node)
+
+
+def _trans(t: Tracer, node: ast.Call, args: list, kwargs: dict) -> Any:
+    """``tl.trans(input, *dims)``, as Triton spells it (dims may also be one tuple)."""
+    if set(kwargs) - {"input", "dims"}:
+        raise t.error(f"tl.trans() has no parameter '{sorted(set(kwargs) - {'input', 'dims'})[0]}'", node)
+    if "input" in kwargs:
+        args = [kwargs["input"], *args]
+    if not args:
+        raise t.error("tl.trans() is missing the argument 'input'", node)
+    dims = tuple(args[1:]) + ((kwargs["dims"],) if "dims" in kwargs else ())
+    return transpose(t, node, args[0], dims)
+
+
+BUILTINS["trans"] = Builtin("trans", _trans)

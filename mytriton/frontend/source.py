@@ -148,6 +148,12 @@ _BINOPS = {
 }
 
 
+_COMPARES = {
+    ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
+}
+
+
 def _fold(module: KernelModule, expr: ast.expr) -> Any:
     if isinstance(expr, ast.Constant) and isinstance(expr.value, (bool, int, float, str, type(None))):
         return expr.value
@@ -171,6 +177,21 @@ def _fold(module: KernelModule, expr: ast.expr) -> Any:
         if too_large:
             raise _NotConstant(f"constant arithmetic failed: {too_large}")
         return result
+    if isinstance(expr, ast.IfExp):  # only the branch the condition picks is evaluated, as Python does
+        return _fold(module, expr.body if _fold(module, expr.test) else expr.orelse)
+    if isinstance(expr, ast.BoolOp):
+        value: Any = None
+        for operand in expr.values:
+            value = _fold(module, operand)
+            if bool(value) == isinstance(expr.op, ast.Or):
+                return value
+        return value
+    if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and type(expr.ops[0]) in _COMPARES:
+        left, right = _fold(module, expr.left), _fold(module, expr.comparators[0])
+        try:
+            return _COMPARES[type(expr.ops[0])](left, right)
+        except TypeError as err:
+            raise _NotConstant(f"constant comparison failed: {err}") from None
     if isinstance(expr, ast.Name) and expr.id not in module.aliases:
         value = module.constants.get(expr.id)
         if value is None and expr.id not in module.constants:

@@ -251,11 +251,16 @@ def trace_stage(text: str, file: str, defines: dict[str, Any] | None = None,
     types = resolve_signature(module, entry, signature)
     runtime, _, _ = kernel_params(module, entry)
     placeholder = {p: I32 for p in runtime}
-    kernel = trace_kernel(module, entry, constexprs, types or placeholder)
+    kernel, asked_types = trace_kernel(module, entry, constexprs, types or placeholder, probing=types is None)
     kernel.digest = module.digest
     if types is None:
         pointers = pointer_params(kernel)
-        kernel.params = [(p, PointerType(F32) if p in pointers else I32) for p, _ in kernel.params]
+        inferred = {p: PointerType(F32) if p in pointers else I32 for p in runtime}
+        if asked_types:  # x.dtype and the like read the placeholders: trace again with the real types
+            kernel, _ = trace_kernel(module, entry, constexprs, inferred)
+            kernel.digest = module.digest
+        else:
+            kernel.params = [(p, inferred[p]) for p, _ in kernel.params]
     return kernel
 
 
@@ -284,6 +289,8 @@ def pointer_params(kernel: TreeKernel) -> set[str]:
             return bases(expr.loop.carried_inputs[expr.index], seen)
         if not isinstance(expr, Node):
             return set()
+        if expr.op in ("hint", "trans"):  # the same pointers (a fact about them; transposed)
+            return bases(expr.args[0], seen)
         if expr.op in ("add", "sub", "expand_dims"):
             left = bases(expr.args[0], seen)
             return left or (bases(expr.args[1], seen) if expr.op == "add" else set())

@@ -11,9 +11,13 @@ import ast
 from mytriton.diagnostics import CompileError
 from mytriton.frontend.source import KernelModule
 from mytriton.language import DTYPES, FUNCTIONS
+from mytriton.language.math import FUNCTIONS as MATH_NAMESPACE
 from mytriton.limits import MAX_EXPRESSION_DEPTH
 
-PYTHON_BUILTINS = ("range", "min", "max", "float", "int", "abs", "len", "bool")
+# tl.range's keyword options (Triton 3.x), beside its positional bounds.
+TL_RANGE_OPTIONS = ("num_stages", "loop_unroll_factor", "disallow_acc_multi_buffer", "flatten", "warp_specialize",
+                    "disable_licm")
+PYTHON_BUILTINS = ("range", "min", "max", "float", "int", "abs", "len", "bool", "print")
 HOST_FUNCTIONS = ("mytriton.cdiv",)
 
 _STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.For, ast.If, ast.Pass, ast.Return)
@@ -134,8 +138,11 @@ class SyntaxChecker(ast.NodeVisitor):
         name = self._callee(call.func) if isinstance(call, ast.Call) else None
         if name not in ("range", "mytriton.language.range", "mytriton.language.static_range"):
             raise self.error("kernels loop only over range(...) or tl.static_range(...)", node.iter)
-        if call.keywords:
-            raise self.error("range bounds are positional: range(start, stop, step)", call)
+        for keyword in call.keywords:
+            if name != "mytriton.language.range":
+                raise self.error("range bounds are positional: range(start, stop, step)", call)
+            if keyword.arg not in TL_RANGE_OPTIONS:
+                raise self.error(f"tl.range() has no parameter '{keyword.arg}'", keyword)
         if not 1 <= len(call.args) <= 3:
             raise self.error("range takes one to three arguments", call)
         self.generic_visit(node)
@@ -171,9 +178,14 @@ class SyntaxChecker(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         qualified = self.module.qualname(node)
+        if qualified and qualified.startswith("mytriton.language.math."):
+            name = qualified[len("mytriton.language.math."):]
+            if name not in MATH_NAMESPACE:
+                raise self.error(f"'{name}' is not part of mytriton.language.math", node)
+            return
         if qualified and qualified.startswith("mytriton.language."):
             name = qualified[len("mytriton.language."):]
-            if name not in FUNCTIONS and name not in DTYPES and name != "constexpr":
+            if name not in FUNCTIONS and name not in DTYPES and name not in ("constexpr", "math"):
                 raise self.error(f"'{name}' is not part of mytriton.language", node)
             return
         if qualified and qualified.startswith("mytriton."):

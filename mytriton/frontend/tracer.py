@@ -15,16 +15,22 @@ from typing import Any, Callable
 
 from mytriton.diagnostics import CompileError, Location
 from mytriton.frontend.source import KernelModule, Unresolved
+from mytriton.ir import opdefs
+from mytriton.ir.ssa import Const
 from mytriton.ir.tree import (
     Arg, Effect, Expr, ForRange, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
     TreeKernel, Yield,
 )
 from mytriton.language import DTYPES
+from mytriton.language.math import FUNCTIONS as MATH_NAMESPACE
 from mytriton.limits import (
     MAX_EXPRESSION_DEPTH, MAX_LOOP_NESTING, MAX_STATIC_UNROLL, MAX_TRACED_NODES, constant_result_error,
     constant_value_error,
 )
-from mytriton.types import ScalarType, Type, int_literal_type
+from mytriton.types import (
+    F32, I32, PointerType, ScalarType, Type, TypeRuleError, broadcast_shapes, concrete, element_of,
+    int_literal_type, shape_of, with_element,
+)
 
 
 class Region:
@@ -65,7 +71,7 @@ class JitRef:
 @dataclass(frozen=True)
 class Method:
     name: str
-    receiver: Expr
+    receiver: Any  # a runtime value (x.to) or a dtype (tl.float16.is_floating)
 
 
 @dataclass(frozen=True)
@@ -114,6 +120,14 @@ class TraceBudget:
         self.unrolled = 0
         self.nodes = 0
         self.depths: dict[int, int] = {}  # id(node) -> nesting depth (leaves are 0)
+        self.types: dict[int, Type] = {}  # id(expr) -> its type, for what asks (x.dtype); filled lazily
+        # A probe trace runs with placeholder parameter types, to find which
+        # parameters are pointers; what depends on types is then a guess, so
+        # nothing is printed and no static assertion fails.
+        self.probing = False
+        # Whether the trace depended on types (x.dtype, a static assertion or
+        # print): a probe trace is then traced again with the real types.
+        self.asked_types = False
 
 
 class Tracer:
@@ -164,6 +178,64 @@ class Tracer:
         fit i64 (a wider one would silently wrap in C and NumPy)."""
         if type(value) is int and int_literal_type(value) is None:
             raise self.error(f"integer literal out of range: {_short(value)} does not fit i64", node)
+
+    def type_of(self, value: Arg, node: ast.AST) -> Type | None:
+        """The type ``value`` will have in the SSA, found while tracing (for
+        ``x.dtype``, ``x.shape``, ``.T``): the op table's rules over the
+        parameters' types, as lowering applies them. None for an absent
+        operand."""
+        if value is None:
+            return None
+        if is_number(value):
+            return Const(value).type
+        self.budget.asked_types = True
+        return self._type_of(value, node)
+
+    def _type_of(self, value: Expr, node: ast.AST) -> Type:
+        known = self.budget.types.get(id(value))
+        if known is not None:
+            return known
+        if isinstance(value, ParamRef):
+            found = dict(self.kernel.params)[value.name]
+        elif isinstance(value, LoopIndex):
+            found = I32
+        elif isinstance(value, (LoopCarry, LoopResult)):
+            raise self.error("internal error: a loop value's type is recorded when the loop is traced", node)
+        elif isinstance(value, Node):
+            operands = [self.type_of(a, node) for a in value.args]
+            try:
+                found = self._node_type(value, operands)
+            except CompileError:
+                if not self.budget.probing:
+                    raise
+                # The parameters' types are placeholders (i32) in a probe
+                # trace: guess, to keep it going (each node guesses once, from
+                # its operands): the shape is right, the element is f32, what
+                # an unannotated pointer holds.
+                shapes = [shape_of(t) for t in operands if t is not None]
+                try:
+                    found = with_element(broadcast_shapes(*shapes), F32)
+                except TypeRuleError:
+                    found = F32
+        else:
+            raise self.error(f"{describe(value)} has no type", node)
+        self.budget.types[id(value)] = found
+        return found
+
+    @staticmethod
+    def _node_type(value: Node, operands: list[Type | None]) -> Type:
+        """A node's type by the op table, ``+``/``-`` on a pointer being ``addptr`` (as lowering reads them)."""
+        name = value.op
+        if name in ("add", "sub") and any(isinstance(element_of(t), PointerType) for t in operands if t):
+            if name == "sub" and isinstance(element_of(operands[1]), PointerType):
+                raise CompileError("only an integer can be subtracted from a pointer", value.loc)
+            if not isinstance(element_of(operands[0]), PointerType):
+                operands = [operands[1], operands[0]]
+            name = "addptr"
+        try:
+            return opdefs.OPS[name].infer(operands, value.attrs)[0]
+        except TypeRuleError as err:
+            raise CompileError(str(err), value.loc) from None
 
     def anchor(self, expr: Node) -> None:
         self.region.stmts.append(Let(expr))
@@ -235,7 +307,9 @@ class Tracer:
         static = self.module.qualname(call.func) == "mytriton.language.static_range"
         parts = [self.eval(a) for a in call.args]
         start, stop, step = _range_parts(parts)
-        constant = all(type(v) is int for v in (start, stop, step))
+        options = self.loop_options(call)
+        # A loop given tl.range's options stays a loop, constant bounds or not.
+        constant = all(type(v) is int for v in (start, stop, step)) and not options
         if static and not constant:
             bad = next(a for a, v in zip(call.args, parts) if type(v) is not int)
             raise self.error("tl.static_range needs compile-time integer bounds; "
@@ -246,7 +320,30 @@ class Tracer:
                 raise self.error("range step cannot be zero", call)
             self.unroll(stmt, name, start, stop, step)
             return
-        self.runtime_loop(stmt, start, stop, step)
+        self.runtime_loop(stmt, start, stop, step, options)
+
+    def loop_options(self, call: ast.Call) -> dict[str, Any]:
+        """tl.range's keyword options, as the ``for`` op keeps them (defaults
+        left out): num_stages, loop_unroll_factor and Triton's flags."""
+        options: dict[str, Any] = {}
+        for keyword in call.keywords:
+            value = self.eval(keyword.value)
+            key = keyword.arg
+            if key in opdefs.LOOP_FLAGS:
+                if type(value) is not bool:
+                    raise self.error(f"tl.range: {key} must be True or False, got {describe(value)}", keyword)
+                if value:
+                    options[key] = True
+                continue
+            if value is None:
+                continue
+            if type(value) is not int:
+                raise self.error(f"tl.range: {key} must be an integer constant, got {describe(value)}", keyword)
+            problem = opdefs.loop_attrs_problem({key: value})
+            if problem:
+                raise self.error(f"tl.range: {problem}", keyword)
+            options[key] = value
+        return options
 
     def unroll(self, stmt: ast.For, name: str, start: int, stop: int, step: int) -> None:
         """A constant-bound loop, unrolled: its body traced once per
@@ -264,7 +361,8 @@ class Tracer:
             self.env[name] = value
             self.run(stmt.body)
 
-    def runtime_loop(self, stmt: ast.For, start: Any, stop: Any, step: Any) -> None:
+    def runtime_loop(self, stmt: ast.For, start: Any, stop: Any, step: Any,
+                     options: dict[str, Any] | None = None) -> None:
         call = stmt.iter
         step_node = call.args[2] if len(call.args) == 3 else call
         if type(step) is not int:
@@ -304,6 +402,7 @@ class Tracer:
         carried_args = tuple(LoopCarry(i, hint=n) for i, n in enumerate(carried))
         for arg in carried_args:
             body_region.own(arg)
+        self._carried_types(carried_args, inputs, stmt)
         body_env = dict(self.env)
         body_env[name] = index
         body_env.update(zip(carried, carried_args))
@@ -318,14 +417,27 @@ class Tracer:
         loc = self.loc(stmt)
         body_region.stmts.append(Yield(outputs, loc))
         loop = ForRange(index, start, stop, step, tuple(body_region.captures.values()), body_region.stmts,
-                        inputs, carried_args, (), loc)
+                        inputs, carried_args, (), loc, dict(options or {}))
         loop.results = tuple(LoopResult(loop, i, hint=n) for i, n in enumerate(carried))
+        self._carried_types(loop.results, inputs, stmt)
         for result in loop.results:
             self.region.own(result)
         self.region.stmts.append(loop)
         # The body ran in its own environment, so names it bound first do not
         # escape; carried names now hold the loop's results.
         self.env.update(zip(carried, loop.results))
+
+    def _carried_types(self, values: tuple[Expr, ...], inputs: tuple[Any, ...], stmt: ast.For) -> None:
+        """A loop's carried values and results have the type their initial
+        value has (lowering checks the body keeps it); recorded only where the
+        initial value has a type at all (a type error is lowering's to report)."""
+        for value, init in zip(values, inputs):
+            try:
+                t = self.type_of(init, stmt)
+            except CompileError:
+                continue
+            if t is not None:
+                self.budget.types[id(value)] = concrete(t)
 
     # ---- expressions ------------------------------------------------------------
     def eval(self, node: ast.expr) -> Any:
@@ -360,14 +472,22 @@ class Tracer:
             return value
         if name in _PY_BUILTINS:
             return _PY_BUILTINS[name]
+        if name == "print":  # as in Triton, Python's print in a kernel is tl.device_print
+            from mytriton.frontend.builtins import BUILTINS
+
+            return BUILTINS["device_print"]
         raise self.error(f"'{name}' is not defined", node)
 
     def qualified(self, qualified: str, node: ast.AST) -> Any:
         from mytriton.frontend.builtins import BUILTINS
 
-        if qualified in ("mytriton", "mytriton.language"):
+        if qualified in ("mytriton", "mytriton.language", "mytriton.language.math"):
             return ModuleRef(qualified)
-        if qualified.startswith("mytriton.language."):
+        if qualified.startswith("mytriton.language.math."):
+            name = qualified.split(".")[-1]
+            if name in MATH_NAMESPACE and name in BUILTINS:
+                return BUILTINS[name]
+        elif qualified.startswith("mytriton.language."):
             name = qualified.split(".")[-1]
             if name in DTYPES:
                 return DTYPES[name]
@@ -379,11 +499,30 @@ class Tracer:
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
         base = self.eval(node.value)
+        attr = node.attr
         if isinstance(base, ModuleRef):
-            return self.qualified(f"{base.qualified}.{node.attr}", node)
-        if isinstance(base, Expr) and node.attr == "to":
-            return Method("to", base)
-        raise self.error(f"{describe(base)} has no attribute '{node.attr}' in kernels", node)
+            return self.qualified(f"{base.qualified}.{attr}", node)
+        if isinstance(base, Expr):
+            if attr == "to":
+                return Method("to", base)
+            if attr in ("dtype", "shape", "type"):
+                t = self.type_of(base, node)
+                if attr == "shape":
+                    return shape_of(t)
+                return concrete(element_of(t))
+            if attr == "T":
+                from mytriton.frontend.builtins import transpose
+
+                return transpose(self, node, base, ())
+        if isinstance(base, PointerType) and attr == "element_ty":
+            return base.pointee
+        if self.budget.probing and isinstance(base, ScalarType) and attr == "element_ty":
+            return F32  # a placeholder parameter type: guess what an unannotated pointer holds
+        if isinstance(base, ScalarType) and attr == "primitive_bitwidth":
+            return base.bits
+        if isinstance(base, (ScalarType, PointerType)) and attr in _DTYPE_QUERIES:
+            return Method(attr, base)
+        raise self.error(f"{describe(base)} has no attribute '{attr}' in kernels", node)
 
     def expr_Call(self, node: ast.Call) -> Any:
         func = self.eval(node.func)
@@ -396,6 +535,8 @@ class Tracer:
         if isinstance(func, Method):
             return self.call_method(func, node, args, kwargs)
         if callable(func) and func in _PY_BUILTINS.values():
+            if func in (min, max) and any(isinstance(a, Expr) for a in args):
+                return self.runtime_min_max(func, node, args, kwargs)
             if any(isinstance(a, Expr) for a in [*args, *kwargs.values()]):
                 raise self.error(f"Python's {func.__name__}() works on constants only; "
                                  "use tl.maximum / tl.minimum on tiles", node)
@@ -405,12 +546,46 @@ class Tracer:
                 raise self.error(f"{func.__name__}(): {err}", node) from None
         raise self.error(f"{describe(func)} cannot be called", node.func)
 
+    def runtime_min_max(self, func: Callable[..., Any], node: ast.Call, args: list, kwargs: dict) -> Any:
+        """Python's min/max on runtime values: elementwise minimum/maximum of
+        the arguments, left to right, as Triton maps them."""
+        name = func.__name__
+        if kwargs or len(args) < 2:
+            raise self.error(f"Python's {name}() on runtime values takes two or more positional "
+                             "arguments (no key= or default=)", node)
+        for arg in args:
+            if not (is_number(arg) or isinstance(arg, Expr)):
+                raise self.error(f"Python's {name}() on runtime values needs numbers or tiles, "
+                                 f"got {describe(arg)}", node)
+        op = "minimum" if func is min else "maximum"
+        result = args[0]
+        for arg in args[1:]:
+            if is_number(result) and is_number(arg):
+                result = func(result, arg)
+            else:
+                result = self.make(op, (result, arg), node)
+        return result
+
     def call_method(self, method: Method, node: ast.Call, args: list, kwargs: dict) -> Any:
-        # x.to(dtype)
-        dtype = args[0] if args else kwargs.get("dtype")
-        if not isinstance(dtype, ScalarType) or len(args) + len(kwargs) != 1:
+        if method.name in _DTYPE_QUERIES:  # tl.float16.is_floating()
+            if args or kwargs:
+                raise self.error(f".{method.name}() takes no arguments", node)
+            return _DTYPE_QUERIES[method.name](method.receiver)
+        # x.to(dtype, fp_downcast_rounding=None, bitcast=False), as tl.cast(x, ...)
+        from mytriton.frontend.builtins import cast_value
+
+        names = ("dtype", "fp_downcast_rounding", "bitcast")
+        if len(args) > len(names) or any(k not in names for k in kwargs):
+            raise self.error(".to() takes a dtype and optionally fp_downcast_rounding= and bitcast=", node)
+        bound = {"fp_downcast_rounding": None, "bitcast": False, **dict(zip(names, args))}
+        for key, value in kwargs.items():
+            if key in dict(zip(names, args)):
+                raise self.error(f".to() got two values for '{key}'", node)
+            bound[key] = value
+        if "dtype" not in bound:
             raise self.error(".to() takes one dtype, such as tl.float16", node)
-        return self.make("cast", (method.receiver,), node, dtype=dtype)
+        return cast_value(self, node, method.receiver, bound["dtype"], bound["fp_downcast_rounding"],
+                          bound["bitcast"], ".to()")
 
     def call_jit(self, name: str, node: ast.Call, args: list, kwargs: dict) -> Any:
         fn = self.module.functions[name]
@@ -531,6 +706,21 @@ class Tracer:
         return result
 
 
+# What a kernel may ask of a dtype (Triton's tl.dtype methods).
+_DTYPE_QUERIES: dict[str, Callable[[Any], bool]] = {
+    "is_floating": lambda t: isinstance(t, ScalarType) and t.is_float,
+    "is_int": lambda t: isinstance(t, ScalarType) and not t.is_float,
+    "is_int_signed": lambda t: isinstance(t, ScalarType) and not t.is_float,
+    "is_bool": lambda t: isinstance(t, ScalarType) and t.is_bool,
+    "is_ptr": lambda t: isinstance(t, PointerType),
+    "is_fp16": lambda t: isinstance(t, ScalarType) and t.name == "f16",
+    "is_bf16": lambda t: isinstance(t, ScalarType) and t.name == "bf16",
+    "is_fp32": lambda t: isinstance(t, ScalarType) and t.name == "f32",
+    "is_int1": lambda t: isinstance(t, ScalarType) and t.is_bool,
+    "is_int32": lambda t: isinstance(t, ScalarType) and t.name == "i32",
+    "is_int64": lambda t: isinstance(t, ScalarType) and t.name == "i64",
+}
+
 _PY_BUILTINS: dict[str, Callable[..., Any]] = {
     "min": min, "max": max, "float": float, "int": int, "abs": abs, "len": len, "bool": bool,
 }
@@ -585,6 +775,10 @@ def describe(value: Any) -> str:
         return "a runtime value"
     if isinstance(value, ScalarType):
         return f"the dtype {value.name}"
+    if isinstance(value, PointerType):
+        return f"the pointer type {value}"
+    if isinstance(value, Method):
+        return f"the method '{value.name}'"
     if isinstance(value, Builtin):
         return f"tl.{value.name}"
     if isinstance(value, JitRef):
@@ -606,9 +800,12 @@ def describe(value: Any) -> str:
 
 
 def trace_kernel(module: KernelModule, name: str, constexprs: dict[str, Any],
-                 runtime_types: dict[str, Type]) -> TreeKernel:
+                 runtime_types: dict[str, Type], probing: bool = False) -> tuple[TreeKernel, bool]:
     """Trace ``name`` with the given constexpr values and runtime parameter
-    types (already matched to the kernel's parameters)."""
+    types (already matched to the kernel's parameters); also whether the
+    kernel asked for a type (``x.dtype``). A probe trace (``probing``) has
+    placeholder types: it guesses types it cannot know, prints nothing and
+    lets static assertions pass."""
     fn = module.functions[name]
     kernel = TreeKernel(name, [], {}, [], module.loc(fn))
     env: dict[str, Any] = {}
@@ -620,7 +817,9 @@ def trace_kernel(module: KernelModule, name: str, constexprs: dict[str, Any],
             kernel.params.append((arg.arg, runtime_types[arg.arg]))
             env[arg.arg] = kernel.param(arg.arg)
     region = Region(None)
-    tracer = Tracer(module, kernel, region, env)
+    budget = TraceBudget()
+    budget.probing = probing
+    tracer = Tracer(module, kernel, region, env, budget=budget)
     tracer.run(fn.body)
     kernel.body = region.stmts
-    return kernel
+    return kernel, budget.asked_types

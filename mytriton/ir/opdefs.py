@@ -51,6 +51,9 @@ class OpDef:
     reads_shared: bool = False
     writes_shared: bool = False
     synchronises: bool = False
+    # Talks to the host while the kernel runs (prints, or stops the kernel):
+    # an effect, kept by DCE and never moved; not a memory access.
+    talks_to_host: bool = False
     # Structure (``for`` and ``yield``): kept or dropped by what it contains
     # and carries, never merged or moved as a whole.
     control: bool = False
@@ -98,7 +101,7 @@ class OpDef:
     @property
     def has_effect(self) -> bool:
         """Whether running the op matters beyond its results: DCE keeps it."""
-        return self.writes_memory or self.synchronises or self.control
+        return self.writes_memory or self.synchronises or self.control or self.talks_to_host
 
     @property
     def pure(self) -> bool:
@@ -173,8 +176,8 @@ def _arith(name: str, *, ints_only: bool = False, int_division_to_float: bool = 
             raise _err(f"'{name}' needs integer operands, got {a} and {b}")
         if not bools and isinstance(e, ScalarType) and e.is_bool:
             e = I32
-        if int_division_to_float and not (isinstance(e, ScalarType) and e.is_float):
-            e = F32
+        if int_division_to_float and not (isinstance(e, ScalarType) and e.is_float and e.bits >= 32):
+            e = F32  # Triton: '/' of integers, and of f16 or bf16 (PTX has no half division), is f32
         return [with_element(shape, concrete(e))]
 
     return infer
@@ -597,16 +600,127 @@ _register(OpDef("for", ("start", "stop", "step"), _none, control=True))
 _register(OpDef("convert_layout", ("x",), _convert_layout, materialised=True,
                 doc="the same tile in the layout its result type names (the layouts stage adds these)"))
 
+# ---- lang-surface ----------------------------------------------------------------
+# Hints (tl.multiple_of, tl.max_contiguous, tl.max_constancy), bitcasts, and
+# the ops that talk to the host while a kernel runs (tl.device_print,
+# tl.device_assert).
+
+HINT_KINDS = ("multiple_of", "max_contiguous", "max_constancy")
+
+
+def _hint(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    """A fact about its operand (Triton's tt.divisibility, tt.contiguity,
+    tt.constancy), one value per dimension; the result is the operand."""
+    (x,) = types
+    kind, values = attrs.get("kind"), attrs.get("values")
+    if kind not in HINT_KINDS:
+        raise _err(f"a hint's kind is one of {', '.join(HINT_KINDS)}, got {kind!r}")
+    if not (isinstance(values, tuple) and values
+            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values)):
+        raise _err(f"a hint's values are a tuple of positive integers, got {values!r}")
+    if len(values) != max(1, len(shape_of(x))):
+        raise _err(f"'{kind}' needs one value per dimension of {x}, got {len(values)}")
+    if isinstance(element_of(x), WeakType):
+        x = concrete(x)
+    return [x]
+
+
+def _bitcast(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    (a,) = types
+    source, target = element_of(a), _dtype_attr(attrs)
+    if not isinstance(source, ScalarType):
+        raise _err(f"'bitcast' reinterprets numbers, not {a}")
+    if source.bits != target.bits or source.is_bool != target.is_bool:
+        raise _err(f"'bitcast' needs types of one width: {source} has {source.bits} bits, "
+                   f"{target} has {target.bits}")
+    return [with_element(shape_of(a), target)]
+
+
+def device_print_label(prefix: str) -> str:
+    """What a device_print line shows between the element's place and its
+    value: the prefix, ending in a colon (one is added where it has none)."""
+    label = prefix.rstrip()
+    return label if label.endswith(":") else label + ":"
+
+
+def _device_print(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    if not isinstance(attrs.get("prefix"), str):
+        raise _err(f"the prefix of 'device_print' must be a string, got {attrs.get('prefix')!r}")
+    if not isinstance(attrs.get("hex"), bool):
+        raise _err(f"the hex attribute of 'device_print' must be true or false, got {attrs.get('hex')!r}")
+    return []  # any value prints: numbers, and pointers as addresses
+
+
+def _device_assert(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    cond, mask = types
+    if not isinstance(attrs.get("msg"), str):
+        raise _err(f"the message of 'device_assert' must be a string, got {attrs.get('msg')!r}")
+    e = element_of(cond)
+    if isinstance(e, PointerType):
+        raise _err(f"the condition of 'device_assert' must be a number, got {cond}")
+    _mask_ok(mask, "device_assert")
+    if mask is not None and _broadcast(cond, mask) != shape_of(cond):
+        raise _err(f"the mask of 'device_assert' must broadcast to the condition's shape {cond}")
+    return []
+
+
+def _trans(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    (x,) = types
+    if not isinstance(x, BlockType) or len(x.shape) != 2:
+        raise _err(f"'trans' transposes a rank-2 tile, got {x}")
+    return [BlockType((x.shape[1], x.shape[0]), x.element)]
+
+
+_register(OpDef("trans", ("x",), _trans, materialised=True,
+                doc="the rank-2 tile x transposed (x.T, tl.trans); held in registers like a layout change"))
+_register(OpDef("hint", ("x",), _hint, attrs=("kind", "values"), elementwise=True,
+                doc="x itself, with a fact about its values for later stages (vectorised access)"))
+_register(OpDef("bitcast", ("x",), _bitcast, attrs=("dtype",), elementwise=True,
+                doc="x's bits read as dtype (same width)"))
+_register(OpDef("device_print", ("value?",), _device_print, attrs=("prefix", "hex"), talks_to_host=True,
+                doc="prints prefix and each element of value, per program (tl.device_print)"))
+_register(OpDef("device_assert", ("condition", "mask?"), _device_assert, attrs=("msg",), talks_to_host=True,
+                doc="stops the kernel with msg where an element of condition is false (and mask true)"))
+
+# tl.range's options, kept on the ``for`` op (printed inside its range(...)):
+# the number of software-pipelining stages, the unroll factor, and Triton's
+# flags. Each default is left out of the IR.
+LOOP_ATTRS = ("num_stages", "loop_unroll_factor", "flatten", "warp_specialize", "disallow_acc_multi_buffer",
+              "disable_licm")
+LOOP_FLAGS = LOOP_ATTRS[2:]
+
+
+def loop_attrs_problem(attrs: dict[str, Any]) -> str | None:
+    """What is wrong with a ``for`` op's attributes, or None."""
+    for key, value in attrs.items():
+        if key not in LOOP_ATTRS:
+            return f"a loop has no attribute '{key}' (it has {', '.join(LOOP_ATTRS)})"
+        if key in LOOP_FLAGS:
+            if value is not True:
+                return f"the loop attribute {key} is true when given, got {value!r}"
+        elif not (isinstance(value, int) and not isinstance(value, bool)):
+            return f"the loop attribute {key} must be an integer, got {value!r}"
+        elif key == "num_stages" and not 0 <= value <= 64:
+            return f"num_stages must be from 0 to 64, got {value}"
+        elif key == "loop_unroll_factor" and not 1 <= value <= 1024:
+            return f"loop_unroll_factor must be from 1 to 1024, got {value}"
+    return None
+
+
+OPS["for"] = replace(OPS["for"], attrs=LOOP_ATTRS)
+
 # ---- layout rules ---------------------------------------------------------------
 # "elementwise": tile operands are read in the result's layout (sliced for a
 #     lower-rank operand, which broadcasts); cheap enough to recompute in
 #     another layout rather than move data;
 # "expand_dims": the operand's layout is the result's sliced along the new axis;
 # "load": like elementwise, but the result is held in registers (materialized);
-# "store": the value and mask are read in the pointer's layout;
+# "store": the value and mask are read in the pointer's layout (for the ops
+#     that talk to the host, the other operands in the first one's);
 # "reduce": the result's layout is the operand's sliced along the axis;
 # "dot": the accumulator is in the result's layout; operands in any;
-# "convert": operand and result in any layouts: the one op that moves data;
+# "convert": operand and result in any layouts: the ops that move data
+#     (convert_layout, and trans, which reads its operand transposed);
 # "none": no tile operand or result is laid out by a rule (scalars, shared memory).
 LAYOUT_RULES = ("elementwise", "expand_dims", "load", "store", "reduce", "dot", "convert", "none")
 
@@ -618,9 +732,10 @@ def _set_layout_rule(name: str, rule: str) -> None:
 for _op in list(OPS.values()):
     if _op.elementwise or _op.name in ("arange", "full"):
         _set_layout_rule(_op.name, "elementwise")
-for _name, _rule in (("expand_dims", "expand_dims"), ("load", "load"), ("store", "store"), ("sum", "reduce"),
+for _name, _rule in (("expand_dims", "expand_dims"), ("load", "load"), ("store", "store"),
+                     ("device_print", "store"), ("device_assert", "store"), ("sum", "reduce"),
                      ("max", "reduce"), ("min", "reduce"), ("dot", "dot"), ("dot_shared", "dot"),
-                     ("convert_layout", "convert")):
+                     ("convert_layout", "convert"), ("trans", "convert")):
     _set_layout_rule(_name, _rule)
 
 # Groups, derived from the traits (other modules import these names).
@@ -655,6 +770,11 @@ def writes_global(name: str) -> bool:
 def synchronises(name: str) -> bool:
     opdef = OPS.get(name)
     return opdef is None or opdef.synchronises
+
+
+def talks_to_host(name: str) -> bool:
+    opdef = OPS.get(name)
+    return opdef is None or opdef.talks_to_host
 
 
 def has_effect(name: str) -> bool:

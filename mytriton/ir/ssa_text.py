@@ -16,7 +16,9 @@ from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.grammar import parse_text, rule
 from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Param, Value, make_for, walk
-from mytriton.ir.text_common import TextReader, check_text_limits, format_attr, format_header, format_literal, format_loc
+from mytriton.ir.text_common import (
+    TextReader, check_text_limits, format_attr, format_header, format_literal, format_loc, format_loop_attrs,
+)
 from mytriton.types import I32, Type
 
 INDENT = "  "
@@ -122,7 +124,8 @@ def _print_op(op: Op, names: ValueNames, depth: int, lines: list[str], header_on
     if op.name == "for":
         body = op.regions[0]
         start, stop, step = (names.operand(o) for o in op.operands[:3])
-        head = f"{pad}{prefix}for {names.operand(body.args[0])} in range({start}, {stop}, {step})"
+        head = (f"{pad}{prefix}for {names.operand(body.args[0])} in range({start}, {stop}, {step}"
+                f"{format_loop_attrs(op.attrs)})")
         carried = list(zip(body.args[1:], op.operands[3:]))
         if carried:
             head += " iter_args(" + ", ".join(
@@ -255,7 +258,7 @@ class _SSAReader(TextReader):
                 raise self.error(f"operand '{opdef.operands[i]}' of '{name}' cannot be none", name)
 
     def for_op(self, tree: lark.Tree) -> Op:
-        results_tree, index_token, start, stop, step, iter_args, *rest = tree.children
+        results_tree, index_token, start, stop, step, attrs_tree, iter_args, *rest = tree.children
         loc_tree = next(c for c in rest if isinstance(c, lark.Tree) and rule(c) == "loc")
         types = [self.type(c) for c in rest if isinstance(c, lark.Tree) and rule(c) not in ("loc", "op", "for_op")]
         items = [c for c in rest if isinstance(c, lark.Tree) and rule(c) in ("op", "for_op")]
@@ -268,6 +271,7 @@ class _SSAReader(TextReader):
         bounds = [self.operand(b) for b in (start, stop, step)]
         inits = [self.operand(init) for _, init in pairs]
         op = make_for(bounds[0], bounds[1], bounds[2], inits, types, self.loc(loc_tree), I32)
+        op.attrs = self.loop_attrs(attrs_tree)
         body = op.regions[0]
         self.define(index_token, body.args[0])
         for (token, _), arg in zip(pairs, body.args[1:]):

@@ -81,6 +81,11 @@ def format_attr(value: Any) -> str:
     raise TypeError(f"cannot print attribute {value!r}")
 
 
+def format_loop_attrs(attrs: dict[str, Any]) -> str:
+    """A loop's options inside its ``range(...)``: ``, num_stages=3``."""
+    return "".join(f", {key}={format_attr(value)}" for key, value in attrs.items())
+
+
 def format_header(keyword: str, name: str, params: list[tuple[str, Type]],
                   constexprs: dict[str, Any], loc: Location, digest: str | None = None,
                   extra: str = "") -> str:
@@ -280,6 +285,20 @@ class TextReader:
         if str(key) not in opdef.attrs:
             raise self.error(f"'{op_name}' has no attribute '{key}'", key)
         attrs[str(key)] = self.attr_value(value)
+
+    def loop_attrs(self, tree: lark.Tree | None) -> dict[str, Any]:
+        """A loop's ``key=value`` options (the verifier checks their values)."""
+        from mytriton.ir.opdefs import LOOP_ATTRS
+
+        attrs: dict[str, Any] = {}
+        for item in (tree.children if tree is not None else []):
+            key, value = item.children
+            if str(key) not in LOOP_ATTRS:
+                raise self.error(f"a loop has no attribute '{key}' (it has {', '.join(LOOP_ATTRS)})", key)
+            if str(key) in attrs:
+                raise self.error(f"the loop attribute '{key}' is given twice", key)
+            attrs[str(key)] = self.attr_value(value)
+        return attrs
 
     def read_params(self, trees: list[lark.Tree | None]) -> list[tuple[str, Type, lark.Tree]]:
         out = []

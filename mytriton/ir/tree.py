@@ -94,6 +94,7 @@ class ForRange:
     carried_args: tuple[LoopCarry, ...]
     results: tuple[LoopResult, ...] = ()
     loc: Location | None = None
+    attrs: dict[str, Any] = field(default_factory=dict)  # tl.range's options (opdefs.LOOP_ATTRS)
 
     @property
     def carried_outputs(self) -> tuple[Arg, ...]:

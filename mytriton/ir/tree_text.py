@@ -12,7 +12,9 @@ import lark
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.grammar import parse_text, rule
-from mytriton.ir.text_common import TextReader, check_text_limits, format_attr, format_header, format_literal, format_loc
+from mytriton.ir.text_common import (
+    TextReader, check_text_limits, format_attr, format_header, format_literal, format_loc, format_loop_attrs,
+)
 from mytriton.ir.tree import (
     Arg, Effect, Expr, ForRange, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
     TreeKernel, Yield, children, stmt_roots,
@@ -29,8 +31,9 @@ def tree_op(name: str) -> opdefs.OpDef | None:
 
 
 def _has_effect(name: str) -> bool:
-    """Whether an op may stand as a statement on its own: it writes memory or synchronises."""
-    return opdefs.writes_memory(name) or opdefs.synchronises(name)
+    """Whether an op may stand as a statement on its own: it writes memory,
+    synchronises or talks to the host."""
+    return opdefs.writes_memory(name) or opdefs.synchronises(name) or opdefs.talks_to_host(name)
 
 
 # ---- printing ---------------------------------------------------------------------
@@ -143,7 +146,7 @@ class _TreePrinter:
             self.ensure(root, depth)
         index = self._name(loop.index)
         head = (f"{pad}for {index} in range({self.render(loop.start)}, {self.render(loop.stop)}, "
-                f"{self.render(loop.step)})")
+                f"{self.render(loop.step)}{format_loop_attrs(loop.attrs)})")
         head += " captures(" + ", ".join(self.render(c) for c in loop.captures) + ")"
         carried = ", ".join(f"{self._name(arg)} = {self.render(init)}"
                             for arg, init in zip(loop.carried_args, loop.carried_inputs))
@@ -244,8 +247,9 @@ class _TreeReader(TextReader):
         expr.hint = _hint(name)
 
     def loop(self, tree: lark.Tree, scope: _Scope) -> ForRange:
-        index_token, start, stop, step, captures_tree, iter_tree, results_tree, loc, *body = tree.children
+        index_token, start, stop, step, attrs_tree, captures_tree, iter_tree, results_tree, loc, *body = tree.children
         bounds = [self.expr(b, scope) for b in (start, stop, step)]
+        attrs = self.loop_attrs(attrs_tree)
         captures: dict[str, Expr] = {}
         for token in (captures_tree.children if captures_tree is not None else []):
             if token is None:
@@ -266,7 +270,7 @@ class _TreeReader(TextReader):
         index = LoopIndex()
         self.bind(body_scope, index_token, index)
         loop = ForRange(index, bounds[0], bounds[1], bounds[2], tuple(captures.values()), [],
-                        tuple(inits), tuple(carried_args), (), self.loc(loc))
+                        tuple(inits), tuple(carried_args), (), self.loc(loc), attrs)
         loop.body = self.region([b for b in body if isinstance(b, lark.Tree)], body_scope, carried_args, tree)
         result_tokens = [t for t in (results_tree.children if results_tree is not None else []) if t is not None]
         if len(result_tokens) != len(carried_args):

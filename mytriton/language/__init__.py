@@ -40,6 +40,9 @@ FUNCTIONS = (
     "where", "maximum", "minimum",
     "zeros", "full", "empty", "sum", "max", "min", "dot", "expand_dims",
     "static_range", "range", "cdiv",
+    # Hints, spellings and compile-time checks (Triton's names and signatures).
+    "multiple_of", "max_contiguous", "max_constancy", "cast", "pointer_type",
+    "static_assert", "static_print", "device_assert", "device_print", "trans",
 )
 
 
@@ -60,4 +63,7 @@ def cdiv(a: int, b: int) -> int:  # noqa: F811 - also usable on the host, like t
     return -(-a // b)
 
 
-__all__ = ["constexpr", "dtype", *DTYPES, *FUNCTIONS]
+# ``tl.math.<name>``: Triton's math namespace, the same functions as ``tl.<name>``.
+from mytriton.language import math  # noqa: E402
+
+__all__ = ["constexpr", "dtype", "math", *DTYPES, *FUNCTIONS]

@@ -164,7 +164,9 @@ class _Assigner:
         self.operands(op, layout)
 
     def store(self, op: Op) -> None:
-        ptr, value, mask = op.operands
+        # A store's (pointer, value, mask); device_print's and device_assert's
+        # first operand stands where the pointer does.
+        ptr, value, mask = (op.operands + [None, None])[:3] if op.name == "store" else (op.operands[0], None, None)
         layout = self.default(ptr.type.shape)
         if is_tile(value) and is_materialized(value) and value.type.shape == ptr.type.shape \
                 and not any(reaches_materialized(o) for o in (ptr, mask)):

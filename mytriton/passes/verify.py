@@ -226,6 +226,9 @@ class Verifier:
             raise self.error(f"the loop step must fit i32, got {step.value}", op)
         if not body.args or body.args[0].type != I32:
             raise self.error("the induction variable must be i32", op)
+        problem = opdefs.loop_attrs_problem(op.attrs)
+        if problem:
+            raise self.error(problem, op)
         carried = body.args[1:]
         lanes = (len(inits), len(carried), len(op.results))
         if len(set(lanes)) != 1:

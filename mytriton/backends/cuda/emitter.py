@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from mytriton.backends.cuda.ctypes import c_element, c_literal
 from mytriton.backends.cuda.language import CUDA
-from mytriton.backends.cuda.expressions import CValue, as_type, render
+from mytriton.backends.cuda.expressions import CValue, as_type, assert_lines, print_call, render
 from mytriton.backends.cuda.layout import BlockedLayout, Layout, tile_layout
 from mytriton.backends.cuda.names import kernel_symbol, param_c_names
 from mytriton.backends.cuda.slots import SlotLoop, linear_index
@@ -322,8 +322,23 @@ class CudaEmitter:
             else:
                 self.loop(group.ops[0])
 
+    def host_call(self, op: Op, args: list, coords: list[str], owner: str | None) -> list[str]:
+        """The lines of a ``device_print`` or ``device_assert`` for one element
+        (``coords``, none for a scalar), run by the thread that owns it."""
+        if op.name == "device_print":
+            call = print_call(op.attrs["prefix"], coords, args[0], op.attrs["hex"])
+            return [f"if ({owner}) {call}" if owner else call]
+        condition, mask = args
+        guard = " && ".join(c for c in (owner, mask and as_type(mask, BOOL)) if c) or None
+        where = f"{op.loc.file}:{op.loc.line}" if op.loc else self.kernel.loc.file
+        return assert_lines(op.attrs["msg"], where, as_type(condition, BOOL), guard)
+
     def scalar(self, op: Op) -> None:
         args = [self.scalar_arg(o) for o in op.operands]
+        if op.name in ("device_print", "device_assert"):
+            for text in self.host_call(op, args, [], f"{self.lang.thread_id} == 0"):
+                self.line(text + self.where(op))
+            return
         if op.name == "store":
             ptr, value, mask = args
             target = f"*{ptr.expr} = {as_type(value, element_of(op.operands[0].type).pointee)};"
@@ -384,6 +399,9 @@ class CudaEmitter:
                 if result in self.storage:
                     declare.append(f"{c_element(result.type)} {self.storage[result]}[{group.domain.slots}];")
                     loop.lines.append(f"{self.storage[result]}[k] = {value.expr};")
+            elif op.name in ("device_print", "device_assert"):
+                loop.lines.extend(self.host_call(op, [loop.value(o, coords) for o in op.operands],
+                                                 [loop.use(c) for c in coords], loop.owner()))
             else:
                 ptr, value, mask = (loop.value(o, coords) for o in op.operands)
                 pointee = element_of(op.operands[0].type).pointee
@@ -400,10 +418,13 @@ class CudaEmitter:
         same thread, else a copy in shared memory (``SlotLoop.read``)."""
         (op,) = group.ops
         loop = self.open_loop(group.domain, op)
-        value = loop.value(op.operands[0], loop.coords())
+        coords = loop.coords()
+        if op.name == "trans":  # element (i, j) of the result is (j, i) of the operand
+            coords = coords[::-1]
+        value = loop.value(op.operands[0], coords)
         storage = self.storage[op.results[0]]
         loop.lines.append(f"{storage}[k] = {value.expr};")
-        self.close_loop(loop, f"convert_layout{self.where(op).replace('  // convert_layout', '')} into "
+        self.close_loop(loop, f"{op.name}{self.where(op).replace('  // ' + op.name, '')} into "
                               f"{self.parent_name(group.domain.parent)} ({group.domain.slots} slot(s) per thread)",
                         [f"{c_element(op.results[0].type)} {storage}[{group.domain.slots}];"])
 
@@ -445,6 +466,8 @@ class CudaEmitter:
         for arg, init in zip(carried, op.operands[3:]):
             self.assign_carried(arg, init, declare=True)
         index = self.name(body.args[0])
+        if "loop_unroll_factor" in op.attrs:  # tl.range(..., loop_unroll_factor=N)
+            self.line(f"{self.lang.unroll} {op.attrs['loop_unroll_factor']}")
         self.line(f"for (int {index} = {as_type(start, _i32())}; {index} < {as_type(stop, _i32())}; "
                   f"{index} += {step.value}) {{{self.where(op)}")
         self.depth += 1

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from mytriton.backends.cuda.ctypes import c_cast, c_literal
 from mytriton.backends.cuda.language import CUDA
 from mytriton.diagnostics import CompileError
-from mytriton.ir.opdefs import CMP_OPS, MATH_FUNCTIONS
+from mytriton.ir.opdefs import CMP_OPS, MATH_FUNCTIONS, device_print_label
 from mytriton.ir.ssa import Const, Op
 from mytriton.types import BF16, BOOL, F16, F32, I64, PointerType, ScalarType, WeakType, concrete, element_of, promote
 
@@ -41,7 +41,7 @@ MATH_SPELLINGS = CUDA.math_f32
 # Ops whose one element ``render`` spells, besides the math functions.
 EXPRESSION_OPS = frozenset({
     "program_id", "num_programs", "full", "addptr", "cast", "where", *_CMP, *_BINARY,
-    "neg", "abs", "not", "maximum", "minimum", "and", "or",
+    "neg", "abs", "not", "maximum", "minimum", "and", "or", "hint", "bitcast",
 })
 
 # Ops the emitter writes as statements of their own rather than as one
@@ -62,6 +62,9 @@ STATEMENT_OPS = {
     "for": "emitter.py: a C for loop",
     "yield": "emitter.py: the loop's carried assignments",
     "convert_layout": "emitter.py: a slot loop in the new layout, through shared memory where threads differ",
+    "trans": "emitter.py: like convert_layout, a slot loop reading its operand at swapped coordinates",
+    "device_print": "emitter.py: a printf per element (print_call), by the thread owning it",
+    "device_assert": "emitter.py: a printf of the message and a trap where an element fails (assert_lines)",
 }
 
 # Ops the CUDA backend refuses, and why (none today).
@@ -132,6 +135,12 @@ def render(op: Op, args: list[Arg]) -> str:
         # A literal converts from its own type (i32, i64 or f32), as in the interpreter.
         source = x.type if isinstance(x, CValue) else concrete(x.type)
         return c_cast(as_type(x, source), source, op.attrs["dtype"])
+    if name == "hint":  # a fact for later stages; the value itself
+        return as_type(args[0], element)
+    if name == "bitcast":
+        (x,) = args
+        source = x.type if isinstance(x, CValue) else concrete(x.type)
+        return CUDA.bitcast(as_type(x, source), element)
     if name == "where":
         cond, a, b = args
         if isinstance(element, PointerType):
@@ -188,3 +197,58 @@ def reduce_combine(name: str, t: ScalarType, a: str, b: str) -> str:
         return f"({a} + {b})"
     return CUDA.min_max(name, a, b, t)
 
+
+
+# ---- printing and assertions (tl.device_print, tl.device_assert) -------------------------------
+
+
+def c_string(text: str) -> str:
+    """``text`` as a C string literal: printable ASCII as itself, anything
+    else (quotes, backslashes, control characters, UTF-8 bytes) escaped, and
+    '?' escaped against trigraphs."""
+    out = []
+    for byte in text.encode("utf-8", "backslashreplace"):
+        ch = chr(byte)
+        if ch in '"\\?':
+            out.append("\\" + ch)
+        elif 32 <= byte < 127:
+            out.append(ch)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def print_call(prefix: str, coords: list[str], value: Arg, hex_: bool) -> str:
+    """The printf of one element, as the interpreter prints it
+    (``device_print_line``): pid (x, y, z) idx (i, j) prefix: value."""
+    fmt = "pid (%d, %d, %d)"
+    args = [CUDA.program_id(0), CUDA.program_id(1), CUDA.program_id(2)]
+    if coords:
+        fmt += " idx (" + ", ".join("%d" for _ in coords) + ")"
+        args += coords
+    fmt += "%s"
+    args.append(c_string(prefix if value is None else device_print_label(prefix)))
+    if value is not None:
+        spec, expr = _print_spec(value, hex_)
+        fmt += " " + spec
+        args.append(expr)
+    return f"printf({c_string(fmt + chr(10))}, {', '.join(args)});"
+
+
+def _print_spec(value: Arg, hex_: bool) -> tuple[str, str]:
+    t = value.type if isinstance(value, CValue) else concrete(value.type)
+    if isinstance(t, PointerType):
+        return "0x%llx", f"(unsigned long long)({as_type(value, t)})"
+    if t.is_float:
+        return "%f", f"(double)({as_type(value, F32)})"
+    if hex_:
+        return "0x%llx", f"(unsigned long long)({as_type(value, t)}) & {hex((1 << max(t.bits, 8)) - 1)}ULL"
+    return "%lld", f"(long long)({as_type(value, t)})"
+
+
+def assert_lines(message: str, loc_text: str, condition: str, guard: str | None) -> list[str]:
+    """Where ``condition`` fails (and ``guard`` holds): print the message once
+    per failing element and stop the kernel (a trap: the launch fails)."""
+    test = f"!({condition})" if guard is None else f"({guard}) && !({condition})"
+    text = f"{loc_text}: device_assert failed" + (f": {message}" if message else "") + chr(10)
+    return [f"if ({test}) {{ printf({c_string('%s')}, {c_string(text)}); __trap(); }}"]

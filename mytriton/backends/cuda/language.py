@@ -30,6 +30,10 @@ class CudaLanguage(CStyleLanguage):
     def shuffle_xor(self, value: str, lane_mask: int) -> str:
         return f"__shfl_xor_sync({FULL_MASK}, {value}, {lane_mask})"
 
+    def bitcast(self, expr: str, target: ScalarType) -> str:
+        """``expr``'s bits read as ``target`` (of the same width)."""
+        return f"__builtin_bit_cast({self.scalar_type(target)}, {expr})"
+
     def from_float(self, expr: str, t: ScalarType) -> str:
         return f"{'__float2half' if t == F16 else '__float2bfloat16'}({expr})"
 

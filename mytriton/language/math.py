@@ -1,0 +1,21 @@
+"""``tl.math``: Triton's math namespace. Each name here is the same function
+as ``tl.<name>`` (kernels reach both through frontend/builtins.py); the
+names of Triton's namespace that mytriton.language lacks are left out, so
+``tl.math.<name>`` is available exactly where ``tl.<name>`` is."""
+from __future__ import annotations
+
+import mytriton.language as _tl
+from mytriton.ir.opdefs import MATH_FUNCTIONS
+
+# triton.language.math's functions (Triton 3.x).
+TRITON_MATH = (
+    "abs", "cdiv", "ceil", "clamp", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma", "log",
+    "log2", "maximum", "minimum", "rsqrt", "sigmoid", "sin", "softmax", "sqrt", "sqrt_rn", "umulhi",
+)
+
+FUNCTIONS = tuple(dict.fromkeys(name for name in (*TRITON_MATH, *MATH_FUNCTIONS) if name in _tl.FUNCTIONS))
+
+for _name in FUNCTIONS:
+    globals()[_name] = getattr(_tl, _name)
+
+__all__ = list(FUNCTIONS)
