@@ -149,6 +149,8 @@ def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
         r += 1.0
     for j in tl.static_range(2):
         r += 1.0
+    y += tl.clamp(x, 0.0, 1.0) + tl.fma(x, x, x) + tl.div_rn(x, 2.0) + tl.fdiv(x, 3.0) + tl.softmax(x)
+    y += tl.umulhi(i, i).to(tl.float32)
     tl.store(out_ptr + i, y + r + tl.sum(d, axis=1), mask=m)
 """
 

@@ -10,7 +10,7 @@ import ast
 
 from mytriton.diagnostics import CompileError
 from mytriton.frontend.source import KernelModule
-from mytriton.language import DTYPES, FUNCTIONS
+from mytriton.language import CONSTANTS, DTYPES, FUNCTIONS
 from mytriton.limits import MAX_EXPRESSION_DEPTH
 
 PYTHON_BUILTINS = ("range", "min", "max", "float", "int", "abs", "len", "bool")
@@ -173,7 +173,7 @@ class SyntaxChecker(ast.NodeVisitor):
         qualified = self.module.qualname(node)
         if qualified and qualified.startswith("mytriton.language."):
             name = qualified[len("mytriton.language."):]
-            if name not in FUNCTIONS and name not in DTYPES and name != "constexpr":
+            if name not in FUNCTIONS and name not in DTYPES and name not in CONSTANTS and name != "constexpr":
                 raise self.error(f"'{name}' is not part of mytriton.language", node)
             return
         if qualified and qualified.startswith("mytriton."):

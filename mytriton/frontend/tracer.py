@@ -19,7 +19,7 @@ from mytriton.ir.tree import (
     Arg, Effect, Expr, ForRange, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
     TreeKernel, Yield,
 )
-from mytriton.language import DTYPES
+from mytriton.language import CONSTANTS, DTYPES
 from mytriton.limits import (
     MAX_EXPRESSION_DEPTH, MAX_LOOP_NESTING, MAX_STATIC_UNROLL, MAX_TRACED_NODES, constant_result_error,
     constant_value_error,
@@ -368,6 +368,11 @@ class Tracer:
         if qualified in ("mytriton", "mytriton.language"):
             return ModuleRef(qualified)
         if qualified.startswith("mytriton.language."):
+            path = qualified[len("mytriton.language."):]
+            if path in CONSTANTS:  # tl.PropagateNan.ALL
+                return CONSTANTS[path]
+            if any(key.startswith(path + ".") for key in CONSTANTS):
+                return ModuleRef(qualified)  # tl.PropagateNan, read by attribute
             name = qualified.split(".")[-1]
             if name in DTYPES:
                 return DTYPES[name]
