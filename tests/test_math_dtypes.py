@@ -427,6 +427,7 @@ GPU_CASES = [
     ("i8", INT_EXPR), ("u8", INT_EXPR), ("i16", INT_EXPR), ("u16", INT_EXPR),
     ("u32", INT_EXPR + " + tl.umulhi(a, b)"), ("i64", INT_EXPR + " + tl.umulhi(a, b)"),
     ("u64", INT_EXPR + " + tl.umulhi(a, b)"), ("i32", INT_EXPR + " + tl.umulhi(a, b)"),
+    ("u32", "(a >> (b % 32)) ^ (a << 3)"), ("i16", "(a >> (b % 16)) ^ (a << 3)"),
 ]
 
 
@@ -463,3 +464,33 @@ def test_gpu_matches_the_interpreter(kernel_module, t, expr):
         np.testing.assert_allclose(outs[0].astype(np.float64), outs[1].astype(np.float64), rtol=tol, atol=tol)
     else:
         np.testing.assert_array_equal(outs[0], outs[1])
+
+
+# ---- shifts -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype,name", [(np.int32, "i32"), (np.uint32, "u32"), (np.int8, "i8"), (np.uint8, "u8"),
+                                        (np.int64, "i64")])
+def test_right_shift_is_arithmetic_when_signed_and_logical_when_unsigned(rng, dtype, name):
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, 300, dtype=dtype, endpoint=True)
+    s = rng.integers(0, info.bits, 300).astype(dtype)
+    out = run_ternary("(x >> y) ^ (x << z)", x, s, s, signature=sig(name, name, name, name))
+    np.testing.assert_array_equal(out, np.right_shift(x, s) ^ np.left_shift(x, s))
+    if info.min < 0:
+        assert (out[x < 0] < 0).any() or not (x < 0).any()  # the sign shifted in
+
+
+def test_shift_of_floats_is_refused():
+    with pytest.raises(CompileError, match="'shl' needs integer operands"):
+        build(TERNARY.format(expr="x << 2"), BLOCK=64)
+
+
+@pytest.mark.nvcc
+def test_cuda_of_shifts_builds(cache):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_text(kernel_source(TERNARY.format(expr="(x >> y) ^ (x << 3)")), "cuda",
+                        signature=sig("u8", "u8", "u8", "u8"), defines={"BLOCK": 64})
+    assert ">>" in cuda and "<<" in cuda
+    assert ".entry k" in compile_ptx(cuda, "sm_90")

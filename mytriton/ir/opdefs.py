@@ -713,6 +713,33 @@ _register(OpDef("umulhi", ("lhs", "rhs"), _umulhi_rule, commutative=True, elemen
                 semantics=_umulhi, folds=True,
                 doc="the high 32 (64) bits of the unsigned 64-bit (128-bit) product"))
 
+def _shift_rule(name: str) -> InferFn:
+    def infer(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+        a, b = types
+        e = concrete(promote(_numeric(a, "the left operand", name), _numeric(b, "the right operand", name)))
+        if not e.is_int:
+            raise _err(f"'{name}' needs integer operands, got {a} and {b}")
+        return [with_element(_broadcast(a, b), e)]
+
+    return infer
+
+
+def _shift_out_of_range(a: Any, b: Any) -> bool:
+    """A shift by a negative amount or by the width or more is undefined in
+    C (folding only sees i32 results)."""
+    return not 0 <= b < 32
+
+
+# << and >> on runtime integers, as Triton's shl and ashr/lshr: >> keeps the
+# sign of a signed operand and shifts zeros into an unsigned one (C's rule
+# for the two, and NumPy's right_shift).
+_register(OpDef("shl", ("lhs", "rhs"), _shift_rule("shl"), elementwise=True,
+                semantics=lambda np, a, b: np.left_shift(a, b), folds=True, fold_refuses=_shift_out_of_range,
+                doc="x << y; undefined for y < 0 or y >= the width"))
+_register(OpDef("shr", ("lhs", "rhs"), _shift_rule("shr"), elementwise=True,
+                semantics=lambda np, a, b: np.right_shift(a, b), folds=True, fold_refuses=_shift_out_of_range,
+                doc="x >> y: arithmetic for signed x, logical for unsigned; undefined for y < 0 or y >= the width"))
+
 # ---- layout rules ---------------------------------------------------------------
 # "elementwise": tile operands are read in the result's layout (sliced for a
 #     lower-rank operand, which broadcasts); cheap enough to recompute in

@@ -34,7 +34,8 @@ class CValue:
 Arg = CValue | Const | None
 
 _CMP = {"cmp_lt": "<", "cmp_le": "<=", "cmp_gt": ">", "cmp_ge": ">=", "cmp_eq": "==", "cmp_ne": "!="}
-_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "/", "mod": "%", "xor": "^"}
+_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "/", "mod": "%", "xor": "^",
+           "shl": "<<", "shr": ">>"}
 # Math functions, computed in f32: one spelling per op of the op table's
 # math group, in the language object (a new ``tl.<name>`` is a row in
 # ir/opdefs.py and one in CStyleLanguage.math_f32 or a target's own table).
@@ -198,6 +199,10 @@ def _arith(name: str, t: ScalarType, args: list[str], op: Op) -> str:
         return f"({a} {symbol * 2 if t == BOOL else symbol} {b})"
     if name == "xor" and t == BOOL:
         return f"({a} != {b})"
+    if name == "shl" and not t.unsigned:
+        # Shift the bits unsigned: C leaves a negative left operand undefined; Triton's shl wraps.
+        wide = "unsigned long long" if t.bits == 64 else "unsigned int"
+        return f"(({CUDA.scalar_type(t)})(({wide})({a}) << {b}))"
     if name in _BINARY:
         return f"({a} {_BINARY[name]} {b})"
     raise CompileError(f"the CUDA backend has no rendering for '{name}'", op.loc)
