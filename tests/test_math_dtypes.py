@@ -494,3 +494,23 @@ def test_cuda_of_shifts_builds(cache):
                         signature=sig("u8", "u8", "u8", "u8"), defines={"BLOCK": 64})
     assert ">>" in cuda and "<<" in cuda
     assert ".entry k" in compile_ptx(cuda, "sm_90")
+
+
+# ---- mytriton run --------------------------------------------------------------------------------
+
+
+def test_run_generates_unsigned_arrays_and_types_them(tmp_path):
+    import subprocess
+    import sys
+
+    kernel = tmp_path / "k.py"
+    kernel.write_text(kernel_source(TERNARY.format(expr="x + y * z")))
+    result = subprocess.run(
+        [sys.executable, "-m", "mytriton", "run", str(kernel), "--grid", "2", "-D", "BLOCK=64",
+         "--arg", "x_ptr=rand:100:u8", "--arg", "y_ptr=rand:100:u8", "--arg", "z_ptr=ones:100:u8",
+         "--arg", "out_ptr=zeros:100:u8", "--arg", "n=100", "--out-dir", str(tmp_path / "out"), "--backend", "interp"],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    x, y, out = (np.load(tmp_path / "out" / f"{name}.npy") for name in ("x_ptr", "y_ptr", "out_ptr"))
+    assert x.dtype == np.uint8 and x.min() >= 0
+    np.testing.assert_array_equal(out, x + y)

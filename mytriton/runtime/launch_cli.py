@@ -155,12 +155,14 @@ def arg_types_from_specs(runtime: list[str], specs: dict[str, str]) -> list[Type
 
 
 def _int_type(name: str, value: int) -> ScalarType:
-    """i32, or i64 for an integer beyond i32, as Triton specialises a Python int."""
+    """i32, or i64 for an integer beyond i32 (u64 from 2**63), as Triton specialises a Python int."""
     if -2**31 <= value < 2**31:
         return I32
     if -2**63 <= value < 2**63:
         return I64
-    raise CompileError(f"--arg {name}: {value} does not fit i64")
+    if 2**63 <= value < 2**64:
+        return U64
+    raise CompileError(f"--arg {name}: {value} does not fit i64 or u64")
 
 
 _GRID_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
