@@ -183,8 +183,8 @@ def _arith(name: str, t: ScalarType, args: list[str], op: Op) -> str:
         return CUDA.fma(*args, t)
     if name == "div_rn":
         return CUDA.div_rn(*args, t)
-    if name == "umulhi":
-        return CUDA.umulhi(*args, t)
+    if name == "umulhi":  # computed unsigned; read back as the operands' type
+        return f"(({CUDA.scalar_type(t)}){CUDA.umulhi(*args, t)})"
     if name == "neg":
         return f"(-{args[0]})"
     if name == "abs":
