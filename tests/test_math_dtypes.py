@@ -514,3 +514,14 @@ def test_run_generates_unsigned_arrays_and_types_them(tmp_path):
     x, y, out = (np.load(tmp_path / "out" / f"{name}.npy") for name in ("x_ptr", "y_ptr", "out_ptr"))
     assert x.dtype == np.uint8 and x.min() >= 0
     np.testing.assert_array_equal(out, x + y)
+
+
+def test_bf16_scalar_arguments_are_packed_as_rounded_bf16_bits():
+    from mytriton.runtime.cuda_driver import bf16_bits
+
+    values = np.array([1.0, -2.5, 3.14159, 1e-3, 65504.0, np.inf, -np.inf, 1.00390625, 1.01171875],
+                      dtype=np.float32)
+    expected = values.astype(ml_dtypes.bfloat16).view(np.uint16)
+    assert [bf16_bits(v) for v in values] == expected.tolist()
+    assert np.isnan(np.array([bf16_bits(float("nan"))], np.uint16).view(ml_dtypes.bfloat16)[0])
+    assert bf16_bits(1e300) == bf16_bits(float("inf"))  # beyond f32, as a cast to bf16 gives
