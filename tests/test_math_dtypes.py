@@ -525,3 +525,29 @@ def test_bf16_scalar_arguments_are_packed_as_rounded_bf16_bits():
     assert [bf16_bits(v) for v in values] == expected.tolist()
     assert np.isnan(np.array([bf16_bits(float("nan"))], np.uint16).view(ml_dtypes.bfloat16)[0])
     assert bf16_bits(1e300) == bf16_bits(float("inf"))  # beyond f32, as a cast to bf16 gives
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("t", ["fp64", "fp16", "bf16"])
+def test_cuda_of_a_2d_softmax_builds(cache, t):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_text(kernel_source(SOFTMAX_ROWS), "cuda", signature=f"*{t}, *{t}",
+                        defines={"R": 16, "C": 64, "DIM": 1})
+    assert ".entry k" in compile_ptx(cuda, "sm_90")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("t,dim", [("fp64", 0), ("fp64", 1), ("fp32", 1), ("bf16", 1)])
+def test_gpu_softmax_of_a_tile_matches_the_interpreter(kernel_module, t, dim):
+    kernel = kernel_module(SOFTMAX_ROWS).k
+    dtype = {"fp64": np.float64, "fp32": np.float32, "bf16": ml_dtypes.bfloat16}[t]
+    x = (np.random.default_rng(3).standard_normal((16, 64)) * 3).astype(dtype)
+    outs = []
+    for backend in ("cuda", "interp"):
+        out = np.zeros_like(x)
+        kernel[(1,)](x, out, R=16, C=64, DIM=dim, backend=backend)
+        outs.append(out.astype(np.float64))
+    tol = {"fp64": 1e-13, "fp32": 1e-6}.get(t, 1e-2)
+    np.testing.assert_allclose(outs[0], outs[1], rtol=tol, atol=tol)
+    np.testing.assert_allclose(outs[1], _softmax(x.astype(np.float64), dim), rtol=max(tol, 1e-6), atol=1e-2)
