@@ -13,6 +13,7 @@ from conftest import build, cdiv, compile_text, kernel_source
 from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError
 from mytriton.frontend.stages import parse_signature_type
+from mytriton.ir import opdefs
 from mytriton.runtime.arguments import arg_type, signature_of
 from mytriton.types import (
     BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, BlockType, PointerType, promote,
@@ -551,3 +552,12 @@ def test_gpu_softmax_of_a_tile_matches_the_interpreter(kernel_module, t, dim):
     tol = {"fp64": 1e-13, "fp32": 1e-6}.get(t, 1e-2)
     np.testing.assert_allclose(outs[0], outs[1], rtol=tol, atol=tol)
     np.testing.assert_allclose(outs[1], _softmax(x.astype(np.float64), dim), rtol=max(tol, 1e-6), atol=1e-2)
+
+
+@pytest.mark.parametrize("name", sorted(opdefs.MATH_FUNCTIONS))
+def test_every_math_function_has_an_f64_spelling(name):
+    from mytriton.backends.cuda.language import CUDA
+
+    spelling = CUDA.math_function(name, F64)
+    assert spelling is not None and spelling.format("x") != spelling
+    assert spelling != CUDA.math_function(name, F32)  # the double function, not the float one
