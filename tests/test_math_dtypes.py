@@ -561,3 +561,19 @@ def test_every_math_function_has_an_f64_spelling(name):
     spelling = CUDA.math_function(name, F64)
     assert spelling is not None and spelling.format("x") != spelling
     assert spelling != CUDA.math_function(name, F32)  # the double function, not the float one
+
+
+def test_bf16_reductions_accumulate_in_f32_and_max_min_skip_nan(rng):
+    # ml_dtypes' bfloat16 is not a NumPy float kind ("V"): the interpreter must still treat it as one.
+    bf16 = ml_dtypes.bfloat16
+    x = (floats(rng, 128) * 10).astype(bf16)
+    x[5] = np.nan
+    out = np.zeros(3, bf16)
+    run_kernel(build(REDUCE, signature="*bf16, *bf16", BLOCK=128), (1,), [x, out])
+    finite = np.delete(x, 5).astype(np.float32)
+    assert np.isnan(out[0].astype(np.float32))
+    assert (out[1], out[2]) == (finite.max().astype(bf16), finite.min().astype(bf16))
+    y = np.full(128, 0.1, bf16)
+    y[::2] = bf16(0.3)  # summed in bf16 this gives 25.75; in f32, then rounded, 25.625
+    run_kernel(build(REDUCE, signature="*bf16, *bf16", BLOCK=128), (1,), [y, out])
+    assert out[0] == y.astype(np.float32).sum().astype(bf16) == bf16(25.625)

@@ -798,12 +798,13 @@ def _reduce(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     axis = op.attrs.get("axis")
     axes = tuple(range(1, rank + 1)) if axis is None else (axis + 1,)
     dtype = np_dtype(op.result.type)
+    is_float = element_of(op.result.type).is_float  # bf16's NumPy kind is "V", not "f"
     if op.name == "sum":
-        # Accumulate half precision in float32, as a GPU would.
-        acc = np.promote_types(dtype, np.float32) if dtype.kind == "f" else dtype
+        # Accumulate half precision (f16, bf16) in float32, as a GPU would.
+        acc = np.promote_types(dtype, np.float32) if is_float else dtype
         return np.sum(st.get(x, acc, rank), axis=axes, dtype=acc).astype(dtype)
     values = st.get(x, dtype, rank)
-    if dtype.kind == "f":
+    if is_float:
         # fmaxf's rule, as tl.max (Triton's default PropagateNan.NONE): NaN loses to a number.
         reduce = np.fmax if op.name == "max" else np.fmin
         return reduce.reduce(values, axis=axes)

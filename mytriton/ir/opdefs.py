@@ -637,17 +637,6 @@ def _umulhi_rule(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     return [with_element(_broadcast(a, b), e)]
 
 
-def _nan_or(np: Any, pick: Any, *xs: Any) -> Any:
-    """``pick(*xs)``, but NaN wherever an operand is NaN (floats only)."""
-    out = pick(*xs)
-    if np.result_type(*xs).kind != "f":
-        return out
-    nan = np.zeros_like(out, dtype=bool)
-    for x in xs:
-        nan = nan | np.isnan(x)
-    return np.where(nan, np.asarray(np.nan, dtype=np.result_type(out)), out)
-
-
 def _clamp(np: Any, x: Any, lo: Any, hi: Any) -> Any:
     """min(max(x, lo), hi), a NaN ``x`` giving ``lo`` (fmaxf's rule; Triton
     leaves NaN bounds undefined, and folding refuses them)."""
@@ -692,12 +681,13 @@ def _nan_bound(x: Any, lo: Any, hi: Any) -> bool:
     return _min_max_undecided(x, lo) or _min_max_undecided(x, hi) or lo != lo or hi != hi
 
 
-for _name, _pick in (("maximum_nan", "fmax"), ("minimum_nan", "fmin")):
-    _register(OpDef(_name, ("lhs", "rhs"), _arith(_name), commutative=True, elementwise=True,
-                    semantics=(lambda which: lambda np, a, b: _nan_or(
-                        np, np.maximum if which == "fmax" else np.minimum, a, b))(_pick),
-                    folds=True, fold_refuses=_min_max_undecided,
-                    doc="tl.maximum/minimum(..., propagate_nan=tl.PropagateNan.ALL): NaN if either is"))
+# NumPy's maximum and minimum give NaN where either operand is NaN (fmax and fmin do not).
+_register(OpDef("maximum_nan", ("lhs", "rhs"), _arith("maximum_nan"), commutative=True, elementwise=True,
+                semantics=lambda np, a, b: np.maximum(a, b), folds=True, fold_refuses=_min_max_undecided,
+                doc="tl.maximum(..., propagate_nan=tl.PropagateNan.ALL): NaN if either is"))
+_register(OpDef("minimum_nan", ("lhs", "rhs"), _arith("minimum_nan"), commutative=True, elementwise=True,
+                semantics=lambda np, a, b: np.minimum(a, b), folds=True, fold_refuses=_min_max_undecided,
+                doc="tl.minimum(..., propagate_nan=tl.PropagateNan.ALL): NaN if either is"))
 _register(OpDef("clamp", ("x", "min", "max"), _float_operands("clamp", 3), elementwise=True,
                 semantics=_clamp, folds=True, fold_refuses=_nan_bound,
                 doc="tl.clamp(x, min, max): min(max(x, min), max); a NaN x gives min"))
