@@ -68,7 +68,6 @@ F64 = ScalarType("f64", "float", 64)
 
 SCALARS: dict[str, ScalarType] = {t.name: t for t in (
     BOOL, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64)}
-INTEGERS = tuple(t for t in SCALARS.values() if t.is_int)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from mytriton.frontend.stages import parse_signature_type
 from mytriton.ir import opdefs
 from mytriton.runtime.arguments import arg_type, signature_of
 from mytriton.types import (
-    BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, BlockType, PointerType, promote,
+    BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, PointerType, promote,
 )
 
 ml_dtypes = pytest.importorskip("ml_dtypes")  # the bf16 tests; everything else runs without it

@@ -57,8 +57,8 @@ from mytriton.ir.ssa import (
 )
 from mytriton.limits import INTERP_CHUNK_ELEMENTS, MAX_INTERP_ELEMENTS, grid_error
 from mytriton.types import (
-    BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, BlockType, PointerType, ScalarType, SharedType, Type, concrete,
-    element_of, promote, shape_of, with_element,
+    BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, BlockType, PointerType, ScalarType,
+    SharedType, Type, concrete, element_of, promote, shape_of, with_element,
 )
 
 # ---- types -------------------------------------------------------------------------

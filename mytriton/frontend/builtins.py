@@ -223,8 +223,8 @@ def _umulhi(t: Tracer, node: ast.Call, x: Any, y: Any) -> Any:
 def _softmax(t: Tracer, node: ast.Call, x: Any, dim: Any, keep_dims: Any, ieee_rounding: Any) -> Any:
     """Triton's library definition (language/standard.py), over ops that
     exist: exp(x - max) / sum(exp(x - max)) along ``dim``, which defaults
-    to 0 as in Triton (the only axis of a vector; a tile's columns). The
-    result has ``x``'s shape whatever ``keep_dims`` says."""
+    to 0 as in Triton (the only axis of a vector; down each column of a
+    rank-2 tile). The result has ``x``'s shape whatever ``keep_dims`` says."""
     if not isinstance(x, Expr):
         raise t.error("tl.softmax needs a tile", node)
     axis = 0 if dim is None else _axis(t, node, dim, "tl.softmax's dim")

@@ -239,7 +239,8 @@ def resolve_signature(module: KernelModule, entry: str, signature: str | None) -
         if t is None:
             arg = next(a for a in fn.args.args if a.arg == name)
             raise CompileError(f"unknown type '{text}' for '{name}' in the signature "
-                               "(use *fp32, *fp16, *bf16, *fp64, *i8, *u8, *i32, *u32, *i64, i32, u32, i64, fp32, ...)", module.loc(arg))
+                               "(use *fp32, *fp16, *bf16, *fp64, *i8, *u8, *i32, *u32, *i64, i32, u32, i64, fp32, ...)",
+                               module.loc(arg))
         types[name] = t
     return types
 

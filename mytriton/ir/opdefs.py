@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from mytriton.limits import tile_error
 from mytriton.types import (
-    BOOL, F32, I32, I64, U32, U64, BlockType, PointerType, ScalarType, SharedType, Type, TypeRuleError, WeakType,
+    BOOL, F32, I32, U32, BlockType, PointerType, ScalarType, SharedType, Type, TypeRuleError, WeakType,
     broadcast_shapes, concrete, element_of, mixed_signedness, promote, shape_of, with_element,
 )
 
