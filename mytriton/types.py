@@ -153,13 +153,18 @@ WEAK_FLOAT = WeakType("float")
 
 
 def int_literal_type(value: int) -> "WeakType | ScalarType | None":
-    """The type of an integer literal: a weak int if it fits i32; i64 if it
-    fits i64 (Triton takes u32 for [2**31, 2**32) and u64 beyond i64; an SSA
-    literal keeps the signed types); None beyond i64 (no type holds it)."""
+    """The type of an integer literal, as Triton types a Python int: a weak
+    int if it fits i32; u32 in [2**31, 2**32); i64 if it fits i64; u64 in
+    [2**63, 2**64); None beyond (no type holds it). So ``x_u32 * 2654435761``
+    wraps at 32 bits, as a hash written for Triton expects."""
     if -2**31 <= value < 2**31:
         return WEAK_INT
+    if 2**31 <= value < 2**32:
+        return U32
     if -2**63 <= value < 2**63:
         return I64
+    if 2**63 <= value < 2**64:
+        return U64
     return None
 
 Type = ScalarType | PointerType | BlockType | SharedType | WeakType

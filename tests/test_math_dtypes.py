@@ -577,3 +577,20 @@ def test_bf16_reductions_accumulate_in_f32_and_max_min_skip_nan(rng):
     y[::2] = bf16(0.3)  # summed in bf16 this gives 25.75; in f32, then rounded, 25.625
     run_kernel(build(REDUCE, signature="*bf16, *bf16", BLOCK=128), (1,), [y, out])
     assert out[0] == y.astype(np.float32).sum().astype(bf16) == bf16(25.625)
+
+
+# ---- literals beyond i32 --------------------------------------------------------------------------
+
+
+def test_a_literal_in_u32_range_keeps_u32_arithmetic_wrapping_as_in_triton(rng):
+    # Triton types 2654435761 as u32, so a multiplicative hash wraps at 32 bits before the shift.
+    x = rng.integers(0, 2**32, 300, dtype=np.uint32)
+    out = run_ternary("(x * 2654435761) >> 16", x, x, x, signature=sig("u32", "u32", "u32", "u32"))
+    np.testing.assert_array_equal(out, (x * np.uint32(2654435761)) >> np.uint32(16))
+
+
+def test_a_literal_in_u64_range_fills_a_u64_tile():
+    out = np.zeros(16, np.uint64)
+    run_kernel(build(FULL.format(dtype="tl.uint64").replace("200", "18446744073709551615"), signature="*u64",
+                     BLOCK=16), (1,), [out])
+    np.testing.assert_array_equal(out, np.full(16, 2**64 - 1, np.uint64))

@@ -162,9 +162,9 @@ class Tracer:
 
     def check_literal(self, value: Any, node: ast.AST) -> None:
         """A Python number about to become a kernel literal: an integer must
-        fit i64 (a wider one would silently wrap in C and NumPy)."""
+        fit i64 or u64 (a wider one would silently wrap in C and NumPy)."""
         if type(value) is int and int_literal_type(value) is None:
-            raise self.error(f"integer literal out of range: {_short(value)} does not fit i64", node)
+            raise self.error(f"integer literal out of range: {_short(value)} does not fit i64 or u64", node)
 
     def anchor(self, expr: Node) -> None:
         self.region.stmts.append(Let(expr))
