@@ -20,6 +20,9 @@ class ScalarType:
     name: str  # as printed in IR
     kind: str  # "bool", "int" or "float"
     bits: int
+    # Unsigned integers (u8, u32...) wrap modulo 2**bits and compare,
+    # divide and shift as C's unsigned types do.
+    unsigned: bool = False
 
     def __str__(self) -> str:
         return self.name
@@ -42,18 +45,29 @@ class ScalarType:
 
     @property
     def int_range(self) -> tuple[int, int]:
-        """The smallest and largest value of an integer type (two's complement)."""
+        """The smallest and largest value of an integer type (two's complement,
+        or 0 to 2**bits - 1 unsigned)."""
+        if self.unsigned:
+            return 0, 2 ** self.bits - 1
         return -2 ** (self.bits - 1), 2 ** (self.bits - 1) - 1
 
 
 BOOL = ScalarType("bool", "bool", 1)
+I8 = ScalarType("i8", "int", 8)
+I16 = ScalarType("i16", "int", 16)
 I32 = ScalarType("i32", "int", 32)
 I64 = ScalarType("i64", "int", 64)
+U8 = ScalarType("u8", "int", 8, unsigned=True)
+U16 = ScalarType("u16", "int", 16, unsigned=True)
+U32 = ScalarType("u32", "int", 32, unsigned=True)
+U64 = ScalarType("u64", "int", 64, unsigned=True)
 F16 = ScalarType("f16", "float", 16)
 BF16 = ScalarType("bf16", "float", 16)
 F32 = ScalarType("f32", "float", 32)
+F64 = ScalarType("f64", "float", 64)
 
-SCALARS: dict[str, ScalarType] = {t.name: t for t in (BOOL, I32, I64, F16, BF16, F32)}
+SCALARS: dict[str, ScalarType] = {t.name: t for t in (
+    BOOL, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64)}
 
 
 @dataclass(frozen=True)
@@ -139,13 +153,18 @@ WEAK_FLOAT = WeakType("float")
 
 
 def int_literal_type(value: int) -> "WeakType | ScalarType | None":
-    """The type of an integer literal, as Triton types one: a weak int if it
-    fits i32; i64 if it fits i64 (Triton takes u32 for [2**31, 2**32), which
-    we lack); None beyond i64 (no type holds it)."""
+    """The type of an integer literal, as Triton types a Python int: a weak
+    int if it fits i32; u32 in [2**31, 2**32); i64 if it fits i64; u64 in
+    [2**63, 2**64); None beyond (no type holds it). So ``x_u32 * 2654435761``
+    wraps at 32 bits, as a hash written for Triton expects."""
     if -2**31 <= value < 2**31:
         return WEAK_INT
+    if 2**31 <= value < 2**32:
+        return U32
     if -2**63 <= value < 2**63:
         return I64
+    if 2**63 <= value < 2**64:
+        return U64
     return None
 
 Type = ScalarType | PointerType | BlockType | SharedType | WeakType
@@ -200,12 +219,18 @@ def _shape_str(shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]" if shape else "scalar"
 
 
-_FLOAT_RANK = {"f16": 1, "bf16": 1, "f32": 2}
+_FLOAT_RANK = {"f16": 1, "bf16": 1, "f32": 2, "f64": 3}
 
 
 def promote(a: ScalarType | WeakType, b: ScalarType | WeakType) -> ScalarType | WeakType:
-    """The element type two arithmetic operands compute in (Triton's rules,
-    restricted to our scalar types)."""
+    """The element type two arithmetic operands compute in: Triton's
+    ``computation_type_impl`` and ``integer_promote_impl``. The wider float
+    wins (f64, then f32, then f16, which beats bf16 too; bf16 with an integer
+    gives f32); a float beats any integer; of two
+    integers of one signedness the wider wins, and of mixed signedness the
+    unsigned one unless the signed one is strictly wider (C's usual
+    arithmetic conversions, without C's promotion of narrow types to int:
+    i8 + i8 stays i8). A weak literal takes the other operand's type."""
     if isinstance(a, WeakType) and isinstance(b, WeakType):
         return WEAK_FLOAT if "float" in (a.kind, b.kind) else WEAK_INT
     if isinstance(a, WeakType):
@@ -228,5 +253,18 @@ def promote(a: ScalarType | WeakType, b: ScalarType | WeakType) -> ScalarType | 
             return a if _FLOAT_RANK[a.name] >= _FLOAT_RANK[b.name] else b
         f = a if a.is_float else b
         return F32 if f == BF16 else f
-    # Both integer or bool: the wider integer wins; bool counts as narrowest.
-    return a if a.bits >= b.bits else b
+    # Both integer or bool; bool counts as the narrowest.
+    if a.unsigned == b.unsigned:
+        return a if a.bits >= b.bits else b
+    unsigned, signed = (a, b) if a.unsigned else (b, a)
+    return signed if signed.bits > unsigned.bits else unsigned
+
+
+def mixed_signedness(a: ScalarType | WeakType, b: ScalarType | WeakType) -> bool:
+    """Whether two integer operands differ in signedness, which Triton refuses
+    for ``/``, ``//`` and ``%`` (C would silently divide as unsigned)."""
+    if not (isinstance(a, ScalarType) and isinstance(b, ScalarType)):
+        return False
+    if not (a.is_int and b.is_int):
+        return False
+    return a.unsigned != b.unsigned

@@ -475,18 +475,22 @@ def test_non_contiguous_array_is_rejected(rng):
         run_kernel(build(ADD, BLOCK=64), (1,), [x, randf(rng, 8), randf(rng, 8), 8])
 
 
-def test_bf16_is_rejected():
+def test_bf16_arrays_need_ml_dtypes_bfloat16():
     kernel = build(ADD, signature="*bf16, *bf16, *bf16, i32", BLOCK=64)
-    with pytest.raises(CompileError, match="bf16 is not supported by the interpreter"):
+    with pytest.raises(CompileError, match="expected an array of bfloat16, got float32"):
         run_kernel(kernel, (1,), [np.zeros(4, np.float32)] * 3 + [4])
+
+
+def test_bf16_without_ml_dtypes_names_the_package(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "ml_dtypes", None)  # import fails
+    with pytest.raises(CompileError, match="bf16 in the interpreter needs the ml_dtypes package"):
+        np_dtype(BF16)
 
 
 def test_np_dtype_mapping():
     assert np_dtype(F32) == np.float32 and np_dtype(F16) == np.float16
     assert np_dtype(BlockType((4,), I32)) == np.int32
     assert np_dtype(PointerType(F32)) == np.int64  # addresses
-    with pytest.raises(CompileError, match="bf16"):
-        np_dtype(BF16)
 
 
 def test_same_array_for_two_pointers_works_in_place(rng):

@@ -19,7 +19,7 @@ from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import Const
 from mytriton.ir.ssa_text import print_kernel
 from mytriton.passes.fold import FoldPass
-from mytriton.types import F32, I32, I64, WEAK_INT
+from mytriton.types import F32, I32, I64, U32, U64, WEAK_INT
 
 WIDE_OFFSETS = """
 @mytriton.jit
@@ -48,9 +48,11 @@ def assert_cli_error(result: subprocess.CompletedProcess, message: str) -> None:
 
 @pytest.mark.parametrize("value, expected", [
     (0, WEAK_INT), (2**31 - 1, WEAK_INT), (-2**31, WEAK_INT),
-    (2**31, I64), (-2**31 - 1, I64), (4294967296, I64), (2**63 - 1, I64), (-2**63, I64),
+    (2**31, U32), (2**32 - 1, U32), (-2**31 - 1, I64), (4294967296, I64), (2**63 - 1, I64), (-2**63, I64),
+    (2**63, U64), (2**64 - 1, U64),
 ])
-def test_an_integer_literal_is_weak_within_i32_and_i64_beyond(value, expected):
+def test_an_integer_literal_is_weak_within_i32_and_as_tritons_beyond(value, expected):
+    # Triton: i32, then u32 for [2**31, 2**32), i64, then u64 for [2**63, 2**64).
     assert Const(value).type == expected
 
 
@@ -109,11 +111,11 @@ def test_a_literal_beyond_i64_in_a_kernel_is_a_located_error():
     assert (err.value.loc.line, err.value.loc.col) == (6, 23)
 
 
-def test_a_loop_carried_literal_beyond_i64_is_a_located_error():
+def test_a_loop_carried_literal_beyond_u64_is_a_located_error():
     source = kernel_source("""
     @mytriton.jit
     def k(out_ptr, n):
-        acc = 9223372036854775808
+        acc = 18446744073709551616
         for i in range(0, n):
             acc = acc + i
         tl.store(out_ptr, acc)

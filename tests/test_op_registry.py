@@ -155,6 +155,8 @@ def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.static_print("", tl.pointer_type(tl.float32))
     tl.device_assert(w == w, "nan")
     tl.device_print("w", w)
+    y += tl.clamp(x, 0.0, 1.0) + tl.fma(x, x, x) + tl.div_rn(x, 2.0) + tl.fdiv(x, 3.0) + tl.softmax(x)
+    y += tl.umulhi(i, i).to(tl.float32)
     tl.store(out_ptr + i, y + r + tl.sum(d, axis=1) + tl.sum(tl.trans(d), axis=0), mask=m)
 """
 

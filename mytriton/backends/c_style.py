@@ -13,12 +13,20 @@ from __future__ import annotations
 import math
 
 from mytriton.diagnostics import CompileError
-from mytriton.types import BF16, BOOL, F16, F32, I32, I64, PointerType, ScalarType, Type, element_of
+from mytriton.types import (
+    BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, PointerType, ScalarType, Type, element_of,
+)
 
 
 class CStyleLanguage:
     # ---- names of types --------------------------------------------------------------------
-    scalar_names: dict[ScalarType, str] = {BOOL: "bool", I32: "int", I64: "long long", F32: "float"}
+    scalar_names: dict[ScalarType, str] = {
+        BOOL: "bool", I8: "signed char", I16: "short", I32: "int", I64: "long long",
+        U8: "unsigned char", U16: "unsigned short", U32: "unsigned int", U64: "unsigned long long",
+        F32: "float", F64: "double",
+    }
+    # Integer literal suffixes by type (narrower types take an int literal and a cast).
+    int_suffixes: dict[ScalarType, str] = {I64: "LL", U32: "u", U64: "ull"}
     half_names: dict[ScalarType, str] = {}  # f16 and bf16, where the target has them
 
     # ---- the kernel and its threads ------------------------------------------------------
@@ -38,6 +46,17 @@ class CStyleLanguage:
         "sin": "sinf({0})", "cos": "cosf({0})", "sigmoid": "(1.0f / (1.0f + expf(-({0}))))",
         "erf": "erff({0})", "tanh": "tanhf({0})",
     }
+    # The same functions on f64 (C's unsuffixed names), by op name.
+    math_f64: dict[str, str] = {
+        "exp": "exp({0})", "exp2": "exp2({0})", "log": "log({0})", "log2": "log2({0})",
+        "sqrt": "sqrt({0})", "rsqrt": "(1.0 / sqrt({0}))", "floor": "floor({0})", "ceil": "ceil({0})",
+        "sin": "sin({0})", "cos": "cos({0})", "sigmoid": "(1.0 / (1.0 + exp(-({0}))))",
+        "erf": "erf({0})", "tanh": "tanh({0})",
+    }
+
+    def math_function(self, name: str, t: ScalarType) -> str | None:
+        """The spelling of math function ``name`` computing in ``t`` (f32 or f64)."""
+        return (self.math_f64 if t == F64 else self.math_f32).get(name)
 
     def program_id(self, axis: int) -> str:
         raise CompileError(f"{type(self).__name__} has no program index")
@@ -54,20 +73,46 @@ class CStyleLanguage:
     def shuffle_xor(self, value: str, lane_mask: int) -> str:
         raise CompileError(f"{type(self).__name__} has no warp shuffle")
 
-    def fma(self, a: str, b: str, c: str) -> str:
-        return f"fmaf({a}, {b}, {c})"
+    def fma(self, a: str, b: str, c: str, t: ScalarType = F32) -> str:
+        return f"{'fma' if t == F64 else 'fmaf'}({a}, {b}, {c})"
 
     def abs(self, x: str, t: ScalarType) -> str:
         if t.is_float:
-            return f"fabsf({x})"
+            return f"{'fabs' if t == F64 else 'fabsf'}({x})"
+        if t.unsigned:
+            return x
         return f"llabs({x})" if t == I64 else f"abs({x})"
 
     def min_max(self, name: str, a: str, b: str, t: ScalarType) -> str:
-        """``name`` is "maximum"/"max" or "minimum"/"min"."""
+        """``name`` is "maximum"/"max" or "minimum"/"min" (a NaN loses to a number)."""
         biggest = name.startswith("max")
         if t.is_float:
-            return f"{'fmaxf' if biggest else 'fminf'}({a}, {b})"
+            suffix = "" if t == F64 else "f"
+            return f"{'fmax' if biggest else 'fmin'}{suffix}({a}, {b})"
         return f"{'max' if biggest else 'min'}({a}, {b})"
+
+    def min_max_nan(self, name: str, a: str, b: str, t: ScalarType) -> str:
+        """``min_max``, but NaN when either operand is NaN (PropagateNan.ALL);
+        ``a + b`` is that NaN."""
+        plain = self.min_max(name, a, b, t)
+        if not t.is_float:
+            return plain
+        return f"((({a}) != ({a}) || ({b}) != ({b})) ? (({a}) + ({b})) : {plain})"
+
+    def clamp(self, x: str, lo: str, hi: str, t: ScalarType, propagate_nan: bool) -> str:
+        """min(max(x, lo), hi); with ``propagate_nan`` a NaN ``x`` stays NaN."""
+        plain = self.min_max("min", self.min_max("max", x, lo, t), hi, t)
+        return f"((({x}) != ({x})) ? ({x}) : {plain})" if propagate_nan else plain
+
+    def div_rn(self, a: str, b: str, t: ScalarType) -> str:
+        """IEEE division rounded to nearest even (C's ``/`` on floats)."""
+        return f"({a} / {b})"
+
+    def umulhi(self, a: str, b: str, t: ScalarType) -> str:
+        """The high half of the unsigned product of two 32- or 64-bit integers."""
+        if t.bits == 32:
+            return f"(unsigned int)(((unsigned long long)(unsigned int)({a}) * (unsigned int)({b})) >> 32)"
+        return f"(unsigned long long)(((unsigned __int128)(unsigned long long)({a}) * (unsigned long long)({b})) >> 64)"
 
     def infinity(self, negative: bool = False) -> str:
         return "(-INFINITY)" if negative else "INFINITY"
@@ -105,9 +150,12 @@ class CStyleLanguage:
                 value = math.trunc(value)
             low, _ = t.int_range
             value = (int(value) - low) % 2**t.bits + low
-            suffix = "LL" if t == I64 else ""
-            if value == low:  # -2147483648 in C is the negation of an unsigned-sized literal
+            suffix = self.int_suffixes.get(t, "")
+            if value == low and not t.unsigned and t.bits >= 32:
+                # -2147483648 in C is the negation of an unsigned-sized literal
                 return f"({value + 1}{suffix} - 1)"
+            if t.bits < 32:  # C has no literals of narrow types: an int, converted
+                return f"(({self.scalar_type(t)}){value})"
             return f"{value}{suffix}"
         v = float(value)
         if math.isnan(v):
@@ -118,7 +166,11 @@ class CStyleLanguage:
             text = repr(v)
             if "e" not in text and "." not in text:
                 text += ".0"
+            if t == F64:
+                return text  # an unsuffixed C literal is a double
             text += "f"
+        if t == F64:
+            return f"((double){text})"  # NaN or infinity
         return text if t == F32 else self.from_float(text, t)
 
     def from_float(self, expr: str, t: ScalarType) -> str:

@@ -58,19 +58,38 @@ from mytriton.ir.ssa import (
 )
 from mytriton.limits import INTERP_CHUNK_ELEMENTS, MAX_INTERP_ELEMENTS, grid_error
 from mytriton.types import (
-    BF16, BOOL, F16, F32, I32, I64, BlockType, PointerType, ScalarType, SharedType, Type, concrete,
-    element_of, promote, shape_of, with_element,
+    BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, BlockType, PointerType, ScalarType,
+    SharedType, Type, concrete, element_of, promote, shape_of, with_element,
 )
 
 # ---- types -------------------------------------------------------------------------
 
 _NUMPY_DTYPES: dict[ScalarType, np.dtype] = {
     BOOL: np.dtype(np.bool_),
+    I8: np.dtype(np.int8),
+    I16: np.dtype(np.int16),
     I32: np.dtype(np.int32),
     I64: np.dtype(np.int64),
+    U8: np.dtype(np.uint8),
+    U16: np.dtype(np.uint16),
+    U32: np.dtype(np.uint32),
+    U64: np.dtype(np.uint64),
     F16: np.dtype(np.float16),
     F32: np.dtype(np.float32),
+    F64: np.dtype(np.float64),
 }
+
+
+def bfloat16_dtype() -> np.dtype:
+    """NumPy's bfloat16, from the optional ``ml_dtypes`` package (``pip
+    install mytriton[bf16]``): NumPy stays the interpreter's one hard
+    dependency, and only a kernel that uses bf16 needs it."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise CompileError("bf16 in the interpreter needs the ml_dtypes package "
+                           "(pip install ml_dtypes, or mytriton[bf16])") from None
+    return np.dtype(ml_dtypes.bfloat16)
 
 ADDRESS = np.dtype(np.int64)  # how pointer values are represented
 _ID_SHIFT = 40  # bits 0-39: the biased byte offset; bits 40-61: the buffer id
@@ -92,7 +111,7 @@ def np_dtype(t: Type) -> np.dtype:
         return ADDRESS
     e = concrete(e)
     if e == BF16:
-        raise CompileError("bf16 is not supported by the interpreter")
+        return bfloat16_dtype()
     try:
         return _NUMPY_DTYPES[e]
     except KeyError:
@@ -203,8 +222,6 @@ class _State:
         t = param.type
         where = self.kernel.loc
         if isinstance(t, PointerType):
-            if t.pointee == BF16:
-                raise CompileError(f"parameter '{name}': bf16 is not supported by the interpreter", where)
             if not isinstance(arg, np.ndarray):
                 raise CompileError(f"parameter '{name}' is a pointer ({t}): pass a NumPy array, "
                                    f"got {type(arg).__name__}", where)
@@ -296,8 +313,6 @@ class _State:
 
 def _scalar_arg(name: str, t: Type, arg: object, where: Any) -> Any:
     st = concrete(element_of(t))
-    if st == BF16:
-        raise CompileError(f"parameter '{name}': bf16 is not supported by the interpreter", where)
     if isinstance(arg, np.ndarray) or not isinstance(arg, (Real, np.bool_)):
         raise CompileError(f"parameter '{name}' is a scalar ({t}): pass a number, "
                            f"got {type(arg).__name__}", where)
@@ -784,12 +799,17 @@ def _reduce(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     axis = op.attrs.get("axis")
     axes = tuple(range(1, rank + 1)) if axis is None else (axis + 1,)
     dtype = np_dtype(op.result.type)
+    is_float = element_of(op.result.type).is_float  # bf16's NumPy kind is "V", not "f"
     if op.name == "sum":
-        # Accumulate half precision in float32, as a GPU would.
-        acc = np.promote_types(dtype, np.float32) if dtype.kind == "f" else dtype
+        # Accumulate half precision (f16, bf16) in float32, as a GPU would.
+        acc = np.promote_types(dtype, np.float32) if is_float else dtype
         return np.sum(st.get(x, acc, rank), axis=axes, dtype=acc).astype(dtype)
-    reduce = np.max if op.name == "max" else np.min
-    return reduce(st.get(x, dtype, rank), axis=axes)
+    values = st.get(x, dtype, rank)
+    if is_float:
+        # fmaxf's rule, as tl.max (Triton's default PropagateNan.NONE): NaN loses to a number.
+        reduce = np.fmax if op.name == "max" else np.fmin
+        return reduce.reduce(values, axis=axes)
+    return (np.max if op.name == "max" else np.min)(values, axis=axes)
 
 
 _F32 = np.dtype(np.float32)

@@ -15,6 +15,7 @@ from mytriton.diagnostics import printable
 from mytriton.frontend.tracer import Builtin, Tracer, describe, is_number
 from mytriton.ir.opdefs import HINT_KINDS, MATH_FUNCTIONS
 from mytriton.ir.tree import Expr
+from mytriton.language import PropagateNan
 from mytriton.types import BOOL, PointerType, ScalarType, shape_of
 
 BUILTINS: dict[str, Builtin] = {}
@@ -156,14 +157,15 @@ def _where(t: Tracer, node: ast.Call, condition: Any, x: Any, y: Any) -> Any:
     return t.make("where", args, node)
 
 
-@builtin("maximum", "x", "y")
-def _maximum(t: Tracer, node: ast.Call, x: Any, y: Any) -> Any:
-    return t.make("maximum", (_value(t, node, x, "maximum"), _value(t, node, y, "maximum")), node)
+def _min_max(name: str) -> None:
+    @builtin(name, "x", "y", propagate_nan=PropagateNan.NONE)
+    def impl(t: Tracer, node: ast.Call, x: Any, y: Any, propagate_nan: Any) -> Any:
+        op = name + "_nan" if _propagates_nan(t, node, propagate_nan, name) else name
+        return t.make(op, (_value(t, node, x, name), _value(t, node, y, name)), node)
 
 
-@builtin("minimum", "x", "y")
-def _minimum(t: Tracer, node: ast.Call, x: Any, y: Any) -> Any:
-    return t.make("minimum", (_value(t, node, x, "minimum"), _value(t, node, y, "minimum")), node)
+for _name in ("maximum", "minimum"):
+    _min_max(_name)
 
 
 @builtin("cdiv", "x", "div")
@@ -172,6 +174,71 @@ def _cdiv(t: Tracer, node: ast.Call, x: Any, div: Any) -> Any:
     total = t.binary(ast.Add(), x, div, node)
     total = t.binary(ast.Sub(), total, 1, node)
     return t.binary(ast.FloorDiv(), total, div, node)
+
+
+# ---- math and dtypes (issue 9, part 5) ----------------------------------------------------
+
+
+def _propagates_nan(t: Tracer, node: ast.Call, value: Any, name: str) -> bool:
+    """``propagate_nan=``: tl.PropagateNan.NONE or ALL (Triton's values)."""
+    if type(value) is not int or value not in (PropagateNan.NONE, PropagateNan.ALL):
+        raise t.error(f"tl.{name}: propagate_nan must be tl.PropagateNan.NONE or tl.PropagateNan.ALL", node)
+    return value == PropagateNan.ALL
+
+
+def _flag(t: Tracer, node: ast.Call, value: Any, what: str) -> bool:
+    if type(value) is not bool:
+        raise t.error(f"{what} must be True or False (a constant)", node)
+    return value
+
+
+@builtin("clamp", "x", "min", "max", propagate_nan=PropagateNan.NONE)
+def _clamp(t: Tracer, node: ast.Call, x: Any, min: Any, max: Any, propagate_nan: Any) -> Any:
+    op = "clamp_nan" if _propagates_nan(t, node, propagate_nan, "clamp") else "clamp"
+    return t.make(op, tuple(_value(t, node, v, "clamp") for v in (x, min, max)), node)
+
+
+@builtin("fma", "x", "y", "z")
+def _fma(t: Tracer, node: ast.Call, x: Any, y: Any, z: Any) -> Any:
+    return t.make("fma", tuple(_value(t, node, v, "fma") for v in (x, y, z)), node)
+
+
+@builtin("div_rn", "x", "y")
+def _div_rn(t: Tracer, node: ast.Call, x: Any, y: Any) -> Any:
+    return t.make("div_rn", (_value(t, node, x, "div_rn"), _value(t, node, y, "div_rn")), node)
+
+
+@builtin("fdiv", "x", "y", ieee_rounding=False)
+def _fdiv(t: Tracer, node: ast.Call, x: Any, y: Any, ieee_rounding: Any) -> Any:
+    # Both roundings divide correctly rounded here: Triton's approximate
+    # division (ieee_rounding=False) is allowed to be that exact. Like
+    # Triton's, it refuses integers (div_rn's type rule).
+    _flag(t, node, ieee_rounding, "tl.fdiv: ieee_rounding")
+    return t.make("div_rn", (_value(t, node, x, "fdiv"), _value(t, node, y, "fdiv")), node)
+
+
+@builtin("umulhi", "x", "y")
+def _umulhi(t: Tracer, node: ast.Call, x: Any, y: Any) -> Any:
+    return t.make("umulhi", (_value(t, node, x, "umulhi"), _value(t, node, y, "umulhi")), node)
+
+
+@builtin("softmax", "x", dim=None, keep_dims=False, ieee_rounding=False)
+def _softmax(t: Tracer, node: ast.Call, x: Any, dim: Any, keep_dims: Any, ieee_rounding: Any) -> Any:
+    """Triton's library definition (language/standard.py), over ops that
+    exist: exp(x - max) / sum(exp(x - max)) along ``dim``, which defaults
+    to 0 as in Triton (the only axis of a vector; down each column of a
+    rank-2 tile). The result has ``x``'s shape whatever ``keep_dims`` says."""
+    if not isinstance(x, Expr):
+        raise t.error("tl.softmax needs a tile", node)
+    axis = 0 if dim is None else _axis(t, node, dim, "tl.softmax's dim")
+    if axis < 0:
+        raise t.error("tl.softmax needs a non-negative dim", node)
+    _flag(t, node, keep_dims, "tl.softmax: keep_dims")
+    _flag(t, node, ieee_rounding, "tl.softmax: ieee_rounding")
+    peak = t.make("expand_dims", (t.make("max", (x,), node, axis=axis),), node, axis=axis)
+    num = t.make("exp", (t.make("sub", (x, peak), node),), node)
+    den = t.make("expand_dims", (t.make("sum", (num,), node, axis=axis),), node, axis=axis)
+    return t.make("div_rn", (num, den), node)
 
 
 # ---- blocks ------------------------------------------------------------------------------

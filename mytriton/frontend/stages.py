@@ -14,7 +14,7 @@ from mytriton.frontend.tracer import trace_kernel
 from mytriton.ir import opdefs
 from mytriton.ir.tree import Arg, ForRange, LoopCarry, LoopResult, Node, ParamRef, Stmt, TreeKernel, Yield
 from mytriton.language import DTYPES
-from mytriton.types import BOOL, F16, BF16, F32, I32, I64, PointerType, ScalarType, Type
+from mytriton.types import BOOL, F16, F32, F64, I32, SCALARS, PointerType, ScalarType, Type
 
 # ---- choosing the kernel ------------------------------------------------------------------
 
@@ -142,10 +142,10 @@ def _constant_source(module: KernelModule, value: Any) -> str:
 
 # ---- trace ---------------------------------------------------------------------------------
 
+# Triton's AOT names (fp32, i8, u32...), mytriton's IR names and the dtype names.
 _SIGNATURE_TYPES: dict[str, ScalarType] = {
-    "fp32": F32, "f32": F32, "fp16": F16, "f16": F16, "bf16": BF16, "i32": I32, "i64": I64,
-    "i1": BOOL, "bool": BOOL, "int32": I32, "int64": I64, "float32": F32, "float16": F16,
-    "bfloat16": BF16,
+    **{t.name: t for t in SCALARS.values()}, **DTYPES,
+    "fp16": F16, "fp32": F32, "fp64": F64, "i1": BOOL,
 }
 
 
@@ -239,7 +239,8 @@ def resolve_signature(module: KernelModule, entry: str, signature: str | None) -
         if t is None:
             arg = next(a for a in fn.args.args if a.arg == name)
             raise CompileError(f"unknown type '{text}' for '{name}' in the signature "
-                               "(use *fp32, *fp16, *bf16, *i32, *i64, i32, i64, fp32, ...)", module.loc(arg))
+                               "(use *fp32, *fp16, *bf16, *fp64, *i8, *u8, *i32, *u32, *i64, i32, u32, i64, fp32, ...)",
+                               module.loc(arg))
         types[name] = t
     return types
 

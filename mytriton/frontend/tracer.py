@@ -21,7 +21,7 @@ from mytriton.ir.tree import (
     Arg, Effect, Expr, ForRange, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
     TreeKernel, Yield,
 )
-from mytriton.language import DTYPES
+from mytriton.language import CONSTANTS, DTYPES
 from mytriton.language.math import FUNCTIONS as MATH_NAMESPACE
 from mytriton.limits import (
     MAX_EXPRESSION_DEPTH, MAX_LOOP_NESTING, MAX_STATIC_UNROLL, MAX_TRACED_NODES, constant_result_error,
@@ -93,6 +93,7 @@ _PY_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
 _TREE_BINOPS = {
     ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
     ast.Mod: "mod", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
+    ast.LShift: "shl", ast.RShift: "shr",
 }
 _PY_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
                ast.Eq: operator.eq, ast.NotEq: operator.ne}
@@ -175,9 +176,9 @@ class Tracer:
 
     def check_literal(self, value: Any, node: ast.AST) -> None:
         """A Python number about to become a kernel literal: an integer must
-        fit i64 (a wider one would silently wrap in C and NumPy)."""
+        fit i64 or u64 (a wider one would silently wrap in C and NumPy)."""
         if type(value) is int and int_literal_type(value) is None:
-            raise self.error(f"integer literal out of range: {_short(value)} does not fit i64", node)
+            raise self.error(f"integer literal out of range: {_short(value)} does not fit i64 or u64", node)
 
     def type_of(self, value: Arg, node: ast.AST) -> Type | None:
         """The type ``value`` will have in the SSA, found while tracing (for
@@ -488,6 +489,11 @@ class Tracer:
             if name in MATH_NAMESPACE and name in BUILTINS:
                 return BUILTINS[name]
         elif qualified.startswith("mytriton.language."):
+            path = qualified[len("mytriton.language."):]
+            if path in CONSTANTS:  # tl.PropagateNan.ALL
+                return CONSTANTS[path]
+            if any(key.startswith(path + ".") for key in CONSTANTS):
+                return ModuleRef(qualified)  # tl.PropagateNan, read by attribute
             name = qualified.split(".")[-1]
             if name in DTYPES:
                 return DTYPES[name]

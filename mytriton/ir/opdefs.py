@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 from mytriton.limits import tile_error
 from mytriton.types import (
-    BOOL, F32, I32, BlockType, PointerType, ScalarType, SharedType, Type, TypeRuleError, WeakType,
-    broadcast_shapes, concrete, element_of, promote, shape_of, with_element,
+    BOOL, F32, I32, U32, BlockType, PointerType, ScalarType, SharedType, Type, TypeRuleError, WeakType,
+    broadcast_shapes, concrete, element_of, mixed_signedness, promote, shape_of, with_element,
 )
 
 InferFn = Callable[[list[Type | None], dict[str, Any]], list[Type]]
@@ -171,6 +171,9 @@ def _arith(name: str, *, ints_only: bool = False, int_division_to_float: bool = 
         ea, eb = _numeric(a, "the left operand", name), _numeric(b, "the right operand", name)
         shape = _broadcast(a, b)
         e = promote(ea, eb)
+        if name in ("div", "floordiv", "mod") and mixed_signedness(ea, eb):
+            # Triton's computation_type_impl refuses these; C would divide as unsigned.
+            raise _err(f"'{name}' cannot mix signed and unsigned integers ({a} and {b}), as in Triton")
         if ints_only and (e == F32 or (isinstance(e, ScalarType) and e.is_float)
                           or (isinstance(e, WeakType) and e.kind == "float")):
             raise _err(f"'{name}' needs integer operands, got {a} and {b}")
@@ -363,6 +366,9 @@ def _reduce(name: str) -> InferFn:
         e = concrete(_numeric(a, "the operand", name))
         if e.is_bool:
             e = I32
+        if name == "sum" and e.is_int and e.bits < 32:
+            # Triton's _pick_sum_dtype: narrow integers sum in 32 bits, keeping their signedness.
+            e = U32 if e.unsigned else I32
         axis = attrs.get("axis")
         if axis is None:
             return [e]
@@ -492,8 +498,10 @@ _BINARY: dict[str, Semantics] = {
     "add": lambda np, a, b: np.add(a, b),
     "sub": lambda np, a, b: np.subtract(a, b),
     "mul": lambda np, a, b: np.multiply(a, b),
-    "maximum": lambda np, a, b: np.maximum(a, b),
-    "minimum": lambda np, a, b: np.minimum(a, b),
+    # Triton's default (PropagateNan.NONE) and CUDA's fmaxf/fminf: a NaN
+    # operand loses to a number; maximum_nan/minimum_nan propagate it.
+    "maximum": lambda np, a, b: np.fmax(a, b),
+    "minimum": lambda np, a, b: np.fmin(a, b),
     "div": lambda np, a, b: np.true_divide(a, b),
     "floordiv": _trunc_div,
     "mod": lambda np, a, b: np.fmod(a, b),  # fmod: the remainder takes the dividend's sign, as in C
@@ -708,6 +716,132 @@ def loop_attrs_problem(attrs: dict[str, Any]) -> str | None:
 
 
 OPS["for"] = replace(OPS["for"], attrs=LOOP_ATTRS)
+
+
+# ---- math and dtypes (issue 9, part 5) ------------------------------------------------
+# Triton's elementwise functions beyond the one-float math group. Each is an
+# op with NumPy semantics (the interpreter and folding) and a CUDA spelling
+# in the language object (``CStyleLanguage.nan_aware``, ``fma``, ``div_rn``,
+# ``umulhi``); ``tl.fdiv`` and ``tl.softmax`` are library functions over
+# existing ops (frontend/builtins.py).
+
+
+def _float_operands(name: str, count: int) -> InferFn:
+    """``count`` operands promoted together (Triton's binary type checking
+    applied pairwise), which must be floats: clamp, fma, div_rn."""
+    def infer(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+        elements = [_numeric(t, f"operand {i + 1}", name) for i, t in enumerate(types[:count])]
+        e = elements[0]
+        for other in elements[1:]:
+            e = promote(e, other)
+        e = concrete(e)
+        if not e.is_float:
+            raise _err(f"'{name}' needs floating-point operands, got {', '.join(str(t) for t in types)}")
+        return [with_element(_broadcast(*types), e)]
+
+    return infer
+
+
+def _umulhi_rule(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    a, b = types
+    e = concrete(promote(_numeric(a, "the left operand", "umulhi"), _numeric(b, "the right operand", "umulhi")))
+    if not (e.is_int and e.bits in (32, 64)):
+        raise _err(f"'umulhi' needs 32- or 64-bit integer operands, got {a} and {b}")
+    return [with_element(_broadcast(a, b), e)]
+
+
+def _clamp(np: Any, x: Any, lo: Any, hi: Any) -> Any:
+    """min(max(x, lo), hi), a NaN ``x`` giving ``lo`` (fmaxf's rule; Triton
+    leaves NaN bounds undefined, and folding refuses them)."""
+    return np.fmin(np.fmax(x, lo), hi)
+
+
+def _clamp_nan(np: Any, x: Any, lo: Any, hi: Any) -> Any:
+    """clamp, a NaN ``x`` staying NaN (PropagateNan.ALL applies to x only)."""
+    return np.where(np.isnan(x), x, _clamp(np, x, lo, hi))
+
+
+def _fma(np: Any, x: Any, y: Any, z: Any) -> Any:
+    """x * y + z, rounded once for f16, bf16 and f32: their product is exact
+    in f64, so only the sum rounds before the final rounding (which can,
+    rarely, differ from a true fused rounding by one ulp: not folded). f64
+    is multiplied and added in f64 (NumPy has no fused multiply-add)."""
+    dtype = np.result_type(x)
+    wide = np.float64
+    out = np.asarray(x).astype(wide) * np.asarray(y).astype(wide) + np.asarray(z).astype(wide)
+    return out.astype(dtype)
+
+
+def _umulhi(np: Any, a: Any, b: Any) -> Any:
+    """The high half of the unsigned product of two 32- or 64-bit integers
+    (CUDA's __umulhi / __umul64hi, read as the operands' own type)."""
+    dtype = np.result_type(a)
+    a, b = np.asarray(a), np.asarray(b)
+    if dtype.itemsize == 4:
+        wide = a.astype(np.uint32).astype(np.uint64) * b.astype(np.uint32).astype(np.uint64)
+        return (wide >> np.uint64(32)).astype(np.uint32).astype(dtype)
+    mask, s = np.uint64(0xFFFFFFFF), np.uint64(32)
+    ua, ub = a.astype(np.uint64), b.astype(np.uint64)
+    a_lo, a_hi, b_lo, b_hi = ua & mask, ua >> s, ub & mask, ub >> s
+    lo_lo, hi_lo, lo_hi, hi_hi = a_lo * b_lo, a_hi * b_lo, a_lo * b_hi, a_hi * b_hi
+    cross = (lo_lo >> s) + (hi_lo & mask) + lo_hi  # at most 2**64 - 1
+    return (hi_hi + (hi_lo >> s) + (cross >> s)).astype(dtype)
+
+
+def _nan_bound(x: Any, lo: Any, hi: Any) -> bool:
+    """A NaN anywhere is the device's business for clamp (and Triton's: a NaN
+    bound is undefined); so are signed zeros at the bounds."""
+    return _min_max_undecided(x, lo) or _min_max_undecided(x, hi) or lo != lo or hi != hi
+
+
+# NumPy's maximum and minimum give NaN where either operand is NaN (fmax and fmin do not).
+_register(OpDef("maximum_nan", ("lhs", "rhs"), _arith("maximum_nan"), commutative=True, elementwise=True,
+                semantics=lambda np, a, b: np.maximum(a, b), folds=True, fold_refuses=_min_max_undecided,
+                doc="tl.maximum(..., propagate_nan=tl.PropagateNan.ALL): NaN if either is"))
+_register(OpDef("minimum_nan", ("lhs", "rhs"), _arith("minimum_nan"), commutative=True, elementwise=True,
+                semantics=lambda np, a, b: np.minimum(a, b), folds=True, fold_refuses=_min_max_undecided,
+                doc="tl.minimum(..., propagate_nan=tl.PropagateNan.ALL): NaN if either is"))
+_register(OpDef("clamp", ("x", "min", "max"), _float_operands("clamp", 3), elementwise=True,
+                semantics=_clamp, folds=True, fold_refuses=_nan_bound,
+                doc="tl.clamp(x, min, max): min(max(x, min), max); a NaN x gives min"))
+_register(OpDef("clamp_nan", ("x", "min", "max"), _float_operands("clamp_nan", 3), elementwise=True,
+                semantics=_clamp_nan, folds=True, fold_refuses=_nan_bound,
+                doc="tl.clamp(..., propagate_nan=tl.PropagateNan.ALL): a NaN x stays NaN"))
+_register(OpDef("fma", ("x", "y", "z"), _float_operands("fma", 3), elementwise=True,
+                semantics=_fma, doc="x * y + z with one rounding (fmaf / fma)"))
+_register(OpDef("div_rn", ("lhs", "rhs"), _float_operands("div_rn", 2), elementwise=True,
+                semantics=lambda np, a, b: np.true_divide(a, b), folds=True, fold_refuses=_divides_badly,
+                doc="x / y rounded to nearest even (IEEE), as tl.div_rn"))
+_register(OpDef("umulhi", ("lhs", "rhs"), _umulhi_rule, commutative=True, elementwise=True,
+                semantics=_umulhi, folds=True,
+                doc="the high 32 (64) bits of the unsigned 64-bit (128-bit) product"))
+
+def _shift_rule(name: str) -> InferFn:
+    def infer(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+        a, b = types
+        e = concrete(promote(_numeric(a, "the left operand", name), _numeric(b, "the right operand", name)))
+        if not e.is_int:
+            raise _err(f"'{name}' needs integer operands, got {a} and {b}")
+        return [with_element(_broadcast(a, b), e)]
+
+    return infer
+
+
+def _shift_out_of_range(a: Any, b: Any) -> bool:
+    """A shift by a negative amount or by the width or more is undefined in
+    C (folding only sees i32 results)."""
+    return not 0 <= b < 32
+
+
+# << and >> on runtime integers, as Triton's shl and ashr/lshr: >> keeps the
+# sign of a signed operand and shifts zeros into an unsigned one (C's rule
+# for the two, and NumPy's right_shift).
+_register(OpDef("shl", ("lhs", "rhs"), _shift_rule("shl"), elementwise=True,
+                semantics=lambda np, a, b: np.left_shift(a, b), folds=True, fold_refuses=_shift_out_of_range,
+                doc="x << y; undefined for y < 0 or y >= the width"))
+_register(OpDef("shr", ("lhs", "rhs"), _shift_rule("shr"), elementwise=True,
+                semantics=lambda np, a, b: np.right_shift(a, b), folds=True, fold_refuses=_shift_out_of_range,
+                doc="x >> y: arithmetic for signed x, logical for unsigned; undefined for y < 0 or y >= the width"))
 
 # ---- layout rules ---------------------------------------------------------------
 # "elementwise": tile operands are read in the result's layout (sliced for a

@@ -7,18 +7,39 @@ its meaning). Calling one outside a kernel is an error.
 from __future__ import annotations
 
 from mytriton.ir.opdefs import MATH_FUNCTIONS
-from mytriton.types import BF16, BOOL, F16, F32, I32, I64, ScalarType
+from mytriton.types import BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, ScalarType
 
 int1 = BOOL
+int8 = I8
+int16 = I16
 int32 = I32
 int64 = I64
+uint8 = U8
+uint16 = U16
+uint32 = U32
+uint64 = U64
 float16 = F16
 bfloat16 = BF16
 float32 = F32
+float64 = F64
 dtype = ScalarType
 
-DTYPES = {"int1": int1, "int32": int32, "int64": int64, "float16": float16,
-          "bfloat16": bfloat16, "float32": float32}
+# Triton's names; each type's first name is the one bundles spell it by.
+DTYPES = {"int1": int1, "int8": int8, "int16": int16, "int32": int32, "int64": int64,
+          "uint8": uint8, "uint16": uint16, "uint32": uint32, "uint64": uint64,
+          "float16": float16, "bfloat16": bfloat16, "float32": float32, "float64": float64}
+
+
+class PropagateNan:
+    """Whether ``tl.maximum``/``tl.minimum``/``tl.clamp`` give NaN for a NaN
+    operand (ALL) or the other operand (NONE, the default), Triton's values."""
+
+    NONE = 0x0000
+    ALL = 0xFFFF
+
+
+# Constant names of the language a kernel may read, by their path under ``tl``.
+CONSTANTS = {"PropagateNan.NONE": PropagateNan.NONE, "PropagateNan.ALL": PropagateNan.ALL}
 
 
 class constexpr:
@@ -38,6 +59,7 @@ FUNCTIONS = (
     "program_id", "num_programs", "arange", "load", "store",
     *MATH_FUNCTIONS, "abs",
     "where", "maximum", "minimum",
+    "clamp", "fma", "div_rn", "fdiv", "umulhi", "softmax",
     "zeros", "full", "empty", "sum", "max", "min", "dot", "expand_dims",
     "static_range", "range", "cdiv",
     # Hints, spellings and compile-time checks (Triton's names and signatures).
@@ -66,4 +88,4 @@ def cdiv(a: int, b: int) -> int:  # noqa: F811 - also usable on the host, like t
 # ``tl.math.<name>``: Triton's math namespace, the same functions as ``tl.<name>``.
 from mytriton.language import math  # noqa: E402
 
-__all__ = ["constexpr", "dtype", "math", *DTYPES, *FUNCTIONS]
+__all__ = ["constexpr", "dtype", "math", "PropagateNan", *DTYPES, *FUNCTIONS]

@@ -1,21 +1,29 @@
 """Kernel arguments from Python: their mytriton types and host views.
 
 NumPy arrays and tensors become pointers to their element type; Python ints
-become i32 (i64 when they do not fit), floats f32, bools i1, as in Triton.
+become i32 (i64 when they do not fit, u64 from 2**63), floats f32, bools i1,
+as in Triton.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from mytriton.diagnostics import CompileError
-from mytriton.types import BF16, BOOL, F16, F32, I32, I64, PointerType, ScalarType, Type
+from mytriton.types import (
+    BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, PointerType, ScalarType, Type,
+)
 
-_TYPESTR = {"f4": F32, "f2": F16, "i4": I32, "i8": I64, "b1": BOOL}
-_NUMPY_NAMES = {"float32": F32, "float16": F16, "int32": I32, "int64": I64, "bool": BOOL,
-                "bfloat16": BF16}
-_TORCH_NAMES = {"torch.float32": F32, "torch.float16": F16, "torch.bfloat16": BF16,
-                "torch.int32": I32, "torch.int64": I64, "torch.bool": BOOL}
-_SIGNATURE = {F32: "fp32", F16: "fp16", BF16: "bf16", I32: "i32", I64: "i64", BOOL: "i1"}
+# __cuda_array_interface__ typestrs without their byte order (bf16 has none).
+_TYPESTR = {"f2": F16, "f4": F32, "f8": F64, "i1": I8, "i2": I16, "i4": I32, "i8": I64,
+            "u1": U8, "u2": U16, "u4": U32, "u8": U64, "b1": BOOL}
+# NumPy's dtype names (bfloat16 is ml_dtypes' dtype).
+_NUMPY_NAMES = {"float16": F16, "bfloat16": BF16, "float32": F32, "float64": F64, "int8": I8, "int16": I16,
+                "int32": I32, "int64": I64, "uint8": U8, "uint16": U16, "uint32": U32, "uint64": U64,
+                "bool": BOOL}
+_TORCH_NAMES = {"torch." + name: t for name, t in _NUMPY_NAMES.items()}
+# Triton's AOT signature names.
+_SIGNATURE = {F16: "fp16", BF16: "bf16", F32: "fp32", F64: "fp64", I8: "i8", I16: "i16", I32: "i32",
+              I64: "i64", U8: "u8", U16: "u16", U32: "u32", U64: "u64", BOOL: "i1"}
 
 
 def is_tensor(value: Any) -> bool:
@@ -45,7 +53,8 @@ def arg_type(value: Any, name: str) -> Type:
     if isinstance(value, bool):
         return BOOL
     if isinstance(value, int):
-        return I32 if -2**31 <= value < 2**31 else I64
+        # Triton's specialisation of a Python int (u64 only where i64 cannot hold it).
+        return I32 if -2**31 <= value < 2**31 else U64 if value >= 2**63 else I64
     if isinstance(value, float):
         return F32
     # Tensors first: asking a tensor for __cuda_array_interface__ builds a dict.

@@ -16,7 +16,7 @@ from mytriton.backends.cuda.nvcc import compile_cubin
 from mytriton.diagnostics import CompileError
 from mytriton.ir.text_common import parse_type
 from mytriton.runtime.arguments import is_device_array, is_tensor
-from mytriton.types import BF16, BOOL, F16, F32, I32, I64, PointerType
+from mytriton.types import BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, PointerType
 
 _context = None
 
@@ -56,13 +56,30 @@ def _release() -> None:
 
 
 # struct formats of scalar kernel parameters
-_FORMAT = {I32: "i", I64: "q", F32: "f", F16: "e", BOOL: "?", BF16: "H"}
+_FORMAT = {I8: "b", I16: "h", I32: "i", I64: "q", U8: "B", U16: "H", U32: "I", U64: "Q",
+           F32: "f", F64: "d", F16: "e", BOOL: "?", BF16: "H"}
+
+
+def bf16_bits(value: float) -> int:
+    """The bits of ``value`` as a bf16 (the top half of its f32, rounded to
+    nearest even; NaN stays a quiet NaN), which the launcher passes as a
+    16-bit integer."""
+    import math
+    import struct
+
+    value = float(value)
+    if math.isfinite(value) and abs(value) > 3.4028234663852886e38:  # beyond f32: struct refuses it
+        value = math.copysign(math.inf, value)
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x007FFFFF:
+        return (bits >> 16) | 0x0040
+    return (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
 
 
 def _scalar(value: Any, t: Any) -> Any:
     if t == BF16:
-        raise CompileError("bf16 scalar arguments are not supported by the launcher")
-    return bool(value) if t == BOOL else float(value) if t in (F32, F16) else int(value)
+        return bf16_bits(value)
+    return bool(value) if t == BOOL else float(value) if t in (F32, F64, F16) else int(value)
 
 
 def device_pointer(value: Any) -> int:

@@ -19,19 +19,21 @@ from mytriton.diagnostics import CompileError
 from mytriton.deep_stack import run_deep
 from mytriton.limits import MAX_GENERATED_ELEMENTS, MAX_GRID_TEXT, grid_error
 from mytriton.output_files import prepare_directory, replace_in_directory
-from mytriton.types import BOOL, F16, F32, I32, I64, PointerType, ScalarType, Type
+from mytriton.types import BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, PointerType, ScalarType, Type
 
 # NumPy's seeds are unsigned 64-bit integers.
 MAX_SEED = 2**64 - 1
 
-_DTYPES = {"f32": F32, "fp32": F32, "f16": F16, "fp16": F16, "i32": I32, "i64": I64, "bool": BOOL, "i1": BOOL}
+_DTYPES = {"f32": F32, "fp32": F32, "f16": F16, "fp16": F16, "f64": F64, "fp64": F64, "i8": I8, "i16": I16,
+           "i32": I32, "i64": I64, "u8": U8, "u16": U16, "u32": U32, "u64": U64, "bool": BOOL, "i1": BOOL}
 _GENERATORS = ("rand", "randn", "zeros", "ones", "arange")
 
 
 def _numpy_dtype(t: ScalarType) -> Any:
     import numpy as np
 
-    table = {F32: np.float32, F16: np.float16, I32: np.int32, I64: np.int64, BOOL: np.bool_}
+    table = {F32: np.float32, F16: np.float16, F64: np.float64, I8: np.int8, I16: np.int16, I32: np.int32,
+             I64: np.int64, U8: np.uint8, U16: np.uint16, U32: np.uint32, U64: np.uint64, BOOL: np.bool_}
     if t not in table:
         raise CompileError(f"'run' cannot make {t} arrays")
     return table[t]
@@ -122,7 +124,7 @@ def make_array(name: str, spec: str, pointee: ScalarType | None, rng: Any) -> tu
     elif element == BOOL:
         array = rng.random(shape) < 0.5
     elif element.is_int:
-        array = rng.integers(-100, 100, size=shape).astype(dtype)
+        array = rng.integers(0 if element.unsigned else -100, 100, size=shape).astype(dtype)
     elif kind == "randn":
         array = rng.standard_normal(shape).astype(dtype)
     else:
@@ -153,12 +155,14 @@ def arg_types_from_specs(runtime: list[str], specs: dict[str, str]) -> list[Type
 
 
 def _int_type(name: str, value: int) -> ScalarType:
-    """i32, or i64 for an integer beyond i32, as Triton specialises a Python int."""
+    """i32, or i64 for an integer beyond i32 (u64 from 2**63), as Triton specialises a Python int."""
     if -2**31 <= value < 2**31:
         return I32
     if -2**63 <= value < 2**63:
         return I64
-    raise CompileError(f"--arg {name}: {value} does not fit i64")
+    if 2**63 <= value < 2**64:
+        return U64
+    raise CompileError(f"--arg {name}: {value} does not fit i64 or u64")
 
 
 _GRID_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,

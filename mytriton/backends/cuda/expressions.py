@@ -18,7 +18,9 @@ from mytriton.backends.cuda.language import CUDA
 from mytriton.diagnostics import CompileError
 from mytriton.ir.opdefs import CMP_OPS, MATH_FUNCTIONS, device_print_label
 from mytriton.ir.ssa import Const, Op
-from mytriton.types import BF16, BOOL, F16, F32, I64, PointerType, ScalarType, WeakType, concrete, element_of, promote
+from mytriton.types import (
+    BF16, BOOL, F16, F32, F64, I32, I64, PointerType, ScalarType, WeakType, concrete, element_of, promote,
+)
 
 
 @dataclass(frozen=True)
@@ -32,16 +34,22 @@ class CValue:
 Arg = CValue | Const | None
 
 _CMP = {"cmp_lt": "<", "cmp_le": "<=", "cmp_gt": ">", "cmp_ge": ">=", "cmp_eq": "==", "cmp_ne": "!="}
-_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "/", "mod": "%", "xor": "^"}
+_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "/", "mod": "%", "xor": "^",
+           "shl": "<<", "shr": ">>"}
 # Math functions, computed in f32: one spelling per op of the op table's
 # math group, in the language object (a new ``tl.<name>`` is a row in
 # ir/opdefs.py and one in CStyleLanguage.math_f32 or a target's own table).
 MATH_SPELLINGS = CUDA.math_f32
 
+# Math, spelled by the language object's methods (opdefs.py's "math and
+# dtypes" section): op -> the method and whether it propagates NaN.
+_NAN_AWARE = {"maximum_nan": "maximum", "minimum_nan": "minimum"}
+_LANGUAGE_OPS = ("maximum_nan", "minimum_nan", "clamp", "clamp_nan", "fma", "div_rn", "umulhi")
+
 # Ops whose one element ``render`` spells, besides the math functions.
 EXPRESSION_OPS = frozenset({
     "program_id", "num_programs", "full", "addptr", "cast", "where", *_CMP, *_BINARY,
-    "neg", "abs", "not", "maximum", "minimum", "and", "or", "hint", "bitcast",
+    "neg", "abs", "not", "maximum", "minimum", "and", "or", "hint", "bitcast", *_LANGUAGE_OPS,
 })
 
 # Ops the emitter writes as statements of their own rather than as one
@@ -98,8 +106,19 @@ def _called(spelling: str) -> set[str]:
     return names
 
 
+def _language_spellings() -> list[str]:
+    """Every spelling the language object gives the math ops, in each type."""
+    out = [*CUDA.math_f32.values(), *CUDA.math_f64.values()]
+    for t in (F32, F64):
+        out += [CUDA.min_max_nan("max", "a", "b", t), CUDA.min_max_nan("min", "a", "b", t),
+                CUDA.clamp("x", "a", "b", t, True), CUDA.fma("a", "b", "c", t), CUDA.div_rn("a", "b", t),
+                CUDA.abs("x", t)]
+    out += [CUDA.umulhi("a", "b", I32), CUDA.umulhi("a", "b", I64)]
+    return out
+
+
 # The C functions the math spellings call (a parameter of that name would hide one).
-MATH_CALLED = frozenset(name for spelling in MATH_SPELLINGS.values() for name in _called(spelling))
+MATH_CALLED = frozenset(name for spelling in _language_spellings() for name in _called(spelling))
 
 
 def compute_type(t: ScalarType | WeakType) -> ScalarType:
@@ -152,14 +171,29 @@ def render(op: Op, args: list[Arg]) -> str:
         return f"({as_type(args[0], t)} {_CMP[name]} {as_type(args[1], t)})"
     t = compute_type(element)
     values = [as_type(a, t) for a in args]
-    return c_cast(_arith(name, t, values, op), t, element)
+    expr = _arith(name, t, values, op)
+    if t.is_int and t.bits < 32:
+        # C computes on narrow integers in int: wrap each result to its type, as Triton's i8/u8 do.
+        expr = f"(({CUDA.scalar_type(t)}){expr})"
+    return c_cast(expr, t, element)
 
 
 def _arith(name: str, t: ScalarType, args: list[str], op: Op) -> str:
     if name in MATH_FUNCTIONS:
-        if name not in MATH_SPELLINGS:
+        spelling = CUDA.math_function(name, t)
+        if spelling is None:
             raise CompileError(f"the CUDA backend has no spelling for the math function '{name}'", op.loc)
-        return MATH_SPELLINGS[name].format(args[0])
+        return spelling.format(args[0])
+    if name in _NAN_AWARE:
+        return CUDA.min_max_nan(_NAN_AWARE[name], *args, t)
+    if name in ("clamp", "clamp_nan"):
+        return CUDA.clamp(*args, t, propagate_nan=name == "clamp_nan")
+    if name == "fma":
+        return CUDA.fma(*args, t)
+    if name == "div_rn":
+        return CUDA.div_rn(*args, t)
+    if name == "umulhi":  # computed unsigned; read back as the operands' type
+        return f"(({CUDA.scalar_type(t)}){CUDA.umulhi(*args, t)})"
     if name == "neg":
         return f"(-{args[0]})"
     if name == "abs":
@@ -174,6 +208,10 @@ def _arith(name: str, t: ScalarType, args: list[str], op: Op) -> str:
         return f"({a} {symbol * 2 if t == BOOL else symbol} {b})"
     if name == "xor" and t == BOOL:
         return f"({a} != {b})"
+    if name == "shl" and not t.unsigned:
+        # Shift the bits unsigned: C leaves a negative left operand undefined; Triton's shl wraps.
+        wide = "unsigned long long" if t.bits == 64 else "unsigned int"
+        return f"(({CUDA.scalar_type(t)})(({wide})({a}) << {b}))"
     if name in _BINARY:
         return f"({a} {_BINARY[name]} {b})"
     raise CompileError(f"the CUDA backend has no rendering for '{name}'", op.loc)
@@ -186,10 +224,9 @@ def reduce_identity(name: str, t: ScalarType) -> str:
     if name == "sum":
         return c_literal(0, t)
     if t.is_float:
-        return CUDA.infinity(negative=name == "max")
-    if t == I64:
-        return "(-9223372036854775807LL - 1)" if name == "max" else "9223372036854775807LL"
-    return "(-2147483647 - 1)" if name == "max" else "2147483647"
+        return c_literal(float("-inf") if name == "max" else float("inf"), t)
+    low, high = t.int_range
+    return c_literal(low if name == "max" else high, t)
 
 
 def reduce_combine(name: str, t: ScalarType, a: str, b: str) -> str:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from mytriton.backends.c_style import CStyleLanguage
-from mytriton.types import BF16, F16, ScalarType
+from mytriton.types import BF16, F16, F64, ScalarType
 
 FULL_MASK = "0xffffffffu"  # every lane of a warp takes part in a shuffle
 
@@ -16,6 +16,7 @@ class CudaLanguage(CStyleLanguage):
     includes = ("#include <math_constants.h>",)
     half_includes = ("#include <cuda_fp16.h>", "#include <cuda_bf16.h>")
     math_f32 = {**CStyleLanguage.math_f32, "rsqrt": "rsqrtf({0})"}
+    math_f64 = {**CStyleLanguage.math_f64, "rsqrt": "rsqrt({0})"}
 
     def program_id(self, axis: int) -> str:
         return f"(int)blockIdx.{'xyz'[axis]}"
@@ -33,6 +34,14 @@ class CudaLanguage(CStyleLanguage):
     def bitcast(self, expr: str, target: ScalarType) -> str:
         """``expr``'s bits read as ``target`` (of the same width)."""
         return f"__builtin_bit_cast({self.scalar_type(target)}, {expr})"
+
+    def div_rn(self, a: str, b: str, t: ScalarType) -> str:
+        return f"{'__ddiv_rn' if t == F64 else '__fdiv_rn'}({a}, {b})"
+
+    def umulhi(self, a: str, b: str, t: ScalarType) -> str:
+        if t.bits == 32:
+            return f"__umulhi((unsigned int)({a}), (unsigned int)({b}))"
+        return f"__umul64hi((unsigned long long)({a}), (unsigned long long)({b}))"
 
     def from_float(self, expr: str, t: ScalarType) -> str:
         return f"{'__float2half' if t == F16 else '__float2bfloat16'}({expr})"

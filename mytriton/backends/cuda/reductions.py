@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mytriton.backends.cuda.ctypes import c_cast, c_element
+from mytriton.backends.cuda.ctypes import c_cast, c_element, c_scalar
 from mytriton.backends.cuda.expressions import as_type, compute_type, reduce_combine, reduce_identity
 from mytriton.backends.cuda.layout import Layout
 from mytriton.backends.cuda.slots import linear_index
@@ -30,7 +30,7 @@ def emit_reduction(em: "CudaEmitter", op: Op, domain: Layout) -> None:
     axes = list(range(domain.rank)) if axis is None else [axis]
     reduced = [domain.dims[a] for a in axes]
     t = compute_type(element_of(result.type))
-    ct = c_element(result.type) if not t.is_float else "float"
+    ct = c_element(result.type) if not t.is_float else c_scalar(t)  # halves accumulate in float
     ct = {"bool": "int"}.get(ct, ct)
     out_layout = em.layout_of(result) if is_tile(result) else None
     out_slots = out_layout.slots if out_layout else 1
