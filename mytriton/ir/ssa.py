@@ -318,3 +318,15 @@ def drop_loop_lanes(op: Op, dead: set[int]) -> None:
         arg.index = index
     for index, result in enumerate(op.results):
         result.index = index
+
+
+def drop_if_results(op: Op, dead: set[int]) -> None:
+    """Remove the results numbered in ``dead`` from an ``if`` op, with the
+    values both branches yield for them. Nothing may still read them."""
+    keep = [i for i in range(len(op.results)) if i not in dead]
+    for region in op.regions:
+        terminator = region.ops[-1]
+        terminator.operands = [terminator.operands[i] for i in keep]
+    op.results = [op.results[i] for i in keep]
+    for index, result in enumerate(op.results):
+        result.index = index
