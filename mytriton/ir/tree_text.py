@@ -286,7 +286,9 @@ class _TreeReader(TextReader):
             else:
                 out.append(self.loop(stmt, scope))
         if in_loop and not (out and isinstance(out[-1], Yield)):
-            raise self.error("a region that gives values must end with 'yield'", stmts[-1] if stmts else owner)
+            what = "an if branch that gives values" if owner is not None and rule(owner) == "tree_region" \
+                else "a loop that carries values"
+            raise self.error(f"{what} must end with 'yield'", stmts[-1] if stmts else owner)
         return out
 
     def bind(self, scope: _Scope, token: lark.Token, expr: Expr) -> None:
@@ -373,7 +375,7 @@ class _TreeReader(TextReader):
                          self.loc(loc))
         loop.before = self.region(_region_stmts(before_tree), before_scope, None, before_tree)
         loop.condition = self.expr(cond_tree, before_scope)
-        loop.body = self.region(_region_stmts(body_tree), body_scope, carried_args, body_tree)
+        loop.body = self.region(_region_stmts(body_tree), body_scope, carried_args, tree)
         tokens = self.result_tokens(results_tree)
         if len(tokens) != len(carried_args):
             raise self.error(f"the loop carries {len(carried_args)} value(s) but names "

@@ -136,7 +136,8 @@ class Verifier:
             return "use of a value that is never defined"
         home = defining_block(value)
         if home is not None and not is_within(use_block, home):
-            return "a value defined inside a region (a loop body, an if branch) is used outside it (yield it instead)"
+            where = "an if branch" if home.parent is not None and home.parent.name == "if" else "a loop body"
+            return f"a value defined inside {where} is used outside it (yield it instead)"
         op = value.op if isinstance(value, OpResult) else None
         return "a value is used before it is defined" + (f" (by '{op.name}')" if op else "")
 

@@ -60,7 +60,10 @@ STATEMENT_OPS = {
     "copy_to_shared": "dots.py: a cooperative copy",
     "barrier": "emitter.py: __syncthreads()",
     "for": "emitter.py: a C for loop",
-    "yield": "emitter.py: the loop's carried assignments",
+    "yield": "emitter.py: the loop's carried assignments, an if's result assignments",
+    "if": "emitter.py: a C if/else assigning result locals declared before it",
+    "while": "emitter.py: while (true) { condition region; if (!cond) break; body }",
+    "condition": "emitter.py: the break test of a while loop",
     "convert_layout": "emitter.py: a slot loop in the new layout, through shared memory where threads differ",
 }
 
