@@ -332,8 +332,8 @@ class _SSAReader(TextReader):
     def for_op(self, tree: lark.Tree) -> Op:
         results_tree, index_token, start, stop, step, iter_args, *rest = tree.children
         loc_tree = next(c for c in rest if isinstance(c, lark.Tree) and rule(c) == "loc")
-        types = [self.type(c) for c in rest if isinstance(c, lark.Tree) and rule(c) not in ("loc", "op", "for_op")]
-        items = [c for c in rest if isinstance(c, lark.Tree) and rule(c) in ("op", "for_op")]
+        types = [self.type(c) for c in rest if isinstance(c, lark.Tree) and rule(c) not in ("loc", *_ITEMS)]
+        items = [c for c in rest if isinstance(c, lark.Tree) and rule(c) in _ITEMS]
         pairs = [(a.children[0], a.children[1]) for a in iter_args.children] if iter_args is not None else []
         result_tokens = results_tree.children if results_tree is not None else []
         if not (len(result_tokens) == len(types) == len(pairs)):
