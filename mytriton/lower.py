@@ -95,8 +95,9 @@ class Lowerer:
             declared = concrete(b.type if isinstance(a, Const) and not isinstance(b, Const) else a.type)
             for value in (a, b):
                 if not carried_type_fits(declared, value):
-                    raise CompileError(f"'{name}' is {a.type} after one branch of this 'if' and {b.type} after "
-                                       "the other; give it the same type in both", stmt.loc)
+                    raise CompileError(f"'{name}' is {concrete(a.type)} after one branch of this 'if' and "
+                                       f"{concrete(b.type)} after the other; give it the same type in both",
+                                       stmt.loc)
             types.append(declared)
         op = make_if(cond, types, stmt.loc)
         op.regions = [then_block, else_block]  # lowered before the result types were known
