@@ -160,3 +160,20 @@ def test_gpu_matches_the_interpreter(kernel_module, name):
     for got, want in zip(on_gpu, interpreted):
         if isinstance(want, np.ndarray):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_gpu_runs_no_iteration_for_a_non_positive_runtime_step(kernel_module):
+    """Triton leaves a runtime step <= 0 undefined; mytriton's GPU loop runs
+    no iteration rather than forever (the interpreter reports it)."""
+    module = kernel_module("""
+        @mytriton.jit
+        def k(x_ptr, n, step):
+            acc = 0.0
+            for i in range(0, n, step):
+                acc += 1.0
+            tl.store(x_ptr, acc)
+    """)
+    out = np.full(1, 5.0, np.float32)
+    module.k[(1,)](out, 4, 0, backend="cuda")
+    assert out[0] == 0.0
