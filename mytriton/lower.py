@@ -12,12 +12,12 @@ from __future__ import annotations
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.literals import carried_type_fits, literal_conversion_error, operand_type
-from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Param, make_for
+from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Param, make_for, make_if, make_while
 from mytriton.ir.tree import (
-    Arg, Effect, Expr, ForRange, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
-    TreeKernel, Yield,
+    Arg, Effect, Expr, ForRange, IfStmt, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
+    TreeKernel, WhileLoop, Yield,
 )
-from mytriton.types import I32, PointerType, TypeRuleError, concrete, element_of
+from mytriton.types import BOOL, I32, BlockType, PointerType, TypeRuleError, concrete, element_of
 
 
 class Lowerer:
@@ -44,7 +44,101 @@ class Lowerer:
                 self.expr(stmt.node)
             elif isinstance(stmt, ForRange):
                 self.loop(stmt)
+            elif isinstance(stmt, IfStmt):
+                self.if_stmt(stmt)
+            elif isinstance(stmt, WhileLoop):
+                self.while_loop(stmt)
         self.block = outer
+
+    def scalar_condition(self, expr: Arg, loc, what: str) -> Operand:
+        """A runtime condition: a bool scalar (an integer scalar compares
+        unequal to 0, as in Python); a tile is refused, as in Triton."""
+        value = self.expr(expr)
+        t = operand_type(value)
+        where = expr.loc if isinstance(expr, Node) and expr.loc is not None else loc
+        if t is None or isinstance(t, BlockType):
+            got = "None" if t is None else f"a tile ({t})"
+            raise CompileError(f"the condition of {what} must be a scalar, got {got}; "
+                               "use tl.where(condition, a, b) on tiles", where)
+        if concrete(t) == BOOL:
+            return value
+        if isinstance(element_of(t), PointerType) or concrete(t).is_float:
+            raise CompileError(f"the condition of {what} must be a bool or integer scalar, got {t}", where)
+        return self.emit("cmp_ne", [value, Const(0)], {}, Node("cmp_ne", (), {}, where))
+
+    def region_yields(self, stmts: list[Stmt], block: Block, scope: dict) -> list[Operand]:
+        """Lower a region's statements into ``block`` under ``scope``; the
+        values its final ``Yield`` gives (lowered in the region)."""
+        self.scopes.append(scope)
+        self.region([s for s in stmts if not isinstance(s, Yield)], block)
+        last = stmts[-1] if stmts and isinstance(stmts[-1], Yield) else None
+        outer = self.block
+        self.block = block
+        yields = [self.expr(v) for v in (last.values if last else ())]
+        self.block = outer
+        self.scopes.pop()
+        return yields
+
+    def if_stmt(self, stmt: IfStmt) -> None:
+        cond = self.scalar_condition(stmt.condition, stmt.loc, "an 'if'")
+        for capture in stmt.captures:
+            self.expr(capture)
+        then_block, else_block = Block(), Block()
+        then_values = self.region_yields(stmt.then_body, then_block, {})
+        else_values = self.region_yields(stmt.else_body, else_block, {})
+        types = []
+        for result, a, b in zip(stmt.results, then_values, else_values):
+            name = result.hint or f"#{result.index}"
+            if a is None or b is None:
+                raise CompileError(f"'{name}' is None after a branch of this 'if'", stmt.loc)
+            # A literal takes the type of the other branch's value.
+            declared = concrete(b.type if isinstance(a, Const) and not isinstance(b, Const) else a.type)
+            for value in (a, b):
+                if not carried_type_fits(declared, value):
+                    raise CompileError(f"'{name}' is {concrete(a.type)} after one branch of this 'if' and "
+                                       f"{concrete(b.type)} after the other; give it the same type in both",
+                                       stmt.loc)
+            types.append(declared)
+        op = make_if(cond, types, stmt.loc)
+        op.regions = [then_block, else_block]  # lowered before the result types were known
+        for block, values in zip(op.regions, (then_values, else_values)):
+            block.parent = op
+            block.append(Op("yield", values, [], loc=stmt.loc))
+        self.block.append(op)
+        for result, value in zip(stmt.results, op.results):
+            self.scopes[-1][id(result)] = value
+
+    def while_loop(self, loop: WhileLoop) -> None:
+        for capture in loop.captures:
+            self.expr(capture)
+        inits = [self.expr(v) for v in loop.carried_inputs]
+        types = []
+        for init, arg in zip(inits, loop.carried_args):
+            if init is None:
+                raise CompileError("a loop cannot carry None", loop.loc)
+            types.append(concrete(init.type))
+        op = make_while(inits, types, loop.loc)
+        before, after = op.regions
+        self.scopes.append({id(arg): value for arg, value in zip(loop.carried_args, before.args)})
+        self.region(loop.before, before)
+        outer = self.block
+        self.block = before
+        cond = self.scalar_condition(loop.condition, loop.loc, "a 'while'")
+        self.block = outer
+        self.scopes.pop()
+        before.append(Op("condition", [cond], [], loc=loop.loc))
+        yields = self.region_yields(loop.body, after, {id(arg): value
+                                                       for arg, value in zip(loop.carried_args, after.args)})
+        names = [arg.hint or f"#{arg.index}" for arg in loop.carried_args]
+        for name, declared, value in zip(names, types, yields):
+            if not carried_type_fits(declared, value):
+                got = "None" if value is None else value.type
+                raise CompileError(f"loop-carried '{name}' changes type in the loop: it enters as {declared} "
+                                   f"and the body makes it {got}", loop.loc)
+        after.append(Op("yield", yields, [], loc=loop.loc))
+        self.block.append(op)
+        for result, value in zip(loop.results, op.results):
+            self.scopes[-1][id(result)] = value
 
     def loop(self, loop: ForRange) -> None:
         start, stop, step = (self.expr(b) for b in (loop.start, loop.stop, loop.step))
@@ -84,9 +178,9 @@ class Lowerer:
             self.scopes[-1][id(result)] = value
 
     def _check_loop_header(self, op: Op, loop: ForRange) -> None:
-        for operand, what in zip(op.operands[:2], ("start", "stop")):
+        for operand, what in zip(op.operands[:3], ("start", "stop", "step")):
             t = operand_type(operand)
-            if t is None or concrete(t) != I32:
+            if t is None or isinstance(t, BlockType) or concrete(t) != I32:
                 raise CompileError(f"the loop {what} must be an i32 scalar, got {t}", loop.loc)
 
     # ---- expressions ----------------------------------------------------------------

@@ -167,18 +167,33 @@ SSA_CASES = {
 # ---- kernel sources ----------------------------------------------------------------------
 
 SOURCE_CASES = {
-    "while_loop": Case({"kernel.py": kernel("""
-        while n > 0:
+    "while_true": Case({"kernel.py": kernel("""
+        while True:
             n = n - 1
-        """)}, COMPILE, "'while' loops are not supported in kernels", line_has="while"),
-    "if_on_runtime_value": Case({"kernel.py": kernel("""
-        if n > 0:
+        """)}, COMPILE, "this 'while' condition is always true, so the loop would never end", line_has="while",
+        caret_at="True"),
+    "if_on_tile": Case({"kernel.py": kernel("""
+        if offs > 0:
             tl.store(out_ptr + offs, 1.0)
-        """)}, COMPILE, "'if' on a runtime value is not supported; use tl.where", line_has="if n",
-        caret_at="n > 0"),
+        """)}, COMPILE, "the condition of an 'if' must be a scalar, got a tile (vector<64 x bool>); "
+        "use tl.where", line_has="if offs", caret_at="offs > 0"),
+    "while_on_tile": Case({"kernel.py": kernel("""
+        while offs > n:
+            n = n + 1
+        """)}, COMPILE, "the condition of a 'while' must be a scalar, got a tile", line_has="while offs",
+        caret_at="offs > n"),
     "return_in_kernel": Case({"kernel.py": kernel("""
         return offs
-        """)}, COMPILE, "'return' is not supported in a kernel", line_has="return"),
+        """)}, COMPILE, "a kernel cannot return a value; store results through pointers", line_has="return"),
+    "return_inside_a_loop": Case({"kernel.py": kernel("""
+        for i in range(n):
+            if i > 2:
+                return
+        """)}, COMPILE, "'return' inside a loop is not supported in kernels", line_has="return"),
+    "continue": Case({"kernel.py": kernel("""
+        for i in range(n):
+            continue
+        """)}, COMPILE, "'continue' is not supported in kernels (as in Triton)", line_has="continue"),
     "unknown_language_function": Case({"kernel.py": kernel("""
         y = tl.foo(offs)
         """)}, COMPILE, "'foo' is not part of mytriton.language", line_has="tl.foo"),
@@ -198,25 +213,16 @@ SOURCE_CASES = {
             pass
         """)}, COMPILE, "tl.static_range needs compile-time integer bounds", line_has="static_range",
         caret_at="n)"),
-    "assigning_the_loop_variable": Case({"kernel.py": kernel("""
-        for i in range(n):
-            i = i + 1
-        """)}, COMPILE, "the loop variable 'i' cannot be assigned in a runtime loop", line_has="i = i + 1"),
-    "runtime_step": Case({"kernel.py": kernel("""
-        for i in range(0, n, n):
+    "float_step": Case({"kernel.py": kernel("""
+        for i in range(0, n, 0.5):
             pass
-        """)}, COMPILE, "the step of a runtime loop must be a compile-time integer", line_has="range(0, n, n)",
-        caret_at="n)"),
+        """)}, COMPILE, "the loop step must be an integer, got the constant 0.5", line_has="range(0, n, 0.5)",
+        caret_at="0.5)"),
     "zero_step": Case({"kernel.py": kernel("""
         for i in range(0, n, 0):
             pass
-        """)}, COMPILE, "the step of a runtime loop must be positive, got 0", line_has="range(0, n, 0)",
+        """)}, COMPILE, "range step cannot be zero", line_has="range(0, n, 0)",
         caret_at="0)"),
-    "negative_step": Case({"kernel.py": kernel("""
-        for i in range(0, n, -1):
-            pass
-        """)}, COMPILE, "the step of a runtime loop must be positive, got -1", line_has="range(0, n, -1)",
-        caret_at="-1)"),
     "carried_value_changes_shape": Case({"kernel.py": kernel("""
         acc = 0.0
         for i in range(n):
@@ -290,9 +296,9 @@ PIPE_CASES = {
         {"kernel.py": TYPE_ERROR_KERNEL}, ["lower", "-o", "{out}"], "'load' needs a pointer, got i32",
         line_has="tl.load(n)", before=[["parse", "kernel.py"], ["trace", *TYPED]]),
     # `trace` reads the bundle `parse` printed.
-    "runtime_if_found_by_trace": Case(
-        {"kernel.py": SOURCE_CASES["if_on_runtime_value"].files["kernel.py"]}, ["trace", "-o", "{out}"],
-        "'if' on a runtime value is not supported", line_has="if n", caret_at="n > 0",
+    "while_true_found_by_trace": Case(
+        {"kernel.py": SOURCE_CASES["while_true"].files["kernel.py"]}, ["trace", "-o", "{out}"],
+        "this 'while' condition is always true", line_has="while True", caret_at="True",
         before=[["parse", "kernel.py"]]),
     # `verify` checks the SSA `lower` printed; a hand-broken type points at the kernel line.
     "verifier_error_after_lower": Case(
@@ -381,7 +387,7 @@ def test_verifier_error_notes_the_offending_op(results):
     assert "note: in: %2 = add %1, 1.0 : i32 @8:17" in result.stderr.decode().splitlines()
 
 
-@pytest.mark.parametrize("name", ["while_loop", "ssa_missing_comma", "type_error_found_by_lower"])
+@pytest.mark.parametrize("name", ["while_true", "ssa_missing_comma", "type_error_found_by_lower"])
 def test_error_leaves_an_existing_output_file_untouched(tmp_path, name):
     (tmp_path / "out").mkdir()
     target = tmp_path / "out" / "result.txt"
@@ -396,14 +402,14 @@ def test_trace_of_a_bundle_quotes_the_source_from_the_bundle(tmp_path):
     """The bundle carries the kernel's lines: the caret line shows even when
     the source file is gone by the time `trace` reads it."""
     source = tmp_path / "kernel.py"
-    source.write_text(SOURCE_CASES["if_on_runtime_value"].files["kernel.py"])
+    source.write_text(SOURCE_CASES["while_true"].files["kernel.py"])
     bundle = cli(["parse", "kernel.py"], tmp_path)
     assert bundle.returncode == 0, bundle.stderr.decode()
-    text = next(line for line in source.read_text().splitlines() if "if n > 0" in line)
+    text = next(line for line in source.read_text().splitlines() if "while True" in line)
     source.unlink()
     result = cli(["trace"], tmp_path, bundle.stdout)
     assert result.returncode == 1
-    assert result.stderr.decode().splitlines()[1:3] == [text, " " * text.index("n > 0") + "^"]
+    assert result.stderr.decode().splitlines()[1:3] == [text, " " * text.index("True") + "^"]
 
 
 # ---- errors with no place in a file ---------------------------------------------------------

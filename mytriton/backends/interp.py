@@ -286,8 +286,8 @@ class _State:
 
     def run_block(self, block: Block, active: np.ndarray) -> None:
         for op in block.ops:
-            if op.name == "yield":
-                continue  # read by the enclosing loop
+            if op.name in ("yield", "condition"):
+                continue  # read by the enclosing loop, if or while
             handler = HANDLERS.get(op.name)
             if handler is None:
                 raise CompileError(f"the interpreter does not support '{op.name}'", op.loc)
@@ -985,3 +985,57 @@ def _device_assert(st: _State, op: Op, active: np.ndarray) -> None:
     if _any(failed):
         msg = printable(op.attrs["msg"])
         _fault(st, op, "device_assert failed" + (f": {msg}" if msg else ""), failed, enabled, failed[enabled])
+
+
+# ---- if and while ---------------------------------------------------------------------------------
+# Each program takes its own branch and runs its own number of iterations:
+# a region runs for the programs whose mask is set (stores are masked by it);
+# values are computed for every program and chosen per program.
+
+
+@handles("if")
+def _if(st: _State, op: Op, active: np.ndarray) -> list[np.ndarray]:
+    cond = np.array(st.full(op.operands[0], BOOL))
+    chosen = []
+    for region, mask in zip(op.regions, (active & cond, active & ~cond)):
+        if not mask.any():
+            chosen.append(None)
+            continue
+        st.run_block(region, mask)
+        terminator = region.ops[-1]
+        # Copies: a later store must not change a yielded load.
+        chosen.append([np.array(st.full(y, r.type)) for y, r in zip(terminator.operands, op.results)])
+    then_values, else_values = chosen
+    results = []
+    for i, result in enumerate(op.results):
+        if then_values is None and else_values is None:
+            results.append(np.zeros((st.P, *shape_of(result.type)), np_dtype(result.type)))
+        elif else_values is None:
+            results.append(then_values[i])
+        elif then_values is None:
+            results.append(else_values[i])
+        else:
+            results.append(np.where(_lanes(cond, _rank(result.type)), then_values[i], else_values[i]))
+    return results
+
+
+@handles("while")
+def _while(st: _State, op: Op, active: np.ndarray) -> list[np.ndarray]:
+    before, after = op.regions
+    carried = [np.array(st.full(init, result.type)) for init, result in zip(op.operands, op.results)]
+    condition, terminator = before.ops[-1], after.ops[-1]
+    running = active.copy()
+    while True:
+        for arg, value in zip(before.args, carried):
+            st.env[arg] = value
+        st.run_block(before, running)
+        running = running & np.array(st.full(condition.operands[0], BOOL))
+        if not running.any():
+            return carried
+        for arg, value in zip(after.args, carried):
+            st.env[arg] = value
+        st.run_block(after, running)
+        carried = [
+            np.where(_lanes(running, _rank(result.type)), st.full(y, result.type), old)
+            for y, old, result in zip(terminator.operands, carried, op.results)
+        ]

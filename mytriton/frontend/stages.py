@@ -12,7 +12,9 @@ from mytriton.frontend.source import (
 from mytriton.frontend.syntax import check_function
 from mytriton.frontend.tracer import trace_kernel
 from mytriton.ir import opdefs
-from mytriton.ir.tree import Arg, ForRange, LoopCarry, LoopResult, Node, ParamRef, Stmt, TreeKernel, Yield
+from mytriton.ir.tree import (
+    Arg, ForRange, IfStmt, LoopCarry, LoopResult, Node, ParamRef, Stmt, TreeKernel, WhileLoop, Yield,
+)
 from mytriton.language import DTYPES
 from mytriton.types import BOOL, F16, F32, F64, I32, SCALARS, PointerType, ScalarType, Type
 
@@ -268,15 +270,20 @@ def trace_stage(text: str, file: str, defines: dict[str, Any] | None = None,
 def pointer_params(kernel: TreeKernel) -> set[str]:
     """Parameters used as the base of an address through which an op reads
     or writes global memory (a load's or a store's)."""
-    loops: dict[int, ForRange] = {}
+    loops: dict[int, ForRange | WhileLoop] = {}
     found: set[str] = set()
 
     def index_loops(stmts: list[Stmt]) -> None:
         for stmt in stmts:
-            if isinstance(stmt, ForRange):
+            if isinstance(stmt, (ForRange, WhileLoop)):
                 for arg in stmt.carried_args:
                     loops[id(arg)] = stmt
                 index_loops(stmt.body)
+            if isinstance(stmt, WhileLoop):
+                index_loops(stmt.before)
+            if isinstance(stmt, IfStmt):
+                index_loops(stmt.then_body)
+                index_loops(stmt.else_body)
 
     def bases(expr: Arg, seen: set[int]) -> set[str]:
         if id(expr) in seen:
@@ -286,6 +293,10 @@ def pointer_params(kernel: TreeKernel) -> set[str]:
             return {expr.name}
         if isinstance(expr, LoopCarry):
             return bases(loops[id(expr)].carried_inputs[expr.index], seen)
+        if isinstance(expr, LoopResult) and isinstance(expr.loop, IfStmt):
+            branches = (expr.loop.then_body, expr.loop.else_body)
+            return set().union(*(bases(b[-1].values[expr.index], seen) for b in branches
+                                 if b and isinstance(b[-1], Yield)))
         if isinstance(expr, LoopResult):
             return bases(expr.loop.carried_inputs[expr.index], seen)
         if not isinstance(expr, Node):
@@ -303,6 +314,12 @@ def pointer_params(kernel: TreeKernel) -> set[str]:
         for stmt in stmts:
             if isinstance(stmt, ForRange):
                 visit(stmt.body)
+            elif isinstance(stmt, WhileLoop):
+                visit(stmt.before)
+                visit(stmt.body)
+            elif isinstance(stmt, IfStmt):
+                visit(stmt.then_body)
+                visit(stmt.else_body)
             elif not isinstance(stmt, Yield):
                 address = opdefs.global_address(stmt.node.op)
                 if address is not None:

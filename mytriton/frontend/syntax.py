@@ -20,7 +20,8 @@ TL_RANGE_OPTIONS = ("num_stages", "loop_unroll_factor", "disallow_acc_multi_buff
 PYTHON_BUILTINS = ("range", "min", "max", "float", "int", "abs", "len", "bool", "print")
 HOST_FUNCTIONS = ("mytriton.cdiv",)
 
-_STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.For, ast.If, ast.Pass, ast.Return)
+_STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.For, ast.If, ast.Pass, ast.Return,
+               ast.While)
 _EXPRESSIONS = (
     ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.BinOp, ast.UnaryOp, ast.Compare,
     ast.BoolOp, ast.IfExp, ast.Subscript, ast.Tuple, ast.List, ast.Slice, ast.keyword,
@@ -31,9 +32,8 @@ _UNARY = (ast.USub, ast.UAdd, ast.Not, ast.Invert)
 _COMPARE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 
 _NAMED = {
-    ast.While: "'while' loops are not supported in kernels; use 'for ... in range(...)'",
-    ast.Break: "'break' is not supported in kernels",
-    ast.Continue: "'continue' is not supported in kernels",
+    ast.Break: "'break' is not supported in kernels (as in Triton); put the exit test in the loop's condition",
+    ast.Continue: "'continue' is not supported in kernels (as in Triton); guard the rest of the body with 'if'",
     ast.With: "'with' is not supported in kernels",
     ast.Try: "'try' is not supported in kernels",
     ast.Raise: "'raise' is not supported in kernels",
@@ -125,13 +125,27 @@ class SyntaxChecker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Return(self, node: ast.Return) -> None:
-        if self.entry:
-            raise self.error("'return' is not supported in a kernel; store results through pointers", node)
+        if self.entry and node.value is not None:
+            raise self.error("a kernel cannot return a value; store results through pointers", node)
         self.generic_visit(node)
+
+    def visit_While(self, node: ast.While) -> None:
+        if node.orelse:
+            raise self.error("'while/else' is not supported in kernels", node.orelse[0])
+        self._no_return_inside(node)
+        self.generic_visit(node)
+
+    def _no_return_inside(self, loop: ast.For | ast.While) -> None:
+        """An early return leaves the kernel; inside a loop it would need
+        'break', which kernels do not have (as in Triton)."""
+        for node in ast.walk(loop):
+            if isinstance(node, ast.Return):
+                raise self.error("'return' inside a loop is not supported in kernels", node)
 
     def visit_For(self, node: ast.For) -> None:
         if node.orelse:
             raise self.error("'for/else' is not supported in kernels", node.orelse[0])
+        self._no_return_inside(node)
         if not isinstance(node.target, ast.Name):
             raise self.error("a loop variable must be a single name", node.target)
         call = node.iter

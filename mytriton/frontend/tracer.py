@@ -5,10 +5,18 @@ Python; everything that depends on runtime data becomes a tree expression.
 ``range`` with constant bounds and ``tl.static_range`` unroll; ``range`` with a
 runtime bound becomes a ``ForRange`` region, traced in its own ``Region``
 that records what it captures from outside (first seed chapter).
+
+Control flow on runtime values is structured: ``if`` becomes an ``IfStmt``
+whose branches yield the names they assign that exist after it; ``while``
+a ``WhileLoop`` carrying the names its body assigns. An ``if`` on a
+constant is resolved here. An early ``return`` in a kernel makes the rest of
+the kernel part of the ``if`` that holds it: the statements after such an
+``if`` are traced at the end of each branch that does not return first.
 """
 from __future__ import annotations
 
 import ast
+import contextlib
 import operator
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -18,8 +26,8 @@ from mytriton.frontend.source import KernelModule, Unresolved
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import Const
 from mytriton.ir.tree import (
-    Arg, Effect, Expr, ForRange, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
-    TreeKernel, Yield,
+    Arg, Effect, Expr, ForRange, IfStmt, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
+    TreeKernel, WhileLoop, Yield,
 )
 from mytriton.language import CONSTANTS, DTYPES
 from mytriton.language.math import FUNCTIONS as MATH_NAMESPACE
@@ -246,8 +254,24 @@ class Tracer:
 
     # ---- statements -------------------------------------------------------------
     def run(self, stmts: list[ast.stmt]) -> None:
-        for stmt in stmts:
-            self.statement(stmt)
+        pending = list(stmts)
+        i = 0
+        while i < len(pending):
+            stmt = pending[i]
+            if isinstance(stmt, ast.If):
+                condition = self.eval(stmt.test)
+                rest = pending[i + 1:]
+                if not isinstance(condition, Expr):
+                    # Resolved while tracing: the chosen branch, then the rest.
+                    pending, i = [*(stmt.body if condition else stmt.orelse), *rest], 0
+                    continue
+                if _may_return(stmt):
+                    self.runtime_if(stmt, condition, rest)
+                    return  # the rest was traced inside the branches
+                self.runtime_if(stmt, condition, [])
+            else:
+                self.statement(stmt)
+            i += 1
 
     def statement(self, stmt: ast.stmt) -> None:
         method = getattr(self, f"stmt_{type(stmt).__name__}", None)
@@ -296,11 +320,126 @@ class Tracer:
         raise _Return(self.eval(stmt.value) if stmt.value is not None else None)
 
     def stmt_If(self, stmt: ast.If) -> None:
-        condition = self.eval(stmt.test)
-        if isinstance(condition, Expr):
-            raise self.error("'if' on a runtime value is not supported; use tl.where(condition, a, b)",
-                             stmt.test)
-        self.run(stmt.body if condition else stmt.orelse)
+        self.run([stmt])
+
+    def nesting(self) -> int:
+        nesting, region = 0, self.region
+        while region.parent is not None:
+            nesting, region = nesting + 1, region.parent
+        return nesting
+
+    def check_carried(self, names: list[str], assigned: dict[str, ast.AST], what: str) -> None:
+        for n in names:
+            if not (is_number(self.env[n]) or isinstance(self.env[n], Expr)):
+                raise self.error(f"'{n}' holds {describe(self.env[n])}, which {what} cannot carry", assigned[n])
+
+    def branch(self, stmts: list[ast.stmt]) -> tuple[Region, dict[str, Any]]:
+        """Trace one branch of a runtime ``if`` in its own region and
+        environment; a ``return`` ends it (the kernel's rest is not in it)."""
+        region = Region(self.region)
+        env = dict(self.env)
+        tracer = Tracer(self.module, self.kernel, region, env, self.depth, self.budget)
+        try:
+            tracer.run(stmts)
+        except _Return:
+            if self.depth > 0:  # the syntax check allows a helper's return only at its end
+                raise
+            env.clear()  # the kernel ended on this path: nothing flows out of it
+        return region, env
+
+    def runtime_if(self, stmt: ast.If, condition: Expr, rest: list[ast.stmt]) -> None:
+        """An ``if`` on a runtime scalar: an ``IfStmt`` whose branches yield
+        the values of the names either assigns that exist after it. ``rest``
+        (the statements after it, when a branch returns) goes at the end of
+        each branch that does not end with a return."""
+        if self.nesting() >= MAX_LOOP_NESTING:
+            raise self.error(f"runtime loops and ifs nest more than {MAX_LOOP_NESTING} deep (MAX_LOOP_NESTING)",
+                             stmt)
+        self.region.reference(condition)
+        then_stmts = stmt.body if _always_returns(stmt.body) else [*stmt.body, *rest]
+        else_stmts = stmt.orelse if _always_returns(stmt.orelse) else [*stmt.orelse, *rest]
+        then_region, then_env = self.branch(then_stmts)
+        else_region, else_env = self.branch(else_stmts)
+        loc = self.loc(stmt)
+        names: list[str] = []
+        assigned = assigned_names([*stmt.body, *stmt.orelse]) if not rest else {}
+        for n in assigned:
+            if n not in then_env or n not in else_env:
+                continue  # assigned in one branch only (or after a return): not visible after the if
+            a, b = then_env[n], else_env[n]
+            if a is b:
+                self.env[n] = a
+            elif isinstance(a, Expr) or isinstance(b, Expr) or (is_number(a) and is_number(b)):
+                names.append(n)
+            elif type(a) is type(b) and a == b:
+                self.env[n] = a  # the same constant (a dtype, a tuple) either way
+            else:
+                raise self.error(f"'{n}' holds {describe(a)} after one branch of this runtime 'if' and "
+                                 f"{describe(b)} after the other; only runtime values and numbers can differ "
+                                 "between branches", assigned[n])
+        for region, env in ((then_region, then_env), (else_region, else_env)):
+            values = tuple(env[n] for n in names)
+            for n, value in zip(names, values):
+                self.check_literal(value, stmt)
+                region.reference(value)
+            region.stmts.append(Yield(values, loc))
+        captures = {**then_region.captures, **else_region.captures}
+        node = IfStmt(condition, tuple(captures.values()), then_region.stmts, else_region.stmts, (), loc)
+        node.results = tuple(LoopResult(node, i, hint=n) for i, n in enumerate(names))
+        for result in node.results:
+            self.region.own(result)
+        self.region.stmts.append(node)
+        self.env.update(zip(names, node.results))
+
+    def stmt_While(self, stmt: ast.While) -> None:
+        """A ``while`` on a runtime condition: a ``WhileLoop`` carrying the
+        names its body assigns that exist before it. A condition that is a
+        constant is false (no loop) or true (refused: without 'break' the
+        loop could never end)."""
+        if self.nesting() >= MAX_LOOP_NESTING:
+            raise self.error(f"runtime loops nest more than {MAX_LOOP_NESTING} deep (MAX_LOOP_NESTING)", stmt)
+        assigned = assigned_names(stmt.body)
+        carried = [n for n in assigned if n in self.env]
+        self.check_carried(carried, assigned, "a while loop")
+        inputs = tuple(self.env[n] for n in carried)
+        carried_args = tuple(LoopCarry(i, hint=n) for i, n in enumerate(carried))
+        before_region, body_region = Region(self.region), Region(self.region)
+        for arg in carried_args:
+            before_region.own(arg)
+            body_region.own(arg)
+        before_env = {**self.env, **dict(zip(carried, carried_args))}
+        before = Tracer(self.module, self.kernel, before_region, before_env, self.depth, self.budget)
+        condition = before.eval(stmt.test)
+        if not isinstance(condition, Expr):
+            if condition:
+                raise self.error("this 'while' condition is always true, so the loop would never end "
+                                 "('break' is not supported)", stmt.test)
+            return  # never entered
+        before_region.reference(condition)
+        for n, value in zip(carried, inputs):
+            self.check_literal(value, assigned[n])
+            self.region.reference(value)
+        body_env = {**self.env, **dict(zip(carried, carried_args))}
+        body = Tracer(self.module, self.kernel, body_region, body_env, self.depth, self.budget)
+        body.run(stmt.body)
+        outputs = tuple(body_env[n] for n in carried)
+        for n, value in zip(carried, outputs):
+            if not (is_number(value) or isinstance(value, Expr)):
+                raise self.error(f"'{n}' holds {describe(value)} at the end of the loop body", assigned[n])
+            self.check_literal(value, assigned[n])
+            body_region.reference(value)
+        loc = self.loc(stmt)
+        body_region.stmts.append(Yield(outputs, loc))
+        captures = {**before_region.captures, **body_region.captures}
+        for arg in carried_args:
+            captures.pop(id(arg), None)
+        loop = WhileLoop(tuple(captures.values()), inputs, carried_args, before_region.stmts, condition,
+                         body_region.stmts, (), loc)
+        loop.results = tuple(LoopResult(loop, i, hint=n) for i, n in enumerate(carried))
+        for result in loop.results:
+            self.region.own(result)
+        self.region.stmts.append(loop)
+        self.env.update(zip(carried, loop.results))
 
     def stmt_For(self, stmt: ast.For) -> None:
         call = stmt.iter
@@ -364,33 +503,37 @@ class Tracer:
 
     def runtime_loop(self, stmt: ast.For, start: Any, stop: Any, step: Any,
                      options: dict[str, Any] | None = None) -> None:
+        """A ``range`` with a runtime bound or step, as Triton's ``scf.for``:
+        a runtime step is assumed positive (a step <= 0 runs no iteration on
+        the GPU; the interpreter reports it); a negative constant step counts
+        down, as Triton does it: the loop runs over ``range(stop, start, -step)``
+        and the body sees ``start - (i - stop)``. The loop variable may be
+        rebound in the body (``i = tl.multiple_of(i, 16)``): the rebinding is
+        a new value for the rest of that iteration, not a carried value."""
         call = stmt.iter
         step_node = call.args[2] if len(call.args) == 3 else call
-        if type(step) is not int:
-            raise self.error("the step of a runtime loop must be a compile-time integer", step_node)
-        if step <= 0:
-            raise self.error(f"the step of a runtime loop must be positive, got {step}", step_node)
-        if step >= 2**31:  # the induction variable is i32
-            raise self.error(f"the step of a runtime loop must fit i32, got {_short(step)}", step_node)
+        descending = False
+        if type(step) is int:
+            if step == 0:
+                raise self.error("range step cannot be zero", step_node)
+            if step < 0:
+                descending, step = True, -step
+            if step >= 2**31:  # the induction variable is i32
+                raise self.error(f"the step of a runtime loop must fit i32, got {_short(step)}", step_node)
+        elif not isinstance(step, Expr):
+            raise self.error(f"the loop step must be an integer, got {describe(step)}", step_node)
         for bound, what in ((start, "start"), (stop, "stop")):
             if not (type(bound) is int or isinstance(bound, Expr)):
                 raise self.error(f"the loop {what} must be an integer, got {describe(bound)}", call)
-        nesting, region = 0, self.region
-        while region.parent is not None:
-            nesting, region = nesting + 1, region.parent
-        if nesting >= MAX_LOOP_NESTING:  # reachable through @jit helpers that loop
+        if self.nesting() >= MAX_LOOP_NESTING:  # reachable through @jit helpers that loop
             raise self.error(f"runtime loops nest more than {MAX_LOOP_NESTING} deep (MAX_LOOP_NESTING)", stmt)
         name = stmt.target.id
         assigned = assigned_names(stmt.body)
-        if name in assigned:
-            raise self.error(f"the loop variable '{name}' cannot be assigned in a runtime loop",
-                             assigned[name])
-        carried = [n for n in assigned if n in self.env]
-        for n in carried:
-            if not (is_number(self.env[n]) or isinstance(self.env[n], Expr)):
-                raise self.error(f"'{n}' holds {describe(self.env[n])}, which a runtime loop cannot carry",
-                                 assigned[n])
-        for bound in (start, stop):
+        carried = [n for n in assigned if n in self.env and n != name]
+        self.check_carried(carried, assigned, "a runtime loop")
+        if descending:
+            start, stop = stop, start
+        for bound in (start, stop, step):
             self.check_literal(bound, call)
             self.region.reference(bound)
         inputs = tuple(self.env[n] for n in carried)
@@ -405,9 +548,10 @@ class Tracer:
             body_region.own(arg)
         self._carried_types(carried_args, inputs, stmt)
         body_env = dict(self.env)
-        body_env[name] = index
         body_env.update(zip(carried, carried_args))
         body = Tracer(self.module, self.kernel, body_region, body_env, self.depth, self.budget)
+        body_env[name] = body.make("sub", (stop, body.make("sub", (index, start), stmt.target)), stmt.target) \
+            if descending else index
         body.run(stmt.body)
         outputs = tuple(body_env[n] for n in carried)
         for n, value in zip(carried, outputs):
@@ -732,6 +876,21 @@ _PY_BUILTINS: dict[str, Callable[..., Any]] = {
 }
 
 
+def _may_return(stmt: ast.stmt) -> bool:
+    return any(isinstance(node, ast.Return) for node in ast.walk(stmt))
+
+
+def _always_returns(stmts: list[ast.stmt]) -> bool:
+    """Whether running ``stmts`` always ends in a return (so what follows
+    them in the kernel is never reached from them)."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, ast.Return):
+        return True
+    return isinstance(last, ast.If) and _always_returns(last.body) and _always_returns(last.orelse)
+
+
 def _range_parts(parts: list[Any]) -> tuple[Any, Any, Any]:
     if len(parts) == 1:
         return 0, parts[0], 1
@@ -826,6 +985,8 @@ def trace_kernel(module: KernelModule, name: str, constexprs: dict[str, Any],
     budget = TraceBudget()
     budget.probing = probing
     tracer = Tracer(module, kernel, region, env, budget=budget)
-    tracer.run(fn.body)
+    # A return at the kernel's top level: the statements after it never run.
+    with contextlib.suppress(_Return):
+        tracer.run(fn.body)
     kernel.body = region.stmts
     return kernel, budget.asked_types

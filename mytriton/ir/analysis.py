@@ -89,6 +89,17 @@ def pointer_bases(value: Value) -> set[Param]:
                 yielded = op.regions[0].ops[-1].operands[v.index]
                 if isinstance(yielded, Value):
                     work.append(yielded)
+            elif op.name in ("if", "while"):
+                if op.name == "while":
+                    work.append(op.operands[v.index])
+                regions = op.regions if op.name == "if" else op.regions[1:]
+                work.extend(o for r in regions for o in r.ops[-1].operands[v.index:v.index + 1]
+                            if isinstance(o, Value))
+        elif isinstance(v, BlockArg) and v.block.parent is not None and v.block.parent.name == "while":
+            work.append(v.block.parent.operands[v.index])
+            yielded = v.block.parent.regions[1].ops[-1].operands[v.index]
+            if isinstance(yielded, Value):
+                work.append(yielded)
         elif isinstance(v, BlockArg) and v.index > 0:
             loop = v.block.parent
             if loop is not None:
@@ -129,7 +140,7 @@ def is_materialized(value: Value) -> bool:
     if not isinstance(value, OpResult):
         return False
     opdef = opdefs.lookup(value.op.name)
-    return value.op.name == "for" or (opdef is not None and opdef.materialised)
+    return value.op.name in ("for", "if", "while") or (opdef is not None and opdef.materialised)
 
 
 def reaches_materialized(value: object) -> bool:

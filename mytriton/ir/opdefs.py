@@ -605,6 +605,16 @@ _register(OpDef("yield", (), _none, control=True))
 # ``for`` has a region and variadic operands; the verifier checks it by hand.
 _register(OpDef("for", ("start", "stop", "step"), _none, control=True))
 
+# ---- control flow ----
+# ``if`` and ``while`` have regions and variadic results; the verifier checks
+# them by hand (passes/verify.py), as it does ``for``. ``condition`` ends a
+# ``while`` op's condition region: the loop goes on while its operand is true.
+_register(OpDef("if", ("cond",), _none, control=True,
+                doc="runs its then-region when cond is true, else its else-region; results are the yields"))
+_register(OpDef("while", (), _none, control=True,
+                doc="carried values; runs the body region while the condition region's condition holds"))
+_register(OpDef("condition", ("cond",), _none, control=True, doc="ends a while op's condition region"))
+
 _register(OpDef("convert_layout", ("x",), _convert_layout, materialised=True,
                 doc="the same tile in the layout its result type names (the layouts stage adds these)"))
 

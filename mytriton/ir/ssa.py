@@ -184,6 +184,40 @@ def for_yield(op: Op) -> Op | None:
     return ops[-1] if ops and ops[-1].name == "yield" else None
 
 
+# ---- structured if and while ----------------------------------------------
+# An ``if`` op's one operand is its i1 condition; its two regions (then, else)
+# have no arguments and each ends with a ``yield`` of the op's results.
+# A ``while`` op's operands are the initial carried values; its first region
+# (the condition) and its second (the body) both take the carried values as
+# arguments; the first ends with ``condition %c`` (go on while %c), the second
+# with a ``yield`` of the next carried values; its results are the carried
+# values when the condition first fails.
+
+
+def make_if(cond: Operand, result_types: list[Type], loc: Location | None) -> Op:
+    return Op("if", [cond], result_types, loc=loc, regions=[Block(), Block()])
+
+
+def make_while(inits: list[Operand], carried_types: list[Type], loc: Location | None) -> Op:
+    return Op("while", list(inits), carried_types, loc=loc,
+              regions=[Block(list(carried_types)), Block(list(carried_types))])
+
+
+def region_terminator(block: Block) -> Op | None:
+    """The ``yield`` or ``condition`` ending a region, if it has one."""
+    ops = block.ops
+    return ops[-1] if ops and ops[-1].name in ("yield", "condition") else None
+
+
+def yield_types(terminator: Op) -> list[Type]:
+    """The types the operands of a ``yield`` stand for: a loop's carried
+    values, an ``if``'s or a ``while``'s results."""
+    owner = terminator.parent.parent
+    if owner.name == "for":
+        return [arg.type for arg in for_carried(owner)]
+    return [result.type for result in owner.results]
+
+
 # ---- walking ----------------------------------------------------------------
 
 
@@ -282,5 +316,17 @@ def drop_loop_lanes(op: Op, dead: set[int]) -> None:
     op.results = [op.results[i] for i in keep]
     for index, arg in enumerate(body.args):
         arg.index = index
+    for index, result in enumerate(op.results):
+        result.index = index
+
+
+def drop_if_results(op: Op, dead: set[int]) -> None:
+    """Remove the results numbered in ``dead`` from an ``if`` op, with the
+    values both branches yield for them. Nothing may still read them."""
+    keep = [i for i in range(len(op.results)) if i not in dead]
+    for region in op.regions:
+        terminator = region.ops[-1]
+        terminator.operands = [terminator.operands[i] for i in keep]
+    op.results = [op.results[i] for i in keep]
     for index, result in enumerate(op.results):
         result.index = index

@@ -15,7 +15,7 @@ import lark
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.grammar import parse_text, rule
-from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Param, Value, make_for, walk
+from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Param, Value, make_for, make_if, make_while, walk
 from mytriton.ir.text_common import (
     TextReader, check_text_limits, format_attr, format_header, format_literal, format_loc, format_loop_attrs,
 )
@@ -136,6 +136,27 @@ def _print_op(op: Op, names: ValueNames, depth: int, lines: list[str], header_on
         _print_block(body, names, depth + 1, lines)
         lines.append(f"{pad}}}")
         return
+    if op.name == "if" and len(op.regions) == 2 and len(op.operands) == 1:
+        lines.append(f"{pad}{prefix}if {names.operand(op.operands[0])}{suffix} {format_loc(op.loc)} {{")
+        if header_only:
+            return
+        _print_block(op.regions[0], names, depth + 1, lines)
+        lines.append(f"{pad}}} else {{")
+        _print_block(op.regions[1], names, depth + 1, lines)
+        lines.append(f"{pad}}}")
+        return
+    if op.name == "while" and len(op.regions) == 2:
+        before, after = op.regions
+        carried = ", ".join(f"{names.operand(arg)} = {names.operand(init)}"
+                            for arg, init in zip(before.args, op.operands))
+        lines.append(f"{pad}{prefix}while ({carried}){suffix} {format_loc(op.loc)} {{")
+        if header_only:
+            return
+        _print_block(before, names, depth + 1, lines)
+        lines.append(f"{pad}}} do ({', '.join(names.operand(arg) for arg in after.args)}) {{")
+        _print_block(after, names, depth + 1, lines)
+        lines.append(f"{pad}}}")
+        return
     args = [names.operand(o) for o in op.operands]
     opdef = opdefs.lookup(op.name)
     attr_order = list(opdef.attrs) if opdef else []
@@ -170,7 +191,7 @@ class _SSAReader(TextReader):
         params = [c for c in rest if isinstance(c, lark.Tree) and rule(c) == "param"]
         constexprs = next((c for c in rest if isinstance(c, lark.Tree) and rule(c) == "constexprs"), None)
         file_loc = next(c for c in rest if isinstance(c, lark.Tree) and rule(c) == "file_loc")
-        items = [c for c in rest if isinstance(c, lark.Tree) and rule(c) in ("op", "for_op")]
+        items = [c for c in rest if isinstance(c, lark.Tree) and rule(c) in _ITEMS]
         warps = next((c for c in rest if isinstance(c, lark.Tree) and rule(c) == "num_warps"), None)
         loc = self.file_loc(file_loc)
         for pname, ptype, _ in self.read_params(params):
@@ -217,7 +238,61 @@ class _SSAReader(TextReader):
         return Const(self.literal(tree.children[0]))
 
     def item(self, tree: lark.Tree) -> Op:
-        return self.for_op(tree) if rule(tree) == "for_op" else self.op(tree)
+        kind = rule(tree)
+        if kind == "for_op":
+            return self.for_op(tree)
+        if kind == "if_op":
+            return self.if_op(tree)
+        if kind == "while_op":
+            return self.while_op(tree)
+        return self.op(tree)
+
+    def if_op(self, tree: lark.Tree) -> Op:
+        results_tree, cond, *rest = tree.children
+        loc_index = next(i for i, c in enumerate(rest) if isinstance(c, lark.Tree) and rule(c) == "loc")
+        types = [self.type(c) for c in rest[:loc_index] if c is not None]
+        result_tokens = results_tree.children if results_tree is not None else []
+        if len(result_tokens) != len(types):
+            raise self.error(f"'if' names {len(result_tokens)} result(s) but gives {len(types)} type(s)",
+                             rest[loc_index])
+        then_items, else_items = _split_regions(rest[loc_index + 1:])
+        op = make_if(self.operand(cond), types, self.loc(rest[loc_index]))
+        for region, items in zip(op.regions, (then_items, else_items)):
+            for item in items:
+                region.append(self.item(item))
+        for token, result in zip(result_tokens, op.results):
+            self.define(token, result)
+        return op
+
+    def while_op(self, tree: lark.Tree) -> Op:
+        results_tree, *rest = tree.children
+        loc_index = next(i for i, c in enumerate(rest) if isinstance(c, lark.Tree) and rule(c) == "loc")
+        pairs = [(c.children[0], c.children[1]) for c in rest[:loc_index]
+                 if isinstance(c, lark.Tree) and rule(c) == "iter_arg"]
+        types = [self.type(c) for c in rest[:loc_index]
+                 if isinstance(c, lark.Tree) and rule(c) != "iter_arg"]
+        before_items, after_items = _split_regions(rest[loc_index + 1:])
+        after_tokens = [c for c in rest[loc_index + 1:] if isinstance(c, lark.Token)]
+        result_tokens = results_tree.children if results_tree is not None else []
+        loc_tree = rest[loc_index]
+        if not (len(result_tokens) == len(types) == len(pairs) == len(after_tokens)):
+            raise self.error(
+                f"a while loop needs as many results, carried values, types and body arguments; got "
+                f"{len(result_tokens)}, {len(pairs)}, {len(types)} and {len(after_tokens)}", loc_tree)
+        inits = [self.operand(init) for _, init in pairs]
+        op = make_while(inits, types, self.loc(loc_tree))
+        before, after = op.regions
+        for (token, _), arg in zip(pairs, before.args):
+            self.define(token, arg)
+        for item in before_items:
+            before.append(self.item(item))
+        for token, arg in zip(after_tokens, after.args):
+            self.define(token, arg)
+        for item in after_items:
+            after.append(self.item(item))
+        for token, result in zip(result_tokens, op.results):
+            self.define(token, result)
+        return op
 
     def op(self, tree: lark.Tree) -> Op:
         results_tree, name, *rest = tree.children
@@ -260,8 +335,8 @@ class _SSAReader(TextReader):
     def for_op(self, tree: lark.Tree) -> Op:
         results_tree, index_token, start, stop, step, attrs_tree, iter_args, *rest = tree.children
         loc_tree = next(c for c in rest if isinstance(c, lark.Tree) and rule(c) == "loc")
-        types = [self.type(c) for c in rest if isinstance(c, lark.Tree) and rule(c) not in ("loc", "op", "for_op")]
-        items = [c for c in rest if isinstance(c, lark.Tree) and rule(c) in ("op", "for_op")]
+        types = [self.type(c) for c in rest if isinstance(c, lark.Tree) and rule(c) not in ("loc", *_ITEMS)]
+        items = [c for c in rest if isinstance(c, lark.Tree) and rule(c) in _ITEMS]
         pairs = [(a.children[0], a.children[1]) for a in iter_args.children] if iter_args is not None else []
         result_tokens = results_tree.children if results_tree is not None else []
         if not (len(result_tokens) == len(types) == len(pairs)):
@@ -281,6 +356,15 @@ class _SSAReader(TextReader):
         for token, result in zip(result_tokens, op.results):
             self.define(token, result)
         return op
+
+
+_ITEMS = ("op", "for_op", "if_op", "while_op")
+
+
+def _split_regions(children: list) -> tuple[list[lark.Tree], list[lark.Tree]]:
+    """The items of the two ``region`` subtrees of an ``if`` or ``while``."""
+    regions = [c for c in children if isinstance(c, lark.Tree) and rule(c) == "region"]
+    return tuple([c for c in r.children if isinstance(c, lark.Tree)] for r in regions)  # type: ignore[return-value]
 
 
 __all__ = ["print_kernel", "op_text", "parse_kernel", "CompileError"]

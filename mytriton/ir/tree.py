@@ -54,7 +54,7 @@ class LoopCarry(Expr):
 
 @dataclass(eq=False)
 class LoopResult(Expr):
-    loop: "ForRange"
+    loop: "ForRange | WhileLoop | IfStmt"  # also the results of a while loop and of an if
     index: int
     hint: str | None = None
 
@@ -102,7 +102,41 @@ class ForRange:
         return last.values if isinstance(last, Yield) else ()
 
 
-Stmt = Let | Effect | Yield | ForRange
+@dataclass(eq=False)
+class IfStmt:
+    """A runtime ``if``: each branch ends with a ``Yield`` of the values the
+    names it assigns hold after it (``results``: what the kernel reads there)."""
+
+    condition: Arg
+    captures: tuple[Expr, ...]
+    then_body: list["Stmt"]
+    else_body: list["Stmt"]
+    results: tuple[LoopResult, ...] = ()
+    loc: Location | None = None
+
+
+@dataclass(eq=False)
+class WhileLoop:
+    """A runtime ``while``: carried values (``LoopCarry``) visible in both the
+    condition region (``before``, then ``condition``) and the body (ending
+    with a ``Yield`` of the next carried values)."""
+
+    captures: tuple[Expr, ...]
+    carried_inputs: tuple[Arg, ...]
+    carried_args: tuple[LoopCarry, ...]
+    before: list["Stmt"]
+    condition: Arg
+    body: list["Stmt"]
+    results: tuple[LoopResult, ...] = ()
+    loc: Location | None = None
+
+    @property
+    def carried_outputs(self) -> tuple[Arg, ...]:
+        last = self.body[-1] if self.body else None
+        return last.values if isinstance(last, Yield) else ()
+
+
+Stmt = Let | Effect | Yield | ForRange | IfStmt | WhileLoop
 
 
 @dataclass
@@ -130,12 +164,18 @@ def children(expr: Arg) -> Iterator[Expr]:
 
 
 def stmt_roots(stmt: Stmt) -> Iterator[Arg]:
-    """The expressions a statement reads in its own region (for a loop: its
-    header and captures, not its body)."""
+    """The expressions a statement reads in its own region (for a loop or an
+    if: its header and captures, not its regions)."""
     if isinstance(stmt, (Let, Effect)):
         yield stmt.node
     elif isinstance(stmt, Yield):
         yield from stmt.values
+    elif isinstance(stmt, IfStmt):
+        yield stmt.condition
+        yield from stmt.captures
+    elif isinstance(stmt, WhileLoop):
+        yield from stmt.captures
+        yield from stmt.carried_inputs
     else:
         yield stmt.start
         yield stmt.stop

@@ -16,8 +16,8 @@ from mytriton.ir.text_common import (
     TextReader, check_text_limits, format_attr, format_header, format_literal, format_loc, format_loop_attrs,
 )
 from mytriton.ir.tree import (
-    Arg, Effect, Expr, ForRange, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
-    TreeKernel, Yield, children, stmt_roots,
+    Arg, Effect, Expr, ForRange, IfStmt, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
+    TreeKernel, WhileLoop, Yield, children, stmt_roots,
 )
 
 INDENT = "  "
@@ -60,6 +60,20 @@ class _TreePrinter:
                     self.named.add(id(capture))
                 for roots in (stmt.start, stmt.stop, stmt.step, *stmt.carried_inputs):
                     self._count(roots, seen)
+                self._count_region(stmt.body, seen)
+            elif isinstance(stmt, IfStmt):
+                for capture in stmt.captures:
+                    self.named.add(id(capture))
+                self._count(stmt.condition, seen)
+                self._count_region(stmt.then_body, seen)
+                self._count_region(stmt.else_body, seen)
+            elif isinstance(stmt, WhileLoop):
+                for capture in stmt.captures:
+                    self.named.add(id(capture))
+                for root in stmt.carried_inputs:
+                    self._count(root, seen)
+                self._count_region(stmt.before, seen)
+                self._count(stmt.condition, seen)
                 self._count_region(stmt.body, seen)
             else:
                 for root in stmt_roots(stmt):
@@ -137,8 +151,41 @@ class _TreePrinter:
                     self.ensure(value, depth)
                 values = ", ".join(self.render(v) for v in stmt.values)
                 self.lines.append(f"{pad}yield{' ' + values if values else ''} {format_loc(stmt.loc)}")
+            elif isinstance(stmt, IfStmt):
+                self.if_stmt(stmt, depth)
+            elif isinstance(stmt, WhileLoop):
+                self.while_loop(stmt, depth)
             else:
                 self.loop(stmt, depth)
+
+    def if_stmt(self, stmt: IfStmt, depth: int) -> None:
+        pad = INDENT * depth
+        for root in (stmt.condition, *stmt.captures):
+            self.ensure(root, depth)
+        head = f"{pad}if {self.render(stmt.condition)}"
+        head += " captures(" + ", ".join(self.render(c) for c in stmt.captures) + ")"
+        head += " -> (" + ", ".join(self._name(r) for r in stmt.results) + ")"
+        self.lines.append(f"{head} {format_loc(stmt.loc)} {{")
+        self.region(stmt.then_body, depth + 1)
+        self.lines.append(f"{pad}}} else {{")
+        self.region(stmt.else_body, depth + 1)
+        self.lines.append(f"{pad}}}")
+
+    def while_loop(self, loop: WhileLoop, depth: int) -> None:
+        pad = INDENT * depth
+        for root in (*loop.captures, *loop.carried_inputs):
+            self.ensure(root, depth)
+        head = f"{pad}while captures(" + ", ".join(self.render(c) for c in loop.captures) + ")"
+        carried = ", ".join(f"{self._name(arg)} = {self.render(init)}"
+                            for arg, init in zip(loop.carried_args, loop.carried_inputs))
+        head += f" iter_args({carried})"
+        head += " -> (" + ", ".join(self._name(r) for r in loop.results) + ")"
+        self.lines.append(f"{head} {format_loc(loop.loc)} {{")
+        self.region(loop.before, depth + 1)
+        self.ensure(loop.condition, depth + 1)
+        self.lines.append(f"{pad}}} condition {self.render(loop.condition)} do {{")
+        self.region(loop.body, depth + 1)
+        self.lines.append(f"{pad}}}")
 
     def loop(self, loop: ForRange, depth: int) -> None:
         pad = INDENT * depth
@@ -202,12 +249,14 @@ class _TreeReader(TextReader):
         self.out = TreeKernel(str(name), [(n, t) for n, t, _ in self.read_params(params)],
                               self.constexprs(constexprs), [], loc, digest=self.source_digest)
         self.param_names = {n for n, _ in self.out.params}
-        stmts = [c for c in trees if rule(c) in ("let", "effect", "for_stmt", "yield_stmt")]
+        stmts = [c for c in trees if rule(c) in _STMTS]
         self.out.body = self.region(stmts, _Scope(None), in_loop=None)
         return self.out
 
-    def region(self, stmts: list[lark.Tree], scope: _Scope, in_loop: list[LoopCarry] | None,
+    def region(self, stmts: list[lark.Tree], scope: _Scope, in_loop: list | None,
                owner: lark.Tree | None = None) -> list[Stmt]:
+        """``in_loop``: what a final ``yield`` must give one value for (a
+        loop's carried values, an if's results); None where no yield may be."""
         out: list[Stmt] = []
         for i, stmt in enumerate(stmts):
             kind = rule(stmt)
@@ -226,17 +275,23 @@ class _TreeReader(TextReader):
             elif kind == "yield_stmt":
                 *values, loc = stmt.children
                 if in_loop is None:
-                    raise self.error("'yield' outside a loop", stmt)
+                    raise self.error("'yield' outside a loop body or an if branch", stmt)
                 if i != len(stmts) - 1:
-                    raise self.error("'yield' must end its loop body", stmt)
+                    raise self.error("'yield' must end its region", stmt)
                 exprs = tuple(self.expr(v, scope) for v in values if v is not None)
                 if len(exprs) != len(in_loop):
-                    raise self.error(f"the loop carries {len(in_loop)} value(s) but yields {len(exprs)}", stmt)
+                    raise self.error(f"the region gives {len(in_loop)} value(s) but yields {len(exprs)}", stmt)
                 out.append(Yield(exprs, self.loc(loc)))
+            elif kind == "if_stmt":
+                out.append(self.if_stmt(stmt, scope))
+            elif kind == "while_stmt":
+                out.append(self.while_loop(stmt, scope))
             else:
                 out.append(self.loop(stmt, scope))
         if in_loop and not (out and isinstance(out[-1], Yield)):
-            raise self.error("a loop that carries values must end with 'yield'", stmts[-1] if stmts else owner)
+            what = "an if branch that gives values" if owner is not None and rule(owner) == "tree_region" \
+                else "a loop that carries values"
+            raise self.error(f"{what} must end with 'yield'", stmts[-1] if stmts else owner)
         return out
 
     def bind(self, scope: _Scope, token: lark.Token, expr: Expr) -> None:
@@ -281,12 +336,65 @@ class _TreeReader(TextReader):
             self.bind(scope, token, result)
         return loop
 
+    def captures(self, tree: lark.Tree | None, scope: _Scope) -> dict[str, Expr]:
+        found: dict[str, Expr] = {}
+        for token in (tree.children if tree is not None else []):
+            if token is not None:
+                found[str(token)] = self.resolve(token, scope)
+        return found
+
+    def result_tokens(self, tree: lark.Tree | None) -> list[lark.Token]:
+        return [t for t in (tree.children if tree is not None else []) if t is not None]
+
+    def if_stmt(self, tree: lark.Tree, scope: _Scope) -> IfStmt:
+        cond_tree, captures_tree, results_tree, loc, then_tree, else_tree = tree.children
+        condition = self.expr(cond_tree, scope)
+        captures = self.captures(captures_tree, scope)
+        tokens = self.result_tokens(results_tree)
+        stmt = IfStmt(condition, tuple(captures.values()), [], [], (), self.loc(loc))
+        expect = [None] * len(tokens)
+        stmt.then_body = self.region(_region_stmts(then_tree), _Scope(scope, captures), expect, then_tree)
+        stmt.else_body = self.region(_region_stmts(else_tree), _Scope(scope, captures), expect, else_tree)
+        stmt.results = tuple(LoopResult(stmt, i) for i in range(len(tokens)))
+        for token, result in zip(tokens, stmt.results):
+            self.bind(scope, token, result)
+        return stmt
+
+    def while_loop(self, tree: lark.Tree, scope: _Scope) -> WhileLoop:
+        captures_tree, iter_tree, results_tree, loc, before_tree, cond_tree, body_tree = tree.children
+        captures = self.captures(captures_tree, scope)
+        before_scope, body_scope = _Scope(scope, captures), _Scope(scope, captures)
+        carried_args: list[LoopCarry] = []
+        inits: list[Arg] = []
+        for item in (iter_tree.children if iter_tree is not None else []):
+            if item is None:
+                continue
+            token, init = item.children
+            inits.append(self.expr(init, scope))
+            carry = LoopCarry(len(carried_args))
+            carried_args.append(carry)
+            self.bind(before_scope, token, carry)
+            body_scope.bindings[str(token)] = carry
+        loop = WhileLoop(tuple(captures.values()), tuple(inits), tuple(carried_args), [], None, [], (),
+                         self.loc(loc))
+        loop.before = self.region(_region_stmts(before_tree), before_scope, None, before_tree)
+        loop.condition = self.expr(cond_tree, before_scope)
+        loop.body = self.region(_region_stmts(body_tree), body_scope, carried_args, tree)
+        tokens = self.result_tokens(results_tree)
+        if len(tokens) != len(carried_args):
+            raise self.error(f"the loop carries {len(carried_args)} value(s) but names "
+                             f"{len(tokens)} result(s)", tree)
+        loop.results = tuple(LoopResult(loop, i) for i in range(len(tokens)))
+        for token, result in zip(tokens, loop.results):
+            self.bind(scope, token, result)
+        return loop
+
     def resolve(self, token: lark.Token, scope: _Scope) -> Expr:
         expr, visible = scope.lookup(str(token))
         if expr is None:
             raise self.error(f"{token} is not bound", token)
         if not visible:
-            raise self.error(f"{token} is bound outside this loop but not listed in its captures", token)
+            raise self.error(f"{token} is bound outside this region but not listed in its captures", token)
         return expr
 
     def expr(self, tree: lark.Tree, scope: _Scope) -> Arg:
@@ -322,6 +430,13 @@ class _TreeReader(TextReader):
         if len(args) != opdef.arity:
             raise self.error(f"'{name}' takes {opdef.arity} argument(s), got {len(args)}", name)
         return Node(str(name), tuple(args), attrs, self.loc(loc))
+
+
+_STMTS = ("let", "effect", "for_stmt", "yield_stmt", "if_stmt", "while_stmt")
+
+
+def _region_stmts(tree: lark.Tree) -> list[lark.Tree]:
+    return [c for c in tree.children if isinstance(c, lark.Tree) and rule(c) in _STMTS]
 
 
 def _hint(binding: str) -> str | None:

@@ -4,8 +4,9 @@
     %b = mul 4, %x : i32      =>     (uses of %b read %a)
 
 An op is replaced only by an equal op that dominates it: one earlier in its
-own block or earlier in an enclosing block (before the loop that holds it),
-never one in a sibling or nested loop body. Two ops are equal when they have
+own block or earlier in an enclosing block (before the loop or if that holds
+it), never one in a sibling or nested region (a loop body, the other branch of
+an if, the other region of a while). Two ops are equal when they have
 the same name, operands (values by identity, literals by type and value),
 attributes and result types; commutative ops compare their operands as an
 unordered pair. Ops that read memory (``load``, ``dot_shared``) are never

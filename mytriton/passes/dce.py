@@ -14,6 +14,14 @@ when one of its lanes or an op in its body is live, and then its bounds are
 read. Everything else goes: unread pure ops (``load`` too, which has no
 effect), lanes that only feed themselves, and loops with neither. Loops
 always terminate, so dropping one cannot change whether the kernel does.
+
+An ``if`` is live when a live op reads one of its results or a live op is in
+one of its regions; then its condition is read, and for each result read,
+both branches' yielded values; unread results go, and so does an ``if`` with
+neither (``if %c { yield %a } else { yield %b }`` with no reader).
+A ``while`` loop need not terminate, so it is always kept, with all its
+carried values (dropping one could turn a loop that never ends into one
+that does).
 """
 from __future__ import annotations
 
@@ -21,11 +29,14 @@ from dataclasses import dataclass
 
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import (
-    BlockArg, Kernel, Op, OpResult, Operand, drop_loop_lanes, erase_op, for_inits, for_yield, walk,
+    BlockArg, Kernel, Op, OpResult, Operand, drop_if_results, drop_loop_lanes, erase_op, for_inits, for_yield,
+    walk,
 )
 
 
 def _has_effect(op: Op) -> bool:
+    if op.name == "while":
+        return True  # it may never end: kept (see the module's docstring)
     opdef = opdefs.lookup(op.name)
     if opdef is not None and opdef.control:
         return False  # loops and yields: decided by what they carry and contain
@@ -43,8 +54,12 @@ class _Liveness:
             self.ops.add(op)
             if op.name == "for":
                 self.pending.extend(op.operands[:3])
+            elif op.name == "while":
+                self.pending.append(op.regions[0].ops[-1].operands[0])  # the condition
+                for index in range(len(op.results)):
+                    self.lane(op, index)
             else:
-                self.pending.extend(op.operands)
+                self.pending.extend(op.operands)  # an if: its condition
             # The body only runs if its loop does.
             block = op.parent
             op = block.parent if block is not None else None
@@ -54,18 +69,26 @@ class _Liveness:
             return
         self.lanes.add((loop, index))
         self.op(loop)
-        self.pending.append(for_inits(loop)[index])
-        self.pending.append(for_yield(loop).operands[index])
+        if loop.name == "if":
+            self.pending.extend(region.ops[-1].operands[index] for region in loop.regions)
+        elif loop.name == "while":
+            self.pending.append(loop.operands[index])
+            self.pending.append(loop.regions[1].ops[-1].operands[index])
+        else:
+            self.pending.append(for_inits(loop)[index])
+            self.pending.append(for_yield(loop).operands[index])
 
     def value(self, value: Operand) -> None:
         if isinstance(value, OpResult):
-            if value.op.name == "for":
+            if value.op.name in ("for", "if", "while"):
                 self.lane(value.op, value.index)
             else:
                 self.op(value.op)
         elif isinstance(value, BlockArg):
             loop = value.block.parent
-            if value.index == 0:
+            if loop.name == "while":
+                self.lane(loop, value.index)
+            elif value.index == 0:
                 self.op(loop)
             else:
                 self.lane(loop, value.index - 1)
@@ -87,12 +110,13 @@ class DCEPass:
         live = _Liveness()
         live.run([op for op in ops if _has_effect(op)])
         for op in ops:
-            if op.name == "yield":
+            if op.name in ("yield", "condition"):
                 continue
             if op not in live.ops:
-                erase_op(op)  # its regions go with it
-            elif op.name == "for":
+                if op.parent is not None:  # not already gone with an enclosing region
+                    erase_op(op)  # its regions go with it
+            elif op.name in ("for", "if"):
                 dead = {i for i in range(len(op.results)) if (op, i) not in live.lanes}
                 if dead:
-                    drop_loop_lanes(op, dead)
+                    (drop_loop_lanes if op.name == "for" else drop_if_results)(op, dead)
         return kernel

@@ -4,6 +4,7 @@
     %r = add %x, 0 : i32                               =>  uses of %r read %x
     %r = where true, %a, %b : T                        =>  uses of %r read %a   (%a : T)
     %r = for %i in range(4, 2, 1) iter_args(%c = %x)   =>  uses of %r read %x   (zero trips)
+    %r = if true { ops; yield %a } else { ... }        =>  ops (moved before it); uses of %r read %a
 
 A folded op is erased once nothing reads it. An op is evaluated by its
 semantics in the op table (``ir/opdefs.py``, the interpreter's too) on 0-d
@@ -17,7 +18,9 @@ device's libm decides exp, sin...; floor and ceil fold), ops that read memory
 or have an effect, pointers, blocks, and results other than
 i32, f32 and bool (no literal stands for them). An integer literal beyond i32
 is i64 (``mul %x, 4294967296 : i64``), so what it meets computes in i64 and is
-left alone rather than wrapped at 32 bits.
+left alone rather than wrapped at 32 bits. An ``if`` on a literal condition
+is replaced by the ops of the branch it takes (effects too: they run either
+way) unless one of its results is a literal its user cannot take.
 """
 from __future__ import annotations
 
@@ -28,8 +31,8 @@ import struct
 
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import (
-    Const, Kernel, Op, Operand, Value, erase_op, for_bounds, for_carried, for_inits, use_counts,
-    values_used, walk,
+    Const, Kernel, Op, Operand, Value, erase_op, for_bounds, for_carried, for_inits, insert_before, use_counts,
+    values_used, walk, yield_types,
 )
 from mytriton.ir.literals import carried_type_fits
 from mytriton.types import BOOL, F32, I32, PointerType, ScalarType, Type, TypeRuleError, concrete, element_of, promote
@@ -174,7 +177,11 @@ def _literal_fits(user: Op, index: int, c: Const) -> bool:
     """Whether operand ``index`` of ``user`` may become the literal ``c`` with
     every type (and so every meaning) unchanged."""
     if user.name == "yield":
-        return carried_type_fits(for_carried(user.parent.parent)[index].type, c)
+        return carried_type_fits(yield_types(user)[index], c)
+    if user.name in ("if", "condition"):
+        return c.type == BOOL
+    if user.name == "while":
+        return carried_type_fits(user.results[index].type, c)
     if user.name == "for":
         if index < 3:  # bounds are i32: an integer literal beyond i32 is i64
             return type(c.value) is int and concrete(c.type) == I32
@@ -224,9 +231,21 @@ class FoldPass:
     def apply(self, kernel: Kernel) -> Kernel:
         replaced: dict[Value, Operand] = {}
         folded: list[Op] = []
+        taken: list[tuple[Op, int]] = []  # ifs on a literal, and the branch they take
         # Program order: every use is visited after its definition was folded.
         for op in walk(kernel.body):
             _rewrite_operands(op, replaced)
+            if op.name == "if":
+                cond = op.operands[0]
+                if not (isinstance(cond, Const) and type(cond.value) is bool):
+                    continue
+                branch = 0 if cond.value else 1
+                taken.append((op, branch))
+                folded.append(op)
+                for result, new in zip(op.results, op.regions[branch].ops[-1].operands):
+                    if new is not None:
+                        replaced[result] = new
+                continue
             if op.name == "for":
                 if not _zero_trip(op):
                     continue
@@ -239,5 +258,13 @@ class FoldPass:
             for result, new in zip(op.results, news):
                 if new is not None:
                     replaced[result] = new
+        # Inner ifs first: their ops move into the branch an outer if then moves.
+        for op, branch in reversed(taken):
+            region = op.regions[branch]
+            body = region.ops[:-1]
+            region.ops = region.ops[-1:]
+            for inner in body:
+                inner.parent = None
+            insert_before(op, *body)
         _erase_unused(kernel, folded)
         return kernel

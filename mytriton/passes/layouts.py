@@ -148,6 +148,12 @@ class _Assigner:
         if op.name == "for":
             self.loop(op)
             return
+        if op.name == "if":
+            self.if_op(op)
+            return
+        if op.name == "while":
+            self.while_op(op)
+            return
         rule = opdefs.lookup(op.name).layout_rule
         if rule == "store":
             if is_tile(op.operands[0]):
@@ -211,9 +217,37 @@ class _Assigner:
         self.block(_without_yield(body))
 
 
+    def if_op(self, op: Op) -> None:
+        """An if's tile results are held in registers, like loop-carried
+        values: each keeps the layout its users want, and both branches
+        yield it in that layout; then the branches are laid out."""
+        for index, result in enumerate(op.results):
+            if is_tile(result):
+                layout = self.layout(result)
+                self.layouts[result] = layout
+                for region in op.regions:
+                    self.request(region.ops[-1], index, layout)
+        for region in op.regions:
+            self.block(_without_yield(region))
+
+    def while_op(self, op: Op) -> None:
+        """A while loop's carried tiles: one layout for the initial value,
+        both regions' arguments, the yielded value and the result."""
+        before, after = op.regions
+        for index, result in enumerate(op.results):
+            if is_tile(result):
+                layout = self.layout(result)
+                self.layouts[result] = self.layouts[before.args[index]] = self.layouts[after.args[index]] = layout
+                self.request(op, index, layout)
+                self.request(after.ops[-1], index, layout)
+        self.block(_without_yield(after))
+        self.block(_without_yield(before))
+
+
 def _without_yield(body: Block) -> Block:
+    """The ops of a region but its terminator (``yield`` or ``condition``)."""
     view = Block()
-    view.ops = [op for op in body.ops if op.name != "yield"]
+    view.ops = [op for op in body.ops if op.name not in ("yield", "condition")]
     return view
 
 

@@ -11,7 +11,9 @@ two nested loops leaves both. Never hoisted: ops that read memory (``load``,
 ``dot_shared``: a store or copy in the loop may change memory, and a loop that
 runs zero times must not read it), allocations, and integer
 ``floordiv``/``mod`` unless the divisor is a literal other than 0 and -1 (the
-loop might never have executed the division).
+loop might never have executed the division). Only ``for`` bodies are
+hoisted from, and only their own ops: nothing leaves an ``if`` branch (it
+might not run) or a ``while`` loop, and an ``if`` is never moved as a whole.
 """
 from __future__ import annotations
 

@@ -5,7 +5,8 @@
 - a value is used only after its definition, in its own region or one nested
   inside it: nothing defined in a loop body is used after the loop;
 - every value is defined once;
-- a loop's bounds are i32 scalars and its step a positive integer constant;
+- a loop's bounds are i32 scalars and its step a positive integer constant
+  or an i32 scalar value (a runtime step, positive by contract);
   its carried inputs, block arguments, yields and results agree in number and
   type; its body ends with ``yield``, and ``yield`` appears nowhere else;
 - a float literal meets an integer type only where it has a value there (no
@@ -15,6 +16,13 @@
   and there on every tile and shared buffer: each fits its shape and the
   warp count, and each op reads its tile operands in the layouts its
   ``layout_rule`` says (a tile changes layout only through ``convert_layout``);
+- an ``if`` reads one bool scalar and has two regions without arguments
+  (then, else), each ending with a ``yield`` of values of the op's result
+  types; a ``while`` has a condition region and a body region, both taking
+  the carried values (of the op's result types, as its initial values), the
+  first ending with ``condition`` of a bool scalar, the second with a
+  ``yield`` of the next carried values; ``yield`` and ``condition`` appear
+  nowhere else;
 - shared buffers are allocated at the kernel's top level (never in a loop),
   each under its own name, and are operands only where an op expects one
   (``copy_to_shared``, ``dot_shared``): no loop carries one.
@@ -30,7 +38,7 @@ from mytriton.ir.ssa_text import op_text
 from mytriton.limits import MAX_EXPRESSION_DEPTH, tile_error
 from mytriton.ir.layouts import PaddedShared, Slice, broadcast_view, shape_problem
 from mytriton.ir.literals import carried_type_fits, literal_conversion_error
-from mytriton.types import I32, BlockType, SharedType, TypeRuleError, concrete, without_layout
+from mytriton.types import BOOL, I32, BlockType, SharedType, TypeRuleError, concrete, without_layout
 
 
 class Verifier:
@@ -66,7 +74,12 @@ class Verifier:
         visible = set(self.kernel.params)
         self.block(self.kernel.body, visible, in_loop=False)
 
-    def block(self, block: Block, visible: set[Value], in_loop: bool) -> None:
+    def block(self, block: Block, visible: set[Value], in_loop: bool, ends_with: str | None = None) -> None:
+        """Check ``block``; ``ends_with`` names the terminator it needs
+        (``yield`` or ``condition``), None for the kernel's body. ``in_loop``:
+        inside any region (allocations stay at the top level)."""
+        if ends_with is None and in_loop:
+            ends_with = "yield"
         visible = set(visible)
         for i, op in enumerate(block.ops):
             for operand in op.operands:
@@ -77,11 +90,18 @@ class Verifier:
                 if problem:
                     raise self.error(problem, op)
             self.chain_depth(op)
-            if op.name == "yield":
-                if not in_loop or i != len(block.ops) - 1:
-                    raise self.error("'yield' may only end a loop body", op)
+            if op.name in ("yield", "condition"):
+                if ends_with != op.name or i != len(block.ops) - 1:
+                    where = "a loop body or an if branch" if op.name == "yield" else "a while loop's condition region"
+                    raise self.error(f"'{op.name}' may only end {where}", op)
+                if op.name == "condition":
+                    self.check_condition(op, "condition")
             elif op.name == "for":
                 self.loop(op, visible)
+            elif op.name == "if":
+                self.if_op(op, visible)
+            elif op.name == "while":
+                self.while_op(op, visible)
             else:
                 self.check_op(op, in_loop)
             for value in [*op.results, *(arg for region in op.regions for arg in region.args)]:
@@ -91,8 +111,12 @@ class Verifier:
             for result in op.results:
                 self.define(result, op)
                 visible.add(result)
-        if in_loop and (not block.ops or block.ops[-1].name != "yield"):
-            raise self.error("a loop body must end with 'yield'", block.parent)
+        if ends_with is not None and (not block.ops or block.ops[-1].name != ends_with):
+            what = {"for": "a loop body", "if": "an if branch", "while": "a while loop's body"}.get(
+                block.parent.name, "a region")
+            if ends_with == "condition":
+                what = "a while loop's condition region"
+            raise self.error(f"{what} must end with '{ends_with}'", block.parent)
 
     def chain_depth(self, op: Op) -> None:
         """How many dependent ops lead to ``op``'s results: the backend
@@ -112,7 +136,8 @@ class Verifier:
             return "use of a value that is never defined"
         home = defining_block(value)
         if home is not None and not is_within(use_block, home):
-            return "a value defined inside a loop body is used outside it (yield it instead)"
+            where = "an if branch" if home.parent is not None and home.parent.name == "if" else "a loop body"
+            return f"a value defined inside {where} is used outside it (yield it instead)"
         op = value.op if isinstance(value, OpResult) else None
         return "a value is used before it is defined" + (f" (by '{op.name}')" if op else "")
 
@@ -218,11 +243,17 @@ class Verifier:
             if operand is None or concrete(operand.type) != I32:
                 got = "none" if operand is None else operand.type
                 raise self.error(f"the loop {what} must be an i32 scalar, got {got}", op)
-        if not (isinstance(step, Const) and type(step.value) is int):
-            raise self.error("the loop step must be an integer constant", op)
-        if step.value <= 0:
+        # A runtime step (an i32 value) is positive by contract, as in Triton's
+        # scf.for; a literal step is checked here.
+        if not isinstance(step, Const):
+            if step is None or isinstance(step.type, (BlockType, SharedType)) or concrete(step.type) != I32:
+                got = "none" if step is None else step.type
+                raise self.error(f"a runtime loop step must be an i32 scalar, got {got}", op)
+        elif type(step.value) is not int:
+            raise self.error("the loop step must be an integer", op)
+        elif step.value <= 0:
             raise self.error(f"the loop step must be positive, got {step.value}", op)
-        if step.value >= 2**31:  # the induction variable is i32
+        elif step.value >= 2**31:  # the induction variable is i32
             raise self.error(f"the loop step must fit i32, got {step.value}", op)
         if not body.args or body.args[0].type != I32:
             raise self.error("the induction variable must be i32", op)
@@ -255,6 +286,63 @@ class Verifier:
             if not carried_type_fits(arg.type, value):
                 got = "none" if value is None else value.type
                 raise self.error(f"carried value {i} is {arg.type} but the body yields {got}", terminator)
+
+
+    # ---- if and while ------------------------------------------------------------------------
+    def check_condition(self, op: Op, what: str) -> None:
+        if len(op.operands) != 1 or op.operands[0] is None:
+            raise self.error(f"'{op.name}' takes one operand (its condition)", op)
+        if op.name == "condition" and op.results:
+            raise self.error("'condition' has no results", op)
+        t = op.operands[0].type
+        if isinstance(t, (BlockType, SharedType)):
+            raise self.error(f"the {what} must be a bool scalar, not a tile ({t}); use tl.where on tiles", op)
+        if concrete(t) != BOOL:
+            raise self.error(f"the {what} must be a bool scalar, got {t}", op)
+
+    def check_yields(self, op: Op, terminator: Op, types: list) -> None:
+        if len(terminator.operands) != len(types):
+            raise self.error(f"'{op.name}' has {len(types)} result(s) but a region yields "
+                             f"{len(terminator.operands)}", terminator)
+        for i, (t, value) in enumerate(zip(types, terminator.operands)):
+            if not carried_type_fits(t, value):
+                got = "none" if value is None else value.type
+                raise self.error(f"result {i} of '{op.name}' is {t} but a region yields {got}", terminator)
+
+    def if_op(self, op: Op, visible: set[Value]) -> None:
+        if len(op.regions) != 2 or any(region.args for region in op.regions):
+            raise self.error("an 'if' has two regions (then, else) without arguments", op)
+        self.check_condition(op, "condition of an 'if'")
+        for result in op.results:
+            if isinstance(result.type, SharedType):
+                raise self.error(f"an 'if' cannot yield a shared buffer ({result.type})", op)
+        for region in op.regions:
+            self.block(region, visible, in_loop=True, ends_with="yield")
+            self.check_yields(op, region.ops[-1], [r.type for r in op.results])
+
+    def while_op(self, op: Op, visible: set[Value]) -> None:
+        if len(op.regions) != 2:
+            raise self.error("a 'while' has two regions (condition, body)", op)
+        before, after = op.regions
+        types = [r.type for r in op.results]
+        lanes = (len(op.operands), len(before.args), len(after.args), len(types))
+        if len(set(lanes)) != 1:
+            raise self.error(f"a while loop needs as many carried inputs, condition arguments, body arguments and "
+                             f"results; got {lanes[0]}, {lanes[1]}, {lanes[2]} and {lanes[3]}", op)
+        for i, (init, t) in enumerate(zip(op.operands, types)):
+            if isinstance(t, SharedType):
+                raise self.error(f"carried value {i} is a shared buffer ({t}); a loop cannot carry one", op)
+            if before.args[i].type != t or after.args[i].type != t:
+                raise self.error(f"carried value {i} is {t} but a region takes it as "
+                                 f"{before.args[i].type if before.args[i].type != t else after.args[i].type}", op)
+            if not carried_type_fits(t, init):
+                got = "none" if init is None else init.type
+                raise self.error(f"carried value {i} is {t} but enters the loop as {got}", op)
+        for region, ends_with in ((before, "condition"), (after, "yield")):
+            for arg in region.args:
+                self.define(arg, op)
+            self.block(region, set(visible) | set(region.args), in_loop=True, ends_with=ends_with)
+        self.check_yields(op, after.ops[-1], types)
 
 
 def _num_warps_problem(num_warps: int) -> str | None:

@@ -38,7 +38,7 @@ from mytriton.diagnostics import CompileError, Location
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile, stored_params
 from mytriton.target import MAX_ELEMENTS_PER_THREAD, SHARED_MEMORY_BUDGET
-from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Value, walk
+from mytriton.ir.ssa import Block, BlockArg, Const, Kernel, Op, Operand, Value, walk
 from mytriton.ir.ssa_text import ValueNames
 from mytriton.types import BOOL, PointerType, ScalarType, element_of
 
@@ -144,12 +144,13 @@ class CudaEmitter:
         open_group: Group | None = None
         for op in block.ops:
             rule = _rule(op)
-            if op.name == "yield":
+            if op.name in ("yield", "condition"):
                 continue
-            if op.name == "for":
+            if op.name in ("for", "if", "while"):
                 open_group = None
-                groups.append(Group("for", [op]))
-                self.groups[id(op.regions[0])] = self.plan_groups(op.regions[0])
+                groups.append(Group(op.name, [op]))
+                for region in op.regions:
+                    self.groups[id(region)] = self.plan_groups(region)
             elif rule == "reduce":
                 open_group = None
                 groups.append(Group("reduce", [op], self.domain(op)))
@@ -207,8 +208,16 @@ class CudaEmitter:
                 for arg, result in zip(op.regions[0].args[1:], op.results):
                     prefix = "t" if is_tile(result) else "v"
                     self.storage[arg] = self.storage[result] = prefix + self.name(result)[1:]
+            if op.name in ("if", "while"):
+                # An if's results and a while's carried values: locals declared
+                # before it, which the regions assign (and a while's regions read).
+                for index, result in enumerate(op.results):
+                    prefix = "t" if is_tile(result) else "v"
+                    self.storage[result] = prefix + self.name(result)[1:]
+                    for region in (op.regions if op.name == "while" else []):
+                        self.storage[region.args[index]] = self.storage[result]
         for op in walk(self.kernel.body):
-            if op.name != "yield" and op not in self.group_of and op.name != "for":
+            if op.name not in ("yield", "condition", "for", "if", "while") and op not in self.group_of:
                 continue  # pure tile ops are read by the statements that use them
             where = self.group_of.get(op, id(op))
             for value in self.reached(op):
@@ -319,6 +328,10 @@ class CudaEmitter:
                 from mytriton.backends.cuda.dots import emit_dot
 
                 emit_dot(self, group.ops[0])
+            elif group.kind == "if":
+                self.if_op(group.ops[0])
+            elif group.kind == "while":
+                self.while_op(group.ops[0])
             else:
                 self.loop(group.ops[0])
 
@@ -468,17 +481,60 @@ class CudaEmitter:
         index = self.name(body.args[0])
         if "loop_unroll_factor" in op.attrs:  # tl.range(..., loop_unroll_factor=N)
             self.line(f"{self.lang.unroll} {op.attrs['loop_unroll_factor']}")
-        self.line(f"for (int {index} = {as_type(start, _i32())}; {index} < {as_type(stop, _i32())}; "
-                  f"{index} += {step.value}) {{{self.where(op)}")
+        # A runtime step is positive by contract; one that is not runs no
+        # iteration rather than forever.
+        guard = "" if isinstance(step, Const) else f" && {as_type(step, _i32())} > 0"
+        self.line(f"for (int {index} = {as_type(start, _i32())}; {index} < {as_type(stop, _i32())}{guard}; "
+                  f"{index} += {as_type(step, _i32())}) {{{self.where(op)}")
         self.depth += 1
         self.block(self.groups[id(body)])
         self.yield_values(body.ops[-1], carried)
         self.depth -= 1
         self.line("}")
 
+    # ---- if and while ---------------------------------------------------------------------------------
+    def declare_results(self, op: Op) -> None:
+        """Locals for an if's results, assigned by the branch that runs."""
+        for result in op.results:
+            target = self.storage[result]
+            if is_tile(result):
+                self.line(f"{c_element(result.type)} {target}[{self.layout_of(result).slots}];")
+            else:
+                self.line(f"{c_element(result.type)} {target};")
+
+    def if_op(self, op: Op) -> None:
+        # The condition is one scalar per program, so every thread of it
+        # takes the same branch (barriers inside a branch are safe).
+        self.declare_results(op)
+        cond = as_type(self.scalar_arg(op.operands[0]), BOOL)
+        self.line(f"if ({cond}) {{{self.where(op)}")
+        for index, region in enumerate(op.regions):
+            if index == 1:
+                self.line("} else {")
+            self.depth += 1
+            self.block(self.groups[id(region)])
+            for result, value in zip(op.results, region.ops[-1].operands):
+                self.assign_carried(result, value)
+            self.depth -= 1
+        self.line("}")
+
+    def while_op(self, op: Op) -> None:
+        before, after = op.regions
+        for result, init in zip(op.results, op.operands):
+            self.assign_carried(result, init, declare=True)
+        self.line(f"while (true) {{{self.where(op)}")
+        self.depth += 1
+        self.block(self.groups[id(before)])
+        cond = as_type(self.scalar_arg(before.ops[-1].operands[0]), BOOL)
+        self.line(f"if (!({cond})) break;")
+        self.block(self.groups[id(after)])
+        self.yield_values(after.ops[-1], after.args)
+        self.depth -= 1
+        self.line("}")
+
     def assign_carried(self, arg: Value, value: Operand, declare: bool = False, target: str | None = None) -> None:
         target = target or self.storage[arg]
-        arg_op = arg.block.parent
+        arg_op = arg.block.parent if isinstance(arg, BlockArg) else arg.op
         if not is_tile(arg):
             text = as_type(self.scalar_arg(value), element_of(arg.type))
             self.line(f"{c_element(arg.type) + ' ' if declare else ''}{target} = {text};")
@@ -520,7 +576,8 @@ class CudaEmitter:
             seen.add(v)
             if v in others:
                 return True
-            if hasattr(v, "op") and not (is_tile(v) and is_materialized(v)) and v.op.name != "for":
+            if hasattr(v, "op") and not (is_tile(v) and is_materialized(v)) \
+                    and v.op.name not in ("for", "if", "while"):
                 work.extend(v.op.operands)
         return False
 
