@@ -869,3 +869,15 @@ def test_gpu_tutorial_03_matches_the_interpreter(kernel_module):
         module.matmul_kernel[(cdiv(m, 32) * cdiv(n, 32),)](*_matmul_args(a, b, c), backend=backend, **MATMUL_META)
         outs.append(c.astype(np.float32))
     np.testing.assert_allclose(outs[0], outs[1], rtol=1e-2, atol=1e-2)
+
+
+def test_tensor_methods_are_the_tl_functions_of_the_tensor():
+    # Triton's _tensor_member_fn: x.cast(dtype), x.exp(), x.sum(axis=0) are tl.cast(x, ...), ...
+    ssa = compile_text(kernel_source("""
+        @mytriton.jit
+        def k(x_ptr, out_ptr, BLOCK: tl.constexpr = 64):
+            x = tl.load(x_ptr + tl.arange(0, BLOCK)).cast(tl.int32)
+            tl.store(out_ptr, x.to(tl.float32).exp().sum(axis=0) + x.abs().max(0))
+    """), "ssa")
+    ops = [line.split(" = ")[1].split()[0] for line in ssa.splitlines() if " = " in line]
+    assert ops[-7:] == ["cast", "cast", "exp", "sum", "abs", "max", "add"]

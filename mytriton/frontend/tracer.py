@@ -82,6 +82,15 @@ class Method:
     receiver: Any  # a runtime value (x.to) or a dtype (tl.float16.is_floating)
 
 
+# The tl functions Triton also offers as methods of a tensor (its
+# ``_tensor_member_fn``s): ``x.sum(axis=1)`` is ``tl.sum(x, axis=1)``.
+TENSOR_METHODS = frozenset((
+    "cast", "sum", "max", "min", "expand_dims", "trans", "broadcast_to", "reshape", "view", "permute", "split",
+    "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "sigmoid", "erf",
+    "softmax",
+))
+
+
 @dataclass(frozen=True)
 class ModuleRef:
     qualified: str
@@ -655,6 +664,11 @@ class Tracer:
         if isinstance(base, Expr):
             if attr == "to":
                 return Method("to", base)
+            if attr in TENSOR_METHODS:  # x.sum(axis=1), x.cast(tl.float32): tl.<attr>(x, ...)
+                from mytriton.frontend.builtins import BUILTINS
+
+                if attr in BUILTINS:
+                    return Method(attr, base)
             if attr in ("dtype", "shape", "type"):
                 t = self.type_of(base, node)
                 if attr == "shape":
@@ -717,6 +731,10 @@ class Tracer:
         return result
 
     def call_method(self, method: Method, node: ast.Call, args: list, kwargs: dict) -> Any:
+        if method.name in TENSOR_METHODS:
+            from mytriton.frontend.builtins import BUILTINS
+
+            return BUILTINS[method.name].impl(self, node, [method.receiver, *args], kwargs)
         if method.name in _DTYPE_QUERIES:  # tl.float16.is_floating()
             if args or kwargs:
                 raise self.error(f".{method.name}() takes no arguments", node)

@@ -31,18 +31,9 @@ HERE = Path(__file__).resolve().parent
 # What each waiting kernel file needs; "(issue 11)" marks the second language
 # issue (atomics, scans, random numbers).
 NEEDS: dict[str, str] = {
-    "fused_softmax": "tl.range(start, stop, step, num_stages=) with a runtime start and step (persistent row loop)",
-    "matmul": "Python min() on runtime integers (grouped ordering), tl.multiple_of / tl.max_contiguous hints",
-    "layer_norm_bwd": "Python min() on runtime integers (the end of each program's run of rows)",
-    "layer_norm_bwd_locks": "while loops, runtime if/else, tl.atomic_cas and tl.atomic_xchg (issue 11: atomics)",
-    "fused_attention": "tl.static_assert, tl.multiple_of, rebinding the loop variable, x.dtype, "
-                       "ptr.dtype.element_ty, tl.math.exp2/log2, fp16 tl.dot operands",
-    "rms_norm": "x.dtype, ptr.dtype.element_ty, tl.math.rsqrt",
-    "cross_entropy": "runtime if with an early return, .cast(dtype), loop-carried scalars starting as Python floats",
-    "rope": "tl.reshape, tl.split, tl.join, ptr.dtype.element_ty",
+    "layer_norm_bwd_locks": "tl.atomic_cas and tl.atomic_xchg (issue 11: atomics)",
+    "rope": "tl.reshape, tl.split, tl.join (issue 9, part 4: shape ops)",
     "dropout": "tl.rand (issue 11: random numbers)",
-    "persistent_matmul": "tl.range(start, stop, step, flatten=) with a runtime start, Python min() on runtime "
-                         "integers, tl.multiple_of / tl.max_contiguous, ptr.dtype.element_ty",
 }
 
 _counter = itertools.count()
