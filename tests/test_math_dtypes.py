@@ -366,7 +366,7 @@ def k(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     a = tl.load(a_ptr + offs, mask=m)
-    b = tl.load(b_ptr + offs, mask=m)
+    b = tl.load(b_ptr + offs, mask=m, other=1)  # masked lanes feed the reductions: never divide by 0 there
     r = {expr}
     tl.store(out_ptr + offs, r, mask=m)
     tl.store(out_ptr + offs, tl.sum(r, axis=0) + tl.max(r, axis=0) + tl.min(r, axis=0) + r, mask=m)
