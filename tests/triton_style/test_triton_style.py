@@ -291,3 +291,18 @@ def test_the_kernels_cuda_builds_with_nvcc(name, monkeypatch):
     assert compiled
     for kernel in compiled:
         assert ".entry" in kernel.asm["ptx"], kernel.name
+
+
+@pytest.mark.parametrize("name", WORKING)
+def test_every_stage_of_the_kernels_prints_back_as_it_parses(name, monkeypatch):
+    from mytriton import pipeline
+
+    monkeypatch.setenv("MYTRITON_BACKEND", "interp")
+    module = load(name)
+    CASES[name](module, np.random.default_rng(0))
+    compiled = _compiled_kernels(module)
+    assert compiled
+    for kernel in compiled:
+        for stage in ("ssa", "layouts"):
+            text = kernel.asm[stage]
+            assert pipeline.print_ssa(pipeline.read_ssa(text, f"{kernel.name}.ssa")) == text, (kernel.name, stage)
