@@ -309,6 +309,43 @@ def test_cuda_of_the_shape_ops_builds_with_nvcc(name):
     assert ".entry k(" in compile_ptx(cuda, "sm_90")
 
 
+POINTERS_MOVED = """
+@mytriton.jit
+def k(x_ptr, out_ptr):
+    p = tl.reshape(out_ptr + tl.arange(0, 16), (8, 2))
+    a, b = tl.split(p)
+    tl.store(tl.join(b, a), tl.load(x_ptr + tl.arange(0, 8)[:, None] * 2 + tl.arange(0, 2)[None, :]))
+"""
+
+
+def test_tiles_of_pointers_move_like_any_tile(rng):
+    x = randf(rng, 16)
+    out = np.zeros(16, np.float32)
+    run_kernel(build(POINTERS_MOVED), (1,), [x, out])
+    np.testing.assert_array_equal(out, x.reshape(8, 2)[:, ::-1].ravel())
+
+
+@pytest.mark.nvcc
+def test_cuda_stages_tiles_of_pointers_in_shared_memory_with_nvcc():
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_text(kernel_source(POINTERS_MOVED), "cuda")
+    header = json.loads(cuda.splitlines()[0].split(": ", 1)[1])
+    assert header["shared_bytes"] >= 16 * 8  # eight bytes a pointer
+    assert ".entry k(" in compile_ptx(cuda, "sm_90")
+
+
+def test_broadcast_to_of_a_literal_is_a_tile():
+    kernel = build("""
+    @mytriton.jit
+    def k(out_ptr):
+        tl.store(out_ptr + tl.arange(0, 8)[:, None] * 4 + tl.arange(0, 4)[None, :], tl.broadcast_to(2.5, (8, 4)))
+    """)
+    out = np.zeros(32, np.float32)
+    run_kernel(kernel, (1,), [out])
+    np.testing.assert_array_equal(out, np.full(32, 2.5, np.float32))
+
+
 # ---- GPU (the lead runs these on the H200) -------------------------------------------------------------
 
 
@@ -316,6 +353,7 @@ def test_cuda_of_the_shape_ops_builds_with_nvcc(name):
 @pytest.mark.parametrize("name", sorted(REFERENCES))
 @pytest.mark.parametrize("num_warps", [1, 4])
 def test_gpu_shape_ops_match_the_interpreter(kernel_module, name, num_warps):
+    # num_warps=1 keeps most elements on their own thread; 4 spreads them (reads through shared memory)
     module = kernel_module(REFERENCES[name][0])
     x = np.random.default_rng(len(name)).standard_normal((M, N)).astype(np.float32)
     outs = []
@@ -324,3 +362,12 @@ def test_gpu_shape_ops_match_the_interpreter(kernel_module, name, num_warps):
         module.k[(1,)](x, out, M=M, N=N, num_warps=num_warps, backend=backend)
         outs.append(out)
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+@pytest.mark.gpu
+def test_gpu_tiles_of_pointers_move_like_any_tile(kernel_module):
+    module = kernel_module(POINTERS_MOVED)
+    x = np.random.default_rng(7).standard_normal(16).astype(np.float32)
+    out = np.zeros(16, np.float32)
+    module.k[(1,)](x, out, backend="cuda")
+    np.testing.assert_array_equal(out, x.reshape(8, 2)[:, ::-1].ravel())
