@@ -292,14 +292,14 @@ def test_transpose_of_a_rank_3_tile_is_a_located_error():
     assert "kernel.py:7:" in message and "rank-3" in message
 
 
-def test_transpose_dims_must_swap_the_two_axes():
+def test_transpose_dims_must_be_a_permutation():
     message = compile_error("""
     @mytriton.jit
     def k(out_ptr):
         x = tl.zeros((16, 16), tl.float32)
-        tl.store(out_ptr + tl.arange(0, 16), tl.sum(tl.trans(x, 0, 1), axis=0))
+        tl.store(out_ptr + tl.arange(0, 16), tl.sum(tl.trans(x, 1, 1), axis=0))
     """)
-    assert "kernel.py:7:" in message and "dims (1, 0)" in message
+    assert "kernel.py:7:" in message and "permutation of (0, 1), got (1, 1)" in message
 
 
 # ---- compile-time checks and prints ---------------------------------------------------------------

@@ -157,6 +157,11 @@ def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.device_print("w", w)
     y += tl.clamp(x, 0.0, 1.0) + tl.fma(x, x, x) + tl.div_rn(x, 2.0) + tl.fdiv(x, 3.0) + tl.softmax(x)
     y += tl.umulhi(i, i).to(tl.float32)
+    h = tl.permute(tl.view(tl.reshape(d, (BLOCK, 8, 2)), (BLOCK, 16)), 1, 0)
+    s0, s1 = tl.split(tl.reshape(tl.join(y, y), (BLOCK, 2)))
+    y += s0 + s1 + tl.sum(tl.interleave(y, y) + tl.cat(y, y), axis=0) + tl.sum(h, axis=0)
+    y += tl.sum(tl.broadcast_to(y, (2, BLOCK)), axis=0)
+    y += tl.zeros_like(y) + tl.full_like(y, 1.0)
     tl.store(out_ptr + i, y + r + tl.sum(d, axis=1) + tl.sum(tl.trans(d), axis=0), mask=m)
 """
 

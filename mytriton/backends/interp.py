@@ -919,6 +919,38 @@ def _trans(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     return np.swapaxes(st.full(x, _operand_type(x)), 1, 2)  # axis 0 is the program
 
 
+# ---- shape ops: axis 0 of every tile is the program ---------------------------------------
+
+
+@handles("permute")
+def _permute(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    (x,) = op.operands
+    return np.transpose(st.full(x, _operand_type(x)), (0, *(d + 1 for d in op.attrs["dims"])))
+
+
+@handles("reshape")
+def _reshape(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    (x,) = op.operands
+    return np.reshape(st.full(x, _operand_type(x)), (st.P, *op.attrs["shape"]))  # row-major
+
+
+@handles("split")
+def _split(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    (x,) = op.operands
+    return st.full(x, _operand_type(x))[..., op.attrs["index"]]
+
+
+@handles("join")
+def _join(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    a, b = op.operands
+    return np.stack([st.full(a, _operand_type(a)), st.full(b, _operand_type(b))], axis=-1)
+
+
+@handles("broadcast_to")
+def _broadcast_to(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    return st.full(op.operands[0], op.result.type)
+
+
 @handles("bitcast")
 def _bitcast(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     (x,) = op.operands

@@ -7,16 +7,19 @@ can, and otherwise builds tree expressions.
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any, Callable
 
 import sys
 
-from mytriton.diagnostics import printable
+from mytriton.diagnostics import CompileError, printable
 from mytriton.frontend.tracer import Builtin, Tracer, describe, is_number
 from mytriton.ir.opdefs import HINT_KINDS, MATH_FUNCTIONS
 from mytriton.ir.tree import Expr
 from mytriton.language import PropagateNan
-from mytriton.types import BOOL, PointerType, ScalarType, shape_of
+from mytriton.types import (
+    BOOL, PointerType, ScalarType, TypeRuleError, broadcast_shapes, concrete, element_of, shape_of,
+)
 
 BUILTINS: dict[str, Builtin] = {}
 _REQUIRED = object()
@@ -479,31 +482,232 @@ def _device_assert(t: Tracer, node: ast.Call, cond: Any, msg: Any, mask: Any) ->
     return None
 
 
+# ---- shape ops (issue 9, part 4) -------------------------------------------------------
+# Triton's signatures: the shape or dims may be spelled as one tuple or as
+# several arguments (``tl.reshape(x, (M, N))``, ``x.reshape(M, N)``).
+
+
+def _bind(t: Tracer, node: ast.Call, name: str, args: list, kwargs: dict, first: str, rest: str,
+          options: dict[str, Any]) -> tuple[Any, tuple, dict[str, Any]]:
+    """``tl.<name>(first, *rest, **options)``: the first argument, the rest as
+    one tuple (a single tuple argument is the tuple), and the options."""
+    unknown = set(kwargs) - {first, rest, *options}
+    if unknown:
+        raise t.error(f"tl.{name}() has no parameter '{sorted(unknown)[0]}'", node)
+    if first in kwargs:
+        args = [kwargs[first], *args]
+    if not args:
+        raise t.error(f"tl.{name}() is missing the argument '{first}'", node)
+    more = list(args[1:])
+    if rest in kwargs:
+        if more:
+            raise t.error(f"tl.{name}() got two values for '{rest}'", node)
+        more = [kwargs[rest]]
+    values = tuple(more[0]) if len(more) == 1 and isinstance(more[0], tuple) else tuple(more)
+    return args[0], values, {k: kwargs.get(k, v) for k, v in options.items()}
+
+
+def _tile_shape(t: Tracer, node: ast.AST, x: Any, name: str) -> tuple[int, ...]:
+    if not isinstance(x, Expr) or not shape_of(t.type_of(x, node)):
+        raise t.error(f"tl.{name} needs a tile, got {describe(x) if not isinstance(x, Expr) else t.type_of(x, node)}", node)
+    return shape_of(t.type_of(x, node))
+
+
+def _sizes(t: Tracer, node: ast.AST, values: tuple, name: str, what: str) -> tuple[int, ...]:
+    if not values or not all(type(v) is int for v in values):
+        raise t.error(f"tl.{name}: the {what} must be integer constants, got {values!r}", node)
+    return values
+
+
+def permute(t: Tracer, node: ast.AST, x: Any, dims: tuple, name: str = "permute") -> Any:
+    shape = _tile_shape(t, node, x, name)
+    dims = _sizes(t, node, dims, name, "dims")
+    if sorted(dims) != list(range(len(shape))):
+        raise t.error(f"tl.{name} of a rank-{len(shape)} tile takes a permutation of "
+                      f"{tuple(range(len(shape)))}, got {dims}", node)
+    if dims == tuple(range(len(shape))):
+        return x
+    if dims == (1, 0):
+        return t.make("trans", (x,), node)
+    return t.make("permute", (x,), node, dims=dims)
+
+
 def transpose(t: Tracer, node: ast.AST, x: Any, dims: tuple) -> Any:
-    """``x.T`` and ``tl.trans(x, *dims)`` for tiles of rank 1 (themselves) and 2."""
+    """``x.T`` and ``tl.trans(x, *dims)``: without dims, a rank-2 tile
+    transposed (a rank-1 tile is itself); with dims, ``tl.permute``."""
     if not isinstance(x, Expr):
         raise t.error(f"tl.trans needs a tile, got {describe(x)}", node)
     rank = len(shape_of(t.type_of(x, node)))
     dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], tuple) else tuple(dims)
-    if rank > 2:
-        raise t.error(f"tl.trans of a rank-{rank} tile is not supported yet (ranks 1 and 2 are)", node)
-    if dims and dims != tuple(reversed(range(rank))):
-        raise t.error(f"tl.trans of a rank-{rank} tile takes dims {tuple(reversed(range(rank)))}, got {dims}", node)
-    if rank < 2:
-        return x
-    return t.make("trans", (x,), node)
+    if not dims:
+        if rank > 2:
+            raise t.error(f"tl.trans of a rank-{rank} tile needs its dims (a permutation)", node)
+        if rank < 2:
+            return x
+        dims = (1, 0)
+    return permute(t, node, x, dims, "trans")
 
 
 def _trans(t: Tracer, node: ast.Call, args: list, kwargs: dict) -> Any:
     """``tl.trans(input, *dims)``, as Triton spells it (dims may also be one tuple)."""
-    if set(kwargs) - {"input", "dims"}:
-        raise t.error(f"tl.trans() has no parameter '{sorted(set(kwargs) - {'input', 'dims'})[0]}'", node)
-    if "input" in kwargs:
-        args = [kwargs["input"], *args]
-    if not args:
-        raise t.error("tl.trans() is missing the argument 'input'", node)
-    dims = tuple(args[1:]) + ((kwargs["dims"],) if "dims" in kwargs else ())
-    return transpose(t, node, args[0], dims)
+    x, dims, _ = _bind(t, node, "trans", args, kwargs, "input", "dims", {})
+    return transpose(t, node, x, dims)
+
+
+def _permute(t: Tracer, node: ast.Call, args: list, kwargs: dict) -> Any:
+    x, dims, _ = _bind(t, node, "permute", args, kwargs, "input", "dims", {})
+    return permute(t, node, x, dims)
+
+
+def reshape(t: Tracer, node: ast.AST, x: Any, shape: tuple, name: str = "reshape") -> Any:
+    old = _tile_shape(t, node, x, name)
+    shape = _sizes(t, node, shape, name, "shape")
+    if any(d < 1 for d in shape) or math.prod(shape) != math.prod(old):
+        raise t.error(f"tl.{name}: a tile of shape {old} ({math.prod(old)} elements) cannot be "
+                      f"reshaped to {shape}", node)
+    if shape == old:
+        return x
+    return t.make("reshape", (x,), node, shape=shape)
+
+
+def _reshape(name: str) -> Callable:
+    def impl(t: Tracer, node: ast.Call, args: list, kwargs: dict) -> Any:
+        """``tl.reshape(input, *shape, can_reorder=False)``: the elements in
+        row-major order (an order any can_reorder allows)."""
+        x, shape, options = _bind(t, node, name, args, kwargs, "input", "shape", {"can_reorder": False})
+        _flag(t, node, options["can_reorder"], "can_reorder")
+        return reshape(t, node, x, shape, name)
+
+    return impl
+
+
+def _split(t: Tracer, node: ast.Call, args: list, kwargs: dict) -> Any:
+    """``tl.split(a)``: a tile whose last dimension is 2 as its two halves."""
+    x, extra, _ = _bind(t, node, "split", args, kwargs, "a", "", {})
+    if extra:
+        raise t.error("tl.split() takes one argument", node)
+    shape = _tile_shape(t, node, x, "split")
+    if shape[-1] != 2:
+        raise t.error(f"tl.split needs a tile whose last dimension is 2, got shape {shape}", node)
+    if len(shape) < 2:
+        raise t.error("tl.split of a rank-1 tile (two scalars) is not supported; reshape it to (1, 2) first", node)
+    return tuple(t.make("split", (x,), node, index=i) for i in (0, 1))
+
+
+def join(t: Tracer, node: ast.AST, a: Any, b: Any, name: str = "join") -> Any:
+    """``tl.join(a, b)``: a and b (broadcast to one shape) along a new last dimension of 2."""
+    sa, sb = _tile_shape(t, node, a, name), _tile_shape(t, node, b, name)
+    ta, tb = t.type_of(a, node), t.type_of(b, node)
+    if element_of(ta) != element_of(tb):
+        raise t.error(f"tl.{name} takes two tiles of one dtype, got {ta} and {tb}", node)
+    try:
+        shape = broadcast_shapes(sa, sb)
+    except TypeRuleError as e:
+        raise t.error(f"tl.{name}: {e}", node) from None
+    a = a if sa == shape else t.make("broadcast_to", (a,), node, shape=shape)
+    b = b if sb == shape else t.make("broadcast_to", (b,), node, shape=shape)
+    return t.make("join", (a, b), node)
+
+
+@builtin("join", "a", "b")
+def _join(t: Tracer, node: ast.Call, a: Any, b: Any) -> Any:
+    return join(t, node, a, b)
+
+
+@builtin("interleave", "a", "b")
+def _interleave(t: Tracer, node: ast.Call, a: Any, b: Any) -> Any:
+    """``tl.interleave(a, b)``: a[0], b[0], a[1], b[1]... along the last dimension."""
+    joined = join(t, node, a, b, "interleave")
+    shape = shape_of(t.type_of(joined, node))
+    return reshape(t, node, joined, (*shape[:-2], shape[-2] * 2), "interleave")
+
+
+@builtin("cat", "input", "other", can_reorder=False, dim=0)
+def _cat(t: Tracer, node: ast.Call, input: Any, other: Any, can_reorder: Any, dim: Any) -> Any:
+    """``tl.cat(input, other)``: the two tiles one after the other along
+    dimension 0. Triton only promises some order (can_reorder=True); this
+    order is the one NumPy's concatenate gives, which satisfies both."""
+    _flag(t, node, can_reorder, "can_reorder")
+    if dim != 0:
+        raise t.error(f"tl.cat concatenates along dimension 0, got dim={dim!r}", node)
+    sa, sb = _tile_shape(t, node, input, "cat"), _tile_shape(t, node, other, "cat")
+    if sa != sb:
+        raise t.error(f"tl.cat takes two tiles of one shape, got {sa} and {sb}", node)
+    joined = join(t, node, input, other, "cat")  # [..., 2]: the last dimension picks the tile
+    rank = len(sa)
+    stacked = permute(t, node, joined, (rank, *range(rank)), "cat")  # [2, ...]
+    return reshape(t, node, stacked, (2 * sa[0], *sa[1:]), "cat")
+
+
+def _broadcast_to(t: Tracer, node: ast.Call, args: list, kwargs: dict) -> Any:
+    """``tl.broadcast_to(input, *shape)``."""
+    x, shape, _ = _bind(t, node, "broadcast_to", args, kwargs, "input", "shape", {})
+    shape = _sizes(t, node, shape, "broadcast_to", "shape")
+    if not (is_number(x) or isinstance(x, Expr)):
+        raise t.error(f"tl.broadcast_to needs a tile or a number, got {describe(x)}", node)
+    old = shape_of(t.type_of(x, node))
+    try:
+        if len(old) > len(shape) or broadcast_shapes(old, shape) != shape:
+            raise TypeRuleError(f"shape {old} does not broadcast to {shape}")
+    except TypeRuleError as e:
+        raise t.error(f"tl.broadcast_to: {e}", node) from None
+    if old == shape:
+        return x
+    return t.make("broadcast_to", (x,), node, shape=shape)
+
+
+def _full_like(t: Tracer, node: ast.Call, input: Any, value: Any, dtype: Any) -> Any:
+    if not (is_number(input) or isinstance(input, Expr)):
+        raise t.error(f"tl.full_like needs a tile, got {describe(input)}", node)
+    like = t.type_of(input, node)
+    dtype = concrete(element_of(like)) if dtype is None else _dtype(t, node, dtype)
+    shape = shape_of(like)
+    if not shape:
+        raise t.error("tl.full_like needs a tile, got a scalar", node)
+    return _full(t, node, shape, value, dtype)
+
+
+@builtin("full_like", "input", "value", dtype=None)
+def _full_like_builtin(t: Tracer, node: ast.Call, input: Any, value: Any, dtype: Any) -> Any:
+    return _full_like(t, node, input, value, dtype)
+
+
+@builtin("zeros_like", "input", dtype=None)
+def _zeros_like(t: Tracer, node: ast.Call, input: Any, dtype: Any) -> Any:
+    return _full_like(t, node, input, 0, dtype)
+
+
+BUILTINS["permute"] = Builtin("permute", _permute)
+BUILTINS["reshape"] = Builtin("reshape", _reshape("reshape"))
+BUILTINS["view"] = Builtin("view", _reshape("view"))
+BUILTINS["split"] = Builtin("split", _split)
+BUILTINS["broadcast_to"] = Builtin("broadcast_to", _broadcast_to)
+
+
+def _decided_by_the_real_trace(name: str) -> None:
+    """The shape ops check their operands' types, which a probe trace only
+    guesses (the parameters' types are placeholders, and a type it could not
+    work out is a scalar f32): there a failed check asks for the real trace,
+    which decides, and tracing goes on with the first operand in place of the
+    result (two of it for tl.split)."""
+    impl = BUILTINS[name].impl
+
+    def guarded(t: Tracer, node: ast.Call, args: list, kwargs: dict) -> Any:
+        try:
+            return impl(t, node, args, kwargs)
+        except CompileError:
+            if not t.budget.probing:
+                raise
+            t.budget.asked_types = True
+            stand_in = args[0] if args else next(iter(kwargs.values()), 0)
+            return (stand_in, stand_in) if name == "split" else stand_in
+
+    BUILTINS[name] = Builtin(name, guarded)
 
 
 BUILTINS["trans"] = Builtin("trans", _trans)
+
+
+for _name in ("trans", "permute", "reshape", "view", "split", "join", "interleave", "cat", "broadcast_to",
+              "zeros_like", "full_like"):
+    _decided_by_the_real_trace(_name)

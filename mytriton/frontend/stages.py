@@ -301,8 +301,10 @@ def pointer_params(kernel: TreeKernel) -> set[str]:
             return bases(expr.loop.carried_inputs[expr.index], seen)
         if not isinstance(expr, Node):
             return set()
-        if expr.op in ("hint", "trans"):  # the same pointers (a fact about them; transposed)
-            return bases(expr.args[0], seen)
+        if expr.op in ("hint", "trans", "permute", "reshape", "split", "broadcast_to"):
+            return bases(expr.args[0], seen)  # the same pointers (a fact about them; moved)
+        if expr.op == "join":
+            return bases(expr.args[0], seen) | bases(expr.args[1], seen)
         if expr.op in ("add", "sub", "expand_dims"):
             left = bases(expr.args[0], seen)
             return left or (bases(expr.args[1], seen) if expr.op == "add" else set())

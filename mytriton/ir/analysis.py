@@ -80,8 +80,11 @@ def pointer_bases(value: Value) -> set[Param]:
             found.add(v)
         elif isinstance(v, OpResult):
             op = v.op
-            if op.name in ("addptr", "expand_dims", "hint", "trans", "convert_layout"):
+            if op.name in ("addptr", "expand_dims", "hint", "trans", "convert_layout", "permute", "reshape",
+                           "split", "broadcast_to"):
                 work.append(op.operands[0])  # the same pointers, offset, reshaped or moved
+            elif op.name == "join":
+                work.extend(o for o in op.operands if isinstance(o, Value))
             elif op.name == "where":
                 work.extend(o for o in op.operands[1:] if isinstance(o, Value))
             elif op.name == "for":

@@ -853,6 +853,110 @@ _register(OpDef("shr", ("lhs", "rhs"), _shift_rule("shr"), elementwise=True,
                 semantics=lambda np, a, b: np.right_shift(a, b), folds=True, fold_refuses=_shift_out_of_range,
                 doc="x >> y: arithmetic for signed x, logical for unsigned; undefined for y < 0 or y >= the width"))
 
+# ---- shape ops (issue 9, part 4) ------------------------------------------------------
+# Ops that move elements without computing on them. Each result element is
+# one operand element at coordinates ``source_coords`` maps it to (a remap of
+# indices, as ``trans`` swaps two): the interpreter moves NumPy axes, and the
+# CUDA emitter fills the result's slots reading the operand there (through
+# shared memory where another thread holds it). ``broadcast_to`` is the
+# elementwise exception: it reads its operand as any broadcasting op does.
+
+
+def _tile(x: Type | None, op: str) -> BlockType:
+    if not isinstance(x, BlockType):
+        raise _err(f"'{op}' takes a tile, got {x}")
+    return x
+
+
+def _int_tuple(value: Any, what: str, op: str) -> tuple[int, ...]:
+    if not (isinstance(value, tuple) and value
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+        raise _err(f"the {what} of '{op}' is a tuple of integers, got {value!r}")
+    return value
+
+
+def _permute(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    x = _tile(types[0], "permute")
+    dims = _int_tuple(attrs.get("dims"), "dims", "permute")
+    if sorted(dims) != list(range(len(x.shape))):
+        raise _err(f"the dims of 'permute' are a permutation of 0..{len(x.shape) - 1}, got {dims}")
+    return [BlockType(tuple(x.shape[d] for d in dims), x.element)]
+
+
+def _reshape(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    x = _tile(types[0], "reshape")
+    shape = _int_tuple(attrs.get("shape"), "shape", "reshape")
+    if any(d < 1 for d in shape):
+        raise _err(f"the shape of 'reshape' has positive sizes, got {shape}")
+    if math.prod(shape) != x.numel:
+        raise _err(f"'reshape' keeps the number of elements: {x} has {x.numel}, "
+                   f"shape {shape} holds {math.prod(shape)}")
+    return [BlockType(shape, x.element)]
+
+
+def _split(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    x = _tile(types[0], "split")
+    if len(x.shape) < 2 or x.shape[-1] != 2:
+        raise _err(f"'split' takes a tile of rank 2 or more whose last dimension is 2, got {x}")
+    if attrs.get("index") not in (0, 1) or isinstance(attrs.get("index"), bool):
+        raise _err(f"the index of 'split' is 0 or 1, got {attrs.get('index')!r}")
+    return [BlockType(x.shape[:-1], x.element)]
+
+
+def _join(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    a, b = _tile(types[0], "join"), _tile(types[1], "join")
+    if a != b:
+        raise _err(f"'join' takes two tiles of one type, got {a} and {b}")
+    return [BlockType((*a.shape, 2), a.element)]
+
+
+def _broadcast_to(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    (x,) = types
+    shape = _int_tuple(attrs.get("shape"), "shape", "broadcast_to")
+    if any(d < 1 for d in shape):
+        raise _err(f"the shape of 'broadcast_to' has positive sizes, got {shape}")
+    if len(shape_of(x)) > len(shape) or _broadcast(x, BlockType(shape, BOOL)) != shape:
+        raise _err(f"{x} does not broadcast to the shape {shape}")
+    e = element_of(x)
+    return [BlockType(shape, concrete(e) if isinstance(e, WeakType) else e)]
+
+
+def source_coords(op_name: str, attrs: dict[str, Any], operand_shapes: list[tuple[int, ...]],
+                  coords: list[Any], linear: Callable[[list[Any], tuple[int, ...]], list[Any]]) -> list[list[Any]]:
+    """For a shape op, the coordinates of each operand element that the result
+    element at ``coords`` is. ``linear(coords, from_shape)`` re-indexes
+    row-major coordinates into ``operand_shapes[0]`` (reshape); ``split``
+    adds its index (an int) as the last coordinate; ``join`` reads both
+    operands at the leading coordinates (the last one picks the operand)."""
+    if op_name == "trans":
+        return [coords[::-1]]
+    if op_name == "permute":
+        out: list[Any] = [None] * len(coords)
+        for i, d in enumerate(attrs["dims"]):
+            out[d] = coords[i]
+        return [out]
+    if op_name == "reshape":
+        return [linear(coords, operand_shapes[0])]
+    if op_name == "split":
+        return [[*coords, attrs["index"]]]
+    if op_name == "join":
+        return [coords[:-1], coords[:-1]]
+    raise KeyError(op_name)
+
+
+REMAPS = ("trans", "permute", "reshape", "split", "join")
+
+_register(OpDef("permute", ("x",), _permute, attrs=("dims",), materialised=True,
+                doc="x with its dimensions reordered: result dim i is x's dim dims[i] (tl.permute, tl.trans)"))
+_register(OpDef("reshape", ("x",), _reshape, attrs=("shape",), materialised=True,
+                doc="x's elements in row-major order, read as a tile of another shape (tl.reshape, tl.view)"))
+_register(OpDef("split", ("x",), _split, attrs=("index",), materialised=True,
+                doc="x[..., index] of a tile whose last dimension is 2 (one half of tl.split)"))
+_register(OpDef("join", ("a", "b"), _join, materialised=True,
+                doc="a and b stacked along a new last dimension of size 2 (tl.join)"))
+_register(OpDef("broadcast_to", ("x",), _broadcast_to, attrs=("shape",), elementwise=True,
+                doc="x broadcast to shape (tl.broadcast_to)"))
+
 # ---- layout rules ---------------------------------------------------------------
 # "elementwise": tile operands are read in the result's layout (sliced for a
 #     lower-rank operand, which broadcasts); cheap enough to recompute in
@@ -879,7 +983,8 @@ for _op in list(OPS.values()):
 for _name, _rule in (("expand_dims", "expand_dims"), ("load", "load"), ("store", "store"),
                      ("device_print", "store"), ("device_assert", "store"), ("sum", "reduce"),
                      ("max", "reduce"), ("min", "reduce"), ("dot", "dot"), ("dot_shared", "dot"),
-                     ("convert_layout", "convert"), ("trans", "convert")):
+                     ("convert_layout", "convert"), ("trans", "convert"), ("permute", "convert"),
+                     ("reshape", "convert"), ("split", "convert"), ("join", "convert")):
     _set_layout_rule(_name, _rule)
 
 # Groups, derived from the traits (other modules import these names).

@@ -65,6 +65,9 @@ FUNCTIONS = (
     # Hints, spellings and compile-time checks (Triton's names and signatures).
     "multiple_of", "max_contiguous", "max_constancy", "cast", "pointer_type",
     "static_assert", "static_print", "device_assert", "device_print", "trans",
+    # Shape ops (Triton's names and signatures).
+    "permute", "reshape", "view", "split", "join", "interleave", "cat", "broadcast_to", "zeros_like",
+    "full_like",
 )
 
 

@@ -32,7 +32,6 @@ HERE = Path(__file__).resolve().parent
 # issue (atomics, scans, random numbers).
 NEEDS: dict[str, str] = {
     "layer_norm_bwd_locks": "tl.atomic_cas and tl.atomic_xchg (issue 11: atomics)",
-    "rope": "tl.reshape, tl.split, tl.join (issue 9, part 4: shape ops)",
     "dropout": "tl.rand (issue 11: random numbers)",
 }
 

@@ -432,11 +432,17 @@ class CudaEmitter:
         (op,) = group.ops
         loop = self.open_loop(group.domain, op)
         coords = loop.coords()
-        if op.name == "trans":  # element (i, j) of the result is (j, i) of the operand
-            coords = coords[::-1]
-        value = loop.value(op.operands[0], coords)
         storage = self.storage[op.results[0]]
-        loop.lines.append(f"{storage}[k] = {value.expr};")
+        if op.name in opdefs.REMAPS:  # shape ops: the operand read at remapped coordinates
+            sources = loop.remapped(op, coords)
+            values = [loop.value(o, c) for o, c in zip(op.operands, sources)]
+            if op.name == "join":  # the last coordinate picks a or b
+                expr = f"({loop.use(coords[-1])} == 0 ? {values[0].expr} : {values[1].expr})"
+            else:
+                expr = values[0].expr
+        else:
+            expr = loop.value(op.operands[0], coords).expr
+        loop.lines.append(f"{storage}[k] = {expr};")
         self.close_loop(loop, f"{op.name}{self.where(op).replace('  // ' + op.name, '')} into "
                               f"{self.parent_name(group.domain.parent)} ({group.domain.slots} slot(s) per thread)",
                         [f"{c_element(op.results[0].type)} {storage}[{group.domain.slots}];"])
@@ -461,7 +467,7 @@ class CudaEmitter:
             for text in writer.body():
                 self.line(INDENT + text)
             self.line("}")
-            offset += _aligned(value.type.numel * element_of(value.type).nbytes)
+            offset += _aligned(value.type.numel * _element_bytes(value.type))
         self.line(self.lang.barrier)
         self.need_shared(offset, loop.staged[0])
 
@@ -596,6 +602,13 @@ def _i32():
     from mytriton.types import I32
 
     return I32
+
+
+def _element_bytes(t) -> int:
+    """The bytes one element of a tile takes in shared memory (a pointer: 8,
+    where a reshaped or joined tile of addresses is staged)."""
+    element = element_of(t)
+    return 8 if isinstance(element, PointerType) else element.nbytes
 
 
 def _aligned(nbytes: int) -> int:

@@ -49,7 +49,7 @@ _LANGUAGE_OPS = ("maximum_nan", "minimum_nan", "clamp", "clamp_nan", "fma", "div
 # Ops whose one element ``render`` spells, besides the math functions.
 EXPRESSION_OPS = frozenset({
     "program_id", "num_programs", "full", "addptr", "cast", "where", *_CMP, *_BINARY,
-    "neg", "abs", "not", "maximum", "minimum", "and", "or", "hint", "bitcast", *_LANGUAGE_OPS,
+    "neg", "abs", "not", "maximum", "minimum", "and", "or", "hint", "bitcast", "broadcast_to", *_LANGUAGE_OPS,
 })
 
 # Ops the emitter writes as statements of their own rather than as one
@@ -74,6 +74,10 @@ STATEMENT_OPS = {
     "condition": "emitter.py: the break test of a while loop",
     "convert_layout": "emitter.py: a slot loop in the new layout, through shared memory where threads differ",
     "trans": "emitter.py: like convert_layout, a slot loop reading its operand at swapped coordinates",
+    "permute": "emitter.py: like trans, a slot loop reading its operand at permuted coordinates",
+    "reshape": "emitter.py: like trans, its operand read at row-major re-indexed coordinates (slots.py remapped)",
+    "split": "emitter.py: like trans, its operand read with the half's index as the last coordinate",
+    "join": "emitter.py: like trans, a or b read at the leading coordinates, picked by the last",
     "device_print": "emitter.py: a printf per element (print_call), by the thread owning it",
     "device_assert": "emitter.py: a printf of the message and a trap where an element fails (assert_lines)",
 }
@@ -157,7 +161,7 @@ def render(op: Op, args: list[Arg]) -> str:
         # A literal converts from its own type (i32, i64 or f32), as in the interpreter.
         source = x.type if isinstance(x, CValue) else concrete(x.type)
         return c_cast(as_type(x, source), source, op.attrs["dtype"])
-    if name == "hint":  # a fact for later stages; the value itself
+    if name in ("hint", "broadcast_to"):  # the value itself (broadcast_to: read at broadcast coordinates)
         return as_type(args[0], element)
     if name == "bitcast":
         (x,) = args

@@ -10,12 +10,14 @@ on this thread (the usual case), or else from a copy in shared memory.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element
 from mytriton.backends.cuda.expressions import Arg, CValue, render
 from mytriton.backends.cuda.layout import Layout
+from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile
 from mytriton.ir.ssa import Const, Op, Operand, Value
 from mytriton.types import PointerType, element_of
@@ -131,6 +133,28 @@ class SlotLoop:
         shape = operand.type.shape
         aligned = coords[len(coords) - len(shape):]
         return [c if extent > 1 else ZERO for c, extent in zip(aligned, shape)]
+
+    def remapped(self, op: Op, coords: list[Coord]) -> list[list[Coord]]:
+        """The coordinates of each operand element that element ``coords`` of
+        a shape op's result is (opdefs.source_coords): swapped or permuted
+        coordinates stay the domain's own; computed ones (reshape's
+        re-indexing, split's half) are C expressions, read from shared
+        memory where they are not this thread's."""
+        def reindex(result_coords: list[Coord], shape: tuple[int, ...]) -> list[Coord]:
+            linear = linear_index([self.use(c) for c in result_coords], op.results[0].type.shape)
+            out = []
+            for j, extent in enumerate(shape):
+                stride = math.prod(shape[j + 1:])
+                if extent == 1:
+                    out.append(ZERO)
+                    continue
+                expr = f"({linear})" if stride == 1 else f"({linear}) / {stride}"
+                out.append(Coord(None, expr if j == 0 else f"({expr}) % {extent}"))
+            return out
+
+        shapes = [o.type.shape for o in op.operands]
+        found = opdefs.source_coords(op.name, op.attrs, shapes, coords, reindex)
+        return [[Coord(None, str(c)) if isinstance(c, int) else c for c in cs] for cs in found]
 
     # ---- materialized tiles ----------------------------------------------------------------------
     def register_slot(self, value: Value, coords: list[Coord]) -> str | None:
