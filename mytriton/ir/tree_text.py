@@ -305,12 +305,7 @@ class _TreeReader(TextReader):
         index_token, start, stop, step, attrs_tree, captures_tree, iter_tree, results_tree, loc, *body = tree.children
         bounds = [self.expr(b, scope) for b in (start, stop, step)]
         attrs = self.loop_attrs(attrs_tree)
-        captures: dict[str, Expr] = {}
-        for token in (captures_tree.children if captures_tree is not None else []):
-            if token is None:
-                continue
-            expr = self.resolve(token, scope)
-            captures[str(token)] = expr
+        captures = self.captures(captures_tree, scope)
         carried_args: list[LoopCarry] = []
         inits: list[Arg] = []
         body_scope = _Scope(scope, captures)
@@ -327,7 +322,7 @@ class _TreeReader(TextReader):
         loop = ForRange(index, bounds[0], bounds[1], bounds[2], tuple(captures.values()), [],
                         tuple(inits), tuple(carried_args), (), self.loc(loc), attrs)
         loop.body = self.region([b for b in body if isinstance(b, lark.Tree)], body_scope, carried_args, tree)
-        result_tokens = [t for t in (results_tree.children if results_tree is not None else []) if t is not None]
+        result_tokens = self.result_tokens(results_tree)
         if len(result_tokens) != len(carried_args):
             raise self.error(f"the loop carries {len(carried_args)} value(s) but names "
                              f"{len(result_tokens)} result(s)", tree)
