@@ -23,13 +23,15 @@ def load_sample(name: str):
     return load_module(ROOT / "samples" / f"{name}.py", f"mytriton_{name}")
 
 
-def load_as_triton(name: str, variant: str = ""):
-    """The sample's source with mytriton's imports replaced by Triton's: the
-    same kernel, compiled by Triton. ``variant`` changes the source's hash
-    (a comment), so each variant gets its own Triton compilation."""
-    source = (ROOT / "samples" / f"{name}.py").read_text()
+def load_as_triton(name: str, variant: str = "", path: Path | None = None):
+    """The sample's source (or the file at ``path``) with mytriton's imports
+    replaced by Triton's: the same kernel, compiled by Triton. ``variant``
+    changes the source's hash (a comment), so each variant gets its own Triton
+    compilation."""
+    source = (path or ROOT / "samples" / f"{name}.py").read_text()
     source = source.replace("import mytriton.language as tl", "import triton.language as tl")
     source = source.replace("import mytriton\n", "import triton\n").replace("@mytriton.jit", "@triton.jit")
+    source = source.replace("import mytriton as triton\n", "import triton\n")
     source = source.replace("mytriton.", "triton.")
     source += f"\n# variant: {variant}\n"
     directory = Path(tempfile.mkdtemp(prefix="mytriton-bench-"))
