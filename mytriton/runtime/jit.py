@@ -159,6 +159,12 @@ class JITFunction:
             if self.options.get("repr") is not None:
                 metadata["repr"] = self.options["repr"](dict(metadata))
             compiled = CompiledKernel(kernel, self.file, options, backend, metadata, runtime, self._names)
+            dump_root = os.environ.get("MYTRITON_DUMP_DIR")
+            if dump_root:
+                from mytriton.instrument import dump_jit_kernel
+
+                # Compiled again, with a dumper watching: this costs time only when asked for.
+                run_deep(dump_jit_kernel, dump_root, text, self.file, options, (self.file, key), backend)
             if backend == "cuda":
                 from mytriton.runtime.cuda_driver import CudaKernel
 
