@@ -388,9 +388,52 @@ def run(input: str, grid: str, args: tuple[str, ...], kernel: str | None, define
     """Launch a kernel on inputs from .npy files or generated ones; write outputs as .npy."""
     from mytriton.runtime.launch_cli import run_file
 
+    if backend == "cuda":
+        from mytriton.runtime.jit import BackendUnavailable, explain_backend
+
+        try:
+            explain_backend("cuda")
+        except BackendUnavailable as err:
+            raise click.BadParameter(f"cuda needs a usable GPU, but {err.reason}", param_hint="'--backend'")
+
     options = make_options(kernel, defines, signature, num_warps)
     for line in run_file(input, grid, args, options, backend, out_dir, seed, expects):
         click.echo(line)
+
+
+@main.command()
+def doctor() -> None:
+    """Report Python, mytriton, NumPy, Lark, click, PyCUDA, nvcc, the GPUs,
+    the cache, and which backend 'auto' picks and why."""
+    from mytriton.doctor import render, report
+
+    click.echo(render(report()), nl=False)
+
+
+@main.group()
+def cache() -> None:
+    """The on-disk cache of nvcc builds, grammar tables and autotuning choices
+    ($MYTRITON_CACHE_DIR, else $XDG_CACHE_HOME/mytriton, else ~/.cache/mytriton)."""
+
+
+@cache.command("info")
+def cache_info() -> None:
+    """Print the cache's location, entry count and size."""
+    from mytriton.doctor import describe_size
+    from mytriton.user_cache import cache_root, cache_usage
+
+    count, size = cache_usage()
+    click.echo(f"location: {printable(str(cache_root()))}\nentries:  {count}\nsize:     {describe_size(size)}")
+
+
+@cache.command("clear")
+def cache_clear() -> None:
+    """Remove mytriton's own entries from the cache (nothing else in its folder)."""
+    from mytriton.doctor import describe_size
+    from mytriton.user_cache import cache_root, clear_cache
+
+    count, size = clear_cache()
+    click.echo(f"removed {count} entries ({describe_size(size)}) from {printable(str(cache_root()))}")
 
 
 if __name__ == "__main__":
