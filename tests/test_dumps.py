@@ -149,7 +149,8 @@ def test_emit_cubin_refuses_to_write_to_a_terminal(tmp_path):
     leader, follower = pty.openpty()
     try:
         proc = subprocess.run([sys.executable, "-m", "mytriton.cli", "compile", *ADD_ARGS, "--emit=cubin"],
-                              stdout=follower, stderr=subprocess.PIPE, cwd=tmp_path, timeout=60)
+                              stdout=follower, stderr=subprocess.PIPE, cwd=tmp_path, timeout=60,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
     finally:
         os.close(follower)
         os.close(leader)
