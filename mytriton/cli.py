@@ -2,8 +2,12 @@
 
 Every stage reads a file or ``-`` (stdin, the default) and writes stdout or
 ``-o FILE``; the file appears only when the stage succeeds. Errors go to
-stderr as ``file:line:col: error: message`` with exit code 1. Dumps asked
-for with ``--print-ir-after-all`` go to stderr so pipes stay clean.
+stderr as ``file:line:col: error: message``. Dumps asked for with
+``--print-ir-after-all`` go to stderr so pipes stay clean.
+
+Exit codes: 0 success, 1 an error in the input (EXIT_INPUT), 2 a usage error
+(click's own, EXIT_USAGE), 3 an internal compiler error (EXIT_INTERNAL: a
+bug in mytriton, never the input's fault).
 """
 from __future__ import annotations
 
@@ -20,6 +24,12 @@ from mytriton.diagnostics import CompileError, Location, printable
 from mytriton.deep_stack import ResourceError, run_deep
 from mytriton.limits import MAX_INPUT_BYTES
 from mytriton.output_files import write_output as write_file
+
+EXIT_INPUT = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+BUG_REPORT_NOTE = ("note: this is a bug in mytriton, not in your input; please report it with the command "
+                   "and its input (MYTRITON_DEBUG=1 shows the traceback)")
 
 # ---- input, output, errors --------------------------------------------------------------
 
@@ -79,17 +89,19 @@ def reports_errors(fn: Callable[..., None] | None = None, *, deep: bool = True) 
             if isinstance(err, ResourceError) and kwargs.get("input"):
                 err.at(Location("<stdin>" if kwargs["input"] == "-" else kwargs["input"], 1, 1))
             click.echo(err.render(), err=True)
-            sys.exit(1)
+            sys.exit(EXIT_INPUT)
+        except click.ClickException:  # a usage error found while running: click reports it (exit 2)
+            raise
         except BrokenPipeError:
-            sys.exit(1)
+            sys.exit(EXIT_INPUT)
         except KeyboardInterrupt:
             sys.exit(130)
         except Exception as err:  # a compiler bug, not the user's input
-            if os.environ.get("MYTRITON_DEBUG"):
+            if os.environ.get("MYTRITON_DEBUG", "") not in ("", "0"):
                 traceback.print_exc()
             click.echo(f"error: internal compiler error: {printable(f'{type(err).__name__}: {err}')}\n"
-                       "note: this is a bug in mytriton; MYTRITON_DEBUG=1 shows the traceback", err=True)
-            sys.exit(1)
+                       f"{BUG_REPORT_NOTE}", err=True)
+            sys.exit(EXIT_INTERNAL)
 
     return wrapper
 
@@ -98,8 +110,15 @@ def input_argument(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.argument("input", default="-", metavar="[INPUT]")(fn)
 
 
+def _output_path(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """``-o`` names a file: a directory (or a name ending in ``/``) is a usage error."""
+    if value != "-" and (value.endswith(("/", os.sep)) or os.path.isdir(value)):
+        raise click.BadParameter(f"'{printable(value)}' is a directory; -o names the file to write", ctx, param)
+    return value
+
+
 def output_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("-o", "--output", default="-", show_default=True, metavar="FILE",
+    return click.option("-o", "--output", default="-", show_default=True, metavar="FILE", callback=_output_path,
                         help="Where to write the result ('-' for stdout).")(fn)
 
 
@@ -206,10 +225,9 @@ def opt(input: str, passes: str | None, print_ir_after_all: bool, output: str) -
     text, file = read_input(input)
     options = make_options(passes=passes)
     if print_ir_after_all:
-        def dump(name: str, kernel: Any) -> None:
-            click.echo(f"// ----- after {name} -----\n{pipeline.print_ssa(kernel)}", err=True, nl=False)
+        from mytriton.instrument import IrPrinter, attach
 
-        options.after_each = dump
+        attach(options, IrPrinter(after_all=True))
     write_output(output, pipeline.print_ssa(pipeline.optimize(pipeline.read_ssa(text, file), options)))
 
 
@@ -266,23 +284,84 @@ def emit_cuda(input: str, num_warps: int | None, output: str) -> None:
     write_output(output, pipeline.emit_cuda(kernel))
 
 
+def _pass_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    from mytriton.instrument import printable_passes
+
+    known = printable_passes()
+    names = tuple(name.strip() for item in value for name in item.split(",") if name.strip())
+    for name in names:
+        if name not in known:
+            raise click.BadParameter(f"unknown pass '{printable(name)}' (passes: {', '.join(known)})", ctx, param)
+    return names
+
+
 @main.command("compile")
 @click.argument("input", metavar="KERNEL")
-@click.option("--emit", default="cuda", show_default=True, type=click.Choice(pipeline.EMITS),
-              help="The stage to stop after and print.")
+@click.option("--emit", default=None, type=click.Choice(pipeline.EMITS),
+              help="The stage to stop after and print (default: cuda). cubin is binary: give -o or a pipe.")
 @kernel_option
 @trace_options
 @warps_option
 @click.option("-p", "--passes", default=None, metavar="LIST", help="Passes for the opt stage.")
-@click.option("--arch", default=pipeline.DEFAULT_ARCH, show_default=True, help="nvcc -arch for --emit=ptx.")
+@click.option("--arch", default=pipeline.DEFAULT_ARCH, show_default=True, help="nvcc -arch for --emit=ptx|cubin.")
+@click.option("--dump-dir", default=None, metavar="DIR",
+              help="Write every stage into DIR (00-ast.py ... 08-cubin.cubin, each opt pass's SSA too); "
+                   "without --emit, the pipeline runs to cubin.")
+@click.option("--print-ir-after-all", is_flag=True, help="Print the SSA after every pass to stderr.")
+@click.option("--print-ir-after", "print_after", multiple=True, metavar="PASS", callback=_pass_names,
+              help="Print the SSA after PASS to stderr (repeatable, or comma-separated).")
+@click.option("--print-ir-before", "print_before", multiple=True, metavar="PASS", callback=_pass_names,
+              help="Print the SSA before PASS to stderr (repeatable, or comma-separated).")
+@click.option("--time-passes", is_flag=True, help="Print each stage's and each pass's wall time to stderr.")
 @output_option
 @reports_errors
-def compile_command(input: str, emit: str, kernel: str | None, defines: tuple[str, ...],
-                    signature: str | None, num_warps: int, passes: str | None, arch: str, output: str) -> None:
+def compile_command(input: str, emit: str | None, kernel: str | None, defines: tuple[str, ...],
+                    signature: str | None, num_warps: int, passes: str | None, arch: str, dump_dir: str | None,
+                    print_ir_after_all: bool, print_after: tuple[str, ...], print_before: tuple[str, ...],
+                    time_passes: bool, output: str) -> None:
     """Run the pipeline up to one stage in one process."""
+    if emit is None:
+        emit = "cubin" if dump_dir is not None else "cuda"
+        printed = "cuda"
+    else:
+        printed = emit
+    if printed in pipeline.BINARY_EMITS and output == "-" and sys.stdout.isatty():
+        raise click.UsageError(f"--emit={printed} is binary: write it with -o FILE or into a pipe, "
+                               "not to a terminal")
     text, file = read_input(input)
     options = make_options(kernel, defines, signature, num_warps, passes, arch)
-    write_output(output, pipeline.compile_source(text, file, emit, options))
+    from mytriton import instrument
+
+    results: dict[str, Any] = {}
+    if emit != printed:
+        instrument.attach(options, _Keep(printed, results))
+    if dump_dir is not None:
+        instrument.attach(options, instrument.open_dump_dir(dump_dir))
+    if print_ir_after_all or print_after or print_before:
+        instrument.attach(options, instrument.IrPrinter(print_ir_after_all, print_after, print_before))
+    timer = instrument.attach_timer(options) if time_passes else None
+    try:
+        result = pipeline.compile_source(text, file, emit, options)
+    finally:
+        if timer is not None:
+            click.echo(timer.report(), err=True, nl=False)
+    if emit != printed:
+        result = instrument.stage_text(printed, results[printed])
+    write_output(output, result)
+
+
+class _Keep:
+    """Keeps one stage's text while the pipeline runs on (a dump past --emit)."""
+
+    def __init__(self, stage: str, into: dict[str, Any]) -> None:
+        self.stage = stage
+        self.into = into
+
+    def on_stage(self, name: str, value: Any) -> None:
+        from mytriton.instrument import stage_text
+
+        if name == self.stage:
+            self.into[name] = stage_text(name, value)  # printed now: later stages change kernels in place
 
 
 @main.command()
@@ -309,9 +388,52 @@ def run(input: str, grid: str, args: tuple[str, ...], kernel: str | None, define
     """Launch a kernel on inputs from .npy files or generated ones; write outputs as .npy."""
     from mytriton.runtime.launch_cli import run_file
 
+    if backend == "cuda":
+        from mytriton.runtime.jit import BackendUnavailable, explain_backend
+
+        try:
+            explain_backend("cuda")
+        except BackendUnavailable as err:
+            raise click.BadParameter(f"cuda needs a usable GPU, but {err.reason}", param_hint="'--backend'")
+
     options = make_options(kernel, defines, signature, num_warps)
     for line in run_file(input, grid, args, options, backend, out_dir, seed, expects):
         click.echo(line)
+
+
+@main.command()
+def doctor() -> None:
+    """Report Python, mytriton, NumPy, Lark, click, PyCUDA, nvcc, the GPUs,
+    the cache, and which backend 'auto' picks and why."""
+    from mytriton.doctor import render, report
+
+    click.echo(render(report()), nl=False)
+
+
+@main.group()
+def cache() -> None:
+    """The on-disk cache of nvcc builds, grammar tables and autotuning choices
+    ($MYTRITON_CACHE_DIR, else $XDG_CACHE_HOME/mytriton, else ~/.cache/mytriton)."""
+
+
+@cache.command("info")
+def cache_info() -> None:
+    """Print the cache's location, entry count and size."""
+    from mytriton.doctor import describe_size
+    from mytriton.user_cache import cache_root, cache_usage
+
+    count, size = cache_usage()
+    click.echo(f"location: {printable(str(cache_root()))}\nentries:  {count}\nsize:     {describe_size(size)}")
+
+
+@cache.command("clear")
+def cache_clear() -> None:
+    """Remove mytriton's own entries from the cache (nothing else in its folder)."""
+    from mytriton.doctor import describe_size
+    from mytriton.user_cache import cache_root, clear_cache
+
+    count, size = clear_cache()
+    click.echo(f"removed {count} entries ({describe_size(size)}) from {printable(str(cache_root()))}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import Kernel
 from mytriton.ir.tree import TreeKernel
 
-EMITS = ("ast", "tree", "ssa", "opt", "staged", "layouts", "cuda", "ptx")
+EMITS = ("ast", "tree", "ssa", "opt", "staged", "layouts", "cuda", "ptx", "cubin")
+BINARY_EMITS = ("cubin",)
 DEFAULT_NUM_WARPS = 4
 DEFAULT_ARCH = "sm_90"
 
@@ -29,6 +30,10 @@ class Options:
     passes: Sequence[str] | None = None  # None: the default pipeline
     arch: str = DEFAULT_ARCH
     after_each: Callable[[str, Kernel], None] | None = None
+    before_each: Callable[[str, Kernel], None] | None = None
+    # Called with each stage's name and result as compile_source makes it
+    # (dumps, --time-passes: mytriton/instrument.py).
+    on_stage: Callable[[str, Any], None] | None = None
 
 
 # ---- the stages ------------------------------------------------------------------------
@@ -66,7 +71,7 @@ def optimize(kernel: Kernel, options: Options) -> Kernel:
     from mytriton.passes.manager import run_passes
 
     names = DEFAULT_PIPELINE if options.passes is None else options.passes
-    return run_passes(kernel, names, options.after_each)
+    return run_passes(kernel, names, options.after_each, options.before_each)
 
 
 def stage_dots(kernel: Kernel) -> Kernel:
@@ -112,6 +117,12 @@ def ptx(cuda_source: str, options: Options) -> str:
     return compile_ptx(cuda_source, options.arch)
 
 
+def cubin(cuda_source: str, options: Options) -> bytes:
+    from mytriton.backends.cuda.nvcc import compile_cubin
+
+    return compile_cubin(cuda_source, options.arch)
+
+
 # ---- reading each stage's text ----------------------------------------------------------
 
 
@@ -142,32 +153,47 @@ def print_ssa(kernel: Kernel) -> str:
 # ---- in one process ---------------------------------------------------------------------
 
 
-def compile_source(text: str, file: str, emit: str, options: Options) -> str:
-    """The pipeline up to ``emit``, printed as that stage prints it."""
+def compile_source(text: str, file: str, emit: str, options: Options) -> str | bytes:
+    """The pipeline up to ``emit``, printed as that stage prints it (bytes
+    for a binary stage, ``BINARY_EMITS``)."""
     if emit not in EMITS:
         raise CompileError(f"unknown stage '{emit}' (stages: {', '.join(EMITS)})")
+    reached = options.on_stage or (lambda name, value: None)
     bundle = parse(text, file, options.kernel)
+    reached("ast", bundle)
     if emit == "ast":
         return bundle
     tree = trace(bundle, "<bundle>", options)
+    reached("tree", tree)
     if emit == "tree":
         return print_tree(tree)
     kernel = lower(tree)
+    reached("ssa", kernel)
     if emit == "ssa":
         return print_ssa(kernel)
     kernel = optimize(kernel, options)
+    reached("opt", kernel)
     if emit == "opt":
         return print_ssa(kernel)
     kernel = stage_dots(kernel)
+    reached("staged", kernel)
     if emit == "staged":
         return print_ssa(kernel)
     kernel = layouts(kernel, options)
+    reached("layouts", kernel)
     if emit == "layouts":
         return print_ssa(kernel)
     cuda = emit_cuda(kernel)
+    reached("cuda", cuda)
     if emit == "cuda":
         return cuda
-    return ptx(cuda, options)
+    ptx_text = ptx(cuda, options)
+    reached("ptx", ptx_text)
+    if emit == "ptx":
+        return ptx_text
+    binary = cubin(cuda, options)
+    reached("cubin", binary)
+    return binary
 
 
 def source_to_ssa(text: str, file: str, options: Options, optimized: bool = True) -> Kernel:

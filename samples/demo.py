@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 import mytriton
-from mytriton.runtime.jit import select_backend
+from mytriton.runtime.jit import explain_backend
 
 here = pathlib.Path(__file__).resolve().parent
 spec = importlib.util.spec_from_file_location("add", here / "add.py")
@@ -20,7 +20,9 @@ x = rng.standard_normal(n).astype(np.float32)
 y = rng.standard_normal(n).astype(np.float32)
 out = np.full(n, np.nan, np.float32)
 
-backend = select_backend()
+backend, why = explain_backend()
+if backend == "interp":
+    print(f"running in the NumPy interpreter: {why}")  # the same reason `mytriton doctor` gives
 start = time.perf_counter()
 add.add_kernel[lambda meta: (mytriton.cdiv(n, meta["BLOCK"]),)](x, y, out, n, BLOCK=1024)
 elapsed = time.perf_counter() - start

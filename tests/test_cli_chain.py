@@ -178,12 +178,12 @@ def test_print_ir_after_all_leaves_stdout_as_plain_opt(runs, dumped_opt):
 
 def test_print_ir_after_all_dumps_after_every_default_pass_to_stderr(dumped_opt):
     stderr = dumped_opt.stderr.decode()
-    headers = [line for line in stderr.splitlines() if line.startswith("// ----- after ")]
-    assert headers == [f"// ----- after {name} -----" for name in DEFAULT_PIPELINE]
+    headers = [line for line in stderr.splitlines() if line.startswith("// -----// IR Dump ")]
+    assert headers == [f"// -----// IR Dump After {name} //----- //" for name in DEFAULT_PIPELINE]
 
 
 def test_print_ir_after_all_dumps_are_readable_ssa(dumped_opt):
-    dumps = dumped_opt.stderr.decode().split("// ----- after ")[1:]
+    dumps = dumped_opt.stderr.decode().split("// -----// IR Dump After ")[1:]
     for dump in dumps:
         text = dump.split("\n", 1)[1]
         assert pipeline.print_ssa(pipeline.read_ssa(text, "<dump>")) == text
@@ -215,7 +215,7 @@ def test_opt_pass_list_runs_the_named_pass(fold_only):
 def test_opt_pass_list_runs_no_other_pass(fold_only):
     assert b"add n, 1 : i32" in fold_only.stdout  # dead, but dce did not run
     headers = [line for line in fold_only.stderr.decode().splitlines() if line.startswith("// -----")]
-    assert headers == ["// ----- after fold -----"]
+    assert headers == ["// -----// IR Dump After fold //----- //"]
 
 
 def test_passes_lists_every_registered_pass():

@@ -130,3 +130,20 @@ def test_a_full_temporary_directory_is_an_error_that_leaves_nothing_behind(tmp_p
         nvcc.compile_ptx(relu_cuda)
     assert list(workdir.iterdir()) == []
     assert not cache.exists() or list(cache.iterdir()) == []
+
+
+def test_always_compile_runs_nvcc_even_with_a_whole_entry(cache, nvcc_builds, relu_cuda, monkeypatch):
+    ptx = nvcc.compile_ptx(relu_cuda)
+    builds = len(nvcc_builds)
+    monkeypatch.setenv("MYTRITON_ALWAYS_COMPILE", "1")
+    assert nvcc.compile_ptx(relu_cuda) == ptx
+    assert len(nvcc_builds) == builds + 1
+
+
+def test_always_compile_still_rewrites_the_entry(cache, nvcc_builds, relu_cuda, monkeypatch):
+    monkeypatch.setenv("MYTRITON_ALWAYS_COMPILE", "1")
+    nvcc.compile_ptx(relu_cuda)
+    monkeypatch.delenv("MYTRITON_ALWAYS_COMPILE")
+    builds = len(nvcc_builds)
+    nvcc.compile_ptx(relu_cuda)
+    assert len(nvcc_builds) == builds

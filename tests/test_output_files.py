@@ -165,17 +165,18 @@ def test_dangling_link_creates_its_target(tmp_path):
 
 
 @pytest.mark.parametrize("suffix", ["", "/"])
-def test_directory_is_a_clear_error(tmp_path, suffix):
+def test_directory_is_a_clear_usage_error(tmp_path, suffix):
     result = mytriton("compile", ADD, "--emit=ssa", "-o", str(tmp_path) + suffix)
-    assert result.returncode == 1
-    assert result.stderr.strip() == f"error: cannot write {tmp_path}{suffix}: it is a directory"
+    assert result.returncode == 2
+    assert result.stderr.strip().endswith(f"Error: Invalid value for '-o' / '--output': '{tmp_path}{suffix}' "
+                                          "is a directory; -o names the file to write")
     assert os.listdir(tmp_path) == []
 
 
 def test_missing_directory_with_a_trailing_slash_is_an_error(tmp_path):
     result = mytriton("compile", ADD, "--emit=ssa", "-o", str(tmp_path / "newdir") + "/")
-    assert result.returncode == 1
-    assert "it is a directory" in result.stderr
+    assert result.returncode == 2
+    assert "is a directory" in result.stderr
     assert os.listdir(tmp_path) == []
 
 

@@ -21,15 +21,39 @@ from mytriton.types import BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16
 _context = None
 
 
-@functools.lru_cache(maxsize=None)
-def cuda_available() -> bool:
-    try:
-        import pycuda.driver as drv
+INSTALL_HINT = "pip install 'mytriton[cuda]' (PyCUDA builds from source against the CUDA toolkit)"
 
+
+def pycuda_import_error() -> str | None:
+    """Why PyCUDA cannot be imported (the exception, as Python names it), or None."""
+    try:
+        import pycuda.driver  # noqa: F401
+    except Exception as err:  # ImportError, or a PyCUDA built for another CUDA
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_status() -> tuple[bool, str]:
+    """(whether a GPU is usable, why): PyCUDA importable, the driver
+    started, at least one device. The reason says what failed, exactly."""
+    problem = pycuda_import_error()
+    if problem is not None:
+        return False, f"PyCUDA cannot be imported ({problem}); install it with {INSTALL_HINT}"
+    import pycuda.driver as drv
+
+    try:
         drv.init()
-        return drv.Device.count() > 0
-    except Exception:  # no PyCUDA, no driver, no device: the interpreter runs instead
-        return False
+        count = drv.Device.count()
+    except Exception as err:  # no driver, no device node
+        return False, f"PyCUDA could not start the CUDA driver ({type(err).__name__}: {err})"
+    if count == 0:
+        return False, "PyCUDA sees no GPU"
+    return True, f"PyCUDA sees {count} GPU(s)"
+
+
+def cuda_available() -> bool:
+    return cuda_status()[0]
 
 
 def context() -> Any:

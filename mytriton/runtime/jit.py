@@ -14,7 +14,7 @@ import inspect
 import os
 from typing import Any, Callable
 
-from mytriton.diagnostics import CompileError
+from mytriton.diagnostics import CompileError, printable
 from mytriton.deep_stack import run_deep
 from mytriton.limits import grid_error
 
@@ -41,15 +41,37 @@ JIT_OPTIONS = {
 }
 
 
-def select_backend(requested: str | None = None) -> str:
-    name = requested or os.environ.get("MYTRITON_BACKEND") or "auto"
-    if name not in BACKENDS:
-        raise CompileError(f"unknown backend '{name}' (backends: {', '.join(BACKENDS)})")
-    if name == "auto":
-        from mytriton.runtime.cuda_driver import cuda_available
+class BackendUnavailable(CompileError):
+    """The backend asked for cannot run here (``backend="cuda"`` without
+    PyCUDA or a GPU); the message says why and how to install what is missing."""
 
-        return "cuda" if cuda_available() else "interp"
-    return name
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason  # what is missing, without who asked
+
+
+def explain_backend(requested: str | None = None) -> tuple[str, str]:
+    """(the backend a launch uses, why): ``requested``, else
+    ``MYTRITON_BACKEND``, else ``auto`` (cuda when a GPU is usable)."""
+    from_env = os.environ.get("MYTRITON_BACKEND")
+    name = requested or from_env or "auto"
+    chooser = f"backend='{requested}'" if requested else f"MYTRITON_BACKEND={from_env}" if from_env else "auto"
+    if name not in BACKENDS:
+        raise CompileError(f"unknown backend '{printable(name)}' (backends: {', '.join(BACKENDS)})")
+    if name == "interp":
+        return "interp", f"{chooser} chooses the NumPy interpreter"
+    from mytriton.runtime.cuda_driver import cuda_status
+
+    usable, why = cuda_status()
+    if name == "cuda" and not usable:
+        raise BackendUnavailable(f"{printable(chooser)} asks for the GPU, but {why}", why)
+    if usable:
+        return "cuda", f"{chooser}: {why}"
+    return "interp", f"auto: {why}; the NumPy interpreter runs instead"
+
+
+def select_backend(requested: str | None = None) -> str:
+    return explain_backend(requested)[0]
 
 
 def normalize_grid(grid: Any, meta: dict[str, Any]) -> tuple[int, int, int]:
@@ -159,6 +181,12 @@ class JITFunction:
             if self.options.get("repr") is not None:
                 metadata["repr"] = self.options["repr"](dict(metadata))
             compiled = CompiledKernel(kernel, self.file, options, backend, metadata, runtime, self._names)
+            dump_root = os.environ.get("MYTRITON_DUMP_DIR")
+            if dump_root:
+                from mytriton.instrument import dump_jit_kernel
+
+                # Compiled again, with a dumper watching: this costs time only when asked for.
+                run_deep(dump_jit_kernel, dump_root, text, self.file, options, (self.file, key), backend)
             if backend == "cuda":
                 from mytriton.runtime.cuda_driver import CudaKernel
 

@@ -1,7 +1,9 @@
 """Running nvcc, with an on-disk cache keyed by source, options and toolchain.
 
-The cache lives in ``$MYTRITON_CACHE_DIR`` (default ``~/.cache/mytriton``);
-a second build of the same CUDA source with the same nvcc skips nvcc.
+The cache lives in ``user_cache.cache_root()`` (``$MYTRITON_CACHE_DIR``, else
+``$XDG_CACHE_HOME/mytriton``, else ``~/.cache/mytriton``); a second build of
+the same CUDA source with the same nvcc skips nvcc, unless
+``MYTRITON_ALWAYS_COMPILE=1`` (then nvcc always runs, and the entry is rewritten).
 
 An entry is a header line (magic, length, SHA-256 of the payload) and the
 payload. An entry that fails the check (truncated, empty, overwritten) is
@@ -25,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 from mytriton.diagnostics import CompileError
-from mytriton.user_cache import cache_root, read_private, write_private
+from mytriton.user_cache import always_compile, cache_root, read_private, write_private
 
 VERSION = "mytriton-0.1"
 _MAGIC = b"mytriton-cache-1"
@@ -65,7 +67,7 @@ def build(source: str, arch: str, kind: str) -> bytes:
     key_text = "\n".join([VERSION, nvcc_version(nvcc), kind, *options, source])
     key = hashlib.sha256(key_text.encode()).hexdigest()
     cached = cache_dir() / f"{key}.{kind}"
-    data = read_entry(cached)
+    data = None if always_compile() else read_entry(cached)
     if data is not None:
         return data
     data = run_nvcc(nvcc, source, kind, options)

@@ -1,0 +1,145 @@
+"""``mytriton doctor``: what this installation has, and why the GPU is or
+is not used.
+
+Each check is a (name, finding) row; a check that fails says exactly what
+failed (the import error, the missing program) instead of stopping the
+report. Versions come from the installed distributions' metadata, so the
+report imports only what it has to probe (PyCUDA, to see the GPUs).
+"""
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from typing import Callable
+
+Row = tuple[str, str]
+
+
+def _version(distribution: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _module_row(name: str, distribution: str, module: str) -> Row:
+    """A required package: its version, or the import error."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError) as err:
+        return name, f"cannot be found ({type(err).__name__}: {err})"
+    if not found:
+        return name, f"not installed (No module named '{module}')"
+    return name, _version(distribution)
+
+
+def python_row() -> Row:
+    return "Python", f"{platform.python_version()} ({sys.executable})"
+
+
+def mytriton_row() -> Row:
+    import mytriton
+
+    return "mytriton", f"{_version('mytriton')} ({os.path.dirname(mytriton.__file__)})"
+
+
+def pycuda_row() -> Row:
+    from mytriton.runtime.cuda_driver import INSTALL_HINT, pycuda_import_error
+
+    problem = pycuda_import_error()
+    if problem is not None:
+        return "PyCUDA", f"not importable: {problem} (install: {INSTALL_HINT})"
+    return "PyCUDA", _version("pycuda")
+
+
+def nvcc_row() -> Row:
+    import subprocess
+
+    from mytriton.backends.cuda.nvcc import find_nvcc
+    from mytriton.diagnostics import CompileError
+
+    try:
+        nvcc = find_nvcc()
+    except CompileError as err:
+        return "nvcc", f"not usable: {err.message}"
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as err:
+        return "nvcc", f"{nvcc} (cannot run it: {err})"
+    releases = [line.strip() for line in out.splitlines() if "release" in line]
+    return "nvcc", f"{nvcc} ({releases[-1] if releases else 'version unknown'})"
+
+
+def gpu_rows() -> list[Row]:
+    from mytriton.runtime.cuda_driver import cuda_status
+
+    usable, why = cuda_status()
+    if not usable:
+        return [("GPUs", f"none usable: {why}")]
+    import pycuda.driver as drv
+
+    rows = []
+    for index in range(drv.Device.count()):
+        device = drv.Device(index)
+        major, minor = device.compute_capability()
+        memory = device.total_memory() / 2**30
+        rows.append((f"GPU {index}", f"{device.name()}, compute capability {major}.{minor} (sm_{major}{minor}), "
+                                     f"{memory:.0f} GiB"))
+    return rows
+
+
+def cache_row() -> Row:
+    from mytriton.user_cache import always_compile, cache_root, cache_usage
+
+    root = cache_root()
+    count, size = cache_usage(root)
+    note = "; MYTRITON_ALWAYS_COMPILE is set: nvcc always runs" if always_compile() else ""
+    return "cache", f"{root} ({count} entries, {describe_size(size)}){note}"
+
+
+def backend_row() -> Row:
+    from mytriton.diagnostics import CompileError
+    from mytriton.runtime.jit import explain_backend
+
+    try:
+        name, why = explain_backend()
+    except CompileError as err:
+        return "backend", f"none: {err.message}"
+    return "backend", f"{name} ({why})"
+
+
+def describe_size(size: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"
+
+
+def report() -> list[Row]:
+    """Every row, in the order printed; no check stops the others."""
+    checks: list[Callable[[], Row | list[Row]]] = [
+        python_row, mytriton_row,
+        lambda: _module_row("NumPy", "numpy", "numpy"),
+        lambda: _module_row("Lark", "lark", "lark"),
+        lambda: _module_row("click", "click", "click"),
+        pycuda_row, nvcc_row, gpu_rows, cache_row, backend_row]
+    rows: list[Row] = []
+    for check in checks:
+        try:
+            found = check()
+        except Exception as err:  # a probe that breaks is itself a finding
+            found = (getattr(check, "__name__", "check"), f"check failed: {type(err).__name__}: {err}")
+        rows.extend(found if isinstance(found, list) else [found])
+    return rows
+
+
+def render(rows: list[Row]) -> str:
+    from mytriton.diagnostics import printable
+
+    width = max(len(name) for name, _ in rows)
+    return "".join(f"{name:<{width}}  {printable(finding)}\n" for name, finding in rows)

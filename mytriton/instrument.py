@@ -1,0 +1,272 @@
+"""Watching the pipeline run: stage dumps, IR printing and pass timing.
+
+``compile --dump-dir``, ``MYTRITON_DUMP_DIR``, ``--print-ir-after-all``,
+``--print-ir-after/-before=PASS`` and ``--time-passes`` are all observers
+hooked onto ``pipeline.Options`` (``on_stage`` after each stage,
+``before_each``/``after_each`` around each opt pass); the pipeline itself
+does not know which are listening.
+
+Dump files are named so that ``ls`` lists them in pipeline order and with
+extensions the stage commands read back (``mytriton emit-cuda
+DIR/05-layouts.ssa`` resumes a dump): the opt stage's passes sort between
+``02-ssa.ssa`` and ``03-opt.ssa`` as ``03-opt.01-fold.ssa``, ...
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import sys
+import time
+from typing import Any, Callable, TextIO
+
+from mytriton.diagnostics import CompileError
+
+# stage -> (file name, as compile --emit names the stage)
+STAGE_FILES = {
+    "ast": "00-ast.py",
+    "tree": "01-tree.tree",
+    "ssa": "02-ssa.ssa",
+    "opt": "03-opt.ssa",
+    "staged": "04-staged.ssa",
+    "layouts": "05-layouts.ssa",
+    "cuda": "06-cuda.cu",
+    "ptx": "07-ptx.ptx",
+    "cubin": "08-cubin.cubin",
+}
+
+# Each stage's row in the --time-passes report: the command that runs it.
+STAGE_COMMANDS = {"ast": "parse", "tree": "trace", "ssa": "lower", "opt": "opt", "staged": "stage-dots",
+                  "layouts": "layouts", "cuda": "emit-cuda", "ptx": "nvcc (ptx)", "cubin": "nvcc (cubin)"}
+
+# The stages after opt that are passes in MLIR's sense, by the name
+# --print-ir-after/--print-ir-before take: (the stage that produces their
+# input, the stage that is their output).
+STAGE_PASSES = {"stage-dots": ("opt", "staged"), "layouts": ("staged", "layouts")}
+
+
+def printable_passes() -> tuple[str, ...]:
+    """The names --print-ir-after and --print-ir-before accept."""
+    from mytriton.passes import REGISTRY
+
+    return tuple(name for name in REGISTRY if name not in STAGE_PASSES) + tuple(STAGE_PASSES)
+
+
+def stage_text(name: str, value: Any) -> str | bytes:
+    """A stage's result as its command prints it."""
+    from mytriton import pipeline
+    from mytriton.ir.ssa import Kernel
+    from mytriton.ir.tree import TreeKernel
+
+    if isinstance(value, Kernel):
+        return pipeline.print_ssa(value)
+    if isinstance(value, TreeKernel):
+        return pipeline.print_tree(value)
+    return value
+
+
+def attach(options: Any, observer: Any) -> None:
+    """Add ``observer``'s hooks (``on_stage``, ``before_pass``, ``after_pass``,
+    any it has) to ``options``, after the hooks already there."""
+    for hook, method in (("on_stage", "on_stage"), ("before_each", "before_pass"), ("after_each", "after_pass")):
+        new = getattr(observer, method, None)
+        if new is None:
+            continue
+        old = getattr(options, hook)
+        setattr(options, hook, new if old is None else _both(old, new))
+
+
+def _both(first: Callable[..., None], second: Callable[..., None]) -> Callable[..., None]:
+    def call(*args: Any) -> None:
+        first(*args)
+        second(*args)
+
+    return call
+
+
+# ---- dumps -------------------------------------------------------------------------------
+
+
+class Dumper:
+    """Writes each stage (and each opt pass's SSA) into ``directory``,
+    atomically, replacing (never following) whatever is there."""
+
+    def __init__(self, directory: str, option: str = "--dump-dir") -> None:
+        self.directory = directory
+        self.option = option
+        self.passes = 0
+        self.written: list[str] = []
+
+    def on_stage(self, name: str, value: Any) -> None:
+        self._write(STAGE_FILES[name], stage_text(name, value))
+
+    def after_pass(self, name: str, kernel: Any) -> None:
+        from mytriton import pipeline
+
+        self.passes += 1
+        self._write(f"03-opt.{self.passes:02d}-{_safe(name)}.ssa", pipeline.print_ssa(kernel))
+
+    def _write(self, file_name: str, data: str | bytes) -> None:
+        from mytriton.output_files import replace_in_directory
+
+        payload = data.encode() if isinstance(data, str) else data
+        self.written.append(replace_in_directory(self.directory, file_name, lambda handle: handle.write(payload)))
+
+
+def open_dump_dir(directory: str, option: str = "--dump-dir") -> Dumper:
+    """A Dumper for ``directory``, made (with its parents) if missing."""
+    from mytriton.output_files import prepare_directory
+
+    prepare_directory(directory, option)
+    return Dumper(directory, option)
+
+
+def jit_dump_dir(root: str, kernel_name: str, key: Any) -> Dumper:
+    """The dump folder of one JIT specialisation under ``MYTRITON_DUMP_DIR``:
+    ``<kernel name>-<hash of the specialisation>``, the name reduced to
+    ``[A-Za-z0-9_.-]``. A link planted there is refused, not followed."""
+    from mytriton.output_files import prepare_directory
+
+    prepare_directory(root, "MYTRITON_DUMP_DIR")
+    digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+    path = os.path.join(root, f"{_safe(kernel_name)[:64]}-{digest}")
+    try:
+        os.mkdir(path, 0o777)
+    except FileExistsError:
+        pass
+    except OSError as err:
+        raise CompileError(f"MYTRITON_DUMP_DIR: cannot make {path}: {err.strerror or err}") from None
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise CompileError(f"MYTRITON_DUMP_DIR: {path} exists and is not a directory")
+    return Dumper(path, "MYTRITON_DUMP_DIR")
+
+
+def dump_jit_kernel(root: str, text: str, file: str, options: Any, key: Any, backend: str) -> str:
+    """``MYTRITON_DUMP_DIR``: every stage of one JIT specialisation, into its
+    own folder (jit_dump_dir), through cubin for the GPU and through the CUDA
+    source for the interpreter (which needs no nvcc). Returns the folder."""
+    import dataclasses
+
+    from mytriton import pipeline
+
+    dumper = jit_dump_dir(root, options.kernel or "kernel", key)
+    watched = dataclasses.replace(options, on_stage=None, before_each=None, after_each=None)
+    attach(watched, dumper)
+    pipeline.compile_source(text, file, "cubin" if backend == "cuda" else "cuda", watched)
+    return dumper.directory
+
+
+def _safe(name: str) -> str:
+    """A file-name part made of ``[A-Za-z0-9_.-]`` only (never ``.`` or ``..``)."""
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip(".")
+    return cleaned or "_"
+
+
+# ---- printing IR -------------------------------------------------------------------------
+
+
+def dump_header(when: str, name: str) -> str:
+    """MLIR's header for a dump (``--mlir-print-ir-after-all``)."""
+    return f"// -----// IR Dump {when} {name} //----- //\n"
+
+
+class IrPrinter:
+    """Prints the SSA before or after chosen passes (or all) to ``stream``."""
+
+    def __init__(self, after_all: bool = False, after: tuple[str, ...] = (), before: tuple[str, ...] = (),
+                 stream: TextIO | None = None) -> None:
+        self.after_all = after_all
+        self.after = set(after)
+        self.before = set(before)
+        self.stream = stream
+
+    def _print(self, when: str, name: str, kernel: Any) -> None:
+        from mytriton import pipeline
+
+        stream = self.stream or sys.stderr
+        stream.write(dump_header(when, name) + pipeline.print_ssa(kernel))
+        stream.flush()
+
+    def before_pass(self, name: str, kernel: Any) -> None:
+        if name in self.before:
+            self._print("Before", name, kernel)
+
+    def after_pass(self, name: str, kernel: Any) -> None:
+        if self.after_all or name in self.after:
+            self._print("After", name, kernel)
+
+    def on_stage(self, stage: str, value: Any) -> None:
+        for name, (source, result) in STAGE_PASSES.items():
+            if stage == source and name in self.before:
+                self._print("Before", name, value)
+            if stage == result and (self.after_all or name in self.after):
+                self._print("After", name, value)
+
+
+# ---- timing ------------------------------------------------------------------------------
+
+
+class PassTimer:
+    """Wall time of each stage and, inside opt, of each pass, printed as
+    MLIR's ``--mlir-timing`` report. It wraps the hooks already on the
+    options (``attach_timer``), so that the time the other observers spend
+    (printing, dumping) is left out of every row."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, str, float]] = []  # (depth, name, seconds)
+        self.pass_rows: list[tuple[int, str, float]] = []
+        self.hook_time = 0.0  # spent in hooks so far
+        self.stage_mark = (time.perf_counter(), 0.0)  # (clock, hook_time) when the stage began
+        self.pass_mark = self.stage_mark
+
+    def _since(self, mark: tuple[float, float], now: float) -> float:
+        return (now - mark[0]) - (self.hook_time - mark[1])
+
+    def on_stage(self, name: str, now: float) -> None:
+        self.rows.append((0, STAGE_COMMANDS.get(name, name), self._since(self.stage_mark, now)))
+        if name == "opt":
+            self.rows.extend(self.pass_rows)
+            self.pass_rows = []
+
+    def before_pass(self, name: str, now: float) -> None:
+        self.pass_mark = (now, self.hook_time)
+
+    def after_pass(self, name: str, now: float) -> None:
+        self.pass_rows.append((1, name, self._since(self.pass_mark, now)))
+
+    def wrap(self, mine: Callable[[str, float], None], other: Callable[..., None] | None,
+             restart_stage: bool = False) -> Callable[..., None]:
+        def hook(name: str, value: Any) -> None:
+            now = time.perf_counter()
+            mine(name, now)
+            if other is not None:
+                other(name, value)
+            self.hook_time += time.perf_counter() - now
+            if restart_stage:
+                self.stage_mark = (time.perf_counter(), self.hook_time)
+
+        return hook
+
+    def report(self) -> str:
+        total = sum(seconds for depth, _, seconds in self.rows if depth == 0)
+        rule = "===" + "-" * 73 + "==="
+        lines = [rule, "Execution time report".center(79).rstrip(), rule,
+                 f"  Total Execution Time: {total:.4f} seconds", "",
+                 "  ----Wall Time----  ----Name----"]
+        for depth, name, seconds in self.rows:
+            share = 100.0 * seconds / total if total > 0 else 0.0
+            lines.append(f"  {seconds:8.4f} ({share:5.1f}%)  {'  ' * depth}{name}")
+        lines.append(f"  {total:8.4f} (100.0%)  Total")
+        return "\n".join(lines) + "\n"
+
+
+def attach_timer(options: Any) -> PassTimer:
+    """Time the pipeline that ``options`` drives; attach it after every
+    other observer, so that it can leave their time out."""
+    timer = PassTimer()
+    options.on_stage = timer.wrap(timer.on_stage, options.on_stage, restart_stage=True)
+    options.before_each = timer.wrap(timer.before_pass, options.before_each)
+    options.after_each = timer.wrap(timer.after_pass, options.after_each)
+    return timer

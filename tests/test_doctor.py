@@ -1,0 +1,136 @@
+"""``mytriton doctor`` and why the GPU is or is not used: the report, the
+backend ``auto`` picks and its reason, and a clear error (never a raw
+ModuleNotFoundError) when ``cuda`` is asked for without PyCUDA."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import ROOT
+from mytriton.cli import main
+from mytriton.diagnostics import CompileError
+from mytriton.runtime import cuda_driver
+from mytriton.runtime.jit import BackendUnavailable, explain_backend, select_backend
+from mytriton.user_cache import write_private
+
+ADD = str(ROOT / "samples" / "add.py")
+BLOCKED = "halted; None in sys.modules"  # what Python says of a blocked import
+
+
+@pytest.fixture
+def no_pycuda(monkeypatch):
+    """PyCUDA cannot be imported, on any machine (as on one without it)."""
+    monkeypatch.setitem(sys.modules, "pycuda", None)
+    monkeypatch.setitem(sys.modules, "pycuda.driver", None)
+    monkeypatch.delenv("MYTRITON_BACKEND", raising=False)
+    cuda_driver.cuda_status.cache_clear()
+    yield
+    cuda_driver.cuda_status.cache_clear()
+
+
+def doctor() -> dict[str, str]:
+    result = CliRunner().invoke(main, ["doctor"], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    return dict(line.split(None, 1) if not line.startswith("GPU ") else ("GPU " + line.split()[1],
+                line.split(None, 2)[2]) for line in result.stdout.splitlines())
+
+
+def test_doctor_reports_every_component():
+    assert {"Python", "mytriton", "NumPy", "Lark", "click", "PyCUDA", "nvcc", "cache", "backend"} <= set(doctor())
+
+
+def test_doctor_reports_the_versions_of_the_python_packages():
+    from importlib import metadata
+
+    rows = doctor()
+    assert rows["NumPy"] == metadata.version("numpy") and rows["Lark"] == metadata.version("lark")
+    assert rows["click"] == metadata.version("click")
+    assert rows["Python"].startswith(sys.version.split()[0])
+
+
+def test_doctor_gives_pycudas_exact_import_error(no_pycuda):
+    assert BLOCKED in doctor()["PyCUDA"]
+
+
+def test_doctor_says_auto_picks_the_interpreter_and_why(no_pycuda):
+    backend = doctor()["backend"]
+    assert backend.startswith("interp (auto: PyCUDA cannot be imported") and BLOCKED in backend
+
+
+def test_doctor_honours_the_backend_variable(monkeypatch):
+    monkeypatch.setenv("MYTRITON_BACKEND", "interp")
+    assert doctor()["backend"] == "interp (MYTRITON_BACKEND=interp chooses the NumPy interpreter)"
+
+
+def test_doctor_reports_the_cache_directory_and_its_size(cache):
+    assert write_private(cache / ("ab" * 32 + ".ptx"), b"x" * 2048)
+    assert doctor()["cache"] == f"{cache} (1 entries, 2.0 KiB)"
+
+
+@pytest.mark.nvcc
+def test_doctor_reports_nvccs_path_and_release():
+    from mytriton.backends.cuda.nvcc import find_nvcc
+
+    nvcc = doctor()["nvcc"]
+    assert nvcc.startswith(find_nvcc()) and "release" in nvcc
+
+
+@pytest.mark.gpu
+def test_doctor_lists_each_gpu_with_its_compute_capability():
+    rows = doctor()
+    assert "GPU 0" in rows and "compute capability" in rows["GPU 0"]
+    assert rows["backend"].startswith("cuda (auto: PyCUDA sees")
+
+
+# ---- asking for cuda without PyCUDA -----------------------------------------------------------
+
+
+def test_auto_falls_back_to_the_interpreter_without_pycuda(no_pycuda):
+    assert select_backend() == "interp"
+
+
+def test_cuda_without_pycuda_is_a_mytriton_error_saying_how_to_install_it(no_pycuda):
+    with pytest.raises(BackendUnavailable, match=r"pip install 'mytriton\[cuda\]'") as err:
+        explain_backend("cuda")
+    assert isinstance(err.value, CompileError) and BLOCKED in err.value.message
+
+
+def test_a_launch_on_cuda_without_pycuda_raises_backend_unavailable(no_pycuda, kernel_module):
+    import numpy as np
+
+    module = kernel_module("""
+@mytriton.jit
+def k(out_ptr):
+    tl.store(out_ptr + tl.arange(0, 4), 1.0)
+""")
+    with pytest.raises(BackendUnavailable, match="backend='cuda' asks for the GPU"):
+        module.k[(1,)](np.zeros(4, np.float32), backend="cuda")
+
+
+def test_run_backend_cuda_without_pycuda_is_a_usage_error_naming_the_option(no_pycuda):
+    result = CliRunner().invoke(main, ["run", ADD, "--grid", "1", "--backend", "cuda"], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert "Invalid value for '--backend'" in result.stderr and "pip install 'mytriton[cuda]'" in result.stderr
+
+
+def test_the_backend_variable_asking_for_cuda_without_pycuda_is_an_error(no_pycuda, monkeypatch, tmp_path):
+    monkeypatch.setenv("MYTRITON_BACKEND", "cuda")
+    result = CliRunner().invoke(main, ["run", ADD, "--grid", "1", "-D", "BLOCK=4", "--arg", "x_ptr=rand:4",
+                                       "--arg", "y_ptr=rand:4", "--arg", "out_ptr=zeros:4", "--arg", "n=4",
+                                       "--out-dir", str(tmp_path)],
+                                catch_exceptions=False)
+    assert result.exit_code == 1
+    assert "error: MYTRITON_BACKEND=cuda asks for the GPU, but PyCUDA cannot be imported" in result.stderr
+    assert "internal compiler error" not in result.stderr
+
+
+def test_the_demo_says_why_it_runs_in_the_interpreter():
+    code = ("import sys, runpy; sys.modules['pycuda'] = None; "
+            f"runpy.run_path({str(ROOT / 'samples' / 'demo.py')!r}, run_name='__main__')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
+    assert "running in the NumPy interpreter: auto: PyCUDA cannot be imported" in result.stdout
