@@ -65,7 +65,7 @@ def test_matmul_at_each_f32_precision_matches_numpy_in_the_interpreter(precision
 
 
 def test_the_default_precision_of_f32_operands_is_tf32():
-    a = run_matmul("interp", (32, 32, 16), (70, 50, 77), precision="tf32")
+    explicit = run_matmul("interp", (32, 32, 16), (70, 50, 77), precision="tf32")
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("MYTRITON_F32_DEFAULT", raising=False)
         rng = np.random.default_rng(0)
@@ -73,7 +73,7 @@ def test_the_default_precision_of_f32_operands_is_tf32():
         y = rng.standard_normal((77, 50)).astype(np.float32)
         c = np.full((70, 50), np.nan, np.float32)
         load_sample("matmul").matmul_kernel[(3, 2)](x, y, c, 70, 50, 77, BM=32, BN=32, BK=16, backend="interp")
-    np.testing.assert_array_equal(c, a)
+    np.testing.assert_array_equal(c, explicit)
 
 
 @pytest.mark.gpu
