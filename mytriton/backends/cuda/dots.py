@@ -13,6 +13,11 @@ explicit ops, and each becomes CUDA here:
 - ``dot_shared``: the accumulator tile is spread over the threads by its
   layout; for each step along K a thread reads the A values of its rows and
   the B values of its columns once, then does one FMA per element it holds.
+  The operands are converted as the dot's ``input_precision`` says (TF32
+  rounding through the language object's ``round_tf32``; tf32x3 keeps a
+  second accumulator for the hi*lo + lo*hi terms); f16 and bf16 multiply in
+  f32, i8 in i32, f64 in f64; an f16 result is accumulated in f32 and
+  rounded once at the end.
 
 A ``dot`` the pass did not stage (its operands are not canonical loads) takes
 the general path: both operand tiles are written from registers to shared
@@ -231,7 +236,6 @@ def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object]
     em.line(em.lang.barrier)
     em.need_shared(offset, op)
     return names[0], names[1], element_of(a.type), element_of(b.type)
-
 
 
 def _aligned(nbytes: int) -> int:
