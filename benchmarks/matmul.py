@@ -6,7 +6,7 @@ same source, on square f32 problems.
 Prints one row per size and tile config: median milliseconds (CUDA events,
 after warm-up) and TFLOP/s (2*M*N*K / time) for mytriton, for Triton with
 exact f32 (TRITON_F32_DEFAULT=ieee, the same arithmetic as mytriton's FMA
-loop) and for Triton's default (TF32 tensor cores), and mytriton's ratio to
+loop under MYTRITON_F32_DEFAULT=ieee, which this script sets) and for Triton's default (TF32 tensor cores), and mytriton's ratio to
 exact-f32 Triton. Every result is checked against torch.matmul in f32 first.
 """
 from __future__ import annotations
@@ -35,6 +35,8 @@ def main() -> None:
     import mytriton
 
     torch.backends.cuda.matmul.allow_tf32 = False
+    # tl.dot on f32 is TF32 by default, as in Triton: this measures the exact path.
+    os.environ["MYTRITON_F32_DEFAULT"] = "ieee"
     kernel = load_sample("matmul").matmul_kernel
     triton_kernels = {}
     if triton_available():

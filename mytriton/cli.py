@@ -148,7 +148,7 @@ def make_options(kernel: str | None = None, defines: tuple[str, ...] = (), signa
     values = dict(parse_define(d) for d in defines)
     pass_list = None if passes is None else [p.strip() for p in passes.split(",") if p.strip()]
     return pipeline.Options(kernel=kernel, defines=values, signature=signature, num_warps=num_warps,
-                            passes=pass_list, arch=arch)
+                            passes=pass_list, arch=arch, f32_default=pipeline.f32_default_from_env())
 
 
 # ---- the command group ---------------------------------------------------------------------

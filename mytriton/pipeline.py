@@ -29,11 +29,35 @@ class Options:
     num_stages: int | None = None  # a launch's software-pipelining depth: recorded, for later pipelining
     passes: Sequence[str] | None = None  # None: the default pipeline
     arch: str = DEFAULT_ARCH
+    # tl.dot's precision for f32 operands where the call names none (Triton's
+    # TRITON_F32_DEFAULT): "tf32", "tf32x3" or "ieee"; None: Triton's rule
+    # (tf32, or ieee with allow_tf32=False). The CLI and the JIT read it from
+    # MYTRITON_F32_DEFAULT (f32_default_from_env).
+    f32_default: str | None = None
     after_each: Callable[[str, Kernel], None] | None = None
     before_each: Callable[[str, Kernel], None] | None = None
     # Called with each stage's name and result as compile_source makes it
     # (dumps, --time-passes: mytriton/instrument.py).
     on_stage: Callable[[str, Any], None] | None = None
+
+
+F32_DEFAULT_ENV = "MYTRITON_F32_DEFAULT"
+
+
+def f32_default_from_env() -> str | None:
+    """``MYTRITON_F32_DEFAULT``, checked: tl.dot's default precision for f32
+    operands (unset or empty: None, Triton's own default)."""
+    import os
+
+    from mytriton.ir.opdefs import DOT_INPUT_PRECISIONS
+
+    value = os.environ.get(F32_DEFAULT_ENV, "")
+    if not value:
+        return None
+    if value.lower() not in DOT_INPUT_PRECISIONS:
+        raise CompileError(f"{F32_DEFAULT_ENV} must be one of {', '.join(DOT_INPUT_PRECISIONS)}, "
+                           f"got {value!r}")
+    return value.lower()
 
 
 # ---- the stages ------------------------------------------------------------------------
@@ -48,7 +72,7 @@ def parse(text: str, file: str, kernel: str | None = None) -> str:
 def trace(text: str, file: str, options: Options) -> TreeKernel:
     from mytriton.frontend.stages import trace_stage
 
-    return trace_stage(text, file, options.defines, options.signature, options.kernel)
+    return trace_stage(text, file, options.defines, options.signature, options.kernel, options.f32_default)
 
 
 def lower(tree: TreeKernel) -> Kernel:

@@ -596,7 +596,12 @@ def _dot(ch: Any, index: int) -> GeneratedKernel:
     grid = (-(-m // bm), -(-n // bn))
     accumulate = ch.choice(("+=", "acc_arg"))
     epilogue = ch.choice(("acc", "acc * alpha", "tl.maximum(acc, 0.0)", "acc + bias[None, :]"))
-    update = "acc += tl.dot(a, b)" if accumulate == "+=" else "acc = tl.dot(a, b, acc)"
+    # tl.dot's precision for f32 (TF32 by default, as in Triton): spelled out
+    # in the call, the tolerance scaled to it (TF32 keeps 10 mantissa bits).
+    precision = ch.choice(("tf32", "tf32x3", "ieee"))
+    spelled = f'input_precision="{precision}"'
+    update = f"acc += tl.dot(a, b, {spelled})" if accumulate == "+=" else f"acc = tl.dot(a, b, acc, {spelled})"
+    tol = 2e-3 if precision == "tf32" else 1e-4
     body = f"""    pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     offs_m = pid_m * BM + tl.arange(0, BM)
@@ -637,8 +642,8 @@ def _dot(ch: Any, index: int) -> GeneratedKernel:
     source = (HEADER + f"@mytriton.jit\ndef {name}(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, alpha, "
               "BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):\n" + body)
     return GeneratedKernel("dot", name, source, params, {"BM": bm, "BN": bn, "BK": bk}, grid, [2], make_args,
-                           reference, rtol=1e-4, atol=1e-4 * max(k, 1), num_warps=ch.choice((1, 2, 4, 8)),
-                           description={"epilogue": epilogue, "accumulate": accumulate})
+                           reference, rtol=tol, atol=tol * max(k, 1), num_warps=ch.choice((1, 2, 4, 8)),
+                           description={"epilogue": epilogue, "accumulate": accumulate, "precision": precision})
 
 
 BUILDERS: dict[str, Callable[[Any, int], GeneratedKernel]] = {

@@ -184,10 +184,17 @@ def _matmul_grid(meta):
     return (mytriton.cdiv(meta["M"], meta["BM"]), mytriton.cdiv(meta["N"], meta["BN"]))
 
 
+# samples/matmul.py's tl.dot has f32 operands and no precision: TF32, as in
+# Triton (10 mantissa bits per operand), so the error grows like sqrt(K).
+def _tf32_atol(K):
+    return 6e-3 * K ** 0.5
+
+
 CASES.update({
-    "matmul_ragged": Case("matmul", "matmul_kernel", _tiled_matmul(70, 50, 77), _matmul_grid, rtol=1e-4, atol=1e-4),
+    "matmul_ragged": Case("matmul", "matmul_kernel", _tiled_matmul(70, 50, 77), _matmul_grid,
+                          rtol=1e-3, atol=_tf32_atol(77)),
     "matmul_k_below_bk": Case("matmul", "matmul_kernel", _tiled_matmul(65, 130, 20), _matmul_grid,
-                              rtol=1e-4, atol=1e-4),
+                              rtol=1e-3, atol=_tf32_atol(20)),
     "matmul_square": Case("matmul", "matmul_kernel", _tiled_matmul(256, 256, 256), _matmul_grid,
-                          rtol=1e-4, atol=1e-4),
+                          rtol=1e-3, atol=_tf32_atol(256)),
 })

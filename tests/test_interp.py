@@ -396,7 +396,7 @@ def test_dot_16x16(rng):
             a = tl.load(a_ptr + idx)
             b = tl.load(b_ptr + idx)
             acc = tl.full((B, B), 1.0, tl.float32) * pid
-            tl.store(c_ptr + pid * B * B + idx, tl.dot(a, b, acc))
+            tl.store(c_ptr + pid * B * B + idx, tl.dot(a, b, acc, input_precision="ieee"))
     """, B=16)
     run_kernel(kernel, (2,), [a, b, out])
     np.testing.assert_allclose(out[0], a @ b, rtol=1e-5, atol=1e-5)

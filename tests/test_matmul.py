@@ -13,7 +13,19 @@ CONFIGS = [(16, 16, 16), (32, 32, 16), (64, 64, 32), (32, 128, 32), (128, 128, 3
 SHAPES = [(128, 128, 128), (70, 50, 77), (65, 130, 20), (33, 17, 9)]
 
 
-def run_matmul(backend, config, shape, seed=0, num_warps=4):
+def dot_tolerance(a, b, precision):
+    """How far a dot of f32 ``a`` and ``b`` at ``precision`` may be from the
+    float64 product: each product's operand rounding (TF32 keeps 10 mantissa
+    bits; tf32x3 drops only lo*lo) plus f32 accumulation over K, per element
+    of |a| @ |b|."""
+    K = a.shape[1]
+    per_product = {"ieee": 0.0, "tf32": 2.0**-10, "tf32x3": 2.0**-19}[precision]
+    return (per_product + K * 2.0**-23) * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)) + 1e-6
+
+
+def run_matmul(backend, config, shape, seed=0, num_warps=4, precision="ieee", monkeypatch=None):
+    """samples/matmul.py (tl.dot without a precision) with MYTRITON_F32_DEFAULT
+    set to ``precision``; against float64 NumPy within that precision's tolerance."""
     bm, bn, bk = config
     M, N, K = shape
     rng = np.random.default_rng(seed)
@@ -22,8 +34,15 @@ def run_matmul(backend, config, shape, seed=0, num_warps=4):
     c = np.full((M, N), np.nan, np.float32)
     kernel = load_sample("matmul").matmul_kernel
     grid = (mytriton.cdiv(M, bm), mytriton.cdiv(N, bn))
-    kernel[grid](a, b, c, M, N, K, BM=bm, BN=bn, BK=bk, num_warps=num_warps, backend=backend)
-    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MYTRITON_F32_DEFAULT", precision)
+        kernel[grid](a, b, c, M, N, K, BM=bm, BN=bn, BK=bk, num_warps=num_warps, backend=backend)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    if precision == "ieee":
+        np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4)
+    else:
+        assert (np.abs(c - expected) <= dot_tolerance(a, b, precision)).all()
+    return c
 
 
 @pytest.mark.parametrize("config", CONFIGS[:3])
@@ -37,6 +56,38 @@ def test_matmul_matches_numpy_in_the_interpreter(config, shape):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_matmul_matches_numpy_on_the_gpu(config, shape):
     run_matmul("cuda", config, shape, seed=sum(config) + sum(shape))
+
+
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
+@pytest.mark.parametrize("shape", SHAPES[1:])
+def test_matmul_at_each_f32_precision_matches_numpy_in_the_interpreter(precision, shape):
+    run_matmul("interp", (32, 32, 16), shape, precision=precision)
+
+
+def test_the_default_precision_of_f32_operands_is_tf32():
+    explicit = run_matmul("interp", (32, 32, 16), (70, 50, 77), precision="tf32")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("MYTRITON_F32_DEFAULT", raising=False)
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((70, 77)).astype(np.float32)
+        y = rng.standard_normal((77, 50)).astype(np.float32)
+        c = np.full((70, 50), np.nan, np.float32)
+        load_sample("matmul").matmul_kernel[(3, 2)](x, y, c, 70, 50, 77, BM=32, BN=32, BK=16, backend="interp")
+    np.testing.assert_array_equal(c, explicit)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3", "ieee"])
+@pytest.mark.parametrize("config", [(64, 64, 32), (32, 128, 32)])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_matmul_at_each_f32_precision_on_the_gpu_matches_the_interpreter(precision, config, shape):
+    gpu = run_matmul("cuda", config, shape, precision=precision)
+    interp = run_matmul("interp", config, shape, precision=precision)
+    # The same rounded operands, summed in another order.
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((shape[0], shape[2])).astype(np.float32)
+    b = rng.standard_normal((shape[2], shape[1])).astype(np.float32)
+    assert (np.abs(gpu - interp) <= 2 * shape[2] * 2.0**-23 * (np.abs(a) @ np.abs(b)) + 1e-6).all()
 
 
 @pytest.mark.gpu
@@ -68,7 +119,7 @@ SCALED = '''
                         mask=(rows[:, None] < M) & ((k + ks)[None, :] < K), other=0.0)
             b = tl.load(b_ptr + (k + ks)[:, None] * N + cols[None, :],
                         mask=((k + ks)[:, None] < K) & (cols[None, :] < N), other=0.0)
-            acc = tl.dot(a * 2.0, b, acc)
+            acc = tl.dot(a * 2.0, b, acc, input_precision="ieee")
         tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc, mask=(rows[:, None] < M) & (cols[None, :] < N))
 '''
 

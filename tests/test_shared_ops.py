@@ -176,11 +176,11 @@ def test_a_bound_of_another_integer_type_is_refused():
     assert "the row bound of 'copy_to_shared' must be an i32 scalar, got i64" in refused(text)
 
 
-def test_dot_shared_needs_buffers_of_one_float_type():
+def test_dot_shared_needs_buffers_of_a_dot_dtype():
     text = edit('%1 = shared_alloc name="dot_b0", shape=(16, 32), dtype=f32 : shared<16x32 x f32>',
                 '%1 = shared_alloc name="dot_b0", shape=(16, 32), dtype=i32 : shared<16x32 x i32>')
     text = edit("kernel k(a: ptr<f32>, b: ptr<f32>", "kernel k(a: ptr<f32>, b: ptr<i32>", text)
-    assert "'dot_shared' needs floating-point shared buffers" in refused(text)
+    assert "'dot_shared' takes f32, f16, bf16, f64 or i8 shared buffers" in refused(text)
 
 
 def test_shared_alloc_inside_a_loop_is_refused():

@@ -74,7 +74,21 @@ class CStyleLanguage:
         raise CompileError(f"{type(self).__name__} has no warp shuffle")
 
     def fma(self, a: str, b: str, c: str, t: ScalarType = F32) -> str:
+        if not t.is_float:  # integer dot accumulators: wrap at the width, as the interpreter does
+            return f"({self.scalar_type(t)})(({self.unsigned_of(t)})({c}) + ({self.unsigned_of(t)})(({a}) * ({b})))"
         return f"{'fma' if t == F64 else 'fmaf'}({a}, {b}, {c})"
+
+    def unsigned_of(self, t: ScalarType) -> str:
+        return "unsigned long long" if t.bits == 64 else "unsigned int"
+
+    # ---- tl.dot's operand precisions (opdefs.DOT_INPUT_PRECISIONS) ------------------------------
+    def round_tf32(self, target: str, value: str) -> str:
+        """A statement setting the float ``target`` to the f32 ``value``
+        rounded to TF32 (to nearest, ties away from zero)."""
+        raise CompileError(f"{type(self).__name__} has no TF32 rounding")
+
+    def is_nan(self, x: str) -> str:
+        return f"(({x}) != ({x}))"
 
     def abs(self, x: str, t: ScalarType) -> str:
         if t.is_float:

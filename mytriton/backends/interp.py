@@ -815,17 +815,57 @@ def _reduce(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
 _F32 = np.dtype(np.float32)
 
 
-def _matmul(st: _State, a: np.ndarray, b: np.ndarray, acc: Operand) -> np.ndarray:
-    out = np.matmul(a.astype(_F32, copy=False), b.astype(_F32, copy=False))
-    if acc is not None:
-        out = out + st.get(acc, _F32, 2)
-    return out
+def round_to_tf32(x: np.ndarray) -> np.ndarray:
+    """f32 values rounded to TF32 (10 mantissa bits) as the GPU's
+    ``cvt.rna.tf32.f32`` rounds: to nearest, ties away from zero (adding half
+    of the dropped part to the magnitude's bits, then clearing it); a
+    carry may reach infinity; NaN stays NaN."""
+    x = np.asarray(x, dtype=_F32)
+    bits = x.view(np.uint32)
+    rounded = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(_F32)
+    return np.where(np.isnan(x), x, rounded)
+
+
+def dot_product(a: np.ndarray, b: np.ndarray, acc: np.ndarray | None, precision: str,
+                out: np.dtype) -> np.ndarray:
+    """``a @ b (+ acc)`` over the last two axes, as the GPU computes tl.dot:
+    f32 operands per ``precision`` (opdefs.DOT_INPUT_PRECISIONS) with f32
+    accumulation; f16 and bf16 operands multiplied exactly and accumulated in
+    f32, the result rounded once to ``out`` (f32 or f16); i8 accumulated
+    exactly in i32 (wrapping as the GPU's int32 adds); f64 in f64."""
+    if a.dtype == np.int8:
+        product = np.matmul(a.astype(np.int32), b.astype(np.int32))
+        return product if acc is None else product + acc.astype(np.int32)
+    work = np.dtype(np.float64) if a.dtype == np.float64 else _F32
+    a, b = a.astype(work, copy=False), b.astype(work, copy=False)
+    total = None if acc is None else acc.astype(work)
+    if precision == "tf32":
+        product = np.matmul(round_to_tf32(a), round_to_tf32(b))
+    elif precision == "tf32x3":
+        a_hi, b_hi = round_to_tf32(a), round_to_tf32(b)
+        a_lo, b_lo = round_to_tf32(a - a_hi), round_to_tf32(b - b_hi)
+        small = np.matmul(a_lo, b_hi) + np.matmul(a_hi, b_lo)
+        # An infinite operand makes its lo part NaN; the hi product alone carries it.
+        small = np.where(np.isnan(small), np.zeros((), work), small)
+        product = np.matmul(a_hi, b_hi) + small
+    else:
+        product = np.matmul(a, b)
+    total = product if total is None else total + product
+    return total.astype(out, copy=False)
+
+
+def _matmul(st: _State, op: Op, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    acc = op.operands[2]
+    out = np_dtype(op.result.type)
+    accumulator = None if acc is None else st.get(acc, out, 2)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return dot_product(a, b, accumulator, opdefs.dot_input_precision(op.attrs), out)
 
 
 @handles("dot")
 def _dot(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
-    a, b, acc = op.operands
-    return _matmul(st, st.get(a, _F32, 2), st.get(b, _F32, 2), acc)
+    a, b, _ = op.operands
+    return _matmul(st, op, st.get(a, np_dtype(a.type), 2), st.get(b, np_dtype(b.type), 2))
 
 
 # ---- shared memory -------------------------------------------------------------------------------
@@ -867,8 +907,8 @@ def _barrier(st: _State, op: Op, active: np.ndarray) -> None:
 
 @handles("dot_shared")
 def _dot_shared(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
-    a, b, acc = op.operands
-    return _matmul(st, st.env[a], st.env[b], acc)
+    a, b, _ = op.operands
+    return _matmul(st, op, st.env[a], st.env[b])
 
 
 # ---- loops ----------------------------------------------------------------------------------------

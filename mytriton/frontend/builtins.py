@@ -14,11 +14,12 @@ import sys
 
 from mytriton.diagnostics import CompileError, printable
 from mytriton.frontend.tracer import Builtin, Tracer, describe, is_number
-from mytriton.ir.opdefs import HINT_KINDS, MATH_FUNCTIONS
+from mytriton.ir.opdefs import DOT_INPUT_PRECISIONS, HINT_KINDS, MATH_FUNCTIONS
 from mytriton.ir.tree import Expr
 from mytriton.language import PropagateNan
 from mytriton.types import (
-    BOOL, PointerType, ScalarType, TypeRuleError, broadcast_shapes, concrete, element_of, shape_of,
+    BF16, BOOL, F16, F32, F64, I8, I32, U8, PointerType, ScalarType, TypeRuleError, broadcast_shapes, concrete,
+    element_of, shape_of,
 )
 
 BUILTINS: dict[str, Builtin] = {}
@@ -305,11 +306,50 @@ for _name in ("sum", "max", "min"):
 
 
 @builtin("dot", "input", "other", acc=None, input_precision=None, allow_tf32=None,
-         max_num_imprecise_acc=None, out_dtype=None)
-def _dot(t: Tracer, node: ast.Call, input: Any, other: Any, acc: Any, **options: Any) -> Any:
+         max_num_imprecise_acc=None, out_dtype=F32)
+def _dot(t: Tracer, node: ast.Call, input: Any, other: Any, acc: Any, input_precision: Any, allow_tf32: Any,
+         max_num_imprecise_acc: Any, out_dtype: Any) -> Any:
+    """``tl.dot`` with Triton's rules (core.dot and semantic.dot): the
+    precision and the result dtype are resolved here and kept as the op's
+    attributes; the type rule (opdefs) checks the operands against them."""
     if not isinstance(input, Expr) or not isinstance(other, Expr):
         raise t.error("tl.dot needs two tiles", node)
-    return t.make("dot", (input, other, acc), node)
+    if input_precision is not None and allow_tf32 is not None:
+        raise t.error("tl.dot: only one of input_precision and allow_tf32 can be given (as in Triton)", node)
+    if allow_tf32 is not None and type(allow_tf32) is not bool:
+        raise t.error(f"tl.dot: allow_tf32 must be True or False, got {describe(allow_tf32)}", node)
+    if max_num_imprecise_acc is not None and (type(max_num_imprecise_acc) is not int or max_num_imprecise_acc < 0):
+        # Triton uses it for fp8 operands only, which mytriton does not have.
+        raise t.error("tl.dot: max_num_imprecise_acc must be a non-negative integer constant", node)
+    out_dtype = _dtype(t, node, out_dtype)
+    if input_precision is None:
+        # Triton: TRITON_F32_DEFAULT (here the compile options' f32_default)
+        # first, then allow_tf32 (default True) picks tf32 or ieee.
+        input_precision = t.budget.f32_default or ("ieee" if allow_tf32 is False else "tf32")
+    elif not isinstance(input_precision, str) or input_precision.lower() not in DOT_INPUT_PRECISIONS:
+        raise t.error(f"tl.dot: input_precision must be one of {', '.join(map(repr, DOT_INPUT_PRECISIONS))}, "
+                      f"got {printable(repr(input_precision)) if isinstance(input_precision, str) else describe(input_precision)}",
+                      node)
+    input_precision = input_precision.lower()
+    element = element_of(t.type_of(input, node))
+    if element in (I8, U8):
+        out = I32  # Triton: integer operands accumulate in int32 whatever out_dtype says
+    elif out_dtype == BF16:
+        raise t.error("tl.dot: out_dtype=bfloat16 is unsupported (as in Triton); use float32 or float16 and "
+                      "cast with .to(tl.bfloat16)", node)
+    elif element in (F32, BF16):
+        out = F32  # Triton: f32 and bf16 operands give f32 whatever out_dtype says
+    elif element == F64:
+        out = F64
+    elif element == F16:
+        if out_dtype not in (F32, F16):
+            raise t.error(f"tl.dot: out_dtype of f16 operands must be float32 or float16, got {out_dtype}", node)
+        out = out_dtype
+    else:
+        out = out_dtype  # the type rule refuses these operands
+    if element != F32:
+        input_precision = "ieee"  # products of other dtypes are exact; Triton ignores the precision for them
+    return t.make("dot", (input, other, acc), node, input_precision=input_precision, out_dtype=out)
 
 
 # ---- loops (only meaningful as the iterable of a for) -------------------------------------

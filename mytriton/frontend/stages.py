@@ -248,19 +248,21 @@ def resolve_signature(module: KernelModule, entry: str, signature: str | None) -
 
 
 def trace_stage(text: str, file: str, defines: dict[str, Any] | None = None,
-                signature: str | None = None, name: str | None = None) -> TreeKernel:
+                signature: str | None = None, name: str | None = None,
+                f32_default: str | None = None) -> TreeKernel:
     module, entry = load_kernel(text, file, name)
     constexprs = resolve_constexprs(module, entry, defines or {})
     types = resolve_signature(module, entry, signature)
     runtime, _, _ = kernel_params(module, entry)
     placeholder = {p: I32 for p in runtime}
-    kernel, asked_types = trace_kernel(module, entry, constexprs, types or placeholder, probing=types is None)
+    kernel, asked_types = trace_kernel(module, entry, constexprs, types or placeholder, probing=types is None,
+                                       f32_default=f32_default)
     kernel.digest = module.digest
     if types is None:
         pointers = pointer_params(kernel)
         inferred = {p: PointerType(F32) if p in pointers else I32 for p in runtime}
         if asked_types:  # x.dtype and the like read the placeholders: trace again with the real types
-            kernel, _ = trace_kernel(module, entry, constexprs, inferred)
+            kernel, _ = trace_kernel(module, entry, constexprs, inferred, f32_default=f32_default)
             kernel.digest = module.digest
         else:
             kernel.params = [(p, inferred[p]) for p, _ in kernel.params]

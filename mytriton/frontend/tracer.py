@@ -146,6 +146,9 @@ class TraceBudget:
         # Whether the trace depended on types (x.dtype, a static assertion or
         # print): a probe trace is then traced again with the real types.
         self.asked_types = False
+        # tl.dot's precision for f32 operands where the call names none
+        # (pipeline.Options.f32_default).
+        self.f32_default: str | None = None
 
 
 class Tracer:
@@ -983,7 +986,8 @@ def describe(value: Any) -> str:
 
 
 def trace_kernel(module: KernelModule, name: str, constexprs: dict[str, Any],
-                 runtime_types: dict[str, Type], probing: bool = False) -> tuple[TreeKernel, bool]:
+                 runtime_types: dict[str, Type], probing: bool = False,
+                 f32_default: str | None = None) -> tuple[TreeKernel, bool]:
     """Trace ``name`` with the given constexpr values and runtime parameter
     types (already matched to the kernel's parameters); also whether the
     kernel asked for a type (``x.dtype``). A probe trace (``probing``) has
@@ -1002,6 +1006,7 @@ def trace_kernel(module: KernelModule, name: str, constexprs: dict[str, Any],
     region = Region(None)
     budget = TraceBudget()
     budget.probing = probing
+    budget.f32_default = f32_default
     tracer = Tracer(module, kernel, region, env, budget=budget)
     # A return at the kernel's top level: the statements after it never run.
     with contextlib.suppress(_Return):

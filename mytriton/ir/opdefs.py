@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from mytriton.limits import tile_error
 from mytriton.types import (
-    BOOL, F32, I32, U32, BlockType, PointerType, ScalarType, SharedType, Type, TypeRuleError, WeakType,
+    BF16, BOOL, F16, F32, F64, I8, I32, U32, BlockType, PointerType, ScalarType, SharedType, Type, TypeRuleError, WeakType,
     broadcast_shapes, concrete, element_of, mixed_signedness, promote, shape_of, with_element,
 )
 
@@ -40,6 +40,8 @@ class OpDef:
     operands: tuple[str, ...]  # operand names; a trailing '?' marks one that may be none
     infer: InferFn
     attrs: tuple[str, ...] = ()
+    # Attributes the IR text may leave out (the type rule says what absence means).
+    optional_attrs: tuple[str, ...] = ()
     commutative: bool = False
     elementwise: bool = False
     # Memory effects. A read makes the result depend on memory that ops
@@ -379,8 +381,34 @@ def _reduce(name: str) -> InferFn:
     return infer
 
 
-def _dot_rule(name: str, a: Type | None, b: Type | None, acc: Type | None) -> list[Type]:
-    """``a @ b (+ acc)`` for blocks (``dot``) or shared buffers (``dot_shared``)."""
+# ---- dot semantics ----
+# tl.dot's precisions and dtypes, as Triton's semantic.dot has them. The
+# frontend resolves both attributes (precision from the call, allow_tf32 or the
+# compile options' f32 default; out_dtype from the operand dtype and the
+# call); IR text may leave them out, meaning "ieee" and the first dtype below.
+
+# How f32 operands are multiplied: "tf32" rounds each operand to TF32 (10
+# mantissa bits, cvt.rna: to nearest, ties away from zero) and accumulates in
+# f32; "tf32x3" adds hi*hi + hi*lo + lo*hi with hi = tf32(x), lo = tf32(x - hi);
+# "ieee" is exact f32 FMA. Other dtypes have exact products: "ieee" only.
+DOT_INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee")
+DOT_ATTRS = ("input_precision", "out_dtype")
+# The result dtypes each operand dtype allows, the default first (Triton:
+# f32 and bf16 accumulate in f32, f16 in f32 or f16, i8 in i32, f64 in f64).
+DOT_OUT_DTYPES: dict[ScalarType, tuple[ScalarType, ...]] = {
+    F32: (F32,), F16: (F32, F16), BF16: (F32,), F64: (F64,), I8: (I32,),
+}
+
+
+def dot_input_precision(attrs: dict[str, Any]) -> str:
+    """A dot's input precision ("ieee" where the IR text leaves it out)."""
+    return attrs.get("input_precision", "ieee")
+
+
+def _dot_rule(name: str, a: Type | None, b: Type | None, acc: Type | None,
+              attrs: dict[str, Any]) -> list[Type]:
+    """``a @ b (+ acc)`` for blocks (``dot``) or shared buffers (``dot_shared``),
+    with Triton's rules for operand dtypes, precision and result dtype."""
     what = "shared buffers" if name == "dot_shared" else "blocks"
     sa, sb = _tile_shape(a), _tile_shape(b)
     if len(sa) != 2 or len(sb) != 2:
@@ -388,14 +416,24 @@ def _dot_rule(name: str, a: Type | None, b: Type | None, acc: Type | None) -> li
     if sa[1] != sb[0]:
         raise _err(f"'{name}' inner dimensions differ: {a} by {b}")
     ea, eb = _tile_element(a), _tile_element(b)
-    if not (isinstance(ea, ScalarType) and ea.is_float and isinstance(eb, ScalarType) and eb.is_float):
-        raise _err(f"'{name}' needs floating-point {what}, got {a} and {b}")
+    if not (isinstance(ea, ScalarType) and ea in DOT_OUT_DTYPES and isinstance(eb, ScalarType)
+            and eb in DOT_OUT_DTYPES):
+        raise _err(f"'{name}' takes f32, f16, bf16, f64 or i8 {what}, got {a} and {b}")
     if ea != eb:
         raise _err(f"'{name}' operands must have one element type, got {a} and {b}")
     for d in (sa[0], sa[1], sb[1]):
         if d < 16:
             raise _err(f"'{name}' dimensions must be at least 16, got {a} by {b}")
-    out = BlockType((sa[0], sb[1]), F32)
+    precision = dot_input_precision(attrs)
+    if precision not in DOT_INPUT_PRECISIONS:
+        raise _err(f"'{name}' input_precision must be one of {', '.join(DOT_INPUT_PRECISIONS)}, got {precision!r}")
+    if precision != "ieee" and ea != F32:
+        raise _err(f"'{name}' input_precision {precision!r} applies to f32 operands only; {ea} is 'ieee'")
+    out_dtype = attrs.get("out_dtype", DOT_OUT_DTYPES[ea][0])
+    if out_dtype not in DOT_OUT_DTYPES[ea]:
+        allowed = " or ".join(str(t) for t in DOT_OUT_DTYPES[ea])
+        raise _err(f"'{name}' of {ea} operands gives {allowed}, not out_dtype={out_dtype}")
+    out = BlockType((sa[0], sb[1]), out_dtype)
     if acc is not None and acc != out:
         raise _err(f"the accumulator of '{name}' must be {out}, got {acc}")
     return [out]
@@ -411,7 +449,7 @@ def _tile_element(t: Type | None) -> ScalarType | PointerType | WeakType | None:
 
 def _dot(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     a, b, acc = types
-    return _dot_rule("dot", a, b, acc)
+    return _dot_rule("dot", a, b, acc, attrs)
 
 
 # ---- shared memory (the stage-dots pass writes these ops) -------------------------
@@ -453,7 +491,7 @@ def _dot_shared(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     a, b, acc = types
     if not (isinstance(a, SharedType) and isinstance(b, SharedType)):
         raise _err(f"'dot_shared' multiplies two shared buffers, got {a} and {b}")
-    return _dot_rule("dot_shared", a, b, acc)
+    return _dot_rule("dot_shared", a, b, acc, attrs)
 
 
 def _cast(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
@@ -589,7 +627,9 @@ _register(OpDef("full", ("value",), _full, attrs=("shape", "dtype")))
 _register(OpDef("expand_dims", ("x",), _expand_dims, attrs=("axis",)))
 for _name in ("sum", "max", "min"):
     _register(OpDef(_name, ("x",), _reduce(_name), attrs=("axis",), reduction=True, materialised=True))
-_register(OpDef("dot", ("a", "b", "acc?"), _dot, materialised=True))
+_register(OpDef("dot", ("a", "b", "acc?"), _dot, attrs=DOT_ATTRS, optional_attrs=DOT_ATTRS, materialised=True,
+                doc="a @ b (+ acc); input_precision and out_dtype as in Triton (absent: 'ieee' and the "
+                    "operands' default)"))
 _register(OpDef("shared_alloc", (), _shared_alloc, attrs=("name", "shape", "dtype"), allocates=True,
                 doc="a zero-filled row-major buffer in the program's shared memory"))
 _register(OpDef("copy_to_shared", ("buffer", "base", "row_offset", "col_offset", "row_stride", "row_bound",
@@ -599,8 +639,9 @@ _register(OpDef("copy_to_shared", ("buffer", "base", "row_offset", "col_offset",
                     "? base[(row_offset + r) * row_stride + col_offset + c] : fill"))
 _register(OpDef("barrier", (), _none, synchronises=True,
                 doc="every thread of the program has finished its earlier shared-memory accesses"))
-_register(OpDef("dot_shared", ("a", "b", "acc?"), _dot_shared, reads_shared=True, shared_operands=("a", "b"),
-                materialised=True, doc="dot of two shared buffers (plus acc)"))
+_register(OpDef("dot_shared", ("a", "b", "acc?"), _dot_shared, attrs=DOT_ATTRS, optional_attrs=DOT_ATTRS,
+                reads_shared=True, shared_operands=("a", "b"),
+                materialised=True, doc="dot of two shared buffers (plus acc), with dot's attributes"))
 _register(OpDef("yield", (), _none, control=True))
 # ``for`` has a region and variadic operands; the verifier checks it by hand.
 _register(OpDef("for", ("start", "stop", "step"), _none, control=True))

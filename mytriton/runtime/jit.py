@@ -150,6 +150,7 @@ class JITFunction:
     def specialize(self, bound: dict[str, Any], num_warps: int, backend: str,
                    num_stages: int | None = None) -> Any:
         """The compiled kernel (runtime/compiled.py) for these arguments."""
+        from mytriton import pipeline
         from mytriton.runtime.arguments import arg_type, signature_of
 
         # The first time on a large stack (deep_stack.run_deep): it checks the
@@ -157,11 +158,11 @@ class JITFunction:
         text, runtime, constexpr = self._static or run_deep(self.source)
         constexprs = {name: bound[name] for name in constexpr}
         types = [arg_type(bound[name], name) for name in runtime]
+        f32_default = pipeline.f32_default_from_env()  # tl.dot's default precision: part of the key
         key = (tuple(str(t) for t in types), tuple((k, repr(v)) for k, v in constexprs.items()),
-               num_warps, num_stages, backend)
+               num_warps, num_stages, backend, f32_default)
         compiled = self._compiled.get(key)
         if compiled is None:
-            from mytriton import pipeline
             from mytriton.passes.layouts import check_num_warps
             from mytriton.runtime.compiled import CompiledKernel
 
@@ -170,7 +171,7 @@ class JITFunction:
                 raise CompileError(f"num_stages must be an integer from 1 to 16, got {num_stages!r}")
             options = pipeline.Options(kernel=self.fn.__name__, defines=constexprs,
                                        signature=signature_of(types), num_warps=num_warps,
-                                       num_stages=num_stages)
+                                       num_stages=num_stages, f32_default=f32_default)
             # On a large stack, as the CLI does (deep_stack.run_deep).
             kernel = run_deep(pipeline.source_to_ssa, text, self.file, options)
             metadata = {"name": self.fn.__name__, "num_warps": num_warps, "num_stages": num_stages,

@@ -43,7 +43,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
     #pragma unroll
     for (int s = 0; s < 16; ++s) shared_dot_b0[threadIdx.x + s * 128] = shared_dot_b0_staging[s];
     __syncthreads();  // barrier @24:16
-    // dot_shared dot_shared @24:16: [64x32] x [32x64], 32 output(s) per thread
+    // dot_shared dot_shared @24:16: [64x32] x [32x64] f32, tf32, 32 output(s) per thread
     float t17[32];
     // dot_shared: the accumulator
     #pragma unroll
@@ -53,11 +53,17 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
     #pragma unroll 4
     for (int kk = 0; kk < 32; ++kk) {
       float a_col[16];
+      #pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        const float x = shared_dot_a0[(L0_p0 + i * 4) * 32 + kk];
+        { unsigned int tf32_bits; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(tf32_bits) : "f"(x)); a_col[i] = __uint_as_float(tf32_bits); }
+      }
       float b_row[2];
       #pragma unroll
-      for (int i = 0; i < 16; ++i) a_col[i] = shared_dot_a0[(L0_p0 + i * 4) * 32 + kk];
-      #pragma unroll
-      for (int j = 0; j < 2; ++j) b_row[j] = shared_dot_b0[kk * 64 + L0_p1 + j * 32];
+      for (int j = 0; j < 2; ++j) {
+        const float x = shared_dot_b0[kk * 64 + L0_p1 + j * 32];
+        { unsigned int tf32_bits; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(tf32_bits) : "f"(x)); b_row[j] = __uint_as_float(tf32_bits); }
+      }
       #pragma unroll
       for (int i = 0; i < 16; ++i)
         #pragma unroll

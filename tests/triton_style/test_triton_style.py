@@ -37,9 +37,9 @@ NEEDS: dict[str, str] = {
 
 _counter = itertools.count()
 
-# The tolerance of f32 tl.dot results: mytriton's f32 dot is exact; Triton's
-# defaults to TF32 on the H200, and _with_triton.py loosens this for it.
-F32_DOT_TOL = 1e-4
+# The tolerance of f32 tl.dot results: f32 tl.dot is TF32 by default, in
+# mytriton as in Triton (10 mantissa bits per operand).
+F32_DOT_TOL = 3e-2
 
 
 def load(stem: str) -> Any:

@@ -13,6 +13,11 @@ explicit ops, and each becomes CUDA here:
 - ``dot_shared``: the accumulator tile is spread over the threads by its
   layout; for each step along K a thread reads the A values of its rows and
   the B values of its columns once, then does one FMA per element it holds.
+  The operands are converted as the dot's ``input_precision`` says (TF32
+  rounding through the language object's ``round_tf32``; tf32x3 keeps a
+  second accumulator for the hi*lo + lo*hi terms); f16 and bf16 multiply in
+  f32, i8 in i32, f64 in f64; an f16 result is accumulated in f32 and
+  rounded once at the end.
 
 A ``dot`` the pass did not stage (its operands are not canonical loads) takes
 the general path: both operand tiles are written from registers to shared
@@ -22,12 +27,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mytriton.backends.cuda.ctypes import c_element, c_scalar
+from mytriton.backends.cuda.ctypes import c_element, c_literal, c_scalar
 from mytriton.backends.cuda.language import CUDA
 from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.slots import linear_index
+from mytriton.ir.opdefs import dot_input_precision
 from mytriton.ir.ssa import Op
-from mytriton.types import F32, I32, SharedType, element_of
+from mytriton.types import F32, F64, I8, I32, ScalarType, SharedType, element_of
 
 if TYPE_CHECKING:
     from mytriton.backends.cuda.emitter import CudaEmitter
@@ -121,15 +127,25 @@ def emit_dot(em: "CudaEmitter", op: Op) -> None:
     else:
         a_name, b_name, a_t, b_t = stage_operands(em, op)
         a_pitch, b_pitch = k, n
-    em.line(f"// {op.name}{where.replace('  // ', ' ')}: [{m}x{k}] x [{k}x{n}], "
+    precision = dot_input_precision(op.attrs)
+    out_t = element_of(result.type)
+    work_t = dot_work_type(a_t)  # what products accumulate in
+    work = c_scalar(work_t)
+    em.line(f"// {op.name}{where.replace('  // ', ' ')}: [{m}x{k}] x [{k}x{n}] {a_t}, {precision}, "
             f"{layout.slots} output(s) per thread")
-    em.line(f"float {storage}[{layout.slots}];")
+    # f16 results accumulate in f32 over the whole K and round once at the end.
+    total = storage if out_t == work_t else f"{storage}_acc"
+    em.line(f"{work} {total}[{layout.slots}];")
+    if precision == "tf32x3":
+        em.line(f"float {storage}_small[{layout.slots}];  // the hi*lo + lo*hi terms")
     init = em.open_loop(layout, op)
     if acc is not None:
         value = init.value(acc, init.coords())
-        init.lines.append(f"{storage}[k] = {as_type(value, F32)};")
+        init.lines.append(f"{total}[k] = {as_type(value, work_t)};")
     else:
-        init.lines.append(f"{storage}[k] = 0.0f;")
+        init.lines.append(f"{total}[k] = {c_literal(0, work_t)};")
+    if precision == "tf32x3":
+        init.lines.append(f"{storage}_small[k] = 0.0f;")
     em.close_loop(init, f"{op.name}: the accumulator")
 
     rows_dim, cols_dim = layout.dims
@@ -141,20 +157,62 @@ def emit_dot(em: "CudaEmitter", op: Op) -> None:
     col_of = parent.coordinate(cols_dim, "j", positions[cols_dim])
     digits = {rows_dim: "i", cols_dim: "j"}
     slot = layout.slot_of(digits)
+    a_read = f"{a_name}[({row_of}) * {a_pitch} + kk]"
+    b_read = f"{b_name}[kk * {b_pitch} + {col_of}]"
     em.line(f"{em.lang.unroll} 4")
     em.line(f"for (int kk = 0; kk < {k}; ++kk) {{")
-    em.line(f"  float a_col[{rows}];")
-    em.line(f"  float b_row[{cols}];")
-    em.line(f"  {em.lang.unroll}")
-    em.line(f"  for (int i = 0; i < {rows}; ++i) a_col[i] = {_to_f32(f'{a_name}[({row_of}) * {a_pitch} + kk]', a_t)};")
-    em.line(f"  {em.lang.unroll}")
-    em.line(f"  for (int j = 0; j < {cols}; ++j) b_row[j] = {_to_f32(f'{b_name}[kk * {b_pitch} + {col_of}]', b_t)};")
+    _operand_reads(em, "a_col", "i", rows, a_read, a_t, work_t, precision)
+    _operand_reads(em, "b_row", "j", cols, b_read, b_t, work_t, precision)
     em.line(f"  {em.lang.unroll}")
     em.line(f"  for (int i = 0; i < {rows}; ++i)")
     em.line(f"    {em.lang.unroll}")
-    update = em.lang.fma("a_col[i]", "b_row[j]", f"{storage}[{slot}]")
-    em.line(f"    for (int j = 0; j < {cols}; ++j) {storage}[{slot}] = {update};")
+    if precision == "tf32x3":
+        big = em.lang.fma("a_col[i]", "b_row[j]", f"{total}[{slot}]")
+        small = em.lang.fma("a_col_lo[i]", "b_row[j]",
+                            em.lang.fma("a_col[i]", "b_row_lo[j]", f"{storage}_small[{slot}]"))
+        em.line(f"    for (int j = 0; j < {cols}; ++j) {{")
+        em.line(f"      {total}[{slot}] = {big};")
+        em.line(f"      {storage}_small[{slot}] = {small};")
+        em.line("    }")
+    else:
+        update = em.lang.fma("a_col[i]", "b_row[j]", f"{total}[{slot}]", work_t)
+        em.line(f"    for (int j = 0; j < {cols}; ++j) {total}[{slot}] = {update};")
     em.line("}")
+    if precision == "tf32x3":
+        # An infinite operand makes its lo part NaN: the hi product alone carries it (as Triton masks it).
+        small = f"{storage}_small[k]"
+        em.line(em.lang.unroll)
+        em.line(f"for (int k = 0; k < {layout.slots}; ++k) {total}[k] += {em.lang.is_nan(small)} ? 0.0f : {small};")
+    if total != storage:
+        em.line(f"{c_scalar(out_t)} {storage}[{layout.slots}];")
+        em.line(em.lang.unroll)
+        em.line(f"for (int k = 0; k < {layout.slots}; ++k) {storage}[k] = {em.lang.cast(f'{total}[k]', work_t, out_t)};")
+
+
+def dot_work_type(operand: object) -> ScalarType:
+    """The type a dot of ``operand`` elements multiplies and accumulates in."""
+    return F64 if operand == F64 else I32 if operand == I8 else F32
+
+
+def _operand_reads(em: "CudaEmitter", name: str, index: str, count: int, read: str, element: object,
+                   work_t: ScalarType, precision: str) -> None:
+    """Declare ``name[count]`` and fill it with this K step's operand values,
+    converted per the dot's precision (``name``_lo too for tf32x3)."""
+    work = c_scalar(work_t)
+    em.line(f"  {work} {name}[{count}];")
+    if precision == "tf32x3":
+        em.line(f"  {work} {name}_lo[{count}];")
+    em.line(f"  {em.lang.unroll}")
+    em.line(f"  for (int {index} = 0; {index} < {count}; ++{index}) {{")
+    value = em.lang.cast(read, element, work_t)
+    if precision == "ieee":
+        em.line(f"    {name}[{index}] = {value};")
+    else:
+        em.line(f"    const float x = {value};")
+        em.line(f"    {em.lang.round_tf32(f'{name}[{index}]', 'x')}")
+        if precision == "tf32x3":
+            em.line(f"    {em.lang.round_tf32(f'{name}_lo[{index}]', f'x - {name}[{index}]')}")
+    em.line("  }")
 
 
 def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object]:
@@ -178,10 +236,6 @@ def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object]
     em.line(em.lang.barrier)
     em.need_shared(offset, op)
     return names[0], names[1], element_of(a.type), element_of(b.type)
-
-
-def _to_f32(expr: str, t) -> str:
-    return CUDA.to_float(expr, t)
 
 
 def _aligned(nbytes: int) -> int:

@@ -43,6 +43,13 @@ class CudaLanguage(CStyleLanguage):
             return f"__umulhi((unsigned int)({a}), (unsigned int)({b}))"
         return f"__umul64hi((unsigned long long)({a}), (unsigned long long)({b}))"
 
+    def round_tf32(self, target: str, value: str) -> str:
+        # cvt.rna, as Triton and the tensor cores' TF32 inputs: the low 13
+        # mantissa bits come back zero, so the FMA path multiplies exactly
+        # what the interpreter (interp.round_to_tf32) and mma compute with.
+        return (f"{{ unsigned int tf32_bits; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(tf32_bits) : \"f\"({value})); "
+                f"{target} = __uint_as_float(tf32_bits); }}")
+
     def from_float(self, expr: str, t: ScalarType) -> str:
         return f"{'__float2half' if t == F16 else '__float2bfloat16'}({expr})"
 
