@@ -309,7 +309,12 @@ for _name in ("sum", "max", "min"):
 def _dot(t: Tracer, node: ast.Call, input: Any, other: Any, acc: Any, **options: Any) -> Any:
     if not isinstance(input, Expr) or not isinstance(other, Expr):
         raise t.error("tl.dot needs two tiles", node)
-    return t.make("dot", (input, other, acc), node)
+    precision = options.get("input_precision")
+    if precision is None:
+        return t.make("dot", (input, other, acc), node)
+    if precision not in ("tf32", "tf32x3", "ieee"):
+        raise t.error(f"tl.dot's input_precision is 'tf32', 'tf32x3' or 'ieee', got {precision!r}", node)
+    return t.make("dot", (input, other, acc), node, input_precision=precision)
 
 
 # ---- loops (only meaningful as the iterable of a for) -------------------------------------

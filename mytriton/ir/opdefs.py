@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from mytriton.limits import tile_error
 from mytriton.types import (
-    BOOL, F32, I32, U32, BlockType, PointerType, ScalarType, SharedType, Type, TypeRuleError, WeakType,
+    BOOL, F32, I8, I32, U32, BlockType, PointerType, ScalarType, SharedType, Type, TypeRuleError, WeakType,
     broadcast_shapes, concrete, element_of, mixed_signedness, promote, shape_of, with_element,
 )
 
@@ -388,14 +388,15 @@ def _dot_rule(name: str, a: Type | None, b: Type | None, acc: Type | None) -> li
     if sa[1] != sb[0]:
         raise _err(f"'{name}' inner dimensions differ: {a} by {b}")
     ea, eb = _tile_element(a), _tile_element(b)
-    if not (isinstance(ea, ScalarType) and ea.is_float and isinstance(eb, ScalarType) and eb.is_float):
-        raise _err(f"'{name}' needs floating-point {what}, got {a} and {b}")
+    int8 = ea == eb == I8  # int8 operands accumulate in i32 (tensor cores' s8 mma)
+    if not int8 and not (isinstance(ea, ScalarType) and ea.is_float and isinstance(eb, ScalarType) and eb.is_float):
+        raise _err(f"'{name}' needs floating-point or i8 {what}, got {a} and {b}")
     if ea != eb:
         raise _err(f"'{name}' operands must have one element type, got {a} and {b}")
     for d in (sa[0], sa[1], sb[1]):
         if d < 16:
             raise _err(f"'{name}' dimensions must be at least 16, got {a} by {b}")
-    out = BlockType((sa[0], sb[1]), F32)
+    out = BlockType((sa[0], sb[1]), I32 if int8 else F32)
     if acc is not None and acc != out:
         raise _err(f"the accumulator of '{name}' must be {out}, got {acc}")
     return [out]
@@ -589,7 +590,10 @@ _register(OpDef("full", ("value",), _full, attrs=("shape", "dtype")))
 _register(OpDef("expand_dims", ("x",), _expand_dims, attrs=("axis",)))
 for _name in ("sum", "max", "min"):
     _register(OpDef(_name, ("x",), _reduce(_name), attrs=("axis",), reduction=True, materialised=True))
-_register(OpDef("dot", ("a", "b", "acc?"), _dot, materialised=True))
+# A dot's input_precision ("tf32", "tf32x3", "ieee") is optional: without it
+# f32 operands multiply exactly (the CUDA-core path).
+OPTIONAL_ATTRS = ("input_precision",)
+_register(OpDef("dot", ("a", "b", "acc?"), _dot, attrs=("input_precision",), materialised=True))
 _register(OpDef("shared_alloc", (), _shared_alloc, attrs=("name", "shape", "dtype"), allocates=True,
                 doc="a zero-filled row-major buffer in the program's shared memory"))
 _register(OpDef("copy_to_shared", ("buffer", "base", "row_offset", "col_offset", "row_stride", "row_bound",
@@ -599,7 +603,8 @@ _register(OpDef("copy_to_shared", ("buffer", "base", "row_offset", "col_offset",
                     "? base[(row_offset + r) * row_stride + col_offset + c] : fill"))
 _register(OpDef("barrier", (), _none, synchronises=True,
                 doc="every thread of the program has finished its earlier shared-memory accesses"))
-_register(OpDef("dot_shared", ("a", "b", "acc?"), _dot_shared, reads_shared=True, shared_operands=("a", "b"),
+_register(OpDef("dot_shared", ("a", "b", "acc?"), _dot_shared, attrs=("input_precision",), reads_shared=True,
+                shared_operands=("a", "b"),
                 materialised=True, doc="dot of two shared buffers (plus acc)"))
 _register(OpDef("yield", (), _none, control=True))
 # ``for`` has a region and variadic operands; the verifier checks it by hand.

@@ -314,7 +314,8 @@ class _SSAReader(TextReader):
         if str(name) != "yield":
             self.check_arity(opdef, operands, name)
         for key in opdef.attrs:
-            if key not in attrs and not (opdef.name in opdefs.REDUCTIONS and key == "axis"):
+            if key not in attrs and not (opdef.name in opdefs.REDUCTIONS and key == "axis") \
+                    and key not in opdefs.OPTIONAL_ATTRS:
                 raise self.error(f"'{name}' needs the attribute '{key}'", name)
         result_tokens = results_tree.children if results_tree is not None else []
         if len(result_tokens) != len(types):

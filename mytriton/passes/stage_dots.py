@@ -367,7 +367,7 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
             buffers.append(allocation.result)
         index += 1
         dot = plan.dot
-        staged = Op("dot_shared", [*buffers, dot.operands[2]], [dot.result.type], loc=dot.loc)
+        staged = Op("dot_shared", [*buffers, dot.operands[2]], [dot.result.type], dict(dot.attrs), loc=dot.loc)
         insert_before(dot,
                       Op("copy_to_shared", plan.a.copy_operands(buffers[0]), [], loc=plan.a.load.loc),
                       Op("copy_to_shared", plan.b.copy_operands(buffers[1]), [], loc=plan.b.load.loc),
