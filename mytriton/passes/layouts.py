@@ -68,18 +68,18 @@ def _operand_element(value: Value):
 
 
 def mma_warps(m: int, n: int, num_warps: int) -> tuple[int, int] | None:
-    """Warps over (M, N) as Triton's warpsPerTileV2 splits them: double the
-    side with more 16x8 blocks per warp left; None when the tile has fewer
-    blocks than warps (the dot then stays on CUDA cores)."""
+    """Warps over (M, N) as Triton's warpsPerTileV2 splits them (more warps
+    along M while a warp has at least as many 16-row blocks as 16-column
+    ones); None when some warp would get no 16x8 block (the dot then stays on
+    CUDA cores)."""
     wm, wn = 1, 1
     while wm * wn < num_warps:
-        room_m, room_n = m // (16 * wm), n // (8 * wn)
-        if room_m >= 2 and (room_m >= room_n or room_n < 2):
+        if m // 16 // wm >= n // 16 // wn and wm < m // 16:
             wm *= 2
-        elif room_n >= 2:
-            wn *= 2
         else:
-            return None
+            wn *= 2
+    if 16 * wm > m or 8 * wn > n:
+        return None
     return wm, wn
 
 
