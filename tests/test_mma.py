@@ -31,10 +31,12 @@ KINDS = {
     "f16": ("fp16", "tl.float32", ""),
     "bf16": ("bf16", "tl.float32", ""),
     "tf32": ("fp32", "tl.float32", ', input_precision="tf32"'),
+    "tf32x3": ("fp32", "tl.float32", ', input_precision="tf32x3"'),
     "i8": ("i8", "tl.int32", ""),
 }
 INSTRUCTIONS = {"f16": "m16n8k16.row.col.f32.f16.f16.f32", "bf16": "m16n8k16.row.col.f32.bf16.bf16.f32",
-                "tf32": "m16n8k8.row.col.f32.tf32.tf32.f32", "i8": "m16n8k32.row.col.s32.s8.s8.s32"}
+                "tf32": "m16n8k8.row.col.f32.tf32.tf32.f32", "tf32x3": "m16n8k8.row.col.f32.tf32.tf32.f32",
+                "i8": "m16n8k32.row.col.s32.s8.s8.s32"}
 
 
 def matmul_source(kind: str) -> str:
@@ -84,6 +86,13 @@ def test_an_f32_dot_without_a_precision_stays_exact_on_cuda_cores():
     assert "mma<" not in layouts
 
 
+def test_tf32x3_issues_three_products_per_block():
+    cuda = compile_matmul("tf32x3", (64, 64, 32), 4, "cuda")
+    assert cuda.count("mma.sync.aligned.m16n8k8") == 3
+    assert "a_small" in cuda and "b_small" in cuda
+    assert "a_small" not in compile_matmul("tf32", (64, 64, 32), 4, "cuda")
+
+
 def test_tf32_pads_b_rows_by_8_and_a_rows_by_4():
     layouts = compile_matmul("tf32", (64, 64, 32), 4, "layouts")
     assert "shared<64x32 x f32, #padded_shared0>" in layouts
@@ -117,7 +126,7 @@ def test_each_operand_type_builds_with_mma_sync(kind, config, num_warps):
             "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16" in ptx
     if kind == "i8":
         assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
-    if kind == "tf32":
+    if kind.startswith("tf32"):
         assert "cvt.rna.tf32.f32" in ptx
     assert ".local" not in ptx  # fragments and accumulators stay in registers
 
@@ -165,6 +174,8 @@ def run_mma_matmul(kernel_module, kind, config, shape, num_warps=4, seed=0):
     expected = reference(kind, a, b)
     if kind == "i8":
         np.testing.assert_array_equal(c, expected)
+    elif kind == "tf32x3":  # near f32: three TF32 products carry about 21 bits of each operand
+        np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4 * np.sqrt(K))
     else:
         # f32 accumulation of exact products: the order of the sums differs
         np.testing.assert_allclose(c, expected, rtol=1e-3, atol=1e-3 * np.sqrt(K))

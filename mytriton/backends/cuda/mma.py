@@ -16,9 +16,11 @@ each K step of the instruction it
    - int8: ``ldmatrix.x4`` for A (an 8x8 matrix of 16-bit pairs is 8 rows of
      16 bytes); B byte by byte (``ldmatrix`` cannot transpose bytes);
    - tf32: plain 32-bit shared reads (``ldmatrix`` moves 16-bit pairs),
-     rounded to TF32 with ``cvt.rna.tf32.f32``;
+     rounded to TF32 with ``cvt.rna.tf32.f32``; for ``tf32x3`` also the TF32
+     rounding of the remainder (``small``);
 2. issues one ``mma.sync`` per (block row, block column) pair into the
-   accumulator registers c0..c3 of that block.
+   accumulator registers c0..c3 of that block (``tf32x3``: three, small
+   products first).
 
 Fragments follow the PTX ISA's tables ("Matrix Fragments for mma.m16n8k*"),
 with lane ``l`` as group ``g = l / 4`` and thread-in-group ``t = l % 4``:
@@ -146,6 +148,8 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
         a_name, b_name, element, _ = stage_operands(em, op)
         a_pitch, b_pitch = k, n
     instr = INSTRUCTIONS[element]
+    # tf32x3: a * b ~ a_big * b_big + a_big * b_small + a_small * b_big
+    split = element == F32 and op.attrs.get("input_precision") == "tf32x3"
     wm, wn = parent.warps_per_cta
     reps_m, reps_n = parent.reps(0), parent.reps(1)
     acc_type = c_element(result.type)
@@ -172,6 +176,9 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
     em.depth += 1
     em.line(f"unsigned a_frag[{reps_m}][4];")
     em.line(f"unsigned b_frag[{reps_n}][2];")
+    if split:
+        em.line(f"unsigned a_small[{reps_m}][4];")
+        em.line(f"unsigned b_small[{reps_n}][2];")
     row0 = block_row("rm", wm)
 
     def col0(rn: str) -> str:
@@ -188,7 +195,7 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
         em.line(f"  {ldmatrix(LDMATRIX_X4, [f'a_frag[rm][{i}]' for i in range(4)], address)}")
     else:
         for reg in range(4):
-            em.line(f"  {tf32(f'a_frag[rm][{reg}]', at(a_name, a_pitch, tf32_a(row0, 'kk', reg)))}")
+            em.line(f"  {tf32(f'a_frag[rm][{reg}]', at(a_name, a_pitch, tf32_a(row0, 'kk', reg)), split and f'a_small[rm][{reg}]')}")
     em.line("}")
     # B fragments
     if instr.b_by_ldmatrix:
@@ -213,7 +220,7 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
                         + (f" << {8 * byte}" if byte else "") for byte in range(4)]
                 em.line(f"  b_frag[rn][{reg}] = {' | '.join(f'({q})' for q in quad)};")
             else:
-                em.line(f"  {tf32(f'b_frag[rn][{reg}]', at(b_name, b_pitch, tf32_b(col0('rn'), 'kk', reg)))}")
+                em.line(f"  {tf32(f'b_frag[rn][{reg}]', at(b_name, b_pitch, tf32_b(col0('rn'), 'kk', reg)), split and f'b_small[rn][{reg}]')}")
         em.line("}")
     # the products
     em.line(em.lang.unroll)
@@ -222,6 +229,9 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
     em.line(f"  for (int rn = 0; rn < {reps_n}; ++rn) {{")
     c = [f"{storage}[{layout.slot_of(dict(zip((rows_dim, cols_dim), accumulator_digits('rm', 'rn', reg))))}]"
          for reg in range(4)]
+    if split:  # the small terms first, as Triton orders them
+        em.line(f"    {mma_asm(instr, c, 'a_small[rm]', 'b_frag[rn]')}")
+        em.line(f"    {mma_asm(instr, c, 'a_frag[rm]', 'b_small[rn]')}")
     em.line(f"    {mma_asm(instr, c, 'a_frag[rm]', 'b_frag[rn]')}")
     em.line("  }")
     em.line("}")
@@ -238,9 +248,15 @@ def ldmatrix(ptx: str, regs: list[str], address: str) -> str:
             f': "r"((unsigned)__cvta_generic_to_shared(&{address})));')
 
 
-def tf32(target: str, expr: str) -> str:
-    """Set ``target`` to the bits of f32 ``expr`` rounded to TF32 (to nearest, ties away)."""
-    return f'asm("{TF32_ROUND} %0, %1;\\n" : "=r"({target}) : "f"({expr}));'
+def tf32(target: str, expr: str, small: str | bool = False) -> str:
+    """Set ``target`` to the bits of f32 ``expr`` rounded to TF32 (to nearest,
+    ties away); with ``small``, set it to the TF32 rounding of what remains
+    (tf32x3: big + small carries about 21 of f32's 24 bits)."""
+    big = f'asm("{TF32_ROUND} %0, %1;\\n" : "=r"({target}) : "f"({expr}));'
+    if not small:
+        return big
+    return (f"{{ const float x = {expr}; {big.replace(expr, 'x')} "
+            f'asm("{TF32_ROUND} %0, %1;\\n" : "=r"({small}) : "f"(x - __uint_as_float({target}))); }}')
 
 
 def mma_asm(instr: Instruction, c: list[str], a: str, b: str) -> str:
