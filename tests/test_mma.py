@@ -253,3 +253,44 @@ def test_an_epilogue_on_the_mma_accumulator_matches_numpy_on_the_gpu(kernel_modu
     full = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c.astype(np.float64), full * 0.5, rtol=2e-3, atol=2e-2)
     np.testing.assert_allclose(s, (full - full.max(axis=1, keepdims=True)).sum(axis=1), rtol=1e-3, atol=1e-1)
+
+
+# A dot of computed tiles (not the canonical loads stage-dots stages) runs on
+# tensor cores too: its operands go from registers to scratch shared memory.
+SCALED = '''
+    @mytriton.jit
+    def scaled_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        rows = tl.program_id(0) * BM + tl.arange(0, BM)
+        cols = tl.program_id(1) * BN + tl.arange(0, BN)
+        ks = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), tl.float32)
+        for k in range(0, K, BK):
+            a = tl.load(a_ptr + rows[:, None] * K + (k + ks)[None, :],
+                        mask=(rows[:, None] < M) & ((k + ks)[None, :] < K), other=0.0)
+            b = tl.load(b_ptr + (k + ks)[:, None] * N + cols[None, :],
+                        mask=((k + ks)[:, None] < K) & (cols[None, :] < N), other=0.0)
+            acc = tl.dot(a * 2.0, b, acc)
+        tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc, mask=(rows[:, None] < M) & (cols[None, :] < N))
+'''
+
+
+@pytest.mark.nvcc
+def test_a_dot_of_computed_f16_tiles_builds_on_tensor_cores():
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_text(kernel_source(SCALED), "cuda", signature="*fp16, *fp16, *fp32, i32, i32, i32",
+                        defines={"BM": 32, "BN": 32, "BK": 16})
+    assert "dot operand a: registers to shared memory" in cuda
+    assert "ldmatrix" in compile_ptx(cuda, "sm_90")
+
+
+@pytest.mark.gpu
+def test_a_dot_of_computed_f16_tiles_matches_numpy_on_the_gpu(kernel_module):
+    M, N, K = 50, 70, 45
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float32)
+    kernel = kernel_module(SCALED).scaled_matmul
+    kernel[(mytriton.cdiv(M, 32), mytriton.cdiv(N, 32))](a, b, c, M, N, K, BM=32, BN=32, BK=16, backend="cuda")
+    np.testing.assert_allclose(c, 2 * a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3, atol=1e-2)
