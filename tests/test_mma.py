@@ -100,6 +100,13 @@ def test_tf32_pads_b_rows_by_8_and_a_rows_by_4():
     assert "#padded_shared1 = padded_shared<pad=8, order=[1, 0]>" in layouts
 
 
+def test_padding_is_dropped_where_the_padded_buffers_would_not_fit_48_kib():
+    # 128x64 + 64x64 f32 buffers fill 48 KiB exactly; their TF32 padding would not fit
+    layouts = compile_matmul("tf32", (128, 64, 64), 4, "layouts")
+    assert "#padded_shared0 = padded_shared<pad=0, order=[1, 0]>" in layouts and "#mma0" in layouts
+    assert "padded_shared<pad=4, order=[1, 0]>" in compile_matmul("tf32", (64, 64, 64), 4, "layouts")
+
+
 def test_an_unknown_input_precision_is_a_located_error():
     from mytriton.diagnostics import CompileError
 

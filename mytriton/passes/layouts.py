@@ -48,6 +48,7 @@ from mytriton.ir.layouts import Mma, PaddedShared, Slice, TileLayout, broadcast_
 from mytriton.ir.ssa import (
     Block, BlockArg, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, walk,
 )
+from mytriton.target import SHARED_MEMORY_BUDGET
 from mytriton.types import BF16, F16, F32, I8, BlockType, SharedType, element_of
 
 DEFAULT_NUM_WARPS = 4
@@ -143,6 +144,16 @@ class _Assigner:
                     other = [o for o in adds[0].operands if o is not op.results[0]]
                     if len(other) == 1 and self.seed_carried(other[0], adds[0].results[0], mma):
                         self.layouts[adds[0].results[0]] = mma
+
+    def fit_shared_budget(self) -> None:
+        """Padding is worth less than the tile: where the padded buffers would
+        not fit the shared budget that the unpadded ones fit, no buffer is
+        padded (ldmatrix then meets bank conflicts, but runs)."""
+        allocs = [r for op in walk(self.kernel.body) for r in op.results if isinstance(r.type, SharedType)]
+        total = sum((t.shape[1] + self.shared_layouts.get(v, SHARED_LAYOUT).pad) * t.shape[0] * t.element.nbytes
+                    for v in allocs for t in [v.type])
+        if total > SHARED_MEMORY_BUDGET:
+            self.shared_layouts.clear()
 
     def seed_carried(self, arg: Any, value: Value, mma: Mma) -> bool:
         """If ``arg`` is a for loop's carried tile and ``value`` what the loop
@@ -382,6 +393,7 @@ class LayoutsPass:
                                kernel.loc)
         assigner = _Assigner(kernel, self.num_warps)
         assigner.tensor_cores()
+        assigner.fit_shared_budget()
         assigner.block(kernel.body)
         kernel.num_warps = self.num_warps
         _with_layouts(kernel, assigner.layouts, assigner.shared_layouts)
