@@ -147,7 +147,13 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
     else:
         a_name, b_name, element, _ = stage_operands(em, op)
         a_pitch, b_pitch = k, n
-    instr = INSTRUCTIONS[element]
+    instr = INSTRUCTIONS.get(element)
+    if instr is None:
+        raise em.error_at(op, f"a dot of {element} operands cannot run on tensor cores (an mma layout "
+                              f"needs f16, bf16, f32 or i8 operands)")
+    if k % instr.k:
+        raise em.error_at(op, f"a dot on tensor cores steps K by {instr.k} for {element} operands; "
+                              f"K = {k} is not a multiple")
     # tf32x3: a * b ~ a_big * b_big + a_big * b_small + a_small * b_big
     split = element == F32 and op.attrs.get("input_precision") == "tf32x3"
     wm, wn = parent.warps_per_cta
