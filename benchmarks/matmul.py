@@ -1,7 +1,14 @@
 """Matmul throughput: mytriton's samples/matmul.py against Triton running the
-same source, on square f32 problems.
+same source, on square problems.
 
     python benchmarks/matmul.py [--sizes 1024 4096] [--configs 64x64x32 ...]
+        [--dtype f32|f16|bf16] [--precision ieee|tf32|tf32x3]
+
+``--dtype f16`` or ``bf16`` passes operands of that type (the same source: its
+loads take the pointers' element type; the dot accumulates in f32, on tensor
+cores). ``--precision`` writes ``input_precision=`` into the sample's
+``tl.dot`` for both compilers (f32 operands; "tf32" and "tf32x3" run on
+tensor cores), and then Triton runs that one variant.
 
 Prints one row per size and tile config: median milliseconds (CUDA events,
 after warm-up) and TFLOP/s (2*M*N*K / time) for mytriton, for Triton with
@@ -14,7 +21,26 @@ from __future__ import annotations
 import argparse
 import os
 
-from common import load_as_triton, load_sample, time_cuda, triton_available
+import tempfile
+from pathlib import Path
+
+from common import ROOT, load_as_triton, load_module, load_sample, time_cuda, triton_available
+
+DOT = "tl.dot(a, b)"
+
+
+def with_precision(precision: str) -> "object":
+    """samples/matmul.py with ``input_precision`` in its dot, as a mytriton module."""
+    source = (ROOT / "samples" / "matmul.py").read_text()
+    assert DOT in source, "samples/matmul.py no longer spells its dot as tl.dot(a, b)"
+    source = source.replace(DOT, f'tl.dot(a, b, input_precision="{precision}")')
+    path = Path(tempfile.mkdtemp(prefix="mytriton-bench-")) / f"matmul_{precision}.py"
+    path.write_text(source)
+    return load_module(path, path.stem)
+
+
+def triton_with_precision(precision: str) -> "object":
+    return load_as_triton("", precision, path=Path(with_precision(precision).__file__))
 
 
 def parse_config(text: str) -> tuple[int, int, int]:
@@ -28,6 +54,9 @@ def main() -> None:
     parser.add_argument("--configs", nargs="+", default=["64x64x32", "128x64x16", "64x128x16", "32x32x32"])
     parser.add_argument("--num-warps", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32")
+    parser.add_argument("--precision", choices=["ieee", "tf32", "tf32x3"], default=None,
+                        help="input_precision of the dot (f32 operands); default: the sample as it is")
     args = parser.parse_args()
 
     import torch
@@ -35,21 +64,30 @@ def main() -> None:
     import mytriton
 
     torch.backends.cuda.matmul.allow_tf32 = False
-    # tl.dot on f32 is TF32 by default, as in Triton: this measures the exact path.
-    os.environ["MYTRITON_F32_DEFAULT"] = "ieee"
-    kernel = load_sample("matmul").matmul_kernel
+    dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
+    if args.dtype != "f32" and args.precision is not None:
+        raise SystemExit("--precision is for f32 operands (f16 and bf16 dots run on tensor cores as they are)")
+    if args.precision is None:
+        # tl.dot on f32 is TF32 by default, as in Triton: without --precision this measures the exact path.
+        os.environ["MYTRITON_F32_DEFAULT"] = "ieee"
+    kernel = (with_precision(args.precision) if args.precision else load_sample("matmul")).matmul_kernel
+    # exact f32 FMA against f64-accurate torch: 1e-4; TF32, f16 and bf16 products round the operands
+    tolerance = 1e-4 if args.dtype == "f32" and args.precision in (None, "ieee", "tf32x3") else 1e-2
     triton_kernels = {}
     if triton_available():
-        os.environ["TRITON_F32_DEFAULT"] = "ieee"
-        triton_kernels["ieee"] = load_as_triton("matmul", "ieee").matmul_kernel
-        triton_kernels["tf32"] = load_as_triton("matmul", "tf32").matmul_kernel
+        if args.precision:
+            triton_kernels[args.precision] = triton_with_precision(args.precision).matmul_kernel
+        else:
+            os.environ["TRITON_F32_DEFAULT"] = "ieee"
+            triton_kernels["ieee"] = load_as_triton("matmul", "ieee").matmul_kernel
+            triton_kernels["tf32"] = load_as_triton("matmul", "tf32").matmul_kernel
 
     rows = []
     for size in args.sizes:
         M = N = K = size
-        a = torch.randn(M, K, device="cuda")
-        b = torch.randn(K, N, device="cuda")
-        reference = a @ b
+        a = torch.randn(M, K, device="cuda").to(dtype)
+        b = torch.randn(K, N, device="cuda").to(dtype)
+        reference = a.float() @ b.float()
         flops = 2.0 * M * N * K
         for text in args.configs:
             bm, bn, bk = parse_config(text)
@@ -62,12 +100,13 @@ def main() -> None:
             ours()
             torch.cuda.synchronize()
             error = ((c - reference).norm() / reference.norm()).item()
-            if not error < 1e-4:
+            if not error < tolerance:
                 raise SystemExit(f"mytriton {text} at {size}: relative error {error:.2e}")
             ms = time_cuda(ours, repeat=args.repeat)
             row = {"size": size, "config": text, "ms": ms, "tflops": flops / ms / 1e9, "error": error}
             for mode, tkernel in triton_kernels.items():
-                os.environ["TRITON_F32_DEFAULT"] = mode
+                if not args.precision:
+                    os.environ["TRITON_F32_DEFAULT"] = mode
                 ct = torch.full((M, N), float("nan"), device="cuda")
 
                 def theirs():
@@ -80,14 +119,26 @@ def main() -> None:
                 row[f"triton_{mode}_tflops"] = flops / tms / 1e9
                 row[f"triton_{mode}_error"] = terror
             rows.append(row)
-            print_row(row, flush=True)
+            print_row(row, flush=True, mode=args.precision)
     print()
+    print(f"dtype {args.dtype}, precision {args.precision or 'as in the sample'}")
+    if args.precision:
+        print(f"size  config      mytriton ms  TFLOP/s  triton-{args.precision} TFLOP/s  ratio")
+        for row in rows:
+            print_row(row, mode=args.precision)
+        return
     print("size  config      mytriton ms  TFLOP/s  triton-ieee TFLOP/s  triton-tf32 TFLOP/s  ratio (vs ieee)")
     for row in rows:
         print_row(row)
 
 
-def print_row(row: dict, flush: bool = False) -> None:
+def print_row(row: dict, flush: bool = False, mode: str | None = None) -> None:
+    if mode is not None:
+        theirs = row.get(f"triton_{mode}_tflops")
+        ratio = f"{row['tflops'] / theirs:.2f}" if theirs else "-"
+        print(f"{row['size']:<5} {row['config']:<11} {row['ms']:>11.3f}  {row['tflops']:>7.2f}  "
+              f"{theirs if theirs is None else round(theirs, 2)!s:>19}  {ratio:>5}", flush=flush)
+        return
     ieee = row.get("triton_ieee_tflops")
     tf32 = row.get("triton_tf32_tflops")
     ratio = f"{row['tflops'] / ieee:.2f}" if ieee else "-"

@@ -14,8 +14,18 @@ repeats over a larger tile and is replicated over a smaller one.
 - ``padded_shared``: a shared-memory buffer stored row-major with ``pad``
   unused elements after each row (against bank conflicts).
 
-Dot-operand and tensor-core accumulator encodings join ``KINDS`` as further
-classes with the same four methods (``text``, ``problem``, ``rank``,
+- ``mma``: the accumulator of tensor-core ``mma.sync`` instructions
+  (``version=2``: Ampere/Hopper ``mma.sync``): each warp computes
+  ``instr_shape`` (16x8) blocks, ``warps_per_cta`` warps side by side (warp
+  ``w`` is at row ``w / warps_per_cta[1]``, column ``w % warps_per_cta[1]``),
+  and the pattern repeats over the tile. In one 16x8 block lane ``l`` holds
+  rows ``l / 4`` and ``l / 4 + 8``, columns ``2 * (l % 4)`` and the next (the
+  PTX ISA's fragment of the m16n8 accumulator).
+- ``dot_operand``: operand ``op_idx`` (0: A, 1: B) of the mma dot whose
+  accumulator is ``parent``, ``k_width`` consecutive K elements per 32-bit
+  register (2 for f16/bf16, 1 for tf32, 4 for int8).
+
+Each class has the same four methods (``text``, ``problem``, ``rank``,
 ``from_params``).
 
 In SSA text a layout is defined once, before the kernel, and named by alias:
@@ -106,7 +116,7 @@ class Slice:
         dim, parent = params.get("dim"), params.get("parent")
         if type(dim) is not int:
             raise LayoutSyntaxError("slice needs dim=<integer>")
-        if not isinstance(parent, (Blocked, Slice)):
+        if not isinstance(parent, (Blocked, Slice, Mma)):
             raise LayoutSyntaxError("slice needs parent=#<a tile layout>")
         return Slice(dim, parent)
 
@@ -141,13 +151,85 @@ class PaddedShared:
         return PaddedShared(pad, _int_list(params, "order"))
 
 
-TileLayout = Union[Blocked, Slice]
-Layout = Union[Blocked, Slice, PaddedShared]
-KINDS: dict[str, Any] = {"blocked": Blocked, "slice": Slice, "padded_shared": PaddedShared}
+MMA_INSTR_SHAPE = (16, 8)  # the m16n8kK accumulator block of one warp
+
+
+@dataclass(frozen=True)
+class Mma:
+    version: int
+    warps_per_cta: tuple[int, ...]
+    instr_shape: tuple[int, ...] = MMA_INSTR_SHAPE
+
+    kind = "mma"
+    rank = 2
+
+    def text(self, name: Callable[[Any], str] | None = None) -> str:
+        return (f"mma<version={self.version}, warps_per_cta={_ints(self.warps_per_cta)}, "
+                f"instr_shape={_ints(self.instr_shape)}>")
+
+    def problem(self, num_warps: int) -> str | None:
+        if self.version != 2:
+            return f"{self.text()}: only version=2 (mma.sync) is supported"
+        if tuple(self.instr_shape) != MMA_INSTR_SHAPE:
+            return f"{self.text()}: instr_shape must be [16, 8] (m16n8)"
+        if len(self.warps_per_cta) != 2 or not all(_power_of_two(w) for w in self.warps_per_cta):
+            return f"{self.text()}: warps_per_cta needs two powers of two"
+        if prod(self.warps_per_cta) != num_warps:
+            return f"{self.text()}: warps_per_cta must multiply to the kernel's num_warps ({num_warps})"
+        return None
+
+    def block(self, d: int) -> int:
+        """Elements one repetition of the warps covers along ``d``."""
+        return self.instr_shape[d] * self.warps_per_cta[d]
+
+    @staticmethod
+    def from_params(params: dict[str, Any]) -> "Mma":
+        version = params.get("version")
+        if type(version) is not int:
+            raise LayoutSyntaxError("mma needs version=<integer>")
+        return Mma(version, _int_list(params, "warps_per_cta"), _int_list(params, "instr_shape"))
+
+
+@dataclass(frozen=True)
+class DotOperand:
+    op_idx: int
+    parent: Mma
+    k_width: int
+
+    kind = "dot_operand"
+    rank = 2
+
+    def text(self, name: Callable[[Any], str] | None = None) -> str:
+        parent = name(self.parent) if name is not None else self.parent.text()
+        return f"dot_operand<op_idx={self.op_idx}, parent={parent}, k_width={self.k_width}>"
+
+    def problem(self, num_warps: int) -> str | None:
+        if self.op_idx not in (0, 1):
+            return f"{self.text()}: op_idx is 0 (A) or 1 (B)"
+        if self.k_width not in (1, 2, 4):
+            return f"{self.text()}: k_width is 1 (tf32), 2 (f16, bf16) or 4 (int8)"
+        return self.parent.problem(num_warps)
+
+    @staticmethod
+    def from_params(params: dict[str, Any]) -> "DotOperand":
+        op_idx, parent, k_width = params.get("op_idx"), params.get("parent"), params.get("k_width")
+        if type(op_idx) is not int or type(k_width) is not int:
+            raise LayoutSyntaxError("dot_operand needs op_idx=<integer> and k_width=<integer>")
+        if not isinstance(parent, Mma):
+            raise LayoutSyntaxError("dot_operand needs parent=#<an mma layout>")
+        return DotOperand(op_idx, parent, k_width)
+
+
+TileLayout = Union[Blocked, Slice, Mma]
+Layout = Union[Blocked, Slice, Mma, DotOperand, PaddedShared]
+KINDS: dict[str, Any] = {"blocked": Blocked, "slice": Slice, "padded_shared": PaddedShared, "mma": Mma,
+                         "dot_operand": DotOperand}
 FIELDS: dict[str, tuple[str, ...]] = {
     "blocked": ("size_per_thread", "threads_per_warp", "warps_per_cta", "order"),
     "slice": ("dim", "parent"),
     "padded_shared": ("pad", "order"),
+    "mma": ("version", "warps_per_cta", "instr_shape"),
+    "dot_operand": ("op_idx", "parent", "k_width"),
 }
 
 
@@ -203,4 +285,12 @@ def shape_problem(layout: Any, shape: tuple[int, ...], num_warps: int) -> str | 
     """Why ``layout`` cannot describe a tile of ``shape``, or None."""
     if layout.rank != len(shape):
         return f"{layout.text()} has {layout.rank} dimension(s) but the tile has {len(shape)}"
-    return layout.problem(num_warps)
+    problem = layout.problem(num_warps)
+    if problem is None and isinstance(layout, Mma):
+        for d in range(2):
+            if shape[d] != 1 and shape[d] % layout.block(d):
+                return (f"{layout.text()} needs a tile whose dimension {d} is 1 or a multiple of "
+                        f"{layout.block(d)} (instr_shape times warps), got {shape[d]}")
+    if problem is None and isinstance(layout, DotOperand):
+        problem = f"{layout.text()}: tiles in registers in a dot_operand layout are not supported yet"
+    return problem

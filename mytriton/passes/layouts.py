@@ -23,6 +23,15 @@ request for another layout is met
   carried value): by an explicit ``convert_layout`` after its definition,
   which the back end renders as an exchange through shared memory.
 
+A dot the tensor cores can compute (f16 or bf16 operands, f32 ones with
+``input_precision="tf32"`` or ``"tf32x3"``, int8 ones) whose tile holds whole
+16x8 blocks on every warp gets an ``mma`` result layout before anything else
+is decided, and so does the loop-carried accumulator it updates, so that the
+accumulator stays in its fragments across the K loop and is stored from them.
+Its shared operand buffers are padded by 16 bytes a row (tf32's B by 8
+elements), which makes each ``ldmatrix`` phase (8 rows of 16 bytes) and each
+fragment read hit distinct banks. Other dots keep the CUDA-core path.
+
 Shared buffers from stage-dots get a ``padded_shared`` layout. The kernel
 records ``num_warps``: the SSA is then the CUDA back end's input, and
 ``emit-cuda`` renders it without choosing anything.
@@ -35,17 +44,71 @@ from typing import Any
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile, reaches_materialized
-from mytriton.ir.layouts import PaddedShared, Slice, TileLayout, broadcast_view, default_blocked
+from mytriton.ir.layouts import Mma, PaddedShared, Slice, TileLayout, broadcast_view, default_blocked
 from mytriton.ir.ssa import (
     Block, BlockArg, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, walk,
 )
-from mytriton.types import BlockType, SharedType
+from mytriton.target import SHARED_MEMORY_BUDGET
+from mytriton.types import BF16, F16, F32, I8, BlockType, SharedType, element_of
 
 DEFAULT_NUM_WARPS = 4
 # Row-major shared buffers, unpadded: the CUDA dot reads a row of A as one
 # broadcast value per warp and a row of B from consecutive banks, and the
 # copies write consecutive addresses, so padding would buy nothing.
 SHARED_LAYOUT = PaddedShared(pad=0)
+
+
+# mma.sync's K per instruction, by operand element type (f32 means TF32).
+MMA_K = {F16: 16, BF16: 16, F32: 8, I8: 32}
+TENSOR_CORE_PRECISIONS = ("tf32", "tf32x3")
+
+
+def _operand_element(value: Value):
+    t = value.type
+    return t.element if isinstance(t, SharedType) else element_of(t)
+
+
+def mma_warps(m: int, n: int, num_warps: int) -> tuple[int, int] | None:
+    """Warps over (M, N) as Triton's warpsPerTileV2 splits them (more warps
+    along M while a warp has at least as many 16-row blocks as 16-column
+    ones); None when some warp would get no 16x8 block (the dot then stays on
+    CUDA cores)."""
+    wm, wn = 1, 1
+    while wm * wn < num_warps:
+        if m // 16 // wm >= n // 16 // wn and wm < m // 16:
+            wm *= 2
+        else:
+            wn *= 2
+    if 16 * wm > m or 8 * wn > n:
+        return None
+    return wm, wn
+
+
+def mma_layout(op: Op, num_warps: int) -> Mma | None:
+    """The accumulator layout of a dot the tensor cores compute, or None."""
+    if opdefs.lookup(op.name).layout_rule != "dot":
+        return None
+    a, b = op.operands[0], op.operands[1]
+    element = _operand_element(a)
+    if element != _operand_element(b) or element not in MMA_K:
+        return None
+    if element == F32 and op.attrs.get("input_precision") not in TENSOR_CORE_PRECISIONS:
+        return None
+    (m, k), n = a.type.shape, b.type.shape[1]
+    if m % 16 or n % 8 or k % MMA_K[element]:
+        return None
+    warps = mma_warps(m, n, num_warps)
+    return Mma(2, warps) if warps is not None else None
+
+
+def mma_shared_layout(element, op_idx: int) -> PaddedShared:
+    """Rows padded by 16 bytes for ldmatrix (its 8 row addresses then fall in
+    8 different 16-byte bank groups); tf32's plain reads: A's lane (g, t)
+    reads row g, column t (banks 4 g + t with 4 elements of padding), B's
+    row t, column g (banks 8 t + g with 8)."""
+    if element == F32:
+        return PaddedShared(pad=4 if op_idx == 0 else 8)
+    return PaddedShared(pad=16 // element.nbytes)
 
 
 def check_num_warps(num_warps: Any) -> None:
@@ -60,6 +123,49 @@ class _Assigner:
         self.layouts: dict[Value, TileLayout] = {}
         # (value, layout) -> the value standing for it there (a copy or a conversion)
         self.variants: dict[tuple[Value, TileLayout], Value] = {}
+        self.shared_layouts: dict[Value, PaddedShared] = {}
+
+    def tensor_cores(self) -> None:
+        """Seed the layouts of dots on tensor cores (and of the loop-carried
+        accumulators they update), and pad their shared operands."""
+        for op in walk(self.kernel.body):
+            mma = mma_layout(op, self.num_warps)
+            if mma is None:
+                continue
+            self.layouts[op.results[0]] = mma
+            for index in (0, 1):
+                operand = op.operands[index]
+                if isinstance(operand.type, SharedType):
+                    self.shared_layouts[operand] = mma_shared_layout(operand.type.element, index)
+            if not self.seed_carried(op.operands[2], op.results[0], mma):
+                # `acc += tl.dot(a, b)`: the sum is carried; it is computed in the mma layout too.
+                adds = [user for user in op.parent.ops if user.name == "add" and op.results[0] in user.operands]
+                if len(adds) == 1 and adds[0].results[0].type == op.results[0].type:
+                    other = [o for o in adds[0].operands if o is not op.results[0]]
+                    if len(other) == 1 and self.seed_carried(other[0], adds[0].results[0], mma):
+                        self.layouts[adds[0].results[0]] = mma
+
+    def fit_shared_budget(self) -> None:
+        """Padding is worth less than the tile: where the padded buffers would
+        not fit the shared budget that the unpadded ones fit, no buffer is
+        padded (ldmatrix then meets bank conflicts, but runs)."""
+        allocs = [r for op in walk(self.kernel.body) for r in op.results if isinstance(r.type, SharedType)]
+        total = sum((t.shape[1] + self.shared_layouts.get(v, SHARED_LAYOUT).pad) * t.shape[0] * t.element.nbytes
+                    for v in allocs for t in [v.type])
+        if total > SHARED_MEMORY_BUDGET:
+            self.shared_layouts.clear()
+
+    def seed_carried(self, arg: Any, value: Value, mma: Mma) -> bool:
+        """If ``arg`` is a for loop's carried tile and ``value`` what the loop
+        yields for it, give the argument and the loop's result ``mma``."""
+        loop = arg.block.parent if isinstance(arg, BlockArg) else None
+        if loop is None or loop.name != "for" or arg not in for_carried(loop):
+            return False
+        index = for_carried(loop).index(arg)
+        if for_yield(loop).operands[index] is not value:
+            return False
+        self.layouts[arg] = self.layouts[loop.results[index]] = mma
+        return True
 
     def default(self, shape: tuple[int, ...]) -> TileLayout:
         return default_blocked(shape, self.num_warps)
@@ -262,7 +368,8 @@ def _loc_of(value: Value):
     return value.op.loc if isinstance(value, OpResult) else value.block.parent.loc
 
 
-def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout]) -> None:
+def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout],
+                  shared_layouts: dict[Value, PaddedShared]) -> None:
     for op in walk(kernel.body):
         values = list(op.results) + [arg for region in op.regions for arg in region.args]
         for value in values:
@@ -270,7 +377,7 @@ def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout]) -> None:
                 layout = layouts.get(value) or default_blocked(value.type.shape, kernel.num_warps)
                 value.type = replace(value.type, layout=layout)
             elif isinstance(value.type, SharedType):
-                value.type = replace(value.type, layout=SHARED_LAYOUT)
+                value.type = replace(value.type, layout=shared_layouts.get(value, SHARED_LAYOUT))
 
 
 @dataclass(frozen=True)
@@ -285,7 +392,9 @@ class LayoutsPass:
             raise CompileError(f"kernel '{kernel.name}' is already laid out (num_warps={kernel.num_warps})",
                                kernel.loc)
         assigner = _Assigner(kernel, self.num_warps)
+        assigner.tensor_cores()
+        assigner.fit_shared_budget()
         assigner.block(kernel.body)
         kernel.num_warps = self.num_warps
-        _with_layouts(kernel, assigner.layouts)
+        _with_layouts(kernel, assigner.layouts, assigner.shared_layouts)
         return kernel

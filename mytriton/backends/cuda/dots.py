@@ -113,6 +113,11 @@ def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
 def emit_dot(em: "CudaEmitter", op: Op) -> None:
     """``dot_shared`` (buffers from the stage-dots pass) or a general ``dot``
     (operand tiles staged here through scratch shared memory)."""
+    from mytriton.backends.cuda.mma import emit_mma_dot, is_mma
+
+    if is_mma(em.layout_of(op.results[0])):
+        emit_mma_dot(em, op)  # tensor cores (the layouts stage chose an mma layout)
+        return
     a, b, acc = op.operands
     result = op.results[0]
     m, k = a.type.shape

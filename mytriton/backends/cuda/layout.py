@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
-from mytriton.ir.layouts import WARP, Blocked, Slice
+from mytriton.ir.layouts import WARP, Blocked, Mma, Slice
 
 
 @dataclass(frozen=True)
@@ -159,6 +159,68 @@ def _add(a: str, b: str) -> str:
 
 
 @dataclass(frozen=True)
+class MmaLayout(BlockedLayout):
+    """The ``mma`` accumulator over a shape, as a blocked arrangement of
+    threads (lanes 8 x 4, warps ``warps_per_cta``, both row-major: lane
+    ``l`` is at row ``l / 4``, column ``l % 4``) holding 2 x 2 elements per
+    16x8 block and repetition, whose coordinates interleave differently.
+
+    Along each dimension the coordinate is a mixed-radix number whose digits
+    are the element, the lane, the warp and the repetition, but in another
+    order than a blocked layout's (which is element, lane, warp, rep):
+
+    - rows: lane (stride 1, 8 lanes), element (stride 8), warp (stride 16),
+      repetition (stride 16 * warps);
+    - columns: element (stride 1), lane (stride 2, 4 lanes), warp (stride 8),
+      repetition (stride 8 * warps).
+
+    A thread's slot digit along a dimension is ``rep * 2 + element``, so the
+    four accumulator registers c0..c3 of the PTX fragment of block (rm, rn)
+    are the slots with digits (2 rm, 2 rn), (2 rm, 2 rn + 1), (2 rm + 1, 2 rn),
+    (2 rm + 1, 2 rn + 1).
+    """
+
+    @staticmethod
+    def of(attr: Mma, shape: tuple[int, ...]) -> "MmaLayout":
+        return MmaLayout(tuple(shape), (2, 2), (8, 4), tuple(attr.warps_per_cta), (1, 0))
+
+    def element_stride(self, d: int) -> int:
+        return 8 if d == 0 else 1
+
+    def lane_coord_stride(self, d: int) -> int:
+        return 1 if d == 0 else 2
+
+    def unreduced(self, d: int, digit: str, position: str) -> str:
+        lanes = self.threads_per_warp[d]
+        block = 16 if d == 0 else 8  # instr_shape
+        rep, element = _div(digit, 2), _mod(digit, 2)
+        lane, warp = _mod(position, lanes), _div(position, lanes)
+        terms = [_mul(lane, str(self.lane_coord_stride(d))), _mul(element, str(self.element_stride(d))),
+                 _mul(warp, str(block)), _mul(rep, str(self.tile(d)))]
+        coord = "0"
+        for term in terms:
+            coord = _add(coord, term)
+        return coord
+
+    def coordinate(self, d: int, digit: str, position: str) -> str:
+        coord = self.unreduced(d, digit, position)
+        if self.replicated(d):
+            coord = f"(({coord}) % {self.shape[d]})" if self.shape[d] > 1 else "0"
+        return coord
+
+    def first_copy(self, d: int, digit: str, position: str) -> str | None:
+        if not self.replicated(d):
+            return None
+        return f"{self.unreduced(d, digit, position)} < {self.shape[d]}"
+
+    def signature(self, d: int) -> tuple:
+        return ("mma",) + super().signature(d)
+
+    def describe(self) -> str:
+        return f"mma m16n8 blocks, {'x'.join(str(w) for w in self.warps_per_cta)} warps"
+
+
+@dataclass(frozen=True)
 class Layout:
     """A tile's distribution, as a view of a parent ``BlockedLayout``: tile
     dimension ``i`` lies along parent dimension ``dims[i]`` and has the
@@ -253,6 +315,8 @@ def tile_layout(attr: Any, shape: tuple[int, ...]) -> Layout:
         parent = BlockedLayout(tuple(shape), attr.size_per_thread, attr.threads_per_warp, attr.warps_per_cta,
                                attr.order)
         return Layout.of(parent)
+    if isinstance(attr, Mma):
+        return Layout.of(MmaLayout.of(attr, tuple(shape)))
     if isinstance(attr, Slice):
         inner = tile_layout(attr.parent, shape[:attr.dim] + (1,) + shape[attr.dim:])
         return inner.drop(attr.dim)

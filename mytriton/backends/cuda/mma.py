@@ -1,0 +1,274 @@
+"""``tl.dot`` on tensor cores: ``mma.sync`` fed from shared memory.
+
+The layouts stage gives a dot the tensor cores can compute an ``mma``
+result layout (``mytriton/ir/layouts.py``); this module renders it. Each
+warp owns the 16x8 accumulator blocks the layout gives it (``MmaLayout`` in
+``layout.py``: slot digits ``2 * rep + element`` along each dimension), and for
+each K step of the instruction it
+
+1. loads the A fragment of each of its block rows and the B fragment of each
+   of its block columns from the shared operand buffers (row-major, rows
+   padded as their ``padded_shared`` layouts say):
+   - f16/bf16: ``ldmatrix.x4`` for A (four 8x8 matrices: rows 0-7 and 8-15,
+     K 0-7 and 8-15), ``ldmatrix.x4.trans`` for two B blocks at once
+     (``.x2.trans`` for a last odd one): ``.trans`` turns the row-major K x N
+     buffer into the column fragment ``mma`` wants;
+   - int8: ``ldmatrix.x4`` for A (an 8x8 matrix of 16-bit pairs is 8 rows of
+     16 bytes); B byte by byte (``ldmatrix`` cannot transpose bytes);
+   - tf32: plain 32-bit shared reads (``ldmatrix`` moves 16-bit pairs),
+     rounded to TF32 with ``cvt.rna.tf32.f32``; for ``tf32x3`` also the TF32
+     rounding of the remainder (``small``);
+2. issues one ``mma.sync`` per (block row, block column) pair into the
+   accumulator registers c0..c3 of that block (``tf32x3``: three, small
+   products first).
+
+Fragments follow the PTX ISA's tables ("Matrix Fragments for mma.m16n8k*"),
+with lane ``l`` as group ``g = l / 4`` and thread-in-group ``t = l % 4``:
+- m16n8k16 (f16, bf16): A regs (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..),
+  (g+8, 2t+8..); B regs (k 2t..2t+1, n g), (k 2t+8..2t+9, n g);
+- m16n8k8 (tf32): A (g, t), (g+8, t), (g, t+4), (g+8, t+4); B (t, g), (t+4, g);
+- m16n8k32 (s8): A (g, 4t..4t+3), (g+8, 4t..), (g, 16+4t..), (g+8, 16+4t..);
+  B (k 4t..4t+3, n g), (k 16+4t.., n g);
+- the accumulator c0..c3: (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1).
+
+``tests/test_mma_fragments.py`` simulates these index expressions lane by lane
+against the tables and NumPy, so a mistake here shows without a GPU.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mytriton.backends.cuda.ctypes import c_element
+from mytriton.backends.cuda.dots import pitch, stage_operands
+from mytriton.backends.cuda.expressions import as_type
+from mytriton.backends.cuda.layout import Layout, MmaLayout
+from mytriton.ir.ssa import Op
+from mytriton.types import BF16, F16, F32, I8, ScalarType, element_of
+
+if TYPE_CHECKING:
+    from mytriton.backends.cuda.emitter import CudaEmitter
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One ``mma.sync`` shape and type, and how its operands are loaded."""
+
+    ptx: str  # the instruction, without operands
+    k: int  # K per instruction
+    accumulator: str  # the asm constraint of an accumulator register
+    a_by_ldmatrix: bool  # A fragments with ldmatrix.x4 (else plain reads)
+    b_by_ldmatrix: bool  # B fragments with ldmatrix.trans (else plain reads)
+
+
+INSTRUCTIONS: dict[ScalarType, Instruction] = {
+    F16: Instruction("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 16, "f", True, True),
+    BF16: Instruction("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, "f", True, True),
+    F32: Instruction("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 8, "f", False, False),
+    I8: Instruction("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", 32, "r", True, False),
+}
+LDMATRIX_X4 = "ldmatrix.sync.aligned.m8n8.x4.shared.b16"
+LDMATRIX_X4_TRANS = "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"
+LDMATRIX_X2_TRANS = "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"
+TF32_ROUND = "cvt.rna.tf32.f32"
+
+
+def is_mma(layout: Layout) -> bool:
+    return isinstance(layout.parent, MmaLayout)
+
+
+# ---- fragment coordinates (C expressions of `lane`, `kk` and block bases) ---------------------
+# Each returns (row, column) in the operand buffer of the element (or the
+# first of the 16-bit pair / byte quadruple) that a lane loads: ldmatrix
+# variants give the row address lane `lane` supplies.
+
+
+def block_row(rm: str, wm: int) -> str:
+    """First row of the warp's block row ``rm`` (warps_per_cta[0] = ``wm``)."""
+    return f"warp_m * 16 + {rm} * {16 * wm}"
+
+
+def block_col(rn: str, wn: int) -> str:
+    return f"warp_n * 8 + {rn} * {8 * wn}"
+
+
+def a_ldmatrix_address(row0: str, kk: str, k_step: int) -> tuple[str, str]:
+    """ldmatrix.x4 for A: lane l gives row (l % 8) of matrix l / 8; matrices
+    are (rows 0-7, K first half), (rows 8-15, first), (0-7, second), (8-15,
+    second), which are the A fragment's registers in order. The K halves are
+    8 elements apart (f16) or 16 (int8: 8 pairs of bytes)."""
+    half = k_step // 2
+    return f"{row0} + (lane / 8) % 2 * 8 + lane % 8", f"{kk} + lane / 16 * {half}"
+
+
+def b_ldmatrix_trans_address(col0: str, step: int, kk: str) -> tuple[str, str]:
+    """ldmatrix.x4.trans for the B blocks at columns col0 and col0 + step:
+    matrices (K 0-7, col0), (K 8-15, col0), (K 0-7, col0 + step), (K 8-15,
+    col0 + step); lane l gives K row (l % 8) of matrix l / 8 (.x2 reads lanes
+    0-15 only: step 0). With .trans lane l receives column l / 4, rows
+    2 (l % 4) and the next: the B fragment (k 2t.., n g)."""
+    col = col0 if step == 0 else f"{col0} + lane / 16 * {step}"
+    return f"{kk} + (lane / 8) % 2 * 8 + lane % 8", col
+
+
+def tf32_a(row0: str, kk: str, reg: int) -> tuple[str, str]:
+    return f"{row0} + lane / 4 + {8 * (reg % 2)}", f"{kk} + lane % 4 + {4 * (reg // 2)}"
+
+
+def tf32_b(col0: str, kk: str, reg: int) -> tuple[str, str]:
+    return f"{kk} + lane % 4 + {4 * reg}", f"{col0} + lane / 4"
+
+
+def s8_b(col0: str, kk: str, reg: int, byte: int) -> tuple[str, str]:
+    return f"{kk} + lane % 4 * 4 + {16 * reg + byte}", f"{col0} + lane / 4"
+
+
+def accumulator_digits(rm: str, rn: str, reg: int) -> tuple[str, str]:
+    """Slot digits (row, column) of accumulator register c<reg> of block (rm, rn)."""
+    return f"(2 * {rm} + {reg // 2})", f"(2 * {rn} + {reg % 2})"
+
+
+# ---- emission --------------------------------------------------------------------------------
+
+
+def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
+    a, b, acc = op.operands
+    result = op.results[0]
+    layout = em.layout_of(result)
+    parent: MmaLayout = layout.parent  # type: ignore[assignment]
+    m, k = a.type.shape
+    n = b.type.shape[1]
+    storage = em.storage[result]
+    where = em.where(op)
+    if op.name == "dot_shared":
+        a_name, b_name = em.storage[a], em.storage[b]
+        element = a.type.element
+        a_pitch, b_pitch = pitch(a.type), pitch(b.type)
+    else:
+        a_name, b_name, element, _ = stage_operands(em, op)
+        a_pitch, b_pitch = k, n
+    instr = INSTRUCTIONS.get(element)
+    if instr is None:
+        raise em.error_at(op, f"a dot of {element} operands cannot run on tensor cores (an mma layout "
+                              f"needs f16, bf16, f32 or i8 operands)")
+    if k % instr.k:
+        raise em.error_at(op, f"a dot on tensor cores steps K by {instr.k} for {element} operands; "
+                              f"K = {k} is not a multiple")
+    # tf32x3: a * b ~ a_big * b_big + a_big * b_small + a_small * b_big
+    split = element == F32 and op.attrs.get("input_precision") == "tf32x3"
+    wm, wn = parent.warps_per_cta
+    reps_m, reps_n = parent.reps(0), parent.reps(1)
+    acc_type = c_element(result.type)
+    em.line(f"//{where.replace('  //', '')}: [{m}x{k}] x [{k}x{n}] on tensor cores "
+            f"({instr.ptx.split('.')[3]}), {wm}x{wn} warps, {reps_m}x{reps_n} blocks of 16x8 per warp")
+    em.line(f"{acc_type} {storage}[{layout.slots}];")
+    init = em.open_loop(layout, op)
+    if acc is not None:
+        value = init.value(acc, init.coords())
+        init.lines.append(f"{storage}[k] = {as_type(value, element_of(result.type))};")
+    else:
+        init.lines.append(f"{storage}[k] = 0;")
+    em.close_loop(init, f"{op.name}: the accumulator")
+
+    rows_dim, cols_dim = layout.dims
+    tid = em.lang.thread_id
+    em.line("{")
+    em.depth += 1
+    em.line(f"const int lane = {tid} % 32;")
+    em.line(f"const int warp_m = {tid} / 32 / {wn};" if wm > 1 else "const int warp_m = 0;")
+    em.line(f"const int warp_n = {tid} / 32 % {wn};" if wn > 1 else "const int warp_n = 0;")
+    em.line(em.lang.unroll)
+    em.line(f"for (int kk = 0; kk < {k}; kk += {instr.k}) {{")
+    em.depth += 1
+    em.line(f"unsigned a_frag[{reps_m}][4];")
+    em.line(f"unsigned b_frag[{reps_n}][2];")
+    if split:
+        em.line(f"unsigned a_small[{reps_m}][4];")
+        em.line(f"unsigned b_small[{reps_n}][2];")
+    row0 = block_row("rm", wm)
+
+    def col0(rn: str) -> str:
+        return block_col(rn, wn)
+
+    def at(name: str, row_pitch: int, rc: tuple[str, str]) -> str:
+        return f"{name}[({rc[0]}) * {row_pitch} + {rc[1]}]"
+
+    # A fragments
+    em.line(em.lang.unroll)
+    em.line(f"for (int rm = 0; rm < {reps_m}; ++rm) {{")
+    if instr.a_by_ldmatrix:
+        address = at(a_name, a_pitch, a_ldmatrix_address(row0, "kk", instr.k))
+        em.line(f"  {ldmatrix(LDMATRIX_X4, [f'a_frag[rm][{i}]' for i in range(4)], address)}")
+    else:
+        for reg in range(4):
+            em.line(f"  {tf32(f'a_frag[rm][{reg}]', at(a_name, a_pitch, tf32_a(row0, 'kk', reg)), split and f'a_small[rm][{reg}]')}")
+    em.line("}")
+    # B fragments
+    if instr.b_by_ldmatrix:
+        pairs = reps_n // 2
+        if pairs:
+            em.line(em.lang.unroll)
+            em.line(f"for (int rn = 0; rn < {2 * pairs}; rn += 2) {{")
+            address = at(b_name, b_pitch, b_ldmatrix_trans_address(col0("rn"), 8 * wn, "kk"))
+            regs = ["b_frag[rn][0]", "b_frag[rn][1]", "b_frag[rn + 1][0]", "b_frag[rn + 1][1]"]
+            em.line(f"  {ldmatrix(LDMATRIX_X4_TRANS, regs, address)}")
+            em.line("}")
+        if reps_n % 2:
+            last = str(reps_n - 1)
+            address = at(b_name, b_pitch, b_ldmatrix_trans_address(col0(last), 0, "kk"))
+            em.line(ldmatrix(LDMATRIX_X2_TRANS, [f"b_frag[{last}][0]", f"b_frag[{last}][1]"], address))
+    else:
+        em.line(em.lang.unroll)
+        em.line(f"for (int rn = 0; rn < {reps_n}; ++rn) {{")
+        for reg in range(2):
+            if element == I8:
+                quad = [f"(unsigned)(unsigned char){at(b_name, b_pitch, s8_b(col0('rn'), 'kk', reg, byte))}"
+                        + (f" << {8 * byte}" if byte else "") for byte in range(4)]
+                em.line(f"  b_frag[rn][{reg}] = {' | '.join(f'({q})' for q in quad)};")
+            else:
+                em.line(f"  {tf32(f'b_frag[rn][{reg}]', at(b_name, b_pitch, tf32_b(col0('rn'), 'kk', reg)), split and f'b_small[rn][{reg}]')}")
+        em.line("}")
+    # the products
+    em.line(em.lang.unroll)
+    em.line(f"for (int rm = 0; rm < {reps_m}; ++rm) {{")
+    em.line(f"  {em.lang.unroll}")
+    em.line(f"  for (int rn = 0; rn < {reps_n}; ++rn) {{")
+    c = [f"{storage}[{layout.slot_of(dict(zip((rows_dim, cols_dim), accumulator_digits('rm', 'rn', reg))))}]"
+         for reg in range(4)]
+    if split:  # the small terms first, as Triton orders them
+        em.line(f"    {mma_asm(instr, c, 'a_small[rm]', 'b_frag[rn]')}")
+        em.line(f"    {mma_asm(instr, c, 'a_frag[rm]', 'b_small[rn]')}")
+    em.line(f"    {mma_asm(instr, c, 'a_frag[rm]', 'b_frag[rn]')}")
+    em.line("  }")
+    em.line("}")
+    em.depth -= 1
+    em.line("}")
+    em.depth -= 1
+    em.line("}")
+
+
+def ldmatrix(ptx: str, regs: list[str], address: str) -> str:
+    outs = ", ".join(f"%{i}" for i in range(len(regs)))
+    constraints = ", ".join(f'"=r"({r})' for r in regs)
+    return (f'asm volatile("{ptx} {{{outs}}}, [%{len(regs)}];\\n" : {constraints} '
+            f': "r"((unsigned)__cvta_generic_to_shared(&{address})));')
+
+
+def tf32(target: str, expr: str, small: str | bool = False) -> str:
+    """Set ``target`` to the bits of f32 ``expr`` rounded to TF32 (to nearest,
+    ties away); with ``small``, set it to the TF32 rounding of what remains
+    (tf32x3: big + small carries about 21 of f32's 24 bits)."""
+    big = f'asm("{TF32_ROUND} %0, %1;\\n" : "=r"({target}) : "f"({expr}));'
+    if not small:
+        return big
+    return (f"{{ const float x = {expr}; {big.replace(expr, 'x')} "
+            f'asm("{TF32_ROUND} %0, %1;\\n" : "=r"({small}) : "f"(x - __uint_as_float({target}))); }}')
+
+
+def mma_asm(instr: Instruction, c: list[str], a: str, b: str) -> str:
+    d = ", ".join(f"%{i}" for i in range(4))
+    a_ops = ", ".join(f"%{i}" for i in range(4, 8))
+    b_ops = "%8, %9"
+    outs = ", ".join(f'"+{instr.accumulator}"({x})' for x in c)
+    ins = ", ".join([f'"r"({a}[{i}])' for i in range(4)] + [f'"r"({b}[{i}])' for i in range(2)])
+    return f'asm volatile("{instr.ptx} {{{d}}}, {{{a_ops}}}, {{{b_ops}}}, {{{d}}};\\n" : {outs} : {ins});'
