@@ -76,7 +76,7 @@ def test_an_index_tile_wanted_in_two_layouts_is_computed_twice_not_converted():
 
 
 def test_shared_buffers_are_row_major_and_unpadded():
-    text = laid_out_text("matmul")
+    text = laid_out_text("matmul", f32_default="ieee")
     assert "#padded_shared0 = padded_shared<pad=0, order=[1, 0]>" in text
     assert "shared<64x32 x f32, #padded_shared0>" in text
 
@@ -119,7 +119,7 @@ def test_a_tile_without_a_layout_in_laid_out_ssa_is_refused():
 
 
 def test_a_shared_layout_on_a_tile_is_refused():
-    text = laid_out_text("matmul").replace("block<64x64 x f32, #blocked0>", "block<64x64 x f32, #padded_shared0>")
+    text = laid_out_text("matmul", f32_default="ieee").replace("block<64x64 x f32, #blocked0>", "block<64x64 x f32, #padded_shared0>")
     with pytest.raises(CompileError, match="is not a layout for a tile"):
         read(text)
 
@@ -160,7 +160,7 @@ def test_an_edited_blocked_layout_changes_the_cuda_slots():
 
 
 def test_an_edited_shared_padding_changes_the_buffers():
-    text = laid_out_text("matmul").replace("pad=0", "pad=1")
+    text = laid_out_text("matmul", f32_default="ieee").replace("pad=0", "pad=1")
     cuda = cuda_of(text)
     assert "shared_dot_a0[2112];" in cuda  # 64 rows of 32 + 1
     assert "* 33 + kk]" in cuda
@@ -204,7 +204,7 @@ def test_an_edited_layout_runs_correctly_on_the_gpu(layout):
 def test_padded_shared_buffers_give_the_same_matmul_on_the_gpu():
     from mytriton.runtime.cuda_driver import CudaKernel
 
-    text = laid_out_text("matmul").replace("pad=0", "pad=1")
+    text = laid_out_text("matmul", f32_default="ieee").replace("pad=0", "pad=1")
     M, N, K = 70, 50, 77
     rng = np.random.default_rng(4)
     a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)

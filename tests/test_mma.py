@@ -79,11 +79,19 @@ def test_the_accumulator_is_carried_and_stored_in_the_mma_layout():
     assert "padded_shared<pad=8, order=[1, 0]>" in layouts
 
 
-def test_an_f32_dot_without_a_precision_stays_exact_on_cuda_cores():
-    source = kernel_source(MATMUL.replace("{acc}", "tl.float32").replace("{precision}", ""))
+def test_an_f32_dot_at_ieee_precision_stays_exact_on_cuda_cores():
+    source = kernel_source(MATMUL.replace("{acc}", "tl.float32").replace("{precision}", ', input_precision="ieee"'))
     layouts = compile_text(source, "layouts", signature="*fp32, *fp32, *fp32, i32, i32, i32",
                            defines={"BM": 64, "BN": 64, "BK": 32})
     assert "mma<" not in layouts
+
+
+def test_an_f32_dot_without_a_precision_is_tf32_on_tensor_cores_as_in_triton():
+    source = kernel_source(MATMUL.replace("{acc}", "tl.float32").replace("{precision}", ""))
+    layouts = compile_text(source, "layouts", signature="*fp32, *fp32, *fp32, i32, i32, i32",
+                           defines={"BM": 64, "BN": 64, "BK": 32})
+    assert 'input_precision="tf32"' in layouts
+    assert "mma<" in layouts
 
 
 def test_tf32x3_issues_three_products_per_block():
@@ -111,7 +119,7 @@ def test_an_unknown_input_precision_is_a_located_error():
     from mytriton.diagnostics import CompileError
 
     source = kernel_source(MATMUL.replace("{acc}", "tl.float32").replace("{precision}", ', input_precision="tf16"'))
-    with pytest.raises(CompileError, match="input_precision is 'tf32', 'tf32x3' or 'ieee'"):
+    with pytest.raises(CompileError, match="input_precision must be one of 'tf32', 'tf32x3', 'ieee'"):
         compile_text(source, "ssa", defines={"BM": 64, "BN": 64, "BK": 32})
 
 

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element
 from mytriton.backends.cuda.dots import pitch, stage_operands
-from mytriton.backends.cuda.expressions import as_type
+from mytriton.backends.cuda.expressions import CValue, as_type
 from mytriton.backends.cuda.layout import Layout, MmaLayout
 from mytriton.ir.ssa import Op
 from mytriton.types import BF16, F16, F32, I8, ScalarType, element_of
@@ -158,14 +158,21 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
     split = element == F32 and op.attrs.get("input_precision") == "tf32x3"
     wm, wn = parent.warps_per_cta
     reps_m, reps_n = parent.reps(0), parent.reps(1)
-    acc_type = c_element(result.type)
+    result_element = element_of(result.type)
+    # f16 results (out_dtype=float16) accumulate in f32 registers over the
+    # whole K and round once at the end, as the interpreter does.
+    rounds_at_end = result_element == F16
+    acc_type = "float" if rounds_at_end else c_element(result.type)
+    final = storage
+    if rounds_at_end:
+        storage = f"{storage}_f32"
     em.line(f"//{where.replace('  //', '')}: [{m}x{k}] x [{k}x{n}] on tensor cores "
             f"({instr.ptx.split('.')[3]}), {wm}x{wn} warps, {reps_m}x{reps_n} blocks of 16x8 per warp")
     em.line(f"{acc_type} {storage}[{layout.slots}];")
     init = em.open_loop(layout, op)
     if acc is not None:
         value = init.value(acc, init.coords())
-        init.lines.append(f"{storage}[k] = {as_type(value, element_of(result.type))};")
+        init.lines.append(f"{storage}[k] = {as_type(value, F32 if rounds_at_end else result_element)};")
     else:
         init.lines.append(f"{storage}[k] = 0;")
     em.close_loop(init, f"{op.name}: the accumulator")
@@ -245,6 +252,10 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
     em.line("}")
     em.depth -= 1
     em.line("}")
+    if rounds_at_end:
+        em.line(f"{c_element(result.type)} {final}[{layout.slots}];")
+        em.line(em.lang.unroll)
+        em.line(f"for (int k = 0; k < {layout.slots}; ++k) {final}[k] = {as_type(CValue(f'{storage}[k]', F32), F16)};")
 
 
 def ldmatrix(ptx: str, regs: list[str], address: str) -> str:
