@@ -23,7 +23,18 @@ request for another layout is met
   carried value): by an explicit ``convert_layout`` after its definition,
   which the back end renders as an exchange through shared memory.
 
-Shared buffers from stage-dots get a ``padded_shared`` layout. The kernel
+A dot computed with FMAs anchors its result's layout (Triton's anchors
+again): its result gets a register-tiled layout (``fma_dot_layout``), and
+that choice flows forwards, before the backward walk, to what is computed
+elementwise from it at its shape and through the loops that carry it, so the
+accumulator of ``acc += tl.dot(a, b)`` stays in it across the K loop. A use
+that wants a held anchored tile in another layout gets a ``convert_layout``
+(after the loop, for a loop's result) instead of moving the anchor.
+
+Shared buffers from stage-dots get a ``padded_shared`` layout: the A operand
+of an FMA dot is padded so that its rows' 16-byte reads fall in distinct
+banks (``fma_operand_pad``) where all staged buffers still fit the shared
+budget; other buffers are unpadded (B is read along its rows). The kernel
 records ``num_warps``: the SSA is then the CUDA back end's input, and
 ``emit-cuda`` renders it without choosing anything.
 """
@@ -35,16 +46,19 @@ from typing import Any
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile, reaches_materialized
-from mytriton.ir.layouts import PaddedShared, Slice, TileLayout, broadcast_view, default_blocked
+from mytriton.ir.layouts import (
+    PaddedShared, Slice, TileLayout, broadcast_view, default_blocked, fma_dot_layout, fma_operand_pad,
+)
 from mytriton.ir.ssa import (
     Block, BlockArg, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, walk,
 )
-from mytriton.types import BlockType, SharedType
+from mytriton.target import SHARED_MEMORY_BUDGET
+from mytriton.types import BlockType, SharedType, element_of
 
 DEFAULT_NUM_WARPS = 4
-# Row-major shared buffers, unpadded: the CUDA dot reads a row of A as one
-# broadcast value per warp and a row of B from consecutive banks, and the
-# copies write consecutive addresses, so padding would buy nothing.
+# Row-major shared buffers, unpadded unless an FMA dot reads them across rows
+# (see ``shared_layouts``): B is read along its rows from consecutive banks and
+# the copies write consecutive addresses.
 SHARED_LAYOUT = PaddedShared(pad=0)
 
 
@@ -60,19 +74,66 @@ class _Assigner:
         self.layouts: dict[Value, TileLayout] = {}
         # (value, layout) -> the value standing for it there (a copy or a conversion)
         self.variants: dict[tuple[Value, TileLayout], Value] = {}
+        # value -> the layout an FMA dot anchors for it (see ``anchor``)
+        self.anchored: dict[Value, TileLayout] = {}
+        self.anchor(kernel.body)
+
+    # ---- anchors ------------------------------------------------------------------------------
+    def dot_layout(self, op: Op) -> TileLayout:
+        """An FMA dot's result layout: a register tile per thread whose
+        column runs are 16 bytes of the operands' and result's elements."""
+        types = (op.operands[0].type, op.operands[1].type, op.results[0].type)
+        widest = max((t.element if isinstance(t, SharedType) else element_of(t)).nbytes for t in types)
+        return fma_dot_layout(op.results[0].type.shape, self.num_warps, max(1, 16 // widest))
+
+    def anchor(self, block: Block) -> None:
+        """Forwards, in program order: each dot's result takes its FMA layout;
+        an elementwise result takes the anchored layout of an operand of its
+        own shape; a loop's carried value, the anchored layout of its initial
+        or yielded value (the body is walked twice, so that what the yield
+        carries reaches the next iteration's readers)."""
+        for op in block.ops:
+            if op.name == "for":
+                body, carried = for_body(op), for_carried(op)
+                for arg, init in zip(carried, for_inits(op)):
+                    self.anchor_to(arg, init)
+                for _ in range(2):
+                    self.anchor(body)
+                    terminator = for_yield(op)
+                    for arg, value in zip(carried, terminator.operands if terminator is not None else []):
+                        self.anchor_to(arg, value)
+                for result, arg in zip(op.results, carried):
+                    self.anchor_to(result, arg)
+                continue
+            for region in op.regions:
+                self.anchor(region)
+            definition = opdefs.lookup(op.name)
+            if definition is None or not op.results or not is_tile(op.results[0]):
+                continue
+            result = op.results[0]
+            if definition.layout_rule == "dot" and len(result.type.shape) == 2:
+                self.anchored[result] = self.dot_layout(op)
+            elif definition.layout_rule == "elementwise":
+                for operand in op.operands:
+                    self.anchor_to(result, operand)
+
+    def anchor_to(self, value: Value, source: object) -> None:
+        if value not in self.anchored and is_tile(source) and source in self.anchored \
+                and source.type.shape == value.type.shape:
+            self.anchored[value] = self.anchored[source]
 
     def default(self, shape: tuple[int, ...]) -> TileLayout:
         return default_blocked(shape, self.num_warps)
 
     def layout(self, value: Value) -> TileLayout:
-        found = self.layouts.get(value)
+        found = self.layouts.get(value) or self.anchored.get(value)
         return found if found is not None else self.default(value.type.shape)
 
     def held(self, value: Value) -> TileLayout:
         """The layout a tile held in registers has, or will have if no later
         use asks otherwise: a reduction leaves its result in a slice of its
         operand's layout."""
-        found = self.layouts.get(value)
+        found = self.layouts.get(value) or self.anchored.get(value)
         if found is not None:
             return found
         op = value.op if isinstance(value, OpResult) else None
@@ -89,8 +150,12 @@ class _Assigner:
             return
         have = self.layouts.get(value)
         if have is None:
-            self.layouts[value] = layout
-            return
+            anchored = self.anchored.get(value)
+            if anchored is None or anchored == layout or not is_materialized(value):
+                self.layouts[value] = layout
+                return
+            # A held tile keeps the layout its dot anchors; this use converts.
+            have = self.layouts[value] = anchored
         if have == layout:
             return
         variant = self.variants.get((value, layout))
@@ -174,8 +239,8 @@ class _Assigner:
         # first operand stands where the pointer does.
         ptr, value, mask = (op.operands + [None, None])[:3] if op.name == "store" else (op.operands[0], None, None)
         layout = self.default(ptr.type.shape)
-        if is_tile(value) and is_materialized(value) and value.type.shape == ptr.type.shape \
-                and not any(reaches_materialized(o) for o in (ptr, mask)):
+        if is_tile(value) and (is_materialized(value) or value in self.anchored) \
+                and value.type.shape == ptr.type.shape and not any(reaches_materialized(o) for o in (ptr, mask)):
             layout = self.held(value)  # store the tile where it is: no data moves
         self.request(op, 0, layout)
         self.operands(op, layout)
@@ -186,7 +251,7 @@ class _Assigner:
         result = op.results[0]
         domain = self.layouts.get(x)
         if domain is None:
-            domain = self.default(x.type.shape)
+            domain = self.anchored.get(x) or self.default(x.type.shape)
             wanted = self.layouts.get(result) if is_tile(result) else None
             if isinstance(wanted, Slice) and wanted.dim == axis:
                 domain = wanted.parent  # the slice consumers want is this reduction's own
@@ -262,7 +327,28 @@ def _loc_of(value: Value):
     return value.op.loc if isinstance(value, OpResult) else value.block.parent.loc
 
 
+def shared_layouts(kernel: Kernel) -> dict[Value, PaddedShared]:
+    """The padded layout of each FMA dot's A buffer, as long as every staged
+    buffer, padding included, stays within the shared-memory budget (a pair
+    stage-dots let through at the budget's edge keeps its A unpadded)."""
+    allocs = [op for op in walk(kernel.body) if op.name == "shared_alloc"]
+    used = sum(op.result.type.numel * op.result.type.element.nbytes for op in allocs)
+    layouts: dict[Value, PaddedShared] = {}
+    for op in walk(kernel.body):
+        if op.name != "dot_shared" or op.operands[0] in layouts:
+            continue
+        buffer = op.operands[0]
+        rows, cols = buffer.type.shape
+        nbytes = buffer.type.element.nbytes
+        pad = fma_operand_pad(cols, nbytes)
+        if pad and used + rows * pad * nbytes <= SHARED_MEMORY_BUDGET:
+            used += rows * pad * nbytes
+            layouts[buffer] = PaddedShared(pad=pad)
+    return layouts
+
+
 def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout]) -> None:
+    shared = shared_layouts(kernel)
     for op in walk(kernel.body):
         values = list(op.results) + [arg for region in op.regions for arg in region.args]
         for value in values:
@@ -270,7 +356,7 @@ def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout]) -> None:
                 layout = layouts.get(value) or default_blocked(value.type.shape, kernel.num_warps)
                 value.type = replace(value.type, layout=layout)
             elif isinstance(value.type, SharedType):
-                value.type = replace(value.type, layout=SHARED_LAYOUT)
+                value.type = replace(value.type, layout=shared.get(value, SHARED_LAYOUT))
 
 
 @dataclass(frozen=True)
