@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import mytriton
-from conftest import compile_text, load_sample
+from conftest import compile_text, kernel_source, load_sample
 
 MATMUL = Path(load_sample("matmul").__file__).read_text()
 
@@ -124,3 +124,24 @@ def test_the_register_tiled_dot_matches_the_interpreter_on_every_warp_count(conf
     if config[0] * config[1] > 256 * 32 * num_warps:
         pytest.skip("over 256 outputs per thread: refused at compile time")
     run_both(config, (150, 190, 70), num_warps, seed=num_warps)
+
+
+@pytest.mark.nvcc
+def test_a_general_dot_pads_its_scratch_a_tile_and_reads_it_16_bytes_at_a_time():
+    from mytriton.backends.cuda.nvcc import compile_ptx
+    from test_matmul import SCALED
+
+    cuda = compile_text(kernel_source(SCALED), "cuda", defines={"BM": 32, "BN": 32, "BK": 16})
+    assert re.search(r"a\d+_tile\[\(c0\) \* 20 \+ c1\] = ", cuda)  # rows of 16 + 4 floats
+    assert re.search(r"reinterpret_cast<const float4\*>\(&a\d+_tile\[\(L0_p0 \+ i \* 16\) \* 20 \+ kk\]\)", cuda)
+    assert "ld.shared.v4.f32" in compile_ptx(cuda, "sm_90")
+
+
+@pytest.mark.nvcc
+def test_a_dot_of_f16_tiles_reads_one_value_at_a_time_and_builds():
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_text(MATMUL, "cuda", file="samples/matmul.py", signature="*fp16, *fp16, *fp32, i32, i32, i32")
+    assert "reinterpret_cast" not in cuda
+    assert "__half2float(shared_dot_a0[" in cuda
+    assert ".entry matmul_kernel" in compile_ptx(cuda, "sm_90")

@@ -105,8 +105,16 @@ class _Assigner:
                 for result, arg in zip(op.results, carried):
                     self.anchor_to(result, arg)
                 continue
+            if op.name == "while":
+                self.anchor_while(op)
+                continue
             for region in op.regions:
                 self.anchor(region)
+            if op.name == "if":
+                for index, result in enumerate(op.results):
+                    for region in op.regions:
+                        self.anchor_to(result, region.ops[-1].operands[index])
+                continue
             definition = opdefs.lookup(op.name)
             if definition is None or not op.results or not is_tile(op.results[0]):
                 continue
@@ -116,6 +124,23 @@ class _Assigner:
             elif definition.layout_rule == "elementwise":
                 for operand in op.operands:
                     self.anchor_to(result, operand)
+
+    def anchor_while(self, op: Op) -> None:
+        """A while loop's carried values share one layout (``while_op``): the
+        initial value's or the yielded value's anchor, for all of them."""
+        before, after = op.regions
+        for arg, init in zip(before.args, op.operands):
+            self.anchor_to(arg, init)
+        for _ in range(2):
+            self.anchor(before)
+            for arg, carried in zip(after.args, before.args):
+                self.anchor_to(arg, carried)
+            self.anchor(after)
+            for arg, value in zip(before.args, after.ops[-1].operands):
+                self.anchor_to(arg, value)
+        for arg, after_arg, result in zip(before.args, after.args, op.results):
+            self.anchor_to(after_arg, arg)
+            self.anchor_to(result, arg)
 
     def anchor_to(self, value: Value, source: object) -> None:
         if value not in self.anchored and is_tile(source) and source in self.anchored \

@@ -30,7 +30,9 @@ from mytriton.backends.cuda.ctypes import c_element, c_scalar
 from mytriton.backends.cuda.language import CUDA
 from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.slots import linear_index
+from mytriton.ir.layouts import fma_operand_pad
 from mytriton.ir.ssa import Op
+from mytriton.target import SHARED_MEMORY_BUDGET
 from mytriton.types import F32, I32, SharedType, element_of
 
 if TYPE_CHECKING:
@@ -123,8 +125,8 @@ def emit_dot(em: "CudaEmitter", op: Op) -> None:
         a_t, b_t = a.type.element, b.type.element
         a_pitch, b_pitch = pitch(a.type), pitch(b.type)
     else:
-        a_name, b_name, a_t, b_t = stage_operands(em, op)
-        a_pitch, b_pitch = k, n
+        a_name, b_name, a_t, b_t, a_pitch = stage_operands(em, op)
+        b_pitch = n
     em.line(f"// {op.name}{where.replace('  // ', ' ')}: [{m}x{k}] x [{k}x{n}], "
             f"{layout.slots} output(s) per thread")
     em.line(f"float {storage}[{layout.slots}];")
@@ -243,11 +245,20 @@ def _vector_fma_loop(em: "CudaEmitter", op: Op, storage: str, layout, positions:
     return True
 
 
-def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object]:
-    """Write a general dot's operand tiles to scratch shared memory."""
+def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object, int]:
+    """Write a general dot's operand tiles to scratch shared memory; A's rows
+    padded as a staged A buffer's are (``fma_operand_pad``), where that still
+    fits the budget, for the FMA loop's 16-byte reads across rows. Returns the
+    tiles' names, their element types and A's row pitch."""
     a, b, _ = op.operands
     names = []
     offset = 0
+    (rows, k), nbytes = a.type.shape, element_of(a.type).nbytes
+    plain = _aligned(a.type.numel * nbytes) + _aligned(b.type.numel * nbytes)
+    pad = fma_operand_pad(k, nbytes)
+    if em.staged_bytes() + plain + rows * pad * nbytes > SHARED_MEMORY_BUDGET:
+        pad = 0
+    pitches = {"a": k + pad, "b": b.type.shape[1]}
     em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
     for value, label in ((a, "a"), (b, "b")):
         element = c_element(value.type)
@@ -256,14 +267,15 @@ def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object]
         loop = em.open_loop(em.layout_of(value), op)
         coords = loop.coords()
         element_value = loop.value(value, coords)
-        index = linear_index([loop.use(c) for c in coords], value.type.shape)
+        rows_here = value.type.shape[0]
+        index = linear_index([loop.use(c) for c in coords], (rows_here, pitches[label]))
         loop.lines.append(f"{name}[{index}] = {element_value.expr};")
         em.close_loop(loop, f"dot operand {label}: registers to shared memory")
-        offset += _aligned(value.type.numel * element_of(value.type).nbytes)
+        offset += _aligned(rows_here * pitches[label] * element_of(value.type).nbytes)
         names.append(name)
     em.line(em.lang.barrier)
     em.need_shared(offset, op)
-    return names[0], names[1], element_of(a.type), element_of(b.type)
+    return names[0], names[1], element_of(a.type), element_of(b.type), pitches["a"]
 
 
 def _to_f32(expr: str, t) -> str:
