@@ -87,60 +87,52 @@ class _Assigner:
         return fma_dot_layout(op.results[0].type.shape, self.num_warps, max(1, 16 // widest))
 
     def anchor(self, block: Block) -> None:
-        """Forwards, in program order: each dot's result takes its FMA layout;
-        an elementwise result takes the anchored layout of an operand of its
-        own shape; a loop's carried value, the anchored layout of its initial
-        or yielded value (the body is walked twice, so that what the yield
-        carries reaches the next iteration's readers)."""
-        for op in block.ops:
-            if op.name == "for":
-                body, carried = for_body(op), for_carried(op)
-                for arg, init in zip(carried, for_inits(op)):
-                    self.anchor_to(arg, init)
-                for _ in range(2):
-                    self.anchor(body)
-                    terminator = for_yield(op)
-                    for arg, value in zip(carried, terminator.operands if terminator is not None else []):
-                        self.anchor_to(arg, value)
-                for result, arg in zip(op.results, carried):
-                    self.anchor_to(result, arg)
-                continue
-            if op.name == "while":
-                self.anchor_while(op)
-                continue
-            for region in op.regions:
-                self.anchor(region)
-            if op.name == "if":
-                for index, result in enumerate(op.results):
-                    for region in op.regions:
-                        self.anchor_to(result, region.ops[-1].operands[index])
-                continue
-            definition = opdefs.lookup(op.name)
-            if definition is None or not op.results or not is_tile(op.results[0]):
-                continue
-            result = op.results[0]
-            if definition.layout_rule == "dot" and len(result.type.shape) == 2:
-                self.anchored[result] = self.dot_layout(op)
-            elif definition.layout_rule == "elementwise":
-                for operand in op.operands:
-                    self.anchor_to(result, operand)
+        """Forwards: each dot's result takes its FMA layout; an elementwise
+        result takes the anchored layout of an operand of its own shape; the
+        values a loop carries (and its results) and an if's results, the
+        anchored layout of their initial or yielded values. Passes over the
+        kernel in program order repeat until nothing new is anchored (a
+        yield reaches its loop's next iteration in the next pass); each pass
+        but the last anchors something, so there are few."""
+        while True:
+            count = len(self.anchored)
+            for op in walk(block):
+                self.anchor_op(op)
+            if len(self.anchored) == count:
+                return
 
-    def anchor_while(self, op: Op) -> None:
-        """A while loop's carried values share one layout (``while_op``): the
-        initial value's or the yielded value's anchor, for all of them."""
-        before, after = op.regions
-        for arg, init in zip(before.args, op.operands):
-            self.anchor_to(arg, init)
-        for _ in range(2):
-            self.anchor(before)
-            for arg, carried in zip(after.args, before.args):
-                self.anchor_to(arg, carried)
-            self.anchor(after)
-            for arg, value in zip(before.args, after.ops[-1].operands):
+    def anchor_op(self, op: Op) -> None:
+        if op.name == "for":
+            carried = for_carried(op)
+            terminator = for_yield(op)
+            yields = terminator.operands if terminator is not None else []
+            for arg, init, value, result in zip(carried, for_inits(op), yields, op.results):
+                self.anchor_to(arg, init)
                 self.anchor_to(arg, value)
-        for arg, after_arg, result in zip(before.args, after.args, op.results):
-            self.anchor_to(after_arg, arg)
-            self.anchor_to(result, arg)
+                self.anchor_to(result, arg)
+            return
+        if op.name == "while":  # one layout for all its carried values (``while_op``)
+            before, after = op.regions
+            for index, (arg, init) in enumerate(zip(before.args, op.operands)):
+                self.anchor_to(arg, init)
+                self.anchor_to(arg, after.ops[-1].operands[index])
+                self.anchor_to(after.args[index], arg)
+                self.anchor_to(op.results[index], arg)
+            return
+        if op.name == "if":
+            for index, result in enumerate(op.results):
+                for region in op.regions:
+                    self.anchor_to(result, region.ops[-1].operands[index])
+            return
+        definition = opdefs.lookup(op.name)
+        if definition is None or not op.results or not is_tile(op.results[0]):
+            return
+        result = op.results[0]
+        if definition.layout_rule == "dot" and len(result.type.shape) == 2:
+            self.anchored.setdefault(result, self.dot_layout(op))
+        elif definition.layout_rule == "elementwise":
+            for operand in op.operands:
+                self.anchor_to(result, operand)
 
     def anchor_to(self, value: Value, source: object) -> None:
         if value not in self.anchored and is_tile(source) and source in self.anchored \
