@@ -51,7 +51,7 @@ def parse_config(text: str) -> tuple[int, int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 4096])
-    parser.add_argument("--configs", nargs="+", default=["64x64x32", "128x64x16", "64x128x16", "32x32x32"])
+    parser.add_argument("--configs", nargs="+", default=["64x64x32", "128x128x32", "128x64x16", "64x128x16", "32x32x32"])
     parser.add_argument("--num-warps", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32")

@@ -12,7 +12,8 @@ import pytest
 from conftest import compile_text, kernel_source, sample_names, sample_options
 from mytriton import pipeline
 from mytriton.diagnostics import CompileError
-from mytriton.ir.layouts import Blocked, PaddedShared, Slice, default_blocked
+from mytriton.backends.cuda.layout import tile_layout
+from mytriton.ir.layouts import Blocked, PaddedShared, Slice, default_blocked, fma_dot_layout
 from mytriton.ir.ssa import walk
 from mytriton.types import BlockType, SharedType
 
@@ -75,10 +76,49 @@ def test_an_index_tile_wanted_in_two_layouts_is_computed_twice_not_converted():
     assert "convert_layout" not in text
 
 
-def test_shared_buffers_are_row_major_and_unpadded():
+def test_a_dots_a_buffer_is_padded_by_16_bytes_and_its_b_buffer_is_not():
     text = laid_out_text("matmul", f32_default="ieee")
-    assert "#padded_shared0 = padded_shared<pad=0, order=[1, 0]>" in text
+    assert "#padded_shared0 = padded_shared<pad=4, order=[1, 0]>" in text
+    assert "#padded_shared1 = padded_shared<pad=0, order=[1, 0]>" in text
     assert "shared<64x32 x f32, #padded_shared0>" in text
+    assert "shared<32x64 x f32, #padded_shared1>" in text
+
+
+def test_the_a_buffer_stays_unpadded_where_padding_would_pass_the_shared_budget():
+    # 128x64 + 64x64 f32 tiles fill the 48 KiB exactly.
+    text = laid_out_text("matmul", f32_default="ieee", defines={"BM": 128, "BN": 64, "BK": 64})
+    assert "padded_shared<pad=4" not in text
+    assert "shared<128x64 x f32, #padded_shared0>" in text
+
+
+def test_the_fma_dot_layout_gives_each_thread_a_register_tile():
+    # (shape, warps) -> rows x columns of outputs per thread, through lanes 16x2
+    expected = {((64, 64), 4): Blocked((1, 4), (16, 2), (1, 4), (1, 0)),
+                ((128, 128), 4): Blocked((1, 4), (16, 2), (1, 4), (1, 0)),
+                ((128, 128), 8): Blocked((1, 4), (16, 2), (1, 8), (1, 0)),
+                ((64, 64), 8): Blocked((1, 4), (16, 2), (1, 8), (1, 0))}
+    for (shape, warps), layout in expected.items():
+        assert fma_dot_layout(shape, warps) == layout, (shape, warps)
+
+
+@pytest.mark.parametrize("warps", [1, 2, 4, 8])
+@pytest.mark.parametrize("shape", [(16, 16), (32, 128), (64, 64), (128, 64), (128, 128), (16, 64)])
+def test_the_fma_dot_layout_fits_and_holds_the_fewest_outputs_per_thread(shape, warps):
+    layout = fma_dot_layout(shape, warps)
+    assert layout.problem(warps) is None
+    parent = tile_layout(layout, shape).parent
+    outputs = parent.slots_per_dim(0) * parent.slots_per_dim(1)
+    assert outputs == max(4, shape[0] * shape[1] // (32 * warps))  # 4: one 16-byte run of columns
+    assert parent.size_per_thread[1] == 4
+
+
+def test_an_fma_dot_anchors_the_accumulator_the_loop_carries_and_the_store():
+    text = laid_out_text("matmul", f32_default="ieee")
+    fma = "#blocked0 = blocked<size_per_thread=[1, 4], threads_per_warp=[16, 2], warps_per_cta=[1, 4], order=[1, 0]>"
+    assert fma in text
+    assert re.search(r"= for .* : block<64x64 x f32, #blocked0>", text)
+    assert re.search(r"= dot_shared %0, %1, %\d+, .* : block<64x64 x f32, #blocked0>", text)
+    assert "convert_layout" not in text
 
 
 def test_default_layouts_spread_rows_over_warps_and_columns_over_lanes():
@@ -160,10 +200,24 @@ def test_an_edited_blocked_layout_changes_the_cuda_slots():
 
 
 def test_an_edited_shared_padding_changes_the_buffers():
-    text = laid_out_text("matmul", f32_default="ieee").replace("pad=0", "pad=1")
+    text = laid_out_text("matmul", f32_default="ieee").replace("pad=4", "pad=1")
     cuda = cuda_of(text)
     assert "shared_dot_a0[2112];" in cuda  # 64 rows of 32 + 1
-    assert "* 33 + kk]" in cuda
+    # rows of 33 floats are not whole 16-byte units: A is read one value at a time
+    assert "* 33 + kk]" in cuda and "reinterpret_cast<const float4*>(&shared_dot_a0" not in cuda
+
+
+def test_an_edited_dot_layout_changes_the_register_tile_and_its_reads():
+    text = laid_out_text("matmul", f32_default="ieee")
+    cuda = cuda_of(text)
+    assert "// 4x8 outputs per thread" in cuda
+    assert "reinterpret_cast<const float4*>(&shared_dot_b0" in cuda
+    # one column per thread and run: B is read one value at a time
+    narrow = cuda_of(text.replace("size_per_thread=[1, 4], threads_per_warp=[16, 2]",
+                                  "size_per_thread=[1, 1], threads_per_warp=[16, 2]"))
+    assert "// 4x8 outputs per thread" in narrow
+    assert "reinterpret_cast<const float4*>(&shared_dot_b0" not in narrow
+    assert "reinterpret_cast<const float4*>(&shared_dot_a0" in narrow
 
 
 def test_a_convert_layout_goes_through_shared_memory():

@@ -272,6 +272,54 @@ def default_blocked(shape: tuple[int, ...], num_warps: int) -> Blocked:
     return Blocked((1,) * rank, tuple(lanes), tuple(warps), order)
 
 
+def fma_dot_layout(shape: tuple[int, ...], num_warps: int, vector: int = 4) -> Blocked:
+    """The result layout of a dot done with FMAs on CUDA cores: a register
+    tile per thread. Each thread holds TM rows spaced a warp's row span apart
+    and TN columns in runs of ``vector`` (``size_per_thread=[1, vector]``), so
+    for each k it reads B's columns as 16-byte runs, and for each of its rows
+    A's next ``vector`` k values as one 16-byte read. Per k a thread then
+    reads TM + TN values for TM * TN FMAs.
+
+    Every split of the lanes and warps between rows and columns is a
+    candidate; the chosen one gives each thread the fewest outputs (no thread
+    idle while the tile has elements for it), then the fewest reads per k
+    (TM + TN, the squarest tile), then two lanes along the columns: lanes t
+    and t^1 then read the same A row and t and t^2 the same B run, the lane
+    pairs for which the shared-memory unit returns a 16-byte read at twice
+    the bandwidth. Consecutive lanes along the rows read consecutive rows of A,
+    which the A buffer's padding (``fma_operand_pad``) puts in distinct banks."""
+    rows, cols = shape
+    run = max(1, min(vector, cols))
+    best: tuple[tuple, Blocked] | None = None
+    lanes_r = 1
+    while lanes_r <= WARP:
+        lanes_c = WARP // lanes_r
+        warps_r = 1
+        while warps_r <= num_warps:
+            warps_c = num_warps // warps_r
+            tm = max(1, rows // (lanes_r * warps_r))
+            tn = run * max(1, cols // (run * lanes_c * warps_c))
+            cost = (tm * tn, tm + tn, lanes_c != 2, tm > tn, warps_r)
+            if best is None or cost < best[0]:
+                best = (cost, Blocked((1, run), (lanes_r, lanes_c), (warps_r, warps_c), (1, 0)))
+            warps_r *= 2
+        lanes_r *= 2
+    assert best is not None
+    return best[1]
+
+
+def fma_operand_pad(columns: int, element_bytes: int) -> int:
+    """Padding for a dot's A buffer read by ``fma_dot_layout``'s threads: a
+    warp reads 16 bytes at k of 16 consecutive rows; with the row pitch an
+    odd number of 16-byte units (one unit of padding on a power-of-two row),
+    8 consecutive rows start in 8 different groups of 4 banks, so each read is
+    conflict-free. Rows already of an odd number of units need none."""
+    unit = max(1, 16 // element_bytes)
+    if columns % unit:
+        return 0  # rows not in whole units: the reads are not 16 bytes wide
+    return 0 if (columns // unit) % 2 else unit
+
+
 def broadcast_view(layout: TileLayout, rank: int) -> TileLayout:
     """The layout in which an operand of ``rank`` dimensions is read by an op
     whose result has ``layout``: shapes align on the right (NumPy

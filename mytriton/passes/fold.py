@@ -5,6 +5,7 @@
     %r = where true, %a, %b : T                        =>  uses of %r read %a   (%a : T)
     %r = for %i in range(4, 2, 1) iter_args(%c = %x)   =>  uses of %r read %x   (zero trips)
     %r = if true { ops; yield %a } else { ... }        =>  ops (moved before it); uses of %r read %a
+    %d = dot %a, %b, none; %r = add %x, %d             =>  %r = dot %a, %b, %x   (%d used once)
 
 A folded op is erased once nothing reads it. An op is evaluated by its
 semantics in the op table (``ir/opdefs.py``, the interpreter's too) on 0-d
@@ -21,6 +22,14 @@ is i64 (``mul %x, 4294967296 : i64``), so what it meets computes in i64 and is
 left alone rather than wrapped at 32 bits. An ``if`` on a literal condition
 is replaced by the ops of the branch it takes (effects too: they run either
 way) unless one of its results is a literal its user cannot take.
+
+A dot without an accumulator whose only use is an ``add`` of a tile of its
+type, in the same block, becomes a dot accumulating into that tile (Triton's
+combine pass does the same): ``acc += tl.dot(a, b)`` then updates the
+accumulator's registers in place instead of summing into a fresh zeroed tile
+that is added afterwards, which would double the registers a large tile
+needs. The interpreter computes both forms alike (the product, then the sum);
+on the GPU the accumulator is part of the FMA chain.
 """
 from __future__ import annotations
 
@@ -31,7 +40,7 @@ import struct
 
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import (
-    Const, Kernel, Op, Operand, Value, erase_op, for_bounds, for_carried, for_inits, insert_before, use_counts,
+    Const, Kernel, Op, OpResult, Operand, Value, erase_op, for_bounds, for_carried, for_inits, insert_before, use_counts,
     values_used, walk, yield_types,
 )
 from mytriton.ir.literals import carried_type_fits
@@ -223,6 +232,26 @@ def _erase_unused(kernel: Kernel, folded: list[Op]) -> None:
         erase_op(op)
 
 
+def _fuse_dot_accumulators(kernel: Kernel) -> None:
+    """``add %x, %d`` (either order) with ``%d = dot %a, %b, none`` used only
+    there, in the add's block and of the add's type: the add becomes
+    ``dot %a, %b, %x`` (its result keeps its users) and the first dot goes."""
+    counts = use_counts(kernel.body)
+    for op in list(walk(kernel.body)):
+        if op.name != "add" or len(op.operands) != 2:
+            continue
+        for d, x in ((op.operands[1], op.operands[0]), (op.operands[0], op.operands[1])):
+            if not (isinstance(d, OpResult) and d.op.name == "dot" and d.op.operands[2] is None
+                    and counts.get(d) == 1 and d.op.parent is op.parent
+                    and isinstance(x, Value) and x is not d and x.type == d.type == op.result.type):
+                continue
+            dot = d.op
+            op.name, op.operands, op.attrs = "dot", [dot.operands[0], dot.operands[1], x], dict(dot.attrs)
+            op.loc = dot.loc
+            erase_op(dot)
+            break
+
+
 @dataclass(frozen=True)
 class FoldPass:
     name: str = "fold"
@@ -267,4 +296,5 @@ class FoldPass:
                 inner.parent = None
             insert_before(op, *body)
         _erase_unused(kernel, folded)
+        _fuse_dot_accumulators(kernel)
         return kernel

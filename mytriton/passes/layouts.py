@@ -25,14 +25,25 @@ request for another layout is met
 
 A dot the tensor cores can compute (f16 or bf16 operands, f32 ones with
 ``input_precision="tf32"`` or ``"tf32x3"``, int8 ones) whose tile holds whole
-16x8 blocks on every warp gets an ``mma`` result layout before anything else
-is decided, and so does the loop-carried accumulator it updates, so that the
-accumulator stays in its fragments across the K loop and is stored from them.
+16x8 blocks on every warp anchors an ``mma`` result layout (as below), so
+that the accumulator stays in its fragments across the K loop and is stored
+from them.
 Its shared operand buffers are padded by 16 bytes a row (tf32's B by 8
 elements), which makes each ``ldmatrix`` phase (8 rows of 16 bytes) and each
 fragment read hit distinct banks. Other dots keep the CUDA-core path.
 
-Shared buffers from stage-dots get a ``padded_shared`` layout. The kernel
+A dot computed with FMAs anchors its result's layout (Triton's anchors
+again): its result gets a register-tiled layout (``fma_dot_layout``), and
+that choice flows forwards, before the backward walk, to what is computed
+elementwise from it at its shape and through the loops that carry it, so the
+accumulator of ``acc += tl.dot(a, b)`` stays in it across the K loop. A use
+that wants a held anchored tile in another layout gets a ``convert_layout``
+(after the loop, for a loop's result) instead of moving the anchor.
+
+Shared buffers from stage-dots get a ``padded_shared`` layout: the A operand
+of an FMA dot is padded so that its rows' 16-byte reads fall in distinct
+banks (``fma_operand_pad``) where all staged buffers still fit the shared
+budget; other buffers are unpadded (B is read along its rows). The kernel
 records ``num_warps``: the SSA is then the CUDA back end's input, and
 ``emit-cuda`` renders it without choosing anything.
 """
@@ -44,7 +55,9 @@ from typing import Any
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile, reaches_materialized
-from mytriton.ir.layouts import Mma, PaddedShared, Slice, TileLayout, broadcast_view, default_blocked
+from mytriton.ir.layouts import (
+    Mma, PaddedShared, Slice, TileLayout, broadcast_view, default_blocked, fma_dot_layout, fma_operand_pad,
+)
 from mytriton.ir.ssa import (
     Block, BlockArg, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, walk,
 )
@@ -52,9 +65,9 @@ from mytriton.target import SHARED_MEMORY_BUDGET
 from mytriton.types import BF16, F16, F32, I8, BlockType, SharedType, element_of
 
 DEFAULT_NUM_WARPS = 4
-# Row-major shared buffers, unpadded: the CUDA dot reads a row of A as one
-# broadcast value per warp and a row of B from consecutive banks, and the
-# copies write consecutive addresses, so padding would buy nothing.
+# Row-major shared buffers, unpadded unless an FMA dot reads them across rows
+# (see ``shared_layouts``): B is read along its rows from consecutive banks and
+# the copies write consecutive addresses.
 SHARED_LAYOUT = PaddedShared(pad=0)
 
 
@@ -123,62 +136,87 @@ class _Assigner:
         self.layouts: dict[Value, TileLayout] = {}
         # (value, layout) -> the value standing for it there (a copy or a conversion)
         self.variants: dict[tuple[Value, TileLayout], Value] = {}
-        self.shared_layouts: dict[Value, PaddedShared] = {}
+        # value -> the layout an FMA dot anchors for it (see ``anchor``)
+        self.anchored: dict[Value, TileLayout] = {}
+        self.anchor(kernel.body)
 
-    def tensor_cores(self) -> None:
-        """Seed the layouts of dots on tensor cores (and of the loop-carried
-        accumulators they update), and pad their shared operands."""
-        for op in walk(self.kernel.body):
-            mma = mma_layout(op, self.num_warps)
-            if mma is None:
-                continue
-            self.layouts[op.results[0]] = mma
-            for index in (0, 1):
-                operand = op.operands[index]
-                if isinstance(operand.type, SharedType):
-                    self.shared_layouts[operand] = mma_shared_layout(operand.type.element, index)
-            if not self.seed_carried(op.operands[2], op.results[0], mma):
-                # `acc += tl.dot(a, b)`: the sum is carried; it is computed in the mma layout too.
-                adds = [user for user in op.parent.ops if user.name == "add" and op.results[0] in user.operands]
-                if len(adds) == 1 and adds[0].results[0].type == op.results[0].type:
-                    other = [o for o in adds[0].operands if o is not op.results[0]]
-                    if len(other) == 1 and self.seed_carried(other[0], adds[0].results[0], mma):
-                        self.layouts[adds[0].results[0]] = mma
+    # ---- anchors ------------------------------------------------------------------------------
+    def dot_layout(self, op: Op) -> TileLayout:
+        """A dot's result layout: an ``mma`` layout where the tensor cores
+        compute it (``mma_layout``), else a register tile per thread whose
+        column runs are 16 bytes of the operands' and result's elements."""
+        mma = mma_layout(op, self.num_warps)
+        if mma is not None:
+            return mma
+        types = (op.operands[0].type, op.operands[1].type, op.results[0].type)
+        widest = max((t.element if isinstance(t, SharedType) else element_of(t)).nbytes for t in types)
+        return fma_dot_layout(op.results[0].type.shape, self.num_warps, max(1, 16 // widest))
 
-    def fit_shared_budget(self) -> None:
-        """Padding is worth less than the tile: where the padded buffers would
-        not fit the shared budget that the unpadded ones fit, no buffer is
-        padded (ldmatrix then meets bank conflicts, but runs)."""
-        allocs = [r for op in walk(self.kernel.body) for r in op.results if isinstance(r.type, SharedType)]
-        total = sum((t.shape[1] + self.shared_layouts.get(v, SHARED_LAYOUT).pad) * t.shape[0] * t.element.nbytes
-                    for v in allocs for t in [v.type])
-        if total > SHARED_MEMORY_BUDGET:
-            self.shared_layouts.clear()
+    def anchor(self, block: Block) -> None:
+        """Forwards: each dot's result takes its FMA layout; an elementwise
+        result takes the anchored layout of an operand of its own shape; the
+        values a loop carries (and its results) and an if's results, the
+        anchored layout of their initial or yielded values. Passes over the
+        kernel in program order repeat until nothing new is anchored (a
+        yield reaches its loop's next iteration in the next pass); each pass
+        but the last anchors something, so there are few."""
+        while True:
+            count = len(self.anchored)
+            for op in walk(block):
+                self.anchor_op(op)
+            if len(self.anchored) == count:
+                return
 
-    def seed_carried(self, arg: Any, value: Value, mma: Mma) -> bool:
-        """If ``arg`` is a for loop's carried tile and ``value`` what the loop
-        yields for it, give the argument and the loop's result ``mma``."""
-        loop = arg.block.parent if isinstance(arg, BlockArg) else None
-        if loop is None or loop.name != "for" or arg not in for_carried(loop):
-            return False
-        index = for_carried(loop).index(arg)
-        if for_yield(loop).operands[index] is not value:
-            return False
-        self.layouts[arg] = self.layouts[loop.results[index]] = mma
-        return True
+    def anchor_op(self, op: Op) -> None:
+        if op.name == "for":
+            carried = for_carried(op)
+            terminator = for_yield(op)
+            yields = terminator.operands if terminator is not None else []
+            for arg, init, value, result in zip(carried, for_inits(op), yields, op.results):
+                self.anchor_to(arg, init)
+                self.anchor_to(arg, value)
+                self.anchor_to(result, arg)
+            return
+        if op.name == "while":  # one layout for all its carried values (``while_op``)
+            before, after = op.regions
+            for index, (arg, init) in enumerate(zip(before.args, op.operands)):
+                self.anchor_to(arg, init)
+                self.anchor_to(arg, after.ops[-1].operands[index])
+                self.anchor_to(after.args[index], arg)
+                self.anchor_to(op.results[index], arg)
+            return
+        if op.name == "if":
+            for index, result in enumerate(op.results):
+                for region in op.regions:
+                    self.anchor_to(result, region.ops[-1].operands[index])
+            return
+        definition = opdefs.lookup(op.name)
+        if definition is None or not op.results or not is_tile(op.results[0]):
+            return
+        result = op.results[0]
+        if definition.layout_rule == "dot" and len(result.type.shape) == 2:
+            self.anchored.setdefault(result, self.dot_layout(op))
+        elif definition.layout_rule == "elementwise":
+            for operand in op.operands:
+                self.anchor_to(result, operand)
+
+    def anchor_to(self, value: Value, source: object) -> None:
+        if value not in self.anchored and is_tile(source) and source in self.anchored \
+                and source.type.shape == value.type.shape:
+            self.anchored[value] = self.anchored[source]
 
     def default(self, shape: tuple[int, ...]) -> TileLayout:
         return default_blocked(shape, self.num_warps)
 
     def layout(self, value: Value) -> TileLayout:
-        found = self.layouts.get(value)
+        found = self.layouts.get(value) or self.anchored.get(value)
         return found if found is not None else self.default(value.type.shape)
 
     def held(self, value: Value) -> TileLayout:
         """The layout a tile held in registers has, or will have if no later
         use asks otherwise: a reduction leaves its result in a slice of its
         operand's layout."""
-        found = self.layouts.get(value)
+        found = self.layouts.get(value) or self.anchored.get(value)
         if found is not None:
             return found
         op = value.op if isinstance(value, OpResult) else None
@@ -195,8 +233,12 @@ class _Assigner:
             return
         have = self.layouts.get(value)
         if have is None:
-            self.layouts[value] = layout
-            return
+            anchored = self.anchored.get(value)
+            if anchored is None or anchored == layout or not is_materialized(value):
+                self.layouts[value] = layout
+                return
+            # A held tile keeps the layout its dot anchors; this use converts.
+            have = self.layouts[value] = anchored
         if have == layout:
             return
         variant = self.variants.get((value, layout))
@@ -280,8 +322,8 @@ class _Assigner:
         # first operand stands where the pointer does.
         ptr, value, mask = (op.operands + [None, None])[:3] if op.name == "store" else (op.operands[0], None, None)
         layout = self.default(ptr.type.shape)
-        if is_tile(value) and is_materialized(value) and value.type.shape == ptr.type.shape \
-                and not any(reaches_materialized(o) for o in (ptr, mask)):
+        if is_tile(value) and (is_materialized(value) or value in self.anchored) \
+                and value.type.shape == ptr.type.shape and not any(reaches_materialized(o) for o in (ptr, mask)):
             layout = self.held(value)  # store the tile where it is: no data moves
         self.request(op, 0, layout)
         self.operands(op, layout)
@@ -292,7 +334,7 @@ class _Assigner:
         result = op.results[0]
         domain = self.layouts.get(x)
         if domain is None:
-            domain = self.default(x.type.shape)
+            domain = self.anchored.get(x) or self.default(x.type.shape)
             wanted = self.layouts.get(result) if is_tile(result) else None
             if isinstance(wanted, Slice) and wanted.dim == axis:
                 domain = wanted.parent  # the slice consumers want is this reduction's own
@@ -368,8 +410,33 @@ def _loc_of(value: Value):
     return value.op.loc if isinstance(value, OpResult) else value.block.parent.loc
 
 
-def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout],
-                  shared_layouts: dict[Value, PaddedShared]) -> None:
+def shared_layouts(kernel: Kernel, num_warps: int) -> dict[Value, PaddedShared]:
+    """Padding for the shared operands of dots, as long as every staged
+    buffer, padding included, stays within the shared-memory budget (a pair
+    stage-dots let through at the budget's edge stays unpadded): both operands
+    of a dot on tensor cores (``mma_shared_layout``), the A buffer of an FMA
+    dot (``fma_operand_pad``)."""
+    allocs = [op for op in walk(kernel.body) if op.name == "shared_alloc"]
+    used = sum(op.result.type.numel * op.result.type.element.nbytes for op in allocs)
+    layouts: dict[Value, PaddedShared] = {}
+    for op in walk(kernel.body):
+        if op.name != "dot_shared" or op.operands[0] in layouts:
+            continue
+        on_tensor_cores = mma_layout(op, num_warps) is not None
+        for index in (0, 1) if on_tensor_cores else (0,):
+            buffer = op.operands[index]
+            rows, cols = buffer.type.shape
+            nbytes = buffer.type.element.nbytes
+            pad = mma_shared_layout(buffer.type.element, index).pad if on_tensor_cores \
+                else fma_operand_pad(cols, nbytes)
+            if pad and buffer not in layouts and used + rows * pad * nbytes <= SHARED_MEMORY_BUDGET:
+                used += rows * pad * nbytes
+                layouts[buffer] = PaddedShared(pad=pad)
+    return layouts
+
+
+def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout]) -> None:
+    shared = shared_layouts(kernel, kernel.num_warps)
     for op in walk(kernel.body):
         values = list(op.results) + [arg for region in op.regions for arg in region.args]
         for value in values:
@@ -377,7 +444,7 @@ def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout],
                 layout = layouts.get(value) or default_blocked(value.type.shape, kernel.num_warps)
                 value.type = replace(value.type, layout=layout)
             elif isinstance(value.type, SharedType):
-                value.type = replace(value.type, layout=shared_layouts.get(value, SHARED_LAYOUT))
+                value.type = replace(value.type, layout=shared.get(value, SHARED_LAYOUT))
 
 
 @dataclass(frozen=True)
@@ -392,9 +459,7 @@ class LayoutsPass:
             raise CompileError(f"kernel '{kernel.name}' is already laid out (num_warps={kernel.num_warps})",
                                kernel.loc)
         assigner = _Assigner(kernel, self.num_warps)
-        assigner.tensor_cores()
-        assigner.fit_shared_budget()
         assigner.block(kernel.body)
         kernel.num_warps = self.num_warps
-        _with_layouts(kernel, assigner.layouts, assigner.shared_layouts)
+        _with_layouts(kernel, assigner.layouts)
         return kernel

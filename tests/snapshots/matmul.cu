@@ -12,12 +12,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
   const int v3 = (v2 * 64);  // mul @13:14
   const int v7 = (int)blockIdx.y;  // program_id @12:13
   const int v8 = (v7 * 64);  // mul @14:14
-  float t19[32];
-  // initial value of carried t19
+  float t18[32];
+  // initial value of carried t18
   #pragma unroll
   for (int k = 0; k < 32; ++k) {
     const float v10 = 0.0f;
-    t19[k] = v10;
+    t18[k] = v10;
   }
   for (int v15 = 0; v15 < K; v15 += 32) {  // for @17:5
     // copy_to_shared @20:13: the 64x32 tile of a_ptr at (v3, v15) into shared_dot_a0, 16 element(s) per thread
@@ -48,7 +48,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
     // dot_shared: the accumulator
     #pragma unroll
     for (int k = 0; k < 32; ++k) {
-      t17[k] = 0;
+      t17[k] = t18[(k % 8) + (k / 8) * 8];
     }
     {
       const int lane = threadIdx.x % 32;
@@ -80,11 +80,10 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
       }
     }
     __syncthreads();  // barrier @24:16
-    // next value of carried t19
+    // next value of carried t18
     #pragma unroll
     for (int k = 0; k < 32; ++k) {
-      const float v18 = (t19[(k % 8) + (k / 8) * 8] + t17[(k % 8) + (k / 8) * 8]);
-      t19[k] = v18;
+      t18[k] = t17[(k % 8) + (k / 8) * 8];
     }
   }
   // store @27 over L0 (32 slot(s) per thread)
@@ -94,14 +93,14 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
     const int c1 = (L0_p1 % 4) * 2 + ((k % 8) % 2) + (L0_p1 / 4) * 8 + ((k % 8) / 2) * 16;
     const int v5 = c0;
     const int v6 = (v3 + v5);
-    const int v20 = (v6 * N);
-    float* v21 = (c_ptr + v20);
+    const int v19 = (v6 * N);
+    float* v20 = (c_ptr + v19);
     const int v4 = c1;
     const int v9 = (v8 + v4);
-    float* v22 = (v21 + v9);
+    float* v21 = (v20 + v9);
     const bool v12 = (v6 < M);
     const bool v14 = (v9 < N);
-    const bool v23 = (v12 && v14);
-    if (v23) *v22 = t19[(k % 8) + (k / 8) * 8];
+    const bool v22 = (v12 && v14);
+    if (v22) *v21 = t18[(k % 8) + (k / 8) * 8];
   }
 }

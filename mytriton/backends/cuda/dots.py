@@ -11,8 +11,13 @@ explicit ops, and each becomes CUDA here:
   so edge tiles are whole tiles padded with zeros;
 - ``barrier``: ``__syncthreads()``;
 - ``dot_shared``: the accumulator tile is spread over the threads by its
-  layout; for each step along K a thread reads the A values of its rows and
-  the B values of its columns once, then does one FMA per element it holds.
+  layout, which the layouts stage makes a register tile per thread
+  (``fma_dot_layout``): per step of 4 along K (f32) a thread reads each of
+  its rows' 4 A values in one 16-byte read, then for each k its B columns,
+  16 bytes per run of 4, and does one FMA per element it holds. Where the
+  layout, the padding, the types or the precision do not allow 16-byte reads
+  (an edited layout, f16 operands, TF32 rounding), the same loop reads one
+  value at a time.
   The operands are converted as the dot's ``input_precision`` says (TF32
   rounding through the language object's ``round_tf32``; tf32x3 keeps a
   second accumulator for the hi*lo + lo*hi terms); f16 and bf16 multiply in
@@ -31,8 +36,10 @@ from mytriton.backends.cuda.ctypes import c_element, c_literal, c_scalar
 from mytriton.backends.cuda.language import CUDA
 from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.slots import linear_index
+from mytriton.ir.layouts import fma_operand_pad
 from mytriton.ir.opdefs import dot_input_precision
 from mytriton.ir.ssa import Op
+from mytriton.target import SHARED_MEMORY_BUDGET
 from mytriton.types import F32, F64, I8, I32, ScalarType, SharedType, element_of
 
 if TYPE_CHECKING:
@@ -130,8 +137,8 @@ def emit_dot(em: "CudaEmitter", op: Op) -> None:
         a_t, b_t = a.type.element, b.type.element
         a_pitch, b_pitch = pitch(a.type), pitch(b.type)
     else:
-        a_name, b_name, a_t, b_t = stage_operands(em, op)
-        a_pitch, b_pitch = k, n
+        a_name, b_name, a_t, b_t, a_pitch = stage_operands(em, op)
+        b_pitch = n
     precision = dot_input_precision(op.attrs)
     out_t = element_of(result.type)
     work_t = dot_work_type(a_t)  # what products accumulate in
@@ -152,6 +159,11 @@ def emit_dot(em: "CudaEmitter", op: Op) -> None:
     if precision == "tf32x3":
         init.lines.append(f"{storage}_small[k] = 0.0f;")
     em.close_loop(init, f"{op.name}: the accumulator")
+
+    # Exact products of the accumulator's own float type take the 16-byte reads.
+    if precision == "ieee" and total == storage and \
+            _vector_fma_loop(em, op, storage, layout, init.positions, (a_name, a_t, a_pitch), (b_name, b_t, b_pitch), k):
+        return
 
     rows_dim, cols_dim = layout.dims
     parent = layout.parent
@@ -220,11 +232,99 @@ def _operand_reads(em: "CudaEmitter", name: str, index: str, count: int, read: s
     em.line("  }")
 
 
-def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object]:
-    """Write a general dot's operand tiles to scratch shared memory."""
+# ---- the register-tiled FMA loop with 16-byte shared reads ----------------------------------
+
+# Elements of each float type in one 16-byte shared-memory read, and its C vector type.
+_VECTORS = {"f32": (4, "float4"), "f64": (2, "double2")}
+_COMPONENTS = "xyzw"
+
+
+def _vector_width(acc_t, pitch: int, run: int) -> int:
+    """Elements per shared read along a run of ``run`` consecutive elements
+    (k for A, a thread's columns for B): a 16-byte vector where every such
+    read is aligned (the row pitch and the run are whole vectors), else 1."""
+    width, _ = _VECTORS.get(str(acc_t), (1, ""))
+    return 1 if pitch % width or run % width else width
+
+
+def _vector_fma_loop(em: "CudaEmitter", op: Op, storage: str, layout, positions: dict,
+                     a: tuple[str, object, int], b: tuple[str, object, int], k: int) -> bool:
+    """The FMA loop over k where 16-byte shared reads serve it (operands of
+    the accumulator's own float type, and a layout and row pitches that keep
+    the reads aligned); False, writing nothing, elsewhere.
+
+    The result's layout gives each thread a register tile of ``rows`` x
+    ``cols`` outputs. Per step of ``wa`` k values, each of its rows' A values
+    is read once (16 bytes along k), then for each k its B columns (16 bytes
+    per run of ``wb`` columns), then rows x cols FMAs."""
+    a_name, a_t, a_pitch = a
+    b_name, b_t, b_pitch = b
+    acc_t = element_of(op.results[0].type)
+    if not (a_t == b_t == acc_t) or str(acc_t) not in _VECTORS:
+        return False
+    rows_dim, cols_dim = layout.dims
+    parent = layout.parent
+    rows = parent.slots_per_dim(rows_dim)
+    cols = parent.slots_per_dim(cols_dim)
+    wa = _vector_width(acc_t, a_pitch, k)
+    wb = _vector_width(acc_t, b_pitch, parent.size_per_thread[cols_dim] if cols > 1 else 1)
+    if wa == wb == 1:
+        return False
+    row_of = parent.coordinate(rows_dim, "i", positions[rows_dim])
+    col_of = parent.coordinate(cols_dim, "j", positions[cols_dim])
+    slot = layout.slot_of({rows_dim: "i", cols_dim: "j"})
+    value_t = c_scalar(acc_t)
+    vector = _VECTORS[str(acc_t)][1]
+
+    def read(name: str, index: str, width: int, target: str) -> str:
+        """A statement reading ``width`` elements at ``index`` into ``target``'s slots 0..width-1."""
+        if width == 1:
+            return f"{target.format(0)} = {name}[{index}];"
+        parts = " ".join(f"{target.format(c)} = v.{_COMPONENTS[c]};" for c in range(width))
+        return f"const {vector} v = *reinterpret_cast<const {vector}*>(&{name}[{index}]); {parts}"
+
+    unroll = em.lang.unroll
+    em.line(f"// {rows}x{cols} outputs per thread; per k: {rows} A value(s) "
+            f"{'in 16-byte reads along k' if wa > 1 else 'read one by one'}, {cols} B value(s) "
+            f"{'in 16-byte reads' if wb > 1 else 'read one by one'}")
+    em.line(unroll)
+    em.line(f"for (int kk = 0; kk < {k}; kk += {wa}) {{")
+    em.line(f"  {value_t} a_tile[{rows}][{wa}];")
+    em.line(f"  {unroll}")
+    em.line(f"  for (int i = 0; i < {rows}; ++i) {{")
+    em.line(f"    {read(a_name, f'({row_of}) * {a_pitch} + kk', wa, 'a_tile[i][{}]')}")
+    em.line("  }")
+    em.line(f"  {unroll}")
+    em.line(f"  for (int q = 0; q < {wa}; ++q) {{")
+    em.line(f"    {value_t} b_row[{cols}];")
+    em.line(f"    {unroll}")
+    em.line(f"    for (int j = 0; j < {cols}; j += {wb}) {{")
+    em.line(f"      {read(b_name, f'(kk + q) * {b_pitch} + {col_of}', wb, 'b_row[j + {}]')}")
+    em.line("    }")
+    em.line(f"    {unroll}")
+    em.line(f"    for (int i = 0; i < {rows}; ++i)")
+    em.line(f"      {unroll}")
+    update = em.lang.fma("a_tile[i][q]", "b_row[j]", f"{storage}[{slot}]", acc_t)
+    em.line(f"      for (int j = 0; j < {cols}; ++j) {storage}[{slot}] = {update};")
+    em.line("  }")
+    em.line("}")
+    return True
+
+
+def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object, int]:
+    """Write a general dot's operand tiles to scratch shared memory; A's rows
+    padded as a staged A buffer's are (``fma_operand_pad``), where that still
+    fits the budget, for the FMA loop's 16-byte reads across rows. Returns the
+    tiles' names, their element types and A's row pitch."""
     a, b, _ = op.operands
     names = []
     offset = 0
+    (rows, k), nbytes = a.type.shape, element_of(a.type).nbytes
+    plain = _aligned(a.type.numel * nbytes) + _aligned(b.type.numel * nbytes)
+    pad = fma_operand_pad(k, nbytes)
+    if em.staged_bytes() + plain + rows * pad * nbytes > SHARED_MEMORY_BUDGET:
+        pad = 0
+    pitches = {"a": k + pad, "b": b.type.shape[1]}
     em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
     for value, label in ((a, "a"), (b, "b")):
         element = c_element(value.type)
@@ -233,14 +333,15 @@ def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object]
         loop = em.open_loop(em.layout_of(value), op)
         coords = loop.coords()
         element_value = loop.value(value, coords)
-        index = linear_index([loop.use(c) for c in coords], value.type.shape)
+        rows_here = value.type.shape[0]
+        index = linear_index([loop.use(c) for c in coords], (rows_here, pitches[label]))
         loop.lines.append(f"{name}[{index}] = {element_value.expr};")
         em.close_loop(loop, f"dot operand {label}: registers to shared memory")
-        offset += _aligned(value.type.numel * element_of(value.type).nbytes)
+        offset += _aligned(rows_here * pitches[label] * element_of(value.type).nbytes)
         names.append(name)
     em.line(em.lang.barrier)
     em.need_shared(offset, op)
-    return names[0], names[1], element_of(a.type), element_of(b.type)
+    return names[0], names[1], element_of(a.type), element_of(b.type), pitches["a"]
 
 
 def _aligned(nbytes: int) -> int:

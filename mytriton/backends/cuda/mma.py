@@ -145,8 +145,9 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
         element = a.type.element
         a_pitch, b_pitch = pitch(a.type), pitch(b.type)
     else:
-        a_name, b_name, element, _ = stage_operands(em, op)
-        a_pitch, b_pitch = k, n
+        # A's rows may be padded by 16 bytes (stage_operands), which keeps ldmatrix's rows aligned.
+        a_name, b_name, element, _, a_pitch = stage_operands(em, op)
+        b_pitch = n
     instr = INSTRUCTIONS.get(element)
     if instr is None:
         raise em.error_at(op, f"a dot of {element} operands cannot run on tensor cores (an mma layout "

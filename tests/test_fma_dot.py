@@ -1,0 +1,150 @@
+"""The register-tiled FMA dot: the layouts stage gives an exact dot's result a
+register tile per thread and pads its A buffer, and the CUDA loop reads both
+operands from shared memory 16 bytes at a time. Here: what the CUDA and PTX
+look like, that every tile and warp count builds with nvcc without spilling,
+and (marked gpu, for the H200) that the GPU agrees with the interpreter.
+The layout choice itself is tested as text in tests/lit/layouts/ and in
+test_layouts.py."""
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mytriton
+from conftest import compile_text, kernel_source, load_sample
+
+MATMUL = Path(load_sample("matmul").__file__).read_text()
+
+
+def matmul_cuda(bm: int, bn: int, bk: int, num_warps: int = 4) -> str:
+    return compile_text(MATMUL, "cuda", file="samples/matmul.py", num_warps=num_warps, f32_default="ieee",
+                        defines={"BM": bm, "BN": bn, "BK": bk})
+
+
+def test_the_64x64x32_sample_gives_each_thread_4x8_outputs_read_16_bytes_at_a_time():
+    cuda = matmul_cuda(64, 64, 32)
+    assert "// 4x8 outputs per thread; per k: 4 A value(s) in 16-byte reads along k, " \
+           "8 B value(s) in 16-byte reads" in cuda
+    # A's rows are 32 + 4 floats apart: 16 consecutive rows start in distinct bank groups.
+    assert "reinterpret_cast<const float4*>(&shared_dot_a0[(L0_p0 + i * 16) * 36 + kk])" in cuda
+    assert "reinterpret_cast<const float4*>(&shared_dot_b0[(kk + q) * 64 + L0_p1 * 4" in cuda
+
+
+@pytest.mark.nvcc
+def test_the_64x64x32_sample_reads_shared_memory_only_in_16_byte_vectors():
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    ptx = compile_ptx(matmul_cuda(64, 64, 32), "sm_90")
+    loads = re.findall(r"ld\.shared(\.v\d)?\.f32", ptx)
+    assert loads and all(vector == ".v4" for vector in loads), sorted(set(loads))
+
+
+# (BM, BN, BK, num_warps): tiles from 16 to 128 on 1 to 8 warps, within 256 outputs per thread.
+BUILDS = [(16, 16, 16, 1), (16, 16, 16, 8), (32, 32, 16, 2), (32, 128, 32, 4), (64, 64, 32, 1),
+          (64, 64, 32, 8), (128, 64, 64, 4), (64, 16, 128, 4), (128, 128, 32, 8)]
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("config", BUILDS, ids=lambda c: "x".join(map(str, c[:3])) + f"-w{c[3]}")
+def test_every_tile_and_warp_count_builds(config):
+    from mytriton.backends.cuda.nvcc import compile_cubin
+
+    bm, bn, bk, num_warps = config
+    assert compile_cubin(matmul_cuda(bm, bn, bk, num_warps), "sm_90")
+
+
+def ptxas_report(cuda: str) -> str:
+    """nvcc's -Xptxas -v lines for ``cuda`` built for sm_90 as mytriton builds it."""
+    from mytriton.backends.cuda.nvcc import find_nvcc
+
+    with tempfile.TemporaryDirectory(prefix="mytriton-test-") as tmp:
+        source = Path(tmp) / "kernel.cu"
+        source.write_text(cuda)
+        proc = subprocess.run([find_nvcc(), "--cubin", "-arch=sm_90", "-O3", "-Xptxas", "-v",
+                               "-o", str(Path(tmp) / "kernel.cubin"), str(source)],
+                              capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stderr
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("config, most_registers", [((64, 64, 32, 4), 168), ((128, 128, 32, 4), 255)],
+                         ids=["64x64x32-w4", "128x128x32-w4"])
+def test_the_benchmark_tiles_build_without_local_memory(config, most_registers):
+    # 64x64x32: 128 threads x 168 registers lets three blocks share an SM's 64 K registers.
+    # 128x128x32 on 4 warps: 128 outputs per thread, which fit only because the
+    # accumulator is updated in place (fold makes acc += tl.dot(a, b) a dot into acc).
+    report = ptxas_report(matmul_cuda(*config))
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in report, report
+    assert int(re.search(r"Used (\d+) registers", report).group(1)) <= most_registers, report
+
+
+# ---- on the GPU, against the interpreter ---------------------------------------------------------
+
+
+def run_both(config, shape, num_warps, seed):
+    bm, bn, bk = config
+    M, N, K = shape
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    kernel = load_sample("matmul").matmul_kernel
+    grid = (mytriton.cdiv(M, bm), mytriton.cdiv(N, bn))
+    outs = {}
+    for backend in ("cuda", "interp"):
+        c = np.full((M, N), np.nan, np.float32)
+        kernel[grid](a, b, c, M, N, K, BM=bm, BN=bn, BK=bk, num_warps=num_warps, backend=backend)
+        outs[backend] = c
+    assert not np.isnan(outs["cuda"]).any()
+    np.testing.assert_allclose(outs["cuda"], outs["interp"], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(outs["cuda"], a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
+
+
+TILES = [(16, 16, 16), (32, 32, 16), (64, 64, 32), (32, 128, 32), (128, 64, 16), (128, 128, 32)]
+# square, ragged in each dimension, K below BK
+SHAPES = [(256, 256, 256), (200, 130, 77), (97, 255, 40), (130, 70, 9)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", TILES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_register_tiled_dot_matches_the_interpreter_on_the_gpu(config, shape):
+    run_both(config, shape, 4, seed=sum(config) + sum(shape))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_warps", [1, 2, 4, 8])
+@pytest.mark.parametrize("config", [(16, 16, 16), (32, 64, 32), (64, 64, 32), (128, 128, 32)])
+def test_the_register_tiled_dot_matches_the_interpreter_on_every_warp_count(config, num_warps):
+    if config[0] * config[1] > 256 * 32 * num_warps:
+        pytest.skip("over 256 outputs per thread: refused at compile time")
+    run_both(config, (150, 190, 70), num_warps, seed=num_warps)
+
+
+@pytest.mark.nvcc
+def test_a_general_dot_pads_its_scratch_a_tile_and_reads_it_16_bytes_at_a_time():
+    from mytriton.backends.cuda.nvcc import compile_ptx
+    from test_matmul import SCALED
+
+    cuda = compile_text(kernel_source(SCALED), "cuda", defines={"BM": 32, "BN": 32, "BK": 16})
+    assert re.search(r"a\d+_tile\[\(c0\) \* 20 \+ c1\] = ", cuda)  # rows of 16 + 4 floats
+    assert re.search(r"reinterpret_cast<const float4\*>\(&a\d+_tile\[\(L0_p0 \+ i \* 16\) \* 20 \+ kk\]\)", cuda)
+    assert "ld.shared.v4.f32" in compile_ptx(cuda, "sm_90")
+
+
+@pytest.mark.nvcc
+def test_a_dot_of_f16_tiles_off_the_tensor_cores_reads_one_value_at_a_time_and_builds():
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    # 16x16 on 8 warps leaves some warp without a 16x8 block: the dot stays on CUDA cores.
+    cuda = compile_text(MATMUL, "cuda", file="samples/matmul.py", signature="*fp16, *fp16, *fp32, i32, i32, i32",
+                        num_warps=8, defines={"BM": 16, "BN": 16, "BK": 16})
+    assert "mma.sync" not in cuda
+    assert "reinterpret_cast" not in cuda
+    assert "(float)(shared_dot_a0[" in cuda
+    assert ".entry matmul_kernel" in compile_ptx(cuda, "sm_90")
