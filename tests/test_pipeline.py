@@ -260,3 +260,11 @@ def test_pipelined_matmul_on_any_warp_count(num_warps, num_stages):
 def test_pipelined_matmul_tile_configs_on_the_gpu(config):
     run_both((130, 150, 200), config=config, num_stages=3)
     run_both((128, 128, 256), config=config, num_stages=3)
+
+
+def test_a_reduction_in_the_kernel_keeps_room_for_its_scratch():
+    summed = variant("tl.store(c_ptr + c_rows * N + c_cols, acc,",
+                     "tl.store(c_ptr + c_rows * N + c_cols, acc - tl.max(acc, axis=1)[:, None],", MATMUL)
+    loop = the_loop(pipelined(summed, num_stages=3))
+    assert loop.attrs["pipeline_stages"] == 2  # 3 x 16 KiB would leave nothing for the reduction
+    compile_text(summed, "cuda", num_stages=3)  # and the CUDA fits the budget

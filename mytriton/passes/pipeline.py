@@ -42,7 +42,8 @@ other users.
 How many stages: the loop's own ``num_stages`` (``tl.range``) first, else the
 pass's (the launch's ``num_stages``, an autotune config's), else 3, as in
 Triton. 1 (or 0) leaves the loop alone. Fewer stages than asked are used when
-the shared-memory budget does not hold them; the loop then says so with its
+the shared-memory budget does not hold them beside the kernel's other buffers
+and the scratch its reductions and layout changes will need (``scratch_reserve``); the loop then says so with its
 ``pipeline_stages`` attribute, which every loop this pass looked at and could
 pipeline carries (a second run leaves those loops alone).
 """
@@ -56,7 +57,7 @@ from mytriton.ir.ssa import (
     for_index, for_yield, insert_before, use_counts, values_used, walk,
 )
 from mytriton.target import SHARED_MEMORY_BUDGET
-from mytriton.types import BOOL, I32, SharedType
+from mytriton.types import BOOL, I32, BlockType, SharedType
 
 DEFAULT_NUM_STAGES = 3  # Triton's default
 
@@ -296,6 +297,23 @@ def _erase_dead(block) -> None:
             changed = True
 
 
+def scratch_reserve(kernel: Kernel) -> int:
+    """Shared bytes to leave for the CUDA backend's scratch (reductions,
+    layout changes, unstaged dots), which it sizes only while emitting: the
+    largest tile such an op reads or makes, at 4 bytes an element at least.
+    A layout change the layouts stage adds later is not foreseen."""
+    reserve = 0
+    for op in walk(kernel.body):
+        opdef = opdefs.lookup(op.name)
+        if opdef is None or op.name == "dot_shared" or opdef.layout_rule not in ("reduce", "convert", "dot"):
+            continue
+        for value in [*values_used(op), *op.results]:
+            if isinstance(value.type, BlockType):
+                nbytes = value.type.numel * max(4, value.type.element.nbytes)
+                reserve = max(reserve, (nbytes + 15) // 16 * 16)
+    return reserve
+
+
 def choose_stages(requested: int, stage_bytes: int, other_bytes: int) -> int:
     """The most stages up to ``requested`` whose buffers fit beside ``other_bytes``."""
     fit = (SHARED_MEMORY_BUDGET - other_bytes) // stage_bytes if stage_bytes else requested
@@ -324,6 +342,7 @@ class PipelinePass:
                 continue
         # Budget: every other buffer stays as it is; loops are served in program order.
         used = sum(op.result.type.nbytes for op in kernel.body.ops if opdefs.lookup(op.name).allocates)
+        used += scratch_reserve(kernel)
         for plan in plans:
             requested = requested_stages(plan.loop, self.num_stages)
             stages = choose_stages(requested, plan.stage_bytes, used - plan.stage_bytes)
