@@ -268,3 +268,11 @@ def test_a_reduction_in_the_kernel_keeps_room_for_its_scratch():
     loop = the_loop(pipelined(summed, num_stages=3))
     assert loop.attrs["pipeline_stages"] == 2  # 3 x 16 KiB would leave nothing for the reduction
     compile_text(summed, "cuda", num_stages=3)  # and the CUDA fits the budget
+
+
+def test_a_transposed_tile_of_pointers_beside_the_loop_is_counted_at_8_bytes_an_element():
+    from mytriton.passes.pipeline import scratch_reserve
+    transposed = variant("tl.store(c_ptr + c_rows * N + c_cols, acc,",
+                         "tl.store(tl.trans(tl.trans(c_ptr + c_rows * N + c_cols)), acc,", SMALL)
+    assert scratch_reserve(staged(transposed)) == 32 * 32 * 8
+    assert the_loop(pipelined(transposed)).attrs["pipeline_stages"] == 3

@@ -57,7 +57,7 @@ from mytriton.ir.ssa import (
     for_index, for_yield, insert_before, use_counts, values_used, walk,
 )
 from mytriton.target import SHARED_MEMORY_BUDGET
-from mytriton.types import BOOL, I32, BlockType, SharedType
+from mytriton.types import BOOL, I32, BlockType, PointerType, SharedType
 
 DEFAULT_NUM_STAGES = 3  # Triton's default
 
@@ -309,7 +309,8 @@ def scratch_reserve(kernel: Kernel) -> int:
             continue
         for value in [*values_used(op), *op.results]:
             if isinstance(value.type, BlockType):
-                nbytes = value.type.numel * max(4, value.type.element.nbytes)
+                element = value.type.element  # a pointer takes 8 bytes
+                nbytes = value.type.numel * (8 if isinstance(element, PointerType) else max(4, element.nbytes))
                 reserve = max(reserve, (nbytes + 15) // 16 * 16)
     return reserve
 
@@ -340,6 +341,8 @@ class PipelinePass:
                 plans.append(_plan(op, allocation_of, counts))
             except _NotPipelinable:
                 continue
+        if not plans:
+            return kernel
         # Budget: every other buffer stays as it is; loops are served in program order.
         used = sum(op.result.type.nbytes for op in kernel.body.ops if opdefs.lookup(op.name).allocates)
         used += scratch_reserve(kernel)
