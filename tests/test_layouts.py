@@ -160,7 +160,7 @@ def test_an_edited_blocked_layout_changes_the_cuda_slots():
 
 
 def test_an_edited_shared_padding_changes_the_buffers():
-    text = laid_out_text("matmul").replace("pad=0", "pad=1")
+    text = laid_out_text("matmul", num_stages=1).replace("pad=0", "pad=1")  # one stage: 2 x 8.25 KiB fit
     cuda = cuda_of(text)
     assert "shared_dot_a0[2112];" in cuda  # 64 rows of 32 + 1
     assert "* 33 + kk]" in cuda
@@ -204,7 +204,7 @@ def test_an_edited_layout_runs_correctly_on_the_gpu(layout):
 def test_padded_shared_buffers_give_the_same_matmul_on_the_gpu():
     from mytriton.runtime.cuda_driver import CudaKernel
 
-    text = laid_out_text("matmul").replace("pad=0", "pad=1")
+    text = laid_out_text("matmul", num_stages=1).replace("pad=0", "pad=1")  # one stage: 2 x 8.25 KiB fit
     M, N, K = 70, 50, 77
     rng = np.random.default_rng(4)
     a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)

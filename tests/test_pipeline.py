@@ -276,3 +276,36 @@ def test_a_transposed_tile_of_pointers_beside_the_loop_is_counted_at_8_bytes_an_
                          "tl.store(tl.trans(tl.trans(c_ptr + c_rows * N + c_cols)), acc,", SMALL)
     assert scratch_reserve(staged(transposed)) == 32 * 32 * 8
     assert the_loop(pipelined(transposed)).attrs["pipeline_stages"] == 3
+
+
+def padded_pipelined_cuda(pad: int, num_stages: int = 3) -> str:
+    from mytriton.ir.ssa_text import parse_kernel as read
+    from mytriton import pipeline
+    text = compile_text(SMALL, "layouts", "matmul.py", num_stages=num_stages).replace("pad=0", f"pad={pad}")
+    return pipeline.emit_cuda(read(text, "matmul.py"))
+
+
+def test_padded_rows_narrow_the_chunks_to_what_the_pitch_allows():
+    assert "cp.async.cg.shared.global" in padded_pipelined_cuda(4)  # pitches 20 and 36: 16-byte chunks
+    assert "cp.async.cg.shared.global" not in padded_pipelined_cuda(2)  # 18 and 34: 8-byte chunks
+    assert ", 8, %2;" in padded_pipelined_cuda(2)
+    assert "cp.async.ca.shared.global [%0], [%1], 8" not in padded_pipelined_cuda(1)  # one element at a time
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("pad", [1, 2, 4])
+def test_padded_pipelined_buffers_build(pad):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+    assert "cp.async.wait_group 1;" in compile_ptx(padded_pipelined_cuda(pad), "sm_90")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pad", [1, 2, 4])
+def test_padded_pipelined_buffers_give_the_same_matmul_on_the_gpu(pad):
+    from mytriton.runtime.cuda_driver import CudaKernel
+    M, N, K = 70, 50, 84
+    rng = np.random.default_rng(pad)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    CudaKernel(padded_pipelined_cuda(pad), "sm_90").launch((cdiv(M, 32), cdiv(N, 32)), [a, b, c, M, N, K])
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
