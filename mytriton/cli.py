@@ -135,6 +135,12 @@ def trace_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def stages_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--num-stages", default=None, type=click.IntRange(1, 16),
+                        help="Software-pipelining stages of a staged dot's K loop (default 3; 1: none; "
+                             "a loop's own num_stages wins).")(fn)
+
+
 def warps_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--num-warps", default=pipeline.DEFAULT_NUM_WARPS, show_default=True, type=int,
                         help="Warps per CUDA block (a block runs one program).")(fn)
@@ -233,12 +239,14 @@ def opt(input: str, passes: str | None, print_ir_after_all: bool, output: str) -
 
 @main.command("stage-dots")
 @input_argument
+@stages_option
 @output_option
 @reports_errors
-def stage_dots(input: str, output: str) -> None:
-    """Stage canonical tl.dot operand loads through shared memory (SSA in, SSA out)."""
+def stage_dots(input: str, num_stages: int | None, output: str) -> None:
+    """Stage canonical tl.dot operand loads through shared memory and pipeline their K loops (SSA in, SSA out)."""
     text, file = read_input(input)
-    write_output(output, pipeline.print_ssa(pipeline.stage_dots(pipeline.read_ssa(text, file))))
+    options = pipeline.Options(num_stages=num_stages)
+    write_output(output, pipeline.print_ssa(pipeline.stage_dots(pipeline.read_ssa(text, file), options)))
 
 
 @main.command()
@@ -302,6 +310,7 @@ def _pass_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
 @kernel_option
 @trace_options
 @warps_option
+@stages_option
 @click.option("-p", "--passes", default=None, metavar="LIST", help="Passes for the opt stage.")
 @click.option("--arch", default=pipeline.DEFAULT_ARCH, show_default=True, help="nvcc -arch for --emit=ptx|cubin.")
 @click.option("--dump-dir", default=None, metavar="DIR",
@@ -316,7 +325,7 @@ def _pass_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
 @output_option
 @reports_errors
 def compile_command(input: str, emit: str | None, kernel: str | None, defines: tuple[str, ...],
-                    signature: str | None, num_warps: int, passes: str | None, arch: str, dump_dir: str | None,
+                    signature: str | None, num_warps: int, num_stages: int | None, passes: str | None, arch: str, dump_dir: str | None,
                     print_ir_after_all: bool, print_after: tuple[str, ...], print_before: tuple[str, ...],
                     time_passes: bool, output: str) -> None:
     """Run the pipeline up to one stage in one process."""
@@ -330,6 +339,7 @@ def compile_command(input: str, emit: str | None, kernel: str | None, defines: t
                                "not to a terminal")
     text, file = read_input(input)
     options = make_options(kernel, defines, signature, num_warps, passes, arch)
+    options.num_stages = num_stages
     from mytriton import instrument
 
     results: dict[str, Any] = {}

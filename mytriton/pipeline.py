@@ -26,7 +26,7 @@ class Options:
     defines: dict[str, Any] = field(default_factory=dict)
     signature: str | None = None
     num_warps: int = DEFAULT_NUM_WARPS
-    num_stages: int | None = None  # a launch's software-pipelining depth: recorded, for later pipelining
+    num_stages: int | None = None  # a launch's software-pipelining depth (None: the pipeline pass's default, 3)
     passes: Sequence[str] | None = None  # None: the default pipeline
     arch: str = DEFAULT_ARCH
     # tl.dot's precision for f32 operands where the call names none (Triton's
@@ -98,12 +98,22 @@ def optimize(kernel: Kernel, options: Options) -> Kernel:
     return run_passes(kernel, names, options.after_each, options.before_each)
 
 
-def stage_dots(kernel: Kernel) -> Kernel:
+def stage_dots(kernel: Kernel, options: Options | None = None) -> Kernel:
     """Stage canonical tl.dot operands through shared memory (the CUDA
-    backend's input); verified before and after."""
+    backend's input), then software-pipeline their K loops over
+    ``options.num_stages`` buffers (the pipeline pass's default without it);
+    verified before and after."""
     from mytriton.passes.manager import run_passes
+    from mytriton.passes.pipeline import PipelinePass
+    from mytriton.passes.verify import verify as run_verifier
 
-    return run_passes(kernel, ["stage-dots"])
+    kernel = run_passes(kernel, ["stage-dots"])
+    kernel = PipelinePass(num_stages=options.num_stages if options is not None else None).apply(kernel)
+    try:
+        return run_verifier(kernel)
+    except CompileError as err:
+        err.message = f"after pass 'pipeline': {err.message}"
+        raise
 
 
 def layouts(kernel: Kernel, options: Options) -> Kernel:
@@ -131,7 +141,7 @@ def to_cuda(kernel: Kernel, options: Options) -> str:
     """CUDA C++ for SSA at any stage from ``opt`` on: what is not staged and
     laid out yet is (stage-dots changes nothing on staged SSA)."""
     if not kernel.laid_out:
-        kernel = layouts(stage_dots(kernel), options)
+        kernel = layouts(stage_dots(kernel, options), options)
     return emit_cuda(kernel)
 
 
@@ -199,7 +209,7 @@ def compile_source(text: str, file: str, emit: str, options: Options) -> str | b
     reached("opt", kernel)
     if emit == "opt":
         return print_ssa(kernel)
-    kernel = stage_dots(kernel)
+    kernel = stage_dots(kernel, options)
     reached("staged", kernel)
     if emit == "staged":
         return print_ssa(kernel)

@@ -236,7 +236,7 @@ def test_the_attributes_survive_the_tree_and_ssa_text():
 
 def test_stage_dots_carries_the_attributes_to_dot_shared():
     staged = compile_text(kernel_source(DOT_KERNEL), "staged", signature="*fp16, *fp16, *fp16, i32, i32, i32",
-                          defines={"BM": 32, "BN": 32, "BK": 16, "PRECISION": None, "OUT": F16})
+                          defines={"BM": 32, "BN": 32, "BK": 16, "PRECISION": None, "OUT": F16}, num_stages=1)
     assert 'dot_shared %0, %1, %' in staged
     assert 'input_precision="ieee", out_dtype=f16 : block<32x32 x f16>' in staged
 

@@ -21,8 +21,9 @@ from conftest import compile_text, kernel_source, load_sample
 MATMUL = Path(load_sample("matmul").__file__).read_text()
 
 
-def matmul_cuda(bm: int, bn: int, bk: int, num_warps: int = 4) -> str:
+def matmul_cuda(bm: int, bn: int, bk: int, num_warps: int = 4, num_stages: int = 1) -> str:
     return compile_text(MATMUL, "cuda", file="samples/matmul.py", num_warps=num_warps, f32_default="ieee",
+                        num_stages=num_stages,
                         defines={"BM": bm, "BN": bn, "BK": bk})
 
 
@@ -143,7 +144,7 @@ def test_a_dot_of_f16_tiles_off_the_tensor_cores_reads_one_value_at_a_time_and_b
 
     # 16x16 on 8 warps leaves some warp without a 16x8 block: the dot stays on CUDA cores.
     cuda = compile_text(MATMUL, "cuda", file="samples/matmul.py", signature="*fp16, *fp16, *fp32, i32, i32, i32",
-                        num_warps=8, defines={"BM": 16, "BN": 16, "BK": 16})
+                        num_warps=8, defines={"BM": 16, "BN": 16, "BK": 16}, num_stages=1)
     assert "mma.sync" not in cuda
     assert "reinterpret_cast" not in cuda
     assert "(float)(shared_dot_a0[" in cuda

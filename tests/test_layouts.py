@@ -77,7 +77,7 @@ def test_an_index_tile_wanted_in_two_layouts_is_computed_twice_not_converted():
 
 
 def test_a_dots_a_buffer_is_padded_by_16_bytes_and_its_b_buffer_is_not():
-    text = laid_out_text("matmul", f32_default="ieee")
+    text = laid_out_text("matmul", f32_default="ieee", num_stages=1)
     assert "#padded_shared0 = padded_shared<pad=4, order=[1, 0]>" in text
     assert "#padded_shared1 = padded_shared<pad=0, order=[1, 0]>" in text
     assert "shared<64x32 x f32, #padded_shared0>" in text
@@ -113,7 +113,7 @@ def test_the_fma_dot_layout_fits_and_holds_the_fewest_outputs_per_thread(shape, 
 
 
 def test_an_fma_dot_anchors_the_accumulator_the_loop_carries_and_the_store():
-    text = laid_out_text("matmul", f32_default="ieee")
+    text = laid_out_text("matmul", f32_default="ieee", num_stages=1)
     fma = "#blocked0 = blocked<size_per_thread=[1, 4], threads_per_warp=[16, 2], warps_per_cta=[1, 4], order=[1, 0]>"
     assert fma in text
     assert re.search(r"= for .* : block<64x64 x f32, #blocked0>", text)
@@ -200,7 +200,7 @@ def test_an_edited_blocked_layout_changes_the_cuda_slots():
 
 
 def test_an_edited_shared_padding_changes_the_buffers():
-    text = laid_out_text("matmul", f32_default="ieee").replace("pad=4", "pad=1")
+    text = laid_out_text("matmul", f32_default="ieee", num_stages=1).replace("pad=4", "pad=1")
     cuda = cuda_of(text)
     assert "shared_dot_a0[2112];" in cuda  # 64 rows of 32 + 1
     # rows of 33 floats are not whole 16-byte units: A is read one value at a time
@@ -208,7 +208,7 @@ def test_an_edited_shared_padding_changes_the_buffers():
 
 
 def test_an_edited_dot_layout_changes_the_register_tile_and_its_reads():
-    text = laid_out_text("matmul", f32_default="ieee")
+    text = laid_out_text("matmul", f32_default="ieee", num_stages=1)
     cuda = cuda_of(text)
     assert "// 4x8 outputs per thread" in cuda
     assert "reinterpret_cast<const float4*>(&shared_dot_b0" in cuda
@@ -258,7 +258,7 @@ def test_an_edited_layout_runs_correctly_on_the_gpu(layout):
 def test_padded_shared_buffers_give_the_same_matmul_on_the_gpu():
     from mytriton.runtime.cuda_driver import CudaKernel
 
-    text = laid_out_text("matmul", f32_default="ieee").replace("pad=0", "pad=1")
+    text = laid_out_text("matmul", f32_default="ieee", num_stages=1).replace("pad=0", "pad=1")
     M, N, K = 70, 50, 77
     rng = np.random.default_rng(4)
     a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)

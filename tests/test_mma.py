@@ -49,10 +49,10 @@ def signature(kind: str) -> str:
     return f"*{element}, *{element}, *{'i32' if acc == 'tl.int32' else 'fp32'}, i32, i32, i32"
 
 
-def compile_matmul(kind, config, num_warps, emit):
+def compile_matmul(kind, config, num_warps, emit, num_stages=None):
     bm, bn, bk = config
     return compile_text(matmul_source(kind), emit, signature=signature(kind), num_warps=num_warps,
-                        defines={"BM": bm, "BN": bn, "BK": bk})
+                        defines={"BM": bm, "BN": bn, "BK": bk}, num_stages=num_stages)
 
 
 # ---- the layouts stage's choice -----------------------------------------------------------------
@@ -102,7 +102,7 @@ def test_tf32x3_issues_three_products_per_block():
 
 
 def test_tf32_pads_b_rows_by_8_and_a_rows_by_4():
-    layouts = compile_matmul("tf32", (64, 64, 32), 4, "layouts")
+    layouts = compile_matmul("tf32", (64, 64, 32), 4, "layouts", num_stages=1)
     assert "shared<64x32 x f32, #padded_shared0>" in layouts
     assert "#padded_shared0 = padded_shared<pad=4, order=[1, 0]>" in layouts
     assert "#padded_shared1 = padded_shared<pad=8, order=[1, 0]>" in layouts
@@ -239,7 +239,7 @@ EPILOGUE_SIGNATURE = "*fp16, *fp16, *fp16, *fp32, i32, i32, i32"
 
 def test_an_epilogue_reads_the_accumulator_in_its_mma_layout():
     layouts = compile_text(kernel_source(EPILOGUE), "layouts", signature=EPILOGUE_SIGNATURE,
-                           defines={"BM": 64, "BN": 64, "BK": 32})
+                           defines={"BM": 64, "BN": 64, "BK": 32}, num_stages=1)
     assert "max %" in layouts and "#slice" in layouts
     assert "dot_shared %0, %1, %" in layouts and "#mma0" in layouts.split("dot_shared")[1].split("\n")[0]
 

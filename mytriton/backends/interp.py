@@ -871,18 +871,28 @@ def _dot(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
 # ---- shared memory -------------------------------------------------------------------------------
 
 
-@handles("shared_alloc")
+@handles("shared_alloc", "shared_alloc_stages")
 def _shared_alloc(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
-    rows, cols = op.attrs["shape"]
+    rows, cols = op.results[0].type.shape  # shared_alloc_stages: its stages, one above the other
     return np.zeros((st.P, rows, cols), dtype=np_dtype(op.attrs["dtype"]))
 
 
 @handles("copy_to_shared")
 def _copy_to_shared(st: _State, op: Op, active: np.ndarray) -> None:
-    buffer, base, row_offset, col_offset, row_stride, row_bound, col_bound, fill = op.operands
+    buffer = op.operands[0]
     tile = st.env[buffer]
-    element = buffer.type.element
-    n_rows, n_cols = buffer.type.shape
+    values = _copied_tile(st, op, op.operands[1:], buffer.type, active)
+    tile[active] = values[active]  # programs outside the loop's trip keep their tiles
+
+
+def _copied_tile(st: _State, op: Op, operands: list[Operand], buffer_type: SharedType,
+                 active: np.ndarray) -> np.ndarray:
+    """What ``copy_to_shared`` (with these operands after the buffer) puts in
+    a ``buffer_type`` tile of each program; global memory is read only for
+    the ``active`` programs."""
+    base, row_offset, col_offset, row_stride, row_bound, col_bound, fill = operands
+    element = buffer_type.element
+    n_rows, n_cols = buffer_type.shape
     shape = (st.P, n_rows, n_cols)
 
     def scalar(operand: Operand) -> Any:  # (P, 1, 1): one per program, over the tile
@@ -895,9 +905,9 @@ def _copy_to_shared(st: _State, op: Op, active: np.ndarray) -> None:
     values = np.array(st.full(fill, BlockType((n_rows, n_cols), element)))
     if enabled.any():
         offsets = rows * scalar(row_stride) + cols
-        ptrs = np.broadcast_to(advance(st.get(base, ADDRESS, 2), offsets, tile.dtype.itemsize), shape)
-        values[enabled] = _gather(st, op, "copy from", ptrs, enabled, tile.dtype)
-    tile[active] = values[active]  # programs outside the loop's trip keep their tiles
+        ptrs = np.broadcast_to(advance(st.get(base, ADDRESS, 2), offsets, np_dtype(element).itemsize), shape)
+        values[enabled] = _gather(st, op, "copy from", ptrs, enabled, np_dtype(element))
+    return values
 
 
 @handles("barrier")
@@ -908,7 +918,61 @@ def _barrier(st: _State, op: Op, active: np.ndarray) -> None:
 @handles("dot_shared")
 def _dot_shared(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     a, b, _ = op.operands
-    return _matmul(st, op, st.env[a], st.env[b])
+    return _matmul(st, op, _shared_tiles(st.env[a]), _shared_tiles(st.env[b]))
+
+
+# ---- pipelined K loops (the pipeline pass) --------------------------------------------------------
+# A stage view is the buffer and each program's stage; copies write through it
+# into the buffer, and a dot reads each program's stage out of it. An async
+# copy completes at once here: programs run in lockstep, so the waits and
+# commits that order it on the GPU have nothing to wait for.
+
+
+@dataclass(frozen=True)
+class _StageView:
+    buffer: np.ndarray  # (P, stages * R, C)
+    stage: np.ndarray  # (P,) int64
+    rows: int
+
+    def row_indices(self) -> np.ndarray:  # (P, R)
+        return self.stage[:, None] * self.rows + np.arange(self.rows)[None, :]
+
+
+def _shared_tiles(value: Any) -> np.ndarray:
+    """Each program's (R, C) tile of a buffer or of a stage view of one."""
+    if isinstance(value, _StageView):
+        return value.buffer[np.arange(value.buffer.shape[0])[:, None], value.row_indices()]
+    return value
+
+
+@handles("stage_view")
+def _stage_view(st: _State, op: Op, active: np.ndarray) -> _StageView:
+    buffer, stage = op.operands
+    stages = op.attrs["stages"]
+    index = np.broadcast_to(st.get(stage, np.dtype(np.int64), 0), (st.P,)).copy()
+    outside = active & ((index < 0) | (index >= stages))
+    if outside.any():
+        raise CompileError(f"stage {int(index[outside][0])} of a buffer of {stages} stages")
+    index[~active] = 0  # programs not running this op read nothing through it
+    return _StageView(st.env[buffer], index, op.results[0].type.shape[0])
+
+
+@handles("async_copy_to_shared")
+def _async_copy_to_shared(st: _State, op: Op, active: np.ndarray) -> None:
+    target, *operands, pred = op.operands
+    copying = active & np.broadcast_to(st.get(pred, np.dtype(bool), 0), (st.P,))
+    values = _copied_tile(st, op, operands, target.type, copying)
+    view = st.env[target]
+    programs = np.nonzero(copying)[0]
+    if isinstance(view, _StageView):
+        view.buffer[programs[:, None], view.row_indices()[programs]] = values[programs]
+    else:
+        view[programs] = values[programs]
+
+
+@handles("async_commit", "async_wait")
+def _async_order(st: _State, op: Op, active: np.ndarray) -> None:
+    return None  # every copy is already complete
 
 
 # ---- loops ----------------------------------------------------------------------------------------

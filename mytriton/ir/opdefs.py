@@ -998,6 +998,80 @@ _register(OpDef("join", ("a", "b"), _join, materialised=True,
 _register(OpDef("broadcast_to", ("x",), _broadcast_to, attrs=("shape",), elementwise=True,
                 doc="x broadcast to shape (tl.broadcast_to)"))
 
+# ---- pipelined K loop (issue 10, part 2b) --------------------------------------------
+# The pipeline pass turns a staged dot's loop into a multi-buffered one: each
+# shared buffer holds ``stages`` tiles one above the other, ``stage_view``
+# names one of them, ``async_copy_to_shared`` fills one without waiting
+# (cp.async on the GPU), ``async_commit`` closes a thread's group of such
+# copies and ``async_wait`` waits until at most ``pending`` groups are in
+# flight. The copies write shared memory and the commit and wait order them:
+# effects, so no pass removes, merges or moves them. A view reads shared
+# memory as far as the passes know (the interpreter copies the stage out when
+# it is taken), so it is never hoisted or merged across a copy either.
+
+
+def _stage_view(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    buffer, stage = types
+    stages = attrs.get("stages")
+    if not (isinstance(stages, int) and not isinstance(stages, bool) and 1 <= stages <= 64):
+        raise _err(f"'stage_view' needs stages from 1 to 64, got {stages!r}")
+    if not isinstance(buffer, SharedType):
+        raise _err(f"'stage_view' views a shared buffer, got {buffer}")
+    rows, cols = buffer.shape
+    if rows % stages:
+        raise _err(f"'stage_view' cannot split {buffer} into {stages} stages: {rows} rows")
+    if stage is None or shape_of(stage) or concrete(stage) != I32:
+        raise _err(f"the stage of 'stage_view' must be an i32 scalar, got {stage or 'none'}")
+    return [SharedType((rows // stages, cols), buffer.element)]
+
+
+def _shared_alloc_stages(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    stages = attrs.get("stages")
+    if not (isinstance(stages, int) and not isinstance(stages, bool) and 1 <= stages <= 64):
+        raise _err(f"'shared_alloc_stages' needs stages from 1 to 64, got {stages!r}")
+    (one,) = _shared_alloc(types, attrs)
+    rows, cols = one.shape
+    return [SharedType((rows * stages, cols), one.element)]
+
+
+def _async_copy_to_shared(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    *copy, pred = types
+    try:
+        _copy_to_shared(copy, attrs)
+    except TypeRuleError as err:
+        raise _err(str(err).replace("'copy_to_shared'", "'async_copy_to_shared'")) from None
+    if pred is None or shape_of(pred) or concrete(pred) != BOOL:
+        raise _err(f"the predicate of 'async_copy_to_shared' must be a bool scalar, got {pred or 'none'}")
+    return []
+
+
+def _async_wait(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    pending = attrs.get("pending")
+    if not (isinstance(pending, int) and not isinstance(pending, bool) and 0 <= pending <= 62):
+        raise _err(f"'async_wait' needs pending from 0 to 62, got {pending!r}")
+    return []
+
+
+_register(OpDef("shared_alloc_stages", (), _shared_alloc_stages, attrs=("name", "shape", "dtype", "stages"),
+                allocates=True, doc="a zero-filled buffer of stages buffers of shape, one above the other"))
+_register(OpDef("stage_view", ("buffer", "stage"), _stage_view, attrs=("stages",), reads_shared=True,
+                shared_operands=("buffer",),
+                doc="rows [stage * R, (stage + 1) * R) of a buffer of stages * R rows, as an R-row buffer"))
+_register(OpDef("async_copy_to_shared", ("buffer", "base", "row_offset", "col_offset", "row_stride", "row_bound",
+                                         "col_bound", "fill", "pred"), _async_copy_to_shared,
+                reads_global=True, writes_shared=True, address_operand="base", shared_operands=("buffer",),
+                doc="where pred holds, copy_to_shared without waiting for it; visible after "
+                    "async_commit, async_wait and a barrier"))
+_register(OpDef("async_commit", (), _none, synchronises=True,
+                doc="closes this thread's group of async copies issued since the last commit"))
+_register(OpDef("async_wait", (), _async_wait, attrs=("pending",), synchronises=True,
+                doc="waits until at most pending of this thread's committed copy groups are in flight"))
+
+# A loop the pipeline pass has multi-buffered says how many stages it got
+# (fewer than num_stages asked for where shared memory does not allow more).
+LOOP_ATTRS = LOOP_ATTRS + ("pipeline_stages",)
+OPS["for"] = replace(OPS["for"], attrs=LOOP_ATTRS)
+
 # ---- layout rules ---------------------------------------------------------------
 # "elementwise": tile operands are read in the result's layout (sliced for a
 #     lower-rank operand, which broadcasts); cheap enough to recompute in

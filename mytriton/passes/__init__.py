@@ -29,6 +29,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
     # The CUDA backend's preparation, not an optimisation: compile runs it
     # after opt (and `mytriton stage-dots` alone); not in the default pipeline.
     "stage-dots": ("mytriton.passes.stage_dots", "StageDotsPass"),
+    # After stage-dots (compile runs it there, with the launch's num_stages).
+    "pipeline": ("mytriton.passes.pipeline", "PipelinePass"),
 }
 
 # licm before cse, so that hoisted copies of an op meet the ones outside the loop.

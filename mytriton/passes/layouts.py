@@ -410,26 +410,38 @@ def _loc_of(value: Value):
     return value.op.loc if isinstance(value, OpResult) else value.block.parent.loc
 
 
+def buffer_of(value: Value) -> Value:
+    """The allocation a shared value is, or views (a stage of a multi-stage
+    buffer): a view and its buffer share one layout."""
+    while isinstance(value, OpResult) and value.op.operands and isinstance(value.op.operands[0], Value) \
+            and isinstance(value.op.operands[0].type, SharedType):
+        value = value.op.operands[0]
+    return value
+
+
 def shared_layouts(kernel: Kernel, num_warps: int) -> dict[Value, PaddedShared]:
-    """Padding for the shared operands of dots, as long as every staged
-    buffer, padding included, stays within the shared-memory budget (a pair
-    stage-dots let through at the budget's edge stays unpadded): both operands
-    of a dot on tensor cores (``mma_shared_layout``), the A buffer of an FMA
-    dot (``fma_operand_pad``)."""
-    allocs = [op for op in walk(kernel.body) if op.name == "shared_alloc"]
-    used = sum(op.result.type.numel * op.result.type.element.nbytes for op in allocs)
+    """Padding for the shared operands of dots, by the buffer they read (all
+    stages of a pipelined one alike), as long as every shared buffer, padding
+    included, stays within the shared-memory budget (a pair stage-dots let
+    through at the budget's edge stays unpadded): both operands of a dot on
+    tensor cores (``mma_shared_layout``), the A buffer of an FMA dot
+    (``fma_operand_pad``)."""
+    allocs = [r for op in walk(kernel.body) if opdefs.lookup(op.name).allocates for r in op.results]
+    used = sum(r.type.numel * r.type.element.nbytes for r in allocs)
     layouts: dict[Value, PaddedShared] = {}
     for op in walk(kernel.body):
-        if op.name != "dot_shared" or op.operands[0] in layouts:
+        if op.name != "dot_shared":
             continue
         on_tensor_cores = mma_layout(op, num_warps) is not None
         for index in (0, 1) if on_tensor_cores else (0,):
-            buffer = op.operands[index]
+            buffer = buffer_of(op.operands[index])
+            if buffer in layouts:
+                continue
             rows, cols = buffer.type.shape
             nbytes = buffer.type.element.nbytes
             pad = mma_shared_layout(buffer.type.element, index).pad if on_tensor_cores \
                 else fma_operand_pad(cols, nbytes)
-            if pad and buffer not in layouts and used + rows * pad * nbytes <= SHARED_MEMORY_BUDGET:
+            if pad and used + rows * pad * nbytes <= SHARED_MEMORY_BUDGET:
                 used += rows * pad * nbytes
                 layouts[buffer] = PaddedShared(pad=pad)
     return layouts
@@ -444,7 +456,7 @@ def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout]) -> None:
                 layout = layouts.get(value) or default_blocked(value.type.shape, kernel.num_warps)
                 value.type = replace(value.type, layout=layout)
             elif isinstance(value.type, SharedType):
-                value.type = replace(value.type, layout=shared.get(value, SHARED_LAYOUT))
+                value.type = replace(value.type, layout=shared.get(buffer_of(value), SHARED_LAYOUT))
 
 
 @dataclass(frozen=True)

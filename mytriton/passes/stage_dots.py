@@ -332,7 +332,7 @@ def _store_between(defs: Definitions, load: Op, dot: Op) -> Op | None:
 def plan_dots(kernel: Kernel, defs: Definitions) -> list[DotPlan]:
     """The dots to stage, in program order. Raises if their buffers, with the
     kernel's existing ones, do not fit in the shared-memory budget."""
-    used = sum(op.results[0].type.nbytes for op in walk(kernel.body) if op.name == "shared_alloc")
+    used = sum(op.results[0].type.nbytes for op in walk(kernel.body) if _allocates(op))
     plans: list[DotPlan] = []
     for op in walk(kernel.body):
         if op.name != "dot":
@@ -351,8 +351,15 @@ def plan_dots(kernel: Kernel, defs: Definitions) -> list[DotPlan]:
     return plans
 
 
+def _allocates(op: Op) -> bool:
+    """A shared buffer's allocation (``shared_alloc``, or the pipeline pass's
+    ``shared_alloc_stages``)."""
+    opdef = opdefs.lookup(op.name)
+    return opdef is not None and opdef.allocates
+
+
 def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
-    taken = {op.attrs.get("name") for op in walk(kernel.body) if op.name == "shared_alloc"}
+    taken = {op.attrs.get("name") for op in walk(kernel.body) if _allocates(op)}
     allocations: list[Op] = []
     loads: list[Op] = []
     index = 0
@@ -380,7 +387,7 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
         loads += [plan.a.load, plan.b.load]
     # Allocations first in the kernel, after any it already had.
     body = kernel.body
-    first = next(op for op in body.ops if op.name != "shared_alloc")
+    first = next(op for op in body.ops if not _allocates(op))
     insert_before(first, *allocations)
     _erase_staging_only(kernel, defs, loads)
 

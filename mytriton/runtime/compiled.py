@@ -81,7 +81,7 @@ class CompiledKernel:
             # A fresh copy read back from the text, so that the kernel the
             # interpreter runs stays as it is; made once, for both texts.
             if not laid:
-                laid.append(pipeline.layouts(pipeline.stage_dots(pipeline.read_ssa(ssa, file)), options))
+                laid.append(pipeline.layouts(pipeline.stage_dots(pipeline.read_ssa(ssa, file), options), options))
             return laid[0]
 
         self.asm = LazyAsm({

@@ -30,6 +30,7 @@ scratch memory, then the same FMA loop runs.
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element, c_literal, c_scalar
@@ -38,9 +39,9 @@ from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.ir.layouts import fma_operand_pad
 from mytriton.ir.opdefs import dot_input_precision
-from mytriton.ir.ssa import Op
+from mytriton.ir.ssa import Const, Op
 from mytriton.target import SHARED_MEMORY_BUDGET
-from mytriton.types import F32, F64, I8, I32, ScalarType, SharedType, element_of
+from mytriton.types import BOOL, F32, F64, I8, I32, ScalarType, SharedType, element_of
 
 if TYPE_CHECKING:
     from mytriton.backends.cuda.emitter import CudaEmitter
@@ -115,6 +116,135 @@ def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
         if guard:
             store = f"if ({index} < {total}) {store}"
         em.line(f"for (int s = 0; s < {steps}; ++s) {store}")
+
+
+# ---- the pipelined K loop's ops (the pipeline pass) ------------------------------------------
+
+ASYNC_OPS = ("stage_view", "async_copy_to_shared", "async_commit", "async_wait")
+
+
+def emit_async(em: "CudaEmitter", op: Op) -> None:
+    """One op of a pipelined K loop: a stage view is a pointer into its
+    buffer; a copy is cp.async; commit and wait are cp.async's groups."""
+    where = em.where(op)
+    if op.name == "stage_view":
+        buffer, stage = op.operands
+        result = op.results[0]
+        rows = result.type.shape[0]
+        name = em.name(result)
+        em.storage[result] = name
+        offset = f"{as_type(em.scalar_arg(stage), I32)} * {rows * pitch(result.type)}"
+        em.line(f"{c_scalar(result.type.element)}* const {name} = {em.storage[buffer]} + {offset};{where}")
+    elif op.name == "async_commit":
+        em.line(f"{CUDA.cp_async_commit}{where}")
+    elif op.name == "async_wait":
+        em.line(f"{CUDA.cp_async_wait(op.attrs['pending'])}{where}")
+    else:
+        emit_async_copy(em, op)
+
+
+def _zero(fill: object) -> bool:
+    """A literal +0 fill: what cp.async's zero-fill writes (a -0.0 fill is not)."""
+    return isinstance(fill, Const) and fill.value == 0 and math.copysign(1.0, fill.value) > 0
+
+
+def vector_width(buffer: SharedType, fill: object) -> int:
+    """Elements per cp.async of a copy into ``buffer`` when its rows are
+    aligned (16 bytes where the row and padding allow, else 8 or 4); 1 when
+    only element by element is possible. A non-zero fill is written by the
+    threads themselves: cp.async fills with zeros."""
+    nbytes = buffer.element.nbytes
+    rows, cols = buffer.shape
+    if not _zero(fill):
+        return 1
+    for chunk in (16, 8):
+        width = chunk // nbytes
+        if width > 1 and cols % width == 0 and pitch(buffer) % width == 0:
+            return width
+    return 1
+
+
+def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
+    """``async_copy_to_shared``, where its predicate holds: each thread
+    issues cp.async for its chunks of the row-major tile, consecutive
+    threads on consecutive chunks; the elements out of bounds are
+    zero-filled by cp.async (src-size short of the chunk, 0 for a chunk
+    wholly outside). Whole chunks of ``vector_width`` elements need the base
+    address, the row stride and the column offset aligned to them, which the
+    kernel checks at run time (the same answer for every thread); otherwise,
+    element by element (4- and 8-byte elements by cp.async, others, and
+    non-zero fills, by plain loads and shared stores, which the same wait and
+    barrier order)."""
+    view, base, row_offset, col_offset, stride, row_bound, col_bound, fill, pred = op.operands
+    rows, cols = view.type.shape
+    row_pitch = pitch(view.type)
+    element = view.type.element
+    nbytes = element.nbytes
+    dst = em.storage[view]
+    args = {label: as_type(em.scalar_arg(value), I32) for label, value in (
+        ("row_offset", row_offset), ("col_offset", col_offset), ("stride", stride),
+        ("row_bound", row_bound), ("col_bound", col_bound))}
+    base_name = em.scalar_ref(base)
+    width = vector_width(view.type, fill)
+    where = em.where(op).replace("  // async_copy_to_shared", "")
+    em.line(f"// async_copy_to_shared{where}: the {rows}x{cols} tile of {base_name} at "
+            f"({args['row_offset']}, {args['col_offset']}) into {dst}")
+    em.line(f"if ({as_type(em.scalar_arg(pred), BOOL)}) {{")
+    em.depth += 1
+    if width > 1:
+        aligned = (f"reinterpret_cast<unsigned long long>({base_name}) % {width * nbytes} == 0 && "
+                   f"{args['stride']} % {width} == 0 && {args['col_offset']} % {width} == 0")
+        em.line(f"if ({aligned}) {{  // {width * nbytes}-byte chunks")
+        em.depth += 1
+        _copy_loop(em, rows, cols, width, row_pitch, args, lambda i, in_bounds, row, col, r, c: [
+            f"const int n = {row} < {args['row_bound']} ? "
+            f"min(max({args['col_bound']} - {col}, 0), {width}) : 0;",
+            CUDA.cp_async(f"&{dst}[{r} * {row_pitch} + {c}]",
+                          f"n > 0 ? {base_name} + ({row} * {args['stride']} + {col}) : {base_name}",
+                          width * nbytes, f"n * {nbytes}"),
+        ])
+        em.depth -= 1
+        em.line("} else {  // element by element")
+        em.depth += 1
+    fill_c = as_type(em.scalar_arg(fill), element)
+
+    def one(i, in_bounds, row, col, r, c):
+        place = f"{dst}[{r} * {row_pitch} + {c}]"
+        if nbytes in (4, 8) and _zero(fill):
+            return [f"const bool in = {in_bounds};",
+                    CUDA.cp_async(f"&{place}", f"in ? {base_name} + ({row} * {args['stride']} + {col}) : {base_name}",
+                                  nbytes, f"in ? {nbytes} : 0")]
+        return [f"{place} = ({in_bounds}) ? {base_name}[{row} * {args['stride']} + {col}] : {fill_c};"]
+
+    _copy_loop(em, rows, cols, 1, row_pitch, args, one)
+    if width > 1:
+        em.depth -= 1
+        em.line("}")
+    em.depth -= 1
+    em.line("}")
+
+
+def _copy_loop(em: "CudaEmitter", rows: int, cols: int, width: int, row_pitch: int, args: dict[str, str],
+               body) -> None:
+    """A loop over a thread's chunks of ``width`` elements of a row-major tile."""
+    per_row = cols // width
+    total = rows * per_row
+    steps = max(1, total // em.threads)
+    guard = total < em.threads
+    tid = em.lang.thread_id
+    em.line(em.lang.unroll)
+    em.line(f"for (int s = 0; s < {steps}; ++s) {{")
+    em.line(f"  const int i = {tid} + s * {em.threads};")
+    if guard:
+        em.line(f"  if (i >= {total}) break;")
+    em.line(f"  const int r = i / {per_row};")
+    em.line(f"  const int c = i % {per_row} * {width};")
+    em.line(f"  const int row = {args['row_offset']} + r;")
+    em.line(f"  const int col = {args['col_offset']} + c;")
+    in_bounds = f"row < {args['row_bound']} && col < {args['col_bound']}"
+    for text in body("i", in_bounds, "row", "col", "r", "c"):
+        em.line(f"  {text}")
+    em.line("}")
 
 
 def emit_dot(em: "CudaEmitter", op: Op) -> None:

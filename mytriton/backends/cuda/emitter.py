@@ -29,6 +29,7 @@ import json
 from dataclasses import dataclass, field
 
 from mytriton.backends.cuda.ctypes import c_element, c_literal
+from mytriton.backends.cuda.dots import ASYNC_OPS
 from mytriton.backends.cuda.language import CUDA
 from mytriton.backends.cuda.expressions import CValue, as_type, assert_lines, print_call, render
 from mytriton.backends.cuda.layout import BlockedLayout, Layout, tile_layout
@@ -51,7 +52,7 @@ class Group:
     """Statements emitted together: a scalar op, loads/stores sharing one
     slot loop, a reduction, or a loop."""
 
-    kind: str  # "scalar", "tile", "convert", "reduce", "for", "copies", "barrier", "dot"
+    kind: str  # "scalar", "tile", "convert", "reduce", "for", "copies", "barrier", "async", "dot"
     ops: list[Op] = field(default_factory=list)
     domain: Layout | None = None
 
@@ -167,6 +168,9 @@ class CudaEmitter:
             elif op.name == "barrier":
                 open_group = None
                 groups.append(Group("barrier", [op]))
+            elif op.name in ASYNC_OPS:  # the pipelined K loop's ops, in program order
+                open_group = None
+                groups.append(Group("async", [op]))
             elif rule == "dot":
                 open_group = None
                 groups.append(Group("dot", [op]))
@@ -324,6 +328,10 @@ class CudaEmitter:
                 emit_copies(self, group.ops)
             elif group.kind == "barrier":
                 self.line(f"{self.lang.barrier}{self.where(group.ops[0])}")
+            elif group.kind == "async":
+                from mytriton.backends.cuda.dots import emit_async
+
+                emit_async(self, group.ops[0])
             elif group.kind == "dot":
                 from mytriton.backends.cuda.dots import emit_dot
 

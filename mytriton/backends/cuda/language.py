@@ -53,6 +53,21 @@ class CudaLanguage(CStyleLanguage):
     def from_float(self, expr: str, t: ScalarType) -> str:
         return f"{'__float2half' if t == F16 else '__float2bfloat16'}({expr})"
 
+    # Asynchronous copies (cp.async, sm_80 on): the pipelined K loop's ops.
+    cp_async_commit = 'asm volatile("cp.async.commit_group;\\n" ::: "memory");'
+
+    def cp_async(self, dst_shared: str, src_global: str, nbytes: int, src_bytes: str) -> str:
+        """Copy ``nbytes`` (4, 8 or 16) from global to shared memory without
+        waiting; the bytes past ``src_bytes`` are zero-filled (and not read)."""
+        cache = "cg" if nbytes == 16 else "ca"  # .cg (through L2 alone) takes 16 bytes only
+        return (f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {nbytes}, %2;\\n" :: '
+                f'"r"((unsigned)__cvta_generic_to_shared({dst_shared})), "l"({src_global}), "r"({src_bytes}) '
+                ': "memory");')
+
+    def cp_async_wait(self, pending: int) -> str:
+        """Wait until at most ``pending`` of this thread's committed groups are in flight."""
+        return f'asm volatile("cp.async.wait_group {pending};\\n" ::: "memory");'
+
     def to_float(self, expr: str, t: ScalarType) -> str:
         if t == F16:
             return f"__half2float({expr})"

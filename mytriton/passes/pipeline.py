@@ -1,0 +1,357 @@
+"""pipeline: software-pipeline a staged dot's K loop over ``num_stages`` shared buffers.
+
+After stage-dots a matmul's K loop reads
+
+    for %k in range(lo, hi, step) iter_args(%acc = ...) {
+      copy_to_shared %sa, a_ptr, ..., <offsets of %k>, ...
+      copy_to_shared %sb, b_ptr, ..., <offsets of %k>, ...
+      barrier
+      %c = dot_shared %sa, %sb, %acc
+      barrier
+      ...
+    }
+
+so every K step waits for its tiles before it multiplies them. With S stages
+each buffer holds S tiles (``shared<S*R x C>``, one above the other), the
+copies are asynchronous (cp.async on the GPU), and the loop multiplies stage
+``slot`` while the tiles of S-1 iterations ahead are in flight:
+
+    <prologue: for i in 0 .. S-2, the copies of iteration lo + i*step into
+     stage i, predicated on lo + i*step < hi; async_commit after each stage>
+    for %k in range(lo, hi, step, ..., pipeline_stages=S) iter_args(%acc = ..., %slot = 0) {
+      async_wait pending=S-2        (this thread's copies of iteration k are done)
+      barrier                       (everyone's are, and everyone finished iteration k-1's dot)
+      <the copies of iteration k + (S-1)*step into stage (slot + S-1) % S,
+       predicated on k + (S-1)*step < hi>
+      async_commit
+      %c = dot_shared (stage_view %sa, %slot), (stage_view %sb, %slot), %acc
+      ...
+      yield ..., (slot + 1) % S
+    }
+    async_wait pending=0            (nothing left in flight)
+    barrier                         (nobody still reads the last stage)
+
+The stage refilled in iteration k is the one iteration k-1 multiplied, which
+every thread finished before the barrier of iteration k: the barrier after
+the dot is gone. The copies' offsets for a later iteration come from cloning
+the pure ops that compute them from the induction variable. A loop is left
+as it is (with no note) when its copies' operands depend on another carried
+value (loop-carried pointers), on memory, or when the dot's buffers have
+other users.
+
+How many stages: the loop's own ``num_stages`` (``tl.range``) first, else the
+pass's (the launch's ``num_stages``, an autotune config's), else 3, as in
+Triton. 1 (or 0) leaves the loop alone. Fewer stages than asked are used when
+the shared-memory budget does not hold them beside the kernel's other buffers
+and the scratch its reductions and layout changes will need (``scratch_reserve``); the loop then says so with its
+``pipeline_stages`` attribute, which every loop this pass looked at and could
+pipeline carries (a second run leaves those loops alone).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mytriton.ir import opdefs
+from mytriton.ir.ssa import (
+    BlockArg, Const, Kernel, Op, OpResult, Operand, Value, erase_op, for_body, for_bounds, for_carried,
+    for_index, for_yield, insert_before, use_counts, values_used, walk,
+)
+from mytriton.target import SHARED_MEMORY_BUDGET
+from mytriton.types import BOOL, I32, BlockType, PointerType, SharedType
+
+DEFAULT_NUM_STAGES = 3  # Triton's default
+
+
+class _NotPipelinable(Exception):
+    """This loop is not the staged pattern, or its copies cannot be issued early."""
+
+
+@dataclass(frozen=True, eq=False)
+class _Plan:
+    loop: Op
+    copies: list[Op]
+    first_barrier: Op
+    dot: Op
+    last_barrier: Op
+    allocations: list[Op]  # the shared_alloc of each copy's buffer, in copy order
+
+    @property
+    def stage_bytes(self) -> int:
+        return sum(op.result.type.nbytes for op in self.allocations)
+
+
+def requested_stages(loop: Op, default: int | None) -> int:
+    given = loop.attrs.get("num_stages")
+    if given is not None:
+        return given
+    return DEFAULT_NUM_STAGES if default is None else default
+
+
+def _plan(loop: Op, allocation_of: dict[Value, Op], counts: dict[Value, int]) -> _Plan:
+    ops = for_body(loop).ops
+    found = [i for i, op in enumerate(ops) if op.name == "dot_shared"]
+    if len(found) != 1:
+        raise _NotPipelinable
+    at = found[0]
+    dot = ops[at]
+    if at < 3 or at + 1 >= len(ops) or ops[at - 1].name != "barrier" or ops[at + 1].name != "barrier":
+        raise _NotPipelinable
+    start = at - 1
+    while start > 0 and ops[start - 1].name == "copy_to_shared":
+        start -= 1
+    copies = ops[start:at - 1]
+    buffers = [op.operands[0] for op in copies]
+    if len(copies) != 2 or set(buffers) != set(dot.operands[:2]) or len(set(buffers)) != 2:
+        raise _NotPipelinable
+    allocations = []
+    for buffer in buffers:
+        if buffer not in allocation_of or counts.get(buffer, 0) != 2:  # its copy and the dot alone
+            raise _NotPipelinable
+        allocations.append(allocation_of[buffer])
+    for copy in copies:
+        for operand in copy.operands[1:]:
+            _check_clonable(loop, operand)
+    return _Plan(loop, copies, ops[at - 1], dot, ops[at + 1], allocations)
+
+
+def _check_clonable(loop: Op, operand: Operand) -> None:
+    """Whether ``operand`` is invariant in ``loop`` or computed from its
+    induction variable by pure ops of its body."""
+    if not isinstance(operand, Value):
+        return
+    body = for_body(loop)
+    if isinstance(operand, BlockArg):
+        if operand.block is body and operand is not for_index(loop):
+            raise _NotPipelinable  # a carried value (a pointer advanced each step)
+        return
+    if isinstance(operand, OpResult) and operand.op.parent is body:
+        op = operand.op
+        if not _speculatable(op):
+            raise _NotPipelinable
+        for inner in op.operands:
+            _check_clonable(loop, inner)
+
+
+def _speculatable(op: Op) -> bool:
+    """A pure op that may run for an iteration that never happens."""
+    opdef = opdefs.lookup(op.name)
+    if opdef is None or not opdef.pure or opdef.reads_memory or opdef.allocates or op.regions:
+        return False
+    if op.name in ("floordiv", "mod", "div"):
+        divisor = op.operands[1]
+        return isinstance(divisor, Const) and divisor.value not in (0, -1)
+    return True
+
+
+# ---- building ops ------------------------------------------------------------------------------
+
+
+class _Builder:
+    """Appends new ops to a list, folding literal index arithmetic."""
+
+    def __init__(self, loc) -> None:
+        self.ops: list[Op] = []
+        self.loc = loc
+
+    def op(self, name: str, operands: list[Operand], result_types: list, **attrs) -> Op:
+        op = Op(name, operands, result_types, attrs, self.loc)
+        self.ops.append(op)
+        return op
+
+    def add(self, a: Operand, b: Operand) -> Operand:
+        if isinstance(a, Const) and isinstance(b, Const):
+            return Const(a.value + b.value)
+        if b == Const(0):
+            return a
+        return self.op("add", [a, b], [I32]).result
+
+    def mul(self, a: Operand, times: int) -> Operand:
+        if isinstance(a, Const):
+            return Const(a.value * times)
+        if times == 0:
+            return Const(0)
+        if times == 1:
+            return a
+        return self.op("mul", [a, Const(times)], [I32]).result
+
+    def before_end(self, k: Operand, stop: Operand, down: bool) -> Operand:
+        """Whether iteration ``k`` runs: k < stop (k > stop counting down)."""
+        if isinstance(k, Const) and isinstance(stop, Const):
+            return Const(k.value > stop.value if down else k.value < stop.value)
+        return self.op("cmp_gt" if down else "cmp_lt", [k, stop], [BOOL]).result
+
+
+def _clone_operand(builder: _Builder, loop: Op, operand: Operand, k: Operand,
+                   clones: dict[Value, Operand]) -> Operand:
+    """``operand`` as it would be in the iteration whose induction variable is ``k``."""
+    if not isinstance(operand, Value):
+        return operand
+    if operand is for_index(loop):
+        return k
+    if operand in clones:
+        return clones[operand]
+    if isinstance(operand, OpResult) and operand.op.parent is for_body(loop):
+        op = operand.op
+        inner = [_clone_operand(builder, loop, o, k, clones) for o in op.operands]
+        copy = Op(op.name, inner, [r.type for r in op.results], dict(op.attrs), op.loc)
+        builder.ops.append(copy)
+        for old, new in zip(op.results, copy.results):
+            clones[old] = new
+        return clones[operand]
+    return operand
+
+
+def _issue(builder: _Builder, plan: _Plan, k: Operand, pred: Operand, stage: Operand, stages: int) -> None:
+    """The async copies of iteration ``k`` into ``stage``, then a commit."""
+    clones: dict[Value, Operand] = {}
+    for copy, allocation in zip(plan.copies, plan.allocations):
+        operands = [_clone_operand(builder, plan.loop, o, k, clones) for o in copy.operands[1:]]
+        view = _view(builder, allocation, stage, stages, copy.loc)
+        builder.ops.append(Op("async_copy_to_shared", [view, *operands, pred], [], loc=copy.loc))
+    builder.op("async_commit", [], [])
+
+
+def _view(builder: _Builder, allocation: Op, stage: Operand, stages: int, loc) -> Value:
+    buffer = allocation.result
+    rows, cols = allocation.attrs["shape"]
+    view = Op("stage_view", [buffer, stage], [SharedType((rows, cols), buffer.type.element)],
+              {"stages": stages}, loc)
+    builder.ops.append(view)
+    return view.result
+
+
+def _insert_after(anchor: Op, ops: list[Op]) -> None:
+    block = anchor.parent
+    at = block.ops.index(anchor) + 1
+    for op in ops:
+        op.parent = block
+    block.ops[at:at] = ops
+
+
+# ---- the rewrite --------------------------------------------------------------------------------
+
+
+def _pipeline(plan: _Plan, stages: int) -> None:
+    loop, dot = plan.loop, plan.dot
+    start, stop, step = for_bounds(loop)
+    down = isinstance(step, Const) and step.value < 0
+    for index, allocation in enumerate(plan.allocations):  # S tiles, one above the other
+        rows, cols = allocation.result.type.shape
+        staged = Op("shared_alloc_stages", [], [SharedType((rows * stages, cols), allocation.result.type.element)],
+                    {**allocation.attrs, "stages": stages}, allocation.loc)
+        insert_before(allocation, staged)
+        erase_op(allocation)  # its copies and dot are rewritten below
+        plan.allocations[index] = staged
+
+    # Prologue: iterations 0 .. S-2 into stages 0 .. S-2.
+    prologue = _Builder(loop.loc)
+    for i in range(stages - 1):
+        k = prologue.add(start, prologue.mul(step, i))
+        _issue(prologue, plan, k, prologue.before_end(k, stop, down), Const(i), stages)
+    insert_before(loop, *prologue.ops)
+
+    # The stage index, carried.
+    body = for_body(loop)
+    slot = BlockArg(body, len(body.args), I32)
+    body.args.append(slot)
+    loop.operands.append(Const(0))
+    loop.results.append(OpResult(loop, len(loop.results), I32))
+    loop.attrs["pipeline_stages"] = stages
+
+    # The body: wait for this iteration's tiles, refill the stage the last one read, multiply.
+    steady = _Builder(dot.loc)
+    steady.op("async_wait", [], [], pending=stages - 2)
+    steady.ops.append(Op("barrier", [], [], loc=plan.first_barrier.loc))
+    ahead = steady.add(for_index(loop), steady.mul(step, stages - 1))
+    refill = steady.op("mod", [steady.add(slot, Const(stages - 1)), Const(stages)], [I32]).result
+    _issue(steady, plan, ahead, steady.before_end(ahead, stop, down), refill, stages)
+    reads = [_view(steady, allocation, slot, stages, dot.loc) for allocation in plan.allocations]
+    by_buffer = {copy.operands[0]: view for copy, view in zip(plan.copies, reads)}
+    dot.operands = [by_buffer[dot.operands[0]], by_buffer[dot.operands[1]], dot.operands[2]]
+    insert_before(dot, *steady.ops)
+    for op in [*plan.copies, plan.first_barrier, plan.last_barrier]:
+        erase_op(op)
+    terminator = for_yield(loop)
+    after = _Builder(dot.loc)
+    following = after.op("mod", [after.add(slot, Const(1)), Const(stages)], [I32]).result
+    insert_before(terminator, *after.ops)
+    terminator.operands.append(following)
+
+    # Epilogue: nothing in flight, nobody still reading the last stage.
+    _insert_after(loop, [Op("async_wait", [], [], {"pending": 0}, dot.loc), Op("barrier", [], [], loc=dot.loc)])
+    _erase_dead(body)
+
+
+def _erase_dead(block) -> None:
+    """Erase the pure ops of ``block`` that only fed the copies replaced."""
+    changed = True
+    while changed:
+        changed = False
+        counts = use_counts(block)
+        for op in reversed(list(block.ops)):
+            if op.regions or not opdefs.is_pure(op.name) or any(counts.get(r, 0) for r in op.results):
+                continue
+            erase_op(op)
+            for value in values_used(op):
+                counts[value] -= 1
+            changed = True
+
+
+def scratch_reserve(kernel: Kernel) -> int:
+    """Shared bytes to leave for the CUDA backend's scratch (reductions,
+    layout changes, unstaged dots), which it sizes only while emitting: the
+    largest tile such an op reads or makes, at 4 bytes an element at least.
+    A layout change the layouts stage adds later is not foreseen."""
+    reserve = 0
+    for op in walk(kernel.body):
+        opdef = opdefs.lookup(op.name)
+        if opdef is None or op.name == "dot_shared" or opdef.layout_rule not in ("reduce", "convert", "dot"):
+            continue
+        for value in [*values_used(op), *op.results]:
+            if isinstance(value.type, BlockType):
+                element = value.type.element  # a pointer takes 8 bytes
+                nbytes = value.type.numel * (8 if isinstance(element, PointerType) else max(4, element.nbytes))
+                reserve = max(reserve, (nbytes + 15) // 16 * 16)
+    return reserve
+
+
+def choose_stages(requested: int, stage_bytes: int, other_bytes: int) -> int:
+    """The most stages up to ``requested`` whose buffers fit beside ``other_bytes``."""
+    fit = (SHARED_MEMORY_BUDGET - other_bytes) // stage_bytes if stage_bytes else requested
+    return max(1, min(requested, fit))
+
+
+@dataclass(frozen=True)
+class PipelinePass:
+    name: str = "pipeline"
+    summary: str = ("multi-buffer a staged dot's K loop: async copies num_stages-1 iterations ahead "
+                    "(default 3 stages, a loop's num_stages first)")
+    num_stages: int | None = None
+
+    def apply(self, kernel: Kernel) -> Kernel:
+        allocation_of = {op.result: op for op in kernel.body.ops if op.name == "shared_alloc"}
+        counts = use_counts(kernel.body)
+        plans = []
+        for op in walk(kernel.body):
+            if op.name != "for" or "pipeline_stages" in op.attrs:
+                continue
+            if requested_stages(op, self.num_stages) <= 1:
+                continue
+            try:
+                plans.append(_plan(op, allocation_of, counts))
+            except _NotPipelinable:
+                continue
+        if not plans:
+            return kernel
+        # Budget: every other buffer stays as it is; loops are served in program order.
+        used = sum(op.result.type.nbytes for op in kernel.body.ops if opdefs.lookup(op.name).allocates)
+        used += scratch_reserve(kernel)
+        for plan in plans:
+            requested = requested_stages(plan.loop, self.num_stages)
+            stages = choose_stages(requested, plan.stage_bytes, used - plan.stage_bytes)
+            if stages <= 1:
+                plan.loop.attrs["pipeline_stages"] = 1
+                continue
+            used += (stages - 1) * plan.stage_bytes
+            _pipeline(plan, stages)
+        return kernel
