@@ -37,7 +37,7 @@ def test_the_laid_out_text_reads_back_the_same():
 def test_cuda_reads_and_writes_16_bytes_at_once():
     cuda = add_at("cuda", ALIGNED)
     assert cuda.count("*reinterpret_cast<const uint4*>(") == 2
-    assert "*reinterpret_cast<uint4*>((v9) - 3) = *reinterpret_cast<uint4*>(wst1);" in cuda
+    assert "*reinterpret_cast<uint4*>((v9) - 3) = *reinterpret_cast<uint4*>(w1_st);" in cuda
 
 
 def test_the_verifier_refuses_a_vector_the_layout_cannot_hold():
@@ -76,3 +76,10 @@ def test_ptx_has_no_vector_accesses_without_them(cache):
 def test_half_precision_moves_eight_halves_per_access(cache):
     ptx = add_at("ptx", ALIGNED.replace("fp32", "fp16"))
     assert "ld.global.v4.u32" in ptx or "ld.global.v4.b32" in ptx
+
+
+def test_the_verifier_refuses_a_vector_width_on_a_scalar_access():
+    text = add_at("layouts", ALIGNED).replace("store %9, %10, %5, vector=4 @13:5",
+                                               "store x_ptr, 1.0, none, vector=4 @13:5")
+    with pytest.raises(CompileError, match="'store' of a scalar has no vector width"):
+        pipeline.verify(pipeline.read_ssa(text, "add.ssa"))

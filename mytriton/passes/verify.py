@@ -163,10 +163,6 @@ class Verifier:
         unknown = set(op.attrs) - set(opdef.attrs) - set(opdef.optional_attrs)
         if unknown:
             raise self.error(f"'{op.name}' has no attribute '{sorted(unknown)[0]}'", op)
-        if "vector" in op.attrs:
-            problem = vector_access_problem(op, self.kernel.laid_out)
-            if problem:
-                raise self.error(problem, op)
         if op.regions:
             raise self.error(f"'{op.name}' cannot have regions", op)
         try:
@@ -181,6 +177,10 @@ class Verifier:
         problem = literal_conversion_error(op)
         if problem is not None:
             raise self.error(problem, op)
+        if "vector" in op.attrs:
+            problem = vector_access_problem(op, self.kernel.laid_out)
+            if problem:
+                raise self.error(problem, op)
 
     # ---- layouts -------------------------------------------------------------------------------
     def check_layout(self, value: Value, op: Op) -> None:
@@ -377,10 +377,10 @@ def vector_access_problem(op: Op, laid_out: bool) -> str | None:
     from mytriton.ir.layouts import Blocked
 
     n = op.attrs["vector"]
-    ptr = op.operands[0]
+    ptr = op.operands[0]  # the type rule has checked it is a pointer or a tile of pointers
     if not laid_out:
         return f"'{op.name}' has vector={n!r}, a layout decision, but the kernel is not laid out"
-    if not isinstance(ptr.type, BlockType):
+    if not isinstance(getattr(ptr, "type", None), BlockType):
         return f"'{op.name}' of a scalar has no vector width"
     nbytes = ptr.type.element.pointee.nbytes
     if type(n) is not int or n < 2 or n & (n - 1) or n * nbytes > 16:

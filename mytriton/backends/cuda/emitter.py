@@ -455,8 +455,8 @@ class CudaEmitter:
         n = op.attrs["vector"]
         pointee = element_of(op.operands[0].type).pointee
         self.vector_stores += 1
-        buffer = f"wst{self.vector_stores}"
-        declare.append(self.lang.vector_buffer(c_element(op.operands[0].type.element.pointee), buffer, n))
+        buffer = f"w{self.vector_stores}_st"  # the shape of a local (names.py keeps user names apart)
+        declare.append(self.lang.vector_buffer(c_element(pointee), buffer, n))
         loop.lines.append(f"{buffer}[{loop.index} % {n}] = {value};")
         start = f"({ptr.expr}) - {n - 1}"
         return [f"{loop.index} % {n} == {n - 1}"] + conditions, \
