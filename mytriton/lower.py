@@ -23,7 +23,7 @@ from mytriton.types import BOOL, I32, BlockType, PointerType, TypeRuleError, con
 class Lowerer:
     def __init__(self, tree: TreeKernel) -> None:
         self.tree = tree
-        self.params = {name: Param(name, t) for name, t in tree.params}
+        self.params = {name: Param(name, t, tree.param_attrs.get(name)) for name, t in tree.params}
         self.block = Block()
         self.scopes: list[dict[int, Operand]] = [{}]
 

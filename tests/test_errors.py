@@ -280,7 +280,7 @@ SOURCE_CASES = {
         line_has="def k(", caret_at="out_ptr"),
     "signature_of_the_wrong_length": Case({"kernel.py": kernel("tl.store(out_ptr + offs, 1.0)")},
         ["trace", "kernel.py", "-s", "*fp32, i32", "-o", "{out}"],
-        "the signature gives 2 type(s) but 'k' has 3 runtime parameter(s) (x_ptr, out_ptr, n)", line_has="def k("),
+        "the signature gives 2 entries but 'k' has 3 runtime parameter(s) (x_ptr, out_ptr, n)", line_has="def k("),
 }
 
 # ---- errors found by a later stage, the IR coming through a pipe ---------------------------

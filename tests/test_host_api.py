@@ -104,7 +104,7 @@ def test_the_asm_texts_are_the_pipelines_texts(kernel_module, tmp_path):
     x, y = inputs()
     handle = add[(2,)](x, y, np.zeros_like(x), 100, num_warps=2, backend="interp")
     text, _, _ = add.source()
-    options = pipeline.Options(kernel="add", defines={"BLOCK": 64}, signature="*fp32, *fp32, *fp32, i32",
+    options = pipeline.Options(kernel="add", defines={"BLOCK": 64}, signature=handle.metadata["signature"],
                                num_warps=2)
     assert handle.asm["ssa"] == pipeline.compile_source(text, add.file, "opt", options)
     assert handle.asm["layouts"] == pipeline.compile_source(text, add.file, "layouts", options)

@@ -3,6 +3,7 @@ and ``trace`` (kernel file or bundle -> tree IR)."""
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Any
 
 from mytriton.diagnostics import SOURCES, CompileError, Location
@@ -221,43 +222,110 @@ def resolve_constexprs(module: KernelModule, entry: str, defines: dict[str, Any]
     return values
 
 
-def resolve_signature(module: KernelModule, entry: str, signature: str | None) -> dict[str, Type] | None:
-    """Runtime parameter types from a Triton AOT signature; None: infer the
-    defaults after tracing (pointers to f32, i32 scalars)."""
+@dataclass
+class Signature:
+    """What a Triton AOT signature says: each runtime parameter's type, the
+    facts its ``:16`` hints give (``divisibility``), and the values it binds
+    (a number in a constexpr's place, or ``i32:1``: a constant, as Triton's
+    compile.py makes it)."""
+
+    types: dict[str, Type]
+    attrs: dict[str, dict[str, int]]
+    values: dict[str, Any]
+
+
+# Triton's AOT tool accepts these hints (tools/compile.py): 16 is divisibility,
+# 1 makes the argument the constant 1.
+SIGNATURE_HINTS = (1, 16)
+
+
+def _signature_value(text: str) -> Any:
+    """A number in a signature entry (Triton's AOT ``constexpr(s)``), or None."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if type(value) in (int, float, bool) else None
+
+
+def resolve_signature(module: KernelModule, entry: str, signature: str | None) -> Signature | None:
+    """Runtime parameter types, hints and bound values from a Triton AOT
+    signature (``"*fp32:16, *fp32, i32:16, 1024"``); None: infer the
+    defaults after tracing (pointers to f32, i32 scalars). The signature
+    lists every parameter, or only the runtime ones."""
     if signature is None:
         return None
     runtime, constexpr, _ = kernel_params(module, entry)
     entries = [s.strip() for s in signature.split(",") if s.strip()]
     fn = module.functions[entry]
     all_params = [a.arg for a in fn.args.args]
-    if len(entries) == len(all_params) and len(all_params) != len(runtime):
-        entries = [e for p, e in zip(all_params, entries) if p in runtime]
-    if len(entries) != len(runtime):
-        raise CompileError(f"the signature gives {len(entries)} type(s) but '{entry}' has "
-                           f"{len(runtime)} runtime parameter(s) ({', '.join(runtime)})", module.loc(fn))
-    types: dict[str, Type] = {}
-    for name, text in zip(runtime, entries):
-        t = parse_signature_type(text)
+    named = list(all_params if len(entries) == len(all_params) else runtime)
+    if len(entries) != len(named):
+        raise CompileError(f"the signature gives {len(entries)} entries but '{entry}' has "
+                           f"{len(runtime)} runtime parameter(s) ({', '.join(runtime)}) and "
+                           f"{len(all_params)} in all", module.loc(fn))
+    out = Signature({}, {}, {})
+    for name, text in zip(named, entries):
+        arg = next(a for a in fn.args.args if a.arg == name)
+        value = _signature_value(text)
+        if value is not None:
+            out.values[name] = value
+            continue
+        if name in constexpr:
+            raise CompileError(f"'{name}' is a tl.constexpr: the signature gives its value (a number), "
+                               f"not the type '{text}'", module.loc(arg))
+        base, _, hint = text.partition(":")
+        t = parse_signature_type(base)
         if t is None:
-            arg = next(a for a in fn.args.args if a.arg == name)
             raise CompileError(f"unknown type '{text}' for '{name}' in the signature "
                                "(use *fp32, *fp16, *bf16, *fp64, *i8, *u8, *i32, *u32, *i64, i32, u32, i64, fp32, ...)",
                                module.loc(arg))
-        types[name] = t
-    return types
+        if hint:
+            number = _signature_value(hint.strip())
+            if type(number) is not int or number not in SIGNATURE_HINTS:
+                raise CompileError(f"'{text}' for '{name}': a hint is :16 (divisible by 16) or :1 (equal to 1), "
+                                   f"as in Triton's AOT signatures", module.loc(arg))
+            integer = isinstance(t, ScalarType) and t.is_int
+            if number == 1:
+                if not integer:
+                    raise CompileError(f"'{text}' for '{name}': only an integer can be the constant 1",
+                                       module.loc(arg))
+                out.values[name] = 1
+                continue
+            if not (integer or isinstance(t, PointerType)):
+                raise CompileError(f"'{text}' for '{name}': divisibility is a fact about a pointer or an "
+                                   f"integer, not {t}", module.loc(arg))
+            out.attrs[name] = {"divisibility": number}
+        out.types[name] = t
+    return out
 
 
 def trace_stage(text: str, file: str, defines: dict[str, Any] | None = None,
                 signature: str | None = None, name: str | None = None,
                 f32_default: str | None = None) -> TreeKernel:
     module, entry = load_kernel(text, file, name)
-    constexprs = resolve_constexprs(module, entry, defines or {})
-    types = resolve_signature(module, entry, signature)
-    runtime, _, _ = kernel_params(module, entry)
+    sig = resolve_signature(module, entry, signature)
+    defines = dict(defines or {})
+    runtime, constexpr, _ = kernel_params(module, entry)
+    for pname, value in (sig.values.items() if sig else ()):
+        if pname in constexpr:
+            if pname in defines and defines[pname] != value:
+                raise CompileError(f"'{pname}' is {value!r} in the signature and {defines[pname]!r} in -D",
+                                   module.loc(module.functions[entry]))
+            defines[pname] = value
+    constexprs = resolve_constexprs(module, entry, defines)
+    types = sig.types if sig else None
+    if sig:
+        # Runtime parameters the signature binds (a number, or i32:1) are
+        # traced as constants and leave the kernel's parameters, as in Triton.
+        constexprs.update({p: v for p, v in sig.values.items() if p in runtime})
+        runtime = [p for p in runtime if p not in sig.values]
     placeholder = {p: I32 for p in runtime}
     kernel, asked_types = trace_kernel(module, entry, constexprs, types or placeholder, probing=types is None,
                                        f32_default=f32_default)
     kernel.digest = module.digest
+    if sig:
+        kernel.param_attrs = {p: dict(a) for p, a in sig.attrs.items()}
     if types is None:
         pointers = pointer_params(kernel)
         inferred = {p: PointerType(F32) if p in pointers else I32 for p in runtime}

@@ -40,7 +40,8 @@ class OpDef:
     operands: tuple[str, ...]  # operand names; a trailing '?' marks one that may be none
     infer: InferFn
     attrs: tuple[str, ...] = ()
-    # Attributes the IR text may leave out (the type rule says what absence means).
+    # Attributes an op may have, printed after ``attrs`` when present (the type
+    # rule says what absence means).
     optional_attrs: tuple[str, ...] = ()
     commutative: bool = False
     elementwise: bool = False
@@ -617,9 +618,12 @@ for _name, (_semantics, _folds) in _MATH.items():
 _register(OpDef("where", ("condition", "true_value", "false_value"), _where, elementwise=True))
 _register(OpDef("addptr", ("ptr", "offset"), _addptr, elementwise=True))
 _register(OpDef("cast", ("x",), _cast, attrs=("dtype",), elementwise=True))
+# ``vector=N`` (laid-out SSA only): each thread moves N consecutive elements
+# of its slots with one access (the layouts stage proves it aligned).
 _register(OpDef("load", ("ptr", "mask?", "other?"), _load, reads_global=True, materialised=True,
-                address_operand="ptr"))
-_register(OpDef("store", ("ptr", "value", "mask?"), _store, writes_global=True, address_operand="ptr"))
+                address_operand="ptr", optional_attrs=("vector",)))
+_register(OpDef("store", ("ptr", "value", "mask?"), _store, writes_global=True, address_operand="ptr",
+                optional_attrs=("vector",)))
 _register(OpDef("program_id", (), _axis_attr, attrs=("axis",)))
 _register(OpDef("num_programs", (), _axis_attr, attrs=("axis",)))
 _register(OpDef("arange", (), _arange, attrs=("start", "end")))

@@ -24,9 +24,11 @@ class Value:
 
 
 class Param(Value):
-    def __init__(self, name: str, type: Type) -> None:
+    def __init__(self, name: str, type: Type, attrs: dict[str, int] | None = None) -> None:
         self.name = name
         self.type = type
+        # Facts the launch specialised on (``divisibility``: text_common.PARAM_ATTRS).
+        self.attrs: dict[str, int] = dict(attrs or {})
 
     def __repr__(self) -> str:
         return f"Param({self.name}: {self.type})"

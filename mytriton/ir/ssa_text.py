@@ -95,7 +95,8 @@ def print_kernel(kernel: Kernel) -> str:
     names.layouts = LayoutAliases(kernel)
     extra = f" num_warps={kernel.num_warps}" if kernel.num_warps is not None else ""
     lines = names.layouts.lines + [format_header("kernel", kernel.name, [(p.name, p.type) for p in kernel.params],
-                                                 kernel.constexprs, kernel.loc, kernel.digest, extra)]
+                                                 kernel.constexprs, kernel.loc, kernel.digest, extra,
+                                                 {p.name: p.attrs for p in kernel.params if p.attrs})]
     _print_block(kernel.body, names, 1, lines)
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -194,8 +195,8 @@ class _SSAReader(TextReader):
         items = [c for c in rest if isinstance(c, lark.Tree) and rule(c) in _ITEMS]
         warps = next((c for c in rest if isinstance(c, lark.Tree) and rule(c) == "num_warps"), None)
         loc = self.file_loc(file_loc)
-        for pname, ptype, _ in self.read_params(params):
-            self.params[pname] = Param(pname, ptype)
+        for pname, ptype, ptree in self.read_params(params):
+            self.params[pname] = Param(pname, ptype, self.param_attrs(ptree, ptype))
         body = Block()
         for item in items:
             body.append(self.item(item))

@@ -86,10 +86,24 @@ def format_loop_attrs(attrs: dict[str, Any]) -> str:
     return "".join(f", {key}={format_attr(value)}" for key, value in attrs.items())
 
 
+# Parameter attributes: facts a launch specialised on, as Triton's
+# ``tt.divisibility``: a pointer's address or an integer's value is a multiple
+# of ``divisibility`` (bytes for a pointer). A power of two, up to 2**30.
+PARAM_ATTRS = ("divisibility",)
+MAX_DIVISIBILITY = 2 ** 30
+
+
+def format_param_attrs(attrs: dict[str, int] | None) -> str:
+    if not attrs:
+        return ""
+    return " {" + ", ".join(f"{key}={attrs[key]}" for key in PARAM_ATTRS if key in attrs) + "}"
+
+
 def format_header(keyword: str, name: str, params: list[tuple[str, Type]],
                   constexprs: dict[str, Any], loc: Location, digest: str | None = None,
-                  extra: str = "") -> str:
-    plist = ", ".join(f"{pname}: {ptype}" for pname, ptype in params)
+                  extra: str = "", param_attrs: dict[str, dict[str, int]] | None = None) -> str:
+    param_attrs = param_attrs or {}
+    plist = ", ".join(f"{pname}: {ptype}{format_param_attrs(param_attrs.get(pname))}" for pname, ptype in params)
     text = f"{keyword} {name}({plist})"
     if constexprs:
         text += " constexpr(" + ", ".join(f"{k} = {format_attr(v)}" for k, v in constexprs.items()) + ")"
@@ -282,7 +296,7 @@ class TextReader:
         """Read one ``key=value`` argument of an op into ``attrs``, checking
         that the op has that attribute."""
         key, value = tree.children
-        if str(key) not in opdef.attrs:
+        if str(key) not in opdef.attrs and str(key) not in opdef.optional_attrs:
             raise self.error(f"'{op_name}' has no attribute '{key}'", key)
         attrs[str(key)] = self.attr_value(value)
 
@@ -306,12 +320,31 @@ class TextReader:
         for tree in trees:
             if tree is None:
                 continue
-            name, ty = tree.children
+            name, ty, _ = tree.children
             if str(name) in seen:
                 raise self.error(f"parameter '{name}' is declared twice", name)
             seen.add(str(name))
             out.append((str(name), self.type(ty), tree))
         return out
+
+    def param_attrs(self, tree: lark.Tree, ptype: Type) -> dict[str, int]:
+        """A parameter's ``{divisibility=16}``: known keys, each once, a power
+        of two on a pointer or integer parameter."""
+        attrs_tree = tree.children[2]
+        attrs: dict[str, int] = {}
+        for item in (attrs_tree.children if attrs_tree is not None else []):
+            key, value = item.children
+            if str(key) not in PARAM_ATTRS:
+                raise self.error(f"a parameter has no attribute '{key}' (it has {', '.join(PARAM_ATTRS)})", key)
+            if str(key) in attrs:
+                raise self.error(f"the parameter attribute '{key}' is given twice", key)
+            number = self.integer(str(value), value, str(key), 1, MAX_DIVISIBILITY)
+            if number & (number - 1):
+                raise self.error(f"{key} must be a power of two, got {number}", value)
+            if not (isinstance(ptype, PointerType) or (isinstance(ptype, ScalarType) and ptype.is_int)):
+                raise self.error(f"{key} is a fact about a pointer or an integer, not {ptype}", key)
+            attrs[str(key)] = number
+        return attrs
 
     def constexprs(self, tree: lark.Tree | None) -> dict[str, Any]:
         if tree is None:

@@ -148,6 +148,8 @@ class TreeKernel:
     loc: Location
     param_refs: dict[str, ParamRef] = field(default_factory=dict)
     digest: str | None = None  # short sha256 of the source text (diagnostics may then quote the file)
+    # Facts the launch specialised on, by parameter (text_common.PARAM_ATTRS).
+    param_attrs: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def param(self, name: str) -> ParamRef:
         ref = self.param_refs.get(name)

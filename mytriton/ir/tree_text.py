@@ -207,7 +207,7 @@ class _TreePrinter:
 def print_tree(kernel: TreeKernel) -> str:
     printer = _TreePrinter(kernel)
     printer.lines.append(format_header("tree", kernel.name, kernel.params, kernel.constexprs, kernel.loc,
-                                       kernel.digest))
+                                       kernel.digest, param_attrs=kernel.param_attrs))
     printer.region(kernel.body, 1)
     printer.lines.append("}")
     return "\n".join(printer.lines) + "\n"
@@ -246,8 +246,13 @@ class _TreeReader(TextReader):
         constexprs = next((c for c in trees if rule(c) == "constexprs"), None)
         file_loc = next(c for c in trees if rule(c) == "file_loc")
         loc = self.file_loc(file_loc)
-        self.out = TreeKernel(str(name), [(n, t) for n, t, _ in self.read_params(params)],
+        read = self.read_params(params)
+        self.out = TreeKernel(str(name), [(n, t) for n, t, _ in read],
                               self.constexprs(constexprs), [], loc, digest=self.source_digest)
+        for pname, ptype, ptree in read:
+            attrs = self.param_attrs(ptree, ptype)
+            if attrs:
+                self.out.param_attrs[pname] = attrs
         self.param_names = {n for n, _ in self.out.params}
         stmts = [c for c in trees if rule(c) in _STMTS]
         self.out.body = self.region(stmts, _Scope(None), in_loop=None)

@@ -40,6 +40,14 @@ accumulator of ``acc += tl.dot(a, b)`` stays in it across the K loop. A use
 that wants a held anchored tile in another layout gets a ``convert_layout``
 (after the loop, for a loop's result) instead of moving the anchor.
 
+Loads and stores of contiguous, aligned tiles move 16 bytes per access (as
+Triton's Coalesce pass arranges): the axis analysis (``ir/axis_info.py``)
+gives each access the elements a thread may move at once; where every load
+and store of a tile shape allows N, that shape's layout holds N elements
+per thread along its last dimension, and each access that can gets
+``vector=N``, which the back end renders as one wide access. Shapes a dot
+reads or writes keep their default layouts.
+
 Shared buffers from stage-dots get a ``padded_shared`` layout: the A operand
 of an FMA dot is padded so that its rows' 16-byte reads fall in distinct
 banks (``fma_operand_pad``) where all staged buffers still fit the shared
@@ -54,9 +62,10 @@ from typing import Any
 
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
+from mytriton.ir.axis_info import AxisAnalysis, vector_width
 from mytriton.ir.analysis import is_materialized, is_tile, reaches_materialized
 from mytriton.ir.layouts import (
-    Mma, PaddedShared, Slice, TileLayout, broadcast_view, default_blocked, fma_dot_layout, fma_operand_pad,
+    Blocked, Mma, PaddedShared, Slice, TileLayout, broadcast_view, default_blocked, fma_dot_layout, fma_operand_pad,
 )
 from mytriton.ir.ssa import (
     Block, BlockArg, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, walk,
@@ -129,14 +138,62 @@ def check_num_warps(num_warps: Any) -> None:
         raise CompileError(f"num_warps must be a power of two from 1 to 32, got {num_warps}")
 
 
+def vectorized_blocked(shape: tuple[int, ...], num_warps: int, width: int) -> Blocked:
+    """The default layout of ``shape`` with ``width`` consecutive elements per
+    thread along the last dimension: lanes and warps spread as they would
+    over a tile ``width`` times narrower."""
+    narrow = shape[:-1] + (max(1, shape[-1] // width),)
+    base = default_blocked(narrow, num_warps)
+    return replace(base, size_per_thread=base.size_per_thread[:-1] + (width,))
+
+
+def access_widths(kernel: Kernel) -> dict[Op, int]:
+    """The vector width the axis analysis proves for each tile load and store."""
+    analysis = AxisAnalysis(kernel)
+    return {op: vector_width(analysis, op) for op in walk(kernel.body)
+            if op.name in ("load", "store") and is_tile(op.operands[0])}
+
+
+def preferred_layouts(kernel: Kernel, widths: dict[Op, int], num_warps: int) -> dict[tuple[int, ...], Blocked]:
+    """A vectorised layout for each tile shape all of whose loads and stores
+    move at least two elements per access; not for shapes a dot touches."""
+    by_shape: dict[tuple[int, ...], int] = {}
+    for op, width in widths.items():
+        shape = op.operands[0].type.shape
+        by_shape[shape] = min(by_shape.get(shape, width), width)
+    for op in walk(kernel.body):
+        if opdefs.lookup(op.name).layout_rule == "dot":
+            for value in list(op.operands) + list(op.results):
+                if value is not None and is_tile(value):
+                    by_shape.pop(value.type.shape, None)
+    return {shape: vectorized_blocked(shape, num_warps, width)
+            for shape, width in by_shape.items() if width > 1}
+
+
+def mark_vector_accesses(kernel: Kernel, widths: dict[Op, int]) -> None:
+    """``vector=N`` on each access whose laid-out pointer holds runs of N
+    proven elements per thread along its fastest, last dimension."""
+    for op, width in widths.items():
+        layout = op.operands[0].type.layout
+        last = len(op.operands[0].type.shape) - 1
+        if width < 2 or not isinstance(layout, Blocked) or layout.order[0] != last:
+            continue
+        n = min(width, layout.size_per_thread[last])
+        if n > 1:
+            op.attrs["vector"] = n
+
+
 class _Assigner:
-    def __init__(self, kernel: Kernel, num_warps: int) -> None:
+    def __init__(self, kernel: Kernel, num_warps: int,
+                 preferred: dict[tuple[int, ...], Blocked] | None = None) -> None:
         self.kernel = kernel
         self.num_warps = num_warps
         self.layouts: dict[Value, TileLayout] = {}
         # (value, layout) -> the value standing for it there (a copy or a conversion)
         self.variants: dict[tuple[Value, TileLayout], Value] = {}
-        # value -> the layout an FMA dot anchors for it (see ``anchor``)
+        # Tile shapes whose accesses are vectorised: their layout.
+        self.preferred = preferred or {}
+        # value -> the layout a dot anchors for it (see ``anchor``)
         self.anchored: dict[Value, TileLayout] = {}
         self.anchor(kernel.body)
 
@@ -206,7 +263,8 @@ class _Assigner:
             self.anchored[value] = self.anchored[source]
 
     def default(self, shape: tuple[int, ...]) -> TileLayout:
-        return default_blocked(shape, self.num_warps)
+        found = self.preferred.get(tuple(shape))
+        return found if found is not None else default_blocked(shape, self.num_warps)
 
     def layout(self, value: Value) -> TileLayout:
         found = self.layouts.get(value) or self.anchored.get(value)
@@ -470,8 +528,10 @@ class LayoutsPass:
         if kernel.laid_out:
             raise CompileError(f"kernel '{kernel.name}' is already laid out (num_warps={kernel.num_warps})",
                                kernel.loc)
-        assigner = _Assigner(kernel, self.num_warps)
+        widths = access_widths(kernel)
+        assigner = _Assigner(kernel, self.num_warps, preferred_layouts(kernel, widths, self.num_warps))
         assigner.block(kernel.body)
         kernel.num_warps = self.num_warps
         _with_layouts(kernel, assigner.layouts)
+        mark_vector_accesses(kernel, widths)
         return kernel

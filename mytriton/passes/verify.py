@@ -160,7 +160,7 @@ class Verifier:
                 raise self.error(f"operand '{name}' of '{op.name}' cannot be a shared buffer ({operand.type})", op)
         if opdef.allocates:
             self.allocation(op, in_loop)
-        unknown = set(op.attrs) - set(opdef.attrs)
+        unknown = set(op.attrs) - set(opdef.attrs) - set(opdef.optional_attrs)
         if unknown:
             raise self.error(f"'{op.name}' has no attribute '{sorted(unknown)[0]}'", op)
         if op.regions:
@@ -177,6 +177,10 @@ class Verifier:
         problem = literal_conversion_error(op)
         if problem is not None:
             raise self.error(problem, op)
+        if "vector" in op.attrs:
+            problem = vector_access_problem(op, self.kernel.laid_out)
+            if problem:
+                raise self.error(problem, op)
 
     # ---- layouts -------------------------------------------------------------------------------
     def check_layout(self, value: Value, op: Op) -> None:
@@ -363,3 +367,28 @@ class VerifyPass:
 
     def apply(self, kernel: Kernel) -> Kernel:
         return verify(kernel)
+
+
+def vector_access_problem(op: Op, laid_out: bool) -> str | None:
+    """Why a load's or store's ``vector=N`` cannot be rendered as N-element
+    accesses, or None: N is a power of two of at most 16 bytes, and each
+    thread's slots hold runs of N consecutive elements along the tile's last
+    dimension, its fastest (the layouts stage proved them aligned)."""
+    from mytriton.ir.layouts import Blocked
+
+    n = op.attrs["vector"]
+    ptr = op.operands[0]  # the type rule has checked it is a pointer or a tile of pointers
+    if not laid_out:
+        return f"'{op.name}' has vector={n!r}, a layout decision, but the kernel is not laid out"
+    if not isinstance(getattr(ptr, "type", None), BlockType):
+        return f"'{op.name}' of a scalar has no vector width"
+    nbytes = ptr.type.element.pointee.nbytes
+    if type(n) is not int or n < 2 or n & (n - 1) or n * nbytes > 16:
+        return f"'{op.name}': vector={n!r} is not a power of two from 2 to {16 // nbytes} ({nbytes}-byte elements, 16-byte accesses)"
+    layout = ptr.type.layout
+    last = len(ptr.type.shape) - 1
+    if not isinstance(layout, Blocked) or layout.order[0] != last or layout.size_per_thread[last] % n \
+            or ptr.type.shape[last] % n:
+        return (f"'{op.name}': vector={n} needs a blocked layout whose fastest dimension is the last, with a "
+                f"multiple of {n} elements per thread there")
+    return None

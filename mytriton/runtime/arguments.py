@@ -68,12 +68,45 @@ def arg_type(value: Any, name: str) -> Type:
                        "(use an array, a tensor, an int, a float or a bool)")
 
 
-def signature_of(types: list[Type]) -> str:
-    """A Triton AOT signature string for these types (``*fp32, i32``)."""
+def address_of(value: Any) -> int | None:
+    """The address of an array argument's first element, where the argument
+    has one: a tensor's ``data_ptr()``, a device array's or a NumPy array's
+    interface pointer (NumPy arrays are copied to a fresh, aligned device
+    buffer on the GPU; their own address is the conservative fact)."""
+    if is_tensor(value):
+        return int(value.data_ptr())
+    for name in ("__cuda_array_interface__", "__array_interface__"):
+        interface = getattr(value, name, None)
+        if isinstance(interface, dict) and isinstance(interface.get("data"), tuple):
+            return int(interface["data"][0])
+    return None
+
+
+def specialization(value: Any, t: Type, on_value: bool = True, on_alignment: bool = True) -> str:
+    """Triton's specialisation of one runtime argument (runtime/jit.py,
+    ``specialize_impl``): ``"1"`` for an integer equal to 1 (compiled in as a
+    constant), ``"16"`` for an integer divisible by 16 or a pointer whose
+    address is a multiple of 16 bytes, else ``""``. ``on_value`` False is
+    ``do_not_specialize``; ``on_alignment`` False is
+    ``do_not_specialize_on_alignment`` (the value 1 is still specialised)."""
+    if not on_value:
+        return ""
+    if isinstance(t, PointerType):
+        address = address_of(value)
+        return "16" if on_alignment and address is not None and address % 16 == 0 else ""
+    if isinstance(t, ScalarType) and t.is_int and isinstance(value, int) and not isinstance(value, bool):
+        if value == 1:
+            return "1"
+        return "16" if on_alignment and value % 16 == 0 else ""
+    return ""
+
+
+def signature_of(types: list[Type], hints: list[str] | None = None) -> str:
+    """A Triton AOT signature string for these types (``*fp32:16, i32``),
+    with each argument's specialisation as its hint."""
     parts = []
-    for t in types:
-        if isinstance(t, PointerType):
-            parts.append("*" + _SIGNATURE[t.pointee])
-        else:
-            parts.append(_SIGNATURE[t])
+    for index, t in enumerate(types):
+        text = "*" + _SIGNATURE[t.pointee] if isinstance(t, PointerType) else _SIGNATURE[t]
+        hint = hints[index] if hints else ""
+        parts.append(f"{text}:{hint}" if hint else text)
     return ", ".join(parts)

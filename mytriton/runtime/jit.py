@@ -24,11 +24,12 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")
 # Triton's @jit options, and what each does here. Any other is an error:
 # an option silently ignored would hide a typo or a feature mytriton lacks.
 JIT_OPTIONS = {
-    # Triton specialises integer arguments on their value (== 1, divisible by
-    # 16); mytriton specialises only on types, so there is nothing to turn
-    # off. The names must still be parameters of the kernel.
-    "do_not_specialize": "accepted; runtime arguments are never specialised on their values",
-    "do_not_specialize_on_alignment": "accepted; alignment is never specialised on",
+    # As Triton, a launch specialises integer arguments equal to 1 (compiled
+    # in as constants) or divisible by 16, and pointers aligned to 16 bytes
+    # (parameter facts {divisibility=16}); these options turn that off for
+    # the parameters they name (names or positions).
+    "do_not_specialize": "these parameters are not specialised on their values (1, divisibility, alignment)",
+    "do_not_specialize_on_alignment": "these parameters are not specialised on divisibility by 16 or alignment",
     # Kept in the handle's metadata only: nothing is compiled differently.
     "debug": "recorded in metadata['debug']",
     # @jit helpers are always inlined into the kernel.
@@ -103,6 +104,9 @@ class JITFunction:
                           if p.default is not inspect.Parameter.empty}
         self._static: tuple[str, list[str], list[str]] | None = None
         self._compiled: dict[tuple, Any] = {}
+        # Parameters the launch specialises on their value, and on alignment.
+        self._on_value = _not_named(self._names, options.get("do_not_specialize"))
+        self._on_alignment = _not_named(self._names, options.get("do_not_specialize_on_alignment"))
 
     def __repr__(self) -> str:
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
@@ -151,15 +155,17 @@ class JITFunction:
                    num_stages: int | None = None) -> Any:
         """The compiled kernel (runtime/compiled.py) for these arguments."""
         from mytriton import pipeline
-        from mytriton.runtime.arguments import arg_type, signature_of
+        from mytriton.runtime.arguments import arg_type, signature_of, specialization
 
         # The first time on a large stack (deep_stack.run_deep): it checks the
         # syntax with deep walks; later launches read the cache, without a thread.
         text, runtime, constexpr = self._static or run_deep(self.source)
         constexprs = {name: bound[name] for name in constexpr}
         types = [arg_type(bound[name], name) for name in runtime]
+        hints = [specialization(bound[name], t, name in self._on_value, name in self._on_alignment)
+                 for name, t in zip(runtime, types)]
         f32_default = pipeline.f32_default_from_env()  # tl.dot's default precision: part of the key
-        key = (tuple(str(t) for t in types), tuple((k, repr(v)) for k, v in constexprs.items()),
+        key = (tuple(str(t) for t in types), tuple(hints), tuple((k, repr(v)) for k, v in constexprs.items()),
                num_warps, num_stages, backend, f32_default)
         compiled = self._compiled.get(key)
         if compiled is None:
@@ -170,18 +176,22 @@ class JITFunction:
             if num_stages is not None and (type(num_stages) is not int or not 1 <= num_stages <= 16):
                 raise CompileError(f"num_stages must be an integer from 1 to 16, got {num_stages!r}")
             options = pipeline.Options(kernel=self.fn.__name__, defines=constexprs,
-                                       signature=signature_of(types), num_warps=num_warps,
+                                       signature=signature_of(types, hints), num_warps=num_warps,
                                        num_stages=num_stages, f32_default=f32_default)
+            # An integer equal to 1 is compiled in (Triton's ("constexpr", 1)):
+            # the kernel no longer takes it.
+            ones = {name: 1 for name, hint in zip(runtime, hints) if hint == "1"}
             # On a large stack, as the CLI does (deep_stack.run_deep).
             kernel = run_deep(pipeline.source_to_ssa, text, self.file, options)
             metadata = {"name": self.fn.__name__, "num_warps": num_warps, "num_stages": num_stages,
-                        "backend": backend, "signature": options.signature, "constants": constexprs,
+                        "backend": backend, "signature": options.signature, "constants": {**ones, **constexprs},
                         "arch": options.arch, "debug": bool(self.options.get("debug", False))}
             if "launch_metadata" in self.options:
                 metadata["launch_metadata"] = self.options["launch_metadata"]
             if self.options.get("repr") is not None:
                 metadata["repr"] = self.options["repr"](dict(metadata))
-            compiled = CompiledKernel(kernel, self.file, options, backend, metadata, runtime, self._names)
+            compiled = CompiledKernel(kernel, self.file, options, backend, metadata,
+                                      [name for name in runtime if name not in ones], self._names)
             dump_root = os.environ.get("MYTRITON_DUMP_DIR")
             if dump_root:
                 from mytriton.instrument import dump_jit_kernel
@@ -216,8 +226,7 @@ class JITFunction:
         grid3 = normalize_grid(grid, bound)
         if warmup:
             return compiled
-        _, runtime, _ = self.source()
-        values = [bound[name] for name in runtime]
+        values = [bound[name] for name in compiled.runtime_params]
         compiled._launch(grid3, values)
         return compiled
 
@@ -249,11 +258,21 @@ def _check_options(fn: Callable[..., Any], options: dict[str, Any]) -> None:
         for item in options.get(option) or ():
             if isinstance(item, str) and item not in params:
                 raise CompileError(f"@jit of '{name}': {option} names '{item}', which is not a parameter")
-            if not isinstance(item, (str, int)):
+            if not isinstance(item, (str, int)) or isinstance(item, bool):
                 raise CompileError(f"@jit of '{name}': {option} takes parameter names or positions")
+            if isinstance(item, int) and not 0 <= item < len(params):
+                raise CompileError(f"@jit of '{name}': {option} names position {item}, but the kernel "
+                                   f"has {len(params)} parameters")
     for option in ("repr", "launch_metadata"):
         if options.get(option) is not None and not callable(options[option]):
             raise CompileError(f"@jit of '{name}': {option} must be callable")
+
+
+def _not_named(names: list[str], items: Any) -> frozenset[str]:
+    """The parameters ``items`` (names or positions, as Triton takes them) do
+    not name."""
+    named = {names[i] if isinstance(i, int) else i for i in (items or ())}
+    return frozenset(n for n in names if n not in named)
 
 
 def jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:

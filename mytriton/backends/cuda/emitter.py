@@ -81,6 +81,7 @@ class CudaEmitter:
         self.shared_bytes = 0  # scratch: reductions, layout changes, unstaged dots
         self.shared_allocs: list[Op] = []  # buffers the stage-dots pass allocated
         self.lines: list[str] = []
+        self.vector_stores = 0  # staging arrays of vector stores, numbered
         self.depth = 1
         self._param_names()
 
@@ -416,7 +417,8 @@ class CudaEmitter:
             if op.name == "load":
                 result = op.results[0]
                 args = [loop.value(o, coords) for o in op.operands]
-                value = loop.define(result, load_expr(op, args), coords)
+                expr = self.vector_load(op, args, loop, declare) if "vector" in op.attrs else load_expr(op, args)
+                value = loop.define(result, expr, coords)
                 if result in self.storage:
                     declare.append(f"{c_element(result.type)} {self.storage[result]}[{group.domain.slots}];")
                     loop.lines.append(f"{self.storage[result]}[k] = {value.expr};")
@@ -428,10 +430,45 @@ class CudaEmitter:
                 pointee = element_of(op.operands[0].type).pointee
                 conditions = [c for c in (loop.owner(), mask and as_type(mask, BOOL)) if c]
                 store = f"*{ptr.expr} = {as_type(value, pointee)};"
+                if "vector" in op.attrs:
+                    conditions, store = self.vector_store(op, ptr, as_type(value, pointee), loop, declare, conditions)
                 loop.lines.append(f"if ({' && '.join(conditions)}) {store}" if conditions else store)
         names = ", ".join(f"{op.name} @{op.loc.line}" if op.loc else op.name for op in group.ops)
         self.close_loop(loop, f"{names} over {self.parent_name(group.domain.parent)} "
                               f"({group.domain.slots} slot(s) per thread)", declare)
+
+    # ---- vector accesses ---------------------------------------------------------------------
+    # ``vector=N`` on a load or store (the layouts stage proved each run of N
+    # consecutive slots contiguous, aligned to N elements and under one mask
+    # value): the first slot of a run reads the N elements into a staging
+    # array with one access, the last slot of a run writes them. The slot
+    # loop unrolls, so ``k % N`` is a constant and the array lives in registers.
+    def vector_load(self, op: Op, args: list, loop: SlotLoop, declare: list[str]) -> str:
+        ptr, mask, other = args
+        n = op.attrs["vector"]
+        pointee = element_of(op.operands[0].type).pointee
+        buffer = "w" + self.name(op.results[0])[1:]
+        declare.append(self.lang.vector_buffer(c_element(op.results[0].type), buffer, n))
+        first = f"{loop.index} % {n} == 0"
+        guard = f"{first} && {as_type(mask, BOOL)}" if mask is not None else first
+        loop.lines.append(f"if ({guard}) {self.lang.vector_copy(buffer, ptr.expr, n * pointee.nbytes)}")
+        read = f"{buffer}[{loop.index} % {n}]"
+        if mask is None:
+            return read
+        fill = as_type(other, pointee) if other is not None else c_literal(0, pointee)
+        return f"({as_type(mask, BOOL)} ? {read} : {fill})"
+
+    def vector_store(self, op: Op, ptr, value: str, loop: SlotLoop, declare: list[str],
+                     conditions: list[str]) -> tuple[list[str], str]:
+        n = op.attrs["vector"]
+        pointee = element_of(op.operands[0].type).pointee
+        self.vector_stores += 1
+        buffer = f"w{self.vector_stores}_st"  # the shape of a local (names.py keeps user names apart)
+        declare.append(self.lang.vector_buffer(c_element(pointee), buffer, n))
+        loop.lines.append(f"{buffer}[{loop.index} % {n}] = {value};")
+        start = f"({ptr.expr}) - {n - 1}"
+        return [f"{loop.index} % {n} == {n - 1}"] + conditions, \
+            self.lang.vector_copy(start, buffer, n * pointee.nbytes, source_const=False)
 
     def convert_group(self, group: Group) -> None:
         """``convert_layout``: each thread fills its slots of the new layout,

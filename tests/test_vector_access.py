@@ -1,0 +1,85 @@
+"""16-byte accesses: the layouts stage gives proven loads and stores
+vector=N and N elements per thread; CUDA renders them as one wide access;
+without the facts everything stays scalar."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import SAMPLES, compile_text
+from mytriton import pipeline
+from mytriton.diagnostics import CompileError
+
+ADD = (SAMPLES / "add.py").read_text()
+ALIGNED = "*fp32:16, *fp32:16, *fp32:16, i32:16, 1024"
+PLAIN = "*fp32, *fp32, *fp32, i32, 1024"
+
+
+def add_at(stage: str, signature: str, **options) -> str:
+    return compile_text(ADD, stage, file="samples/add.py", signature=signature, **options)
+
+
+def test_aligned_accesses_get_four_elements_per_thread_and_vector_4():
+    text = add_at("layouts", ALIGNED)
+    assert text.startswith("#blocked0 = blocked<size_per_thread=[4], threads_per_warp=[32], warps_per_cta=[4]")
+    assert text.count(", vector=4 :") == 2 and "store %9, %10, %5, vector=4 @13:5" in text
+
+
+def test_without_facts_the_layout_and_accesses_stay_scalar():
+    text = add_at("layouts", PLAIN)
+    assert "size_per_thread=[1]" in text and "vector=" not in text
+
+
+def test_the_laid_out_text_reads_back_the_same():
+    text = add_at("layouts", ALIGNED)
+    assert pipeline.print_ssa(pipeline.verify(pipeline.read_ssa(text, "add.ssa"))) == text
+
+
+def test_cuda_reads_and_writes_16_bytes_at_once():
+    cuda = add_at("cuda", ALIGNED)
+    assert cuda.count("*reinterpret_cast<const uint4*>(") == 2
+    assert "*reinterpret_cast<uint4*>((v9) - 3) = *reinterpret_cast<uint4*>(w1_st);" in cuda
+
+
+def test_the_verifier_refuses_a_vector_the_layout_cannot_hold():
+    text = add_at("layouts", ALIGNED).replace("size_per_thread=[4]", "size_per_thread=[2]")
+    with pytest.raises(CompileError, match="vector=4 needs a blocked layout whose fastest dimension is the last, "
+                                           "with a multiple of 4 elements per thread there"):
+        pipeline.verify(pipeline.read_ssa(text, "add.ssa"))
+
+
+def test_the_verifier_refuses_more_than_16_bytes():
+    text = add_at("layouts", ALIGNED).replace("size_per_thread=[4]", "size_per_thread=[8]").replace(
+        "vector=4", "vector=8")
+    with pytest.raises(CompileError, match=r"vector=8 is not a power of two from 2 to 4"):
+        pipeline.verify(pipeline.read_ssa(text, "add.ssa"))
+
+
+def test_vector_is_a_layout_decision():
+    text = add_at("opt", ALIGNED).replace("%5, none :", "%5, none, vector=4 :", 1)
+    with pytest.raises(CompileError, match="has vector=4, a layout decision, but the kernel is not laid out"):
+        pipeline.verify(pipeline.read_ssa(text, "add.ssa"))
+
+
+@pytest.mark.nvcc
+def test_ptx_has_v4_global_accesses_with_aligned_arguments(cache):
+    ptx = add_at("ptx", ALIGNED)
+    assert "ld.global.v4" in ptx and "st.global.v4" in ptx
+
+
+@pytest.mark.nvcc
+def test_ptx_has_no_vector_accesses_without_them(cache):
+    ptx = add_at("ptx", PLAIN)
+    assert "ld.global.v4" not in ptx and "st.global.v4" not in ptx and "ld.global.f32" in ptx
+
+
+@pytest.mark.nvcc
+def test_half_precision_moves_eight_halves_per_access(cache):
+    ptx = add_at("ptx", ALIGNED.replace("fp32", "fp16"))
+    assert "ld.global.v4.u32" in ptx or "ld.global.v4.b32" in ptx
+
+
+def test_the_verifier_refuses_a_vector_width_on_a_scalar_access():
+    text = add_at("layouts", ALIGNED).replace("store %9, %10, %5, vector=4 @13:5",
+                                               "store x_ptr, 1.0, none, vector=4 @13:5")
+    with pytest.raises(CompileError, match="'store' of a scalar has no vector width"):
+        pipeline.verify(pipeline.read_ssa(text, "add.ssa"))
