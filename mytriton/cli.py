@@ -143,6 +143,7 @@ def main() -> None:
     \b
     Stages, each readable text that the next one reads:
       parse -> trace -> lower -> verify -> opt -> stage-dots -> layouts -> emit-cuda
+                                                         stage-dots -> emit-mlir
     For example:
       mytriton parse k.py | mytriton trace -D BLOCK=256 | mytriton lower \\
         | mytriton verify | mytriton opt | mytriton stage-dots | mytriton layouts | mytriton emit-cuda -o k.cu
@@ -264,6 +265,18 @@ def emit_cuda(input: str, num_warps: int | None, output: str) -> None:
         raise CompileError(f"this SSA is laid out for num_warps={kernel.num_warps}, not {num_warps}; "
                            "run the layouts stage again with --num-warps", kernel.loc)
     write_output(output, pipeline.emit_cuda(kernel))
+
+
+@main.command("emit-mlir")
+@input_argument
+@output_option
+@reports_errors
+def emit_mlir(input: str, output: str) -> None:
+    """Render SSA (opt or staged) as upstream MLIR: gpu, arith, math, scf, memref, vector."""
+    text, file = read_input(input)
+    kernel = pipeline.read_ssa(text, file)
+    pipeline.verify(kernel)
+    write_output(output, pipeline.emit_mlir(kernel))
 
 
 @main.command("compile")

@@ -14,7 +14,7 @@ from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import Kernel
 from mytriton.ir.tree import TreeKernel
 
-EMITS = ("ast", "tree", "ssa", "opt", "staged", "layouts", "cuda", "ptx")
+EMITS = ("ast", "tree", "ssa", "opt", "staged", "layouts", "cuda", "ptx", "mlir")
 DEFAULT_NUM_WARPS = 4
 DEFAULT_ARCH = "sm_90"
 
@@ -98,6 +98,14 @@ def emit_cuda(kernel: Kernel) -> str:
     return emit(kernel)
 
 
+def emit_mlir(kernel: Kernel) -> str:
+    """Render SSA (from ``opt`` on; staged SSA keeps its shared buffers and
+    barriers) as upstream MLIR. It needs no layouts: tiles are vectors."""
+    from mytriton.backends.mlir.emitter import emit_mlir as emit
+
+    return emit(kernel)
+
+
 def to_cuda(kernel: Kernel, options: Options) -> str:
     """CUDA C++ for SSA at any stage from ``opt`` on: what is not staged and
     laid out yet is (stage-dots changes nothing on staged SSA)."""
@@ -161,6 +169,8 @@ def compile_source(text: str, file: str, emit: str, options: Options) -> str:
     kernel = stage_dots(kernel)
     if emit == "staged":
         return print_ssa(kernel)
+    if emit == "mlir":
+        return emit_mlir(kernel)
     kernel = layouts(kernel, options)
     if emit == "layouts":
         return print_ssa(kernel)
