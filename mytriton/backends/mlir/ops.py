@@ -133,6 +133,8 @@ def lowering(name: str) -> str | None:
 
 
 def constant(w: Writer, value: bool | int | float, t: ScalarType, loc: Location | None) -> str:
+    if t == BOOL:  # a bool attribute has its type (i1) built in
+        return w.op(f"arith.constant {literal(value, t)}", loc)
     return w.op(f"arith.constant {literal(value, t)} : {scalar_type(t)}", loc)
 
 

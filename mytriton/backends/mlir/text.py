@@ -3,7 +3,7 @@ locations, types, constants, and a writer of indented, located lines with
 fresh SSA names.
 
 Everything here follows MLIR's textual syntax, which xDSL's parser reads too:
-strings escape '"', '\\' and every byte outside printable ASCII as ``\\XX``;
+strings escape '"', '\\' and the bytes of unprintable characters as ``\\XX``;
 a float literal always has a '.' (``1.0e-05``), and infinities and NaNs are
 hexadecimal bit patterns; integers are printed as signed values of their width.
 """
@@ -18,16 +18,19 @@ from mytriton.types import BOOL, ScalarType
 
 
 def mlir_string(text: str) -> str:
-    """``text`` as an MLIR string literal."""
+    """``text`` as an MLIR string literal: '"' and '\\' escaped, printable
+    characters (non-ASCII ones too, as UTF-8) as themselves, and the bytes of
+    any other character as ``\\XX``. (xDSL reads an escaped byte above 0x7F
+    as a bytes literal, which no location takes: printable text stays readable
+    to both.)"""
     out = []
-    for byte in text.encode("utf-8", "backslashreplace"):
-        ch = chr(byte)
+    for ch in text:
         if ch in '"\\':
             out.append("\\" + ch)
-        elif 32 <= byte < 127:
+        elif ch.isprintable() and not 0xD800 <= ord(ch) <= 0xDFFF:
             out.append(ch)
         else:
-            out.append(f"\\{byte:02X}")
+            out.extend(f"\\{byte:02X}" for byte in ch.encode("utf-8", "backslashreplace"))
     return '"' + "".join(out) + '"'
 
 
