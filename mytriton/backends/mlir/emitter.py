@@ -625,15 +625,7 @@ class _Emitter:
         raw_step = for_bounds(op)[2]
         inits = [self.value(o, r.type, loc) for o, r in zip(for_inits(op), op.results)]
         types = [mlir_type(r.type) for r in op.results]
-        counting_down = isinstance(raw_step, Const) and raw_step.value < 0
-        if counting_down:
-            # scf.for counts up: run j in [0, ceil((start - stop) / -step)) and take i = start + j * step.
-            zero = constant(w, 0, index_t, loc)
-            span = w.op(f"arith.subi {start}, {stop} : {ity}", loc)
-            down = constant(w, -raw_step.value, index_t, loc)
-            trips = w.op(f"arith.ceildivsi {span}, {down} : {ity}", loc)
-            lo, hi, by = zero, w.op(f"arith.maxsi {trips}, {zero} : {ity}", loc), constant(w, 1, index_t, loc)
-        elif isinstance(raw_step, Const):
+        if isinstance(raw_step, Const):  # the verifier has made sure it is positive
             lo, hi, by = start, stop, step
         else:
             # A runtime step <= 0 runs no iteration (as on the GPU); scf.for leaves it undefined.
@@ -648,13 +640,7 @@ class _Emitter:
         if args:
             head += f" iter_args({joined(f'{a} = {i}' for a, i in zip(args, inits))}) -> ({joined(types)})"
         w.line(f"{prefix}{head} : {ity} {{", located=False)
-        if counting_down:
-            with w.nested():
-                scaled = w.op(f"arith.muli {iv}, {step} : {ity}", loc)
-                iv_name = w.op(f"arith.addi {start}, {scaled} : {ity}", loc)
-        else:
-            iv_name = iv
-        self.region(body, [iv_name, *args])
+        self.region(body, [iv, *args])
         w.line("}", loc)
 
     def op_if(self, op: Op) -> None:

@@ -96,8 +96,7 @@ STRUCTURED: dict[str, str] = {
     "shared_alloc": "memref.global in workgroup memory (address space 3) and memref.get_global",
     "copy_to_shared": "per buffer element: a guarded memref.load from global memory, memref.store into the buffer",
     "barrier": "gpu.barrier",
-    "for": "scf.for with iter_args (a negative constant step counts a trip count down; a runtime step <= 0 "
-           "runs no iteration, as on the GPU)",
+    "for": "scf.for with iter_args on the loop's index type (a runtime step <= 0 runs no iteration, as on the GPU)",
     "yield": "scf.yield",
     "if": "scf.if with results",
     "while": "scf.while: its before region is the condition region, scf.condition forwarding the carried values",
