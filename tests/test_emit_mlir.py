@@ -188,3 +188,12 @@ def test_a_pointer_from_two_parameters_is_a_located_error():
         compile_text(source, "mlir", file="k.py")
     assert str(info.value).startswith("k.py:7:23: error: the MLIR back end needs each pointer to come from one "
                                       "pointer parameter; this one may come from: x_ptr, y_ptr")
+
+
+LIT = SAMPLES.parent / "tests" / "lit" / "emit-mlir"
+
+
+@pytest.mark.parametrize("path", sorted(p.name for p in LIT.glob("*.ssa") if "refused" not in p.name))
+def test_xdsl_verifies_what_the_lit_tests_check(path):
+    text = (LIT / path).read_text()
+    parse_and_verify(pipeline.emit_mlir(pipeline.verify(pipeline.read_ssa(text, path))))
