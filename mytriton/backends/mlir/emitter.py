@@ -96,7 +96,7 @@ class _Emitter:
         self.block(kernel.body)
         self.w.line('"gpu.return"() : () -> ()', kernel.loc)
         loc = mlir_loc(kernel.loc)
-        out = [f"// mytriton kernel {kernel.name}: upstream MLIR, one program instance per workgroup",
+        out = [f"// mytriton kernel {mlir_string(kernel.name)}: upstream MLIR, one program instance per workgroup",
                "module attributes {gpu.container_module} {",
                '  "gpu.module"() <{sym_name = "mytriton"}> ({']
         for name, t, gloc in self.globals:
@@ -106,7 +106,8 @@ class _Emitter:
         out.append(f'    "gpu.func"() <{{function_type = ({signature}) -> ()}}> ({{')
         out.append(f"    ^bb0({joined(f'{n}: {t} {loc}' for n, t in args)}):")
         out.extend(self.w.lines)
-        out.append(f"    }}) {{gpu.kernel, sym_name = {mlir_string(kernel.name)}}} : () -> () {loc}")
+        out.append(f"    }}) {{gpu.kernel, sym_name = {mlir_string(kernel.name)}, workgroup_attributions = 0 : i64}} "
+                   f": () -> () {loc}")
         out.append(f"  }}) : () -> () {loc}")
         out.append(f"}} {loc}")
         return "\n".join(out) + "\n"

@@ -187,7 +187,7 @@ def scalar_op(w: Writer, name: str, args: list[str], t: ScalarType, loc: Locatio
     and abs ops apply to whole vectors of that type."""
     ty = spelled or scalar_type(t)
     if name in COMPARE:
-        pred = _pick(COMPARE[name], t, name) if t != BOOL else COMPARE[name][1]
+        pred = _pick(COMPARE[name], t, name) if t != BOOL else COMPARE[name][2]  # bools compare as 0 and 1
         op = "arith.cmpf" if t.is_float else "arith.cmpi"
         return w.op(f"{op} {pred}, {args[0]}, {args[1]} : {ty}", loc)
     if name in MATH:
