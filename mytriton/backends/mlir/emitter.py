@@ -31,11 +31,11 @@ from mytriton.diagnostics import CompileError, Location
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import pointer_bases
 from mytriton.ir.ssa import (
-    Block, BlockArg, Const, Kernel, Op, Operand, Param, Value, for_body, for_bounds, for_inits,
-    region_terminator,
+    Block, Const, Kernel, Op, Operand, Param, Value, for_body, for_bounds, for_inits, yield_types,
 )
 from mytriton.types import (
-    BOOL, I32, PointerType, ScalarType, SharedType, Type, WeakType, concrete, element_of, promote, shape_of,
+    BF16, BOOL, F16, F32, I32, PointerType, ScalarType, SharedType, Type, WeakType, concrete, element_of, promote,
+    shape_of,
 )
 
 WORKGROUP = 3  # NVPTX's shared address space: MLIR's #gpu.address_space<workgroup> (xDSL lacks that attribute)
@@ -491,7 +491,7 @@ class _Emitter:
         shape = shape_of(x.type)
         result_t = element_type(op.result.type)
         # f16 and bf16 sum in f32 and round the result, as the CUDA back end does
-        t = opdefs_f32(result_t)
+        t = combining_type(result_t)
         identity = constant(self.w, table.reduce_identity(op.name, t), t, loc)
 
         def compute(coords: list[Coord]) -> str:
@@ -592,11 +592,10 @@ class _Emitter:
             self.block(block)
 
     def op_yield(self, op: Op) -> None:
-        owner = op.parent.parent
-        types = [mlir_type(t) for t in _yield_types(op)]
-        values = [self.value(o, t, op.loc) for o, t in zip(op.operands, _yield_types(op))]
+        expected = yield_types(op)
+        types = [mlir_type(t) for t in expected]
+        values = [self.value(o, t, op.loc) for o, t in zip(op.operands, expected)]
         self.w.line(f"scf.yield {joined(values)} : {joined(types)}" if values else "scf.yield", op.loc)
-        del owner
 
     def op_condition(self, op: Op) -> None:
         cond = self.element(op.operands[0], [], BOOL, op.loc)
@@ -672,10 +671,8 @@ class _Emitter:
         w.line("}", loc)
 
 
-def opdefs_f32(t: ScalarType) -> ScalarType:
-    """The type a reduction combines in: f32 for f16 and bf16."""
-    from mytriton.types import BF16, F16, F32
-
+def combining_type(t: ScalarType) -> ScalarType:
+    """The type a reduction combines in: f32 for f16 and bf16 (rounded once at the end)."""
     return F32 if t in (F16, BF16) else t
 
 
@@ -685,12 +682,6 @@ def _element(operand: Operand) -> ScalarType | PointerType | WeakType:
 
 def _tile_shape(t: Type) -> tuple[int, ...]:
     return t.shape if isinstance(t, SharedType) else shape_of(t)
-
-
-def _yield_types(op: Op) -> list[Type]:
-    from mytriton.ir.ssa import yield_types
-
-    return yield_types(op)
 
 
 def _param_name(name: str, index: int) -> str:
