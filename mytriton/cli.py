@@ -168,6 +168,7 @@ def main() -> None:
     \b
     Stages, each readable text that the next one reads:
       parse -> trace -> lower -> verify -> opt -> stage-dots -> layouts -> emit-cuda
+                                                         stage-dots -> emit-mlir
     For example:
       mytriton parse k.py | mytriton trace -D BLOCK=256 | mytriton lower \\
         | mytriton verify | mytriton opt | mytriton stage-dots | mytriton layouts | mytriton emit-cuda -o k.cu
@@ -301,6 +302,18 @@ def _pass_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
         if name not in known:
             raise click.BadParameter(f"unknown pass '{printable(name)}' (passes: {', '.join(known)})", ctx, param)
     return names
+
+
+@main.command("emit-mlir")
+@input_argument
+@output_option
+@reports_errors
+def emit_mlir(input: str, output: str) -> None:
+    """Render SSA (opt or staged) as upstream MLIR: gpu, arith, math, scf, memref, vector."""
+    text, file = read_input(input)
+    kernel = pipeline.read_ssa(text, file)
+    pipeline.verify(kernel)
+    write_output(output, pipeline.emit_mlir(kernel))
 
 
 @main.command("compile")

@@ -7,14 +7,15 @@ until a stage needs it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace, field
 from typing import Any, Callable, Sequence
 
 from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import Kernel
 from mytriton.ir.tree import TreeKernel
 
-EMITS = ("ast", "tree", "ssa", "opt", "staged", "layouts", "cuda", "ptx", "cubin")
+# The stages in pipeline order; mlir branches off after staged (a back end beside CUDA).
+EMITS = ("ast", "tree", "ssa", "opt", "staged", "layouts", "cuda", "ptx", "cubin", "mlir")
 BINARY_EMITS = ("cubin",)
 DEFAULT_NUM_WARPS = 4
 DEFAULT_ARCH = "sm_90"
@@ -137,6 +138,14 @@ def emit_cuda(kernel: Kernel) -> str:
     return emit(kernel)
 
 
+def emit_mlir(kernel: Kernel) -> str:
+    """Render SSA (from ``opt`` on; staged SSA keeps its shared buffers and
+    barriers) as upstream MLIR. It needs no layouts: tiles are vectors."""
+    from mytriton.backends.mlir.emitter import emit_mlir as emit
+
+    return emit(kernel)
+
+
 def to_cuda(kernel: Kernel, options: Options) -> str:
     """CUDA C++ for SSA at any stage from ``opt`` on: what is not staged and
     laid out yet is (stage-dots changes nothing on staged SSA)."""
@@ -209,6 +218,10 @@ def compile_source(text: str, file: str, emit: str, options: Options) -> str | b
     reached("opt", kernel)
     if emit == "opt":
         return print_ssa(kernel)
+    if emit == "mlir":
+        # The MLIR back end has no lowering of pipelined K loops (async copies
+        # into multi-stage buffers) yet: it takes the staged dots unpipelined.
+        return emit_mlir(stage_dots(kernel, replace(options, num_stages=1)))
     kernel = stage_dots(kernel, options)
     reached("staged", kernel)
     if emit == "staged":

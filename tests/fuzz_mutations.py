@@ -40,8 +40,8 @@ COMMANDS: dict[str, list[list[str]]] = {
                ["run", "--backend", "interp"]],
     "bundle": [["trace"]],
     "tree": [["lower"]],
-    "ssa": [["verify"], ["opt"], ["stage-dots"], ["layouts"], ["emit-cuda"]],
-    "laid_out": [["verify"], ["emit-cuda"]],
+    "ssa": [["verify"], ["opt"], ["stage-dots"], ["layouts"], ["emit-cuda"], ["emit-mlir"]],
+    "laid_out": [["verify"], ["emit-cuda"], ["emit-mlir"]],
 }
 TRACING = ("trace", "compile", "run")  # commands that take -D, -s, -k
 

@@ -1,0 +1,691 @@
+"""The ``emit-mlir`` stage: SSA to upstream MLIR (gpu, func-like gpu.func,
+arith, math, scf, memref, vector).
+
+A kernel becomes a ``gpu.func`` kernel in a ``gpu.module``; one workgroup runs
+one program instance, and its code is written at the program's level: a tile
+is one ``vector`` value (tiles of pointers are vectors of i64 offsets), so the
+text needs no layout (the layouts stage is the CUDA back end's business; a
+vector-distribution pipeline of one's own spreads the vectors over threads).
+Elementwise ops are computed per element (``ops.scalar_op``) in ``scf.for``
+nests that build the result vector with ``vector.extract``/``vector.insert``
+at dynamic positions: xDSL, which checks this output, takes arith's
+conversions and ``select`` on scalars only, and this way every op lowers the
+same on scalars and tiles. Loads and stores are guarded ``memref.load`` and
+``memref.store`` on the pointer's parameter, a ``memref<?xT>``; runtime loops
+are ``scf.for`` with ``iter_args``, ``if`` and ``while`` are ``scf.if`` and
+``scf.while``; stage-dots' shared buffers are ``memref.global``s in workgroup
+memory (address space 3, NVPTX's shared space) and its barriers
+``gpu.barrier``. Each op carries its source location, ``loc("file":line:col)``.
+
+The gpu ops are printed in MLIR's generic form (``"gpu.func"() ...``), which
+both MLIR and xDSL read (xDSL has no custom syntax for them).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from mytriton.backends.mlir import ops as table
+from mytriton.backends.mlir.ops import OFFSET, constant, convert, scalar_op
+from mytriton.backends.mlir.text import Writer, joined, literal, mlir_loc, mlir_string, scalar_type, shaped
+from mytriton.diagnostics import CompileError, Location
+from mytriton.ir import opdefs
+from mytriton.ir.analysis import pointer_bases
+from mytriton.ir.ssa import (
+    Block, Const, Kernel, Op, Operand, Param, Value, for_body, for_bounds, for_inits, yield_types,
+)
+from mytriton.types import (
+    BF16, BOOL, F16, F32, I32, PointerType, ScalarType, SharedType, Type, WeakType, concrete, element_of, promote,
+    shape_of,
+)
+
+WORKGROUP = 3  # NVPTX's shared address space: MLIR's #gpu.address_space<workgroup> (xDSL lacks that attribute)
+
+Coord = str | int  # an index value's name, or a constant position
+
+
+def emit_mlir(kernel: Kernel) -> str:
+    """MLIR text for SSA at any stage from ``opt`` on (laid-out SSA too: its
+    layouts are ignored, ``convert_layout`` is the value itself)."""
+    return _Emitter(kernel).emit()
+
+
+def element_type(t: Type) -> ScalarType:
+    """The scalar type an SSA type's elements are in MLIR (a pointer is its i64 offset)."""
+    e = concrete(element_of(t))
+    return OFFSET if isinstance(e, PointerType) else e
+
+
+def mlir_type(t: Type) -> str:
+    if isinstance(t, SharedType):
+        return shared_type(t)
+    return shaped(shape_of(t), scalar_type(element_type(t)))
+
+
+def shared_type(t: SharedType) -> str:
+    return f"memref<{t.shape[0]}x{t.shape[1]}x{scalar_type(t.element)}, {WORKGROUP}>"
+
+
+def memref_type(pointee: ScalarType) -> str:
+    return f"memref<?x{scalar_type(pointee)}>"
+
+
+class _Emitter:
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.w = Writer(indent=3)
+        self.names: dict[Value, str] = {}
+        self.globals: list[tuple[str, SharedType, Location | None]] = []
+        self.param_names: dict[Param, str] = {}
+        self.zero_offset: str | None = None
+
+    # ---- the module --------------------------------------------------------------------
+
+    def emit(self) -> str:
+        kernel = self.kernel
+        args = []
+        for index, param in enumerate(kernel.params):
+            name = _param_name(param.name, index)
+            self.param_names[param] = name
+            if isinstance(param.type, PointerType):
+                t = memref_type(param.type.pointee)
+            else:
+                t = scalar_type(concrete(param.type))
+                self.names[param] = name
+            args.append((name, t))
+        self.zero_offset = constant(self.w, 0, OFFSET, kernel.loc)
+        self.block(kernel.body)
+        self.w.line('"gpu.return"() : () -> ()', kernel.loc)
+        loc = mlir_loc(kernel.loc)
+        out = [f"// mytriton kernel {mlir_string(kernel.name)}: upstream MLIR, one program instance per workgroup",
+               "module attributes {gpu.container_module} {",
+               '  "gpu.module"() <{sym_name = "mytriton"}> ({']
+        for name, t, gloc in self.globals:
+            out.append(f'    "memref.global"() <{{sym_name = {mlir_string(name)}, sym_visibility = "private", '
+                       f'type = {shared_type(t)}, initial_value, alignment = 16 : i64}}> : () -> () {mlir_loc(gloc)}')
+        signature = joined(t for _, t in args)
+        out.append(f'    "gpu.func"() <{{function_type = ({signature}) -> ()}}> ({{')
+        out.append(f"    ^bb0({joined(f'{n}: {t} {loc}' for n, t in args)}):")
+        out.extend(self.w.lines)
+        out.append(f"    }}) {{gpu.kernel, sym_name = {mlir_string(kernel.name)}, workgroup_attributions = 0 : i64}} "
+                   f": () -> () {loc}")
+        out.append(f"  }}) : () -> () {loc}")
+        out.append(f"}} {loc}")
+        return "\n".join(out) + "\n"
+
+    def block(self, block: Block) -> None:
+        for op in block.ops:
+            self.op(op)
+
+    def error(self, message: str, op: Op) -> CompileError:
+        return CompileError(message, op.loc or self.kernel.loc)
+
+    def op(self, op: Op) -> None:
+        how = table.lowering(op.name)
+        if how == "refused":
+            raise self.error(table.REFUSED[op.name], op)
+        if how is None:
+            raise self.error(f"the MLIR back end has no lowering for '{op.name}'", op)
+        for operand in op.operands:
+            if isinstance(operand, Value) and isinstance(element_of(operand.type), PointerType):
+                self.base(operand, op)  # one parameter per pointer, checked where it is used
+        if how == "elementwise":
+            self.elementwise(op)
+        else:
+            getattr(self, "op_" + op.name)(op)
+
+    # ---- values ------------------------------------------------------------------------
+
+    def base(self, value: Value, op: Op) -> str:
+        """The memref parameter a pointer value offsets."""
+        bases = pointer_bases(value)
+        if len(bases) != 1:
+            names = ", ".join(sorted(p.name for p in bases)) or "none"
+            raise self.error("the MLIR back end needs each pointer to come from one pointer parameter; "
+                             f"this one may come from: {names}", op)
+        return self.param_names[next(iter(bases))]
+
+    def value(self, operand: Operand, t: Type, loc: Location | None) -> str:
+        """A whole operand as an MLIR value of the type ``t`` stands for
+        (a literal becomes a constant; a tile of one, a dense vector)."""
+        if isinstance(operand, Const):
+            e = element_type(t)
+            shape = shape_of(t)
+            if shape:
+                return self.w.op(f"arith.constant dense<{literal(operand.value, e)}> : {mlir_type(t)}", loc)
+            return constant(self.w, operand.value, e, loc)
+        if isinstance(operand, Param) and isinstance(operand.type, PointerType):
+            return self.zero_offset
+        assert isinstance(operand, Value)
+        return self.names[operand]
+
+    def element(self, operand: Operand, coords: list[Coord], want: ScalarType | None,
+                loc: Location | None) -> str:
+        """The operand's element at the result coordinates ``coords``
+        (broadcast: aligned on the right, a dimension of 1 read at 0),
+        converted to ``want`` (None: left in its own type)."""
+        if isinstance(operand, Const):
+            t = want or concrete(operand.type)
+            return constant(self.w, operand.value, t, loc)
+        assert isinstance(operand, Value)
+        source = element_type(operand.type)
+        shape = shape_of(operand.type)
+        if shape:
+            aligned = coords[len(coords) - len(shape):]
+            position = [c if d != 1 else 0 for c, d in zip(aligned, shape)]
+            name = self.w.op(f"vector.extract {self.names[operand]}[{joined(str(p) for p in position)}] : "
+                             f"{scalar_type(source)} from {mlir_type(operand.type)}", loc)
+        else:
+            name = self.value(operand, operand.type, loc)
+        return name if want is None else convert(self.w, name, source, want, loc)
+
+    def source_type(self, operand: Operand) -> ScalarType:
+        if isinstance(operand, Const):
+            return concrete(operand.type)
+        return element_type(operand.type)
+
+    # ---- loops over elements -----------------------------------------------------------
+
+    def index(self, n: int, loc: Location | None) -> str:
+        return self.w.op(f"arith.constant {n} : index", loc)
+
+    def counted(self, n: int, carried: list[tuple[str, str]], loc: Location | None,
+                body: Callable[[str, list[str]], list[str]]) -> list[str]:
+        """``scf.for %i = 0 to n`` carrying ``carried`` (initial value, type);
+        ``body(i, carried values)`` returns the yielded values."""
+        w = self.w
+        lo, hi, one = self.index(0, loc), self.index(n, loc), self.index(1, loc)
+        iv = w.fresh()
+        args = [w.fresh() for _ in carried]
+        types = [t for _, t in carried]
+        head = f"scf.for {iv} = {lo} to {hi} step {one}"
+        if carried:
+            head += f" iter_args({joined(f'{a} = {init}' for a, (init, _) in zip(args, carried))}) " \
+                    f"-> ({joined(types)})"
+        results = [w.fresh()] if carried else []
+        prefix = f"{results[0]}:{len(carried)} = " if len(carried) > 1 else f"{results[0]} = " if carried else ""
+        w.line(prefix + head + " {", located=False)
+        with w.nested():
+            out = body(iv, args)
+            w.line(f"scf.yield {joined(out)} : {joined(types)}" if out else "scf.yield", loc)
+        w.line("}", loc)
+        if len(carried) > 1:
+            return [f"{results[0]}#{i}" for i in range(len(carried))]
+        return results
+
+    def build(self, shape: tuple[int, ...], element: ScalarType, loc: Location | None,
+              compute: Callable[[list[Coord]], str]) -> str:
+        """A vector of ``shape`` whose element at each coordinate is ``compute(coords)``."""
+        vtype = shaped(shape, scalar_type(element))
+        init = self.w.op(f"arith.constant dense<{literal(0, element)}> : {vtype}", loc)
+
+        def level(depth: int, coords: list[Coord], acc: str) -> str:
+            def body(i: str, args: list[str]) -> list[str]:
+                here = coords + [i]
+                if depth + 1 == len(shape):
+                    x = compute(here)
+                    return [self.w.op(f"vector.insert {x}, {args[0]} [{joined(str(c) for c in here)}] : "
+                                      f"{scalar_type(element)} into {vtype}", loc)]
+                return [level(depth + 1, here, args[0])]
+
+            return self.counted(shape[depth], [(acc, vtype)], loc, body)[0]
+
+        return level(0, [], init)
+
+    def each(self, shape: tuple[int, ...], loc: Location | None, body: Callable[[list[Coord]], None]) -> None:
+        """Run ``body(coords)`` for every coordinate of ``shape`` (nothing carried)."""
+        def level(depth: int, coords: list[Coord]) -> None:
+            if depth == len(shape):
+                body(coords)
+                return
+
+            def step(i: str, args: list[str]) -> list[str]:
+                level(depth + 1, coords + [i])
+                return []
+
+            self.counted(shape[depth], [], loc, step)
+
+        level(0, [])
+
+    def fold(self, shape: tuple[int, ...], init: str, t: ScalarType, loc: Location | None,
+             combine: Callable[[list[Coord], str], str]) -> str:
+        """A scalar carried over every coordinate of ``shape``: ``combine(coords, acc)``."""
+        def level(depth: int, coords: list[Coord], acc: str) -> str:
+            if depth == len(shape):
+                return combine(coords, acc)
+            return self.counted(shape[depth], [(acc, scalar_type(t))], loc,
+                                lambda i, args: [level(depth + 1, coords + [i], args[0])])[0]
+
+        return level(0, [], init)
+
+    def per_element(self, op: Op, compute: Callable[[list[Coord]], str]) -> None:
+        """The op's one result, a scalar or a tile built element by element."""
+        result = op.result
+        shape = shape_of(result.type)
+        if shape:
+            self.names[result] = self.build(shape, element_type(result.type), op.loc, compute)
+        else:
+            self.names[result] = compute([])
+
+    # ---- elementwise -------------------------------------------------------------------
+
+    def elementwise(self, op: Op) -> None:
+        loc = op.loc
+        name = op.name
+        if name in ("program_id", "num_programs"):
+            dim = "xyz"[op.attrs["axis"]]
+            gpu = "gpu.block_id" if name == "program_id" else "gpu.grid_dim"
+            raw = self.w.op(f'"{gpu}"() <{{dimension = #gpu<dim {dim}>}}> : () -> index', loc)
+            self.names[op.result] = self.w.op(f"arith.index_cast {raw} : index to i32", loc)
+            return
+        result_t = element_type(op.result.type)
+        if shape_of(op.result.type) and self.whole_vector(op, result_t):
+            return
+
+        def compute(coords: list[Coord]) -> str:
+            return self.scalar(op, coords, result_t)
+
+        self.per_element(op, compute)
+
+    def whole_vector(self, op: Op, result_t: ScalarType) -> bool:
+        """Write an elementwise op on whole vectors where the arith or math op
+        takes them and no operand tile needs converting (its scalars and
+        literals are broadcast); False where it must go element by element."""
+        name, loc, shape = op.name, op.loc, shape_of(op.result.type)
+        if name == "hint":
+            self.names[op.result] = self.names[op.operands[0]]
+            return True
+        # Not comparisons: xDSL types arith.cmpi/cmpf on vectors as one i1.
+        if name == "full":  # a literal is a dense constant, a runtime scalar is broadcast
+            t = op.attrs["dtype"]
+            vtype = shaped(shape, scalar_type(t))
+            value = op.operands[0]
+            if isinstance(value, Const):
+                self.names[op.result] = self.w.op(f"arith.constant dense<{literal(value.value, t)}> : {vtype}", loc)
+            else:
+                x = self.element(value, [], t, loc)
+                self.names[op.result] = self.w.op(f"vector.broadcast {x} : {scalar_type(t)} to {vtype}", loc)
+            return True
+        vectorised = (name in table.BINARY or name == "broadcast_to"
+                      or (name in table.MATH and name != "sigmoid" and result_t.is_float and result_t.bits >= 32)
+                      or (name in ("neg", "abs") and result_t.is_float))
+        if not vectorised or result_t == BOOL:
+            return False
+        t = result_t
+        if any(isinstance(o, Value) and shape_of(o.type) and element_type(o.type) != t for o in op.operands):
+            return False
+        vtype = shaped(shape, scalar_type(t))
+        args = []
+        for operand in op.operands:
+            if isinstance(operand, Value) and shape_of(operand.type) == shape:
+                args.append(self.names[operand])
+                continue
+            x = self.value(operand, operand.type, loc) if isinstance(operand, Value) else None
+            if isinstance(operand, Const):
+                args.append(self.w.op(f"arith.constant dense<{literal(operand.value, t)}> : {vtype}", loc))
+                continue
+            if not shape_of(operand.type):
+                x = convert(self.w, x, element_type(operand.type), t, loc)
+            source = mlir_type(operand.type) if shape_of(operand.type) else scalar_type(t)
+            args.append(self.w.op(f"vector.broadcast {x} : {source} to {vtype}", loc))
+        if name == "broadcast_to":
+            self.names[op.result] = args[0]
+        else:
+            self.names[op.result] = scalar_op(self.w, name, args, t, loc, spelled=vtype)
+        return True
+
+    def scalar(self, op: Op, coords: list[Coord], result_t: ScalarType) -> str:
+        name, loc, operands = op.name, op.loc, op.operands
+        if name == "addptr":
+            offset = operands[1]
+            extra = self.element(offset, coords, None, loc)
+            wide = convert(self.w, extra, self.source_type(offset), OFFSET, loc)
+            base = self.element(operands[0], coords, OFFSET, loc)
+            return self.w.op(f"arith.addi {base}, {wide} : i64", loc)
+        if name == "cast":
+            x = self.element(operands[0], coords, None, loc)
+            return convert(self.w, x, self.source_type(operands[0]), op.attrs["dtype"], loc)
+        if name == "bitcast":
+            x = self.element(operands[0], coords, None, loc)
+            source = self.source_type(operands[0])
+            if source == result_t:
+                return x
+            return self.w.op(f"arith.bitcast {x} : {scalar_type(source)} to {scalar_type(result_t)}", loc)
+        if name in table.COMPARE:
+            t = concrete(promote(*(_element(o) for o in operands)))
+            t = OFFSET if isinstance(t, PointerType) else t
+            args = [self.element(o, coords, t, loc) for o in operands]
+            return scalar_op(self.w, name, args, t, loc)
+        if name == "where":
+            cond = self.element(operands[0], coords, BOOL, loc)
+            args = [self.element(o, coords, result_t, loc) for o in operands[1:]]
+            return scalar_op(self.w, name, [cond, *args], result_t, loc)
+        if name == "full":
+            return self.element(operands[0], coords, op.attrs["dtype"], loc)
+        if name in ("shl", "shr"):
+            args = [self.element(o, coords, result_t, loc) for o in operands]
+            return scalar_op(self.w, name, args, result_t, loc)
+        args = [self.element(o, coords, result_t, loc) for o in operands]
+        return scalar_op(self.w, name, args, result_t, loc, op.attrs)
+
+    # ---- structured ops ----------------------------------------------------------------
+
+    def op_arange(self, op: Op) -> None:
+        start, end = op.attrs["start"], op.attrs["end"]
+        values = ", ".join(str(i) for i in range(start, end))
+        self.names[op.result] = self.w.op(f"arith.constant dense<[{values}]> : {mlir_type(op.result.type)}",
+                                          op.loc)
+
+    def op_load(self, op: Op) -> None:
+        ptr, mask, other = op.operands
+        pointee = element_of(ptr.type).pointee
+        base = self.base(ptr, op)
+        loc = op.loc
+        ty = scalar_type(pointee)
+
+        def compute(coords: list[Coord]) -> str:
+            offset = self.element(ptr, coords, OFFSET, loc)
+            where = self.w.op(f"arith.index_cast {offset} : i64 to index", loc)
+            read = f"memref.load {base}[{where}] : {memref_type(pointee)}"
+            if mask is None:
+                return self.w.op(read, loc)
+            m = self.element(mask, coords, BOOL, loc)
+            return self.guarded(m, ty, loc, lambda: self.w.op(read, loc),
+                                lambda: self.fill(other, coords, pointee, loc))
+
+        self.per_element(op, compute)
+
+    def fill(self, other: Operand, coords: list[Coord], t: ScalarType, loc: Location | None) -> str:
+        if other is None:  # masked-off elements are undefined in Triton; zero here
+            return constant(self.w, 0, t, loc)
+        return self.element(other, coords, t, loc)
+
+    def guarded(self, cond: str, ty: str, loc: Location | None, then: Callable[[], str],
+                otherwise: Callable[[], str]) -> str:
+        w = self.w
+        name = w.fresh()
+        w.line(f"{name} = scf.if {cond} -> ({ty}) {{", located=False)
+        with w.nested():
+            w.line(f"scf.yield {then()} : {ty}", loc)
+        w.line("} else {", located=False)
+        with w.nested():
+            w.line(f"scf.yield {otherwise()} : {ty}", loc)
+        w.line("}", loc)
+        return name
+
+    def op_store(self, op: Op) -> None:
+        ptr, value, mask = op.operands
+        pointee = element_of(ptr.type).pointee
+        base = self.base(ptr, op)
+        loc = op.loc
+
+        def body(coords: list[Coord]) -> None:
+            offset = self.element(ptr, coords, OFFSET, loc)
+            where = self.w.op(f"arith.index_cast {offset} : i64 to index", loc)
+            x = self.element(value, coords, pointee, loc)
+            write = f"memref.store {x}, {base}[{where}] : {memref_type(pointee)}"
+            if mask is None:
+                self.w.line(write, loc)
+                return
+            m = self.element(mask, coords, BOOL, loc)
+            self.w.line(f"scf.if {m} {{", located=False)
+            with self.w.nested():
+                self.w.line(write, loc)
+                self.w.line("scf.yield", loc)
+            self.w.line("}", loc)
+
+        self.each(shape_of(ptr.type), loc, body)
+
+    def op_expand_dims(self, op: Op) -> None:
+        axis = op.attrs["axis"]
+        x = op.operands[0]
+        self.per_element(op, lambda c: self.element(x, c[:axis] + c[axis + 1:], None, op.loc))
+
+    def op_convert_layout(self, op: Op) -> None:
+        self.names[op.result] = self.value(op.operands[0], op.result.type, op.loc)
+
+    def _remap(self, op: Op) -> None:
+        """A shape op: each result element is an operand element at remapped coordinates."""
+        loc = op.loc
+        operands = op.operands
+        shapes = [shape_of(o.type) for o in operands]
+        out_shape = shape_of(op.result.type)
+
+        def linear(coords: list[Coord], to_shape: tuple[int, ...]) -> list[Coord]:
+            flat = self.index(0, loc)
+            for c, d in zip(coords, out_shape):
+                scaled = self.w.op(f"arith.muli {flat}, {self.index(d, loc)} : index", loc)
+                flat = self.w.op(f"arith.addi {scaled}, {self.coord(c, loc)} : index", loc)
+            out: list[Coord] = []
+            stride = 1
+            for d in reversed(to_shape):
+                q = self.w.op(f"arith.divui {flat}, {self.index(stride, loc)} : index", loc)
+                out.append(self.w.op(f"arith.remui {q}, {self.index(d, loc)} : index", loc))
+                stride *= d
+            return out[::-1]
+
+        def compute(coords: list[Coord]) -> str:
+            sources = opdefs.source_coords(op.name, op.attrs, shapes, coords, linear)
+            values = []
+            for operand, at in zip(operands, sources):
+                full = [c if d != 1 else 0 for c, d in zip(at, shape_of(operand.type))]
+                values.append(self.element(operand, full, None, loc))
+            if op.name != "join":
+                return values[0]
+            first = self.w.op(f"arith.cmpi eq, {self.coord(coords[-1], loc)}, {self.index(0, loc)} : index", loc)
+            return self.w.op(f"arith.select {first}, {values[0]}, {values[1]} : "
+                             f"{scalar_type(element_type(op.result.type))}", loc)
+
+        self.per_element(op, compute)
+
+    op_trans = op_permute = op_reshape = op_split = op_join = _remap
+
+    def coord(self, c: Coord, loc: Location | None) -> str:
+        return self.index(c, loc) if isinstance(c, int) else c
+
+    # ---- reductions and dots ---------------------------------------------------------
+
+    def _reduce(self, op: Op) -> None:
+        x = op.operands[0]
+        loc = op.loc
+        axis = op.attrs.get("axis")
+        shape = shape_of(x.type)
+        result_t = element_type(op.result.type)
+        # f16 and bf16 sum in f32 and round the result, as the CUDA back end does
+        t = combining_type(result_t)
+        identity = constant(self.w, table.reduce_identity(op.name, t), t, loc)
+
+        def compute(coords: list[Coord]) -> str:
+            reduced = shape if axis is None else (shape[axis],)
+
+            def combine(inner: list[Coord], acc: str) -> str:
+                at = inner if axis is None else coords[:axis] + inner + coords[axis:]
+                return table.reduce_combine(self.w, op.name, acc, self.element(x, at, t, loc), t, loc)
+
+            total = self.fold(reduced, identity, t, loc, combine)
+            return convert(self.w, total, t, result_t, loc)
+
+        self.per_element(op, compute)
+
+    op_sum = op_max = op_min = _reduce
+
+    def _dot(self, op: Op) -> None:
+        a, b, acc = op.operands
+        loc = op.loc
+        k = _tile_shape(a.type)[1]
+        f32 = element_type(op.result.type)
+
+        def read(operand: Operand, i: Coord, j: Coord) -> str:
+            if isinstance(operand.type, SharedType):
+                source = operand.type.element
+                x = self.w.op(f"memref.load {self.names[operand]}[{i}, {j}] : {shared_type(operand.type)}", loc)
+                return convert(self.w, x, source, f32, loc)
+            return self.element(operand, [i, j], f32, loc)
+
+        def compute(coords: list[Coord]) -> str:
+            i, j = coords
+            init = constant(self.w, 0.0, f32, loc) if acc is None else self.element(acc, coords, f32, loc)
+
+            def step(inner: list[Coord], total: str) -> str:
+                (kk,) = inner
+                return self.w.op(f"math.fma {read(a, i, kk)}, {read(b, kk, j)}, {total} : f32", loc)
+
+            return self.fold((k,), init, f32, loc, step)
+
+        self.per_element(op, compute)
+
+    op_dot = op_dot_shared = _dot
+
+    # ---- shared memory ---------------------------------------------------------------
+
+    def op_shared_alloc(self, op: Op) -> None:
+        taken = {name for name, _, _ in self.globals}
+        name, n = op.attrs["name"], 1
+        while name in taken:
+            name, n = f"{op.attrs['name']}_{n}", n + 1
+        self.globals.append((name, op.result.type, op.loc))
+        self.names[op.result] = self.w.op(f"memref.get_global @{name} : {shared_type(op.result.type)}", op.loc)
+
+    def op_barrier(self, op: Op) -> None:
+        self.w.line('"gpu.barrier"() : () -> ()', op.loc)
+
+    def op_copy_to_shared(self, op: Op) -> None:
+        buf, base_ptr, row_offset, col_offset, stride, row_bound, col_bound, fill = op.operands
+        loc = op.loc
+        t = buf.type.element
+        ty = scalar_type(t)
+        base = self.base(base_ptr, op) if isinstance(base_ptr, Value) else None
+        w = self.w
+
+        def body(coords: list[Coord]) -> None:
+            r, c = coords
+            ri = w.op(f"arith.index_cast {r} : index to i32", loc)
+            ci = w.op(f"arith.index_cast {c} : index to i32", loc)
+            row = w.op(f"arith.addi {self.element(row_offset, [], I32, loc)}, {ri} : i32", loc)
+            col = w.op(f"arith.addi {self.element(col_offset, [], I32, loc)}, {ci} : i32", loc)
+            row_in = w.op(f"arith.cmpi slt, {row}, {self.element(row_bound, [], I32, loc)} : i32", loc)
+            col_in = w.op(f"arith.cmpi slt, {col}, {self.element(col_bound, [], I32, loc)} : i32", loc)
+            inside = w.op(f"arith.andi {row_in}, {col_in} : i1", loc)
+
+            def read() -> str:
+                scaled = w.op(f"arith.muli {row}, {self.element(stride, [], I32, loc)} : i32", loc)
+                flat = w.op(f"arith.addi {scaled}, {col} : i32", loc)
+                wide = convert(w, flat, I32, OFFSET, loc)
+                start = self.element(base_ptr, [], OFFSET, loc)
+                offset = w.op(f"arith.addi {start}, {wide} : i64", loc)
+                where = w.op(f"arith.index_cast {offset} : i64 to index", loc)
+                return w.op(f"memref.load {base}[{where}] : {memref_type(t)}", loc)
+
+            x = self.guarded(inside, ty, loc, read, lambda: self.element(fill, [], t, loc))
+            w.line(f"memref.store {x}, {self.names[buf]}[{r}, {c}] : {shared_type(buf.type)}", loc)
+
+        self.each(buf.type.shape, loc, body)
+
+    # ---- control flow ----------------------------------------------------------------
+
+    def carried_types(self, values: list[Value]) -> list[str]:
+        return [mlir_type(v.type) for v in values]
+
+    def region(self, block: Block, arg_names: list[str]) -> None:
+        for arg, name in zip(block.args, arg_names):
+            self.names[arg] = name
+        with self.w.nested():
+            self.block(block)
+
+    def op_yield(self, op: Op) -> None:
+        expected = yield_types(op)
+        types = [mlir_type(t) for t in expected]
+        values = [self.value(o, t, op.loc) for o, t in zip(op.operands, expected)]
+        self.w.line(f"scf.yield {joined(values)} : {joined(types)}" if values else "scf.yield", op.loc)
+
+    def op_condition(self, op: Op) -> None:
+        cond = self.element(op.operands[0], [], BOOL, op.loc)
+        args = op.parent.args
+        names = [self.names[a] for a in args]
+        tail = f" {joined(names)} : {joined(self.carried_types(args))}" if args else ""
+        self.w.line(f"scf.condition({cond}){tail}", op.loc)
+
+    def bind_results(self, op: Op) -> str:
+        """The ``%r = `` (or ``%r:n = ``) prefix of a region op, naming its results."""
+        if not op.results:
+            return ""
+        name = self.w.fresh()
+        if len(op.results) == 1:
+            self.names[op.results[0]] = name
+            return f"{name} = "
+        for i, result in enumerate(op.results):
+            self.names[result] = f"{name}#{i}"
+        return f"{name}:{len(op.results)} = "
+
+    def op_for(self, op: Op) -> None:
+        w, loc = self.w, op.loc
+        body = for_body(op)
+        index_t = concrete(body.args[0].type)
+        ity = scalar_type(index_t)
+        start, stop, step = (self.element(o, [], index_t, loc) for o in for_bounds(op))
+        raw_step = for_bounds(op)[2]
+        inits = [self.value(o, r.type, loc) for o, r in zip(for_inits(op), op.results)]
+        types = [mlir_type(r.type) for r in op.results]
+        if isinstance(raw_step, Const):  # the verifier has made sure it is positive
+            lo, hi, by = start, stop, step
+        else:
+            # A runtime step <= 0 runs no iteration (as on the GPU); scf.for leaves it undefined.
+            zero = constant(w, 0, index_t, loc)
+            positive = w.op(f"arith.cmpi sgt, {step}, {zero} : {ity}", loc)
+            lo, by = start, step
+            hi = w.op(f"arith.select {positive}, {stop}, {start} : {ity}", loc)
+        iv = w.fresh()
+        args = [w.fresh() for _ in op.results]
+        prefix = self.bind_results(op)
+        head = f"scf.for {iv} = {lo} to {hi} step {by}"
+        if args:
+            head += f" iter_args({joined(f'{a} = {i}' for a, i in zip(args, inits))}) -> ({joined(types)})"
+        w.line(f"{prefix}{head} : {ity} {{", located=False)
+        self.region(body, [iv, *args])
+        w.line("}", loc)
+
+    def op_if(self, op: Op) -> None:
+        w, loc = self.w, op.loc
+        cond = self.element(op.operands[0], [], BOOL, loc)
+        types = [mlir_type(r.type) for r in op.results]
+        prefix = self.bind_results(op)
+        tail = f" -> ({joined(types)})" if types else ""
+        w.line(f"{prefix}scf.if {cond}{tail} {{", located=False)
+        self.region(op.regions[0], [])
+        w.line("} else {", located=False)
+        self.region(op.regions[1], [])
+        w.line("}", loc)
+
+    def op_while(self, op: Op) -> None:
+        w, loc = self.w, op.loc
+        inits = [self.value(o, r.type, loc) for o, r in zip(op.operands, op.results)]
+        types = joined(mlir_type(r.type) for r in op.results)
+        before = [w.fresh() for _ in op.results]
+        prefix = self.bind_results(op)
+        w.line(f"{prefix}scf.while ({joined(f'{a} = {i}' for a, i in zip(before, inits))}) : "
+               f"({types}) -> ({types}) {{", located=False)
+        self.region(op.regions[0], before)
+        w.line("} do {", located=False)
+        after = [w.fresh() for _ in op.results]
+        w.line(f"^bb0({joined(f'{a}: {mlir_type(r.type)}' for a, r in zip(after, op.results))}):", located=False)
+        self.region(op.regions[1], after)
+        w.line("}", loc)
+
+
+def combining_type(t: ScalarType) -> ScalarType:
+    """The type a reduction combines in: f32 for f16 and bf16 (rounded once at the end)."""
+    return F32 if t in (F16, BF16) else t
+
+
+def _element(operand: Operand) -> ScalarType | PointerType | WeakType:
+    return operand.type if isinstance(operand, Const) else element_of(operand.type)
+
+
+def _tile_shape(t: Type) -> tuple[int, ...]:
+    return t.shape if isinstance(t, SharedType) else shape_of(t)
+
+
+def _param_name(name: str, index: int) -> str:
+    """A parameter's SSA name: its own where MLIR's syntax takes it, else argN."""
+    if name.isascii() and name.isidentifier() and not name[0].isdigit():
+        return f"%{name}"
+    return f"%arg{index}"

@@ -1,0 +1,284 @@
+"""The MLIR back end's op table: how each SSA op becomes upstream MLIR.
+
+Keyed by op name, as ``backends/cuda/expressions.py`` is for CUDA. Elementwise
+ops are spelled here on scalars (``scalar_op``): the emitter applies them to
+one element at a time, so every type the op table allows lowers the same way
+on scalars and tiles. The ops with structure (loads, stores, reductions, dots,
+shape ops, loops) are written by ``emitter.py``; ``STRUCTURED`` says how.
+``REFUSED`` lists the ops this back end does not cover yet: they are a located
+error, as is any op missing from this table (an op added to ``opdefs.py``
+later, such as the atomics, until it gets a row here).
+
+Integers are signless in MLIR: the op (``divsi``/``divui``, ``cmpi slt``/
+``ult``, ``extsi``/``extui``) says how an unsigned one is read. f16 and bf16
+math functions compute in f32 and round back, as the CUDA back end does.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from mytriton.backends.mlir.text import Writer, literal, scalar_type
+from mytriton.diagnostics import Location
+from mytriton.types import BF16, BOOL, F16, F32, I64, ScalarType
+
+# name -> (float op, signed integer op, unsigned integer op); None where the
+# type rules leave no such operands (``/`` of integers computes in f32).
+BINARY: dict[str, tuple[str | None, str | None, str | None]] = {
+    "add": ("arith.addf", "arith.addi", "arith.addi"),
+    "sub": ("arith.subf", "arith.subi", "arith.subi"),
+    "mul": ("arith.mulf", "arith.muli", "arith.muli"),
+    "div": ("arith.divf", "arith.divsi", "arith.divui"),
+    "div_rn": ("arith.divf", None, None),  # arith.divf is IEEE division, rounded to nearest even
+    "floordiv": (None, "arith.divsi", "arith.divui"),  # rounds toward zero, as C (and the interpreter)
+    "mod": (None, "arith.remsi", "arith.remui"),  # the dividend's sign, as C's %
+    # Triton's default (a number beats NaN, CUDA's fmaxf) and PropagateNan.ALL.
+    "maximum": ("arith.maxnumf", "arith.maxsi", "arith.maxui"),
+    "minimum": ("arith.minnumf", "arith.minsi", "arith.minui"),
+    "maximum_nan": ("arith.maximumf", "arith.maxsi", "arith.maxui"),
+    "minimum_nan": ("arith.minimumf", "arith.minsi", "arith.minui"),
+    "and": (None, "arith.andi", "arith.andi"),
+    "or": (None, "arith.ori", "arith.ori"),
+    "xor": (None, "arith.xori", "arith.xori"),
+    "shl": (None, "arith.shli", "arith.shli"),
+    "shr": (None, "arith.shrsi", "arith.shrui"),
+}
+
+# cmp_* -> (arith.cmpf predicate, signed cmpi predicate, unsigned cmpi predicate).
+# Ordered float predicates, and une for !=, as C compares (NaN != x holds).
+COMPARE: dict[str, tuple[str, str, str]] = {
+    "cmp_lt": ("olt", "slt", "ult"),
+    "cmp_le": ("ole", "sle", "ule"),
+    "cmp_gt": ("ogt", "sgt", "ugt"),
+    "cmp_ge": ("oge", "sge", "uge"),
+    "cmp_eq": ("oeq", "eq", "eq"),
+    "cmp_ne": ("une", "ne", "ne"),
+}
+
+# Math functions of one float (opdefs.py's math group). ``sigmoid`` has no
+# math-dialect op: 1 / (1 + exp(-x)), as the interpreter defines it.
+MATH: dict[str, str] = {
+    "exp": "math.exp", "exp2": "math.exp2", "log": "math.log", "log2": "math.log2", "sqrt": "math.sqrt",
+    "rsqrt": "math.rsqrt", "sin": "math.sin", "cos": "math.cos", "floor": "math.floor", "ceil": "math.ceil",
+    "erf": "math.erf", "tanh": "math.tanh", "sigmoid": "1 / (1 + math.exp(-x))",
+}
+
+# Other elementwise ops, spelled in ``scalar_op``.
+OTHER_ELEMENTWISE = {
+    "neg": "arith.negf, or 0 - x (arith.subi)",
+    "abs": "math.absf / math.absi",
+    "not": "arith.xori with all ones (true for i1)",
+    "where": "arith.select",
+    "cast": "the arith conversion between the two types (convert)",
+    "bitcast": "arith.bitcast",
+    "hint": "the value itself",
+    "broadcast_to": "the value itself, read at broadcast coordinates",
+    "full": "the value, converted to the dtype",
+    "addptr": "arith.addi on the i64 element offset from the pointer's parameter",
+    "fma": "math.fma",
+    "clamp": "arith.minnumf(arith.maxnumf(x, lo), hi)",
+    "clamp_nan": "clamp, then arith.select of x where x is NaN (arith.cmpf uno)",
+    "umulhi": "both operands widened (arith.extui), multiplied, shifted right (arith.shrui), truncated",
+    "program_id": "gpu.block_id, arith.index_cast to i32",
+    "num_programs": "gpu.grid_dim, arith.index_cast to i32",
+}
+
+# Ops the emitter writes with structure of their own, and how.
+STRUCTURED: dict[str, str] = {
+    "load": "per element: memref.load at the pointer's offset, under scf.if where masked (else `other`)",
+    "store": "per element: memref.store at the pointer's offset, under scf.if where masked",
+    "arange": "arith.constant dense<[start, ..., end - 1]>",
+    "expand_dims": "per element: the operand read without the new axis",
+    "sum": "scf.for over the reduced axis carrying the accumulator (arith.addf / arith.addi)",
+    "max": "scf.for over the reduced axis carrying the accumulator (arith.maxnumf / maxsi / maxui)",
+    "min": "scf.for over the reduced axis carrying the accumulator (arith.minnumf / minsi / minui)",
+    "dot": "per result element: scf.for over K carrying the sum of math.fma",
+    "dot_shared": "as dot, reading both operands with memref.load from the shared buffers",
+    "shared_alloc": "memref.global in workgroup memory (address space 3) and memref.get_global",
+    "copy_to_shared": "per buffer element: a guarded memref.load from global memory, memref.store into the buffer",
+    "barrier": "gpu.barrier",
+    "for": "scf.for with iter_args on the loop's index type (a runtime step <= 0 runs no iteration, as on the GPU)",
+    "yield": "scf.yield",
+    "if": "scf.if with results",
+    "while": "scf.while: its before region is the condition region, scf.condition forwarding the carried values",
+    "condition": "scf.condition(cond) with the condition region's arguments",
+    "convert_layout": "the value itself (tiles are vectors: layouts are not this back end's business)",
+    "trans": "per element: the operand read at swapped coordinates",
+    "permute": "per element: the operand read at permuted coordinates",
+    "reshape": "per element: the operand read at row-major re-indexed coordinates",
+    "split": "per element: the operand read with the half's index as the last coordinate",
+    "join": "per element: a or b (arith.select on the last coordinate) at the leading coordinates",
+}
+
+# Ops this back end refuses (a located error), and why.
+REFUSED: dict[str, str] = {
+    "device_print": "printing from the device is not covered by the MLIR back end yet (gpu.printf)",
+    "device_assert": "device assertions are not covered by the MLIR back end yet",
+}
+# A pipelined K loop (the pipeline pass) is not lowered yet: `compile --emit=mlir`
+# stages dots unpipelined; staged SSA from `stage-dots --num-stages 1` reads too.
+PIPELINED = ("shared_alloc_stages", "stage_view", "async_copy_to_shared", "async_commit", "async_wait")
+REFUSED.update({name: "pipelined K loops are not covered by the MLIR back end yet (stage with --num-stages 1)"
+                for name in PIPELINED})
+
+
+def lowering(name: str) -> str | None:
+    """How this back end lowers the op ``name``: "elementwise", "structured"
+    or "refused"; None where it has no lowering."""
+    if name in BINARY or name in COMPARE or name in MATH or name in OTHER_ELEMENTWISE:
+        return "elementwise"
+    if name in STRUCTURED:
+        return "structured"
+    if name in REFUSED:
+        return "refused"
+    return None
+
+
+# ---- scalars -------------------------------------------------------------------------------
+
+
+def constant(w: Writer, value: bool | int | float, t: ScalarType, loc: Location | None) -> str:
+    if t == BOOL:  # a bool attribute has its type (i1) built in
+        return w.op(f"arith.constant {literal(value, t)}", loc)
+    return w.op(f"arith.constant {literal(value, t)} : {scalar_type(t)}", loc)
+
+
+def convert(w: Writer, x: str, source: ScalarType, target: ScalarType, loc: Location | None) -> str:
+    """The arith ops converting the scalar ``x`` from ``source`` to ``target``
+    as C and Triton convert: to bool by comparing with zero, from bool as
+    0 or 1, integers by their signedness, floats to integers toward zero."""
+    if source == target:
+        return x
+    s, t = scalar_type(source), scalar_type(target)
+    if target == BOOL:
+        zero = constant(w, 0, source, loc)
+        if source.is_float:
+            return w.op(f"arith.cmpf une, {x}, {zero} : {s}", loc)
+        return w.op(f"arith.cmpi ne, {x}, {zero} : {s}", loc)
+    if source == BOOL:
+        op = "arith.uitofp" if target.is_float else "arith.extui"
+        return w.op(f"{op} {x} : i1 to {t}", loc)
+    if source.is_int and target.is_int:
+        if source.bits == target.bits:
+            return x  # signless: the same bits
+        if source.bits < target.bits:
+            op = "arith.extui" if source.unsigned else "arith.extsi"
+        else:
+            op = "arith.trunci"
+        return w.op(f"{op} {x} : {s} to {t}", loc)
+    if source.is_int:
+        op = "arith.uitofp" if source.unsigned else "arith.sitofp"
+        return w.op(f"{op} {x} : {s} to {t}", loc)
+    if target.is_int:
+        op = "arith.fptoui" if target.unsigned else "arith.fptosi"
+        return w.op(f"{op} {x} : {s} to {t}", loc)
+    if {source, target} == {F16, BF16}:  # no direct conversion: through f32
+        return convert(w, convert(w, x, source, F32, loc), F32, target, loc)
+    op = "arith.extf" if source.bits < target.bits else "arith.truncf"
+    return w.op(f"{op} {x} : {s} to {t}", loc)
+
+
+def _pick(ops: tuple[str | None, ...], t: ScalarType, name: str) -> str:
+    op = ops[0] if t.is_float else ops[2] if t.unsigned else ops[1]
+    assert op is not None, f"the type rules give '{name}' no {t} operands"
+    return op
+
+
+def scalar_op(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None,
+              attrs: dict | None = None, spelled: str | None = None) -> str:
+    """One element of the elementwise op ``name``, its operands ``args``
+    already converted to ``t``, the type it computes in (for comparisons, the
+    operands' promoted type; for ``where``, the condition is i1). With
+    ``spelled`` (a vector type of ``t``), the binary, comparison, math, neg
+    and abs ops apply to whole vectors of that type."""
+    ty = spelled or scalar_type(t)
+    if name in COMPARE:
+        pred = _pick(COMPARE[name], t, name) if t != BOOL else COMPARE[name][2]  # bools compare as 0 and 1
+        op = "arith.cmpf" if t.is_float else "arith.cmpi"
+        return w.op(f"{op} {pred}, {args[0]}, {args[1]} : {ty}", loc)
+    if name in MATH:
+        return _math(w, name, args[0], t, loc, ty)
+    if name in BINARY:
+        if t == BOOL and name in ("and", "or", "xor", "maximum", "minimum", "maximum_nan", "minimum_nan"):
+            # min/max of i1: unsigned, so true is the larger
+            op = {"maximum": "arith.maxui", "minimum": "arith.minui", "maximum_nan": "arith.maxui",
+                  "minimum_nan": "arith.minui"}.get(name, BINARY[name][1])
+        else:
+            op = _pick(BINARY[name], t, name)
+        return w.op(f"{op} {args[0]}, {args[1]} : {ty}", loc)
+    if name == "neg":
+        if t.is_float:
+            return w.op(f"arith.negf {args[0]} : {ty}", loc)
+        return w.op(f"arith.subi {constant(w, 0, t, loc)}, {args[0]} : {ty}", loc)
+    if name == "abs":
+        if t.is_float:
+            return w.op(f"math.absf {args[0]} : {ty}", loc)
+        if t.unsigned or t == BOOL:
+            return args[0]
+        return w.op(f"math.absi {args[0]} : {ty}", loc)
+    if name == "not":
+        ones = constant(w, True if t == BOOL else -1, t, loc)
+        return w.op(f"arith.xori {args[0]}, {ones} : {ty}", loc)
+    if name == "where":
+        return w.op(f"arith.select {args[0]}, {args[1]}, {args[2]} : {ty}", loc)
+    if name in ("hint", "broadcast_to", "full"):
+        return args[0]
+    if name == "fma":
+        return _in_f32(w, t, args, loc, lambda a, ft: w.op(f"math.fma {a[0]}, {a[1]}, {a[2]} : {ft}", loc))
+    if name in ("clamp", "clamp_nan"):
+        low = w.op(f"arith.maxnumf {args[0]}, {args[1]} : {ty}", loc)
+        out = w.op(f"arith.minnumf {low}, {args[2]} : {ty}", loc)
+        if name == "clamp":
+            return out
+        nan = w.op(f"arith.cmpf uno, {args[0]}, {args[0]} : {ty}", loc)
+        return w.op(f"arith.select {nan}, {args[0]}, {out} : {ty}", loc)
+    if name == "umulhi":
+        wide = f"i{2 * t.bits}"
+        a = w.op(f"arith.extui {args[0]} : {ty} to {wide}", loc)
+        b = w.op(f"arith.extui {args[1]} : {ty} to {wide}", loc)
+        product = w.op(f"arith.muli {a}, {b} : {wide}", loc)
+        shift = w.op(f"arith.constant {t.bits} : {wide}", loc)
+        high = w.op(f"arith.shrui {product}, {shift} : {wide}", loc)
+        return w.op(f"arith.trunci {high} : {wide} to {ty}", loc)
+    raise KeyError(name)
+
+
+def _in_f32(w: Writer, t: ScalarType, args: list[str], loc: Location | None,
+            body: Callable[[list[str], str], str]) -> str:
+    """``body`` computed in f32 for f16 and bf16 (rounded back once), else in ``t``."""
+    if t not in (F16, BF16):
+        return body(args, scalar_type(t))
+    wide = [convert(w, a, t, F32, loc) for a in args]
+    return convert(w, body(wide, "f32"), F32, t, loc)
+
+
+def _math(w: Writer, name: str, x: str, t: ScalarType, loc: Location | None, ty: str) -> str:
+    if t not in (F16, BF16) and name != "sigmoid":
+        return w.op(f"{MATH[name]} {x} : {ty}", loc)
+
+    def body(a: list[str], ft: str) -> str:
+        if name == "sigmoid":
+            neg = w.op(f"arith.negf {a[0]} : {ft}", loc)
+            e = w.op(f"math.exp {neg} : {ft}", loc)
+            one = w.op(f"arith.constant 1.0 : {ft}", loc)
+            denominator = w.op(f"arith.addf {one}, {e} : {ft}", loc)
+            return w.op(f"arith.divf {one}, {denominator} : {ft}", loc)
+        return w.op(f"{MATH[name]} {a[0]} : {ft}", loc)
+
+    return _in_f32(w, t, [x], loc, body)
+
+
+def reduce_combine(w: Writer, name: str, a: str, b: str, t: ScalarType, loc: Location | None) -> str:
+    op = {"sum": "add", "max": "maximum", "min": "minimum"}[name]
+    return scalar_op(w, op, [a, b], t, loc)
+
+
+def reduce_identity(name: str, t: ScalarType) -> bool | int | float:
+    if name == "sum":
+        return 0
+    if t.is_float:
+        return float("-inf") if name == "max" else float("inf")
+    low, high = t.int_range
+    return low if name == "max" else high
+
+
+OFFSET = I64  # a pointer is its parameter's memref and an i64 element offset
