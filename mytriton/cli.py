@@ -241,8 +241,14 @@ def known_ops(ctx: click.Context, param: click.Parameter, names: tuple[str, ...]
     return names
 
 
+def complete_ops(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    from mytriton.ir.opdefs import OPS
+
+    return [name for name in OPS if name.startswith(incomplete)]
+
+
 @main.command()
-@click.argument("names", nargs=-1, metavar="[OP]...", callback=known_ops)
+@click.argument("names", nargs=-1, metavar="[OP]...", callback=known_ops, shell_complete=complete_ops)
 @click.option("--markdown", is_flag=True, help="Print the reference as Markdown (all of it is docs/ir.md).")
 @output_option
 @reports_errors

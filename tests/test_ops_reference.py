@@ -111,3 +111,11 @@ def test_ops_markdown_writes_docs_ir_md(tmp_path):
     result = cli("ops", "--markdown", "-o", str(tmp_path / "ir.md"))
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "ir.md").read_text(encoding="utf-8") == DOCS_IR.read_text(encoding="utf-8")
+
+
+def test_shell_completion_offers_op_names():
+    code = "from mytriton.cli import main; main(prog_name='mytriton')"
+    env = dict(os.environ, _MYTRITON_COMPLETE="bash_complete", COMP_WORDS="mytriton ops cmp_l", COMP_CWORD="2",
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert result.stdout.split() == ["plain,cmp_lt", "plain,cmp_le"]
