@@ -1,13 +1,34 @@
 # The two set-up commands (README.md): `make demo` runs the main job, `make test` the tests.
-PYTHON ?= python3
+# Both first make a virtual environment in $(VENV) (a system Python, Debian's or Homebrew's,
+# refuses `pip install` outside one: "externally-managed-environment") and install mytriton
+# there, editable, with its test extra. `make test PYTHON=python3` uses that interpreter (or
+# an environment of your own) instead, and creates nothing.
+VENV ?= .venv
+BASE_PYTHON ?= python3
+PYTHON ?= $(VENV)/bin/python
 MYTRITON := $(PYTHON) -m mytriton
 # lit has no `python -m lit`; this runs it under $(PYTHON) all the same.
 LIT := $(PYTHON) -c "import lit.main; lit.main.main()"
+PIP_INSTALL := $(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
-.PHONY: install demo test lit fuzz samples clean
+.PHONY: install demo test lit docs dist fuzz samples clean distclean
 
+ifeq ($(PYTHON),$(VENV)/bin/python)
+# pip runs again only when pyproject.toml changes (the install is editable).
+INSTALLED := $(VENV)/.mytriton-installed
+
+$(VENV)/bin/python:
+	$(BASE_PYTHON) -m venv $(VENV)
+
+$(INSTALLED): pyproject.toml | $(VENV)/bin/python
+	$(PIP_INSTALL)
+	touch $@
+
+install: $(INSTALLED)
+else
 install:
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(PIP_INSTALL)
+endif
 
 # Compile a sample to SSA and CUDA, then run it (GPU if there is one, else the interpreter).
 demo: install
@@ -21,18 +42,32 @@ test: install
 	$(PYTHON) -m pytest -q
 
 # The lit suite on its own (-v prints each failing file's commands and FileCheck's report).
-lit:
+lit: install
 	$(LIT) -s -v tests/lit
+
+# docs/ir.md, the IR reference, from the op definitions (tests/test_ops_reference.py
+# fails when it is stale).
+docs: install
+	$(MYTRITON) ops --markdown -o docs/ir.md
+
+# The sdist, and the wheel built from it, in dist/ (offline: the environment's setuptools).
+dist: install
+	$(PYTHON) -m build --no-isolation --outdir dist .
 
 # The long fuzzing run: 10,000 generated kernels and 20,000 mutated inputs
 # (tools/fuzz.py --help for counts, seeds and where reproducers go).
 fuzz: install
 	$(PYTHON) tools/fuzz.py --kernels 10000 --mutations 20000
 
-# Every sample built stage by stage through the CLI (samples/out/).
+# Every sample built stage by stage through the CLI (samples/out/; a relative
+# $(PYTHON) is made absolute for samples/Makefile).
 samples: install
-	$(MAKE) -C samples PYTHON=$(PYTHON)
+	$(MAKE) -C samples PYTHON=$(if $(findstring /,$(PYTHON)),$(abspath $(PYTHON)),$(PYTHON))
 
 clean:
 	$(MAKE) -C samples clean
-	rm -rf build *.egg-info .pytest_cache
+	rm -rf build dist *.egg-info .pytest_cache
+
+# clean, and the virtual environment too.
+distclean: clean
+	rm -rf $(VENV)

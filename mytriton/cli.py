@@ -259,6 +259,34 @@ def passes() -> None:
         click.echo(f"{name:10} {get_pass(name).summary}")
 
 
+def known_ops(ctx: click.Context, param: click.Parameter, names: tuple[str, ...]) -> tuple[str, ...]:
+    from mytriton.ir.opdefs import OPS
+
+    unknown = [f"'{printable(name)}'" for name in names if name not in OPS]
+    if unknown:
+        raise click.BadParameter(f"no op named {', '.join(unknown)} ('mytriton ops' lists them)")
+    return names
+
+
+def complete_ops(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    from mytriton.ir.opdefs import OPS
+
+    return [name for name in OPS if name.startswith(incomplete)]
+
+
+@main.command()
+@click.argument("names", nargs=-1, metavar="[OP]...", callback=known_ops, shell_complete=complete_ops)
+@click.option("--markdown", is_flag=True, help="Print the reference as Markdown (all of it is docs/ir.md).")
+@output_option
+@reports_errors
+def ops(names: tuple[str, ...], markdown: bool, output: str) -> None:
+    """List the IR ops (or the ones named): operands, attributes, traits, what each does."""
+    from mytriton.ir import reference
+
+    chosen = list(names) or None
+    write_output(output, reference.markdown(chosen) if markdown else reference.text(chosen))
+
+
 @main.command()
 @input_argument
 @warps_option

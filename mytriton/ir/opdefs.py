@@ -587,53 +587,90 @@ _MATH: dict[str, tuple[Semantics, bool]] = {
 
 # ---- the table ----------------------------------------------------------------
 
+# One line each for the ops registered in loops (``mytriton ops``, docs/ir.md).
+_DOCS = {
+    "add": "lhs + rhs, per element (operands broadcast)",
+    "sub": "lhs - rhs, per element",
+    "mul": "lhs * rhs, per element",
+    "maximum": "tl.maximum(lhs, rhs): the larger; a number beats NaN (fmaxf)",
+    "minimum": "tl.minimum(lhs, rhs): the smaller; a number beats NaN (fminf)",
+    "and": "lhs & rhs: bitwise on integers, logical on booleans",
+    "or": "lhs | rhs: bitwise on integers, logical on booleans",
+    "xor": "lhs ^ rhs: bitwise on integers, logical on booleans",
+    "cmp_lt": "lhs < rhs, a boolean per element",
+    "cmp_le": "lhs <= rhs, a boolean per element",
+    "cmp_gt": "lhs > rhs, a boolean per element",
+    "cmp_ge": "lhs >= rhs, a boolean per element",
+    "cmp_eq": "lhs == rhs, a boolean per element",
+    "cmp_ne": "lhs != rhs, a boolean per element",
+    "sum": "tl.sum: x added up along axis (over every element when axis is none)",
+    "max": "tl.max: the largest element of x along axis (all when none); a number beats NaN",
+    "min": "tl.min: the smallest element of x along axis (all when none); a number beats NaN",
+}
+
 for _name in ("add", "sub", "mul", "maximum", "minimum"):
     _register(OpDef(_name, ("lhs", "rhs"), _arith(_name),
                     commutative=_name in ("add", "mul", "maximum", "minimum"), elementwise=True,
                     semantics=_BINARY[_name], folds=True,
-                    fold_refuses=_min_max_undecided if _name in ("maximum", "minimum") else None))
+                    fold_refuses=_min_max_undecided if _name in ("maximum", "minimum") else None,
+                    doc=_DOCS[_name]))
 _register(OpDef("div", ("lhs", "rhs"), _arith("div", int_division_to_float=True), elementwise=True,
-                semantics=_BINARY["div"], folds=True, fold_refuses=_divides_badly))
+                semantics=_BINARY["div"], folds=True, fold_refuses=_divides_badly,
+                doc="lhs / rhs; integers, f16 and bf16 divide in f32 (Python's true division)"))
 _register(OpDef("floordiv", ("lhs", "rhs"), _arith("floordiv", ints_only=True), elementwise=True,
-                semantics=_BINARY["floordiv"], folds=True, fold_refuses=_divides_badly))
+                semantics=_BINARY["floordiv"], folds=True, fold_refuses=_divides_badly,
+                doc="lhs // rhs of integers, rounded toward zero as in C (-7 // 2 == -3)"))
 _register(OpDef("mod", ("lhs", "rhs"), _arith("mod", ints_only=True), elementwise=True,
-                semantics=_BINARY["mod"], folds=True, fold_refuses=_divides_badly))
+                semantics=_BINARY["mod"], folds=True, fold_refuses=_divides_badly,
+                doc="lhs % rhs of integers, with the sign of lhs as in C (-7 % 2 == -1)"))
 for _name in ("and", "or", "xor"):
     _register(OpDef(_name, ("lhs", "rhs"), _bitwise(_name), commutative=True, elementwise=True,
-                    semantics=_BINARY[_name], folds=True))
+                    semantics=_BINARY[_name], folds=True, doc=_DOCS[_name]))
 for _name in _COMPARE:
     _register(OpDef(_name, ("lhs", "rhs"), _compare(_name), commutative=_name in ("cmp_eq", "cmp_ne"),
                     elementwise=True, comparison=True, semantics=_COMPARE[_name], computes_in="operands",
-                    folds=True))
+                    folds=True, doc=_DOCS[_name]))
 _register(OpDef("neg", ("x",), _unary_numeric("neg"), elementwise=True,
-                semantics=lambda np, x: np.negative(x), folds=True))
+                semantics=lambda np, x: np.negative(x), folds=True, doc="-x, per element"))
 _register(OpDef("abs", ("x",), _unary_numeric("abs"), elementwise=True,
-                semantics=lambda np, x: np.abs(x), folds=True))
+                semantics=lambda np, x: np.abs(x), folds=True, doc="|x|, per element (tl.abs)"))
 _register(OpDef("not", ("x",), _unary_not, elementwise=True,
-                semantics=lambda np, x: np.invert(x), folds=True))  # invert: logical not on bools
+                semantics=lambda np, x: np.invert(x), folds=True,  # invert: logical not on bools
+                doc="~x: bitwise not of integers, logical not of booleans"))
 for _name, (_semantics, _folds) in _MATH.items():
     _register(OpDef(_name, ("x",), _math(_name), elementwise=True, math_function=True,
-                    semantics=_semantics, computes_in="float", folds=_folds))
+                    semantics=_semantics, computes_in="float", folds=_folds,
+                    doc=f"tl.{_name}(x), per element, computed in f32 at least (f64 stays f64)"))
 
-_register(OpDef("where", ("condition", "true_value", "false_value"), _where, elementwise=True))
-_register(OpDef("addptr", ("ptr", "offset"), _addptr, elementwise=True))
-_register(OpDef("cast", ("x",), _cast, attrs=("dtype",), elementwise=True))
+_register(OpDef("where", ("condition", "true_value", "false_value"), _where, elementwise=True,
+                doc="tl.where: true_value where condition holds, else false_value, per element"))
+_register(OpDef("addptr", ("ptr", "offset"), _addptr, elementwise=True,
+                doc="ptr + offset, counted in elements of the pointee"))
+_register(OpDef("cast", ("x",), _cast, attrs=("dtype",), elementwise=True,
+                doc="x converted to dtype (tl.cast, x.to)"))
 # ``vector=N`` (laid-out SSA only): each thread moves N consecutive elements
 # of its slots with one access (the layouts stage proves it aligned).
 _register(OpDef("load", ("ptr", "mask?", "other?"), _load, reads_global=True, materialised=True,
-                address_operand="ptr", optional_attrs=("vector",)))
+                address_operand="ptr", optional_attrs=("vector",),
+                doc="tl.load: the elements at ptr where mask holds, other (or zero) elsewhere"))
 _register(OpDef("store", ("ptr", "value", "mask?"), _store, writes_global=True, address_operand="ptr",
-                optional_attrs=("vector",)))
-_register(OpDef("program_id", (), _axis_attr, attrs=("axis",)))
-_register(OpDef("num_programs", (), _axis_attr, attrs=("axis",)))
-_register(OpDef("arange", (), _arange, attrs=("start", "end")))
-_register(OpDef("full", ("value",), _full, attrs=("shape", "dtype")))
-_register(OpDef("expand_dims", ("x",), _expand_dims, attrs=("axis",)))
+                optional_attrs=("vector",), doc="tl.store: writes value at ptr where mask holds"))
+_register(OpDef("program_id", (), _axis_attr, attrs=("axis",),
+                doc="this program's index along grid axis 0, 1 or 2 (tl.program_id)"))
+_register(OpDef("num_programs", (), _axis_attr, attrs=("axis",),
+                doc="the number of programs along grid axis 0, 1 or 2 (tl.num_programs)"))
+_register(OpDef("arange", (), _arange, attrs=("start", "end"),
+                doc="the i32 vector start, start + 1, ..., end - 1 (tl.arange)"))
+_register(OpDef("full", ("value",), _full, attrs=("shape", "dtype"),
+                doc="a tile of shape and dtype holding value everywhere (tl.full, tl.zeros)"))
+_register(OpDef("expand_dims", ("x",), _expand_dims, attrs=("axis",),
+                doc="x with a new dimension of size 1 at axis (x[:, None], tl.expand_dims)"))
 for _name in ("sum", "max", "min"):
-    _register(OpDef(_name, ("x",), _reduce(_name), attrs=("axis",), reduction=True, materialised=True))
+    _register(OpDef(_name, ("x",), _reduce(_name), attrs=("axis",), reduction=True, materialised=True,
+                    doc=_DOCS[_name]))
 _register(OpDef("dot", ("a", "b", "acc?"), _dot, attrs=DOT_ATTRS, optional_attrs=DOT_ATTRS, materialised=True,
-                doc="a @ b (+ acc); input_precision and out_dtype as in Triton (absent: 'ieee' and the "
-                    "operands' default)"))
+                doc="tl.dot: the matrix product of rank-2 tiles a and b, plus acc when given; input_precision "
+                    "and out_dtype as in Triton (absent: 'ieee' and the operands' default)"))
 _register(OpDef("shared_alloc", (), _shared_alloc, attrs=("name", "shape", "dtype"), allocates=True,
                 doc="a zero-filled row-major buffer in the program's shared memory"))
 _register(OpDef("copy_to_shared", ("buffer", "base", "row_offset", "col_offset", "row_stride", "row_bound",
@@ -646,9 +683,11 @@ _register(OpDef("barrier", (), _none, synchronises=True,
 _register(OpDef("dot_shared", ("a", "b", "acc?"), _dot_shared, attrs=DOT_ATTRS, optional_attrs=DOT_ATTRS,
                 reads_shared=True, shared_operands=("a", "b"),
                 materialised=True, doc="dot of two shared buffers (plus acc), with dot's attributes"))
-_register(OpDef("yield", (), _none, control=True))
+_register(OpDef("yield", (), _none, control=True,
+                doc="ends a region, passing on its values (the next carried values, or the if's results)"))
 # ``for`` has a region and variadic operands; the verifier checks it by hand.
-_register(OpDef("for", ("start", "stop", "step"), _none, control=True))
+_register(OpDef("for", ("start", "stop", "step"), _none, control=True,
+                doc="runs its region for i = start, start + step, ... short of stop, with carried iter_args"))
 
 # ---- control flow ----
 # ``if`` and ``while`` have regions and variadic results; the verifier checks
