@@ -53,6 +53,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 4096])
     parser.add_argument("--configs", nargs="+", default=["64x64x32", "128x128x32", "128x64x16", "64x128x16", "32x32x32"])
     parser.add_argument("--num-warps", type=int, default=4)
+    parser.add_argument("--num-stages", type=int, default=3, help="pipelining depth, both compilers (Triton's default 3)")
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32")
     parser.add_argument("--precision", choices=["ieee", "tf32", "tf32x3"], default=None,
@@ -95,7 +96,8 @@ def main() -> None:
             c = torch.full((M, N), float("nan"), device="cuda")
 
             def ours():
-                kernel[grid](a, b, c, M, N, K, BM=bm, BN=bn, BK=bk, num_warps=args.num_warps, backend="cuda")
+                kernel[grid](a, b, c, M, N, K, BM=bm, BN=bn, BK=bk, num_warps=args.num_warps,
+                       num_stages=args.num_stages, backend="cuda")
 
             ours()
             torch.cuda.synchronize()
@@ -110,7 +112,8 @@ def main() -> None:
                 ct = torch.full((M, N), float("nan"), device="cuda")
 
                 def theirs():
-                    tkernel[grid](a, b, ct, M, N, K, BM=bm, BN=bn, BK=bk, num_warps=args.num_warps)
+                    tkernel[grid](a, b, ct, M, N, K, BM=bm, BN=bn, BK=bk, num_warps=args.num_warps,
+                                  num_stages=args.num_stages)
 
                 theirs()
                 torch.cuda.synchronize()

@@ -88,6 +88,12 @@ def test_the_benchmark_tiles_build_without_local_memory(config, most_registers):
 # ---- on the GPU, against the interpreter ---------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def exact_f32_dots(monkeypatch):
+    """This file is about the exact FMA path: launches take f32 dots at "ieee"."""
+    monkeypatch.setenv("MYTRITON_F32_DEFAULT", "ieee")
+
+
 def run_both(config, shape, num_warps, seed):
     bm, bn, bk = config
     M, N, K = shape

@@ -223,6 +223,13 @@ def test_a_pipelined_f16_matmul_builds():
 GPU_SHAPES = [(128, 128, 128), (70, 50, 77), (65, 130, 20), (33, 17, 9), (64, 64, 0), (100, 96, 260)]
 
 
+@pytest.fixture(autouse=True)
+def exact_f32_dots(monkeypatch):
+    """Results here compare to float64 at 1e-4: launches take f32 dots at "ieee"
+    (tests/test_mma.py runs the pipelined loop on tensor cores)."""
+    monkeypatch.setenv("MYTRITON_F32_DEFAULT", "ieee")
+
+
 def run_both(shape, config=(32, 32, 16), num_stages=None, num_warps=4, source=None):
     bm, bn, bk = config
     M, N, K = shape
