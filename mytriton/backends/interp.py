@@ -417,9 +417,10 @@ def _elementwise(st: _State, op: Op, active: np.ndarray) -> Any:
         ramp = _ramp_op(st, op)
         if ramp is not None:
             return ramp
-    if opdef.computes_in == "operands":  # comparisons: in the operands' common type, giving bool
-        a, b = op.operands
-        dtype = np_dtype(promote(element_of(_operand_type(a)), element_of(_operand_type(b))))
+    if opdef.computes_in == "operands":  # comparisons (and isnan, llrint...): in the operands' common type
+        elements = [element_of(_operand_type(x)) for x in op.operands]
+        common = elements[0] if len(elements) == 1 else promote(*elements)
+        dtype = np_dtype(common)
     elif opdef.computes_in == "float":  # math functions: in at least float32
         dtype = np.promote_types(np_dtype(t), np.float32)
     else:

@@ -18,8 +18,8 @@ from mytriton.ir.opdefs import DOT_INPUT_PRECISIONS, HINT_KINDS, MATH_FUNCTIONS
 from mytriton.ir.tree import Expr
 from mytriton.language import PropagateNan
 from mytriton.types import (
-    BF16, BOOL, F16, F32, F64, I8, I32, U8, PointerType, ScalarType, TypeRuleError, broadcast_shapes, concrete,
-    element_of, shape_of,
+    BF16, BOOL, F16, F32, F64, I8, I32, I64, U8, PointerType, ScalarType, TypeRuleError, broadcast_shapes, concrete,
+    element_of, promote, shape_of,
 )
 
 BUILTINS: dict[str, Builtin] = {}
@@ -751,3 +751,71 @@ BUILTINS["trans"] = Builtin("trans", _trans)
 for _name in ("trans", "permute", "reshape", "view", "split", "join", "interleave", "cat", "broadcast_to",
               "zeros_like", "full_like"):
     _decided_by_the_real_trace(_name)
+
+
+# ---- libdevice (issue 11, part 6) ----------------------------------------------------------
+# ``libdevice.<name>(...)`` (``tl.extra.libdevice``, ``tl.extra.cuda.libdevice``):
+# each function makes its op (language/extra/libdevice.py's SIGNATURES) after
+# Triton's dispatch: the operand dtypes (a Python float is f32, an int i32)
+# must be a row of the function's table, as they are or once promoted together.
+
+LIBDEVICE: dict[str, Builtin] = {}
+
+
+def _literal_dtype(value: Any) -> Any:
+    if isinstance(value, bool):
+        return BOOL
+    if isinstance(value, int):
+        return I32 if -2**31 <= value < 2**31 else I64
+    return F32
+
+
+def _libdevice_function(name: str) -> None:
+    from mytriton.language.extra.libdevice import SIGNATURES
+
+    op, signatures = SIGNATURES[name]
+    count = len(signatures[0])
+    spelled = f"libdevice.{name}"
+
+    def call(t: Tracer, node: ast.Call, args: list, kwargs: dict) -> Any:
+        if kwargs:
+            raise t.error(f"{spelled}() takes positional arguments only, got {', '.join(kwargs)}=", node)
+        if len(args) != count:
+            raise t.error(f"{spelled}() takes {count} argument(s), got {len(args)}", node)
+        values = tuple(_value(t, node, v, spelled) for v in args)
+        if not t.budget.probing:  # placeholder parameter types say nothing about the real ones
+            _libdevice_check(t, node, spelled, values, signatures)
+        return t.make(op, values, node)
+
+    LIBDEVICE[name] = Builtin(spelled, call)
+
+
+def _libdevice_check(t: Tracer, node: ast.Call, spelled: str, values: tuple, signatures: tuple) -> None:
+    dtypes = tuple(_literal_dtype(v) if is_number(v) else concrete(element_of(t.type_of(v, node)))
+                   for v in values)
+    if dtypes in signatures:
+        return
+    common = dtypes[0]
+    if not isinstance(common, PointerType):
+        for other in dtypes[1:]:
+            if isinstance(other, PointerType):
+                common = other
+                break
+            common = concrete(promote(common, other))
+    if (common,) * len(dtypes) in signatures:
+        return
+    accepted = "; ".join("(" + ", ".join(str(d) for d in s) + ")" for s in signatures)
+    got = "(" + ", ".join(str(d) for d in dtypes) + ")"
+    raise t.error(f"{spelled}: libdevice has no function of {got}; it takes {accepted}"
+                  + (" (convert with .to(tl.float32))" if all(not isinstance(d, PointerType) for d in dtypes)
+                     else ""), node)
+
+
+def _register_libdevice() -> None:
+    from mytriton.language.extra.libdevice import FUNCTIONS
+
+    for name in FUNCTIONS:
+        _libdevice_function(name)
+
+
+_register_libdevice()

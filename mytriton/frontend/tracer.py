@@ -30,6 +30,7 @@ from mytriton.ir.tree import (
     TreeKernel, WhileLoop, Yield,
 )
 from mytriton.language import CONSTANTS, DTYPES
+from mytriton.language.extra import libdevice
 from mytriton.language.math import FUNCTIONS as MATH_NAMESPACE
 from mytriton.limits import (
     MAX_EXPRESSION_DEPTH, MAX_LOOP_NESTING, MAX_STATIC_UNROLL, MAX_TRACED_NODES, constant_result_error,
@@ -638,8 +639,15 @@ class Tracer:
     def qualified(self, qualified: str, node: ast.AST) -> Any:
         from mytriton.frontend.builtins import BUILTINS
 
-        if qualified in ("mytriton", "mytriton.language", "mytriton.language.math"):
+        if qualified in ("mytriton", "mytriton.language", "mytriton.language.math", *libdevice.NAMESPACES):
             return ModuleRef(qualified)
+        libdevice_name = libdevice.function_name(qualified)
+        if libdevice_name is not None:
+            from mytriton.frontend.builtins import LIBDEVICE
+
+            if libdevice_name in LIBDEVICE:
+                return LIBDEVICE[libdevice_name]
+            raise self.error(f"'{libdevice_name}' is not part of libdevice", node)
         if qualified.startswith("mytriton.language.math."):
             name = qualified.split(".")[-1]
             if name in MATH_NAMESPACE and name in BUILTINS:
