@@ -223,6 +223,28 @@ def case_dropout(m, rng) -> Result:
     return [("kept values", out[kept], x[kept] / 0.5, 1e-6, 1e-6)]
 
 
+def _gelu_tanh(a):
+    inner = np.sqrt(2 / np.pi) * (a + 0.044715 * a ** 3)
+    return 0.5 * a * (1 + np.tanh(inner)), inner
+
+
+def case_gelu_tanh(m, rng) -> Result:
+    out: Result = []
+    # f32: 1 + tanh cancels for negative a (an absolute error of a few f32 ulps of 1)
+    for dtype, tol in ((np.float32, 1e-4), (np.float16, 3e-3)):
+        a, b, dc = (rng.standard_normal((23, 333)).astype(dtype) * 2 for _ in range(3))
+        a64, b64, dc64 = (v.astype(np.float64) for v in (a, b, dc))
+        gelu, inner = _gelu_tanh(a64)
+        t = np.tanh(inner)
+        dgelu = 0.5 * (1 + t) + 0.5 * a64 * (1 - t * t) * np.sqrt(2 / np.pi) * (1 + 3 * 0.044715 * a64 ** 2)
+        da, db = m.geglu_backward(a, b, dc)
+        name = np.dtype(dtype).name
+        out += [(f"c {name}", m.geglu_forward(a, b).astype(np.float64), gelu * b64, tol, tol),
+                (f"da {name}", da.astype(np.float64), dc64 * b64 * dgelu, tol, tol),
+                (f"db {name}", db.astype(np.float64), dc64 * gelu, tol, tol)]
+    return out
+
+
 CASES: dict[str, Callable[[Any, Any], Result]] = {
     name[len("case_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
 }
