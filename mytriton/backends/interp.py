@@ -448,6 +448,43 @@ def _cast(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     return value.astype(target)  # float -> int truncates toward zero
 
 
+@handles("ptr_to_int")
+def _ptr_to_int(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    """The real address a pointer holds: its buffer's (the launch array's
+    ``ctypes.data``) plus its byte offset. A pointer into no buffer, or a
+    poisoned one (its offset is gone), gives 0."""
+    (x,) = op.operands
+    ptrs = st.get(x, ADDRESS, _rank(op.result.type))
+    which = (ptrs >> _ID_SHIFT) & _ID_MASK
+    known = ((ptrs & _POISON) == 0) & (which > 0) & (which < len(st.sizes))
+    starts = np.array([0] + [b.data.ctypes.data for b in st.buffers], dtype=np.int64)
+    offsets = (ptrs & _OFFSET_MASK) - _BIAS
+    return np.where(known, starts[np.where(known, which, 0)] + offsets, 0).astype(np_dtype(op.result.type))
+
+
+@handles("int_to_ptr")
+def _int_to_ptr(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    """An address as a pointer: into the launch array whose memory holds it
+    (from its first byte to one past its last; the first such array where
+    arrays overlap), at that byte offset. An address in no launch array
+    gives a pointer into no buffer, which a load or store through it reports
+    (masked-off lanes are never looked at): never a read of other memory."""
+    (x,) = op.operands
+    addrs = st.get(x, np.dtype(np.uint64), _rank(op.result.type))
+    out = np.zeros(addrs.shape, dtype=ADDRESS)
+    found = np.zeros(addrs.shape, dtype=bool)
+    for index, buf in enumerate(st.buffers):
+        start = np.uint64(buf.data.ctypes.data)
+        inside = ~found & (addrs >= start) & (addrs <= start + np.uint64(buf.data.nbytes))
+        if not inside.any():
+            continue
+        offset = (addrs - start).astype(np.int64)  # within MAX_BUFFER_BYTES
+        base = ((index + 1) << _ID_SHIFT) | _BIAS
+        out = np.where(inside, base + offset, out)
+        found |= inside
+    return out
+
+
 @dataclass
 class _Ramp:
     """A vector ``first + i * itemsize`` for ``i`` in ``range(length)``, one
@@ -594,7 +631,8 @@ def _locate(st: _State, op: Op, what: str, ptrs: np.ndarray, enabled: np.ndarray
     which = (addrs >> _ID_SHIFT) & _ID_MASK
     nowhere = (which == 0) | (which >= len(st.sizes))
     if nowhere.any():
-        _fault(st, op, f"{what} through a pointer that addresses no buffer", ptrs, enabled, nowhere)
+        _fault(st, op, f"{what.split()[0]} through a pointer that addresses no buffer (an address converted to a "
+                       "pointer must lie in an array passed to the launch)", ptrs, enabled, nowhere)
     offset = (addrs & _OFFSET_MASK) - _BIAS
     poisoned = (addrs & _POISON) != 0
     misaligned = ~poisoned & (offset % itemsize != 0)

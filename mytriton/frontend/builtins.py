@@ -18,7 +18,7 @@ from mytriton.ir.opdefs import DOT_INPUT_PRECISIONS, HINT_KINDS, MATH_FUNCTIONS
 from mytriton.ir.tree import Expr
 from mytriton.language import PropagateNan
 from mytriton.types import (
-    BF16, BOOL, F16, F32, F64, I8, I32, I64, U8, PointerType, ScalarType, TypeRuleError, broadcast_shapes, concrete,
+    BF16, BOOL, F16, F32, F64, I8, I32, I64, U8, U64, PointerType, ScalarType, TypeRuleError, broadcast_shapes, concrete,
     element_of, promote, shape_of,
 )
 
@@ -392,8 +392,8 @@ for _name in HINT_KINDS:
 
 def cast_value(t: Tracer, node: ast.Call, x: Any, dtype: Any, rounding: Any, bitcast: Any, spelled: str) -> Any:
     """``tl.cast(x, dtype, fp_downcast_rounding, bitcast)`` and ``x.to(...)``."""
-    if isinstance(dtype, PointerType):
-        raise t.error(f"{spelled}: casting to a pointer type is not supported", node)
+    if isinstance(dtype, PointerType) or (isinstance(dtype, ScalarType) and _is_pointer(t, x, node)):
+        return _pointer_cast(t, node, x, dtype, bitcast, spelled)
     if not isinstance(dtype, ScalarType):
         raise t.error(f"{spelled} takes a dtype such as tl.float16, got {describe(dtype)}", node)
     if rounding not in (None, "rtne"):
@@ -408,6 +408,45 @@ def cast_value(t: Tracer, node: ast.Call, x: Any, dtype: Any, rounding: Any, bit
             raise t.error(f"{spelled}: bitcast needs a typed value, not the constant {x!r}", node)
         return t.make("bitcast", (x,), node, dtype=dtype)
     return t.make("cast", (x,), node, dtype=dtype)
+
+
+def _is_pointer(t: Tracer, x: Any, node: ast.Call) -> bool:
+    """Whether ``x`` is a pointer value. Asking for its type is a question
+    the trace depends on only when the answer is yes (an ill-typed operand
+    is left for lowering to report, as before)."""
+    if not isinstance(x, Expr):
+        return False
+    asked = t.budget.asked_types
+    try:
+        found = isinstance(element_of(t.type_of(x, node)), PointerType)
+    except CompileError:
+        found = False
+    if not found:
+        t.budget.asked_types = asked
+    return found
+
+
+def _pointer_cast(t: Tracer, node: ast.Call, x: Any, dtype: Any, bitcast: Any, spelled: str) -> Any:
+    """Casts to and from pointers, as Triton's: a 64-bit integer to a pointer
+    (int_to_ptr), a pointer to i64 or u64 (ptr_to_int), a pointer to a pointer
+    of another element type (through its address)."""
+    if not isinstance(x, Expr):
+        raise t.error(f"{spelled}: a pointer cast needs a runtime value, not the constant {describe(x)}", node)
+    source = element_of(t.type_of(x, node))
+    if isinstance(dtype, PointerType):
+        if isinstance(source, PointerType):
+            if source == dtype:
+                return x
+            x = t.make("ptr_to_int", (x,), node, dtype=I64)
+        elif t.budget.probing and not (isinstance(source, ScalarType) and source.is_int):
+            source = I64  # a placeholder parameter type
+        elif not (isinstance(source, ScalarType) and source.is_int and source.bits == 64):
+            raise t.error(f"{spelled}: only a 64-bit integer (i64 or u64) converts to a pointer, got {source}",
+                          node)
+        return t.make("int_to_ptr", (x,), node, dtype=dtype.pointee)
+    if dtype not in (I64, U64):
+        raise t.error(f"{spelled}: a pointer converts to i64 or u64 (an address), not {dtype}", node)
+    return t.make("ptr_to_int", (x,), node, dtype=dtype)
 
 
 @builtin("cast", "input", "dtype", fp_downcast_rounding=None, bitcast=False)

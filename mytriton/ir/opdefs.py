@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from mytriton.limits import tile_error
 from mytriton.types import (
-    BF16, BOOL, F16, F32, F64, I8, I32, I64, U32, BlockType, PointerType, ScalarType, SharedType, Type, TypeRuleError, WeakType,
+    BF16, BOOL, F16, F32, F64, I8, I32, I64, U32, U64, BlockType, PointerType, ScalarType, SharedType, Type, TypeRuleError, WeakType,
     broadcast_shapes, concrete, element_of, mixed_signedness, promote, shape_of, with_element,
 )
 
@@ -1249,6 +1249,38 @@ for _name, (_semantics, _doc) in _LIBDEVICE_PREDICATES.items():
 _register(OpDef("llrint", ("x",), _llrint_rule, elementwise=True, semantics=_llrint, computes_in="operands",
                 doc="libdevice.llrint: x to the nearest integer (halves to even) as i64 (llrintf)"))
 LIBDEVICE_OPS = (*_LIBDEVICE_FLOAT, *_LIBDEVICE_PREDICATES, "llrint")
+
+# ---- pointers from memory ---------------------------------------------------------
+# ``x.to(tl.pointer_type(T))`` of a 64-bit integer (an address loaded from an
+# array, as grouped GEMM loads its matrices' addresses) and ``p.to(tl.int64)``
+# of a pointer: Triton's tt.int_to_ptr and tt.ptr_to_int. On the GPU they
+# reinterpret the address; the interpreter maps an address into the array
+# passed to the launch that holds it (backends/interp.py, ``int_to_ptr``).
+
+
+def _int_to_ptr(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    (a,) = types
+    pointee = _dtype_attr(attrs)
+    e = concrete(_numeric(a, "the operand", "int_to_ptr"))
+    if not (e.is_int and e.bits == 64):
+        raise _err(f"'int_to_ptr' needs a 64-bit integer address (i64 or u64), got {a}")
+    return [with_element(shape_of(a), PointerType(pointee))]
+
+
+def _ptr_to_int(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    (a,) = types
+    if not isinstance(element_of(a), PointerType):
+        raise _err(f"'ptr_to_int' needs a pointer, got {a}")
+    dtype = _dtype_attr(attrs)
+    if dtype not in (I64, U64):
+        raise _err(f"'ptr_to_int' gives i64 or u64 (an address has 64 bits), not {dtype}")
+    return [with_element(shape_of(a), dtype)]
+
+
+_register(OpDef("int_to_ptr", ("x",), _int_to_ptr, attrs=("dtype",), elementwise=True,
+                doc="the 64-bit address x as a pointer to dtype (x.to(tl.pointer_type(dtype)))"))
+_register(OpDef("ptr_to_int", ("x",), _ptr_to_int, attrs=("dtype",), elementwise=True,
+                doc="the address the pointer x holds, as dtype i64 or u64 (ptr.to(tl.int64))"))
 
 # ---- layout rules ---------------------------------------------------------------
 # "elementwise": tile operands are read in the result's layout (sliced for a

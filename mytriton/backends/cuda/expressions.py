@@ -50,7 +50,7 @@ _LANGUAGE_OPS = ("maximum_nan", "minimum_nan", "clamp", "clamp_nan", "fma", "div
 EXPRESSION_OPS = frozenset({
     "program_id", "num_programs", "full", "addptr", "cast", "where", *_CMP, *_BINARY,
     "neg", "abs", "not", "maximum", "minimum", "and", "or", "hint", "bitcast", "broadcast_to", *_LANGUAGE_OPS,
-    *LIBDEVICE_OPS,
+    *LIBDEVICE_OPS, "int_to_ptr", "ptr_to_int",
 })
 # libdevice ops whose result type is not the type they compute in (that of their operand).
 _LIBDEVICE_FROM_OPERAND = ("isnan", "isinf", "signbit", "llrint")
@@ -172,6 +172,12 @@ def render(op: Op, args: list[Arg]) -> str:
         return c_cast(as_type(x, source), source, op.attrs["dtype"])
     if name in ("hint", "broadcast_to"):  # the value itself (broadcast_to: read at broadcast coordinates)
         return as_type(args[0], element)
+    if name == "int_to_ptr":  # an address loaded or computed as a 64-bit integer
+        (x,) = args
+        source = x.type if isinstance(x, CValue) else concrete(x.type)
+        return f"(({CUDA.element_type(op.results[0].type)})({as_type(x, source)}))"
+    if name == "ptr_to_int":
+        return f"(({CUDA.scalar_type(element)})({as_type(args[0], args[0].type)}))"
     if name == "bitcast":
         (x,) = args
         source = x.type if isinstance(x, CValue) else concrete(x.type)
