@@ -150,6 +150,9 @@ def run_kernel(kernel: Kernel, grid: tuple[int, ...], args: Sequence[object]) ->
         state = _State(kernel, dims, grid_rank, first, min(chunk, programs - first))
         for param, arg in zip(kernel.params, args):  # checks the arguments even for an empty grid
             state.bind_param(param, arg)
+        for arrays in _ADDRESSABLE:
+            for i, array in enumerate(arrays):
+                state.add_buffer(f"addressable array {i}", array)
         if state.P == 0:
             return
         with np.errstate(all="ignore"):
@@ -157,6 +160,36 @@ def run_kernel(kernel: Kernel, grid: tuple[int, ...], args: Sequence[object]) ->
         first += state.P
         if first >= programs:
             return
+
+
+# Arrays a kernel may reach only through addresses (int_to_ptr), beside the
+# launch's own: ``with addressable_arrays(a, b): ...`` (the host side of
+# grouped GEMM, runtime/memory.py). A stack of tuples, read by each launch;
+# the arrays are held (alive) while they are on it.
+_ADDRESSABLE: list[tuple[np.ndarray, ...]] = []
+
+
+class addressable_arrays:
+    """While in effect, launches in the interpreter also recognise addresses
+    inside these C-contiguous arrays (``a.ctypes.data`` up to its end), as
+    they do those of the arrays passed to them."""
+
+    def __init__(self, *arrays: np.ndarray) -> None:
+        for i, a in enumerate(arrays):
+            if not isinstance(a, np.ndarray) or not a.flags.c_contiguous:
+                raise CompileError(f"addressable array {i}: pass C-contiguous NumPy arrays, got "
+                                   f"{type(a).__name__}")
+            if a.nbytes > MAX_BUFFER_BYTES:
+                raise CompileError(f"addressable array {i}: the interpreter addresses at most "
+                                   f"{MAX_BUFFER_BYTES} bytes per buffer, got {a.nbytes}")
+        self.arrays = arrays
+
+    def __enter__(self) -> "addressable_arrays":
+        _ADDRESSABLE.append(self.arrays)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _ADDRESSABLE.remove(self.arrays)
 
 
 def programs_per_chunk(kernel: Kernel) -> int:
@@ -235,14 +268,18 @@ class _State:
             if arg.nbytes > MAX_BUFFER_BYTES:
                 raise CompileError(f"parameter '{name}': the interpreter addresses at most "
                                    f"{MAX_BUFFER_BYTES} bytes per buffer, got {arg.nbytes}", where)
-            if len(self.buffers) >= _ID_MASK:
-                raise CompileError(f"parameter '{name}': too many buffers for the interpreter", where)
-            base = ((len(self.buffers) + 1) << _ID_SHIFT) | _BIAS
-            self.buffers.append(_Buffer(name, base, arg.reshape(-1)))
-            self.sizes = np.append(self.sizes, arg.size)
-            self.env[param] = np.full(self.P, base, dtype=ADDRESS)
+            self.env[param] = np.full(self.P, self.add_buffer(name, arg), dtype=ADDRESS)
             return
         self.env[param] = np.full(self.P, _scalar_arg(name, t, arg, where), dtype=np_dtype(t))
+
+    def add_buffer(self, name: str, array: np.ndarray) -> int:
+        """Make ``array`` (C-contiguous, checked) addressable; its base pointer."""
+        if len(self.buffers) >= _ID_MASK:
+            raise CompileError(f"'{name}': too many buffers for the interpreter", self.kernel.loc)
+        base = ((len(self.buffers) + 1) << _ID_SHIFT) | _BIAS
+        self.buffers.append(_Buffer(name, base, array.reshape(-1)))
+        self.sizes = np.append(self.sizes, array.size)
+        return base
 
     # -- values --
 

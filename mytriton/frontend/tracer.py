@@ -416,6 +416,7 @@ class Tracer:
         self.check_carried(carried, assigned, "a while loop")
         inputs = tuple(self.env[n] for n in carried)
         carried_args = tuple(LoopCarry(i, hint=n) for i, n in enumerate(carried))
+        self._carried_types(carried_args, inputs, stmt)  # what the condition and body may ask (tl.dot)
         before_region, body_region = Region(self.region), Region(self.region)
         for arg in carried_args:
             before_region.own(arg)
@@ -449,6 +450,7 @@ class Tracer:
         loop = WhileLoop(tuple(captures.values()), inputs, carried_args, before_region.stmts, condition,
                          body_region.stmts, (), loc)
         loop.results = tuple(LoopResult(loop, i, hint=n) for i, n in enumerate(carried))
+        self._carried_types(loop.results, inputs, stmt)
         for result in loop.results:
             self.region.own(result)
         self.region.stmts.append(loop)
@@ -585,7 +587,7 @@ class Tracer:
         # escape; carried names now hold the loop's results.
         self.env.update(zip(carried, loop.results))
 
-    def _carried_types(self, values: tuple[Expr, ...], inputs: tuple[Any, ...], stmt: ast.For) -> None:
+    def _carried_types(self, values: tuple[Expr, ...], inputs: tuple[Any, ...], stmt: ast.stmt) -> None:
         """A loop's carried values and results have the type their initial
         value has (lowering checks the body keeps it); recorded only where the
         initial value has a type at all (a type error is lowering's to report)."""
@@ -840,18 +842,34 @@ class Tracer:
         return self.make(_TREE_COMPARE[op], (a, b), node)
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Any:
+        """``and``/``or``: Python's on constants; on runtime scalars Triton's
+        logical_and/logical_or (each operand as a bool, both evaluated, no
+        short circuit), as grouped GEMM's ``while (t >= a and t < b)``; on
+        tiles, elementwise. A constant that decides the result still decides
+        it; one that does not is dropped."""
         result: Any = None
-        for i, operand in enumerate(node.values):
-            result = self.eval(operand)
-            if isinstance(result, Expr):
-                word = "and" if isinstance(node.op, ast.And) else "or"
-                symbol = "&" if word == "and" else "|"
-                raise self.error(f"'{word}' works on constants only; use '{symbol}' on tiles", operand)
-            if isinstance(node.op, ast.And) and not result:
-                return result
-            if isinstance(node.op, ast.Or) and result:
-                return result
-        return result
+        runtime: list[tuple[Any, ast.expr]] = []
+        for operand in node.values:
+            value = self.eval(operand)
+            if isinstance(value, Expr):
+                runtime.append((value, operand))
+                continue
+            result = value
+            if isinstance(node.op, ast.And) and not value:
+                return value
+            if isinstance(node.op, ast.Or) and value:
+                return value
+        if not runtime:
+            return result
+        combined: Any = None
+        for value, operand in runtime:
+            # As a bool (a comparison is one already; types are not known
+            # yet inside a loop being traced, so nothing else is asked).
+            if not (isinstance(value, Node) and value.op in _TREE_COMPARE.values()):
+                value = self.make("cmp_ne", (value, 0), operand)
+            combined = value if combined is None else self.make(
+                "and" if isinstance(node.op, ast.And) else "or", (combined, value), node)
+        return combined
 
     def expr_IfExp(self, node: ast.IfExp) -> Any:
         condition = self.eval(node.test)

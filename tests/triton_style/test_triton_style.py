@@ -245,6 +245,16 @@ def case_gelu_tanh(m, rng) -> Result:
     return out
 
 
+def case_grouped_gemm(m, rng) -> Result:
+    # whole tiles of both configs (64), as the tutorial's kernel assumes; products of different shapes
+    shapes = [(64, 128, 64), (128, 64, 192), (192, 192, 64), (64, 64, 128)]
+    group_a = [rng.standard_normal((mm, k)).astype(np.float16) for mm, n, k in shapes]
+    group_b = [rng.standard_normal((k, n)).astype(np.float16) for mm, n, k in shapes]
+    group_c = m.group_gemm_fn(group_a, group_b)
+    return [(f"c{i} {a.shape}x{b.shape}", c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32),
+             2e-2, 2e-2) for i, (a, b, c) in enumerate(zip(group_a, group_b, group_c))]
+
+
 CASES: dict[str, Callable[[Any, Any], Result]] = {
     name[len("case_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
 }
