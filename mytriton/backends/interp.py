@@ -659,7 +659,7 @@ def _advance_in_window(ptrs: np.ndarray, offsets: np.ndarray, itemsize: int) -> 
 
 
 def _locate(st: _State, op: Op, what: str, ptrs: np.ndarray, enabled: np.ndarray,
-            itemsize: int) -> tuple[np.ndarray, np.ndarray]:
+            itemsize: int, dtype: np.dtype | None = None) -> tuple[np.ndarray, np.ndarray]:
     """For the enabled lanes of ``ptrs``: the id of the buffer each points
     into and the element index inside it. Raises on a pointer to no buffer,
     out of bounds (poisoned included) or misaligned, naming the buffer and a
@@ -670,6 +670,14 @@ def _locate(st: _State, op: Op, what: str, ptrs: np.ndarray, enabled: np.ndarray
     if nowhere.any():
         _fault(st, op, f"{what.split()[0]} through a pointer that addresses no buffer (an address converted to a "
                        "pointer must lie in an array passed to the launch)", ptrs, enabled, nowhere)
+    for b, sel in _by_buffer(which):
+        buf = st.buffers[b - 1]
+        if dtype is not None and buf.data.dtype != dtype:
+            # An address cast to a pointer of another element type: the
+            # interpreter keeps each array's own element type.
+            _fault(st, op, f"{what.split()[0]} of {dtype} from '{buf.name}', an array of {buf.data.dtype}: the "
+                           "interpreter reads an array only as its own element type", ptrs, enabled,
+                   np.isin(which, [b]))
     offset = (addrs & _OFFSET_MASK) - _BIAS
     poisoned = (addrs & _POISON) != 0
     misaligned = ~poisoned & (offset % itemsize != 0)
@@ -809,6 +817,8 @@ def _load(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     dtype = np_dtype(_pointee(_operand_type(ptr)))
     shape = (st.P, *shape_of(t))
     fast = _fast_access(st, ptr, enabled, dtype.itemsize)
+    if fast is not None and fast[0].data.dtype != dtype:
+        fast = None  # another element type's pointer (int_to_ptr): refused lane by lane
     if fast is not None:
         # Possibly a view of the buffer: a store to it first detaches the
         # values that still see it (_State.detach).
@@ -827,7 +837,7 @@ def _load(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
 def _gather(st: _State, op: Op, what: str, ptrs: np.ndarray, enabled: np.ndarray,
             dtype: np.dtype) -> np.ndarray:
     """The elements of ``dtype`` at the enabled lanes of ``ptrs``, bounds-checked."""
-    which, elem = _locate(st, op, what, ptrs, enabled, dtype.itemsize)
+    which, elem = _locate(st, op, what, ptrs, enabled, dtype.itemsize, dtype)
     values = np.empty(elem.shape, dtype=dtype)
     for b, sel in _by_buffer(which):
         values[sel] = st.buffers[b - 1].data[elem[sel]]
@@ -843,6 +853,8 @@ def _store(st: _State, op: Op, active: np.ndarray) -> None:
         return
     dtype = np_dtype(_pointee(pt))
     fast = _fast_access(st, ptr, enabled, dtype.itemsize)
+    if fast is not None and fast[0].data.dtype != dtype:
+        fast = None
     if fast is not None:
         buf, index = fast
         if not buf.data.flags.writeable:
@@ -856,7 +868,7 @@ def _store(st: _State, op: Op, active: np.ndarray) -> None:
         return
     ptrs = st.full(ptr, pt)
     values = np.broadcast_to(st.get(value, dtype, _rank(pt)), ptrs.shape)[enabled]
-    which, elem = _locate(st, op, "store to", ptrs, enabled, dtype.itemsize)
+    which, elem = _locate(st, op, "store to", ptrs, enabled, dtype.itemsize, dtype)
     for b, sel in _by_buffer(which):
         buf = st.buffers[b - 1]
         if not buf.data.flags.writeable:
