@@ -150,6 +150,9 @@ def run_kernel(kernel: Kernel, grid: tuple[int, ...], args: Sequence[object]) ->
         state = _State(kernel, dims, grid_rank, first, min(chunk, programs - first))
         for param, arg in zip(kernel.params, args):  # checks the arguments even for an empty grid
             state.bind_param(param, arg)
+        for arrays in _ADDRESSABLE:
+            for i, array in enumerate(arrays):
+                state.add_buffer(f"addressable array {i}", array)
         if state.P == 0:
             return
         with np.errstate(all="ignore"):
@@ -157,6 +160,36 @@ def run_kernel(kernel: Kernel, grid: tuple[int, ...], args: Sequence[object]) ->
         first += state.P
         if first >= programs:
             return
+
+
+# Arrays a kernel may reach only through addresses (int_to_ptr), beside the
+# launch's own: ``with addressable_arrays(a, b): ...`` (the host side of
+# grouped GEMM, runtime/memory.py). A stack of tuples, read by each launch;
+# the arrays are held (alive) while they are on it.
+_ADDRESSABLE: list[tuple[np.ndarray, ...]] = []
+
+
+class addressable_arrays:
+    """While in effect, launches in the interpreter also recognise addresses
+    inside these C-contiguous arrays (``a.ctypes.data`` up to its end), as
+    they do those of the arrays passed to them."""
+
+    def __init__(self, *arrays: np.ndarray) -> None:
+        for i, a in enumerate(arrays):
+            if not isinstance(a, np.ndarray) or not a.flags.c_contiguous:
+                raise CompileError(f"addressable array {i}: pass C-contiguous NumPy arrays, got "
+                                   f"{type(a).__name__}")
+            if a.nbytes > MAX_BUFFER_BYTES:
+                raise CompileError(f"addressable array {i}: the interpreter addresses at most "
+                                   f"{MAX_BUFFER_BYTES} bytes per buffer, got {a.nbytes}")
+        self.arrays = arrays
+
+    def __enter__(self) -> "addressable_arrays":
+        _ADDRESSABLE.append(self.arrays)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _ADDRESSABLE.remove(self.arrays)
 
 
 def programs_per_chunk(kernel: Kernel) -> int:
@@ -235,14 +268,18 @@ class _State:
             if arg.nbytes > MAX_BUFFER_BYTES:
                 raise CompileError(f"parameter '{name}': the interpreter addresses at most "
                                    f"{MAX_BUFFER_BYTES} bytes per buffer, got {arg.nbytes}", where)
-            if len(self.buffers) >= _ID_MASK:
-                raise CompileError(f"parameter '{name}': too many buffers for the interpreter", where)
-            base = ((len(self.buffers) + 1) << _ID_SHIFT) | _BIAS
-            self.buffers.append(_Buffer(name, base, arg.reshape(-1)))
-            self.sizes = np.append(self.sizes, arg.size)
-            self.env[param] = np.full(self.P, base, dtype=ADDRESS)
+            self.env[param] = np.full(self.P, self.add_buffer(name, arg), dtype=ADDRESS)
             return
         self.env[param] = np.full(self.P, _scalar_arg(name, t, arg, where), dtype=np_dtype(t))
+
+    def add_buffer(self, name: str, array: np.ndarray) -> int:
+        """Make ``array`` (C-contiguous, checked) addressable; its base pointer."""
+        if len(self.buffers) >= _ID_MASK:
+            raise CompileError(f"'{name}': too many buffers for the interpreter", self.kernel.loc)
+        base = ((len(self.buffers) + 1) << _ID_SHIFT) | _BIAS
+        self.buffers.append(_Buffer(name, base, array.reshape(-1)))
+        self.sizes = np.append(self.sizes, array.size)
+        return base
 
     # -- values --
 
@@ -417,9 +454,10 @@ def _elementwise(st: _State, op: Op, active: np.ndarray) -> Any:
         ramp = _ramp_op(st, op)
         if ramp is not None:
             return ramp
-    if opdef.computes_in == "operands":  # comparisons: in the operands' common type, giving bool
-        a, b = op.operands
-        dtype = np_dtype(promote(element_of(_operand_type(a)), element_of(_operand_type(b))))
+    if opdef.computes_in == "operands":  # comparisons (and isnan, llrint...): in the operands' common type
+        elements = [element_of(_operand_type(x)) for x in op.operands]
+        common = elements[0] if len(elements) == 1 else promote(*elements)
+        dtype = np_dtype(common)
     elif opdef.computes_in == "float":  # math functions: in at least float32
         dtype = np.promote_types(np_dtype(t), np.float32)
     else:
@@ -445,6 +483,43 @@ def _cast(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     if target.kind == "b":
         return value != 0
     return value.astype(target)  # float -> int truncates toward zero
+
+
+@handles("ptr_to_int")
+def _ptr_to_int(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    """The real address a pointer holds: its buffer's (the launch array's
+    ``ctypes.data``) plus its byte offset. A pointer into no buffer, or a
+    poisoned one (its offset is gone), gives 0."""
+    (x,) = op.operands
+    ptrs = st.get(x, ADDRESS, _rank(op.result.type))
+    which = (ptrs >> _ID_SHIFT) & _ID_MASK
+    known = ((ptrs & _POISON) == 0) & (which > 0) & (which < len(st.sizes))
+    starts = np.array([0] + [b.data.ctypes.data for b in st.buffers], dtype=np.int64)
+    offsets = (ptrs & _OFFSET_MASK) - _BIAS
+    return np.where(known, starts[np.where(known, which, 0)] + offsets, 0).astype(np_dtype(op.result.type))
+
+
+@handles("int_to_ptr")
+def _int_to_ptr(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    """An address as a pointer: into the launch array whose memory holds it
+    (from its first byte to one past its last; the first such array where
+    arrays overlap), at that byte offset. An address in no launch array
+    gives a pointer into no buffer, which a load or store through it reports
+    (masked-off lanes are never looked at): never a read of other memory."""
+    (x,) = op.operands
+    addrs = st.get(x, np.dtype(np.uint64), _rank(op.result.type))
+    out = np.zeros(addrs.shape, dtype=ADDRESS)
+    found = np.zeros(addrs.shape, dtype=bool)
+    for index, buf in enumerate(st.buffers):
+        start = np.uint64(buf.data.ctypes.data)
+        inside = ~found & (addrs >= start) & (addrs <= start + np.uint64(buf.data.nbytes))
+        if not inside.any():
+            continue
+        offset = (addrs - start).astype(np.int64)  # within MAX_BUFFER_BYTES
+        base = ((index + 1) << _ID_SHIFT) | _BIAS
+        out = np.where(inside, base + offset, out)
+        found |= inside
+    return out
 
 
 @dataclass
@@ -584,7 +659,7 @@ def _advance_in_window(ptrs: np.ndarray, offsets: np.ndarray, itemsize: int) -> 
 
 
 def _locate(st: _State, op: Op, what: str, ptrs: np.ndarray, enabled: np.ndarray,
-            itemsize: int) -> tuple[np.ndarray, np.ndarray]:
+            itemsize: int, dtype: np.dtype | None = None) -> tuple[np.ndarray, np.ndarray]:
     """For the enabled lanes of ``ptrs``: the id of the buffer each points
     into and the element index inside it. Raises on a pointer to no buffer,
     out of bounds (poisoned included) or misaligned, naming the buffer and a
@@ -593,7 +668,16 @@ def _locate(st: _State, op: Op, what: str, ptrs: np.ndarray, enabled: np.ndarray
     which = (addrs >> _ID_SHIFT) & _ID_MASK
     nowhere = (which == 0) | (which >= len(st.sizes))
     if nowhere.any():
-        _fault(st, op, f"{what} through a pointer that addresses no buffer", ptrs, enabled, nowhere)
+        _fault(st, op, f"{what.split()[0]} through a pointer that addresses no buffer (an address converted to a "
+                       "pointer must lie in an array passed to the launch)", ptrs, enabled, nowhere)
+    for b, sel in _by_buffer(which):
+        buf = st.buffers[b - 1]
+        if dtype is not None and buf.data.dtype != dtype:
+            # An address cast to a pointer of another element type: the
+            # interpreter keeps each array's own element type.
+            _fault(st, op, f"{what.split()[0]} of {dtype} from '{buf.name}', an array of {buf.data.dtype}: the "
+                           "interpreter reads an array only as its own element type", ptrs, enabled,
+                   np.isin(which, [b]))
     offset = (addrs & _OFFSET_MASK) - _BIAS
     poisoned = (addrs & _POISON) != 0
     misaligned = ~poisoned & (offset % itemsize != 0)
@@ -733,6 +817,8 @@ def _load(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     dtype = np_dtype(_pointee(_operand_type(ptr)))
     shape = (st.P, *shape_of(t))
     fast = _fast_access(st, ptr, enabled, dtype.itemsize)
+    if fast is not None and fast[0].data.dtype != dtype:
+        fast = None  # another element type's pointer (int_to_ptr): refused lane by lane
     if fast is not None:
         # Possibly a view of the buffer: a store to it first detaches the
         # values that still see it (_State.detach).
@@ -751,7 +837,7 @@ def _load(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
 def _gather(st: _State, op: Op, what: str, ptrs: np.ndarray, enabled: np.ndarray,
             dtype: np.dtype) -> np.ndarray:
     """The elements of ``dtype`` at the enabled lanes of ``ptrs``, bounds-checked."""
-    which, elem = _locate(st, op, what, ptrs, enabled, dtype.itemsize)
+    which, elem = _locate(st, op, what, ptrs, enabled, dtype.itemsize, dtype)
     values = np.empty(elem.shape, dtype=dtype)
     for b, sel in _by_buffer(which):
         values[sel] = st.buffers[b - 1].data[elem[sel]]
@@ -767,6 +853,8 @@ def _store(st: _State, op: Op, active: np.ndarray) -> None:
         return
     dtype = np_dtype(_pointee(pt))
     fast = _fast_access(st, ptr, enabled, dtype.itemsize)
+    if fast is not None and fast[0].data.dtype != dtype:
+        fast = None
     if fast is not None:
         buf, index = fast
         if not buf.data.flags.writeable:
@@ -780,7 +868,7 @@ def _store(st: _State, op: Op, active: np.ndarray) -> None:
         return
     ptrs = st.full(ptr, pt)
     values = np.broadcast_to(st.get(value, dtype, _rank(pt)), ptrs.shape)[enabled]
-    which, elem = _locate(st, op, "store to", ptrs, enabled, dtype.itemsize)
+    which, elem = _locate(st, op, "store to", ptrs, enabled, dtype.itemsize, dtype)
     for b, sel in _by_buffer(which):
         buf = st.buffers[b - 1]
         if not buf.data.flags.writeable:

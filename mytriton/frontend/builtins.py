@@ -18,8 +18,8 @@ from mytriton.ir.opdefs import DOT_INPUT_PRECISIONS, HINT_KINDS, MATH_FUNCTIONS
 from mytriton.ir.tree import Expr
 from mytriton.language import PropagateNan
 from mytriton.types import (
-    BF16, BOOL, F16, F32, F64, I8, I32, U8, PointerType, ScalarType, TypeRuleError, broadcast_shapes, concrete,
-    element_of, shape_of,
+    BF16, BOOL, F16, F32, F64, I8, I32, I64, U8, U64, PointerType, ScalarType, TypeRuleError, broadcast_shapes, concrete,
+    element_of, promote, shape_of,
 )
 
 BUILTINS: dict[str, Builtin] = {}
@@ -392,8 +392,8 @@ for _name in HINT_KINDS:
 
 def cast_value(t: Tracer, node: ast.Call, x: Any, dtype: Any, rounding: Any, bitcast: Any, spelled: str) -> Any:
     """``tl.cast(x, dtype, fp_downcast_rounding, bitcast)`` and ``x.to(...)``."""
-    if isinstance(dtype, PointerType):
-        raise t.error(f"{spelled}: casting to a pointer type is not supported", node)
+    if isinstance(dtype, PointerType) or (isinstance(dtype, ScalarType) and _is_pointer(t, x, node)):
+        return _pointer_cast(t, node, x, dtype, bitcast, spelled)
     if not isinstance(dtype, ScalarType):
         raise t.error(f"{spelled} takes a dtype such as tl.float16, got {describe(dtype)}", node)
     if rounding not in (None, "rtne"):
@@ -408,6 +408,45 @@ def cast_value(t: Tracer, node: ast.Call, x: Any, dtype: Any, rounding: Any, bit
             raise t.error(f"{spelled}: bitcast needs a typed value, not the constant {x!r}", node)
         return t.make("bitcast", (x,), node, dtype=dtype)
     return t.make("cast", (x,), node, dtype=dtype)
+
+
+def _is_pointer(t: Tracer, x: Any, node: ast.Call) -> bool:
+    """Whether ``x`` is a pointer value. Asking for its type is a question
+    the trace depends on only when the answer is yes (an ill-typed operand
+    is left for lowering to report, as before)."""
+    if not isinstance(x, Expr):
+        return False
+    asked = t.budget.asked_types
+    try:
+        found = isinstance(element_of(t.type_of(x, node)), PointerType)
+    except CompileError:
+        found = False
+    if not found:
+        t.budget.asked_types = asked
+    return found
+
+
+def _pointer_cast(t: Tracer, node: ast.Call, x: Any, dtype: Any, bitcast: Any, spelled: str) -> Any:
+    """Casts to and from pointers, as Triton's: a 64-bit integer to a pointer
+    (int_to_ptr), a pointer to i64 or u64 (ptr_to_int), a pointer to a pointer
+    of another element type (through its address)."""
+    if not isinstance(x, Expr):
+        raise t.error(f"{spelled}: a pointer cast needs a runtime value, not the constant {describe(x)}", node)
+    source = element_of(t.type_of(x, node))
+    if isinstance(dtype, PointerType):
+        if isinstance(source, PointerType):
+            if source == dtype:
+                return x
+            x = t.make("ptr_to_int", (x,), node, dtype=I64)
+        elif t.budget.probing and not (isinstance(source, ScalarType) and source.is_int):
+            source = I64  # a placeholder parameter type
+        elif not (isinstance(source, ScalarType) and source.is_int and source.bits == 64):
+            raise t.error(f"{spelled}: only a 64-bit integer (i64 or u64) converts to a pointer, got {source}",
+                          node)
+        return t.make("int_to_ptr", (x,), node, dtype=dtype.pointee)
+    if dtype not in (I64, U64):
+        raise t.error(f"{spelled}: a pointer converts to i64 or u64 (an address), not {dtype}", node)
+    return t.make("ptr_to_int", (x,), node, dtype=dtype)
 
 
 @builtin("cast", "input", "dtype", fp_downcast_rounding=None, bitcast=False)
@@ -751,3 +790,71 @@ BUILTINS["trans"] = Builtin("trans", _trans)
 for _name in ("trans", "permute", "reshape", "view", "split", "join", "interleave", "cat", "broadcast_to",
               "zeros_like", "full_like"):
     _decided_by_the_real_trace(_name)
+
+
+# ---- libdevice (issue 11, part 6) ----------------------------------------------------------
+# ``libdevice.<name>(...)`` (``tl.extra.libdevice``, ``tl.extra.cuda.libdevice``):
+# each function makes its op (language/extra/libdevice.py's SIGNATURES) after
+# Triton's dispatch: the operand dtypes (a Python float is f32, an int i32)
+# must be a row of the function's table, as they are or once promoted together.
+
+LIBDEVICE: dict[str, Builtin] = {}
+
+
+def _literal_dtype(value: Any) -> Any:
+    if isinstance(value, bool):
+        return BOOL
+    if isinstance(value, int):
+        return I32 if -2**31 <= value < 2**31 else I64
+    return F32
+
+
+def _libdevice_function(name: str) -> None:
+    from mytriton.language.extra.libdevice import SIGNATURES
+
+    op, signatures = SIGNATURES[name]
+    count = len(signatures[0])
+    spelled = f"libdevice.{name}"
+
+    def call(t: Tracer, node: ast.Call, args: list, kwargs: dict) -> Any:
+        if kwargs:
+            raise t.error(f"{spelled}() takes positional arguments only, got {', '.join(kwargs)}=", node)
+        if len(args) != count:
+            raise t.error(f"{spelled}() takes {count} argument(s), got {len(args)}", node)
+        values = tuple(_value(t, node, v, spelled) for v in args)
+        if not t.budget.probing:  # placeholder parameter types say nothing about the real ones
+            _libdevice_check(t, node, spelled, values, signatures)
+        return t.make(op, values, node)
+
+    LIBDEVICE[name] = Builtin(spelled, call)
+
+
+def _libdevice_check(t: Tracer, node: ast.Call, spelled: str, values: tuple, signatures: tuple) -> None:
+    dtypes = tuple(_literal_dtype(v) if is_number(v) else concrete(element_of(t.type_of(v, node)))
+                   for v in values)
+    if dtypes in signatures:
+        return
+    common = dtypes[0]
+    if not isinstance(common, PointerType):
+        for other in dtypes[1:]:
+            if isinstance(other, PointerType):
+                common = other
+                break
+            common = concrete(promote(common, other))
+    if (common,) * len(dtypes) in signatures:
+        return
+    accepted = "; ".join("(" + ", ".join(str(d) for d in s) + ")" for s in signatures)
+    got = "(" + ", ".join(str(d) for d in dtypes) + ")"
+    raise t.error(f"{spelled}: libdevice has no function of {got}; it takes {accepted}"
+                  + (" (convert with .to(tl.float32))" if all(not isinstance(d, PointerType) for d in dtypes)
+                     else ""), node)
+
+
+def _register_libdevice() -> None:
+    from mytriton.language.extra.libdevice import FUNCTIONS
+
+    for name in FUNCTIONS:
+        _libdevice_function(name)
+
+
+_register_libdevice()

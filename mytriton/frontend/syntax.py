@@ -11,6 +11,7 @@ import ast
 from mytriton.diagnostics import CompileError
 from mytriton.frontend.source import KernelModule
 from mytriton.language import CONSTANTS, DTYPES, FUNCTIONS
+from mytriton.language.extra import libdevice
 from mytriton.language.math import FUNCTIONS as MATH_NAMESPACE
 from mytriton.limits import MAX_EXPRESSION_DEPTH
 
@@ -192,6 +193,16 @@ class SyntaxChecker(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         qualified = self.module.qualname(node)
+        if qualified and qualified.startswith("mytriton.language.extra"):
+            if qualified in libdevice.NAMESPACES:
+                return
+            name = libdevice.function_name(qualified)
+            if name is None:
+                raise self.error(f"'{qualified}' is not part of mytriton (mytriton.language.extra has "
+                                 "libdevice and cuda.libdevice)", node)
+            if name not in libdevice.FUNCTIONS:
+                raise self.error(f"'{name}' is not part of libdevice", node)
+            return
         if qualified and qualified.startswith("mytriton.language.math."):
             name = qualified[len("mytriton.language.math."):]
             if name not in MATH_NAMESPACE:
@@ -199,7 +210,7 @@ class SyntaxChecker(ast.NodeVisitor):
             return
         if qualified and qualified.startswith("mytriton.language."):
             name = qualified[len("mytriton.language."):]
-            if name not in FUNCTIONS and name not in DTYPES and name not in CONSTANTS and name not in ("constexpr", "math"):
+            if name not in FUNCTIONS and name not in DTYPES and name not in CONSTANTS and name not in ("constexpr", "math", "extra"):
                 raise self.error(f"'{name}' is not part of mytriton.language", node)
             return
         if qualified and qualified.startswith("mytriton."):

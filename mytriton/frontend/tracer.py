@@ -30,6 +30,7 @@ from mytriton.ir.tree import (
     TreeKernel, WhileLoop, Yield,
 )
 from mytriton.language import CONSTANTS, DTYPES
+from mytriton.language.extra import libdevice
 from mytriton.language.math import FUNCTIONS as MATH_NAMESPACE
 from mytriton.limits import (
     MAX_EXPRESSION_DEPTH, MAX_LOOP_NESTING, MAX_STATIC_UNROLL, MAX_TRACED_NODES, constant_result_error,
@@ -415,6 +416,7 @@ class Tracer:
         self.check_carried(carried, assigned, "a while loop")
         inputs = tuple(self.env[n] for n in carried)
         carried_args = tuple(LoopCarry(i, hint=n) for i, n in enumerate(carried))
+        self._carried_types(carried_args, inputs, stmt)  # what the condition and body may ask (tl.dot)
         before_region, body_region = Region(self.region), Region(self.region)
         for arg in carried_args:
             before_region.own(arg)
@@ -448,6 +450,7 @@ class Tracer:
         loop = WhileLoop(tuple(captures.values()), inputs, carried_args, before_region.stmts, condition,
                          body_region.stmts, (), loc)
         loop.results = tuple(LoopResult(loop, i, hint=n) for i, n in enumerate(carried))
+        self._carried_types(loop.results, inputs, stmt)
         for result in loop.results:
             self.region.own(result)
         self.region.stmts.append(loop)
@@ -584,7 +587,7 @@ class Tracer:
         # escape; carried names now hold the loop's results.
         self.env.update(zip(carried, loop.results))
 
-    def _carried_types(self, values: tuple[Expr, ...], inputs: tuple[Any, ...], stmt: ast.For) -> None:
+    def _carried_types(self, values: tuple[Expr, ...], inputs: tuple[Any, ...], stmt: ast.stmt) -> None:
         """A loop's carried values and results have the type their initial
         value has (lowering checks the body keeps it); recorded only where the
         initial value has a type at all (a type error is lowering's to report)."""
@@ -638,8 +641,15 @@ class Tracer:
     def qualified(self, qualified: str, node: ast.AST) -> Any:
         from mytriton.frontend.builtins import BUILTINS
 
-        if qualified in ("mytriton", "mytriton.language", "mytriton.language.math"):
+        if qualified in ("mytriton", "mytriton.language", "mytriton.language.math", *libdevice.NAMESPACES):
             return ModuleRef(qualified)
+        libdevice_name = libdevice.function_name(qualified)
+        if libdevice_name is not None:
+            from mytriton.frontend.builtins import LIBDEVICE
+
+            if libdevice_name in LIBDEVICE:
+                return LIBDEVICE[libdevice_name]
+            raise self.error(f"'{libdevice_name}' is not part of libdevice", node)
         if qualified.startswith("mytriton.language.math."):
             name = qualified.split(".")[-1]
             if name in MATH_NAMESPACE and name in BUILTINS:
@@ -832,18 +842,34 @@ class Tracer:
         return self.make(_TREE_COMPARE[op], (a, b), node)
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Any:
+        """``and``/``or``: Python's on constants; on runtime scalars Triton's
+        logical_and/logical_or (each operand as a bool, both evaluated, no
+        short circuit), as grouped GEMM's ``while (t >= a and t < b)``; on
+        tiles, elementwise. A constant that decides the result still decides
+        it; one that does not is dropped."""
         result: Any = None
-        for i, operand in enumerate(node.values):
-            result = self.eval(operand)
-            if isinstance(result, Expr):
-                word = "and" if isinstance(node.op, ast.And) else "or"
-                symbol = "&" if word == "and" else "|"
-                raise self.error(f"'{word}' works on constants only; use '{symbol}' on tiles", operand)
-            if isinstance(node.op, ast.And) and not result:
-                return result
-            if isinstance(node.op, ast.Or) and result:
-                return result
-        return result
+        runtime: list[tuple[Any, ast.expr]] = []
+        for operand in node.values:
+            value = self.eval(operand)
+            if isinstance(value, Expr):
+                runtime.append((value, operand))
+                continue
+            result = value
+            if isinstance(node.op, ast.And) and not value:
+                return value
+            if isinstance(node.op, ast.Or) and value:
+                return value
+        if not runtime:
+            return result
+        combined: Any = None
+        for value, operand in runtime:
+            # As a bool (a comparison is one already; types are not known
+            # yet inside a loop being traced, so nothing else is asked).
+            if not (isinstance(value, Node) and value.op in _TREE_COMPARE.values()):
+                value = self.make("cmp_ne", (value, 0), operand)
+            combined = value if combined is None else self.make(
+                "and" if isinstance(node.op, ast.And) else "or", (combined, value), node)
+        return combined
 
     def expr_IfExp(self, node: ast.IfExp) -> Any:
         condition = self.eval(node.test)

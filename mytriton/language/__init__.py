@@ -89,6 +89,6 @@ def cdiv(a: int, b: int) -> int:  # noqa: F811 - also usable on the host, like t
 
 
 # ``tl.math.<name>``: Triton's math namespace, the same functions as ``tl.<name>``.
-from mytriton.language import math  # noqa: E402
+from mytriton.language import extra, math  # noqa: E402
 
-__all__ = ["constexpr", "dtype", "math", "PropagateNan", *DTYPES, *FUNCTIONS]
+__all__ = ["constexpr", "dtype", "extra", "math", "PropagateNan", *DTYPES, *FUNCTIONS]

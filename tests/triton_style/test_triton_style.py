@@ -223,6 +223,38 @@ def case_dropout(m, rng) -> Result:
     return [("kept values", out[kept], x[kept] / 0.5, 1e-6, 1e-6)]
 
 
+def _gelu_tanh(a):
+    inner = np.sqrt(2 / np.pi) * (a + 0.044715 * a ** 3)
+    return 0.5 * a * (1 + np.tanh(inner)), inner
+
+
+def case_gelu_tanh(m, rng) -> Result:
+    out: Result = []
+    # f32: 1 + tanh cancels for negative a (an absolute error of a few f32 ulps of 1)
+    for dtype, tol in ((np.float32, 1e-4), (np.float16, 3e-3)):
+        a, b, dc = (rng.standard_normal((23, 333)).astype(dtype) * 2 for _ in range(3))
+        a64, b64, dc64 = (v.astype(np.float64) for v in (a, b, dc))
+        gelu, inner = _gelu_tanh(a64)
+        t = np.tanh(inner)
+        dgelu = 0.5 * (1 + t) + 0.5 * a64 * (1 - t * t) * np.sqrt(2 / np.pi) * (1 + 3 * 0.044715 * a64 ** 2)
+        da, db = m.geglu_backward(a, b, dc)
+        name = np.dtype(dtype).name
+        out += [(f"c {name}", m.geglu_forward(a, b).astype(np.float64), gelu * b64, tol, tol),
+                (f"da {name}", da.astype(np.float64), dc64 * b64 * dgelu, tol, tol),
+                (f"db {name}", db.astype(np.float64), dc64 * gelu, tol, tol)]
+    return out
+
+
+def case_grouped_gemm(m, rng) -> Result:
+    # whole tiles of both configs (64), as the tutorial's kernel assumes; products of different shapes
+    shapes = [(64, 128, 64), (128, 64, 192), (192, 192, 64), (64, 64, 128)]
+    group_a = [rng.standard_normal((mm, k)).astype(np.float16) for mm, n, k in shapes]
+    group_b = [rng.standard_normal((k, n)).astype(np.float16) for mm, n, k in shapes]
+    group_c = m.group_gemm_fn(group_a, group_b)
+    return [(f"c{i} {a.shape}x{b.shape}", c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32),
+             2e-2, 2e-2) for i, (a, b, c) in enumerate(zip(group_a, group_b, group_c))]
+
+
 CASES: dict[str, Callable[[Any, Any], Result]] = {
     name[len("case_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
 }

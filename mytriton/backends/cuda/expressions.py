@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from mytriton.backends.cuda.ctypes import c_cast, c_literal
 from mytriton.backends.cuda.language import CUDA
 from mytriton.diagnostics import CompileError
-from mytriton.ir.opdefs import CMP_OPS, MATH_FUNCTIONS, device_print_label
+from mytriton.ir.opdefs import CMP_OPS, LIBDEVICE_OPS, MATH_FUNCTIONS, device_print_label
 from mytriton.ir.ssa import Const, Op
 from mytriton.types import (
     BF16, BOOL, F16, F32, F64, I32, I64, PointerType, ScalarType, WeakType, concrete, element_of, promote,
@@ -50,7 +50,10 @@ _LANGUAGE_OPS = ("maximum_nan", "minimum_nan", "clamp", "clamp_nan", "fma", "div
 EXPRESSION_OPS = frozenset({
     "program_id", "num_programs", "full", "addptr", "cast", "where", *_CMP, *_BINARY,
     "neg", "abs", "not", "maximum", "minimum", "and", "or", "hint", "bitcast", "broadcast_to", *_LANGUAGE_OPS,
+    *LIBDEVICE_OPS, "int_to_ptr", "ptr_to_int",
 })
+# libdevice ops whose result type is not the type they compute in (that of their operand).
+_LIBDEVICE_FROM_OPERAND = ("isnan", "isinf", "signbit", "llrint")
 
 # Ops the emitter writes as statements of their own rather than as one
 # element's expression, and where.
@@ -120,7 +123,8 @@ def _called(spelling: str) -> set[str]:
 
 def _language_spellings() -> list[str]:
     """Every spelling the language object gives the math ops, in each type."""
-    out = [*CUDA.math_f32.values(), *CUDA.math_f64.values()]
+    out = [*CUDA.math_f32.values(), *CUDA.math_f64.values(), *CUDA.libdevice_f32.values(),
+           *CUDA.libdevice_f64.values()]
     for t in (F32, F64):
         out += [CUDA.min_max_nan("max", "a", "b", t), CUDA.min_max_nan("min", "a", "b", t),
                 CUDA.clamp("x", "a", "b", t, True), CUDA.fma("a", "b", "c", t), CUDA.div_rn("a", "b", t),
@@ -168,6 +172,12 @@ def render(op: Op, args: list[Arg]) -> str:
         return c_cast(as_type(x, source), source, op.attrs["dtype"])
     if name in ("hint", "broadcast_to"):  # the value itself (broadcast_to: read at broadcast coordinates)
         return as_type(args[0], element)
+    if name == "int_to_ptr":  # an address loaded or computed as a 64-bit integer
+        (x,) = args
+        source = x.type if isinstance(x, CValue) else concrete(x.type)
+        return f"(({CUDA.element_type(op.results[0].type)})({as_type(x, source)}))"
+    if name == "ptr_to_int":
+        return f"(({CUDA.scalar_type(element)})({as_type(args[0], args[0].type)}))"
     if name == "bitcast":
         (x,) = args
         source = x.type if isinstance(x, CValue) else concrete(x.type)
@@ -178,6 +188,10 @@ def render(op: Op, args: list[Arg]) -> str:
             return f"({as_type(cond, BOOL)} ? {as_type(a, element)} : {as_type(b, element)})"
         t = compute_type(element)
         return c_cast(f"({as_type(cond, BOOL)} ? {as_type(a, t)} : {as_type(b, t)})", t, element)
+    if name in _LIBDEVICE_FROM_OPERAND:
+        (x,) = args
+        t = compute_type(x.type if isinstance(x, CValue) else concrete(x.type))
+        return c_cast(_libdevice(name, t, [as_type(x, t)], op), BOOL if name != "llrint" else I64, element)
     if name in CMP_OPS:
         t = compute_type(promote(*(element_of(a.type) for a in args)))
         return f"({as_type(args[0], t)} {_CMP[name]} {as_type(args[1], t)})"
@@ -196,6 +210,8 @@ def _arith(name: str, t: ScalarType, args: list[str], op: Op) -> str:
         if spelling is None:
             raise CompileError(f"the CUDA backend has no spelling for the math function '{name}'", op.loc)
         return spelling.format(args[0])
+    if name in LIBDEVICE_OPS:
+        return _libdevice(name, t, args, op)
     if name in _NAN_AWARE:
         return CUDA.min_max_nan(_NAN_AWARE[name], *args, t)
     if name in ("clamp", "clamp_nan"):
@@ -227,6 +243,13 @@ def _arith(name: str, t: ScalarType, args: list[str], op: Op) -> str:
     if name in _BINARY:
         return f"({a} {_BINARY[name]} {b})"
     raise CompileError(f"the CUDA backend has no rendering for '{name}'", op.loc)
+
+
+def _libdevice(name: str, t: ScalarType, args: list[str], op: Op) -> str:
+    spelling = CUDA.libdevice(name, t)
+    if spelling is None:
+        raise CompileError(f"the CUDA backend has no spelling for the libdevice function '{name}' in {t}", op.loc)
+    return spelling.format(*args)
 
 
 # ---- reductions ------------------------------------------------------------------------------

@@ -1,0 +1,75 @@
+"""``libdevice``: Triton's ``tl.extra.libdevice`` (also
+``triton.language.extra.cuda.libdevice``), the CUDA math library's functions
+by their libdevice names.
+
+As with ``mytriton.language``, kernels are never run by Python: the frontend
+reads ``libdevice.<name>(...)`` and makes the op ``FUNCTIONS`` names
+(frontend/builtins.py). Each function takes the dtypes Triton's libdevice
+table gives it (f32 and f64 for most; a Python float is an f32, a Python int
+an i32); anything else is a located error, as Triton's "input arg type does
+not match". The ops and their NumPy semantics are in ir/opdefs.py (the
+``libdevice`` section, and the math group for the ones ``tl`` has too);
+their CUDA spellings in backends/cuda/language.py.
+"""
+from __future__ import annotations
+
+from mytriton.types import F32, F64, I32, I64
+
+_F = ((F32,), (F64,))
+_FF = ((F32, F32), (F64, F64))
+
+# libdevice name: (op, the operand dtypes Triton's table accepts).
+SIGNATURES: dict[str, tuple[str, tuple[tuple, ...]]] = {
+    **{name: (name, _F) for name in (
+        "tanh", "erf", "erfinv", "log1p", "expm1", "rsqrt", "round", "trunc", "rint", "floor", "ceil", "exp",
+        "exp2", "log", "log2", "log10", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan",
+        "asinh", "acosh", "atanh", "cbrt")},
+    "nearbyint": ("rint", _F),
+    "abs": ("abs", ((I32,), (I64,), (F32,), (F64,))),
+    "fabs": ("abs", _F),
+    "isnan": ("isnan", _F),
+    "isinf": ("isinf", _F),
+    "signbit": ("signbit", _F),
+    "llrint": ("llrint", _F),
+    "fast_expf": ("fast_expf", ((F32,),)),
+    "fast_dividef": ("fast_dividef", ((F32, F32),)),
+    "pow": ("pow", (*_FF, (F32, I32), (F64, I32))),
+    "atan2": ("atan2", _FF),
+    "fmod": ("fmod", _FF),
+    "hypot": ("hypot", _FF),
+    "copysign": ("copysign", _FF),
+    "fmax": ("maximum", _FF),
+    "fmin": ("minimum", _FF),
+    "fma": ("fma", ((F32, F32, F32), (F64, F64, F64))),
+    "div_rn": ("div_rn", _FF),
+}
+
+FUNCTIONS = tuple(SIGNATURES)
+
+# The qualified paths a kernel reaches this module by, and the namespaces above it.
+MODULE_PATHS = ("mytriton.language.extra.libdevice", "mytriton.language.extra.cuda.libdevice")
+NAMESPACES = ("mytriton.language.extra", "mytriton.language.extra.cuda", *MODULE_PATHS)
+
+
+def function_name(qualified: str) -> str | None:
+    """``mytriton.language.extra[.cuda].libdevice.NAME`` -> ``NAME``; None
+    for any other path (the name may still be unknown: check FUNCTIONS)."""
+    for path in MODULE_PATHS:
+        if qualified.startswith(path + "."):
+            return qualified[len(path) + 1:]
+    return None
+
+
+def _outside_kernel(name: str):
+    def stub(*args, **kwargs):
+        raise RuntimeError(f"libdevice.{name} can only be used inside a @mytriton.jit kernel")
+
+    stub.__name__ = name
+    stub.__qualname__ = name
+    return stub
+
+
+for _name in FUNCTIONS:
+    globals()[_name] = _outside_kernel(_name)
+
+__all__ = list(FUNCTIONS)
