@@ -751,3 +751,11 @@ BUILTINS["trans"] = Builtin("trans", _trans)
 for _name in ("trans", "permute", "reshape", "view", "split", "join", "interleave", "cat", "broadcast_to",
               "zeros_like", "full_like"):
     _decided_by_the_real_trace(_name)
+
+
+# ---- random (issue 11, part 3) ------------------------------------------------------------
+# tl.rand, tl.randn, tl.randint, tl.randint4x, tl.philox...: @jit helpers in the
+# kernel language (mytriton/language/random.py), traced at the call.
+from mytriton.frontend import library as _library  # noqa: E402
+
+BUILTINS.update(_library.builtins())

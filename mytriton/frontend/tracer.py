@@ -29,7 +29,7 @@ from mytriton.ir.tree import (
     Arg, Effect, Expr, ForRange, IfStmt, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
     TreeKernel, WhileLoop, Yield,
 )
-from mytriton.language import CONSTANTS, DTYPES
+from mytriton.language import CONSTANTS, DTYPES, RANDOM_FUNCTIONS
 from mytriton.language.math import FUNCTIONS as MATH_NAMESPACE
 from mytriton.limits import (
     MAX_EXPRESSION_DEPTH, MAX_LOOP_NESTING, MAX_STATIC_UNROLL, MAX_TRACED_NODES, constant_result_error,
@@ -638,11 +638,15 @@ class Tracer:
     def qualified(self, qualified: str, node: ast.AST) -> Any:
         from mytriton.frontend.builtins import BUILTINS
 
-        if qualified in ("mytriton", "mytriton.language", "mytriton.language.math"):
+        if qualified in ("mytriton", "mytriton.language", "mytriton.language.math", "mytriton.language.random"):
             return ModuleRef(qualified)
         if qualified.startswith("mytriton.language.math."):
             name = qualified.split(".")[-1]
             if name in MATH_NAMESPACE and name in BUILTINS:
+                return BUILTINS[name]
+        elif qualified.startswith("mytriton.language.random."):  # tl.random.rand: tl.rand
+            name = qualified[len("mytriton.language.random."):]
+            if name in RANDOM_FUNCTIONS:
                 return BUILTINS[name]
         elif qualified.startswith("mytriton.language."):
             path = qualified[len("mytriton.language."):]

@@ -10,8 +10,11 @@ On a machine with a GPU, torch and triton (the H200 has them):
 Each file is copied to a temporary folder with its two import lines turned
 back into Triton's (``import triton``, ``import triton.language as tl``);
 NumPy arrays passed to a launch are copied to CUDA tensors and back, which
-is all the host code needs. Prints one line per kernel file; exit status 1
-if any failed. Not a pytest module (pytest runs test_*.py only).
+is all the host code needs. The files in EXACT_WITH_MYTRITON (dropout:
+Philox random numbers) are run with mytriton too, in the interpreter and,
+where PyCUDA sees the GPU, on it, and every output must equal Triton's bit
+for bit. Prints one line per kernel file; exit status 1 if any failed. Not a
+pytest module (pytest runs test_*.py only).
 """
 from __future__ import annotations
 
@@ -23,7 +26,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))  # tests/: the NumPy references (philox_reference)
 sys.path.insert(0, str(HERE.parents[1]))  # mytriton, for test_triton_style's imports
+
+# Kernel files whose outputs must also equal mytriton's bit for bit, on each
+# backend mytriton has here: random numbers (Philox) are exact.
+EXACT_WITH_MYTRITON = ("dropout",)
 
 
 def _patch_triton_for_numpy() -> None:
@@ -80,6 +88,38 @@ def load_with_triton(name: str, folder: Path):
     return module
 
 
+def mytriton_backends() -> list[str]:
+    from mytriton.runtime.cuda_driver import cuda_available
+
+    return ["interp", "cuda"] if cuda_available() else ["interp"]
+
+
+def compare_with_mytriton(name: str, with_triton, seed: int) -> list[str]:
+    """Run ``name``'s case with mytriton on each backend and check that every
+    output equals Triton's exactly; the backends compared."""
+    import os
+
+    import numpy as np
+
+    import test_triton_style as tier
+
+    backends = mytriton_backends()
+    saved = os.environ.get("MYTRITON_BACKEND")
+    try:
+        for backend in backends:
+            os.environ["MYTRITON_BACKEND"] = backend
+            ours = tier.CASES[name](tier.load(name), np.random.default_rng(seed))
+            for (label, got, _, _, _), (_, theirs, _, _, _) in zip(ours, with_triton):
+                np.testing.assert_array_equal(got, theirs, err_msg=f"{name}: {label}: mytriton ({backend}) "
+                                                                  "differs from Triton")
+    finally:
+        if saved is None:
+            os.environ.pop("MYTRITON_BACKEND", None)
+        else:
+            os.environ["MYTRITON_BACKEND"] = saved
+    return backends
+
+
 def main(names: list[str]) -> int:
     import numpy as np
 
@@ -93,10 +133,15 @@ def main(names: list[str]) -> int:
         for name in names or sorted(tier.CASES):
             try:
                 module = load_with_triton(name, Path(folder))
-                rng = np.random.default_rng(sorted(tier.CASES).index(name))
-                for label, got, expected, atol, rtol in tier.CASES[name](module, rng):
+                seed = sorted(tier.CASES).index(name)
+                results = tier.CASES[name](module, np.random.default_rng(seed))
+                for label, got, expected, atol, rtol in results:
                     assert_close(got, expected, atol=atol, rtol=rtol, err_msg=f"{name}: {label}")
-                print(f"ok      {name}")
+                if name in EXACT_WITH_MYTRITON:
+                    backends = compare_with_mytriton(name, results, seed)
+                    print(f"ok      {name} (equal to mytriton's outputs: {', '.join(backends)})")
+                else:
+                    print(f"ok      {name}")
             except Exception:
                 failed += 1
                 print(f"FAILED  {name}\n{traceback.format_exc(limit=6)}")

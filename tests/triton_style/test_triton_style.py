@@ -32,7 +32,6 @@ HERE = Path(__file__).resolve().parent
 # issue (atomics, scans, random numbers).
 NEEDS: dict[str, str] = {
     "layer_norm_bwd_locks": "tl.atomic_cas and tl.atomic_xchg (issue 11: atomics)",
-    "dropout": "tl.rand (issue 11: random numbers)",
 }
 
 _counter = itertools.count()
@@ -216,11 +215,24 @@ def case_scale_heuristics(m, rng) -> Result:
 
 
 def case_dropout(m, rng) -> Result:
+    """Triton's numbers exactly: the mask is Philox's (tests/philox_reference.py,
+    from the published algorithm), so mytriton and Triton must drop the same
+    elements. p is 0.5 so that x / (1 - p) is exact whatever the division's
+    rounding (Triton divides f32 with div.full, mytriton correctly rounded)."""
+    from philox_reference import rand
+
     x = rng.standard_normal(5000).astype(np.float32) + 3.0  # never zero: a zero output is a dropped one
-    out = m.seeded_dropout(x, 0.5, 123)
-    kept = out != 0
-    assert 0.4 < kept.mean() < 0.6, f"kept {kept.mean():.2f} of the elements, expected about 0.5"
-    return [("kept values", out[kept], x[kept] / 0.5, 1e-6, 1e-6)]
+    out: Result = []
+    for seed in (123, 2**31 - 1):
+        got = m.seeded_dropout(x, 0.5, seed)
+        kept = got != 0
+        assert 0.45 < kept.mean() < 0.55, f"kept {kept.mean():.2f} of the elements, expected about 0.5"
+        keep = rand(seed, np.arange(x.size, dtype=np.int32)) > np.float32(0.5)
+        expected = np.where(keep, x / np.float32(0.5), np.float32(0)).astype(np.float32)
+        out.append((f"output seed={seed}", got, expected, 0, 0))
+    again = m.seeded_dropout(x, 0.5, 123)
+    out.append(("the same seed again", again, out[0][1], 0, 0))
+    return out
 
 
 CASES: dict[str, Callable[[Any, Any], Result]] = {
@@ -305,3 +317,19 @@ def test_every_stage_of_the_kernels_prints_back_as_it_parses(name, monkeypatch):
         for stage in ("ssa", "layouts"):
             text = kernel.asm[stage]
             assert pipeline.print_ssa(pipeline.read_ssa(text, f"{kernel.name}.ssa")) == text, (kernel.name, stage)
+
+
+def test_the_triton_script_compares_dropout_with_mytriton_bit_for_bit(monkeypatch):
+    """_with_triton.py checks Triton's dropout against mytriton's exactly:
+    results equal to mytriton's pass, and one flipped element fails."""
+    import _with_triton
+
+    monkeypatch.setattr(_with_triton, "mytriton_backends", lambda: ["interp"])
+    seed = sorted(CASES).index("dropout")
+    ours = run_case("dropout", "interp", monkeypatch)
+    assert _with_triton.compare_with_mytriton("dropout", ours, seed) == ["interp"]
+    label, got, expected, atol, rtol = ours[0]
+    flipped = got.copy()
+    flipped[7] = 0 if flipped[7] else 1
+    with pytest.raises(AssertionError, match="differs from Triton"):
+        _with_triton.compare_with_mytriton("dropout", [(label, flipped, expected, atol, rtol), *ours[1:]], seed)
