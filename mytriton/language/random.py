@@ -100,6 +100,7 @@ def randint4x(seed, offset, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
     """Four tiles of random uint32 for a scalar ``seed`` and a tile (or scalar)
     of integer ``offset``s: Philox's four outputs for the counter (the
     offset's low word, its high word, 0, 0)."""
+    tl.static_assert(not offset.dtype.is_ptr(), "tl.randint4x: the offsets must be integers, not pointers")
     offset_lo = offset.to(tl.uint32)
     _0 = offset_lo * 0
     if offset.dtype.primitive_bitwidth > 32:
