@@ -239,9 +239,7 @@ EDGE_BITS = np.array([0, 1, 2, 0x7FFFFFFF, 0x80000000, 0x80000001, 0xFFFFFFFE, 0
                      np.uint32)
 
 
-def test_uint_to_uniform_float_at_the_ends_of_the_range(kernel_module):
-    """Both signs fold onto [0, 2**31 - 1]; the largest gives 1 - 2**-24's
-    neighbourhood, never 1.0; 0 and 0xFFFFFFFF both give 0."""
+def uniform_at_the_ends(kernel_module, backend: str) -> None:
     module = kernel_module("""
         @mytriton.jit
         def k(bits_ptr, out_ptr, wide_ptr, wide_out_ptr):
@@ -252,13 +250,20 @@ def test_uint_to_uniform_float_at_the_ends_of_the_range(kernel_module):
     """)
     wide = (EDGE_BITS.astype(np.uint64) << np.uint64(32)) | EDGE_BITS.astype(np.uint64)
     out, wide_out = np.zeros(10, np.float32), np.zeros(10, np.float32)
-    module.k[(1,)](EDGE_BITS, out, wide, wide_out, backend="interp")
+    module.k[(1,)](EDGE_BITS, out, wide, wide_out, backend=backend)
     np.testing.assert_array_equal(out, ref.uniform(EDGE_BITS))
     assert out.max() < 1.0 and out.min() == 0.0
     signed = wide.view(np.int64)
     folded = np.where(signed < 0, -(signed + 1), signed)  # -x - 1 without overflow
     np.testing.assert_array_equal(wide_out, folded.astype(np.float32) * np.float32(1.0842020432385337e-19))
     assert wide_out.max() < 1.0
+
+
+def test_uint_to_uniform_float_at_the_ends_of_the_range(kernel_module):
+    """Both signs fold onto [0, 2**31 - 1] (0x80000000 included: -x - 1
+    wraps to 2**31 - 1); the largest stays below 1.0; 0 and 0xFFFFFFFF both
+    give 0; 64-bit integers likewise."""
+    uniform_at_the_ends(kernel_module, "interp")
 
 
 # ---- statistics and determinism ------------------------------------------------------------------
@@ -408,6 +413,11 @@ def test_gpu_random_numbers_equal_the_reference_and_the_interpreter(one_d, seed,
     # randn: CUDA's logf, cosf, sqrtf (within 1, 2 and 0 ulps) against NumPy's (log within 3).
     assert ref.ulps_apart(gpu[2], ref.randn(seed, offsets)).max() <= RANDN_ULPS
     assert ref.ulps_apart(gpu[2], interp[2]).max() <= 2 * RANDN_ULPS
+
+
+@pytest.mark.gpu
+def test_gpu_uint_to_uniform_float_at_the_ends_of_the_range(kernel_module):
+    uniform_at_the_ends(kernel_module, "cuda")
 
 
 @pytest.mark.gpu

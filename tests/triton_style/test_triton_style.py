@@ -235,6 +235,26 @@ def case_dropout(m, rng) -> Result:
     return out
 
 
+def case_random_numbers(m, rng) -> Result:
+    """Philox's bits exactly (tests/philox_reference.py, from the published
+    algorithm); randn within a few ulps (its log, cos and sin are the
+    backend's: NumPy's f32 log is within 3 ulps, CUDA's logf within 1)."""
+    import philox_reference as ref
+
+    out: Result = []
+    for seed, base, n in ((1234, 0, 3000), (-5, 2**32 - 1000, 2000)):
+        ints, words, uniform, normal = m.random_numbers(seed, n, base)
+        offsets = np.arange(n, dtype=np.int64) + base
+        offsets = offsets.astype(np.int32) if base == 0 else offsets
+        expected_words = np.stack(ref.randint4x(seed, offsets), axis=1)
+        label = f"seed={seed} base={base}"
+        out += [(f"randint {label}", ints.view(np.uint32), ref.randint(seed, offsets), 0, 0),
+                (f"randint4x {label}", words.view(np.uint32), expected_words, 0, 0),
+                (f"rand {label}", uniform, ref.rand(seed, offsets), 0, 0),
+                (f"randn {label}", normal, ref.randn(seed, offsets), 2e-6, 1e-6)]
+    return out
+
+
 CASES: dict[str, Callable[[Any, Any], Result]] = {
     name[len("case_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
 }
@@ -317,6 +337,22 @@ def test_every_stage_of_the_kernels_prints_back_as_it_parses(name, monkeypatch):
         for stage in ("ssa", "layouts"):
             text = kernel.asm[stage]
             assert pipeline.print_ssa(pipeline.read_ssa(text, f"{kernel.name}.ssa")) == text, (kernel.name, stage)
+
+
+def test_the_triton_script_compares_random_numbers_within_their_tolerances(monkeypatch, capsys):
+    """randint and rand exactly, randn within its tolerance (ulps printed)."""
+    import _with_triton
+
+    monkeypatch.setattr(_with_triton, "mytriton_backends", lambda: ["interp"])
+    seed = sorted(CASES).index("random_numbers")
+    ours = run_case("random_numbers", "interp", monkeypatch)
+    nudged = [(label, np.nextafter(got, np.float32(np.inf)) if label.startswith("randn") else got, *rest)
+              for label, got, *rest in ours]
+    assert _with_triton.compare_with_mytriton("random_numbers", nudged, seed) == ["interp"]
+    assert "randn seed=1234 base=0: mytriton (interp) within 1 ulps of Triton" in capsys.readouterr().out
+    label, got, *rest = ours[0]
+    with pytest.raises(AssertionError, match="differs from Triton"):
+        _with_triton.compare_with_mytriton("random_numbers", [(label, got ^ np.uint32(1), *rest), *ours[1:]], seed)
 
 
 def test_the_triton_script_compares_dropout_with_mytriton_bit_for_bit(monkeypatch):
