@@ -162,6 +162,10 @@ def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     y += s0 + s1 + tl.sum(tl.interleave(y, y) + tl.cat(y, y), axis=0) + tl.sum(h, axis=0)
     y += tl.sum(tl.broadcast_to(y, (2, BLOCK)), axis=0)
     y += tl.zeros_like(y) + tl.full_like(y, 1.0)
+    y += tl.rand(n, i) + tl.randn(n, i) + tl.uint_to_uniform_float(tl.randint(n, i)) + tl.rand4x(n, i)[1]
+    y += tl.randn4x(n, i)[2] + tl.pair_uniform_to_normal(x, x)[0] + tl.randint4x(n, i)[3].to(tl.float32)
+    q = tl.philox(n, i, i, i, i)
+    y += tl.philox_impl(q[0], q[1], q[2], q[3], q[0], q[1])[0].to(tl.float32)
     tl.store(out_ptr + i, y + r + tl.sum(d, axis=1) + tl.sum(tl.trans(d), axis=0), mask=m)
 """
 

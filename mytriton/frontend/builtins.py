@@ -858,3 +858,11 @@ def _register_libdevice() -> None:
 
 
 _register_libdevice()
+
+
+# ---- random (issue 11, part 3) ------------------------------------------------------------
+# tl.rand, tl.randn, tl.randint, tl.randint4x, tl.philox...: @jit helpers in the
+# kernel language (mytriton/language/random.py), traced at the call.
+from mytriton.frontend import library as _library  # noqa: E402
+
+BUILTINS.update(_library.builtins())

@@ -10,7 +10,7 @@ import ast
 
 from mytriton.diagnostics import CompileError
 from mytriton.frontend.source import KernelModule
-from mytriton.language import CONSTANTS, DTYPES, FUNCTIONS
+from mytriton.language import CONSTANTS, DTYPES, FUNCTIONS, RANDOM_FUNCTIONS
 from mytriton.language.extra import libdevice
 from mytriton.language.math import FUNCTIONS as MATH_NAMESPACE
 from mytriton.limits import MAX_EXPRESSION_DEPTH
@@ -208,9 +208,15 @@ class SyntaxChecker(ast.NodeVisitor):
             if name not in MATH_NAMESPACE:
                 raise self.error(f"'{name}' is not part of mytriton.language.math", node)
             return
+        if qualified and qualified.startswith("mytriton.language.random."):
+            name = qualified[len("mytriton.language.random."):]
+            if name not in RANDOM_FUNCTIONS:
+                raise self.error(f"'{name}' is not part of mytriton.language.random", node)
+            return
         if qualified and qualified.startswith("mytriton.language."):
             name = qualified[len("mytriton.language."):]
-            if name not in FUNCTIONS and name not in DTYPES and name not in CONSTANTS and name not in ("constexpr", "math", "extra"):
+            if (name not in FUNCTIONS and name not in DTYPES and name not in CONSTANTS
+                    and name not in ("constexpr", "math", "random", "extra")):
                 raise self.error(f"'{name}' is not part of mytriton.language", node)
             return
         if qualified and qualified.startswith("mytriton."):

@@ -29,7 +29,7 @@ from mytriton.ir.tree import (
     Arg, Effect, Expr, ForRange, IfStmt, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
     TreeKernel, WhileLoop, Yield,
 )
-from mytriton.language import CONSTANTS, DTYPES
+from mytriton.language import CONSTANTS, DTYPES, RANDOM_FUNCTIONS
 from mytriton.language.extra import libdevice
 from mytriton.language.math import FUNCTIONS as MATH_NAMESPACE
 from mytriton.limits import (
@@ -641,7 +641,8 @@ class Tracer:
     def qualified(self, qualified: str, node: ast.AST) -> Any:
         from mytriton.frontend.builtins import BUILTINS
 
-        if qualified in ("mytriton", "mytriton.language", "mytriton.language.math", *libdevice.NAMESPACES):
+        if qualified in ("mytriton", "mytriton.language", "mytriton.language.math", "mytriton.language.random",
+                         *libdevice.NAMESPACES):
             return ModuleRef(qualified)
         libdevice_name = libdevice.function_name(qualified)
         if libdevice_name is not None:
@@ -653,6 +654,10 @@ class Tracer:
         if qualified.startswith("mytriton.language.math."):
             name = qualified.split(".")[-1]
             if name in MATH_NAMESPACE and name in BUILTINS:
+                return BUILTINS[name]
+        elif qualified.startswith("mytriton.language.random."):  # tl.random.rand: tl.rand
+            name = qualified[len("mytriton.language.random."):]
+            if name in RANDOM_FUNCTIONS:
                 return BUILTINS[name]
         elif qualified.startswith("mytriton.language."):
             path = qualified[len("mytriton.language."):]

@@ -52,6 +52,14 @@ class constexpr:
         return f"constexpr({self.value!r})"
 
 
+# Triton's random numbers (its language/random.py): @jit helpers written in
+# the kernel language, in mytriton/language/random.py (frontend/library.py
+# traces them); also ``tl.random.<name>``.
+RANDOM_FUNCTIONS = (
+    "philox_impl", "philox", "randint", "randint4x", "uint_to_uniform_float", "rand", "rand4x",
+    "pair_uniform_to_normal", "randn", "randn4x",
+)
+
 # Every function a kernel may call as ``tl.NAME``; the elementwise math
 # functions come from the op table (frontend/builtins.py gives them meaning
 # from it too), so a new one needs no line here.
@@ -68,6 +76,7 @@ FUNCTIONS = (
     # Shape ops (Triton's names and signatures).
     "permute", "reshape", "view", "split", "join", "interleave", "cat", "broadcast_to", "zeros_like",
     "full_like",
+    *RANDOM_FUNCTIONS,
 )
 
 
@@ -90,5 +99,16 @@ def cdiv(a: int, b: int) -> int:  # noqa: F811 - also usable on the host, like t
 
 # ``tl.math.<name>``: Triton's math namespace, the same functions as ``tl.<name>``.
 from mytriton.language import extra, math  # noqa: E402
+
+
+
+def __getattr__(name: str):
+    # ``tl.random``: its @jit helpers need mytriton.jit, so it loads on first use.
+    if name == "random":
+        import importlib
+
+        return importlib.import_module("mytriton.language.random")
+    raise AttributeError(f"module 'mytriton.language' has no attribute '{name}'")
+
 
 __all__ = ["constexpr", "dtype", "extra", "math", "PropagateNan", *DTYPES, *FUNCTIONS]

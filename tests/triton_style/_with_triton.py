@@ -10,8 +10,11 @@ On a machine with a GPU, torch and triton (the H200 has them):
 Each file is copied to a temporary folder with its two import lines turned
 back into Triton's (``import triton``, ``import triton.language as tl``);
 NumPy arrays passed to a launch are copied to CUDA tensors and back, which
-is all the host code needs. Prints one line per kernel file; exit status 1
-if any failed. Not a pytest module (pytest runs test_*.py only).
+is all the host code needs. The files in EXACT_WITH_MYTRITON (dropout and
+random_numbers: Philox random numbers) are run with mytriton too, in the
+interpreter and, where PyCUDA sees the GPU, on it, and their outputs must
+equal Triton's bit for bit (randn within its tolerance, its ulps printed). Prints one line per kernel file; exit status 1 if any failed. Not a
+pytest module (pytest runs test_*.py only).
 """
 from __future__ import annotations
 
@@ -23,7 +26,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))  # tests/: the NumPy references (philox_reference)
 sys.path.insert(0, str(HERE.parents[1]))  # mytriton, for test_triton_style's imports
+
+# Kernel files whose outputs must also equal mytriton's, on each backend
+# mytriton has here: bit for bit where the case's tolerance is 0 (Philox's
+# integers, rand, dropout), else within it (randn: the backend's log, cos).
+EXACT_WITH_MYTRITON = ("dropout", "random_numbers")
 
 
 def _patch_triton_for_numpy() -> None:
@@ -80,6 +89,53 @@ def load_with_triton(name: str, folder: Path):
     return module
 
 
+def mytriton_backends() -> list[str]:
+    from mytriton.runtime.cuda_driver import cuda_available
+
+    return ["interp", "cuda"] if cuda_available() else ["interp"]
+
+
+def compare_with_mytriton(name: str, with_triton, seed: int) -> list[str]:
+    """Run ``name``'s case with mytriton on each backend and check that every
+    output equals Triton's: exactly where the case's tolerance is 0, else
+    within it (the largest difference in f32 ulps is printed); the backends
+    compared."""
+    import os
+
+    import numpy as np
+
+    import test_triton_style as tier
+    from mytriton.testing import assert_close
+
+    backends = mytriton_backends()
+    saved = os.environ.get("MYTRITON_BACKEND")
+    try:
+        for backend in backends:
+            os.environ["MYTRITON_BACKEND"] = backend
+            ours = tier.CASES[name](tier.load(name), np.random.default_rng(seed))
+            for (label, got, _, atol, rtol), (_, theirs, _, _, _) in zip(ours, with_triton):
+                message = f"{name}: {label}: mytriton ({backend}) differs from Triton"
+                if atol == 0 and rtol == 0:
+                    np.testing.assert_array_equal(got, theirs, err_msg=message)
+                    continue
+                assert_close(got, theirs, atol=atol, rtol=rtol, err_msg=message)
+                if got.dtype == np.float32:
+                    print(f"        {name}: {label}: mytriton ({backend}) within "
+                          f"{_ulps_apart(got, theirs)} ulps of Triton")
+    finally:
+        if saved is None:
+            os.environ.pop("MYTRITON_BACKEND", None)
+        else:
+            os.environ["MYTRITON_BACKEND"] = saved
+    return backends
+
+
+def _ulps_apart(a, b) -> int:
+    from philox_reference import ulps_apart
+
+    return int(ulps_apart(a, b).max(initial=0))
+
+
 def main(names: list[str]) -> int:
     import numpy as np
 
@@ -93,10 +149,15 @@ def main(names: list[str]) -> int:
         for name in names or sorted(tier.CASES):
             try:
                 module = load_with_triton(name, Path(folder))
-                rng = np.random.default_rng(sorted(tier.CASES).index(name))
-                for label, got, expected, atol, rtol in tier.CASES[name](module, rng):
+                seed = sorted(tier.CASES).index(name)
+                results = tier.CASES[name](module, np.random.default_rng(seed))
+                for label, got, expected, atol, rtol in results:
                     assert_close(got, expected, atol=atol, rtol=rtol, err_msg=f"{name}: {label}")
-                print(f"ok      {name}")
+                if name in EXACT_WITH_MYTRITON:
+                    backends = compare_with_mytriton(name, results, seed)
+                    print(f"ok      {name} (equal to mytriton's outputs: {', '.join(backends)})")
+                else:
+                    print(f"ok      {name}")
             except Exception:
                 failed += 1
                 print(f"FAILED  {name}\n{traceback.format_exc(limit=6)}")

@@ -32,7 +32,6 @@ HERE = Path(__file__).resolve().parent
 # issue (atomics, scans, random numbers).
 NEEDS: dict[str, str] = {
     "layer_norm_bwd_locks": "tl.atomic_cas and tl.atomic_xchg (issue 11: atomics)",
-    "dropout": "tl.rand (issue 11: random numbers)",
 }
 
 _counter = itertools.count()
@@ -216,11 +215,44 @@ def case_scale_heuristics(m, rng) -> Result:
 
 
 def case_dropout(m, rng) -> Result:
+    """Triton's numbers exactly: the mask is Philox's (tests/philox_reference.py,
+    from the published algorithm), so mytriton and Triton must drop the same
+    elements. p is 0.5 so that x / (1 - p) is exact whatever the division's
+    rounding (Triton divides f32 with div.full, mytriton correctly rounded)."""
+    from philox_reference import rand
+
     x = rng.standard_normal(5000).astype(np.float32) + 3.0  # never zero: a zero output is a dropped one
-    out = m.seeded_dropout(x, 0.5, 123)
-    kept = out != 0
-    assert 0.4 < kept.mean() < 0.6, f"kept {kept.mean():.2f} of the elements, expected about 0.5"
-    return [("kept values", out[kept], x[kept] / 0.5, 1e-6, 1e-6)]
+    out: Result = []
+    for seed in (123, 2**31 - 1):
+        got = m.seeded_dropout(x, 0.5, seed)
+        kept = got != 0
+        assert 0.45 < kept.mean() < 0.55, f"kept {kept.mean():.2f} of the elements, expected about 0.5"
+        keep = rand(seed, np.arange(x.size, dtype=np.int32)) > np.float32(0.5)
+        expected = np.where(keep, x / np.float32(0.5), np.float32(0)).astype(np.float32)
+        out.append((f"output seed={seed}", got, expected, 0, 0))
+    again = m.seeded_dropout(x, 0.5, 123)
+    out.append(("the same seed again", again, out[0][1], 0, 0))
+    return out
+
+
+def case_random_numbers(m, rng) -> Result:
+    """Philox's bits exactly (tests/philox_reference.py, from the published
+    algorithm); randn within a few ulps (its log, cos and sin are the
+    backend's: NumPy's f32 log is within 3 ulps, CUDA's logf within 1)."""
+    import philox_reference as ref
+
+    out: Result = []
+    for seed, base, n in ((1234, 0, 3000), (-5, 2**32 - 1000, 2000)):
+        ints, words, uniform, normal = m.random_numbers(seed, n, base)
+        offsets = np.arange(n, dtype=np.int64) + base
+        offsets = offsets.astype(np.int32) if base == 0 else offsets
+        expected_words = np.stack(ref.randint4x(seed, offsets), axis=1)
+        label = f"seed={seed} base={base}"
+        out += [(f"randint {label}", ints.view(np.uint32), ref.randint(seed, offsets), 0, 0),
+                (f"randint4x {label}", words.view(np.uint32), expected_words, 0, 0),
+                (f"rand {label}", uniform, ref.rand(seed, offsets), 0, 0),
+                (f"randn {label}", normal, ref.randn(seed, offsets), 2e-6, 1e-6)]
+    return out
 
 
 def _gelu_tanh(a):
@@ -337,3 +369,35 @@ def test_every_stage_of_the_kernels_prints_back_as_it_parses(name, monkeypatch):
         for stage in ("ssa", "layouts"):
             text = kernel.asm[stage]
             assert pipeline.print_ssa(pipeline.read_ssa(text, f"{kernel.name}.ssa")) == text, (kernel.name, stage)
+
+
+def test_the_triton_script_compares_random_numbers_within_their_tolerances(monkeypatch, capsys):
+    """randint and rand exactly, randn within its tolerance (ulps printed)."""
+    import _with_triton
+
+    monkeypatch.setattr(_with_triton, "mytriton_backends", lambda: ["interp"])
+    seed = sorted(CASES).index("random_numbers")
+    ours = run_case("random_numbers", "interp", monkeypatch)
+    nudged = [(label, np.nextafter(got, np.float32(np.inf)) if label.startswith("randn") else got, *rest)
+              for label, got, *rest in ours]
+    assert _with_triton.compare_with_mytriton("random_numbers", nudged, seed) == ["interp"]
+    assert "randn seed=1234 base=0: mytriton (interp) within 1 ulps of Triton" in capsys.readouterr().out
+    label, got, *rest = ours[0]
+    with pytest.raises(AssertionError, match="differs from Triton"):
+        _with_triton.compare_with_mytriton("random_numbers", [(label, got ^ np.uint32(1), *rest), *ours[1:]], seed)
+
+
+def test_the_triton_script_compares_dropout_with_mytriton_bit_for_bit(monkeypatch):
+    """_with_triton.py checks Triton's dropout against mytriton's exactly:
+    results equal to mytriton's pass, and one flipped element fails."""
+    import _with_triton
+
+    monkeypatch.setattr(_with_triton, "mytriton_backends", lambda: ["interp"])
+    seed = sorted(CASES).index("dropout")
+    ours = run_case("dropout", "interp", monkeypatch)
+    assert _with_triton.compare_with_mytriton("dropout", ours, seed) == ["interp"]
+    label, got, expected, atol, rtol = ours[0]
+    flipped = got.copy()
+    flipped[7] = 0 if flipped[7] else 1
+    with pytest.raises(AssertionError, match="differs from Triton"):
+        _with_triton.compare_with_mytriton("dropout", [(label, flipped, expected, atol, rtol), *ours[1:]], seed)
