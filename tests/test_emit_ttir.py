@@ -212,3 +212,12 @@ def test_compile_source_raises_a_compile_error_for_a_refused_op():
     with pytest.raises(CompileError) as info:
         compile_text(source, "ttir", file="k.py")
     assert str(info.value).startswith("k.py:6:5: error: tl.device_assert is not covered by the TTIR back end")
+
+
+LIT = SAMPLES.parent / "tests" / "lit" / "emit-ttir"
+
+
+@pytest.mark.parametrize("path", sorted(p.name for p in LIT.glob("*.ssa") if "refused" not in p.name))
+def test_triton_compiles_what_the_lit_tests_check(path, tmp_path):
+    text = (LIT / path).read_text()
+    assert triton_compile(pipeline.emit_ttir(pipeline.verify(pipeline.read_ssa(text, path))), tmp_path).asm["cubin"]

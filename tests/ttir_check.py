@@ -18,7 +18,7 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 NUM_WARPS = 4  # mytriton's default, and Triton's
 
 
-def triton_compile(text: str, directory: Path | None = None):
+def triton_compile(text: str, directory: Path | None = None, num_warps: int = NUM_WARPS):
     """``triton.compile`` of ``text`` written to a ``.ttir`` file: the compiled
     kernel (its ``asm["cubin"]`` is the binary); raises where Triton rejects it."""
     triton = pytest.importorskip("triton")
@@ -27,4 +27,4 @@ def triton_compile(text: str, directory: Path | None = None):
     directory = directory or Path(tempfile.mkdtemp(prefix="mytriton-ttir-"))
     path = directory / "kernel.ttir"
     path.write_text(text)
-    return triton.compile(str(path), target=GPUTarget("cuda", 90, 32), options={"num_warps": NUM_WARPS})
+    return triton.compile(str(path), target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
