@@ -49,10 +49,15 @@ def type_of(t: Type) -> tuple[tuple[int, ...], Element]:
     return shape_of(t), concrete(element_of(t))
 
 
-def _symbol(name: str) -> str:
+def kernel_symbol(name: str) -> str:
+    """The ``tt.func``'s symbol, which becomes the cubin's entry: the kernel's
+    name where it is ASCII, else ``mytriton_`` and the name in letters, digits
+    and underscores (non-ASCII as ``uXXXX``): LLVM's NVPTX back end aborts
+    on any other character in a symbol."""
     if name.isascii() and name.isidentifier():
-        return f"@{name}"
-    return "@" + mlir_string(name)
+        return name
+    spelled = "".join(ch if ch.isascii() and (ch.isalnum() or ch == "_") else f"_u{ord(ch):04x}_" for ch in name)
+    return f"mytriton_{spelled}"
 
 
 class _Emitter:
@@ -82,7 +87,7 @@ class _Emitter:
         loc = mlir_loc(kernel.loc)
         out = [f"// mytriton kernel {mlir_string(kernel.name)}: Triton's TTIR (triton.compile reads it as a .ttir file)",
                "module {",
-               f"  tt.func public {_symbol(kernel.name)}({joined(args)}) attributes {{noinline = false}} {{"]
+               f"  tt.func public @{kernel_symbol(kernel.name)}({joined(args)}) attributes {{noinline = false}} {{"]
         out.extend(self.w.lines)
         out.append(f"  }} {loc}")
         out.append(f"}} {loc}")
