@@ -473,6 +473,33 @@ class _Emitter:
         self.names[op.result] = self.w.op(f"tt.join {a}, {b} : {ttir_type(half, e)} -> {ttir_type(shape, e)}",
                                           op.loc)
 
+    # ---- talking to the host ------------------------------------------------------------
+
+    def op_device_assert(self, op: Op) -> None:
+        cond, mask = op.operands
+        loc, w = op.loc, self.w
+        shape = self.operand_type(cond)[0]
+        ok = self.get(cond, shape, BOOL, loc)
+        ty = ttir_type(shape, BOOL)
+        if mask is not None:  # masked-off elements pass
+            off = w.op(f"arith.xori {self.get(mask, shape, BOOL, loc)}, {self.constant(True, shape, BOOL, loc)} "
+                       f": {ty}", loc)
+            ok = w.op(f"arith.ori {ok}, {off} : {ty}", loc)
+        w.line(f"tt.assert {ok}, {mlir_string(op.attrs['msg'])} : {ty}", loc)
+
+    def op_device_print(self, op: Op) -> None:
+        (value,) = op.operands
+        prefix = triton_print_prefix(op.attrs["prefix"], value is not None)
+        attrs = f"hex = {'true' if op.attrs['hex'] else 'false'}"
+        if value is None:
+            self.w.line(f"tt.print {mlir_string(prefix)} {{{attrs}, isSigned = array<i32>}}", op.loc)
+            return
+        shape, e = self.operand_type(value)
+        signed = int(isinstance(e, ScalarType) and e.is_int and not e.unsigned)
+        x = self.get(value, shape, e, op.loc)
+        self.w.line(f"tt.print {mlir_string(prefix)} {{{attrs}, isSigned = array<i32: {signed}>}} : {x} : "
+                    f"{ttir_type(shape, e)}", op.loc)
+
     # ---- control flow ----------------------------------------------------------------
 
     def region(self, block: Block, arg_names: list[str]) -> None:
@@ -559,6 +586,18 @@ class _Emitter:
                located=False)
         self.region(op.regions[1], after)
         w.line("}", loc)
+
+
+def triton_print_prefix(prefix: str, has_value: bool) -> str:
+    """The prefix Triton's front end gives ``tt.print`` for ``tl.device_print(prefix, ...)``:
+    ending in ": " before a value, and starting with a space when longer than two characters."""
+    if has_value and not prefix.endswith(" "):
+        prefix += " "
+    if has_value and not prefix.endswith(": "):
+        prefix = prefix[:-1] + ": "
+    if len(prefix) > 2 and not prefix.startswith(" "):
+        prefix = " " + prefix
+    return prefix
 
 
 def _element(operand: Operand) -> Element | WeakType:

@@ -69,6 +69,8 @@ STRUCTURED: dict[str, str] = {
     "if": "scf.if with results",
     "while": "scf.while / scf.condition",
     "condition": "scf.condition(cond) with the condition region's arguments",
+    "device_print": "tt.print with Triton's prefix (\" x: \"), hex and isSigned (Triton prints its own line format)",
+    "device_assert": "tt.assert cond, \"msg\" (cond | ~mask where masked)",
 }
 
 _STAGED = ("shared_alloc", "copy_to_shared", "barrier", "dot_shared", "shared_alloc_stages", "stage_view",
@@ -78,10 +80,6 @@ REFUSED: dict[str, str] = {
           "give it the output of 'opt'"
     for name in _STAGED
 }
-REFUSED.update({
-    "device_print": "tl.device_print is not covered by the TTIR back end yet (tt.print)",
-    "device_assert": "tl.device_assert is not covered by the TTIR back end yet (tt.assert)",
-})
 
 
 def lowering(name: str) -> str | None:
