@@ -169,6 +169,7 @@ def main() -> None:
     Stages, each readable text that the next one reads:
       parse -> trace -> lower -> verify -> opt -> stage-dots -> layouts -> emit-cuda
                                                          stage-dots -> emit-mlir
+                                                  opt -> emit-ttir
     For example:
       mytriton parse k.py | mytriton trace -D BLOCK=256 | mytriton lower \\
         | mytriton verify | mytriton opt | mytriton stage-dots | mytriton layouts | mytriton emit-cuda -o k.cu
@@ -342,6 +343,18 @@ def emit_mlir(input: str, output: str) -> None:
     kernel = pipeline.read_ssa(text, file)
     pipeline.verify(kernel)
     write_output(output, pipeline.emit_mlir(kernel))
+
+
+@main.command("emit-ttir")
+@input_argument
+@output_option
+@reports_errors
+def emit_ttir(input: str, output: str) -> None:
+    """Render optimised SSA (from opt, before stage-dots) as Triton's TTIR (the tt dialect)."""
+    text, file = read_input(input)
+    kernel = pipeline.read_ssa(text, file)
+    pipeline.verify(kernel)
+    write_output(output, pipeline.emit_ttir(kernel))
 
 
 @main.command("compile")

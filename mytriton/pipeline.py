@@ -14,8 +14,9 @@ from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import Kernel
 from mytriton.ir.tree import TreeKernel
 
-# The stages in pipeline order; mlir branches off after staged (a back end beside CUDA).
-EMITS = ("ast", "tree", "ssa", "opt", "staged", "layouts", "cuda", "ptx", "cubin", "mlir")
+# The stages in pipeline order; mlir branches off after staged and ttir after opt
+# (back ends beside CUDA).
+EMITS = ("ast", "tree", "ssa", "opt", "staged", "layouts", "cuda", "ptx", "cubin", "mlir", "ttir")
 BINARY_EMITS = ("cubin",)
 DEFAULT_NUM_WARPS = 4
 DEFAULT_ARCH = "sm_90"
@@ -146,6 +147,14 @@ def emit_mlir(kernel: Kernel) -> str:
     return emit(kernel)
 
 
+def emit_ttir(kernel: Kernel) -> str:
+    """Render optimised SSA (before stage-dots: Triton stages, lays out and
+    pipelines its own dots) as Triton's TTIR."""
+    from mytriton.backends.ttir.emitter import emit_ttir as emit
+
+    return emit(kernel)
+
+
 def to_cuda(kernel: Kernel, options: Options) -> str:
     """CUDA C++ for SSA at any stage from ``opt`` on: what is not staged and
     laid out yet is (stage-dots changes nothing on staged SSA)."""
@@ -218,6 +227,8 @@ def compile_source(text: str, file: str, emit: str, options: Options) -> str | b
     reached("opt", kernel)
     if emit == "opt":
         return print_ssa(kernel)
+    if emit == "ttir":
+        return emit_ttir(kernel)
     if emit == "mlir":
         # The MLIR back end has no lowering of pipelined K loops (async copies
         # into multi-stage buffers) yet: it takes the staged dots unpipelined.

@@ -1,0 +1,611 @@
+"""The ``emit-ttir`` stage: optimised SSA as Triton's TTIR (the ``tt``
+dialect with ``arith``, ``math`` and ``scf``), the text ``triton.compile``
+reads from a ``.ttir`` file.
+
+It reads SSA from ``opt`` (before ``stage-dots``): Triton stages its dots
+through shared memory, lays tiles out and pipelines K loops itself
+(TTGIR), so the kernel goes in as ``tl.dot`` on tiles in registers. A tile
+is a ``tensor<64x64xf32>``, a tile of pointers ``tensor<64x!tt.ptr<f32>>``;
+the SSA's implicit broadcasts and literals become explicit ``tt.splat``,
+``tt.expand_dims``, ``tt.broadcast`` and ``arith.constant`` ops, and element
+types the SSA converts implicitly become arith conversions, as Triton's front
+end writes them. Op spellings are in ``ops.py``; each op ends in its source
+location, ``loc("file":line:col)``.
+"""
+from __future__ import annotations
+
+from mytriton.backends.mlir.text import Writer, joined, literal, mlir_loc, mlir_string, scalar_type
+from mytriton.backends.ttir import ops as table
+from mytriton.diagnostics import CompileError, Location
+from mytriton.ir.ssa import (
+    Block, Const, Kernel, Op, Operand, Value, for_body, for_bounds, for_inits, yield_types,
+)
+from mytriton.types import (
+    BF16, BOOL, F16, F32, I32, I64, PointerType, ScalarType, Type, WeakType, broadcast_shapes,
+    concrete, element_of, promote, shape_of,
+)
+
+Element = ScalarType | PointerType
+
+
+def emit_ttir(kernel: Kernel) -> str:
+    """TTIR text for SSA from ``opt`` (not staged; laid-out SSA is refused too)."""
+    return _Emitter(kernel).emit()
+
+
+def element_text(e: Element) -> str:
+    if isinstance(e, PointerType):
+        return f"!tt.ptr<{scalar_type(e.pointee)}>"
+    return scalar_type(e)
+
+
+def ttir_type(shape: tuple[int, ...], e: Element) -> str:
+    if not shape:
+        return element_text(e)
+    return f"tensor<{'x'.join(str(d) for d in shape)}x{element_text(e)}>"
+
+
+def type_of(t: Type) -> tuple[tuple[int, ...], Element]:
+    return shape_of(t), concrete(element_of(t))
+
+
+def kernel_symbol(name: str) -> str:
+    """The ``tt.func``'s symbol, which becomes the cubin's entry: the kernel's
+    name where it is ASCII, else ``mytriton_`` and the name in letters, digits
+    and underscores (non-ASCII as ``uXXXX``): LLVM's NVPTX back end aborts
+    on any other character in a symbol."""
+    if name.isascii() and name.isidentifier():
+        return name
+    spelled = "".join(ch if ch.isascii() and (ch.isalnum() or ch == "_") else f"_u{ord(ch):04x}_" for ch in name)
+    return f"mytriton_{spelled}"
+
+
+class _Emitter:
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.w = Writer(indent=2)
+        self.names: dict[Value, str] = {}
+
+    # ---- the module --------------------------------------------------------------------
+
+    def emit(self) -> str:
+        kernel = self.kernel
+        if kernel.laid_out:
+            raise CompileError("the TTIR back end reads SSA before the layouts stage (Triton lays tiles out "
+                               "itself): give it the output of 'opt'", kernel.loc)
+        args = []
+        for index, param in enumerate(kernel.params):
+            name = f"%arg{index}"
+            self.names[param] = name
+            t = element_text(concrete(param.type))
+            attrs = ""
+            if param.attrs.get("divisibility"):
+                attrs = f" {{tt.divisibility = {int(param.attrs['divisibility'])} : i32}}"
+            args.append(f"{name}: {t}{attrs} {mlir_loc(kernel.loc)}")
+        self.block(kernel.body)
+        self.w.line("tt.return", kernel.loc)
+        loc = mlir_loc(kernel.loc)
+        out = [f"// mytriton kernel {mlir_string(kernel.name)}: Triton's TTIR (triton.compile reads it as a .ttir file)",
+               "module {",
+               f"  tt.func public @{kernel_symbol(kernel.name)}({joined(args)}) attributes {{noinline = false}} {{"]
+        out.extend(self.w.lines)
+        out.append(f"  }} {loc}")
+        out.append(f"}} {loc}")
+        return "\n".join(out) + "\n"
+
+    def block(self, block: Block) -> None:
+        for op in block.ops:
+            self.op(op)
+
+    def error(self, message: str, op: Op) -> CompileError:
+        return CompileError(message, op.loc or self.kernel.loc)
+
+    def op(self, op: Op) -> None:
+        how = table.lowering(op.name)
+        if how == "refused":
+            raise self.error(table.REFUSED[op.name], op)
+        if how is None:
+            raise self.error(f"the TTIR back end has no lowering for '{op.name}'", op)
+        method = getattr(self, "op_" + op.name, None)
+        if method is None:
+            self.elementwise(op)
+        else:
+            method(op)
+
+    # ---- values ------------------------------------------------------------------------
+
+    def constant(self, value: bool | int | float, shape: tuple[int, ...], e: ScalarType,
+                 loc: Location | None) -> str:
+        text = literal(value, e)
+        if shape:
+            return self.w.op(f"arith.constant dense<{text}> : {ttir_type(shape, e)}", loc)
+        if e == BOOL:
+            return self.w.op(f"arith.constant {text}", loc)
+        return self.w.op(f"arith.constant {text} : {scalar_type(e)}", loc)
+
+    def operand_type(self, operand: Operand, weak_as: Element | None = None) -> tuple[tuple[int, ...], Element]:
+        if isinstance(operand, Const):
+            t = operand.type
+            if isinstance(t, WeakType):
+                return (), weak_as if weak_as is not None else concrete(t)
+            return (), concrete(t)
+        return type_of(operand.type)
+
+    def get(self, operand: Operand, shape: tuple[int, ...], e: Element, loc: Location | None) -> str:
+        """``operand`` as a value of ``shape`` and element ``e``: converted,
+        then splat (a scalar) or expanded and broadcast (a smaller tile)."""
+        if isinstance(operand, Const):
+            assert isinstance(e, ScalarType)
+            return self.constant(operand.value, shape, e, loc)
+        src_shape, src_e = type_of(operand.type)
+        name = self.names[operand]
+        name = self.convert(name, src_shape, src_e, e, loc)
+        return self.reshape_to(name, src_shape, shape, e, loc)
+
+    def reshape_to(self, name: str, src: tuple[int, ...], shape: tuple[int, ...], e: Element,
+                   loc: Location | None) -> str:
+        if src == shape:
+            return name
+        if not src:
+            return self.w.op(f"tt.splat {name} : {element_text(e)} -> {ttir_type(shape, e)}", loc)
+        while len(src) < len(shape):  # aligned on the right, as the SSA broadcasts
+            grown = (1, *src)
+            name = self.w.op(f"tt.expand_dims {name} {{axis = 0 : i32}} : {ttir_type(src, e)} -> "
+                             f"{ttir_type(grown, e)}", loc)
+            src = grown
+        if src != shape:
+            name = self.w.op(f"tt.broadcast {name} : {ttir_type(src, e)} -> {ttir_type(shape, e)}", loc)
+        return name
+
+    def convert(self, x: str, shape: tuple[int, ...], source: Element, target: Element,
+                loc: Location | None) -> str:
+        """The arith ops converting ``x`` (of ``shape``) from ``source`` to
+        ``target`` as C and Triton convert: to bool by comparing with zero,
+        from bool as 0 or 1, integers by their signedness, floats to integers
+        toward zero."""
+        if source == target:
+            return x
+        if isinstance(source, PointerType) or isinstance(target, PointerType):
+            raise CompileError(f"the TTIR back end cannot convert {source} to {target}", loc)
+        s, t = ttir_type(shape, source), ttir_type(shape, target)
+        w = self.w
+        if target == BOOL:
+            zero = self.constant(0, shape, source, loc)
+            op = "arith.cmpf une" if source.is_float else "arith.cmpi ne"
+            return w.op(f"{op}, {x}, {zero} : {s}", loc)
+        if source == BOOL:
+            op = "arith.uitofp" if target.is_float else "arith.extui"
+            return w.op(f"{op} {x} : {s} to {t}", loc)
+        if source.is_int and target.is_int:
+            if source.bits == target.bits:
+                return x  # signless: the same bits
+            if source.bits < target.bits:
+                op = "arith.extui" if source.unsigned else "arith.extsi"
+            else:
+                op = "arith.trunci"
+            return w.op(f"{op} {x} : {s} to {t}", loc)
+        if source.is_int:
+            op = "arith.uitofp" if source.unsigned else "arith.sitofp"
+            return w.op(f"{op} {x} : {s} to {t}", loc)
+        if target.is_int:
+            op = "arith.fptoui" if target.unsigned else "arith.fptosi"
+            return w.op(f"{op} {x} : {s} to {t}", loc)
+        if {source, target} == {F16, BF16}:  # no direct conversion: through f32
+            return self.convert(self.convert(x, shape, source, F32, loc), shape, F32, target, loc)
+        op = "arith.extf" if source.bits < target.bits else "arith.truncf"
+        return w.op(f"{op} {x} : {s} to {t}", loc)
+
+    # ---- elementwise -------------------------------------------------------------------
+
+    def elementwise(self, op: Op) -> None:
+        name, loc = op.name, op.loc
+        shape, result_e = type_of(op.result.type)
+        ty = ttir_type(shape, result_e)
+        w = self.w
+        operands = op.operands
+
+        def args(e: Element) -> list[str]:
+            return [self.get(o, shape, e, loc) for o in operands]
+
+        if name == "hint":
+            self.names[op.result] = self.get(operands[0], shape, result_e, loc)
+            return
+        if name in ("broadcast_to", "full"):
+            self.names[op.result] = self.get(operands[0], shape, result_e, loc)
+            return
+        if name in table.COMPARE:
+            t = concrete(promote(*(_element(o) for o in operands)))
+            if isinstance(t, PointerType):
+                t = I64
+                ints = [self.w.op(f"tt.ptr_to_int {self.get(o, shape, _element(o), loc)} : "
+                                  f"{ttir_type(shape, _element(o))} -> {ttir_type(shape, I64)}", loc)
+                        for o in operands]
+                a, b = ints
+            else:
+                a, b = args(t)
+            at = ttir_type(shape, t)
+            if t.is_float:
+                pred = table.COMPARE[name][0]
+                self.names[op.result] = w.op(f"arith.cmpf {pred}, {a}, {b} : {at}", loc)
+            else:
+                pred = table.COMPARE[name][2 if (t.unsigned or t == BOOL) else 1]
+                self.names[op.result] = w.op(f"arith.cmpi {pred}, {a}, {b} : {at}", loc)
+            return
+        if name == "where":
+            cond = self.get(operands[0], shape, BOOL, loc)
+            a, b = (self.get(o, shape, result_e, loc) for o in operands[1:])
+            spelled = f"{ttir_type(shape, BOOL)}, {ty}" if shape else ty
+            self.names[op.result] = w.op(f"arith.select {cond}, {a}, {b} : {spelled}", loc)
+            return
+        if name == "addptr":
+            ptr = self.get(operands[0], shape, result_e, loc)
+            offset_e = self.operand_type(operands[1], I32)[1]
+            if offset_e == BOOL or (offset_e.unsigned and offset_e.bits < 64):
+                offset_e_to = I64 if offset_e.unsigned and offset_e.bits >= 32 else I32
+            else:
+                offset_e_to = offset_e
+            offset = self.get(operands[1], shape, offset_e, loc) if not isinstance(operands[1], Const) \
+                else self.constant(operands[1].value, shape, offset_e_to, loc)
+            offset = self.convert(offset, shape, offset_e, offset_e_to, loc)
+            self.names[op.result] = w.op(f"tt.addptr {ptr}, {offset} : {ty}, {ttir_type(shape, offset_e_to)}", loc)
+            return
+        if name in ("program_id", "num_programs"):
+            dim = "xyz"[op.attrs["axis"]]
+            tt = "tt.get_program_id" if name == "program_id" else "tt.get_num_programs"
+            self.names[op.result] = w.op(f"{tt} {dim} : i32", loc)
+            return
+        if name == "cast":
+            x = operands[0]
+            src_e = self.operand_type(x)[1]
+            value = self.get(x, shape, src_e, loc)
+            self.names[op.result] = self.convert(value, shape, src_e, result_e, loc)
+            return
+        if name == "bitcast":
+            x = operands[0]
+            src_e = self.operand_type(x)[1]
+            value = self.get(x, shape, src_e, loc)
+            self.names[op.result] = value if src_e == result_e else \
+                w.op(f"tt.bitcast {value} : {ttir_type(shape, src_e)} -> {ty}", loc)
+            return
+        assert isinstance(result_e, ScalarType)
+        t = result_e
+        if name in table.MATH or name in ("fma", "div_rn"):
+            self.names[op.result] = self.in_f32(op, shape, t, args(t))
+            return
+        a = args(t)
+        if name in table.BINARY:
+            if t == BOOL and name in ("maximum", "minimum", "maximum_nan", "minimum_nan"):
+                spelled = {"maximum": "arith.maxui", "minimum": "arith.minui",
+                           "maximum_nan": "arith.maxui", "minimum_nan": "arith.minui"}[name]
+            elif t == BOOL:
+                spelled = table.BINARY[name][1]
+            else:
+                ops = table.BINARY[name]
+                spelled = ops[0] if t.is_float else ops[2] if t.unsigned else ops[1]
+            self.names[op.result] = w.op(f"{spelled} {a[0]}, {a[1]} : {ty}", loc)
+            return
+        if name == "neg":
+            if t.is_float:
+                self.names[op.result] = w.op(f"arith.negf {a[0]} : {ty}", loc)
+            else:
+                zero = self.constant(0, shape, t, loc)
+                self.names[op.result] = w.op(f"arith.subi {zero}, {a[0]} : {ty}", loc)
+            return
+        if name == "abs":
+            if t.is_float:
+                self.names[op.result] = w.op(f"math.absf {a[0]} : {ty}", loc)
+            elif t.unsigned or t == BOOL:
+                self.names[op.result] = a[0]
+            else:
+                self.names[op.result] = w.op(f"math.absi {a[0]} : {ty}", loc)
+            return
+        if name == "not":
+            ones = self.constant(True if t == BOOL else -1, shape, t, loc)
+            self.names[op.result] = w.op(f"arith.xori {a[0]}, {ones} : {ty}", loc)
+            return
+        if name == "umulhi":
+            self.names[op.result] = w.op(f"tt.mulhiui {a[0]}, {a[1]} : {ty}", loc)
+            return
+        if name in ("clamp", "clamp_nan"):
+            nan = "all" if name == "clamp_nan" else "none"
+            self.names[op.result] = w.op(f"tt.clampf {a[0]}, {a[1]}, {a[2]}, propagateNan = {nan} : {ty}", loc)
+            return
+        raise self.error(f"the TTIR back end has no lowering for '{name}'", op)
+
+    def in_f32(self, op: Op, shape: tuple[int, ...], t: ScalarType, args: list[str]) -> str:
+        """A math function, ``fma`` or ``div_rn``: f16 and bf16 in f32, rounded back once."""
+        loc, w = op.loc, self.w
+        wide_t = F32 if t in (F16, BF16) else t
+        wide = [self.convert(a, shape, t, wide_t, loc) for a in args]
+        ty = ttir_type(shape, wide_t)
+        name = op.name
+        if name == "fma":
+            out = w.op(f"math.fma {wide[0]}, {wide[1]}, {wide[2]} : {ty}", loc)
+        elif name == "div_rn":
+            out = w.op(f"tt.precise_divf {wide[0]}, {wide[1]} : {ty}", loc)
+        elif name == "sigmoid":
+            neg = w.op(f"arith.negf {wide[0]} : {ty}", loc)
+            e = w.op(f"math.exp {neg} : {ty}", loc)
+            one = self.constant(1.0, shape, wide_t, loc)
+            denominator = w.op(f"arith.addf {one}, {e} : {ty}", loc)
+            out = w.op(f"arith.divf {one}, {denominator} : {ty}", loc)
+        elif name == "tanh":
+            symbol = "__nv_tanhf" if wide_t == F32 else "__nv_tanh"
+            out = w.op(f'tt.extern_elementwise {wide[0]} {{libname = "", libpath = "", pure = true, '
+                       f'symbol = "{symbol}"}} : ({ty}) -> {ty}', loc)
+        else:
+            out = w.op(f"{table.MATH[name]} {wide[0]} : {ty}", loc)
+        return self.convert(out, shape, wide_t, t, loc)
+
+    # ---- structured ops ----------------------------------------------------------------
+
+    def op_arange(self, op: Op) -> None:
+        start, end = op.attrs["start"], op.attrs["end"]
+        self.names[op.result] = self.w.op(f"tt.make_range {{end = {end} : i32, start = {start} : i32}} : "
+                                          f"{ttir_type((end - start,), I32)}", op.loc)
+
+    def op_expand_dims(self, op: Op) -> None:
+        x = op.operands[0]
+        src_shape, e = self.operand_type(x)
+        shape = shape_of(op.result.type)
+        value = self.get(x, src_shape, e, op.loc)
+        if not src_shape:  # a scalar grows to a tile of one element
+            self.names[op.result] = self.reshape_to(value, (), shape, e, op.loc)
+            return
+        self.names[op.result] = self.w.op(f"tt.expand_dims {value} {{axis = {op.attrs['axis']} : i32}} : "
+                                          f"{ttir_type(src_shape, e)} -> {ttir_type(shape, e)}", op.loc)
+
+    def op_convert_layout(self, op: Op) -> None:
+        shape, e = type_of(op.result.type)
+        self.names[op.result] = self.get(op.operands[0], shape, e, op.loc)
+
+    def op_load(self, op: Op) -> None:
+        ptr, mask, other = op.operands
+        shape, e = type_of(op.result.type)
+        ptr_e = element_of(ptr.type)
+        loc = op.loc
+        p = self.get(ptr, shape, ptr_e, loc)
+        parts = [p]
+        if mask is not None:
+            parts.append(self.get(mask, shape, BOOL, loc))
+            if other is not None:
+                parts.append(self.get(other, shape, e, loc))
+        self.names[op.result] = self.w.op(f"tt.load {joined(parts)} : {ttir_type(shape, ptr_e)}", loc)
+
+    def op_store(self, op: Op) -> None:
+        ptr, value, mask = op.operands
+        loc = op.loc
+        ptr_e = element_of(ptr.type)
+        shapes = [shape_of(o.type) for o in (ptr, value, mask) if isinstance(o, Value)]
+        shape = broadcast_shapes(*shapes) if shapes else ()
+        parts = [self.get(ptr, shape, ptr_e, loc), self.get(value, shape, ptr_e.pointee, loc)]
+        if mask is not None:
+            parts.append(self.get(mask, shape, BOOL, loc))
+        self.w.line(f"tt.store {joined(parts)} : {ttir_type(shape, ptr_e)}", loc)
+
+    def _reduce(self, op: Op) -> None:
+        x = op.operands[0]
+        loc, w = op.loc, self.w
+        axis = op.attrs.get("axis")
+        shape, e = type_of(x.type)
+        result_shape, result_e = type_of(op.result.type)
+        t = F32 if result_e in (F16, BF16) else result_e  # f16 and bf16 combine in f32, as mytriton's CUDA
+        value = self.get(x, shape, t, loc)
+        if axis is None:
+            if len(shape) > 1:
+                flat = (_numel(shape),)
+                value = w.op(f"tt.reshape {value} : {ttir_type(shape, t)} -> {ttir_type(flat, t)}", loc)
+                shape = flat
+            axis = 0
+        reduced = shape[:axis] + shape[axis + 1:]
+        st = scalar_type(t)
+        if op.name == "sum":
+            combine = "arith.addf" if t.is_float else "arith.addi"
+        else:
+            ops = table.BINARY["maximum" if op.name == "max" else "minimum"]
+            combine = ops[0] if t.is_float else ops[2] if (t.unsigned or t == BOOL) else ops[1]
+        name = w.fresh()
+        lhs, rhs = w.fresh(), w.fresh()
+        w.line(f'{name} = "tt.reduce"({value}) <{{axis = {axis} : i32}}> ({{', located=False)
+        w.line(f"^bb0({lhs}: {st} {mlir_loc(loc)}, {rhs}: {st} {mlir_loc(loc)}):", located=False)
+        with w.nested():
+            combined = w.op(f"{combine} {lhs}, {rhs} : {st}", loc)
+            w.line(f"tt.reduce.return {combined} : {st}", loc)
+        w.line(f"}}) : ({ttir_type(shape, t)}) -> {ttir_type(reduced, t)}", loc)
+        assert reduced == result_shape
+        self.names[op.result] = self.convert(name, reduced, t, result_e, loc)
+
+    op_sum = op_max = op_min = _reduce
+
+    def op_dot(self, op: Op) -> None:
+        a, b, acc = op.operands
+        loc, w = op.loc, self.w
+        shape, result_e = type_of(op.result.type)
+        a_shape, a_e = self.operand_type(a)
+        b_shape, b_e = self.operand_type(b)
+        # f16 results accumulate in f32 over the whole K and round once (mytriton's rule)
+        acc_e = F32 if result_e in (F16, BF16) else result_e
+        c = self.constant(0, shape, acc_e, loc) if acc is None else self.get(acc, shape, acc_e, loc)
+        precision = op.attrs.get("input_precision") or "ieee"
+        if a_e != F32:
+            precision = "ieee"
+        out = w.op(f"tt.dot {self.names[a]}, {self.names[b]}, {c}, inputPrecision = {precision} : "
+                   f"{ttir_type(a_shape, a_e)} * {ttir_type(b_shape, b_e)} -> {ttir_type(shape, acc_e)}", loc)
+        self.names[op.result] = self.convert(out, shape, acc_e, result_e, loc)
+
+    def op_trans(self, op: Op) -> None:
+        self._transpose(op, [1, 0])
+
+    def op_permute(self, op: Op) -> None:
+        self._transpose(op, list(op.attrs["dims"]))
+
+    def _transpose(self, op: Op, order: list[int]) -> None:
+        x = op.operands[0]
+        src_shape, e = self.operand_type(x)
+        shape = shape_of(op.result.type)
+        self.names[op.result] = self.w.op(
+            f"tt.trans {self.names[x]} {{order = array<i32: {joined(str(d) for d in order)}>}} : "
+            f"{ttir_type(src_shape, e)} -> {ttir_type(shape, e)}", op.loc)
+
+    def op_reshape(self, op: Op) -> None:
+        x = op.operands[0]
+        src_shape, e = self.operand_type(x)
+        shape = shape_of(op.result.type)
+        value = self.get(x, src_shape, e, op.loc)
+        if not src_shape:
+            self.names[op.result] = self.reshape_to(value, (), shape, e, op.loc)
+            return
+        self.names[op.result] = self.w.op(f"tt.reshape {value} : {ttir_type(src_shape, e)} -> "
+                                          f"{ttir_type(shape, e)}", op.loc)
+
+    def op_split(self, op: Op) -> None:
+        x = op.operands[0]
+        src_shape, e = self.operand_type(x)
+        shape = shape_of(op.result.type)
+        halves = self.w.op(f"tt.split {self.names[x]} : {ttir_type(src_shape, e)} -> {ttir_type(shape, e)}",
+                           op.loc, results=2)
+        self.names[op.result] = halves[op.attrs["index"]]
+
+    def op_join(self, op: Op) -> None:
+        shape, e = type_of(op.result.type)
+        half = shape[:-1]
+        a, b = (self.get(o, half, e, op.loc) for o in op.operands)
+        self.names[op.result] = self.w.op(f"tt.join {a}, {b} : {ttir_type(half, e)} -> {ttir_type(shape, e)}",
+                                          op.loc)
+
+    # ---- talking to the host ------------------------------------------------------------
+
+    def op_device_assert(self, op: Op) -> None:
+        cond, mask = op.operands
+        loc, w = op.loc, self.w
+        shape = self.operand_type(cond)[0]
+        ok = self.get(cond, shape, BOOL, loc)
+        ty = ttir_type(shape, BOOL)
+        if mask is not None:  # masked-off elements pass
+            off = w.op(f"arith.xori {self.get(mask, shape, BOOL, loc)}, {self.constant(True, shape, BOOL, loc)} "
+                       f": {ty}", loc)
+            ok = w.op(f"arith.ori {ok}, {off} : {ty}", loc)
+        w.line(f"tt.assert {ok}, {mlir_string(op.attrs['msg'])} : {ty}", loc)
+
+    def op_device_print(self, op: Op) -> None:
+        (value,) = op.operands
+        prefix = triton_print_prefix(op.attrs["prefix"], value is not None)
+        attrs = f"hex = {'true' if op.attrs['hex'] else 'false'}"
+        if value is None:
+            self.w.line(f"tt.print {mlir_string(prefix)} {{{attrs}, isSigned = array<i32>}}", op.loc)
+            return
+        shape, e = self.operand_type(value)
+        signed = int(isinstance(e, ScalarType) and e.is_int and not e.unsigned)
+        x = self.get(value, shape, e, op.loc)
+        self.w.line(f"tt.print {mlir_string(prefix)} {{{attrs}, isSigned = array<i32: {signed}>}} : {x} : "
+                    f"{ttir_type(shape, e)}", op.loc)
+
+    # ---- control flow ----------------------------------------------------------------
+
+    def region(self, block: Block, arg_names: list[str]) -> None:
+        for arg, name in zip(block.args, arg_names):
+            self.names[arg] = name
+        with self.w.nested():
+            self.block(block)
+
+    def carried(self, t: Type) -> str:
+        return ttir_type(*type_of(t))
+
+    def op_yield(self, op: Op) -> None:
+        expected = yield_types(op)
+        values = [self.get(o, *type_of(t), op.loc) for o, t in zip(op.operands, expected)]
+        types = [self.carried(t) for t in expected]
+        self.w.line(f"scf.yield {joined(values)} : {joined(types)}" if values else "scf.yield", op.loc)
+
+    def op_condition(self, op: Op) -> None:
+        cond = self.get(op.operands[0], (), BOOL, op.loc)
+        args = op.parent.args
+        names = [self.names[a] for a in args]
+        tail = f" {joined(names)} : {joined(self.carried(a.type) for a in args)}" if args else ""
+        self.w.line(f"scf.condition({cond}){tail}", op.loc)
+
+    def bind_results(self, op: Op) -> str:
+        if not op.results:
+            return ""
+        name = self.w.fresh()
+        if len(op.results) == 1:
+            self.names[op.results[0]] = name
+            return f"{name} = "
+        for i, result in enumerate(op.results):
+            self.names[result] = f"{name}#{i}"
+        return f"{name}:{len(op.results)} = "
+
+    def op_for(self, op: Op) -> None:
+        w, loc = self.w, op.loc
+        body = for_body(op)
+        index_t = concrete(body.args[0].type)
+        ity = scalar_type(index_t)
+        start, stop, step = (self.get(o, (), index_t, loc) for o in for_bounds(op))
+        inits = [self.get(o, *type_of(r.type), loc) for o, r in zip(for_inits(op), op.results)]
+        types = [self.carried(r.type) for r in op.results]
+        hi = stop
+        if not isinstance(for_bounds(op)[2], Const):
+            # A runtime step <= 0 runs no iteration (as mytriton's CUDA); scf.for leaves it undefined.
+            zero = self.constant(0, (), index_t, loc)
+            positive = w.op(f"arith.cmpi sgt, {step}, {zero} : {ity}", loc)
+            hi = w.op(f"arith.select {positive}, {stop}, {start} : {ity}", loc)
+        iv = w.fresh()
+        args = [w.fresh() for _ in op.results]
+        prefix = self.bind_results(op)
+        head = f"scf.for {iv} = {start} to {hi} step {step}"
+        if args:
+            head += f" iter_args({joined(f'{a} = {i}' for a, i in zip(args, inits))}) -> ({joined(types)})"
+        w.line(f"{prefix}{head} : {ity} {{", located=False)
+        self.region(body, [iv, *args])
+        w.line("}", loc)
+
+    def op_if(self, op: Op) -> None:
+        w, loc = self.w, op.loc
+        cond = self.get(op.operands[0], (), BOOL, loc)
+        types = [self.carried(r.type) for r in op.results]
+        prefix = self.bind_results(op)
+        tail = f" -> ({joined(types)})" if types else ""
+        w.line(f"{prefix}scf.if {cond}{tail} {{", located=False)
+        self.region(op.regions[0], [])
+        w.line("} else {", located=False)
+        self.region(op.regions[1], [])
+        w.line("}", loc)
+
+    def op_while(self, op: Op) -> None:
+        w, loc = self.w, op.loc
+        inits = [self.get(o, *type_of(r.type), loc) for o, r in zip(op.operands, op.results)]
+        types = joined(self.carried(r.type) for r in op.results)
+        before = [w.fresh() for _ in op.results]
+        prefix = self.bind_results(op)
+        w.line(f"{prefix}scf.while ({joined(f'{a} = {i}' for a, i in zip(before, inits))}) : "
+               f"({types}) -> ({types}) {{", located=False)
+        self.region(op.regions[0], before)
+        w.line("} do {", located=False)
+        after = [w.fresh() for _ in op.results]
+        w.line(f"^bb0({joined(f'{a}: {self.carried(r.type)} {mlir_loc(loc)}' for a, r in zip(after, op.results))}):",
+               located=False)
+        self.region(op.regions[1], after)
+        w.line("}", loc)
+
+
+def triton_print_prefix(prefix: str, has_value: bool) -> str:
+    """The prefix Triton's front end gives ``tt.print`` for ``tl.device_print(prefix, ...)``:
+    ending in ": " before a value, and starting with a space when longer than two characters."""
+    if has_value and not prefix.endswith(" "):
+        prefix += " "
+    if has_value and not prefix.endswith(": "):
+        prefix = prefix[:-1] + ": "
+    if len(prefix) > 2 and not prefix.startswith(" "):
+        prefix = " " + prefix
+    return prefix
+
+
+def _element(operand: Operand) -> Element | WeakType:
+    return operand.type if isinstance(operand, Const) else element_of(operand.type)
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n

@@ -1,0 +1,236 @@
+"""The TTIR back end (issue 12, part 3): ``--emit=ttir`` and ``mytriton
+emit-ttir`` write optimised SSA in Triton's ``tt`` dialect. Where Triton is
+installed, ``triton.compile`` of the text builds a cubin for sm_90 (no GPU
+needed) for every sample, the control-flow and shape-op kernels, generated
+kernels and a kernel calling every tl function; those tests skip without
+Triton (``tests/ttir_check.py``). The text-level tests run everywhere; the
+mapping of single ops is checked as text by the lit tests in tests/lit/emit-ttir/."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import SAMPLES, compile_text, kernel_source, sample_names, sample_options
+from control_flow_kernels import CASES
+from fuzz_kernels import FAMILIES, generate_kernel
+from mytriton import pipeline
+from mytriton.backends.ttir import ops as ttir_ops
+from mytriton.ir import opdefs
+from mytriton.pipeline import Options
+from test_cli_chain import cli, ok
+from test_op_registry import EVERY_FUNCTION
+from test_shape_ops import M, N, REFERENCES
+from ttir_check import triton_compile
+
+
+def sample_ttir(name: str, **options) -> str:
+    source = (SAMPLES / f"{name}.py").read_text()
+    return pipeline.compile_source(source, f"samples/{name}.py", "ttir",
+                                   Options(**{**sample_options(name), **options}))
+
+
+# ---- real Triton builds a cubin from every output (skipped without Triton) ------------------
+
+
+@pytest.mark.parametrize("name", sample_names())
+def test_triton_compiles_every_sample_to_a_cubin(name, tmp_path):
+    compiled = triton_compile(sample_ttir(name), tmp_path)
+    assert compiled.asm["cubin"]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_triton_compiles_every_control_flow_kernel(name, tmp_path):
+    case = CASES[name]
+    text = compile_text(kernel_source(case.source), "ttir", defines=case.defines, signature=case.signature)
+    assert triton_compile(text, tmp_path).asm["cubin"]
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+def test_triton_compiles_every_shape_op_kernel(name, tmp_path):
+    text = compile_text(kernel_source(REFERENCES[name][0]), "ttir", defines={"M": M, "N": N})
+    assert triton_compile(text, tmp_path).asm["cubin"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("seed", range(2))
+def test_triton_compiles_generated_kernels(family, seed, tmp_path):
+    kernel = generate_kernel(seed, family)
+    text = compile_text(kernel.source, "ttir", file=kernel.file, defines=kernel.defines,
+                        signature=kernel.signature)
+    assert triton_compile(text, tmp_path).asm["cubin"]
+
+
+def test_triton_compiles_a_kernel_calling_every_tl_function(tmp_path):
+    math = " + ".join(f"tl.{name}(x)" for name in opdefs.MATH_FUNCTIONS)
+    source = kernel_source(EVERY_FUNCTION.format(math=math))
+    text = compile_text(source, "ttir", defines={"BLOCK": 16})
+    spelled = set(re.findall(r"[a-z_]+\.[a-z_.]+(?= )", text))
+    assert {"math.exp", "math.erf", "math.fma", "tt.extern_elementwise", "scf.for", "tt.print", "tt.assert"} <= spelled
+    assert triton_compile(text, tmp_path).asm["cubin"]
+
+
+def test_triton_compiles_half_precision_and_integer_dots(tmp_path):
+    source = kernel_source("""
+    @mytriton.jit
+    def k(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+        i = tl.arange(0, BLOCK)
+        a = tl.load(a_ptr + i[:, None] * BLOCK + i[None, :])
+        b = tl.load(b_ptr + i[:, None] * BLOCK + i[None, :])
+        tl.store(c_ptr + i[:, None] * BLOCK + i[None, :], tl.dot(a, b, out_dtype=tl.float16))
+    """)
+    text = compile_text(source, "ttir", defines={"BLOCK": 32}, signature="*fp16, *fp16, *fp16")
+    assert "tt.dot" in text and "-> tensor<32x32xf32>" in text and "arith.truncf" in text
+    assert triton_compile(text, tmp_path).asm["cubin"]
+    ints = compile_text(source.replace(", out_dtype=tl.float16", ""), "ttir", defines={"BLOCK": 32},
+                        signature="*i8, *i8, *i32")
+    assert "tensor<32x32xi8> * tensor<32x32xi8> -> tensor<32x32xi32>" in ints
+    assert triton_compile(ints, tmp_path).asm["cubin"]
+
+
+# ---- what the text shows (everywhere) ------------------------------------------------------
+
+
+def test_a_kernel_is_a_public_tt_func_with_pointer_and_scalar_arguments():
+    text = sample_ttir("add")
+    assert ("tt.func public @add_kernel(%arg0: !tt.ptr<f32> loc(\"samples/add.py\":7:1), "
+            "%arg1: !tt.ptr<f32> loc(\"samples/add.py\":7:1)") in text
+    assert "%arg3: i32 loc(" in text
+    assert re.search(r"tt\.get_program_id x : i32", text)
+    assert "tt.make_range {end = 256 : i32, start = 0 : i32} : tensor<256xi32>" in text
+    assert re.search(r"tt\.splat %arg0 : !tt\.ptr<f32> -> tensor<256x!tt\.ptr<f32>>", text)
+    assert re.search(r"tt\.addptr %\d+, %\d+ : tensor<256x!tt\.ptr<f32>>, tensor<256xi32>", text)
+    assert re.search(r"tt\.load %\d+, %\d+ : tensor<256x!tt\.ptr<f32>>", text)
+    assert re.search(r"tt\.store %\d+, %\d+, %\d+ : tensor<256x!tt\.ptr<f32>>", text)
+    assert text.rstrip().endswith('} loc("samples/add.py":7:1)')
+
+
+def test_a_divisibility_hint_becomes_the_tt_divisibility_argument_attribute():
+    text = sample_ttir("add", signature="*fp32:16, *fp32:16, *fp32:16, i32:16")
+    assert "%arg0: !tt.ptr<f32> {tt.divisibility = 16 : i32} loc(" in text
+    assert "%arg3: i32 {tt.divisibility = 16 : i32} loc(" in text
+
+
+def test_matmul_is_a_tt_dot_on_register_tiles_in_an_scf_for_with_iter_args():
+    text = sample_ttir("matmul")
+    assert re.search(r"scf\.for %\d+ = %\d+ to %arg5 step %\d+ iter_args\(%\d+ = %\d+\) -> "
+                     r"\(tensor<64x64xf32>\) : i32 \{", text), text
+    assert re.search(r"tt\.dot %\d+, %\d+, %\d+, inputPrecision = tf32 : tensor<64x32xf32> \* "
+                     r"tensor<32x64xf32> -> tensor<64x64xf32>", text), text
+    assert "tt.expand_dims" in text and "tt.broadcast" in text
+    assert re.search(r"tt\.load %\d+, %\d+, %\d+ : tensor<64x32x!tt\.ptr<f32>>", text)  # mask and other
+    assert "shared" not in text and "barrier" not in text  # Triton stages its own dots
+
+
+def test_a_dot_keeps_its_input_precision():
+    source = (SAMPLES / "matmul.py").read_text().replace("tl.dot(a, b)", 'tl.dot(a, b, input_precision="tf32x3")')
+    assert "inputPrecision = tf32x3" in pipeline.compile_source(source, "m.py", "ttir", Options())
+    source = (SAMPLES / "matmul.py").read_text().replace("tl.dot(a, b)", 'tl.dot(a, b, input_precision="ieee")')
+    assert "inputPrecision = ieee" in pipeline.compile_source(source, "m.py", "ttir", Options())
+
+
+def test_a_reduction_is_a_tt_reduce_with_a_combining_region():
+    text = sample_ttir("row_max")
+    assert re.search(r'= "tt\.reduce"\(%\d+\) <\{axis = 1 : i32\}> \(\{\n'
+                     r'\s+\^bb0\(%\d+: f32 loc\([^)]*\), %\d+: f32 loc\([^)]*\)\):\n'
+                     r'\s+%\d+ = arith\.maxnumf %\d+, %\d+ : f32 loc\([^)]*\)\n'
+                     r'\s+tt\.reduce\.return %\d+ : f32 loc\([^)]*\)\n'
+                     r'\s+\}\) : \(tensor<8x128xf32>\) -> tensor<8xf32>', text), text
+
+
+def test_every_op_carries_its_source_location():
+    for line in sample_ttir("softmax").splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("//", "^bb0", "module", "tt.func")) or stripped.endswith("{"):
+            continue  # comments, block headers and region openers (their op's loc follows its '}')
+        assert re.search(r'loc\("samples/softmax\.py":\d+:\d+\)$', stripped), line
+
+
+def test_a_non_ascii_kernel_name_is_renamed_in_the_symbol(tmp_path):
+    # (LLVM's NVPTX back end aborts the process on a symbol with other characters.)
+    source = (SAMPLES / "add.py").read_text().replace("add_kernel", "k\u00e9rnel")
+    text = pipeline.compile_source(source, "k.py", "ttir", Options())
+    assert "tt.func public @mytriton_k_u00e9_rnel(" in text
+    assert triton_compile(text, tmp_path).asm["cubin"]
+
+
+def test_a_kernel_named_as_a_cuda_builtin_keeps_its_name(tmp_path):
+    source = (SAMPLES / "add.py").read_text().replace("add_kernel", "threadIdx")
+    text = pipeline.compile_source(source, "k.py", "ttir", Options())
+    assert "tt.func public @threadIdx(" in text
+    assert triton_compile(text, tmp_path).asm["cubin"]
+
+
+def test_a_file_name_is_escaped_in_its_locations():
+    source = (SAMPLES / "add.py").read_text()
+    text = pipeline.compile_source(source, 'dir "q"\tx.py', "ttir", Options())
+    assert 'loc("dir \\"q\\"\\09x.py":9:15)' in text
+
+
+def test_emit_ttir_reads_opt_ssa_as_compile_does():
+    opt = ok(cli("compile", "samples/matmul.py", "--emit=opt"))
+    assert ok(cli("emit-ttir", stdin=opt)) == ok(cli("compile", "samples/matmul.py", "--emit=ttir"))
+
+
+# ---- what the back end does not take -------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", opdefs.OPS)
+def test_every_op_has_a_ttir_lowering_or_a_stated_refusal(name):
+    assert ttir_ops.lowering(name) is not None
+    if ttir_ops.lowering(name) == "refused":
+        assert ttir_ops.REFUSED[name]
+
+
+def test_staged_ssa_is_a_located_error_naming_opt():
+    staged = ok(cli("compile", "samples/matmul.py", "--emit=staged"))
+    result = cli("emit-ttir", stdin=staged)
+    assert result.returncode == 1
+    assert b"the TTIR back end reads SSA before stage-dots" in result.stderr
+    assert b"Traceback" not in result.stderr and not result.stdout
+
+
+def test_laid_out_ssa_is_an_error_naming_opt():
+    laid_out = ok(cli("compile", "samples/add.py", "--emit=layouts"))
+    result = cli("emit-ttir", stdin=laid_out)
+    assert result.returncode == 1 and b"before the layouts stage" in result.stderr
+
+
+def test_a_refused_op_is_a_located_error_and_writes_nothing(tmp_path):
+    staged = tmp_path / "k.ssa"
+    staged.write_bytes(ok(cli("compile", "samples/matmul.py", "--emit=staged")))
+    out = tmp_path / "k.ttir"
+    result = cli("emit-ttir", str(staged), "-o", str(out))
+    assert result.returncode == 1
+    assert b"samples/matmul.py:20:13: error: the TTIR back end reads SSA before stage-dots" in result.stderr
+    assert b"Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_device_print_and_assert_are_tt_print_and_tt_assert_as_tritons_front_end_writes_them(tmp_path):
+    source = kernel_source("""
+    @mytriton.jit
+    def k(x_ptr, n, BLOCK: tl.constexpr):
+        i = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + i)
+        tl.device_print("x", x)
+        tl.device_print("n", n, hex=True)
+        tl.device_print("here")
+        tl.device_assert(x == x, "not nan", mask=i < n)
+    """)
+    text = compile_text(source, "ttir", file="k.py", defines={"BLOCK": 16})
+    assert re.search(r'tt\.print " x: " \{hex = false, isSigned = array<i32: 0>\} : %\d+ : tensor<16xf32> '
+                     r'loc\("k\.py":8:5\)', text), text
+    assert 'tt.print " n: " {hex = true, isSigned = array<i32: 1>} : %arg1 : i32' in text
+    assert 'tt.print " here" {hex = false, isSigned = array<i32>} loc(' in text
+    assert re.search(r'tt\.assert %\d+, "not nan" : tensor<16xi1> loc\("k\.py":11:5\)', text), text
+    assert triton_compile(text, tmp_path).asm["cubin"]
+
+
+LIT = SAMPLES.parent / "tests" / "lit" / "emit-ttir"
+
+
+@pytest.mark.parametrize("path", sorted(p.name for p in LIT.glob("*.ssa") if "refused" not in p.name))
+def test_triton_compiles_what_the_lit_tests_check(path, tmp_path):
+    text = (LIT / path).read_text()
+    assert triton_compile(pipeline.emit_ttir(pipeline.verify(pipeline.read_ssa(text, path))), tmp_path).asm["cubin"]
