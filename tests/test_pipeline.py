@@ -341,3 +341,13 @@ def test_padded_pipelined_buffers_give_the_same_matmul_on_the_gpu(pad):
     c = np.full((M, N), np.nan, np.float32)
     CudaKernel(padded_pipelined_cuda(pad), "sm_90").launch((cdiv(M, 32), cdiv(N, 32)), [a, b, c, M, N, K])
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_padding_never_takes_the_scratch_the_pipeline_left_room_for():
+    summed = variant("tl.store(c_ptr + c_rows * N + c_cols, acc,",
+                     "tl.store(c_ptr + c_rows * N + c_cols, acc - tl.max(acc, axis=1)[:, None],", MATMUL)
+    # 2 stages (32 KiB) + 16 KiB kept for the reduction fill 48 KiB: A stays unpadded.
+    tight = compile_text(summed, "layouts", num_stages=3, shared_budget=NO_OPT_IN, f32_default="ieee")
+    assert "pipeline_stages=2" in tight and "pad=4" not in tight
+    roomy = compile_text(summed, "layouts", num_stages=3, f32_default="ieee")  # sm_90's 227 KiB
+    assert "pipeline_stages=3" in roomy and "padded_shared<pad=4" in roomy

@@ -480,12 +480,16 @@ def buffer_of(value: Value) -> Value:
 def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_BUDGET) -> dict[Value, PaddedShared]:
     """Padding for the shared operands of dots, by the buffer they read (all
     stages of a pipelined one alike), as long as every shared buffer, padding
-    included, stays within the shared-memory ``budget`` (a pair stage-dots let
+    included, and the scratch its reductions need (``scratch_reserve``) stay
+    within the shared-memory ``budget`` (a pair stage-dots let
     through at the budget's edge stays unpadded): both operands of a dot on
     tensor cores (``mma_shared_layout``), the A buffer of an FMA dot
     (``fma_operand_pad``)."""
+    from mytriton.passes.pipeline import scratch_reserve
+
     allocs = [r for op in walk(kernel.body) if opdefs.lookup(op.name).allocates for r in op.results]
-    used = sum(r.type.numel * r.type.element.nbytes for r in allocs)
+    # The scratch the pipeline pass left room for stays free: padding never takes it.
+    used = sum(r.type.numel * r.type.element.nbytes for r in allocs) + scratch_reserve(kernel)
     layouts: dict[Value, PaddedShared] = {}
     for op in walk(kernel.body):
         if op.name != "dot_shared":
