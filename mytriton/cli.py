@@ -141,6 +141,12 @@ def stages_option(fn: Callable[..., Any]) -> Callable[..., Any]:
                              "a loop's own num_stages wins).")(fn)
 
 
+def budget_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--shared-budget", default=None, type=click.IntRange(0, None), metavar="BYTES",
+                        help="Shared memory one block may use (default: the --arch's limit, sm_90 227 KiB = "
+                             "232448; 49152 for GPUs that cannot opt in to more).")(fn)
+
+
 def warps_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--num-warps", default=pipeline.DEFAULT_NUM_WARPS, show_default=True, type=int,
                         help="Warps per CUDA block (a block runs one program).")(fn)
@@ -242,12 +248,13 @@ def opt(input: str, passes: str | None, print_ir_after_all: bool, output: str) -
 @main.command("stage-dots")
 @input_argument
 @stages_option
+@budget_option
 @output_option
 @reports_errors
-def stage_dots(input: str, num_stages: int | None, output: str) -> None:
+def stage_dots(input: str, num_stages: int | None, shared_budget: int | None, output: str) -> None:
     """Stage canonical tl.dot operand loads through shared memory and pipeline their K loops (SSA in, SSA out)."""
     text, file = read_input(input)
-    options = pipeline.Options(num_stages=num_stages)
+    options = pipeline.Options(num_stages=num_stages, shared_budget=shared_budget)
     write_output(output, pipeline.print_ssa(pipeline.stage_dots(pipeline.read_ssa(text, file), options)))
 
 
@@ -291,35 +298,41 @@ def ops(names: tuple[str, ...], markdown: bool, output: str) -> None:
 @main.command()
 @input_argument
 @warps_option
+@budget_option
 @output_option
 @reports_errors
-def layouts(input: str, num_warps: int, output: str) -> None:
+def layouts(input: str, num_warps: int, shared_budget: int | None, output: str) -> None:
     """Give every tile of SSA a GPU layout (the CUDA back end's input)."""
     text, file = read_input(input)
     kernel = pipeline.read_ssa(text, file)
     pipeline.verify(kernel)
-    write_output(output, pipeline.print_ssa(pipeline.layouts(kernel, make_options(num_warps=num_warps))))
+    options = make_options(num_warps=num_warps)
+    options.shared_budget = shared_budget
+    write_output(output, pipeline.print_ssa(pipeline.layouts(kernel, options)))
 
 
 @main.command("emit-cuda")
 @input_argument
 @click.option("--num-warps", default=None, type=int,
               help="Warps per CUDA block, for SSA that is not laid out yet (laid-out SSA names its own).")
+@budget_option
 @output_option
 @reports_errors
-def emit_cuda(input: str, num_warps: int | None, output: str) -> None:
+def emit_cuda(input: str, num_warps: int | None, shared_budget: int | None, output: str) -> None:
     """Render laid-out SSA as CUDA C++ (with a header that lets 'run' launch it alone).
 
     SSA that is not laid out goes through the layouts stage first."""
     text, file = read_input(input)
     kernel = pipeline.read_ssa(text, file)
     pipeline.verify(kernel)
+    options = make_options(num_warps=num_warps or pipeline.DEFAULT_NUM_WARPS)
+    options.shared_budget = shared_budget
     if not kernel.laid_out:
-        kernel = pipeline.layouts(kernel, make_options(num_warps=num_warps or pipeline.DEFAULT_NUM_WARPS))
+        kernel = pipeline.layouts(kernel, options)
     elif num_warps is not None and num_warps != kernel.num_warps:
         raise CompileError(f"this SSA is laid out for num_warps={kernel.num_warps}, not {num_warps}; "
                            "run the layouts stage again with --num-warps", kernel.loc)
-    write_output(output, pipeline.emit_cuda(kernel))
+    write_output(output, pipeline.emit_cuda(kernel, options))
 
 
 def _pass_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -366,7 +379,9 @@ def emit_ttir(input: str, output: str) -> None:
 @warps_option
 @stages_option
 @click.option("-p", "--passes", default=None, metavar="LIST", help="Passes for the opt stage.")
-@click.option("--arch", default=pipeline.DEFAULT_ARCH, show_default=True, help="nvcc -arch for --emit=ptx|cubin.")
+@click.option("--arch", default=pipeline.DEFAULT_ARCH, show_default=True,
+              help="nvcc -arch for --emit=ptx|cubin; its shared-memory limit is the default --shared-budget.")
+@budget_option
 @click.option("--dump-dir", default=None, metavar="DIR",
               help="Write every stage into DIR (00-ast.py ... 08-cubin.cubin, each opt pass's SSA too); "
                    "without --emit, the pipeline runs to cubin.")
@@ -379,7 +394,8 @@ def emit_ttir(input: str, output: str) -> None:
 @output_option
 @reports_errors
 def compile_command(input: str, emit: str | None, kernel: str | None, defines: tuple[str, ...],
-                    signature: str | None, num_warps: int, num_stages: int | None, passes: str | None, arch: str, dump_dir: str | None,
+                    signature: str | None, num_warps: int, num_stages: int | None, passes: str | None, arch: str,
+                    shared_budget: int | None, dump_dir: str | None,
                     print_ir_after_all: bool, print_after: tuple[str, ...], print_before: tuple[str, ...],
                     time_passes: bool, output: str) -> None:
     """Run the pipeline up to one stage in one process."""
@@ -394,6 +410,7 @@ def compile_command(input: str, emit: str | None, kernel: str | None, defines: t
     text, file = read_input(input)
     options = make_options(kernel, defines, signature, num_warps, passes, arch)
     options.num_stages = num_stages
+    options.shared_budget = shared_budget
     from mytriton import instrument
 
     results: dict[str, Any] = {}

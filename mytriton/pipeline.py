@@ -19,7 +19,7 @@ from mytriton.ir.tree import TreeKernel
 EMITS = ("ast", "tree", "ssa", "opt", "staged", "layouts", "cuda", "ptx", "cubin", "mlir", "ttir")
 BINARY_EMITS = ("cubin",)
 DEFAULT_NUM_WARPS = 4
-DEFAULT_ARCH = "sm_90"
+DEFAULT_ARCH = "sm_90"  # mytriton.target.DEFAULT_ARCH
 
 
 @dataclass
@@ -31,6 +31,9 @@ class Options:
     num_stages: int | None = None  # a launch's software-pipelining depth (None: the pipeline pass's default, 3)
     passes: Sequence[str] | None = None  # None: the default pipeline
     arch: str = DEFAULT_ARCH
+    # Bytes of shared memory one block may use; None: the arch's opt-in limit
+    # (mytriton.target.shared_memory_budget: sm_90 227 KiB, unknown 48 KiB).
+    shared_budget: int | None = None
     # tl.dot's precision for f32 operands where the call names none (Triton's
     # TRITON_F32_DEFAULT): "tf32", "tf32x3" or "ieee"; None: Triton's rule
     # (tf32, or ieee with allow_tf32=False). The CLI and the JIT read it from
@@ -41,6 +44,14 @@ class Options:
     # Called with each stage's name and result as compile_source makes it
     # (dumps, --time-passes: mytriton/instrument.py).
     on_stage: Callable[[str, Any], None] | None = None
+
+
+    @property
+    def budget(self) -> int:
+        """The shared-memory budget the stages plan and check against."""
+        from mytriton.target import shared_memory_budget
+
+        return self.shared_budget if self.shared_budget is not None else shared_memory_budget(self.arch)
 
 
 F32_DEFAULT_ENV = "MYTRITON_F32_DEFAULT"
@@ -109,8 +120,11 @@ def stage_dots(kernel: Kernel, options: Options | None = None) -> Kernel:
     from mytriton.passes.pipeline import PipelinePass
     from mytriton.passes.verify import verify as run_verifier
 
-    kernel = run_passes(kernel, ["stage-dots"])
-    kernel = PipelinePass(num_stages=options.num_stages if options is not None else None).apply(kernel)
+    from mytriton.passes.stage_dots import StageDotsPass
+
+    options = options if options is not None else Options()
+    kernel = run_passes(kernel, [StageDotsPass(shared_budget=options.budget)])
+    kernel = PipelinePass(num_stages=options.num_stages, shared_budget=options.budget).apply(kernel)
     try:
         return run_verifier(kernel)
     except CompileError as err:
@@ -124,7 +138,7 @@ def layouts(kernel: Kernel, options: Options) -> Kernel:
     from mytriton.passes.layouts import LayoutsPass
     from mytriton.passes.verify import verify as run_verifier
 
-    kernel = LayoutsPass(num_warps=options.num_warps).apply(kernel)
+    kernel = LayoutsPass(num_warps=options.num_warps, shared_budget=options.budget).apply(kernel)
     try:
         return run_verifier(kernel)
     except CompileError as err:
@@ -132,11 +146,11 @@ def layouts(kernel: Kernel, options: Options) -> Kernel:
         raise
 
 
-def emit_cuda(kernel: Kernel) -> str:
-    """Render laid-out SSA as CUDA C++."""
+def emit_cuda(kernel: Kernel, options: Options | None = None) -> str:
+    """Render laid-out SSA as CUDA C++, within the options' shared-memory budget."""
     from mytriton.backends.cuda.emitter import emit_cuda as emit
 
-    return emit(kernel)
+    return emit(kernel, (options if options is not None else Options()).budget)
 
 
 def emit_mlir(kernel: Kernel) -> str:
@@ -160,7 +174,7 @@ def to_cuda(kernel: Kernel, options: Options) -> str:
     laid out yet is (stage-dots changes nothing on staged SSA)."""
     if not kernel.laid_out:
         kernel = layouts(stage_dots(kernel, options), options)
-    return emit_cuda(kernel)
+    return emit_cuda(kernel, options)
 
 
 def ptx(cuda_source: str, options: Options) -> str:
@@ -241,7 +255,7 @@ def compile_source(text: str, file: str, emit: str, options: Options) -> str | b
     reached("layouts", kernel)
     if emit == "layouts":
         return print_ssa(kernel)
-    cuda = emit_cuda(kernel)
+    cuda = emit_cuda(kernel, options)
     reached("cuda", cuda)
     if emit == "cuda":
         return cuda

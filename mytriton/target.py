@@ -1,8 +1,37 @@
 """Facts about the GPU the compiler plans for, in one place."""
 
-# Shared memory a CUDA block may use without opting in to more: the budget for
-# staged dot tiles, reduction scratch and layout changes together.
-SHARED_MEMORY_BUDGET = 48 * 1024
+# Shared memory a CUDA block may use without opting in to more. Beyond it a
+# kernel needs dynamic shared memory and a raised per-function limit
+# (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), which the launcher sets.
+DEFAULT_SHARED_LIMIT = 48 * 1024
+
+# The most shared memory one block may opt in to, by the architecture nvcc
+# builds for (CUDA's "maximum shared memory per thread block" table). An
+# architecture not listed gets DEFAULT_SHARED_LIMIT, which every GPU allows.
+OPT_IN_SHARED_MEMORY = {
+    "sm_70": 96 * 1024, "sm_72": 96 * 1024, "sm_75": 64 * 1024,
+    "sm_80": 163 * 1024, "sm_86": 99 * 1024, "sm_87": 163 * 1024, "sm_89": 99 * 1024,
+    "sm_90": 227 * 1024, "sm_90a": 227 * 1024,
+}
+
+# The architecture kernels are built for unless --arch says otherwise.
+DEFAULT_ARCH = "sm_90"
+
+
+def shared_memory_budget(arch: str = DEFAULT_ARCH) -> int:
+    """The bytes of shared memory one block may use on ``arch``: staged dot
+    tiles, pipeline stages, reduction and layout-change scratch together."""
+    return OPT_IN_SHARED_MEMORY.get(arch, DEFAULT_SHARED_LIMIT)
+
+
+# The default target's budget (sm_90: 227 KiB = 232448 bytes).
+SHARED_MEMORY_BUDGET = shared_memory_budget(DEFAULT_ARCH)
 
 # Tile elements per thread: beyond this registers spill and nvcc crawls.
 MAX_ELEMENTS_PER_THREAD = 256
+
+
+def budget_text(budget: int) -> str:
+    """A budget as messages give it: ``232448-byte (227 KiB)``."""
+    kib = f"{budget // 1024} KiB" if budget % 1024 == 0 else f"{budget / 1024:.1f} KiB"
+    return f"{budget}-byte ({kib})"

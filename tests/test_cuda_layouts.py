@@ -22,7 +22,8 @@ OUTER = '''
 
 def test_a_tile_read_in_another_layout_goes_through_shared_memory():
     cuda = compile_text(kernel_source(OUTER), "cuda", defines={"BLOCK": 64})
-    assert "__shared__ __align__(16) unsigned char smem[256];" in cuda
+    assert "extern __shared__ __align__(16) unsigned char smem[];  // 256 bytes at launch" in cuda
+    assert '"shared_bytes": 256' in cuda.split("\n", 1)[0]
     assert "__syncthreads();" in cuda
 
 
@@ -38,21 +39,31 @@ def test_a_row_reduction_read_back_against_its_rows_stays_in_registers():
     assert "__shfl_xor_sync" in cuda
 
 
+BOTH_WAYS = kernel_source('''
+    @mytriton.jit
+    def both_ways(x_ptr, a_ptr, b_ptr, N: tl.constexpr):
+        r = tl.arange(0, 2)
+        c = tl.arange(0, N)
+        x = tl.load(x_ptr + c)
+        tl.store(a_ptr + c[:, None] * 2 + r[None, :], x[:, None] + r[None, :])
+        tl.store(b_ptr + r[:, None] * N + c[None, :], x[None, :] + r[:, None])
+''')
+
+
+def test_shared_memory_over_227_kib_is_refused_at_the_source_line():
+    # N = 16384: a 64 KiB copy of x, within sm_90's 227 KiB; 65536: 256 KiB, past it.
+    assert '"shared_bytes": 65536' in compile_text(BOTH_WAYS, "cuda", defines={"N": 16384}, num_warps=32)
+    with pytest.raises(CompileError, match=r"needs 262144 bytes of shared memory.*232448-byte \(227 KiB\)") as info:
+        compile_text(BOTH_WAYS, "cuda", defines={"N": 65536}, num_warps=32)
+    assert info.value.loc.line == 8  # the load of x
+
+
 def test_shared_memory_over_48_kib_is_refused_at_the_source_line():
-    # x is wanted along rows by one store and along columns by the other: the
-    # second reads a 64 KiB copy of it through shared memory.
-    source = kernel_source('''
-        @mytriton.jit
-        def both_ways(x_ptr, a_ptr, b_ptr, N: tl.constexpr):
-            r = tl.arange(0, 2)
-            c = tl.arange(0, N)
-            x = tl.load(x_ptr + c)
-            tl.store(a_ptr + c[:, None] * 2 + r[None, :], x[:, None] + r[None, :])
-            tl.store(b_ptr + r[:, None] * N + c[None, :], x[None, :] + r[:, None])
-    ''')
-    assert "smem[4096]" in compile_text(source, "cuda", defines={"N": 1024}, num_warps=32)
+    # On a GPU that cannot opt in past 48 KiB: the second store reads a 64 KiB copy of x.
+    assert '"shared_bytes": 4096' in compile_text(BOTH_WAYS, "cuda", defines={"N": 1024}, num_warps=32,
+                                                  shared_budget=48 * 1024)
     with pytest.raises(CompileError, match=r"needs 65536 bytes of shared memory.*48 KiB") as info:
-        compile_text(source, "cuda", defines={"N": 16384}, num_warps=32)
+        compile_text(BOTH_WAYS, "cuda", defines={"N": 16384}, num_warps=32, shared_budget=48 * 1024)
     assert info.value.loc.line == 8  # the load of x
 
 

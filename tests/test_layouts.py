@@ -4,6 +4,7 @@ laid-out SSA says (an edited layout changes the CUDA, nothing else decides).
 What the stage writes for given SSA is tested as text in tests/lit/layouts/."""
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 from conftest import compile_text, kernel_source, sample_names, sample_options
 from mytriton import pipeline
 from mytriton.diagnostics import CompileError
+from mytriton.backends.cuda.emitter import HEADER_PREFIX
 from mytriton.backends.cuda.layout import tile_layout
 from mytriton.ir.layouts import Blocked, PaddedShared, Slice, default_blocked, fma_dot_layout
 from mytriton.ir.ssa import walk
@@ -85,10 +87,21 @@ def test_a_dots_a_buffer_is_padded_by_16_bytes_and_its_b_buffer_is_not():
 
 
 def test_the_a_buffer_stays_unpadded_where_padding_would_pass_the_shared_budget():
-    # 128x64 + 64x64 f32 tiles fill the 48 KiB exactly.
-    text = laid_out_text("matmul", f32_default="ieee", defines={"BM": 128, "BN": 64, "BK": 64})
+    # 128x64 + 64x64 f32 tiles fill 48 KiB (a GPU that cannot opt in to more) exactly.
+    text = laid_out_text("matmul", f32_default="ieee", defines={"BM": 128, "BN": 64, "BK": 64},
+                         num_stages=1, shared_budget=48 * 1024)
     assert "padded_shared<pad=4" not in text
     assert "shared<128x64 x f32, #padded_shared0>" in text
+
+
+def test_three_stages_of_64x64x32_f32_keep_their_padding_in_sm_90s_budget():
+    # 3 x (64x32 + 32x64) f32 is 48 KiB: padding A takes it past 48 KiB, within 227 KiB.
+    text = laid_out_text("matmul", f32_default="ieee")
+    assert "pipeline_stages=3" in text
+    assert "#padded_shared0 = padded_shared<pad=4, order=[1, 0]>" in text
+    assert "shared<192x32 x f32, #padded_shared0>" in text
+    header = json.loads(cuda_of(text).split("\n", 1)[0][len(HEADER_PREFIX):])
+    assert header["shared_bytes"] == 192 * 36 * 4 + 96 * 64 * 4
 
 
 def test_the_fma_dot_layout_gives_each_thread_a_register_tile():
@@ -202,7 +215,7 @@ def test_an_edited_blocked_layout_changes_the_cuda_slots():
 def test_an_edited_shared_padding_changes_the_buffers():
     text = laid_out_text("matmul", f32_default="ieee", num_stages=1).replace("pad=4", "pad=1")
     cuda = cuda_of(text)
-    assert "shared_dot_a0[2112];" in cuda  # 64 rows of 32 + 1
+    assert "// 64x32, row-major, 1 padding element(s) per row, 8448 bytes" in cuda  # 64 rows of 32 + 1
     # rows of 33 floats are not whole 16-byte units: A is read one value at a time
     assert "* 33 + kk]" in cuda and "reinterpret_cast<const float4*>(&shared_dot_a0" not in cuda
 

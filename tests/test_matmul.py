@@ -100,8 +100,11 @@ def test_tiles_over_the_shared_memory_budget_are_refused_before_emitting():
     source = (load_sample("matmul").__file__)
     with open(source) as handle:
         text = handle.read()
-    with pytest.raises(CompileError, match="49152"):
-        compile_text(text, "cuda", file="samples/matmul.py", defines={"BM": 16, "BN": 128, "BK": 128})
+    with pytest.raises(CompileError, match=r"232448-byte \(227 KiB\) budget"):
+        compile_text(text, "cuda", file="samples/matmul.py", defines={"BM": 16, "BN": 256, "BK": 256})
+    with pytest.raises(CompileError, match="49152"):  # a GPU that cannot opt in past 48 KiB
+        compile_text(text, "cuda", file="samples/matmul.py", defines={"BM": 16, "BN": 128, "BK": 128},
+                     shared_budget=48 * 1024)
 
 
 # Scaling a loaded tile before the dot leaves the canonical pattern: the

@@ -49,10 +49,10 @@ def signature(kind: str) -> str:
     return f"*{element}, *{element}, *{'i32' if acc == 'tl.int32' else 'fp32'}, i32, i32, i32"
 
 
-def compile_matmul(kind, config, num_warps, emit, num_stages=None):
+def compile_matmul(kind, config, num_warps, emit, num_stages=None, **options):
     bm, bn, bk = config
     return compile_text(matmul_source(kind), emit, signature=signature(kind), num_warps=num_warps,
-                        defines={"BM": bm, "BN": bn, "BK": bk}, num_stages=num_stages)
+                        defines={"BM": bm, "BN": bn, "BK": bk}, num_stages=num_stages, **options)
 
 
 # ---- the layouts stage's choice -----------------------------------------------------------------
@@ -109,8 +109,9 @@ def test_tf32_pads_b_rows_by_8_and_a_rows_by_4():
 
 
 def test_padding_is_dropped_where_the_padded_buffers_would_not_fit_48_kib():
-    # 128x64 + 64x64 f32 buffers fill 48 KiB exactly; their TF32 padding would not fit
-    layouts = compile_matmul("tf32", (128, 64, 64), 4, "layouts")
+    # 128x64 + 64x64 f32 buffers fill 48 KiB exactly (a GPU that cannot opt in
+    # to more); their TF32 padding would not fit
+    layouts = compile_matmul("tf32", (128, 64, 64), 4, "layouts", shared_budget=48 * 1024)
     assert "#padded_shared0 = padded_shared<pad=0, order=[1, 0]>" in layouts and "#mma0" in layouts
     assert "padded_shared<pad=4, order=[1, 0]>" in compile_matmul("tf32", (64, 64, 64), 4, "layouts")
 

@@ -22,7 +22,7 @@ from mytriton.ir.ssa_text import parse_kernel, print_kernel
 from mytriton.passes.pipeline import DEFAULT_NUM_STAGES, PipelinePass, choose_stages
 from mytriton.passes.stage_dots import StageDotsPass
 from mytriton.passes.verify import verify
-from mytriton.target import SHARED_MEMORY_BUDGET
+from mytriton.target import DEFAULT_SHARED_LIMIT as NO_OPT_IN, SHARED_MEMORY_BUDGET
 from mytriton.types import F16, F32, SharedType
 from test_stage_dots import MATMUL, variant
 
@@ -30,14 +30,19 @@ from test_stage_dots import MATMUL, variant
 SMALL = variant("BM: tl.constexpr = 64, BN: tl.constexpr = 64, BK: tl.constexpr = 32",
                 "BM: tl.constexpr = 32, BN: tl.constexpr = 32, BK: tl.constexpr = 16")
 
+# Triton's 128x128x64 f16 config (f32 accumulation).
+F16_BIG = variant("BM: tl.constexpr = 64, BN: tl.constexpr = 64, BK: tl.constexpr = 32",
+                  "BM: tl.constexpr = 128, BN: tl.constexpr = 128, BK: tl.constexpr = 64")
+F16_SIGNATURE = "*fp16, *fp16, *fp32, i32, i32, i32"
+
 
 def staged(source: str = SMALL):
     # Exact f32 products, so that results compare to float64 NumPy at 1e-4.
     return StageDotsPass().apply(ssa_of(source, optimized=True, file="matmul.py", f32_default="ieee"))
 
 
-def pipelined(source: str = SMALL, num_stages: int | None = None):
-    return verify(PipelinePass(num_stages=num_stages).apply(staged(source)))
+def pipelined(source: str = SMALL, num_stages: int | None = None, budget: int = SHARED_MEMORY_BUDGET):
+    return verify(PipelinePass(num_stages=num_stages, shared_budget=budget).apply(staged(source)))
 
 
 def the_loop(kernel):
@@ -79,24 +84,46 @@ def test_a_loops_own_num_stages_wins_over_the_pass_count():
 
 
 def test_fewer_stages_when_the_budget_holds_fewer_and_the_loop_says_so():
-    loop = the_loop(pipelined(MATMUL, num_stages=4))  # 16 KiB a stage: three fit in 48 KiB
+    loop = the_loop(pipelined(MATMUL, num_stages=4, budget=NO_OPT_IN))  # 16 KiB a stage: three fit in 48 KiB
     assert loop.attrs["pipeline_stages"] == 3
-    text = compile_text(MATMUL, "staged", num_stages=4)
+    text = compile_text(MATMUL, "staged", num_stages=4, shared_budget=NO_OPT_IN)
     assert "range(0, K, 32, pipeline_stages=3)" in text
+
+
+def test_sm_90s_budget_holds_every_stage_asked_for_past_48_kib():
+    assert SHARED_MEMORY_BUDGET == 232448  # 227 KiB, what an H100/H200 block may opt in to
+    assert the_loop(pipelined(MATMUL, num_stages=4)).attrs["pipeline_stages"] == 4  # 64 KiB
+    assert "pipeline_stages=4" in compile_text(MATMUL, "staged", num_stages=4)
+
+
+def test_the_arch_sets_the_budget_and_shared_budget_overrides_it():
+    assert "pipeline_stages=4" in compile_text(MATMUL, "staged", num_stages=5, arch="sm_75")  # 64 KiB
+    assert "pipeline_stages=5" in compile_text(MATMUL, "staged", num_stages=5, arch="sm_80")  # 163 KiB
+    assert "pipeline_stages=3" in compile_text(MATMUL, "staged", num_stages=5, arch="sm_50")  # 48 KiB
+    assert "pipeline_stages=2" in compile_text(MATMUL, "staged", num_stages=4, shared_budget=40000)
 
 
 def test_a_stage_that_fits_once_only_is_not_pipelined_and_the_loop_says_so():
     big = variant("BM: tl.constexpr = 64, BN: tl.constexpr = 64, BK: tl.constexpr = 32",
                   "BM: tl.constexpr = 128, BN: tl.constexpr = 128, BK: tl.constexpr = 32")
-    kernel = pipelined(big)
+    kernel = pipelined(big, budget=NO_OPT_IN)  # 32 KiB a stage
     assert the_loop(kernel).attrs["pipeline_stages"] == 1
     assert "async_copy_to_shared" not in names(kernel) and "copy_to_shared" in names(kernel)
+
+
+def test_tritons_128x128x64_f16_config_gets_its_three_stages():
+    f16 = StageDotsPass().apply(ssa_of(F16_BIG, optimized=True, file="matmul.py", signature=F16_SIGNATURE))
+    kernel = verify(PipelinePass().apply(f16))  # 32 KiB a stage, 96 KiB in all
+    assert the_loop(kernel).attrs["pipeline_stages"] == 3
+    allocations = [op for op in walk(kernel.body) if op.name == "shared_alloc_stages"]
+    assert sum(op.result.type.nbytes for op in allocations) == 3 * 32768
 
 
 def test_choose_stages_counts_the_other_buffers():
     assert choose_stages(4, 8192, 0) == 4
     assert choose_stages(4, 8192, SHARED_MEMORY_BUDGET - 3 * 8192) == 3
     assert choose_stages(3, 8192, SHARED_MEMORY_BUDGET) == 1
+    assert choose_stages(4, 8192, NO_OPT_IN - 3 * 8192, NO_OPT_IN) == 3
 
 
 def test_a_second_run_changes_nothing():
@@ -198,7 +225,10 @@ def test_the_cuda_waits_and_copies_asynchronously():
     assert cuda.count("cp.async.commit_group") == 3  # two prologue stages, one per K step
     assert "cp.async.wait_group 1;" in cuda and "cp.async.wait_group 0;" in cuda
     assert "cp.async.cg.shared.global" in cuda and "cp.async.ca.shared.global" in cuda
-    assert re.search(r"__shared__ __align__\(16\) float shared_dot_a0\[6144\]", cuda)
+    assert "extern __shared__ __align__(16) unsigned char smem[];" in cuda
+    # 3 stages of 64x32 A, rows padded by 4 for TF32's fragment reads; B after it.
+    assert "float* const shared_dot_a0 = reinterpret_cast<float*>(smem + 0);" in cuda
+    assert f"float* const shared_dot_b0 = reinterpret_cast<float*>(smem + {192 * 36 * 4});" in cuda
 
 
 @pytest.mark.nvcc
@@ -273,9 +303,9 @@ def test_pipelined_matmul_tile_configs_on_the_gpu(config):
 def test_a_reduction_in_the_kernel_keeps_room_for_its_scratch():
     summed = variant("tl.store(c_ptr + c_rows * N + c_cols, acc,",
                      "tl.store(c_ptr + c_rows * N + c_cols, acc - tl.max(acc, axis=1)[:, None],", MATMUL)
-    loop = the_loop(pipelined(summed, num_stages=3))
+    loop = the_loop(pipelined(summed, num_stages=3, budget=NO_OPT_IN))
     assert loop.attrs["pipeline_stages"] == 2  # 3 x 16 KiB would leave nothing for the reduction
-    compile_text(summed, "cuda", num_stages=3)  # and the CUDA fits the budget
+    compile_text(summed, "cuda", num_stages=3, shared_budget=NO_OPT_IN)  # and the CUDA fits the budget
 
 
 def test_a_transposed_tile_of_pointers_beside_the_loop_is_counted_at_8_bytes_an_element():
@@ -318,3 +348,13 @@ def test_padded_pipelined_buffers_give_the_same_matmul_on_the_gpu(pad):
     c = np.full((M, N), np.nan, np.float32)
     CudaKernel(padded_pipelined_cuda(pad), "sm_90").launch((cdiv(M, 32), cdiv(N, 32)), [a, b, c, M, N, K])
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_padding_never_takes_the_scratch_the_pipeline_left_room_for():
+    summed = variant("tl.store(c_ptr + c_rows * N + c_cols, acc,",
+                     "tl.store(c_ptr + c_rows * N + c_cols, acc - tl.max(acc, axis=1)[:, None],", MATMUL)
+    # 2 stages (32 KiB) + 16 KiB kept for the reduction fill 48 KiB: A stays unpadded.
+    tight = compile_text(summed, "layouts", num_stages=3, shared_budget=NO_OPT_IN, f32_default="ieee")
+    assert "pipeline_stages=2" in tight and "pad=4" not in tight
+    roomy = compile_text(summed, "layouts", num_stages=3, f32_default="ieee")  # sm_90's 227 KiB
+    assert "pipeline_stages=3" in roomy and "padded_shared<pad=4" in roomy

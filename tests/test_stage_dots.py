@@ -17,6 +17,7 @@ from mytriton.ir.analysis import Definitions, NotDefinedBy
 from mytriton.ir.ssa import BlockArg, Const, Param, for_index, walk
 from mytriton.ir.ssa_text import print_kernel
 from mytriton.ir.text_common import format_literal
+from mytriton.target import DEFAULT_SHARED_LIMIT as NO_OPT_IN
 from mytriton.passes.stage_dots import NotCanonical, StageDotsPass, match_dot, match_operand
 from mytriton.types import F32
 
@@ -323,7 +324,7 @@ def test_a_pair_over_the_budget_is_an_error_at_the_dot_and_changes_nothing():
     kernel = opt_kernel(BM=128, BN=128, BK=64)
     before = print_kernel(kernel)
     with pytest.raises(CompileError) as info:
-        StageDotsPass().apply(kernel)
+        StageDotsPass(shared_budget=NO_OPT_IN).apply(kernel)
     assert info.value.message == ("tl.dot needs 65536 bytes of shared memory to stage block<128x64 x f32> and "
                                   "block<64x128 x f32>, over the 49152-byte (48 KiB) budget")
     assert (info.value.loc.line, info.value.loc.col) == (20, 16)  # acc += tl.dot(a, b)
@@ -337,14 +338,27 @@ def test_the_budget_counts_earlier_dots_and_nothing_is_staged_when_one_does_not_
     with pytest.raises(CompileError, match="tl.dot needs 32768 bytes of shared memory to stage block<64x64 x f32> "
                                            "and block<64x64 x f32>, and 32768 bytes are already allocated, over the "
                                            r"49152-byte \(48 KiB\) budget"):
-        StageDotsPass().apply(kernel)
+        StageDotsPass(shared_budget=NO_OPT_IN).apply(kernel)
     assert print_kernel(kernel) == before
 
 
 def test_a_pair_of_exactly_the_budget_fits():
     kernel = opt_kernel(BM=128, BN=64, BK=64)  # 32 KiB + 16 KiB
-    StageDotsPass().apply(kernel)
+    StageDotsPass(shared_budget=NO_OPT_IN).apply(kernel)
     assert sum(op.result.type.nbytes for op in kernel.body.ops if op.name == "shared_alloc") == 49152
+
+
+def test_sm_90s_227_kib_stage_a_pair_past_48_kib():
+    kernel = StageDotsPass().apply(opt_kernel(BM=128, BN=128, BK=64))  # 64 KiB
+    assert sum(op.result.type.nbytes for op in kernel.body.ops if op.name == "shared_alloc") == 65536
+
+
+def test_a_pair_over_227_kib_is_an_error_at_the_dot():
+    with pytest.raises(CompileError) as info:
+        StageDotsPass().apply(opt_kernel(BM=256, BN=256, BK=128))  # 2 x 128 KiB
+    assert info.value.message == ("tl.dot needs 262144 bytes of shared memory to stage block<256x128 x f32> and "
+                                  "block<128x256 x f32>, over the 232448-byte (227 KiB) budget")
+    assert (info.value.loc.line, info.value.loc.col) == (20, 16)
 
 
 # ---- the interpreter: staged and unstaged give the same bits --------------------------------------------

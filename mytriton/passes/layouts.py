@@ -477,15 +477,19 @@ def buffer_of(value: Value) -> Value:
     return value
 
 
-def shared_layouts(kernel: Kernel, num_warps: int) -> dict[Value, PaddedShared]:
+def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_BUDGET) -> dict[Value, PaddedShared]:
     """Padding for the shared operands of dots, by the buffer they read (all
     stages of a pipelined one alike), as long as every shared buffer, padding
-    included, stays within the shared-memory budget (a pair stage-dots let
+    included, and the scratch its reductions need (``scratch_reserve``) stay
+    within the shared-memory ``budget`` (a pair stage-dots let
     through at the budget's edge stays unpadded): both operands of a dot on
     tensor cores (``mma_shared_layout``), the A buffer of an FMA dot
     (``fma_operand_pad``)."""
+    from mytriton.passes.pipeline import scratch_reserve
+
     allocs = [r for op in walk(kernel.body) if opdefs.lookup(op.name).allocates for r in op.results]
-    used = sum(r.type.numel * r.type.element.nbytes for r in allocs)
+    # The scratch the pipeline pass left room for stays free: padding never takes it.
+    used = sum(r.type.numel * r.type.element.nbytes for r in allocs) + scratch_reserve(kernel)
     layouts: dict[Value, PaddedShared] = {}
     for op in walk(kernel.body):
         if op.name != "dot_shared":
@@ -499,14 +503,14 @@ def shared_layouts(kernel: Kernel, num_warps: int) -> dict[Value, PaddedShared]:
             nbytes = buffer.type.element.nbytes
             pad = mma_shared_layout(buffer.type.element, index).pad if on_tensor_cores \
                 else fma_operand_pad(cols, nbytes)
-            if pad and used + rows * pad * nbytes <= SHARED_MEMORY_BUDGET:
+            if pad and used + rows * pad * nbytes <= budget:
                 used += rows * pad * nbytes
                 layouts[buffer] = PaddedShared(pad=pad)
     return layouts
 
 
-def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout]) -> None:
-    shared = shared_layouts(kernel, kernel.num_warps)
+def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout], budget: int) -> None:
+    shared = shared_layouts(kernel, kernel.num_warps, budget)
     for op in walk(kernel.body):
         values = list(op.results) + [arg for region in op.regions for arg in region.args]
         for value in values:
@@ -522,6 +526,7 @@ class LayoutsPass:
     name: str = "layouts"
     summary: str = "give every tile a layout for --num-warps warps (CUDA's input; not an optimisation)"
     num_warps: int = DEFAULT_NUM_WARPS
+    shared_budget: int = SHARED_MEMORY_BUDGET  # bytes of shared memory a block may use (the target's)
 
     def apply(self, kernel: Kernel) -> Kernel:
         check_num_warps(self.num_warps)
@@ -532,6 +537,6 @@ class LayoutsPass:
         assigner = _Assigner(kernel, self.num_warps, preferred_layouts(kernel, widths, self.num_warps))
         assigner.block(kernel.body)
         kernel.num_warps = self.num_warps
-        _with_layouts(kernel, assigner.layouts)
+        _with_layouts(kernel, assigner.layouts, self.shared_budget)
         mark_vector_accesses(kernel, widths)
         return kernel

@@ -42,7 +42,7 @@ other users.
 How many stages: the loop's own ``num_stages`` (``tl.range``) first, else the
 pass's (the launch's ``num_stages``, an autotune config's), else 3, as in
 Triton. 1 (or 0) leaves the loop alone. Fewer stages than asked are used when
-the shared-memory budget does not hold them beside the kernel's other buffers
+the shared-memory budget (``shared_budget``, the target's) does not hold them beside the kernel's other buffers
 and the scratch its reductions and layout changes will need (``scratch_reserve``); the loop then says so with its
 ``pipeline_stages`` attribute, which every loop this pass looked at and could
 pipeline carries (a second run leaves those loops alone).
@@ -315,9 +315,9 @@ def scratch_reserve(kernel: Kernel) -> int:
     return reserve
 
 
-def choose_stages(requested: int, stage_bytes: int, other_bytes: int) -> int:
-    """The most stages up to ``requested`` whose buffers fit beside ``other_bytes``."""
-    fit = (SHARED_MEMORY_BUDGET - other_bytes) // stage_bytes if stage_bytes else requested
+def choose_stages(requested: int, stage_bytes: int, other_bytes: int, budget: int = SHARED_MEMORY_BUDGET) -> int:
+    """The most stages up to ``requested`` whose buffers fit beside ``other_bytes`` in ``budget``."""
+    fit = (budget - other_bytes) // stage_bytes if stage_bytes else requested
     return max(1, min(requested, fit))
 
 
@@ -327,6 +327,7 @@ class PipelinePass:
     summary: str = ("multi-buffer a staged dot's K loop: async copies num_stages-1 iterations ahead "
                     "(default 3 stages, a loop's num_stages first)")
     num_stages: int | None = None
+    shared_budget: int = SHARED_MEMORY_BUDGET  # bytes of shared memory a block may use (the target's)
 
     def apply(self, kernel: Kernel) -> Kernel:
         allocation_of = {op.result: op for op in kernel.body.ops if op.name == "shared_alloc"}
@@ -348,7 +349,7 @@ class PipelinePass:
         used += scratch_reserve(kernel)
         for plan in plans:
             requested = requested_stages(plan.loop, self.num_stages)
-            stages = choose_stages(requested, plan.stage_bytes, used - plan.stage_bytes)
+            stages = choose_stages(requested, plan.stage_bytes, used - plan.stage_bytes, self.shared_budget)
             if stages <= 1:
                 plan.loop.attrs["pipeline_stages"] = 1
                 continue

@@ -36,8 +36,9 @@ stay.
 
 A dot whose operands are not canonical is left as it is (the CUDA backend has
 a general path for it); ``match_dot`` says why. All shared buffers together
-must fit in ``SHARED_MEMORY_BUDGET``: a dot whose pair does not is an error at
-the dot, raised before the kernel is changed.
+must fit in the target's shared-memory budget (``shared_budget``, sm_90's
+227 KiB by default: ``mytriton.target``): a dot whose pair does not is an error
+at the dot, raised before the kernel is changed.
 """
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ from mytriton.ir.ssa import (
     use_counts, values_used, walk,
 )
 from mytriton.ir.text_common import format_literal
-from mytriton.target import SHARED_MEMORY_BUDGET
+from mytriton.target import SHARED_MEMORY_BUDGET, budget_text
 from mytriton.types import I32, BlockType, PointerType, ScalarType, SharedType, concrete, shape_of
 
 
@@ -329,7 +330,7 @@ def _store_between(defs: Definitions, load: Op, dot: Op) -> Op | None:
 # ---- planning and rewriting ----------------------------------------------------------------
 
 
-def plan_dots(kernel: Kernel, defs: Definitions) -> list[DotPlan]:
+def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUDGET) -> list[DotPlan]:
     """The dots to stage, in program order. Raises if their buffers, with the
     kernel's existing ones, do not fit in the shared-memory budget."""
     used = sum(op.results[0].type.nbytes for op in walk(kernel.body) if _allocates(op))
@@ -340,12 +341,11 @@ def plan_dots(kernel: Kernel, defs: Definitions) -> list[DotPlan]:
         plan = match_dot(defs, op)
         if isinstance(plan, NotCanonical):
             continue
-        if used + plan.nbytes > SHARED_MEMORY_BUDGET:
+        if used + plan.nbytes > budget:
             earlier = f", and {used} bytes are already allocated" if used else ""
             raise CompileError(
                 f"tl.dot needs {plan.nbytes} bytes of shared memory to stage {plan.a.load.result.type} and "
-                f"{plan.b.load.result.type}{earlier}, over the {SHARED_MEMORY_BUDGET}-byte "
-                f"({SHARED_MEMORY_BUDGET // 1024} KiB) budget", op.loc)
+                f"{plan.b.load.result.type}{earlier}, over the {budget_text(budget)} budget", op.loc)
         used += plan.nbytes
         plans.append(plan)
     return plans
@@ -415,10 +415,11 @@ class StageDotsPass:
     name: str = "stage-dots"
     summary: str = ("stage canonical tl.dot tile loads through shared memory: "
                     "dot %a, %b => copy_to_shared x2, barrier, dot_shared, barrier")
+    shared_budget: int = SHARED_MEMORY_BUDGET  # bytes of shared memory a block may use (the target's)
 
     def apply(self, kernel: Kernel) -> Kernel:
         defs = Definitions(kernel)
-        plans = plan_dots(kernel, defs)  # every check before the first edit
+        plans = plan_dots(kernel, defs, self.shared_budget)  # every check before the first edit
         if plans:
             _stage(kernel, defs, plans)
         return kernel

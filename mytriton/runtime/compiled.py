@@ -87,7 +87,7 @@ class CompiledKernel:
         self.asm = LazyAsm({
             "ssa": lambda: ssa,
             "layouts": lambda: pipeline.print_ssa(laid_out()),
-            "cuda": lambda: pipeline.emit_cuda(laid_out()),
+            "cuda": lambda: pipeline.emit_cuda(laid_out(), options),
             "ptx": lambda: pipeline.ptx(self.asm["cuda"], options),
         })
         self.asm._texts["ssa"] = ssa

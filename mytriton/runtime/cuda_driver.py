@@ -16,6 +16,7 @@ from mytriton.backends.cuda.nvcc import compile_cubin
 from mytriton.diagnostics import CompileError
 from mytriton.ir.text_common import parse_type
 from mytriton.runtime.arguments import is_device_array, is_tensor
+from mytriton.target import DEFAULT_SHARED_LIMIT
 from mytriton.types import BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, PointerType
 
 _context = None
@@ -132,6 +133,33 @@ def _load_module(cubin: bytes) -> Any:
     return module
 
 
+def device_shared_limit() -> int:
+    """The most shared memory a block may opt in to on the current device
+    (sm_90: 232448 bytes); 48 KiB where the driver does not say."""
+    import pycuda.driver as drv
+
+    attribute = getattr(drv.device_attribute, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", None)
+    if attribute is None:
+        return DEFAULT_SHARED_LIMIT
+    return int(drv.Context.get_device().get_attribute(attribute))
+
+
+def allow_dynamic_shared(function: Any, nbytes: int, kernel: str, limit: int | None = None) -> None:
+    """Let ``function`` take ``nbytes`` of dynamic shared memory at launch:
+    past the 48 KiB every kernel may use, CUDA launches only a kernel whose
+    MAX_DYNAMIC_SHARED_SIZE_BYTES was raised first (cuFuncSetAttribute).
+    More than the device allows is an error naming the kernel."""
+    if nbytes <= DEFAULT_SHARED_LIMIT:
+        return
+    import pycuda.driver as drv
+
+    limit = device_shared_limit() if limit is None else limit
+    if nbytes > limit:
+        raise CompileError(f"kernel '{kernel}' needs {nbytes} bytes of shared memory, more than this GPU "
+                           f"allows a block ({limit}); compile it with --shared-budget {limit} or smaller tiles")
+    function.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+
+
 class CudaKernel:
     """A compiled kernel, loaded on the device and ready to launch."""
 
@@ -140,9 +168,12 @@ class CudaKernel:
         self.params = [(name, parse_type(text)) for name, text in self.header["params"]]
         self.stores = set(self.header["stores"])
         self.threads = int(self.header["threads"])
+        # The kernel's one dynamic shared array, sized at each launch (emitter.py).
+        self.shared_bytes = int(self.header.get("shared_bytes", 0))
         self.module = _load_module(compile_cubin(cuda_source, arch))
         # The C symbol differs from the kernel's name when that name could clash in C (names.py).
         self.function = self.module.get_function(str(self.header.get("symbol", self.header["kernel"])))
+        allow_dynamic_shared(self.function, self.shared_bytes, self.header["kernel"])
         # A prepared call packs arguments from a fixed format: less work per launch.
         self.function.prepare("".join(_FORMAT[t] if not isinstance(t, PointerType) else "P"
                                       for _, t in self.params))
@@ -179,7 +210,8 @@ class CudaKernel:
             packed.append(int(buffer))
             if name in self.stores:
                 copy_back.append((array, buffer))
-        self.function.prepared_async_call(grid3, (self.threads, 1, 1), None, *packed)
+        self.function.prepared_async_call(grid3, (self.threads, 1, 1), None, *packed,
+                                          shared_size=self.shared_bytes)
         if keep:
             # Host arrays: wait, copy results back, free the device copies.
             drv.Context.synchronize()

@@ -3,7 +3,7 @@
 #include <math_constants.h>
 
 extern "C" __global__ void __launch_bounds__(128) outer_kernel(float* x_ptr, float* y_ptr, float* out_ptr, float* p3_x2_ptr, int M, int N) {
-  __shared__ __align__(16) unsigned char smem[64];
+  extern __shared__ __align__(16) unsigned char smem[];  // 64 bytes at launch: 64 of scratch from 0
   // L0: 32 lanes, 4 warps, order 0
   const int L0_p0 = ((threadIdx.x % 32) + 32 * (threadIdx.x / 32));
   // L1: 1x32 lanes, 4x1 warps, order 1x0

@@ -3,7 +3,7 @@
 #include <math_constants.h>
 
 extern "C" __global__ void __launch_bounds__(128) ragged_rows_kernel(float* values_ptr, int* starts_ptr, float* out_ptr) {
-  __shared__ __align__(16) unsigned char smem[16];
+  extern __shared__ __align__(16) unsigned char smem[];  // 16 bytes at launch: 16 of scratch from 0
   // L0: 32 lanes, 4 warps, order 0
   const int L0_p0 = ((threadIdx.x % 32) + 32 * (threadIdx.x / 32));
   const int v0 = (int)blockIdx.x;  // program_id @9:11

@@ -3,7 +3,7 @@
 #include <math_constants.h>
 
 extern "C" __global__ void __launch_bounds__(128) row_min_kernel(float* x_ptr, float* out_ptr, int n_rows, int n_cols) {
-  __shared__ __align__(16) unsigned char smem[16];
+  extern __shared__ __align__(16) unsigned char smem[];  // 16 bytes at launch: 16 of scratch from 0
   // L0: 1x32 lanes, 2x2 warps, order 1x0
   const int L0_p0 = ((threadIdx.x / 32) / 2);
   const int L0_p1 = (((threadIdx.x % 32) % 32) + 32 * ((threadIdx.x / 32) % 2));

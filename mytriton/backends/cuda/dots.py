@@ -3,8 +3,10 @@
 The stage-dots pass turns the canonical pair of masked tile loads into
 explicit ops, and each becomes CUDA here:
 
-- ``shared_alloc``: a ``__shared__`` array, declared once at kernel scope,
-  row-major with the padding its ``padded_shared`` layout gives;
+- ``shared_alloc``: a pointer into the kernel's one dynamic shared array
+  (``smem``), declared once at kernel scope at an offset the emitter lays out
+  (``CudaEmitter.shared_offsets``), row-major with the padding its
+  ``padded_shared`` layout gives;
 - ``copy_to_shared``: every thread copies elements ``threadIdx.x``,
   ``threadIdx.x + threads``, ... of the row-major tile, consecutive threads
   reading consecutive addresses; out-of-bounds elements get the fill value,
@@ -40,7 +42,6 @@ from mytriton.backends.cuda.slots import linear_index
 from mytriton.ir.layouts import fma_operand_pad
 from mytriton.ir.opdefs import dot_input_precision
 from mytriton.ir.ssa import Const, Op
-from mytriton.target import SHARED_MEMORY_BUDGET
 from mytriton.types import BOOL, F32, F64, I8, I32, ScalarType, SharedType, element_of
 
 if TYPE_CHECKING:
@@ -61,15 +62,21 @@ def buffer_elements(buffer: SharedType) -> int:
     return buffer.shape[0] * pitch(buffer)
 
 
-def declare_shared(op: Op) -> tuple[str, str]:
-    """The C name and kernel-scope declaration of a ``shared_alloc``."""
+def buffer_bytes(op: Op) -> int:
+    """The bytes a ``shared_alloc`` (every stage of a ``shared_alloc_stages``) takes, padding included."""
+    return buffer_elements(op.results[0].type) * op.attrs["dtype"].nbytes
+
+
+def declare_shared(op: Op, offset: int) -> tuple[str, str]:
+    """The C name and kernel-scope declaration of a ``shared_alloc``: a
+    pointer to byte ``offset`` (a multiple of 16) of the dynamic array ``smem``."""
     buffer = op.results[0].type
     rows, cols = buffer.shape
     element = c_scalar(op.attrs["dtype"])
     name = shared_array_name(op)
     padding = f", {buffer.layout.pad} padding element(s) per row" if buffer.layout.pad else ""
-    return name, (CUDA.shared_array(element, name, buffer_elements(buffer))
-                  + f"  // {rows}x{cols}, row-major{padding}")
+    return name, (CUDA.shared_view(element, name, "smem", offset)
+                  + f"  // {rows}x{cols}, row-major{padding}, {buffer_bytes(op)} bytes")
 
 
 def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
@@ -452,7 +459,7 @@ def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object,
     (rows, k), nbytes = a.type.shape, element_of(a.type).nbytes
     plain = _aligned(a.type.numel * nbytes) + _aligned(b.type.numel * nbytes)
     pad = fma_operand_pad(k, nbytes)
-    if em.staged_bytes() + plain + rows * pad * nbytes > SHARED_MEMORY_BUDGET:
+    if em.staged_bytes() + plain + rows * pad * nbytes > em.shared_budget:
         pad = 0
     pitches = {"a": k + pad, "b": b.type.shape[1]}
     em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")

@@ -18,10 +18,14 @@ elements, its *slots*, in loops that nvcc unrolls:
 - a runtime ``for`` becomes a C ``for`` whose carried values are locals (or
   per-thread arrays) that the loop's results share, as in the first chapter.
 
-Shared memory (reduction scratch, layout conversions) comes from one buffer
-checked against a 48 KiB budget. The first output line is a JSON header that
-names the kernel, its parameters, the buffers it stores to and its threads
-per block, so a ``.cu`` file can be launched on its own.
+Shared memory is one dynamic array, ``extern __shared__ smem[]``: scratch
+(reductions, layout conversions, unstaged dots) from byte 0, then the
+stage-dots buffers at 16-byte aligned offsets (``shared_offsets``), all of it
+checked against the target's budget (sm_90: 227 KiB). The first output line
+is a JSON header that names the kernel, its parameters, the buffers it stores
+to, its threads per block and the shared bytes a launch must give
+(``shared_bytes``; past 48 KiB the launcher raises the kernel's limit), so a
+``.cu`` file can be launched on its own.
 """
 from __future__ import annotations
 
@@ -38,12 +42,14 @@ from mytriton.backends.cuda.slots import SlotLoop, linear_index
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile, stored_params
-from mytriton.target import MAX_ELEMENTS_PER_THREAD, SHARED_MEMORY_BUDGET
+from mytriton.target import MAX_ELEMENTS_PER_THREAD, OPT_IN_SHARED_MEMORY, SHARED_MEMORY_BUDGET, budget_text
 from mytriton.ir.ssa import Block, BlockArg, Const, Kernel, Op, Operand, Value, walk
 from mytriton.ir.ssa_text import ValueNames
 from mytriton.types import BOOL, PointerType, ScalarType, element_of
 
 HEADER_PREFIX = "// mytriton-kernel: "
+# The most shared memory a header may ask a launch for: any GPU's opt-in limit.
+MAX_SHARED_BYTES = max(OPT_IN_SHARED_MEMORY.values())
 INDENT = "  "
 
 
@@ -63,11 +69,12 @@ def _rule(op: Op) -> str:
 
 
 class CudaEmitter:
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET) -> None:
         if kernel.num_warps is None:
             raise CompileError(f"kernel '{kernel.name}' is not laid out: run the layouts stage before emit-cuda",
                                kernel.loc)
         self.kernel = kernel
+        self.shared_budget = shared_budget  # bytes of shared memory a block may use (the target's)
         self.num_warps = kernel.num_warps
         self.threads = 32 * kernel.num_warps
         self.ssa_names = ValueNames(kernel)
@@ -248,32 +255,51 @@ class CudaEmitter:
 
     # ---- output --------------------------------------------------------------------------------
     def emit(self) -> str:
-        from mytriton.backends.cuda.dots import declare_shared
+        from mytriton.backends.cuda.dots import shared_array_name
 
         top = self.plan_groups(self.kernel.body)
         self.plan_storage()
-        self.shared_decls = []
         for op in self.shared_allocs:
-            name, declaration = declare_shared(op)
-            self.storage[op.results[0]] = name
-            self.shared_decls.append(declaration)
+            self.storage[op.results[0]] = shared_array_name(op)
         self.block(top)
-        staged = self.staged_bytes()
-        if staged + self.shared_bytes > SHARED_MEMORY_BUDGET:
+        total = self.total_shared_bytes()
+        if total > self.shared_budget:
+            staged = self.staged_bytes()
             parts = f"{staged} for staged dot tiles and {self.shared_bytes} of scratch" if staged \
                 else "for reductions and layout changes"
             loc = self.budget_loc if self.shared_bytes else self.shared_allocs[0].loc
-            raise CompileError(f"kernel '{self.kernel.name}' needs {staged + self.shared_bytes} bytes of shared "
-                               f"memory ({parts}), over the {SHARED_MEMORY_BUDGET}-byte (48 KiB) budget; "
+            raise CompileError(f"kernel '{self.kernel.name}' needs {total} bytes of shared "
+                               f"memory ({parts}), over the {budget_text(self.shared_budget)} budget; "
                                "use smaller tiles", loc)
         return self.render()
 
     def staged_bytes(self) -> int:
-        from mytriton.backends.cuda.dots import buffer_elements
+        """The bytes the stage-dots buffers take in the shared array, each from a 16-byte boundary."""
+        from mytriton.backends.cuda.dots import buffer_bytes
 
-        return sum(buffer_elements(op.results[0].type) * op.attrs["dtype"].nbytes for op in self.shared_allocs)
+        return sum(_aligned(buffer_bytes(op)) for op in self.shared_allocs)
+
+    def shared_offsets(self) -> list[int]:
+        """Where each stage-dots buffer starts in the shared array, in
+        allocation order: after the scratch (which every slot loop, reduction
+        and unstaged dot addresses from byte 0), each at a multiple of 16
+        bytes (cp.async's 16-byte chunks, ldmatrix rows). Nothing overlaps,
+        so the offsets are a function of the IR's buffer types alone."""
+        from mytriton.backends.cuda.dots import buffer_bytes
+
+        offsets, offset = [], _aligned(self.shared_bytes)
+        for op in self.shared_allocs:
+            offsets.append(offset)
+            offset += _aligned(buffer_bytes(op))
+        return offsets
+
+    def total_shared_bytes(self) -> int:
+        """The dynamic shared bytes a launch must give: scratch and buffers."""
+        return _aligned(self.shared_bytes) + self.staged_bytes()
 
     def render(self) -> str:
+        from mytriton.backends.cuda.dots import declare_shared
+
         header = {
             "kernel": self.kernel.name,
             "params": [[p.name, str(p.type)] for p in self.kernel.params],
@@ -282,7 +308,7 @@ class CudaEmitter:
             "stores": stored_params(self.kernel),
             "num_warps": self.num_warps,
             "threads": self.threads,
-            "shared_bytes": self.shared_bytes + self.staged_bytes(),
+            "shared_bytes": self.total_shared_bytes(),  # the launch's dynamic shared memory
             "source": self.kernel.loc.file,
         }
         if self.kernel.digest is not None:
@@ -299,9 +325,13 @@ class CudaEmitter:
         out.append("")
         params = [f"{c_element(p.type)} {self.cnames[p]}" for p in self.kernel.params]
         out.append(self.lang.kernel_signature(symbol, params, self.threads) + " {")
-        if self.shared_bytes:
-            out.append(INDENT + self.lang.shared_array("unsigned char", "smem", self.shared_bytes))
-        out += [INDENT + decl for decl in self.shared_decls]
+        if self.total_shared_bytes():
+            parts = [f"{self.shared_bytes} of scratch from 0"] if self.shared_bytes else []
+            parts += ["the staged buffers"] if self.shared_allocs else []
+            out.append(f"{INDENT}{self.lang.dynamic_shared_array('smem')}  // {self.total_shared_bytes()} bytes "
+                       f"at launch: {', then '.join(parts)}")
+        for op, offset in zip(self.shared_allocs, self.shared_offsets()):
+            out.append(INDENT + declare_shared(op, offset)[1])
         for name, parent in self.parents.values():
             out.append(f"{INDENT}// {name}: {parent.describe()}")
             for d in range(parent.rank):
@@ -676,9 +706,10 @@ def c_comment(text: str) -> str:
     return "".join(out)
 
 
-def emit_cuda(kernel: Kernel) -> str:
-    """CUDA C++ for laid-out SSA (the layouts stage's output)."""
-    return CudaEmitter(kernel).emit()
+def emit_cuda(kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET) -> str:
+    """CUDA C++ for laid-out SSA (the layouts stage's output), its shared
+    memory within ``shared_budget`` bytes (the target's)."""
+    return CudaEmitter(kernel, shared_budget).emit()
 
 
 def read_header(source: str, file: str = "<cuda>") -> dict:
@@ -740,6 +771,9 @@ def _check_header(header: dict, where: Location) -> None:
     for name in stores:
         if name not in names:
             raise bad(f"'stores' names {json.dumps(name)[:80]}, which is not a parameter")
+    shared = header.get("shared_bytes", 0)  # a header from before dynamic shared memory: none
+    if type(shared) is not int or not 0 <= shared <= MAX_SHARED_BYTES:
+        raise bad(f"'shared_bytes' must be an integer from 0 to {MAX_SHARED_BYTES}, got {json.dumps(shared)[:80]}")
     constexprs = header.get("constexprs", {})
     if not isinstance(constexprs, dict) or not all(
             isinstance(v, (bool, int, float, str)) for v in constexprs.values()):

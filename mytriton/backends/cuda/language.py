@@ -50,6 +50,16 @@ class CudaLanguage(CStyleLanguage):
     # 16-byte one into LDG.E.128 / STG.E.128 when the address is aligned).
     vector_words = {2: "unsigned short", 4: "unsigned int", 8: "uint2", 16: "uint4"}
 
+    def dynamic_shared_array(self, name: str) -> str:
+        """The block's one shared array, sized at launch (the launch's dynamic
+        shared bytes): the only way past 48 KiB, once the launcher raises the
+        kernel's MAX_DYNAMIC_SHARED_SIZE_BYTES."""
+        return f"extern __shared__ __align__(16) unsigned char {name}[];"
+
+    def shared_view(self, element: str, name: str, array: str, offset: int) -> str:
+        """``name``: ``element``s at byte ``offset`` of the shared array ``array``."""
+        return f"{element}* const {name} = reinterpret_cast<{element}*>({array} + {offset});"
+
     def vector_buffer(self, element: str, name: str, count: int) -> str:
         """A thread's staging array for ``count`` elements moved as one access."""
         return f"__align__(16) {element} {name}[{count}];"

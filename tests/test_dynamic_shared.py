@@ -1,0 +1,268 @@
+"""Shared memory past 48 KiB: the budget is the target's (sm_90: 227 KiB),
+every buffer is carved out of one dynamic shared array at offsets the emitter
+lays out from the IR, the header says how many bytes a launch must give, and
+the launcher raises the kernel's limit before launching with them."""
+from __future__ import annotations
+
+import json
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import mytriton
+from conftest import cdiv, compile_text, load_sample, randf, sample_names, sample_options
+from mytriton.backends.cuda.emitter import HEADER_PREFIX, read_header
+from mytriton.diagnostics import CompileError
+from mytriton.target import DEFAULT_SHARED_LIMIT, SHARED_MEMORY_BUDGET, shared_memory_budget
+
+F16_SIGNATURE = "*fp16, *fp16, *fp32, i32, i32, i32"
+BIG = {"BM": 128, "BN": 128, "BK": 64}  # Triton's 128x128x64 f16 config
+
+
+def matmul_text(emit: str, signature: str = F16_SIGNATURE, defines=None, **options) -> str:
+    with open(load_sample("matmul").__file__) as handle:
+        text = handle.read()
+    return compile_text(text, emit, "samples/matmul.py", signature=signature,
+                        defines=defines or BIG, **{"num_warps": 8, **options})
+
+
+def header_of(cuda: str) -> dict:
+    return json.loads(cuda.split("\n", 1)[0][len(HEADER_PREFIX):])
+
+
+# ---- the budget ------------------------------------------------------------------------------------
+
+
+def test_the_budget_is_the_targets():
+    assert shared_memory_budget("sm_90") == SHARED_MEMORY_BUDGET == 232448
+    assert shared_memory_budget("sm_80") == 163 * 1024
+    assert shared_memory_budget("sm_52") == DEFAULT_SHARED_LIMIT == 49152  # not listed: what every GPU allows
+
+
+# ---- the header and the declarations --------------------------------------------------------------
+
+
+def test_the_128x128x64_f16_three_stage_matmul_records_its_shared_bytes():
+    cuda = matmul_text("cuda")
+    # 3 stages of A (128 rows of 64 + 8 padding halves) and B (64 rows of 128 + 8)
+    expected = 3 * (128 * 72 * 2 + 64 * 136 * 2)
+    assert header_of(cuda)["shared_bytes"] == expected == 107520
+    assert read_header(cuda)["shared_bytes"] == expected
+
+
+def test_every_buffer_is_carved_out_of_one_dynamic_array_at_aligned_offsets():
+    cuda = matmul_text("cuda")
+    assert cuda.count("__shared__") == 1
+    assert "extern __shared__ __align__(16) unsigned char smem[];  // 107520 bytes at launch" in cuda
+    assert "__half* const shared_dot_a0 = reinterpret_cast<__half*>(smem + 0);" in cuda
+    assert f"__half* const shared_dot_b0 = reinterpret_cast<__half*>(smem + {3 * 128 * 72 * 2});" in cuda
+
+
+def test_scratch_comes_first_and_the_staged_buffers_after_it():
+    # A reduction of the accumulator needs scratch beside the staged buffers.
+    with open(load_sample("matmul").__file__) as handle:
+        text = handle.read().replace("acc,", "acc - tl.max(acc, axis=1)[:, None],")
+    assert "tl.max(acc" in text
+    cuda = compile_text(text, "cuda", "samples/matmul.py", f32_default="ieee")
+    scratch = int(cuda.split("bytes at launch: ", 1)[1].split(" of scratch", 1)[0])
+    assert scratch > 0
+    offset = (scratch + 15) // 16 * 16
+    assert f"float* const shared_dot_a0 = reinterpret_cast<float*>(smem + {offset});" in cuda
+    assert header_of(cuda)["shared_bytes"] > offset
+
+
+def sample_cuda(name: str) -> str:
+    with open(load_sample(name).__file__) as handle:
+        return compile_text(handle.read(), "cuda", f"samples/{name}.py", **sample_options(name))
+
+
+def test_a_kernel_without_shared_memory_declares_none_and_needs_none():
+    cuda = sample_cuda("add")
+    assert "smem" not in cuda and header_of(cuda)["shared_bytes"] == 0
+
+
+@pytest.mark.parametrize("name", sorted(sample_names()))
+def test_each_samples_header_gives_the_bytes_its_one_shared_array_takes(name):
+    cuda = sample_cuda(name)
+    shared = header_of(cuda)["shared_bytes"]
+    assert cuda.count("__shared__") == (1 if shared else 0)
+    if shared:
+        assert f"unsigned char smem[];  // {shared} bytes at launch" in cuda
+
+
+def test_a_shared_budget_of_48_kib_keeps_the_old_limit():
+    # One 32 KiB stage fits in 48 KiB (padded: 35840 bytes), two do not; a 64 KiB stage is refused.
+    assert "pipeline_stages=1" in matmul_text("staged", shared_budget=48 * 1024)
+    assert header_of(matmul_text("cuda", shared_budget=48 * 1024))["shared_bytes"] == 128 * 72 * 2 + 64 * 136 * 2
+    with pytest.raises(CompileError, match=r"49152-byte \(48 KiB\) budget"):
+        matmul_text("staged", shared_budget=48 * 1024, defines={"BM": 128, "BN": 128, "BK": 128})
+
+
+def test_a_tile_whose_buffers_pass_227_kib_is_a_located_error():
+    with pytest.raises(CompileError, match=r"over the 232448-byte \(227 KiB\) budget") as info:
+        matmul_text("cuda", defines={"BM": 256, "BN": 256, "BK": 256})
+    assert info.value.loc.line == 24  # tl.dot
+
+
+def test_the_compile_command_takes_shared_budget(tmp_path):
+    from click.testing import CliRunner
+
+    from mytriton.cli import main
+    from conftest import SAMPLES
+
+    out = tmp_path / "k.cu"
+    args = ["compile", str(SAMPLES / "matmul.py"), "-s", F16_SIGNATURE, "-D", "BM=128", "-D", "BN=128",
+            "-D", "BK=64", "--num-warps", "8"]
+    assert CliRunner().invoke(main, args + ["-o", str(out)]).exit_code == 0
+    assert header_of(out.read_text())["shared_bytes"] == 107520
+    args[args.index("BK=64")] = "BK=128"  # 64 KiB a stage
+    refused = CliRunner().invoke(main, args + ["--shared-budget", "49152", "-o", str(tmp_path / "no.cu")])
+    assert refused.exit_code == 1 and "49152-byte (48 KiB) budget" in refused.output
+    assert not (tmp_path / "no.cu").exists()
+
+
+@pytest.mark.parametrize("bad", ["-1", "1.5", '"64"', "1000000000"])
+def test_a_header_with_a_bad_shared_size_is_refused(bad):
+    cuda = matmul_text("cuda")
+    first, rest = cuda.split("\n", 1)
+    edited = first.replace('"shared_bytes": 107520', f'"shared_bytes": {bad}') + "\n" + rest
+    with pytest.raises(CompileError, match="'shared_bytes' must be an integer"):
+        read_header(edited)
+
+
+# ---- nvcc -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.nvcc
+def test_the_kernel_past_48_kib_builds_with_dynamic_shared_memory():
+    from mytriton.backends.cuda.nvcc import compile_cubin, compile_ptx
+
+    cuda = matmul_text("cuda")
+    ptx = compile_ptx(cuda, "sm_90")
+    assert ".extern .shared .align 16 .b8 smem[];" in ptx
+    assert "ldmatrix" in ptx and "mma.sync" in ptx and "cp.async" in ptx
+    assert compile_cubin(cuda, "sm_90")[:4] == b"\x7fELF"
+
+
+# ---- the launcher -----------------------------------------------------------------------------------
+
+
+class FakeFunction:
+    """Records what the launcher asks of a PyCUDA function."""
+
+    def __init__(self) -> None:
+        self.attributes: dict[str, int] = {}
+        self.launches: list[tuple] = []
+
+    def set_attribute(self, attribute, value) -> None:
+        self.attributes[attribute] = value
+
+    def prepare(self, formats) -> None:
+        self.formats = formats
+
+    def prepared_async_call(self, grid, block, stream, *args, shared_size=0) -> None:
+        self.launches.append((grid, block, args, shared_size))
+
+
+class FakeDeviceArray:
+    def __init__(self, address: int) -> None:
+        self.__cuda_array_interface__ = {"data": (address, False), "shape": (1,), "typestr": "<f4", "version": 3}
+
+
+@pytest.fixture
+def fake_pycuda(monkeypatch):
+    """A pycuda.driver that knows the two attribute names and a device allowing 227 KiB."""
+    driver = types.ModuleType("pycuda.driver")
+    driver.function_attribute = types.SimpleNamespace(MAX_DYNAMIC_SHARED_SIZE_BYTES="MAX_DYNAMIC_SHARED_SIZE_BYTES")
+    driver.device_attribute = types.SimpleNamespace(
+        MAX_SHARED_MEMORY_PER_BLOCK_OPTIN="MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+    device = types.SimpleNamespace(get_attribute=lambda attribute: 232448)
+    driver.Context = types.SimpleNamespace(get_device=lambda: device, synchronize=lambda: None)
+    package = types.ModuleType("pycuda")
+    package.driver = driver
+    monkeypatch.setitem(sys.modules, "pycuda", package)
+    monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
+    return driver
+
+
+def fake_kernel(monkeypatch, cuda: str):
+    from mytriton.runtime import cuda_driver
+
+    function = FakeFunction()
+    module = types.SimpleNamespace(get_function=lambda name: function)
+    monkeypatch.setattr(cuda_driver, "compile_cubin", lambda source, arch: b"cubin")
+    monkeypatch.setattr(cuda_driver, "_load_module", lambda cubin: module)
+    monkeypatch.setattr(cuda_driver, "context", lambda: None)
+    return cuda_driver.CudaKernel(cuda), function
+
+
+def test_the_launcher_raises_the_limit_and_launches_with_the_headers_bytes(monkeypatch, fake_pycuda):
+    kernel, function = fake_kernel(monkeypatch, matmul_text("cuda"))
+    assert function.attributes == {"MAX_DYNAMIC_SHARED_SIZE_BYTES": 107520}
+    args = [FakeDeviceArray(4096), FakeDeviceArray(8192), FakeDeviceArray(12288), 300, 200, 100]
+    kernel.launch((3, 2), args)
+    ((grid, block, packed, shared),) = function.launches
+    assert (grid, block, shared) == ((3, 2, 1), (256, 1, 1), 107520)
+    assert list(packed) == [4096, 8192, 12288, 300, 200, 100]
+
+
+def test_the_launcher_leaves_the_limit_alone_within_48_kib(monkeypatch, fake_pycuda):
+    small = matmul_text("cuda", defines={"BM": 32, "BN": 32, "BK": 32}, num_warps=4)
+    assert 0 < header_of(small)["shared_bytes"] <= 48 * 1024
+    kernel, function = fake_kernel(monkeypatch, small)
+    kernel.launch((1,), [FakeDeviceArray(16)] * 3 + [32, 32, 32])
+    assert function.attributes == {}
+    assert function.launches[0][3] == header_of(small)["shared_bytes"]
+
+
+def test_more_than_the_device_allows_is_an_error_naming_the_kernel(monkeypatch, fake_pycuda):
+    from mytriton.runtime import cuda_driver
+
+    with pytest.raises(CompileError, match=r"kernel 'matmul_kernel' needs 107520 bytes of shared memory, more "
+                                           r"than this GPU allows a block \(101376\)"):
+        cuda_driver.allow_dynamic_shared(FakeFunction(), 107520, "matmul_kernel", limit=99 * 1024)
+
+
+# ---- the GPU against the interpreter ----------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(256, 256, 256), (200, 130, 300), (100, 70, 40)])
+def test_the_128x128x64_f16_three_stage_matmul_matches_the_interpreter(shape):
+    kernel = load_sample("matmul").matmul_kernel
+    M, N, K = shape
+    rng = np.random.default_rng(10)
+    a = randf(rng, M, K).astype(np.float16)
+    b = randf(rng, K, N).astype(np.float16)
+    results = {}
+    for backend in ("interp", "cuda"):
+        c = np.full((M, N), np.nan, np.float32)  # an unwritten output shows
+        compiled = kernel[(cdiv(M, 128), cdiv(N, 128))](a, b, c, M, N, K, BM=128, BN=128, BK=64,
+                                                          num_warps=8, num_stages=3, backend=backend)
+        results[backend] = c
+    assert compiled.metadata["num_stages"] == 3
+    assert header_of(compiled.asm["cuda"])["shared_bytes"] > 48 * 1024
+    np.testing.assert_allclose(results["cuda"], results["interp"], rtol=1e-3, atol=1e-3)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(results["cuda"], exact, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stages", [2, 4])
+def test_an_f32_tf32_matmul_past_48_kib_matches_the_interpreter(stages):
+    kernel = load_sample("matmul").matmul_kernel
+    M, N, K = 190, 170, 150
+    rng = np.random.default_rng(stages)
+    a, b = randf(rng, M, K), randf(rng, K, N)
+    results = {}
+    for backend in ("interp", "cuda"):
+        c = np.full((M, N), np.nan, np.float32)  # an unwritten output shows
+        compiled = kernel[(cdiv(M, 128), cdiv(N, 128))](a, b, c, M, N, K, BM=128, BN=128, BK=32,
+                                                          num_warps=8, num_stages=stages, backend=backend)
+        results[backend] = c
+    # stages x (128 rows of 32 + 4, 32 rows of 128 + 8) f32: 71680 or 143360 bytes
+    assert header_of(compiled.asm["cuda"])["shared_bytes"] == stages * (128 * 36 + 32 * 136) * 4
+    # Operands rounded to TF32 alike; only the order of the f32 sums differs.
+    np.testing.assert_allclose(results["cuda"], results["interp"], rtol=1e-3, atol=1e-3)
