@@ -31,7 +31,6 @@ HERE = Path(__file__).resolve().parent
 # What each waiting kernel file needs; "(issue 11)" marks the second language
 # issue (atomics, scans, random numbers).
 NEEDS: dict[str, str] = {
-    "layer_norm_bwd_locks": "tl.atomic_cas and tl.atomic_xchg (issue 11: atomics)",
     "dropout": "tl.rand (issue 11: random numbers)",
 }
 
