@@ -13,15 +13,16 @@ from mytriton.ir.ssa import walk
 
 # Which element types each kind takes (Triton's atom_red_typechecking_impl).
 DTYPES = {
-    "add": ("i32", "u32", "i64", "f32", "f16"),
-    "max": ("i32", "u32", "i64", "f32"),
-    "min": ("i32", "u32", "i64", "f32"),
-    "and": ("i32", "u32", "i64"),
-    "or": ("i32", "u32", "i64"),
-    "xor": ("i32", "u32", "i64"),
-    "xchg": ("i32", "u32", "i64", "f32"),
+    "add": ("i32", "u32", "i64", "u64", "f32", "f16", "f64"),
+    "max": ("i32", "u32", "i64", "u64", "f32", "f64"),
+    "min": ("i32", "u32", "i64", "u64", "f32", "f64"),
+    "and": ("i32", "u32", "i64", "u64"),
+    "or": ("i32", "u32", "i64", "u64"),
+    "xor": ("i32", "u32", "i64", "u64"),
+    "xchg": ("i32", "u32", "i64", "u64", "f32", "f64"),
 }
-NP = {"i32": np.int32, "u32": np.uint32, "i64": np.int64, "f32": np.float32, "f16": np.float16}
+NP = {"i32": np.int32, "u32": np.uint32, "i64": np.int64, "u64": np.uint64, "f32": np.float32, "f16": np.float16,
+      "f64": np.float64}
 CASES = [(kind, dtype) for kind, dtypes in DTYPES.items() for dtype in dtypes]
 
 RMW = """

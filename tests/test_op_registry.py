@@ -136,7 +136,7 @@ def _traced_ops(stmts) -> set[str]:
 
 EVERY_FUNCTION = """
 @mytriton.jit
-def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+def k(x_ptr, out_ptr, n, lock_ptr, BLOCK: tl.constexpr):
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK) + tl.num_programs(0) * 0
     m = i < n
     x = tl.load(x_ptr + i, mask=m, other=1.0)
@@ -162,6 +162,10 @@ def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     y += s0 + s1 + tl.sum(tl.interleave(y, y) + tl.cat(y, y), axis=0) + tl.sum(h, axis=0)
     y += tl.sum(tl.broadcast_to(y, (2, BLOCK)), axis=0)
     y += tl.zeros_like(y) + tl.full_like(y, 1.0)
+    y += tl.atomic_add(out_ptr + i, 1.0, mask=m) + tl.atomic_max(out_ptr + i, y) + tl.atomic_min(out_ptr, 0.0)
+    tl.atomic_cas(lock_ptr, 0, 1) + tl.atomic_and(lock_ptr, 3) + tl.atomic_or(lock_ptr, 1) + tl.atomic_xor(lock_ptr, 2)
+    tl.debug_barrier()
+    tl.atomic_xchg(lock_ptr, 0)
     tl.store(out_ptr + i, y + r + tl.sum(d, axis=1) + tl.sum(tl.trans(d), axis=0), mask=m)
 """
 

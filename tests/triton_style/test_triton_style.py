@@ -110,6 +110,17 @@ def case_matmul(m, rng) -> Result:
             ("c leaky_relu", m.matmul(a, b, activation="leaky_relu").astype(np.float32), leaky, 2e-2, 2e-2)]
 
 
+def case_matmul_split_k(m, rng) -> Result:
+    out: Result = []
+    for dtype, tol in ((np.float16, 2e-2), (np.float32, F32_DOT_TOL)):
+        a = rng.standard_normal((70, 300)).astype(dtype)  # ragged: no size a multiple of its block
+        b = rng.standard_normal((300, 45)).astype(dtype)
+        exact = a.astype(np.float64) @ b.astype(np.float64)
+        for split_k in (1, 4):
+            out.append((f"c {np.dtype(dtype).name} split_k={split_k}", m.matmul_split_k(a, b, split_k), exact, tol, tol))
+    return out
+
+
 def case_persistent_matmul(m, rng) -> Result:
     out: Result = []
     for dtype, tol in ((np.float16, 2e-2), (np.float32, F32_DOT_TOL)):
