@@ -188,6 +188,20 @@ def test_repeated_addresses_apply_in_order_with_no_lost_update(kernel_module, ki
     np.testing.assert_array_equal(olds, expected_olds)
 
 
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_float_max_and_min_order_signed_zeros_as_the_gpu_does(kernel_module, kind):
+    # The bits' integer order: +0.0 is above -0.0, for max and min alike.
+    module = _module(kernel_module, kind)
+    memory = np.array([-0.0, 0.0, -1.5, 2.0], np.float32)
+    values = np.array([0.0, -0.0, -0.5, 3.0], np.float32)
+    olds = np.zeros(4, np.float32)
+    module.k[(1,)](memory, values, np.arange(4, dtype=np.int32), olds, 4, BLOCK=4, backend="interp")
+    expected = np.maximum(memory, values) if kind == "max" else np.minimum(memory, values)
+    expected[:2] = [0.0, 0.0] if kind == "max" else [-0.0, -0.0]
+    np.testing.assert_array_equal(np.signbit(memory), np.signbit(expected))
+    np.testing.assert_array_equal(memory, expected)
+
+
 def test_a_histogram_of_repeated_bins_matches_np_add_at(kernel_module):
     rng = np.random.default_rng(3)
     module = kernel_module("""
@@ -477,3 +491,18 @@ def test_gpu_atomic_cas_matches_the_interpreter(kernel_module):
         results.append((m, olds))
     np.testing.assert_array_equal(results[0][0], results[1][0])
     np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_gpu_float_max_and_min_of_signed_zeros_match_the_interpreter(kernel_module, kind):
+    module = _module(kernel_module, kind)
+    memory = np.array([-0.0, 0.0, -1.5, 2.0, 0.0, -0.0, 7.0, -7.0], np.float32)
+    values = np.array([0.0, -0.0, -0.5, 3.0, 0.0, -0.0, -7.0, 7.0], np.float32)
+    results = []
+    for backend in ("cuda", "interp"):
+        m, olds = memory.copy(), np.zeros(8, np.float32)
+        module.k[(1,)](m, values, np.arange(8, dtype=np.int32), olds, 8, BLOCK=8, backend=backend)
+        results.append(m)
+    np.testing.assert_array_equal(np.signbit(results[0]), np.signbit(results[1]))
+    np.testing.assert_array_equal(results[0], results[1])

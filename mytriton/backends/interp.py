@@ -799,9 +799,25 @@ def _store(st: _State, op: Op, active: np.ndarray) -> None:
 # ``scope`` change nothing here: the order is already sequential.
 
 
+def _float_max_min(kind: str, old: Any, value: Any) -> Any:
+    """max/min of floats as the GPU computes them, by the integer order of
+    their bits (a value with its sign bit clear compared as signed integers,
+    one with it set as unsigned, reversed): signed zeros and NaNs too."""
+    size = old.dtype.itemsize
+    if not np.signbit(value):
+        a, b = value.view(f"i{size}"), old.view(f"i{size}")
+        wins = a > b if kind == "max" else a < b
+    else:
+        a, b = value.view(f"u{size}"), old.view(f"u{size}")
+        wins = a < b if kind == "max" else a > b
+    return value if wins else old
+
+
 def _rmw(kind: str, old: Any, value: Any) -> Any:
     if kind == "add":
         return old + value
+    if kind in ("max", "min") and old.dtype.kind == "f":
+        return _float_max_min(kind, old, value)
     if kind == "max":
         return value if value > old else old
     if kind == "min":
