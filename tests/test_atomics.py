@@ -366,6 +366,21 @@ def test_sem_and_scope_choose_fences_and_variants():
     assert "{ __threadfence(); (*reinterpret_cast<int*>(smem)) = atomicExch(p, 1); }" in cuda
 
 
+def test_an_atomic_of_a_held_tile_applies_it_where_it_is_held():
+    # split-K's write-back: the dot's accumulator is added from its own layout, with no layout change
+    laid_out = compile_text(kernel_source("""
+    @mytriton.jit
+    def k(a_ptr, c_ptr, BLOCK: tl.constexpr):
+        r = tl.arange(0, BLOCK)
+        offs = r[:, None] * BLOCK + r[None, :]
+        a = tl.load(a_ptr + offs)
+        tl.atomic_add(c_ptr + offs, tl.dot(a, a))
+    """), "layouts", signature="*fp16, *fp32", defines={"BLOCK": 32})
+    assert "convert_layout" not in laid_out
+    line = next(text for text in laid_out.splitlines() if "atomic_rmw" in text)
+    assert "#mma0>" in line
+
+
 @pytest.mark.nvcc
 @pytest.mark.parametrize("kind,dtype", CASES)
 def test_every_kind_and_dtype_builds_with_nvcc(kind, dtype):
