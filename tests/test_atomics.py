@@ -412,6 +412,20 @@ def test_every_sem_and_scope_builds_with_nvcc(sem, scope):
 
 
 @pytest.mark.nvcc
+def test_parameters_named_like_the_atomic_functions_build():
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = _cuda("""
+    @mytriton.jit
+    def k(atomicAdd, atomicMax_block, signbit, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.atomic_add(atomicAdd + offs, 1.0, scope="cta")
+        tl.atomic_max(atomicMax_block + offs, tl.load(signbit + offs), scope="cta")
+    """, "*fp32, *fp32, *fp32", BLOCK=64)
+    assert ".entry" in compile_ptx(cuda, "sm_90")
+
+
+@pytest.mark.nvcc
 def test_the_spin_lock_builds_with_nvcc():
     from mytriton.backends.cuda.nvcc import compile_ptx
 

@@ -39,6 +39,10 @@ _FUNCTIONS = {"add": "atomicAdd", "max": "atomicMax", "min": "atomicMin", "and":
 _SCOPE_SUFFIX = {"gpu": "", "cta": "_block", "sys": "_system"}
 _FENCES = {"gpu": "__threadfence();", "cta": "__threadfence_block();", "sys": "__threadfence_system();"}
 _U64 = "unsigned long long"
+# The C functions atomics call (a parameter of that name would hide one: names.py renames it).
+ATOMIC_CALLED = frozenset([f + suffix for f in _FUNCTIONS.values() for suffix in _SCOPE_SUFFIX.values()]
+                          + ["signbit", "__builtin_bit_cast", "reinterpret_cast",
+                             "__threadfence", "__threadfence_block", "__threadfence_system"])
 
 
 def _carrier(kind: str, t: ScalarType) -> str:
