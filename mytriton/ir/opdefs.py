@@ -1156,9 +1156,16 @@ def _atomic_value(ptr: Type | None, value: Type | None, what: str, op: str) -> N
         raise _err(f"the {what} of '{op}' ({value}) must broadcast to the pointer's shape {ptr}")
 
 
+def _atomic_pointee(ptr: Type | None, op: str) -> ScalarType:
+    pointee = _pointer_element(ptr, op).pointee
+    if not isinstance(pointee, ScalarType):
+        raise _err(f"'{op}' acts on numbers, not on {pointee}")
+    return pointee
+
+
 def _atomic_rmw(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     ptr, value, mask = types
-    pointee = _pointer_element(ptr, "atomic_rmw").pointee
+    pointee = _atomic_pointee(ptr, "atomic_rmw")
     kind = attrs.get("kind")
     if kind not in ATOMIC_KINDS:
         raise _err(f"the kind of 'atomic_rmw' is one of {', '.join(ATOMIC_KINDS)}, got {kind!r}")
@@ -1175,7 +1182,7 @@ def _atomic_rmw(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
 
 def _atomic_cas(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     ptr, cmp, value = types
-    pointee = _pointer_element(ptr, "atomic_cas").pointee
+    pointee = _atomic_pointee(ptr, "atomic_cas")
     _atomic_attrs(attrs, "atomic_cas")
     if pointee.is_bool or pointee.bits not in (32, 64):
         raise _err(f"atomic_cas needs 32- or 64-bit elements, not {pointee}")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mytriton.backends.cuda.ctypes import c_element
+from mytriton.backends.cuda.ctypes import c_element, c_literal
 from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.language import CUDA
 from mytriton.backends.cuda.slots import SlotLoop, linear_index
@@ -124,8 +124,6 @@ def emit_scalar_atomic(em: "CudaEmitter", op: Op, args: list) -> None:
 
 
 def _zero(t: ScalarType) -> str:
-    from mytriton.backends.cuda.ctypes import c_literal
-
     return c_literal(0.0 if t.is_float else 0, t)
 
 
@@ -151,6 +149,8 @@ def emit_tile_atomic(em: "CudaEmitter", op: Op, domain) -> None:
         return
     # Copies of an element on spare threads take its owner's old value.
     shared = "s" + em.name(result)[1:]
+    em.line("{  // the old values, from each element's owner to its copies")
+    em.depth += 1
     em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
     em.line(f"{ctype}* const {shared} = reinterpret_cast<{ctype}*>(smem);")
     for direction in ("write", "read"):
@@ -167,5 +167,7 @@ def emit_tile_atomic(em: "CudaEmitter", op: Op, domain) -> None:
         em.line("}")
         if direction == "write":
             em.line(em.lang.barrier)
+    em.depth -= 1
+    em.line("}")
     em.need_shared(result.type.numel * max(t.nbytes, 1), op)
 
