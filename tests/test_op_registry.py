@@ -136,7 +136,7 @@ def _traced_ops(stmts) -> set[str]:
 
 EVERY_FUNCTION = """
 @mytriton.jit
-def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+def k(x_ptr, out_ptr, n, lock_ptr, BLOCK: tl.constexpr):
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK) + tl.num_programs(0) * 0
     m = i < n
     x = tl.load(x_ptr + i, mask=m, other=1.0)
@@ -166,6 +166,10 @@ def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     y += tl.randn4x(n, i)[2] + tl.pair_uniform_to_normal(x, x)[0] + tl.randint4x(n, i)[3].to(tl.float32)
     q = tl.philox(n, i, i, i, i)
     y += tl.philox_impl(q[0], q[1], q[2], q[3], q[0], q[1])[0].to(tl.float32)
+    y += tl.atomic_add(out_ptr + i, 1.0, mask=m) + tl.atomic_max(out_ptr + i, y) + tl.atomic_min(out_ptr, 0.0)
+    tl.atomic_cas(lock_ptr, 0, 1) + tl.atomic_and(lock_ptr, 3) + tl.atomic_or(lock_ptr, 1) + tl.atomic_xor(lock_ptr, 2)
+    tl.debug_barrier()
+    tl.atomic_xchg(lock_ptr, 0)
     tl.store(out_ptr + i, y + r + tl.sum(d, axis=1) + tl.sum(tl.trans(d), axis=0), mask=m)
 """
 

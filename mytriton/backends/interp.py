@@ -196,6 +196,8 @@ def programs_per_chunk(kernel: Kernel) -> int:
     """How many programs run at once: their elements (``program_elements``)
     stay under INTERP_CHUNK_ELEMENTS; at least one program runs, whatever
     its size (MAX_TILE_ELEMENTS bounds that)."""
+    if any(op.name in opdefs.ATOMIC_OPS for op in walk(kernel.body)):
+        return 1  # atomics: programs in order, one at a time (see "atomics" below)
     return max(1, INTERP_CHUNK_ELEMENTS // program_elements(kernel))
 
 
@@ -875,6 +877,110 @@ def _store(st: _State, op: Op, active: np.ndarray) -> None:
             raise CompileError(f"store to '{buf.name}': the array is read-only", op.loc)
         st.detach(buf)
         buf.data[elem[sel]] = values[sel]
+
+
+# ---- atomics ------------------------------------------------------------------------------------
+# A kernel with atomics runs one program at a time (``programs_per_chunk``),
+# and each atomic applies its enabled elements one at a time in order, so
+# repeated addresses accumulate with no lost update and a spin lock taken by
+# one program is released before the next program runs. ``sem`` and
+# ``scope`` change nothing here: the order is already sequential.
+
+
+def _float_max_min(kind: str, old: Any, value: Any) -> Any:
+    """max/min of floats as the GPU computes them, by the integer order of
+    their bits (a value with its sign bit clear compared as signed integers,
+    one with it set as unsigned, reversed): signed zeros and NaNs too."""
+    size = old.dtype.itemsize
+    if not np.signbit(value):
+        a, b = value.view(f"i{size}"), old.view(f"i{size}")
+        wins = a > b if kind == "max" else a < b
+    else:
+        a, b = value.view(f"u{size}"), old.view(f"u{size}")
+        wins = a < b if kind == "max" else a > b
+    return value if wins else old
+
+
+def _rmw(kind: str, old: Any, value: Any) -> Any:
+    if kind == "add":
+        return old + value
+    if kind in ("max", "min") and old.dtype.kind == "f":
+        return _float_max_min(kind, old, value)
+    if kind == "max":
+        return value if value > old else old
+    if kind == "min":
+        return value if value < old else old
+    if kind == "and":
+        return old & value
+    if kind == "or":
+        return old | value
+    if kind == "xor":
+        return old ^ value
+    return value  # xchg
+
+
+def _atomic_lanes(st: _State, op: Op, ptr: Operand, enabled: np.ndarray, dtype: np.dtype) -> tuple:
+    """The buffer id and element index of each enabled lane, in program then element order."""
+    ptrs = st.full(ptr, _operand_type(ptr))
+    return _locate(st, op, f"atomic_{op.attrs.get('kind', 'cas')} on", ptrs, enabled, dtype.itemsize)
+
+
+def _writable(st: _State, op: Op, which: np.ndarray) -> None:
+    for b in np.unique(which):
+        buf = st.buffers[int(b) - 1]
+        if not buf.data.flags.writeable:
+            raise CompileError(f"atomic on '{buf.name}': the array is read-only", op.loc)
+        st.detach(buf)
+
+
+@handles("atomic_rmw")
+def _atomic_rmw(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    ptr, value, mask = op.operands
+    pt = _operand_type(ptr)
+    dtype = np_dtype(_pointee(pt))
+    shape = (st.P, *shape_of(pt))
+    out = np.zeros(shape, dtype=dtype)
+    enabled = np.broadcast_to(_enabled(st, mask, active, pt), shape)
+    if not _any(enabled):
+        return out
+    which, elem = _atomic_lanes(st, op, ptr, enabled, dtype)
+    values = np.broadcast_to(st.get(value, dtype, _rank(pt)), shape)[enabled]
+    _writable(st, op, which)
+    kind = op.attrs["kind"]
+    olds = np.empty(elem.shape, dtype=dtype)
+    for lane, (b, e) in enumerate(zip(which.tolist(), elem.tolist())):
+        data = st.buffers[b - 1].data
+        old = data[e]
+        data[e] = _rmw(kind, old, values[lane])
+        olds[lane] = old
+    out[enabled] = olds
+    return out
+
+
+@handles("atomic_cas")
+def _atomic_cas(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    ptr, cmp, value = op.operands
+    pt = _operand_type(ptr)
+    dtype = np_dtype(_pointee(pt))
+    bits = np.dtype(f"u{dtype.itemsize}")  # compared bit for bit, as atomicCAS does
+    shape = (st.P, *shape_of(pt))
+    out = np.zeros(shape, dtype=dtype)
+    enabled = np.broadcast_to(_enabled(st, None, active, pt), shape)
+    if not _any(enabled):
+        return out
+    which, elem = _atomic_lanes(st, op, ptr, enabled, dtype)
+    cmps = np.ascontiguousarray(np.broadcast_to(st.get(cmp, dtype, _rank(pt)), shape)[enabled]).view(bits)
+    values = np.broadcast_to(st.get(value, dtype, _rank(pt)), shape)[enabled]
+    _writable(st, op, which)
+    olds = np.empty(elem.shape, dtype=dtype)
+    for lane, (b, e) in enumerate(zip(which.tolist(), elem.tolist())):
+        data = st.buffers[b - 1].data
+        old = data[e]
+        if data.view(bits)[e] == cmps[lane]:
+            data[e] = values[lane]
+        olds[lane] = old
+    out[enabled] = olds
+    return out
 
 
 # ---- reductions and dot ------------------------------------------------------------------------

@@ -14,7 +14,9 @@ import sys
 
 from mytriton.diagnostics import CompileError, printable
 from mytriton.frontend.tracer import Builtin, Tracer, describe, is_number
-from mytriton.ir.opdefs import DOT_INPUT_PRECISIONS, HINT_KINDS, MATH_FUNCTIONS
+from mytriton.ir.opdefs import (
+    ATOMIC_KINDS, ATOMIC_SCOPES, ATOMIC_SEMS, DOT_INPUT_PRECISIONS, HINT_KINDS, MATH_FUNCTIONS,
+)
 from mytriton.ir.tree import Expr
 from mytriton.language import PropagateNan
 from mytriton.types import (
@@ -124,6 +126,53 @@ def _store(t: Tracer, node: ast.Call, pointer: Any, value: Any, mask: Any, **hin
     if not isinstance(pointer, Expr):
         raise t.error("tl.store needs a pointer", node)
     t.effect(t.make("store", (pointer, value, mask), node))
+    return None
+
+
+# ---- atomics ---------------------------------------------------------------------------
+# Each atomic is anchored where the kernel calls it (a read and a write of
+# memory), whether or not its result is used.
+
+
+def _atomic_options(t: Tracer, node: ast.Call, name: str, sem: Any, scope: Any) -> dict[str, str]:
+    sem = "acq_rel" if sem is None else sem
+    scope = "gpu" if scope is None else scope
+    if sem not in ATOMIC_SEMS:
+        raise t.error(f"tl.{name}: sem must be one of {', '.join(map(repr, ATOMIC_SEMS))}, got {describe(sem) if not isinstance(sem, str) else repr(sem)}", node)
+    if scope not in ATOMIC_SCOPES:
+        raise t.error(f"tl.{name}: scope must be one of {', '.join(map(repr, ATOMIC_SCOPES))}, got {describe(scope) if not isinstance(scope, str) else repr(scope)}", node)
+    return {"sem": sem, "scope": scope}
+
+
+def _atomic_rmw_builtin(kind: str) -> None:
+    name = f"atomic_{kind}"
+
+    @builtin(name, "pointer", "val", mask=None, sem=None, scope=None)
+    def impl(t: Tracer, node: ast.Call, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any) -> Any:
+        if not isinstance(pointer, Expr):
+            raise t.error(f"tl.{name} needs a pointer, got {describe(pointer)}", node)
+        options = _atomic_options(t, node, name, sem, scope)
+        expr = t.make("atomic_rmw", (pointer, val, mask), node, kind=kind, **options)
+        t.anchor(expr)
+        return expr
+
+
+for _kind in ATOMIC_KINDS:
+    _atomic_rmw_builtin(_kind)
+
+
+@builtin("atomic_cas", "pointer", "cmp", "val", sem=None, scope=None)
+def _atomic_cas(t: Tracer, node: ast.Call, pointer: Any, cmp: Any, val: Any, sem: Any, scope: Any) -> Any:
+    if not isinstance(pointer, Expr):
+        raise t.error(f"tl.atomic_cas needs a pointer, got {describe(pointer)}", node)
+    expr = t.make("atomic_cas", (pointer, cmp, val), node, **_atomic_options(t, node, "atomic_cas", sem, scope))
+    t.anchor(expr)
+    return expr
+
+
+@builtin("debug_barrier")
+def _debug_barrier(t: Tracer, node: ast.Call) -> Any:
+    t.effect(t.make("barrier", (), node))
     return None
 
 

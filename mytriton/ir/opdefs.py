@@ -1283,6 +1283,90 @@ _register(OpDef("int_to_ptr", ("x",), _int_to_ptr, attrs=("dtype",), elementwise
                 doc="the 64-bit address x as a pointer to dtype (x.to(tl.pointer_type(dtype)))"))
 _register(OpDef("ptr_to_int", ("x",), _ptr_to_int, attrs=("dtype",), elementwise=True,
                 doc="the address the pointer x holds, as dtype i64 or u64 (ptr.to(tl.int64))"))
+# ---- atomics ----
+# tl.atomic_add/max/min/and/or/xor/xchg (one ``atomic_rmw`` op, its ``kind`` an
+# attribute, as Triton's tt.atomic_rmw) and tl.atomic_cas. Each reads AND
+# writes global memory: CSE never merges two, DCE keeps one whose result is
+# unused, LICM never hoists one, and no pass moves a load or store across it.
+# The result is the old value at each address (0 where the mask is off).
+# tl.debug_barrier is the ``barrier`` op.
+
+ATOMIC_KINDS = ("add", "max", "min", "and", "or", "xor", "xchg")
+ATOMIC_SEMS = ("acquire", "release", "acq_rel", "relaxed")
+ATOMIC_SCOPES = ("gpu", "cta", "sys")
+
+
+def atomic_dtype_problem(kind: str, pointee: ScalarType) -> str | None:
+    """Why ``kind`` cannot act on ``pointee``, as Triton's
+    atom_red_typechecking_impl says (f16 only adds; i1, i8, i16 and bf16
+    none; max/min of floats only f32 and f64; bitwise ops integers only),
+    or None."""
+    if pointee.is_bool or pointee == BF16 or (pointee.is_int and pointee.bits < 32):
+        return f"atomic_{kind} does not support {pointee}"
+    if pointee == F16 and kind != "add":
+        return f"atomic_{kind} does not support f16 (only atomic_add does)"
+    if kind in ("and", "or", "xor") and pointee.is_float:
+        return f"atomic_{kind} needs integers, not {pointee}"
+    return None
+
+
+def _atomic_attrs(attrs: dict[str, Any], op: str) -> None:
+    if attrs.get("sem") not in ATOMIC_SEMS:
+        raise _err(f"the sem of '{op}' is one of {', '.join(ATOMIC_SEMS)}, got {attrs.get('sem')!r}")
+    if attrs.get("scope") not in ATOMIC_SCOPES:
+        raise _err(f"the scope of '{op}' is one of {', '.join(ATOMIC_SCOPES)}, got {attrs.get('scope')!r}")
+
+
+def _atomic_value(ptr: Type | None, value: Type | None, what: str, op: str) -> None:
+    if isinstance(element_of(value), PointerType):
+        raise _err(f"the {what} of '{op}' cannot be a pointer")
+    if _broadcast(ptr, value) != shape_of(ptr):
+        raise _err(f"the {what} of '{op}' ({value}) must broadcast to the pointer's shape {ptr}")
+
+
+def _atomic_pointee(ptr: Type | None, op: str) -> ScalarType:
+    pointee = _pointer_element(ptr, op).pointee
+    if not isinstance(pointee, ScalarType):
+        raise _err(f"'{op}' acts on numbers, not on {pointee}")
+    return pointee
+
+
+def _atomic_rmw(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    ptr, value, mask = types
+    pointee = _atomic_pointee(ptr, "atomic_rmw")
+    kind = attrs.get("kind")
+    if kind not in ATOMIC_KINDS:
+        raise _err(f"the kind of 'atomic_rmw' is one of {', '.join(ATOMIC_KINDS)}, got {kind!r}")
+    _atomic_attrs(attrs, "atomic_rmw")
+    problem = atomic_dtype_problem(kind, pointee)
+    if problem:
+        raise _err(problem)
+    _atomic_value(ptr, value, "value", "atomic_rmw")
+    _mask_ok(mask, "atomic_rmw")
+    if mask is not None and _broadcast(ptr, mask) != shape_of(ptr):
+        raise _err(f"the mask of 'atomic_rmw' must broadcast to the pointer's shape {ptr}")
+    return [with_element(shape_of(ptr), pointee)]
+
+
+def _atomic_cas(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    ptr, cmp, value = types
+    pointee = _atomic_pointee(ptr, "atomic_cas")
+    _atomic_attrs(attrs, "atomic_cas")
+    if pointee.is_bool or pointee.bits not in (32, 64):
+        raise _err(f"atomic_cas needs 32- or 64-bit elements, not {pointee}")
+    _atomic_value(ptr, cmp, "cmp", "atomic_cas")
+    _atomic_value(ptr, value, "value", "atomic_cas")
+    return [with_element(shape_of(ptr), pointee)]
+
+
+_register(OpDef("atomic_rmw", ("ptr", "value", "mask?"), _atomic_rmw, attrs=("kind", "sem", "scope"),
+                reads_global=True, writes_global=True, address_operand="ptr", materialised=True,
+                doc="tl.atomic_<kind>: at each address where mask holds, old = *ptr; *ptr = kind(old, value), "
+                    "one element at a time; the result is old (0 where the mask is off)"))
+_register(OpDef("atomic_cas", ("ptr", "cmp", "value"), _atomic_cas, attrs=("sem", "scope"),
+                reads_global=True, writes_global=True, address_operand="ptr", materialised=True,
+                doc="tl.atomic_cas: at each address, old = *ptr; if old == cmp then *ptr = value; the result is old"))
+ATOMIC_OPS = ("atomic_rmw", "atomic_cas")
 
 # ---- layout rules ---------------------------------------------------------------
 # "elementwise": tile operands are read in the result's layout (sliced for a
@@ -1309,6 +1393,7 @@ for _op in list(OPS.values()):
         _set_layout_rule(_op.name, "elementwise")
 for _name, _rule in (("expand_dims", "expand_dims"), ("load", "load"), ("store", "store"),
                      ("device_print", "store"), ("device_assert", "store"), ("sum", "reduce"),
+                     ("atomic_rmw", "load"), ("atomic_cas", "load"),
                      ("max", "reduce"), ("min", "reduce"), ("dot", "dot"), ("dot_shared", "dot"),
                      ("convert_layout", "convert"), ("trans", "convert"), ("permute", "convert"),
                      ("reshape", "convert"), ("split", "convert"), ("join", "convert")):

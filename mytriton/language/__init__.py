@@ -77,6 +77,9 @@ FUNCTIONS = (
     "permute", "reshape", "view", "split", "join", "interleave", "cat", "broadcast_to", "zeros_like",
     "full_like",
     *RANDOM_FUNCTIONS,
+    # Atomics (Triton's names and signatures).
+    "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
+    "atomic_cas", "debug_barrier",
 )
 
 

@@ -372,6 +372,8 @@ class _Assigner:
             return
         result = op.results[0]
         layout = self.layout(result)
+        if op.name in opdefs.ATOMIC_OPS and result not in self.layouts:
+            layout = self.atomic_layout(op, layout)
         self.layouts[result] = layout
         self.operands(op, layout)
 
@@ -385,6 +387,18 @@ class _Assigner:
             layout = self.held(value)  # store the tile where it is: no data moves
         self.request(op, 0, layout)
         self.operands(op, layout)
+
+    def atomic_layout(self, op: Op, layout: TileLayout) -> TileLayout:
+        """An atomic no tile use has asked a layout of yet applies its value
+        where that value is held (as a store does: no data moves), when its
+        pointer and mask come from indices alone."""
+        index = 1 if op.name == "atomic_rmw" else 2
+        value = op.operands[index]
+        others = [o for i, o in enumerate(op.operands) if i != index]
+        if is_tile(value) and (is_materialized(value) or value in self.anchored) \
+                and value.type.shape == op.results[0].type.shape and not any(reaches_materialized(o) for o in others):
+            return self.held(value)
+        return layout
 
     def reduction(self, op: Op) -> None:
         x = op.operands[0]

@@ -31,7 +31,6 @@ HERE = Path(__file__).resolve().parent
 # What each waiting kernel file needs; "(issue 11)" marks the second language
 # issue (atomics, scans, random numbers).
 NEEDS: dict[str, str] = {
-    "layer_norm_bwd_locks": "tl.atomic_cas and tl.atomic_xchg (issue 11: atomics)",
 }
 
 _counter = itertools.count()
@@ -108,6 +107,17 @@ def case_matmul(m, rng) -> Result:
     leaky = np.where(exact >= 0, exact, 0.01 * exact)
     return [("c", m.matmul(a, b).astype(np.float32), exact, 2e-2, 2e-2),
             ("c leaky_relu", m.matmul(a, b, activation="leaky_relu").astype(np.float32), leaky, 2e-2, 2e-2)]
+
+
+def case_matmul_split_k(m, rng) -> Result:
+    out: Result = []
+    for dtype, tol in ((np.float16, 2e-2), (np.float32, F32_DOT_TOL)):
+        a = rng.standard_normal((70, 300)).astype(dtype)  # ragged: no size a multiple of its block
+        b = rng.standard_normal((300, 45)).astype(dtype)
+        exact = a.astype(np.float64) @ b.astype(np.float64)
+        for split_k in (1, 4):
+            out.append((f"c {np.dtype(dtype).name} split_k={split_k}", m.matmul_split_k(a, b, split_k), exact, tol, tol))
+    return out
 
 
 def case_persistent_matmul(m, rng) -> Result:

@@ -182,6 +182,9 @@ class CudaEmitter:
             elif rule == "dot":
                 open_group = None
                 groups.append(Group("dot", [op]))
+            elif op.name in opdefs.ATOMIC_OPS and is_tile(op.results[0]):
+                open_group = None  # an atomic is a statement of its own, in the kernel's order
+                groups.append(Group("atomic", [op], self.domain(op)))
             elif rule in ("load", "store") and (rule == "store" and is_tile(op.operands[0])
                                                  or op.results and is_tile(op.results[0])):
                 # Loads share a slot loop with loads, stores with stores: every
@@ -214,7 +217,8 @@ class CudaEmitter:
         """Loads read outside their own slot loop keep a per-thread array;
         reduction results, loop-carried tiles and results always have one."""
         for op in walk(self.kernel.body):
-            if _rule(op) in ("reduce", "dot", "convert") and op.results and is_tile(op.results[0]):
+            if (_rule(op) in ("reduce", "dot", "convert") or op.name in opdefs.ATOMIC_OPS) \
+                    and op.results and is_tile(op.results[0]):
                 self.storage[op.results[0]] = "t" + self.name(op.results[0])[1:]
             if op.name == "for":
                 for arg, result in zip(op.regions[0].args[1:], op.results):
@@ -367,6 +371,10 @@ class CudaEmitter:
                 from mytriton.backends.cuda.dots import emit_dot
 
                 emit_dot(self, group.ops[0])
+            elif group.kind == "atomic":
+                from mytriton.backends.cuda.atomics import emit_tile_atomic
+
+                emit_tile_atomic(self, group.ops[0], group.domain)
             elif group.kind == "if":
                 self.if_op(group.ops[0])
             elif group.kind == "while":
@@ -390,6 +398,11 @@ class CudaEmitter:
         if op.name in ("device_print", "device_assert"):
             for text in self.host_call(op, args, [], f"{self.lang.thread_id} == 0"):
                 self.line(text + self.where(op))
+            return
+        if op.name in opdefs.ATOMIC_OPS:
+            from mytriton.backends.cuda.atomics import emit_scalar_atomic
+
+            emit_scalar_atomic(self, op, args)
             return
         if op.name == "store":
             ptr, value, mask = args

@@ -88,6 +88,8 @@ STATEMENT_OPS = {
     "join": "emitter.py: like trans, a or b read at the leading coordinates, picked by the last",
     "device_print": "emitter.py: a printf per element (print_call), by the thread owning it",
     "device_assert": "emitter.py: a printf of the message and a trap where an element fails (assert_lines)",
+    "atomic_rmw": "atomics.py: atomicAdd/Max/Min/And/Or/Xor/Exch per owned element, fenced by sem",
+    "atomic_cas": "atomics.py: atomicCAS per owned element (a scalar: thread 0, broadcast through shared memory)",
 }
 
 # Ops the CUDA backend refuses, and why (none today).

@@ -114,6 +114,8 @@ STRUCTURED: dict[str, str] = {
 REFUSED: dict[str, str] = {
     "device_print": "printing from the device is not covered by the MLIR back end yet (gpu.printf)",
     "device_assert": "device assertions are not covered by the MLIR back end yet",
+    "atomic_rmw": "atomics are not covered by the MLIR back end yet (memref.atomic_rmw)",
+    "atomic_cas": "atomics are not covered by the MLIR back end yet (memref.generic_atomic_rmw)",
 }
 # A pipelined K loop (the pipeline pass) is not lowered yet: `compile --emit=mlir`
 # stages dots unpipelined; staged SSA from `stage-dots --num-stages 1` reads too.

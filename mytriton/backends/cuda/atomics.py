@@ -1,0 +1,173 @@
+"""Atomics on the GPU: ``atomic_rmw`` (tl.atomic_add ... atomic_xchg) and
+``atomic_cas``.
+
+Each element is applied once, by the one thread that owns it (a layout's
+copies of an element on spare threads skip it, as stores do); where the
+layout has such copies, the old values go through shared memory so that
+every holder reads the same result. A scalar atomic runs on thread 0 and its
+old value reaches the whole program through shared memory (the spin lock of
+Triton's layer-norm backward: ``while tl.atomic_cas(lock, 0, 1) == 1``).
+
+CUDA's functions do the work: ``atomicAdd``, ``atomicMax``, ``atomicMin``,
+``atomicAnd``, ``atomicOr``, ``atomicXor``, ``atomicExch``, ``atomicCAS``,
+with the ``_block`` and ``_system`` variants for ``scope="cta"`` and
+``"sys"`` (f16 adds have no variants: theirs is always the device's scope).
+64-bit integers go through the ``unsigned long long`` overloads, floats'
+``max``/``min`` through the integer order of their bits (as Triton does:
+a non-negative value by signed ``atomicMax``, a negative one by unsigned
+``atomicMin``, and the mirror for ``min``), ``cas`` and ``xchg`` of floats
+on their bits. CUDA's atomics are relaxed; ``sem`` adds fences as Triton's
+``atom.acq_rel`` orders: a fence of the scope before (release, acq_rel) and
+after (acquire, acq_rel).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mytriton.backends.cuda.ctypes import c_element, c_literal
+from mytriton.backends.cuda.expressions import as_type
+from mytriton.backends.cuda.language import CUDA
+from mytriton.backends.cuda.slots import SlotLoop, linear_index
+from mytriton.ir.ssa import Op, walk
+from mytriton.types import BOOL, F16, F64, ScalarType, element_of
+
+if TYPE_CHECKING:
+    from mytriton.backends.cuda.emitter import CudaEmitter
+
+_FUNCTIONS = {"add": "atomicAdd", "max": "atomicMax", "min": "atomicMin", "and": "atomicAnd",
+              "or": "atomicOr", "xor": "atomicXor", "xchg": "atomicExch", "cas": "atomicCAS"}
+_SCOPE_SUFFIX = {"gpu": "", "cta": "_block", "sys": "_system"}
+_FENCES = {"gpu": "__threadfence();", "cta": "__threadfence_block();", "sys": "__threadfence_system();"}
+_U64 = "unsigned long long"
+# The C functions atomics call (a parameter of that name would hide one: names.py renames it).
+ATOMIC_CALLED = frozenset([f + suffix for f in _FUNCTIONS.values() for suffix in _SCOPE_SUFFIX.values()]
+                          + ["signbit", "__builtin_bit_cast", "reinterpret_cast",
+                             "__threadfence", "__threadfence_block", "__threadfence_system"])
+
+
+def _carrier(kind: str, t: ScalarType) -> str:
+    """The C type of CUDA's overload that ``kind`` on ``t`` goes through."""
+    if t.is_float and kind in ("add", "xchg") and t.bits == 32:
+        return "float"
+    if t.is_float and kind == "add":
+        return "double" if t == F64 else "__half"
+    if t.bits == 64:
+        if kind in ("max", "min") and t.is_int:
+            return _U64 if t.unsigned else "long long"
+        return _U64
+    if t.is_float or t.unsigned:
+        return "unsigned int"
+    return "int"
+
+
+def _call(function: str, scope: str, t: ScalarType, carrier: str, ptr: str, args: list[str]) -> str:
+    suffix = "" if t == F16 else _SCOPE_SUFFIX[scope]
+    own = CUDA.scalar_type(t)
+    if carrier == own:
+        return f"{function}{suffix}({ptr}, {', '.join(args)})"
+    cast_args = ", ".join(f"__builtin_bit_cast({carrier}, {a})" for a in args)
+    return f"__builtin_bit_cast({own}, {function}{suffix}(reinterpret_cast<{carrier}*>({ptr}), {cast_args}))"
+
+
+def _float_max_min(kind: str, scope: str, t: ScalarType, ptr: str, value: str) -> str:
+    """max/min of a float by the integer order of its bits (Triton's lowering)."""
+    signed, unsigned = ("long long", _U64) if t == F64 else ("int", "unsigned int")
+    pos, neg = ("atomicMax", "atomicMin") if kind == "max" else ("atomicMin", "atomicMax")
+    return (f"(!signbit({value}) ? {_call(pos, scope, t, signed, ptr, [value])} "
+            f": {_call(neg, scope, t, unsigned, ptr, [value])})")
+
+
+def atomic_expr(op: Op, ptr: str, args: list[str]) -> str:
+    """The C call applying ``op`` to one element at ``ptr`` (``args``
+    already of the pointee type); its value is the old element."""
+    t = element_of(op.results[0].type)
+    kind = op.attrs.get("kind", "cas")
+    scope = op.attrs["scope"]
+    if kind in ("max", "min") and t.is_float:
+        return _float_max_min(kind, scope, t, ptr, args[0])
+    return _call(_FUNCTIONS[kind], scope, t, _carrier(kind, t), ptr, args)
+
+
+def fenced(op: Op, target: str, call: str) -> str:
+    """``target = call;`` between the fences ``sem`` asks for."""
+    sem, fence = op.attrs["sem"], _FENCES[op.attrs["scope"]]
+    before = fence + " " if sem in ("release", "acq_rel") else ""
+    after = " " + fence if sem in ("acquire", "acq_rel") else ""
+    return f"{before}{target} = {call};{after}"
+
+
+def _operand_args(op: Op, args: list) -> tuple[str, list[str], str | None]:
+    """The pointer, the value operands in the pointee type, and the mask (C)."""
+    t = element_of(op.results[0].type)
+    if op.name == "atomic_cas":
+        ptr, cmp, value = args
+        return ptr.expr, [as_type(cmp, t), as_type(value, t)], None
+    ptr, value, mask = args
+    return ptr.expr, [as_type(value, t)], (as_type(mask, BOOL) if mask is not None else None)
+
+
+def emit_scalar_atomic(em: "CudaEmitter", op: Op, args: list) -> None:
+    """Thread 0 applies it; the old value reaches every thread through shared memory."""
+    result = op.results[0]
+    t = element_of(result.type)
+    ctype = c_element(result.type)
+    ptr, values, mask = _operand_args(op, args)
+    slot = f"(*reinterpret_cast<{ctype}*>(smem))"
+    condition = f"{em.lang.thread_id} == 0" + (f" && {mask}" if mask else "")
+    em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done{em.where(op)}")
+    em.line(f"if ({condition}) {{ {fenced(op, slot, atomic_expr(op, ptr, values))} }}")
+    if mask:
+        em.line(f"else if ({em.lang.thread_id} == 0) {slot} = {_zero(t)};  // masked off: 0")
+    em.line(em.lang.barrier)
+    em.line(f"const {ctype} {em.name(result)} = {slot};")
+    em.need_shared(max(t.nbytes, 4), op)
+
+
+def _zero(t: ScalarType) -> str:
+    return c_literal(0.0 if t.is_float else 0, t)
+
+
+def emit_tile_atomic(em: "CudaEmitter", op: Op, domain) -> None:
+    """Each owned element once; copies of an element read its old value back
+    through shared memory."""
+    result = op.results[0]
+    t = element_of(result.type)
+    ctype = c_element(result.type)
+    storage = em.storage[result]
+    loop = em.open_loop(domain, op)
+    coords = loop.coords()
+    ptr, values, mask = _operand_args(op, [loop.value(o, coords) for o in op.operands])
+    owner = loop.owner()
+    conditions = [c for c in (owner, mask) if c]
+    loop.lines.append(f"{storage}[k] = {_zero(t)};")
+    apply = fenced(op, f"{storage}[k]", atomic_expr(op, ptr, values))
+    loop.lines.append(f"if ({' && '.join(conditions)}) {{ {apply} }}" if conditions else apply)
+    where = f" @{op.loc.line}" if op.loc else ""
+    em.close_loop(loop, f"{op.name}{where} over {em.parent_name(domain.parent)} ({domain.slots} slot(s) per thread), "
+                        "each element by its owner", [f"{ctype} {storage}[{domain.slots}];"])
+    if owner is None or not any(result in user.operands for user in walk(em.kernel.body)):
+        return
+    # Copies of an element on spare threads take its owner's old value.
+    shared = "s" + em.name(result)[1:]
+    em.line("{  // the old values, from each element's owner to its copies")
+    em.depth += 1
+    em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
+    em.line(f"{ctype}* const {shared} = reinterpret_cast<{ctype}*>(smem);")
+    for direction in ("write", "read"):
+        loop = SlotLoop(em, domain)
+        index = linear_index([loop.use(c) for c in loop.coords()], result.type.shape)
+        if direction == "write":
+            loop.lines.append(f"if ({loop.owner()}) {shared}[{index}] = {storage}[k];")
+        else:
+            loop.lines.append(f"{storage}[k] = {shared}[{index}];")
+        em.line(em.lang.unroll)
+        em.line(f"for (int k = 0; k < {domain.slots}; ++k) {{")
+        for text in loop.body():
+            em.line("  " + text)  # the emitter's indent
+        em.line("}")
+        if direction == "write":
+            em.line(em.lang.barrier)
+    em.depth -= 1
+    em.line("}")
+    em.need_shared(result.type.numel * max(t.nbytes, 1), op)
+

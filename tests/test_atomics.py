@@ -1,0 +1,537 @@
+"""Atomics (tl.atomic_add, max, min, and, or, xor, xchg, cas) and tl.debug_barrier:
+Triton's type rules, the interpreter's one-element-at-a-time order, the CUDA
+that nvcc builds, and (on the GPU) agreement with the interpreter."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import build, compile_text, kernel_source
+from mytriton.backends.interp import run_kernel
+from mytriton.diagnostics import CompileError
+from mytriton.ir.ssa import walk
+
+# Which element types each kind takes (Triton's atom_red_typechecking_impl).
+DTYPES = {
+    "add": ("i32", "u32", "i64", "u64", "f32", "f16", "f64"),
+    "max": ("i32", "u32", "i64", "u64", "f32", "f64"),
+    "min": ("i32", "u32", "i64", "u64", "f32", "f64"),
+    "and": ("i32", "u32", "i64", "u64"),
+    "or": ("i32", "u32", "i64", "u64"),
+    "xor": ("i32", "u32", "i64", "u64"),
+    "xchg": ("i32", "u32", "i64", "u64", "f32", "f64"),
+}
+NP = {"i32": np.int32, "u32": np.uint32, "i64": np.int64, "u64": np.uint64, "f32": np.float32, "f16": np.float16,
+      "f64": np.float64}
+CASES = [(kind, dtype) for kind, dtypes in DTYPES.items() for dtype in dtypes]
+
+RMW = """
+@mytriton.jit
+def k(ptr, val_ptr, idx_ptr, old_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    idx = tl.load(idx_ptr + offs, mask=m, other=0)
+    v = tl.load(val_ptr + offs, mask=m, other=0)
+    old = tl.atomic_{kind}(ptr + idx, v, mask=m)
+    tl.store(old_ptr + offs, old, mask=m)
+"""
+
+
+def _signature(dtype: str) -> str:
+    return f"*{dtype}, *{dtype}, *i32, *{dtype}, i32"
+
+
+def _values(rng, dtype: str, n: int) -> np.ndarray:
+    """Random non-zero values: small integers of both signs where signed,
+    normal floats (negative ones too, for the float max/min bit order)."""
+    if dtype.startswith("f"):
+        x = rng.standard_normal(n).astype(NP[dtype])
+        x[x == 0] = 1
+        return x
+    if dtype.startswith("u"):
+        return rng.integers(1, 1 << 20, n).astype(NP[dtype])
+    x = rng.integers(-1000, 1000, n).astype(NP[dtype])
+    x[x == 0] = 7
+    return x
+
+
+def _apply(kind: str, old, value):
+    return {"add": lambda: old + value, "max": lambda: max(old, value), "min": lambda: min(old, value),
+            "and": lambda: old & value, "or": lambda: old | value, "xor": lambda: old ^ value,
+            "xchg": lambda: value}[kind]()
+
+
+def _sequential(kind: str, memory: np.ndarray, idx: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The reference: elements applied one at a time in order; their old values."""
+    olds = np.empty_like(values)
+    with np.errstate(all="ignore"):
+        for i, (j, v) in enumerate(zip(idx, values)):
+            olds[i] = memory[j]
+            memory[j] = _apply(kind, memory[j], v)
+    return olds
+
+
+def _module(kernel_module, kind: str):
+    return kernel_module(RMW.format(kind=kind))
+
+
+# ---- type rules -----------------------------------------------------------------------------------
+
+
+def _error(body: str, signature: str) -> str:
+    with pytest.raises(CompileError) as info:
+        build(body, signature)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("kind", ["max", "min", "and", "or", "xor", "xchg"])
+def test_only_atomic_add_takes_f16(kind):
+    message = _error(f"""
+    @mytriton.jit
+    def k(p):
+        tl.atomic_{kind}(p, 1.0)
+    """, "*fp16")
+    assert f"atomic_{kind} does not support f16" in message
+
+
+@pytest.mark.parametrize("dtype", ["i8", "i16", "bf16"])
+def test_narrow_integers_and_bf16_take_no_atomic(dtype):
+    message = _error("""
+    @mytriton.jit
+    def k(p):
+        tl.atomic_add(p, 1)
+    """, f"*{dtype}")
+    assert f"atomic_add does not support {dtype}" in message
+
+
+@pytest.mark.parametrize("kind", ["and", "or", "xor"])
+def test_bitwise_atomics_need_integers(kind):
+    assert f"atomic_{kind} needs integers" in _error(f"""
+    @mytriton.jit
+    def k(p):
+        tl.atomic_{kind}(p, 1.0)
+    """, "*fp32")
+
+
+def test_atomic_cas_needs_32_or_64_bit_elements():
+    assert "atomic_cas needs 32- or 64-bit elements" in _error("""
+    @mytriton.jit
+    def k(p):
+        tl.atomic_cas(p, 0.0, 1.0)
+    """, "*fp16")
+
+
+def test_an_unknown_sem_is_a_located_error():
+    message = _error("""
+    @mytriton.jit
+    def k(p):
+        tl.atomic_add(p, 1, sem="seq_cst")
+    """, "*i32")
+    assert "kernel.py:6:5: error: tl.atomic_add: sem must be one of" in message
+
+
+def test_an_unknown_scope_is_a_located_error():
+    assert "tl.atomic_xchg: scope must be one of" in _error("""
+    @mytriton.jit
+    def k(p):
+        tl.atomic_xchg(p, 1, scope="grid")
+    """, "*i32")
+
+
+def test_an_atomic_needs_a_pointer():
+    assert "tl.atomic_add needs a pointer" in _error("""
+    @mytriton.jit
+    def k(p):
+        tl.atomic_add(3, 1)
+    """, "*i32")
+
+
+def test_an_atomic_on_a_non_pointer_value_is_refused():
+    assert "needs a pointer" in _error("""
+    @mytriton.jit
+    def k(p, n):
+        tl.atomic_add(n + 1, 1)
+    """, "*i32, i32")
+
+
+def test_atomics_return_the_pointee_type_with_triton_defaults():
+    kernel = build("""
+    @mytriton.jit
+    def k(p, BLOCK: tl.constexpr):
+        old = tl.atomic_max(p + tl.arange(0, BLOCK), 1)
+        c = tl.atomic_cas(p, 0, 1, sem="acquire", scope="cta")
+        tl.debug_barrier()
+    """, "*u32", BLOCK=16)
+    ops = {op.name: op for op in walk(kernel.body)}
+    rmw, cas = ops["atomic_rmw"], ops["atomic_cas"]
+    assert (rmw.attrs, str(rmw.results[0].type)) == ({"kind": "max", "sem": "acq_rel", "scope": "gpu"},
+                                                      "vector<16 x u32>")
+    assert (cas.attrs, str(cas.results[0].type)) == ({"sem": "acquire", "scope": "cta"}, "u32")
+    assert "barrier" in ops
+
+
+# ---- the interpreter: one element at a time, programs in order -------------------------------------------
+
+
+@pytest.mark.parametrize("kind,dtype", CASES)
+def test_repeated_addresses_apply_in_order_with_no_lost_update(kernel_module, kind, dtype):
+    rng = np.random.default_rng(len(kind) * 7 + len(dtype))
+    n, bins = 300, 13  # ragged: 300 is not a multiple of BLOCK
+    memory = _values(rng, dtype, bins)
+    values = _values(rng, dtype, n)
+    idx = rng.integers(0, bins, n).astype(np.int32)
+    expected_memory = memory.copy()
+    expected_olds = _sequential(kind, expected_memory, idx, values)
+    olds = np.zeros(n, NP[dtype])
+    _module(kernel_module, kind).k[(5,)](memory, values, idx, olds, n, BLOCK=64, backend="interp")
+    np.testing.assert_array_equal(memory, expected_memory)
+    np.testing.assert_array_equal(olds, expected_olds)
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_float_max_and_min_order_signed_zeros_as_the_gpu_does(kernel_module, kind):
+    # The bits' integer order: +0.0 is above -0.0, for max and min alike.
+    module = _module(kernel_module, kind)
+    memory = np.array([-0.0, 0.0, -1.5, 2.0], np.float32)
+    values = np.array([0.0, -0.0, -0.5, 3.0], np.float32)
+    olds = np.zeros(4, np.float32)
+    module.k[(1,)](memory, values, np.arange(4, dtype=np.int32), olds, 4, BLOCK=4, backend="interp")
+    expected = np.maximum(memory, values) if kind == "max" else np.minimum(memory, values)
+    expected[:2] = [0.0, 0.0] if kind == "max" else [-0.0, -0.0]
+    np.testing.assert_array_equal(np.signbit(memory), np.signbit(expected))
+    np.testing.assert_array_equal(memory, expected)
+
+
+def test_a_histogram_of_repeated_bins_matches_np_add_at(kernel_module):
+    rng = np.random.default_rng(3)
+    module = kernel_module("""
+    @mytriton.jit
+    def hist(x_ptr, bins_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        x = tl.load(x_ptr + offs, mask=m, other=0)
+        tl.atomic_add(bins_ptr + x, 1, mask=m)
+    """)
+    x = rng.integers(0, 17, 1000).astype(np.int32)
+    bins = np.zeros(17, np.int32)
+    module.hist[(8,)](x, bins, 1000, BLOCK=128, backend="interp")
+    expected = np.zeros(17, np.int32)
+    np.add.at(expected, x, 1)
+    np.testing.assert_array_equal(bins, expected)
+
+
+def test_masked_off_elements_are_untouched_and_give_zero(kernel_module):
+    module = kernel_module("""
+    @mytriton.jit
+    def k(p, old_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        old = tl.atomic_add(p + offs, 5.0, mask=offs % 2 == 0)
+        tl.store(old_ptr + offs, old)
+    """)
+    memory = np.random.default_rng(1).standard_normal(16).astype(np.float32) + 10
+    before = memory.copy()
+    olds = np.full(16, np.nan, np.float32)
+    module.k[(1,)](memory, olds, BLOCK=16, backend="interp")
+    np.testing.assert_array_equal(memory[1::2], before[1::2])
+    np.testing.assert_array_equal(memory[0::2], before[0::2] + np.float32(5))
+    np.testing.assert_array_equal(olds[0::2], before[0::2])
+    np.testing.assert_array_equal(olds[1::2], 0)
+
+
+def test_atomic_cas_swaps_only_where_the_old_value_equals_cmp(kernel_module):
+    module = kernel_module("""
+    @mytriton.jit
+    def k(p, cmp_ptr, old_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        old = tl.atomic_cas(p + offs, tl.load(cmp_ptr + offs), -offs - 1)
+        tl.store(old_ptr + offs, old)
+    """)
+    rng = np.random.default_rng(2)
+    memory = rng.integers(1, 50, 32).astype(np.int64)
+    cmp = np.where(rng.random(32) < 0.5, memory, memory + 1).astype(np.int64)
+    before = memory.copy()
+    olds = np.zeros(32, np.int64)
+    module.k[(1,)](memory, cmp, olds, BLOCK=32, backend="interp")
+    np.testing.assert_array_equal(olds, before)
+    np.testing.assert_array_equal(memory, np.where(cmp == before, -np.arange(32) - 1, before))
+
+
+SCALAR_COUNTER = """
+@mytriton.jit
+def k(counter_ptr, old_ptr):
+    pid = tl.program_id(0)
+    tl.store(old_ptr + pid, tl.atomic_add(counter_ptr, 1))
+"""
+
+
+def test_a_scalar_atomic_counts_programs_in_order(kernel_module):
+    module = kernel_module(SCALAR_COUNTER)
+    counter, olds = np.zeros(1, np.int32), np.full(37, -1, np.int32)
+    module.k[(37,)](counter, olds, backend="interp")
+    assert counter[0] == 37
+    np.testing.assert_array_equal(olds, np.arange(37))
+
+
+SPIN_LOCK = """
+@mytriton.jit
+def k(lock_ptr, count_ptr, x_ptr, BLOCK: tl.constexpr):
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    c = tl.load(count_ptr)
+    tl.store(count_ptr, c + 1)
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1.0)
+    tl.debug_barrier()
+    tl.atomic_xchg(lock_ptr, 0)
+"""
+
+
+def test_a_spin_lock_serialises_the_programs(kernel_module):
+    module = kernel_module(SPIN_LOCK)
+    lock, count = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    x = np.random.default_rng(4).standard_normal(64).astype(np.float32)
+    expected = x.copy()
+    for _ in range(23):
+        expected = expected + np.float32(1)
+    module.k[(23,)](lock, count, x, BLOCK=64, backend="interp")
+    assert (lock[0], count[0]) == (0, 23)
+    np.testing.assert_array_equal(x, expected)
+
+
+def test_an_atomic_on_a_read_only_array_is_an_error(kernel_module):
+    module = kernel_module("""
+    @mytriton.jit
+    def k(p):
+        tl.atomic_add(p, 1)
+    """)
+    p = np.zeros(1, np.int32)
+    p.flags.writeable = False
+    with pytest.raises(CompileError, match="read-only"):
+        module.k[(1,)](p, backend="interp")
+
+
+def test_an_out_of_bounds_atomic_is_a_located_error(kernel_module):
+    module = kernel_module("""
+    @mytriton.jit
+    def k(p):
+        tl.atomic_add(p + 4, 1)
+    """)
+    with pytest.raises(CompileError, match="out-of-bounds atomic_add on 'p'"):
+        module.k[(1,)](np.zeros(4, np.int32), backend="interp")
+
+
+def test_an_atomic_with_an_unread_result_still_runs():
+    kernel = build("""
+    @mytriton.jit
+    def k(p):
+        tl.atomic_or(p, 6)
+    """, "*i32")
+    p = np.full(1, 9, np.int32)
+    run_kernel(kernel, (1,), [p])
+    assert p[0] == 15
+
+
+# ---- CUDA: what nvcc builds ---------------------------------------------------------------------------------
+
+
+def _cuda(body: str, signature: str, **defines) -> str:
+    return compile_text(kernel_source(body), "cuda", signature=signature, defines=defines)
+
+
+def test_a_tile_atomic_is_applied_by_each_elements_owner_only():
+    # 32 elements on 4 warps: three copies of each; only the owner applies it,
+    # and the copies read the old value back through shared memory.
+    cuda = compile_text(kernel_source(RMW.format(kind="add")), "cuda", signature=_signature("i32"),
+                        defines={"BLOCK": 32}, num_warps=4)
+    line = next(text for text in cuda.splitlines() if "atomicAdd(" in text)
+    assert line.strip().startswith("if (") and "&&" in line
+    assert "reinterpret_cast<int*>(smem)" in cuda
+
+
+def test_a_scalar_atomic_runs_on_thread_0_and_is_broadcast():
+    cuda = _cuda(SCALAR_COUNTER, "*i32, *i32")
+    assert "if (threadIdx.x == 0) { __threadfence(); (*reinterpret_cast<int*>(smem)) = atomicAdd(" in cuda
+
+
+def test_sem_and_scope_choose_fences_and_variants():
+    cuda = _cuda("""
+    @mytriton.jit
+    def k(p):
+        tl.atomic_add(p, 1, sem="relaxed", scope="cta")
+        tl.atomic_max(p, 1, sem="acquire", scope="sys")
+        tl.atomic_xchg(p, 1, sem="release")
+    """, "*i32")
+    assert "= atomicAdd_block(" in cuda and "__threadfence_block" not in cuda
+    assert "= atomicMax_system(p, 1); __threadfence_system(); }" in cuda
+    assert "{ __threadfence(); (*reinterpret_cast<int*>(smem)) = atomicExch(p, 1); }" in cuda
+
+
+def test_an_atomic_of_a_held_tile_applies_it_where_it_is_held():
+    # split-K's write-back: the dot's accumulator is added from its own layout, with no layout change
+    laid_out = compile_text(kernel_source("""
+    @mytriton.jit
+    def k(a_ptr, c_ptr, BLOCK: tl.constexpr):
+        r = tl.arange(0, BLOCK)
+        offs = r[:, None] * BLOCK + r[None, :]
+        a = tl.load(a_ptr + offs)
+        tl.atomic_add(c_ptr + offs, tl.dot(a, a))
+    """), "layouts", signature="*fp16, *fp32", defines={"BLOCK": 32})
+    assert "convert_layout" not in laid_out
+    line = next(text for text in laid_out.splitlines() if "atomic_rmw" in text)
+    assert "#mma0>" in line
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("kind,dtype", CASES)
+def test_every_kind_and_dtype_builds_with_nvcc(kind, dtype):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    for warps in (1, 4):
+        cuda = compile_text(kernel_source(RMW.format(kind=kind)), "cuda", signature=_signature(dtype),
+                            defines={"BLOCK": 64}, num_warps=warps)
+        assert ".entry" in compile_ptx(cuda, "sm_90")
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("sem", ["acquire", "release", "acq_rel", "relaxed"])
+@pytest.mark.parametrize("scope", ["gpu", "cta", "sys"])
+def test_every_sem_and_scope_builds_with_nvcc(sem, scope):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = _cuda(f"""
+    @mytriton.jit
+    def k(p, q, h, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        a = tl.atomic_min(p + offs, 2.5, sem="{sem}", scope="{scope}")
+        b = tl.atomic_cas(q + offs, offs, a.to(tl.int64), sem="{sem}", scope="{scope}")
+        tl.atomic_add(h + offs, a.to(tl.float16), sem="{sem}", scope="{scope}")
+        tl.atomic_xor(q, tl.sum(b), sem="{sem}", scope="{scope}")
+    """, "*fp32, *i64, *fp16", BLOCK=128)
+    ptx = compile_ptx(cuda, "sm_90")
+    assert "atom" in ptx
+
+
+@pytest.mark.nvcc
+def test_parameters_named_like_the_atomic_functions_build():
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = _cuda("""
+    @mytriton.jit
+    def k(atomicAdd, atomicMax_block, signbit, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.atomic_add(atomicAdd + offs, 1.0, scope="cta")
+        tl.atomic_max(atomicMax_block + offs, tl.load(signbit + offs), scope="cta")
+    """, "*fp32, *fp32, *fp32", BLOCK=64)
+    assert ".entry" in compile_ptx(cuda, "sm_90")
+
+
+@pytest.mark.nvcc
+def test_the_spin_lock_builds_with_nvcc():
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    ptx = compile_ptx(_cuda(SPIN_LOCK, "*i32, *i32, *fp32", BLOCK=64), "sm_90")
+    assert "atom.global.cas" in ptx.replace(".b32", "") or "atom.cas" in ptx or "atom.global" in ptx
+
+
+# ---- on the GPU, against the interpreter --------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_warps", [1, 4])
+@pytest.mark.parametrize("kind,dtype", CASES)
+def test_gpu_atomics_on_distinct_addresses_match_the_interpreter(kernel_module, kind, dtype, num_warps):
+    """Distinct addresses: the old values and the memory do not depend on order.
+    BLOCK=32 on 4 warps leaves copies of each element on spare threads."""
+    module = _module(kernel_module, kind)
+    rng = np.random.default_rng(11)
+    n = 1000
+    memory, values = _values(rng, dtype, n), _values(rng, dtype, n)
+    idx = rng.permutation(n).astype(np.int32)
+    results = []
+    for backend in ("cuda", "interp"):
+        m, olds = memory.copy(), np.zeros(n, NP[dtype])
+        module.k[(-(-n // 32),)](m, values, idx, olds, n, BLOCK=32, num_warps=num_warps, backend=backend)
+        results.append((m, olds))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind,dtype", [c for c in CASES if c[0] != "xchg"])
+def test_gpu_atomics_on_repeated_addresses_lose_no_update(kernel_module, kind, dtype):
+    """Repeated addresses: the final memory of an order-free op (integer and
+    bitwise exactly, float sums within rounding)."""
+    module = _module(kernel_module, kind)
+    rng = np.random.default_rng(12)
+    n, bins = 5000, 7
+    memory, values = _values(rng, dtype, bins), _values(rng, dtype, n)
+    idx = rng.integers(0, bins, n).astype(np.int32)
+    results = []
+    for backend in ("cuda", "interp"):
+        m, olds = memory.copy(), np.zeros(n, NP[dtype])
+        module.k[(-(-n // 256),)](m, values, idx, olds, n, BLOCK=256, backend=backend)
+        results.append(m)
+    if dtype.startswith("f") and kind == "add":
+        tol = 2.0 if dtype == "f16" else 1e-3  # ~700 f16 roundings per bin, in another order
+        np.testing.assert_allclose(results[0].astype(np.float64), results[1].astype(np.float64), rtol=tol, atol=tol)
+    else:
+        np.testing.assert_array_equal(results[0], results[1])
+
+
+@pytest.mark.gpu
+def test_gpu_a_scalar_counter_gives_each_program_a_distinct_old_value(kernel_module):
+    module = kernel_module(SCALAR_COUNTER)
+    counter, olds = np.zeros(1, np.int32), np.full(500, -1, np.int32)
+    module.k[(500,)](counter, olds, backend="cuda")
+    assert counter[0] == 500
+    np.testing.assert_array_equal(np.sort(olds), np.arange(500))
+
+
+@pytest.mark.gpu
+def test_gpu_the_spin_lock_serialises_the_programs(kernel_module):
+    module = kernel_module(SPIN_LOCK)
+    lock, count = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    x = np.random.default_rng(5).standard_normal(64).astype(np.float32)
+    expected = x.copy()
+    for _ in range(300):
+        expected = expected + np.float32(1)
+    module.k[(300,)](lock, count, x, BLOCK=64, backend="cuda")
+    assert (lock[0], count[0]) == (0, 300)
+    np.testing.assert_allclose(x, expected, rtol=1e-5)
+
+
+@pytest.mark.gpu
+def test_gpu_atomic_cas_matches_the_interpreter(kernel_module):
+    module = kernel_module("""
+    @mytriton.jit
+    def k(p, cmp_ptr, old_ptr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        old = tl.atomic_cas(p + offs, tl.load(cmp_ptr + offs), -offs - 1.5)
+        tl.store(old_ptr + offs, old)
+    """)
+    rng = np.random.default_rng(6)
+    n = 320
+    memory = rng.standard_normal(n).astype(np.float32)
+    cmp = np.where(rng.random(n) < 0.5, memory, memory + 1).astype(np.float32)
+    results = []
+    for backend in ("cuda", "interp"):
+        m, olds = memory.copy(), np.zeros(n, np.float32)
+        module.k[(n // 64,)](m, cmp, olds, BLOCK=64, backend=backend)
+        results.append((m, olds))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_gpu_float_max_and_min_of_signed_zeros_match_the_interpreter(kernel_module, kind):
+    module = _module(kernel_module, kind)
+    memory = np.array([-0.0, 0.0, -1.5, 2.0, 0.0, -0.0, 7.0, -7.0], np.float32)
+    values = np.array([0.0, -0.0, -0.5, 3.0, 0.0, -0.0, -7.0, 7.0], np.float32)
+    results = []
+    for backend in ("cuda", "interp"):
+        m, olds = memory.copy(), np.zeros(8, np.float32)
+        module.k[(1,)](m, values, np.arange(8, dtype=np.int32), olds, 8, BLOCK=8, backend=backend)
+        results.append(m)
+    np.testing.assert_array_equal(np.signbit(results[0]), np.signbit(results[1]))
+    np.testing.assert_array_equal(results[0], results[1])
