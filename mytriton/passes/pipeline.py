@@ -61,6 +61,10 @@ from mytriton.types import BOOL, I32, BlockType, PointerType, SharedType
 
 DEFAULT_NUM_STAGES = 3  # Triton's default
 
+# Each copy stage-dots writes, and the asynchronous copy that replaces it.
+ASYNC_FORM = {"copy_to_shared": "async_copy_to_shared",
+              "copy_strided_to_shared": "async_copy_strided_to_shared"}
+
 
 class _NotPipelinable(Exception):
     """This loop is not the staged pattern, or its copies cannot be issued early."""
@@ -97,7 +101,7 @@ def _plan(loop: Op, allocation_of: dict[Value, Op], counts: dict[Value, int]) ->
     if at < 3 or at + 1 >= len(ops) or ops[at - 1].name != "barrier" or ops[at + 1].name != "barrier":
         raise _NotPipelinable
     start = at - 1
-    while start > 0 and ops[start - 1].name == "copy_to_shared":
+    while start > 0 and ops[start - 1].name in ASYNC_FORM:
         start -= 1
     copies = ops[start:at - 1]
     buffers = [op.operands[0] for op in copies]
@@ -207,7 +211,7 @@ def _issue(builder: _Builder, plan: _Plan, k: Operand, pred: Operand, stage: Ope
     for copy, allocation in zip(plan.copies, plan.allocations):
         operands = [_clone_operand(builder, plan.loop, o, k, clones) for o in copy.operands[1:]]
         view = _view(builder, allocation, stage, stages, copy.loc)
-        builder.ops.append(Op("async_copy_to_shared", [view, *operands, pred], [], loc=copy.loc))
+        builder.ops.append(Op(ASYNC_FORM[copy.name], [view, *operands, pred], [], loc=copy.loc))
     builder.op("async_commit", [], [])
 
 
