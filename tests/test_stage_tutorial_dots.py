@@ -218,6 +218,14 @@ def test_the_tutorial_loop_builds_with_nvcc(signature, stages):
         assert "cp.async.wait_group" in ptx
 
 
+def test_the_mlir_back_end_lowers_the_strided_copy_and_xdsl_verifies_it():
+    pytest.importorskip("xdsl")
+    from mlir_check import op_names, parse_and_verify
+    text = compile_text(TUTORIAL, "mlir", "mm.py")
+    module = parse_and_verify(text)
+    assert {"memref.global", "gpu.barrier", "arith.remsi"} <= op_names(module)
+
+
 # ---- the GPU against the interpreter -------------------------------------------------------------------
 
 GPU_SHAPES = [(128, 128, 128), (70, 50, 77), (33, 17, 9), (64, 64, 0), (100, 96, 260)]
