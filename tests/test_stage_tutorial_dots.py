@@ -264,3 +264,45 @@ def test_the_tutorial_loop_on_the_gpu_matches_the_interpreter(tmp_path, monkeypa
     ours = run_on("cuda", kernel, shape, a, b, num_stages, 4)
     expected = run_on("interp", kernel, shape, a, b, num_stages, 4)
     np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-4)
+
+
+# ---- attention (tests/triton_style/fused_attention.py) ---------------------------------------------------
+
+
+def attention_staged(dtype: str = "fp16", stage: int = 1, block_m: int = 64, block_n: int = 32):
+    from conftest import ROOT
+    from mytriton import pipeline
+    from mytriton.pipeline import Options
+    source = (ROOT / "tests" / "triton_style" / "fused_attention.py").read_text()
+    signature = f"*{dtype}, *{dtype}, *{dtype}, fp32, *fp32, *{dtype}, " + ", ".join(["i32"] * 19)
+    options = Options(kernel="_attn_fwd", signature=signature,
+                      defines=dict(HEAD_DIM=64, BLOCK_M=block_m, BLOCK_N=block_n, STAGE=stage))
+    return source, options, pipeline.stage_dots(pipeline.source_to_ssa(source, "fa.py", options, optimized=True),
+                                                options)
+
+
+def test_attention_copies_q_once_before_the_loop_and_pipelines_k():
+    _, _, kernel = attention_staged()
+    (loop,) = [op for op in kernel.body.ops if op.name == "for"]
+    before = [op.name for op in kernel.body.ops[:kernel.body.ops.index(loop)]]
+    assert before.count("copy_strided_to_shared") == 1  # Q, loop-invariant
+    assert loop.attrs["pipeline_stages"] > 1
+    inside = [op.name for op in walk(loop.regions[0])]
+    assert inside.count("async_copy_strided_to_shared") == 1  # K alone
+    assert inside.count("dot_shared") == 1 and inside.count("dot") == 1  # P @ V keeps the general path
+
+
+def test_attention_leaves_its_dots_unstaged_where_the_buffers_leave_no_room_for_the_scratch():
+    _, _, kernel = attention_staged("fp32", 3, 64, 32)
+    assert "dot_shared" not in names(kernel)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("config", [("fp16", 1, 64, 32), ("fp32", 1, 32, 16), ("fp32", 3, 32, 16)])
+def test_staged_attention_builds_with_nvcc(config):
+    from mytriton import pipeline
+    from mytriton.backends.cuda.nvcc import compile_ptx
+    source, options, _ = attention_staged(*config)
+    cuda = pipeline.compile_source(source, "fa.py", "cuda", options)
+    assert "async_copy_strided_to_shared" in cuda
+    assert "cp.async.wait_group" in compile_ptx(cuda, "sm_90")

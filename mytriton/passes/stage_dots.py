@@ -122,6 +122,11 @@ class DotPlan:
     def nbytes(self) -> int:
         return self.a.buffer_type.nbytes + self.b.buffer_type.nbytes
 
+    @property
+    def strided(self) -> bool:
+        """Whether an operand is in a tutorial form (``copy_strided_to_shared``)."""
+        return not (isinstance(self.a, TilePlan) and isinstance(self.b, TilePlan))
+
 
 @dataclass(frozen=True)
 class NotCanonical:
@@ -378,7 +383,8 @@ class StridedPlan:
     """A tile load in a tutorial form, as ``copy_strided_to_shared`` spells it."""
 
     load: Op
-    base: Operand  # a scalar pointer: the tile's origin (in the loop's first iteration when carried)
+    base: Operand  # a scalar pointer: the tile's origin (in the loop's first iteration when carried) ...
+    shifts: tuple[Operand, ...]  # ... plus these integer scalars
     advance: Advance | None
     rows: WrappedAxis
     cols: WrappedAxis
@@ -415,6 +421,8 @@ class StridedPlan:
             return op.result
 
         base = self.base
+        for shift in self.shifts:
+            base = emit("addptr", [base, shift], base.type)
         if self.advance is not None:
             loop = self.advance.loop
             start, _, step = for_bounds(loop)
@@ -449,7 +457,7 @@ def _match_strided_load(defs: Definitions, value: Operand) -> StridedPlan:
         advance = _match_advance(load, ptr)
         loop = advance.loop
         tile_ptr = for_inits(loop)[ptr.index - 1]
-    base, rows, row_stride, cols, col_stride = _match_strided_pointer(defs, tile_ptr)
+    base, shifts, rows, row_stride, cols, col_stride = _match_strided_pointer(defs, tile_ptr)
     if shape_of(load.result.type) != (rows.size, cols.size):
         raise _Mismatch(f"the load's tile {load.result.type} is not [{rows.size}, {cols.size}]")
     (row_bound, row_shift), (col_bound, col_shift) = _match_strided_mask(defs, mask, rows, cols)
@@ -461,7 +469,7 @@ def _match_strided_load(defs: Definitions, value: Operand) -> StridedPlan:
         fill = other
     else:
         raise _Mismatch("the load does not fill masked-off elements with 0 or 0.0")
-    return StridedPlan(load, base, advance, rows, cols, row_stride, col_stride, row_bound, col_bound,
+    return StridedPlan(load, base, tuple(shifts), advance, rows, cols, row_stride, col_stride, row_bound, col_bound,
                        (row_shift, col_shift), fill)
 
 
@@ -497,18 +505,23 @@ def _defined_in(value: Operand, block) -> bool:
     return isinstance(value, Value) and is_within(defining_block(value), block)
 
 
-def _match_strided_pointer(defs: Definitions, ptr: Operand) -> tuple[Operand, WrappedAxis, Operand,
+def _match_strided_pointer(defs: Definitions, ptr: Operand) -> tuple[Operand, list[Operand], WrappedAxis, Operand,
                                                                        WrappedAxis, Operand]:
-    """``base + rows * row_stride + cols * col_stride`` (base a scalar pointer):
-    (base, rows, row_stride, cols, col_stride)."""
+    """``base + rows * row_stride + cols * col_stride`` (base a scalar
+    pointer), plus scalars added to the tile: (base, the scalars, rows,
+    row_stride, cols, col_stride)."""
     terms: list[Operand] = []
+    shifts: list[Operand] = []  # scalars added to the whole tile (tile + lo * stride): they move the base
     base = ptr
     while isinstance(base, Value) and isinstance(base.type, BlockType) \
             and (step := defs.defined_by(base, "addptr")) is not None:
         base, offset = step.operands
-        if not _is_i32_tile(offset):
-            raise _Mismatch("the pointer tile adds a scalar to a tile of pointers")
-        terms.append(offset)
+        if _is_i32_tile(offset):
+            terms.append(offset)
+        elif isinstance(offset, (Value, Const)) and not shape_of(offset.type) and _is_integer(offset):
+            shifts.append(offset)
+        else:
+            raise _Mismatch(POINTER_REASON)
     if not (isinstance(base, Value) and isinstance(base.type, PointerType)):
         raise _Mismatch("the pointer's base is not a scalar pointer")
     flat: list[Operand] = []
@@ -530,7 +543,13 @@ def _match_strided_pointer(defs: Definitions, ptr: Operand) -> tuple[Operand, Wr
     if set(found) != {ROWS, COLUMNS}:
         raise _Mismatch(POINTER_REASON)
     (rows, row_stride), (cols, col_stride) = found[ROWS], found[COLUMNS]
-    return base, rows, row_stride, cols, col_stride
+    return base, shifts, rows, row_stride, cols, col_stride
+
+
+def _is_integer(operand: Operand) -> bool:
+    if isinstance(operand, Const):
+        return type(operand.value) is int
+    return isinstance(operand.type, ScalarType) and operand.type.is_int
 
 
 def _row_and_column(pair: list[Operand]) -> bool:
@@ -650,13 +669,27 @@ def plan_dots(kernel: Kernel, defs: Definitions) -> list[DotPlan]:
     """The dots to stage, in program order. Raises if their buffers, with the
     kernel's existing ones, do not fit in the shared-memory budget."""
     used = sum(op.results[0].type.nbytes for op in walk(kernel.body) if _allocates(op))
+    matched = [plan for op in walk(kernel.body) if op.name == "dot"
+               and not isinstance(plan := match_dot(defs, op), NotCanonical)]
+    # A dot in a tutorial form (a strided copy) is staged only where its
+    # buffers leave room for the scratch of what stays unstaged (attention's
+    # P @ V, its reductions): otherwise it keeps the general path, as before.
+    while True:
+        reserve = _scratch_reserve(kernel, frozenset(plan.dot for plan in matched))
+        taken, room = [], used
+        for plan in matched:
+            # (The layouts stage pads the buffers' rows, and the back end's
+            # scratch is known only while emitting: a margin for both.)
+            if plan.strided and room + plan.nbytes * 5 // 4 + 2 * reserve > SHARED_MEMORY_BUDGET:
+                continue
+            room += plan.nbytes
+            taken.append(plan)
+        if len(taken) == len(matched):
+            break
+        matched = taken
     plans: list[DotPlan] = []
-    for op in walk(kernel.body):
-        if op.name != "dot":
-            continue
-        plan = match_dot(defs, op)
-        if isinstance(plan, NotCanonical):
-            continue
+    for plan in matched:
+        op = plan.dot
         if used + plan.nbytes > SHARED_MEMORY_BUDGET:
             earlier = f", and {used} bytes are already allocated" if used else ""
             raise CompileError(
@@ -666,6 +699,11 @@ def plan_dots(kernel: Kernel, defs: Definitions) -> list[DotPlan]:
         used += plan.nbytes
         plans.append(plan)
     return plans
+
+
+def _scratch_reserve(kernel: Kernel, staged: frozenset[Op]) -> int:
+    from mytriton.passes.pipeline import scratch_reserve  # (pipeline imports nothing from here)
+    return scratch_reserve(kernel, staged)
 
 
 def _allocates(op: Op) -> bool:
@@ -695,10 +733,20 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
         staged = Op("dot_shared", [*buffers, dot.operands[2]], [dot.result.type], dict(dot.attrs), loc=dot.loc)
         # The ops that compute a copy's operands first, so that the copies stay
         # together before the barrier (the pipeline pass finds them there).
-        *a_prelude, a_copy = plan.a.copy_ops(buffers[0])
-        *b_prelude, b_copy = plan.b.copy_ops(buffers[1])
+        in_place: list[Op] = []
+        copies: list[Op] = []
+        for tile, buffer in ((plan.a, buffers[0]), (plan.b, buffers[1])):
+            *prelude, copy = tile.copy_ops(buffer)
+            outside = _loop_around(dot, tile.load) if isinstance(tile, StridedPlan) else None
+            if outside is not None:
+                # A tile loaded before the loop (attention's Q) is copied once,
+                # there: nothing in the loop writes memory (_store_between).
+                insert_before(outside, *prelude, copy, Op("barrier", [], [], loc=tile.load.loc))
+            else:
+                in_place += prelude
+                copies.append(copy)
         insert_before(dot,
-                      *a_prelude, *b_prelude, a_copy, b_copy,
+                      *in_place, *copies,
                       Op("barrier", [], [], loc=dot.loc),
                       staged,
                       Op("barrier", [], [], loc=dot.loc))
@@ -710,6 +758,18 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
     first = next(op for op in body.ops if not _allocates(op))
     insert_before(first, *allocations)
     _erase_staging_only(kernel, defs, loads)
+
+
+def _loop_around(dot: Op, load: Op) -> Op | None:
+    """The outermost loop around ``dot`` in the block of ``load`` (which then
+    runs before it, loop-invariant), if ``dot`` is in such a loop."""
+    op = dot
+    while op.parent is not None and op.parent is not load.parent:
+        owner = op.parent.parent
+        if owner is None:
+            return None
+        op = owner
+    return op if op is not dot and op.parent is load.parent and op.regions else None
 
 
 def _erase_staging_only(kernel: Kernel, defs: Definitions, loads: list[Op]) -> None:
