@@ -203,6 +203,7 @@ def tutorial_cuda(signature: str = "*fp16, *fp16, *fp32, i32, i32, i32, i32, i32
 def test_the_cuda_copies_whole_rows_only_where_the_column_stride_is_1():
     cuda = tutorial_cuda()
     assert "stride_ak == 1) {  // 16-byte chunks" in cuda
+    assert "stride_bn == 1 && N % 8 == 0) {  // 16-byte chunks" in cuda  # B's columns wrap at N
     assert "(M != 0 ? (" in cuda  # the rows wrap as % M does
     assert "col * stride_bn" in cuda  # the element path reads through the column stride
 

@@ -215,8 +215,7 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
     nbytes = element.nbytes
     dst = em.storage[view]
     base_name = em.scalar_ref(base)
-    # A chunk is a run of a row: it needs the columns contiguous and unwrapped.
-    width = vector_width(view.type, fill) if args["col_wrap"] is None else 1
+    width = vector_width(view.type, fill)
     where = em.where(op).replace(f"  // {op.name}", "")
     em.line(f"// {op.name}{where}: the {rows}x{cols} tile of {base_name} at "
             f"({args['row_offset']}, {args['col_offset']}) into {dst}")
@@ -225,8 +224,12 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
     if width > 1:
         aligned = (f"reinterpret_cast<unsigned long long>({base_name}) % {width * nbytes} == 0 && "
                    f"{args['stride']} % {width} == 0 && {args['col_offset']} % {width} == 0")
+        # A chunk is a run of a row: the columns contiguous, and a wrap (the
+        # tutorial's % N) a multiple of the chunk, so that no chunk straddles it.
         if args["col_stride"] is not None:
             aligned += f" && {args['col_stride']} == 1"
+        if args["col_wrap"] is not None:
+            aligned += f" && {args['col_wrap']} % {width} == 0"
         em.line(f"if ({aligned}) {{  // {width * nbytes}-byte chunks")
         em.depth += 1
         _copy_loop(em, rows, cols, width, row_pitch, args, lambda i, in_bounds, row, col, r, c: [
