@@ -307,3 +307,20 @@ def test_staged_attention_builds_with_nvcc(config):
     cuda = pipeline.compile_source(source, "fa.py", "cuda", options)
     assert "async_copy_strided_to_shared" in cuda
     assert "cp.async.wait_group" in compile_ptx(cuda, "sm_90")
+
+
+# ---- the op's type rule ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("stride_am, stride_ak, 2147483647", "stride_am, 1.5, 2147483647",
+     "the column stride of 'copy_strided_to_shared' must be an i32 scalar"),
+    (", M, 0, 0.0 @", ", M, 0.5, 0.0 @", "the column wrap of 'copy_strided_to_shared' must be an i32 scalar"),
+])
+def test_a_malformed_strided_copy_is_a_located_error(old, new, message):
+    from mytriton.diagnostics import CompileError
+    text = print_kernel(staged(TUTORIAL))
+    assert old in text
+    with pytest.raises(CompileError, match=message) as info:
+        verify(parse_kernel(text.replace(old, new, 1), "mm.py"))
+    assert info.value.loc is not None

@@ -47,7 +47,7 @@ from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import Definitions, NotDefinedBy, describe_operand
 from mytriton.ir.ssa import (
-    BlockArg, Const, Kernel, Op, Operand, Param, Value, defining_block, erase_op, for_body, for_bounds,
+    BlockArg, Const, Kernel, Op, OpResult, Operand, Param, Value, defining_block, erase_op, for_body, for_bounds,
     for_index, for_inits, for_yield, insert_before, is_within, replace_uses, use_counts, values_used, walk,
 )
 from mytriton.ir.text_common import format_literal
@@ -489,7 +489,7 @@ def _match_advance(load: Op, ptr: BlockArg) -> Advance:
     step_op = terminator.operands[ptr.index - 1]
     steps: list[Operand] = []
     while isinstance(step_op, Value) and step_op is not ptr:
-        add = step_op.op if hasattr(step_op, "op") and step_op.op.name == "addptr" else None
+        add = step_op.op if isinstance(step_op, OpResult) and step_op.op.name == "addptr" else None
         if add is None:
             raise _Mismatch("the carried pointer is not advanced by addptr each iteration")
         step_op, offset = add.operands
