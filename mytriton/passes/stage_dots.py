@@ -47,7 +47,7 @@ from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import Definitions, NotDefinedBy, describe_operand
 from mytriton.ir.ssa import (
-    BlockArg, Const, Kernel, Op, OpResult, Operand, Param, Value, defining_block, erase_op, for_body, for_bounds,
+    BlockArg, Const, Kernel, Op, OpResult, Operand, Param, Value, defining_block, erase_op, for_bounds,
     for_index, for_inits, for_yield, insert_before, is_within, replace_uses, use_counts, values_used, walk,
 )
 from mytriton.ir.text_common import format_literal
@@ -480,6 +480,8 @@ def _match_advance(load: Op, ptr: BlockArg) -> Advance:
     loop = body.parent
     if loop is None or loop.name != "for" or ptr is for_index(loop) or load.parent is not body:
         raise _Mismatch("the pointer is a carried value of no for loop around the load")
+    if for_index(loop).type != I32:
+        raise _Mismatch("the loop's index is not i32")
     _, _, loop_step = for_bounds(loop)
     if not (isinstance(loop_step, Const) and type(loop_step.value) is int and loop_step.value > 0):
         raise _Mismatch("the loop's step is not a positive literal")
