@@ -193,25 +193,55 @@ NOT_CANONICAL = {
     "no other": (
         (A_LOAD, A_LOAD.replace(", other=0.0", "")),
         "operand A: the load fills masked-off elements with no value (other=none), not 0 or 0.0"),
-    "a mask missing the column bound": (
-        (A_LOAD, A_LOAD.replace("mask=(a_rows < M) & (a_cols < K)", "mask=a_rows < M")),
-        "operand A: the mask of the load is not (rows < bound) & (cols < bound)"),
-    "a mask on other coordinates": (
-        (A_LOAD, A_LOAD.replace("(a_cols < K)", "(offs_k[None, :] < K)")),
-        "operand A: the mask of the load is not (rows < bound) & (cols < bound)"),
     "an arange not from 0": (
         ("b_rows = k + offs_k[:, None]", "b_rows = k + tl.arange(32, 64)[:, None]"),
         "operand B: arange(32, 64) does not start at 0"),
-    "strided columns": (
-        (A_LOAD, A_LOAD.replace("a_ptr + a_rows * K + a_cols,", "a_ptr + a_rows * K + a_cols * 2,")),
-        "operand A: the columns are not offset + expand_dims(arange(0, n), axis=0)"),
-    "a pointer with a third term": (
-        (A_LOAD, A_LOAD.replace("a_ptr + a_rows", "a_ptr + 1 + a_rows")),
-        "operand A: the pointer is not base + rows * row_stride + cols"),
     "a store between the load and the dot": (
         ("acc += tl.dot(a, b)", "tl.store(a_ptr + k, 1.0)\n        acc += tl.dot(a, b)"),
         "operand A: a store may run between the load and the dot"),
 }
+
+
+# Not copy_to_shared's form, but copy_strided_to_shared's (the tutorial forms,
+# tests/test_stage_tutorial_dots.py): staged through it.
+STRIDED = {
+    "a mask missing the column bound": (A_LOAD, A_LOAD.replace("mask=(a_rows < M) & (a_cols < K)",
+                                                               "mask=a_rows < M")),
+    "a mask on other coordinates": (A_LOAD, A_LOAD.replace("(a_cols < K)", "(offs_k[None, :] < K - k)")),
+    "strided columns": (A_LOAD, A_LOAD.replace("a_ptr + a_rows * K + a_cols,", "a_ptr + a_rows * K + a_cols * 2,")),
+    "a pointer with a third term": (A_LOAD, A_LOAD.replace("a_ptr + a_rows", "a_ptr + 0 + a_rows")),
+}
+
+
+@pytest.mark.parametrize("name", STRIDED)
+def test_other_forms_are_staged_through_the_strided_copy(name):
+    kernel = opt_kernel(variant(*STRIDED[name]))
+    plan = match_dot(Definitions(kernel), the_dot(kernel))
+    assert type(plan.a).__name__ == "StridedPlan" and type(plan.b).__name__ == "TilePlan"
+    staged = [op.name for op in walk(StageDotsPass().apply(kernel).body)]
+    assert staged.count("copy_strided_to_shared") == 1 and staged.count("copy_to_shared") == 1
+
+
+def test_a_row_mask_alone_leaves_the_columns_unbounded():
+    kernel = opt_kernel(variant(A_LOAD, A_LOAD.replace("mask=(a_rows < M) & (a_cols < K)", "mask=a_rows < M")))
+    (copy,) = [op for op in walk(StageDotsPass().apply(kernel).body) if op.name == "copy_strided_to_shared"]
+    assert copy.operands[7] == Const(2147483647)
+
+
+# (The other two read past the matrix: their loads had no column mask or twice its columns.)
+@pytest.mark.parametrize("name", ["a mask on other coordinates", "a pointer with a third term"])
+@pytest.mark.parametrize("shape", [(70, 50, 77), (33, 17, 9)], ids=lambda s: "x".join(map(str, s)))
+def test_the_strided_copy_computes_what_the_load_did(name, shape):
+    M, N, K = shape
+    rng = np.random.default_rng(M * N + K)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    outputs = []
+    for kernel in (opt_kernel(variant(*STRIDED[name])), StageDotsPass().apply(opt_kernel(variant(*STRIDED[name])))):
+        c = np.full((M, N), np.nan, np.float32)
+        run_kernel(kernel, (cdiv(M, 64), cdiv(N, 64)), [a, b, c, M, N, K])
+        outputs.append(c)
+    np.testing.assert_array_equal(outputs[1], outputs[0])
 
 
 @pytest.mark.parametrize("name", NOT_CANONICAL)

@@ -1104,6 +1104,43 @@ def _copied_tile(st: _State, op: Op, operands: list[Operand], buffer_type: Share
     return values
 
 
+@handles("copy_strided_to_shared")
+def _copy_strided_to_shared(st: _State, op: Op, active: np.ndarray) -> None:
+    buffer = op.operands[0]
+    tile = st.env[buffer]
+    values = _copied_strided_tile(st, op, op.operands[1:], buffer.type, active)
+    tile[active] = values[active]
+
+
+def _copied_strided_tile(st: _State, op: Op, operands: list[Operand], buffer_type: SharedType,
+                         active: np.ndarray) -> np.ndarray:
+    """What ``copy_strided_to_shared`` (with these operands after the
+    buffer) puts in a ``buffer_type`` tile of each program."""
+    base, row_offset, col_offset, row_stride, col_stride, row_bound, col_bound, row_wrap, col_wrap, fill = operands
+    element = buffer_type.element
+    n_rows, n_cols = buffer_type.shape
+    shape = (st.P, n_rows, n_cols)
+
+    def scalar(operand: Operand) -> Any:  # (P, 1, 1): one per program, over the tile
+        return st.get(operand, np.dtype(np.int64), 2)
+
+    def wrapped(coordinate: np.ndarray, wrap: Operand) -> np.ndarray:
+        w = np.broadcast_to(scalar(wrap), coordinate.shape)
+        with np.errstate(all="ignore"):  # a 0 wrap is none
+            return np.where(w != 0, np.fmod(coordinate, np.where(w != 0, w, 1)), coordinate)
+
+    rows = wrapped(scalar(row_offset) + np.arange(n_rows).reshape(1, -1, 1), row_wrap)
+    cols = wrapped(scalar(col_offset) + np.arange(n_cols).reshape(1, 1, -1), col_wrap)
+    inside = np.broadcast_to((rows < scalar(row_bound)) & (cols < scalar(col_bound)), shape)
+    enabled = np.broadcast_to(_lanes(active, 2), shape) & inside
+    values = np.array(st.full(fill, BlockType((n_rows, n_cols), element)))
+    if enabled.any():
+        offsets = rows * scalar(row_stride) + cols * scalar(col_stride)
+        ptrs = np.broadcast_to(advance(st.get(base, ADDRESS, 2), offsets, np_dtype(element).itemsize), shape)
+        values[enabled] = _gather(st, op, "copy from", ptrs, enabled, np_dtype(element))
+    return values
+
+
 @handles("barrier")
 def _barrier(st: _State, op: Op, active: np.ndarray) -> None:
     return None  # the programs already run in lockstep
@@ -1156,6 +1193,19 @@ def _async_copy_to_shared(st: _State, op: Op, active: np.ndarray) -> None:
     target, *operands, pred = op.operands
     copying = active & np.broadcast_to(st.get(pred, np.dtype(bool), 0), (st.P,))
     values = _copied_tile(st, op, operands, target.type, copying)
+    view = st.env[target]
+    programs = np.nonzero(copying)[0]
+    if isinstance(view, _StageView):
+        view.buffer[programs[:, None], view.row_indices()[programs]] = values[programs]
+    else:
+        view[programs] = values[programs]
+
+
+@handles("async_copy_strided_to_shared")
+def _async_copy_strided_to_shared(st: _State, op: Op, active: np.ndarray) -> None:
+    target, *operands, pred = op.operands
+    copying = active & np.broadcast_to(st.get(pred, np.dtype(bool), 0), (st.P,))
+    values = _copied_strided_tile(st, op, operands, target.type, copying)
     view = st.env[target]
     programs = np.nonzero(copying)[0]
     if isinstance(view, _StageView):

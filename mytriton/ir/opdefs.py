@@ -1367,6 +1367,51 @@ _register(OpDef("atomic_cas", ("ptr", "cmp", "value"), _atomic_cas, attrs=("sem"
                 reads_global=True, writes_global=True, address_operand="ptr", materialised=True,
                 doc="tl.atomic_cas: at each address, old = *ptr; if old == cmp then *ptr = value; the result is old"))
 ATOMIC_OPS = ("atomic_rmw", "atomic_cas")
+# ---- stage Triton-tutorial dots (issue 10) ----------------------------------------
+# Triton's tutorials address a dot's operand through pointer tiles with
+# runtime strides on both axes, rows taken modulo the matrix height
+# (``(pid_m * BM + arange) % M``) and masks on one axis only; stage-dots copies
+# such tiles with ``copy_strided_to_shared`` (and the pipeline pass with its
+# async form). A wrap of 0 is none; a bound the mask does not test is
+# 2147483647 (every i32 coordinate passes).
+
+COPY_STRIDED_OPERANDS = ("buffer", "base", "row_offset", "col_offset", "row_stride", "col_stride", "row_bound",
+                         "col_bound", "row_wrap", "col_wrap", "fill")
+
+
+def _copy_strided_to_shared(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    buffer, base, row_offset, col_offset, row_stride, col_stride, row_bound, col_bound, row_wrap, col_wrap, fill \
+        = types
+    try:
+        _copy_to_shared([buffer, base, row_offset, col_offset, row_stride, row_bound, col_bound, fill], attrs)
+        for t, what in ((col_stride, "the column stride"), (row_wrap, "the row wrap"),
+                        (col_wrap, "the column wrap")):
+            _i32_scalar(t, what)
+    except TypeRuleError as err:
+        raise _err(str(err).replace("'copy_to_shared'", "'copy_strided_to_shared'")) from None
+    return []
+
+
+def _async_copy_strided_to_shared(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    *copy, pred = types
+    try:
+        _copy_strided_to_shared(copy, attrs)
+    except TypeRuleError as err:
+        raise _err(str(err).replace("'copy_strided_to_shared'", "'async_copy_strided_to_shared'")) from None
+    if pred is None or shape_of(pred) or concrete(pred) != BOOL:
+        raise _err(f"the predicate of 'async_copy_strided_to_shared' must be a bool scalar, got {pred or 'none'}")
+    return []
+
+
+_register(OpDef("copy_strided_to_shared", COPY_STRIDED_OPERANDS, _copy_strided_to_shared, reads_global=True,
+                writes_shared=True, address_operand="base", shared_operands=("buffer",),
+                doc="with R = wrap(row_offset + r, row_wrap), C = wrap(col_offset + c, col_wrap) (wrap(x, 0) = x, "
+                    "else x mod w as 'mod'): buffer[r, c] = (R < row_bound && C < col_bound) "
+                    "? base[R * row_stride + C * col_stride] : fill"))
+_register(OpDef("async_copy_strided_to_shared", (*COPY_STRIDED_OPERANDS, "pred"), _async_copy_strided_to_shared,
+                reads_global=True, writes_shared=True, address_operand="base", shared_operands=("buffer",),
+                doc="where pred holds, copy_strided_to_shared without waiting for it; visible after "
+                    "async_commit, async_wait and a barrier"))
 
 # ---- layout rules ---------------------------------------------------------------
 # "elementwise": tile operands are read in the result's layout (sliced for a

@@ -61,6 +61,10 @@ from mytriton.types import BOOL, I32, BlockType, PointerType, SharedType
 
 DEFAULT_NUM_STAGES = 3  # Triton's default
 
+# Each copy stage-dots writes, and the asynchronous copy that replaces it.
+ASYNC_FORM = {"copy_to_shared": "async_copy_to_shared",
+              "copy_strided_to_shared": "async_copy_strided_to_shared"}
+
 
 class _NotPipelinable(Exception):
     """This loop is not the staged pattern, or its copies cannot be issued early."""
@@ -76,8 +80,22 @@ class _Plan:
     allocations: list[Op]  # the shared_alloc of each copy's buffer, in copy order
 
     @property
+    def strided(self) -> bool:
+        return any(op.name == "copy_strided_to_shared" for op in self.copies)
+
+    @property
     def stage_bytes(self) -> int:
-        return sum(op.result.type.nbytes for op in self.allocations)
+        # The tutorial forms (stage-dots' strided copies, beside attention's
+        # unstaged dot) count the most row padding the layouts stage may add.
+        return sum(_padded_bytes(op) if self.strided else op.result.type.nbytes for op in self.allocations)
+
+
+PAD_BYTES = 32  # the widest row padding the layouts stage gives a dot's buffer (TF32 B: 8 elements)
+
+
+def _padded_bytes(allocation: Op) -> int:
+    buffer = allocation.result.type
+    return buffer.nbytes + buffer.shape[0] * PAD_BYTES
 
 
 def requested_stages(loop: Op, default: int | None) -> int:
@@ -97,12 +115,17 @@ def _plan(loop: Op, allocation_of: dict[Value, Op], counts: dict[Value, int]) ->
     if at < 3 or at + 1 >= len(ops) or ops[at - 1].name != "barrier" or ops[at + 1].name != "barrier":
         raise _NotPipelinable
     start = at - 1
-    while start > 0 and ops[start - 1].name == "copy_to_shared":
+    while start > 0 and ops[start - 1].name in ASYNC_FORM:
         start -= 1
     copies = ops[start:at - 1]
     buffers = [op.operands[0] for op in copies]
-    if len(copies) != 2 or set(buffers) != set(dot.operands[:2]) or len(set(buffers)) != 2:
+    # Two copies, or one where stage-dots copied the other operand once before the loop.
+    if not copies or not set(buffers) <= set(dot.operands[:2]) or len(set(buffers)) != len(copies):
         raise _NotPipelinable
+    if len(copies) == 1:
+        (other,) = set(dot.operands[:2]) - set(buffers) or {None}
+        if other is None or other not in allocation_of or _written_in(loop, other):
+            raise _NotPipelinable
     allocations = []
     for buffer in buffers:
         if buffer not in allocation_of or counts.get(buffer, 0) != 2:  # its copy and the dot alone
@@ -112,6 +135,11 @@ def _plan(loop: Op, allocation_of: dict[Value, Op], counts: dict[Value, int]) ->
         for operand in copy.operands[1:]:
             _check_clonable(loop, operand)
     return _Plan(loop, copies, ops[at - 1], dot, ops[at + 1], allocations)
+
+
+def _written_in(loop: Op, buffer: Value) -> bool:
+    return any(op.operands and op.operands[0] is buffer and opdefs.lookup(op.name).writes_shared
+               for op in walk(for_body(loop)))
 
 
 def _check_clonable(loop: Op, operand: Operand) -> None:
@@ -207,7 +235,7 @@ def _issue(builder: _Builder, plan: _Plan, k: Operand, pred: Operand, stage: Ope
     for copy, allocation in zip(plan.copies, plan.allocations):
         operands = [_clone_operand(builder, plan.loop, o, k, clones) for o in copy.operands[1:]]
         view = _view(builder, allocation, stage, stages, copy.loc)
-        builder.ops.append(Op("async_copy_to_shared", [view, *operands, pred], [], loc=copy.loc))
+        builder.ops.append(Op(ASYNC_FORM[copy.name], [view, *operands, pred], [], loc=copy.loc))
     builder.op("async_commit", [], [])
 
 
@@ -267,7 +295,8 @@ def _pipeline(plan: _Plan, stages: int) -> None:
     _issue(steady, plan, ahead, steady.before_end(ahead, stop, down), refill, stages)
     reads = [_view(steady, allocation, slot, stages, dot.loc) for allocation in plan.allocations]
     by_buffer = {copy.operands[0]: view for copy, view in zip(plan.copies, reads)}
-    dot.operands = [by_buffer[dot.operands[0]], by_buffer[dot.operands[1]], dot.operands[2]]
+    dot.operands = [by_buffer.get(dot.operands[0], dot.operands[0]), by_buffer.get(dot.operands[1], dot.operands[1]),
+                    dot.operands[2]]
     insert_before(dot, *steady.ops)
     for op in [*plan.copies, plan.first_barrier, plan.last_barrier]:
         erase_op(op)
@@ -297,21 +326,27 @@ def _erase_dead(block) -> None:
             changed = True
 
 
-def scratch_reserve(kernel: Kernel) -> int:
+def scratch_reserve(kernel: Kernel, staged: frozenset[Op] = frozenset()) -> int:
     """Shared bytes to leave for the CUDA backend's scratch (reductions,
     layout changes, unstaged dots), which it sizes only while emitting: the
     largest tile such an op reads or makes, at 4 bytes an element at least.
-    A layout change the layouts stage adds later is not foreseen."""
+    A layout change the layouts stage adds later is not foreseen. The dots
+    in ``staged`` are about to be staged: they need none."""
     reserve = 0
     for op in walk(kernel.body):
         opdef = opdefs.lookup(op.name)
-        if opdef is None or op.name == "dot_shared" or opdef.layout_rule not in ("reduce", "convert", "dot"):
+        if opdef is None or op.name == "dot_shared" or op in staged \
+                or opdef.layout_rule not in ("reduce", "convert", "dot"):
             continue
+        sizes = []
         for value in [*values_used(op), *op.results]:
             if isinstance(value.type, BlockType):
                 element = value.type.element  # a pointer takes 8 bytes
                 nbytes = value.type.numel * (8 if isinstance(element, PointerType) else max(4, element.nbytes))
-                reserve = max(reserve, (nbytes + 15) // 16 * 16)
+                sizes.append((nbytes + 15) // 16 * 16)
+                reserve = max(reserve, sizes[-1])
+        if op.name == "dot":  # an unstaged dot holds both operand tiles there at once
+            reserve = max(reserve, sum(sizes[:2]))
     return reserve
 
 
@@ -345,7 +380,9 @@ class PipelinePass:
         if not plans:
             return kernel
         # Budget: every other buffer stays as it is; loops are served in program order.
-        used = sum(op.result.type.nbytes for op in kernel.body.ops if opdefs.lookup(op.name).allocates)
+        strided = any(plan.strided for plan in plans)
+        used = sum((_padded_bytes(op) if strided else op.result.type.nbytes)
+                   for op in kernel.body.ops if opdefs.lookup(op.name).allocates)
         used += scratch_reserve(kernel)
         for plan in plans:
             requested = requested_stages(plan.loop, self.num_stages)

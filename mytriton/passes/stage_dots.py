@@ -48,8 +48,8 @@ from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import Definitions, NotDefinedBy, describe_operand
 from mytriton.ir.ssa import (
-    Const, Kernel, Op, Operand, Param, Value, erase_op, insert_before, is_within, replace_uses,
-    use_counts, values_used, walk,
+    BlockArg, Const, Kernel, Op, OpResult, Operand, Param, Value, defining_block, erase_op, for_bounds,
+    for_index, for_inits, for_yield, insert_before, is_within, replace_uses, use_counts, values_used, walk,
 )
 from mytriton.ir.text_common import format_literal
 from mytriton.target import SHARED_MEMORY_BUDGET, budget_text
@@ -109,16 +109,24 @@ class TilePlan:
         return [buffer, self.base, self.row_offset, self.col_offset, self.row_stride, self.row_bound,
                 self.col_bound, self.fill]
 
+    def copy_ops(self, buffer: Value) -> list[Op]:
+        return [Op("copy_to_shared", self.copy_operands(buffer), [], loc=self.load.loc)]
+
 
 @dataclass(frozen=True, eq=False)
 class DotPlan:
     dot: Op
-    a: TilePlan
-    b: TilePlan
+    a: "TilePlan | StridedPlan"
+    b: "TilePlan | StridedPlan"
 
     @property
     def nbytes(self) -> int:
         return self.a.buffer_type.nbytes + self.b.buffer_type.nbytes
+
+    @property
+    def strided(self) -> bool:
+        """Whether an operand is in a tutorial form (``copy_strided_to_shared``)."""
+        return not (isinstance(self.a, TilePlan) and isinstance(self.b, TilePlan))
 
 
 @dataclass(frozen=True)
@@ -157,12 +165,15 @@ def match_dot(defs: Definitions, dot: Op) -> DotPlan | NotCanonical:
     return DotPlan(dot, tiles[0], tiles[1])
 
 
-def match_operand(defs: Definitions, value: Operand) -> TilePlan | NotCanonical:
+def match_operand(defs: Definitions, value: Operand) -> TilePlan | StridedPlan | NotCanonical:
     """The tile a dot operand loads, if it is a canonical tile load."""
     try:
         return _match_load(defs, value)
     except _Mismatch as err:
-        return NotCanonical(err.reason)
+        try:
+            return _match_strided_load(defs, value)
+        except _Mismatch:
+            return NotCanonical(err.reason)  # the canonical form's reason says the most
 
 
 def _match_load(defs: Definitions, value: Operand) -> TilePlan:
@@ -327,6 +338,333 @@ def _store_between(defs: Definitions, load: Op, dot: Op) -> Op | None:
     return None
 
 
+# ---- Triton's tutorial forms ------------------------------------------------------------
+# Tutorial 03 (grouped matmul) and tutorial 06 (attention) address an operand
+# through a pointer tile carried by the K loop,
+#
+#     a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)   (before the loop)
+#     a = load(a_ptrs, offs_k[None, :] < K - k * BK, 0.0)
+#     a_ptrs += BK * stride_ak                                                          (end of the body)
+#
+# with runtime strides on both axes, rows ``(pid_m * BM + arange) % M`` and a
+# mask on one axis only (or none, or a 1-D test expanded). The copy
+# (``copy_strided_to_shared``) then reads through
+#
+#     base = a_ptr + <its scalar offsets> + j * step    (j: the iterations done, (k - start) / loop step)
+#
+# so its operands depend on the induction variable alone and the pipeline
+# pass can compute them for a later iteration. A mask that tests another
+# offset than the pointer's (``(start_n + offs_n) < N`` with the pointer at
+# ``offs_n``) tests the same elements against the bound moved by the
+# difference.
+
+NO_BOUND = Const(2147483647)  # a bound the mask does not test: every i32 coordinate passes
+NO_WRAP = Const(0)
+
+
+@dataclass(frozen=True)
+class WrappedAxis:
+    """``wrap(offset + arange(0, size))`` along one axis (``NO_WRAP``: none)."""
+
+    offset: Operand
+    size: int
+    wrap: Operand
+
+
+@dataclass(frozen=True)
+class Advance:
+    """A pointer tile carried by ``loop`` and advanced by ``step`` elements an iteration."""
+
+    loop: Op
+    step: Operand
+
+
+@dataclass(frozen=True, eq=False)
+class StridedPlan:
+    """A tile load in a tutorial form, as ``copy_strided_to_shared`` spells it."""
+
+    load: Op
+    base: Operand  # a scalar pointer: the tile's origin (in the loop's first iteration when carried) ...
+    shifts: tuple[Operand, ...]  # ... plus these integer scalars
+    advance: Advance | None
+    rows: WrappedAxis
+    cols: WrappedAxis
+    row_stride: Operand
+    col_stride: Operand
+    row_bound: Operand
+    col_bound: Operand
+    bound_shifts: tuple[tuple[Operand, Operand], tuple[Operand, Operand]]  # (mask offset, pointer offset)
+    fill: Const
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        rows, cols = shape_of(self.load.result.type)
+        return rows, cols
+
+    @property
+    def element(self) -> ScalarType:
+        pointer = self.base.type
+        assert isinstance(pointer, PointerType)
+        return pointer.pointee
+
+    @property
+    def buffer_type(self) -> SharedType:
+        return SharedType(self.shape, self.element)
+
+    def copy_ops(self, buffer: Value) -> list[Op]:
+        """The ops that compute the copy's base and bounds in this iteration, then the copy."""
+        ops: list[Op] = []
+        loc = self.load.loc
+
+        def emit(name: str, operands: list[Operand], result_type) -> Value:
+            op = Op(name, operands, [result_type], loc=loc)
+            ops.append(op)
+            return op.result
+
+        base = self.base
+        for shift in self.shifts:
+            base = emit("addptr", [base, shift], base.type)
+        if self.advance is not None:
+            loop = self.advance.loop
+            start, _, step = for_bounds(loop)
+            done: Operand = for_index(loop)
+            if start != Const(0):
+                done = emit("sub", [done, start], I32)
+            if step != Const(1):
+                done = emit("floordiv", [done, step], I32)
+            base = emit("addptr", [base, emit("mul", [done, self.advance.step], I32)], base.type)
+        bounds = []
+        for bound, (mask_offset, pointer_offset) in zip((self.row_bound, self.col_bound), self.bound_shifts):
+            if mask_offset != pointer_offset:  # offset_m + i < bound  <=>  offset_p + i < bound - offset_m + offset_p
+                if mask_offset != Const(0):
+                    bound = emit("sub", [bound, mask_offset], I32)
+                if pointer_offset != Const(0):
+                    bound = emit("add", [bound, pointer_offset], I32)
+            bounds.append(bound)
+        operands = [buffer, base, self.rows.offset, self.cols.offset, self.row_stride, self.col_stride,
+                    bounds[0], bounds[1], self.rows.wrap, self.cols.wrap, self.fill]
+        ops.append(Op("copy_strided_to_shared", operands, [], loc=loc))
+        return ops
+
+
+def _match_strided_load(defs: Definitions, value: Operand) -> StridedPlan:
+    load = defs.defined_by(value, "load")
+    if load is None:
+        raise _Mismatch("the operand is not a load")
+    ptr, mask, other = load.operands
+    advance = None
+    tile_ptr = ptr
+    if isinstance(ptr, BlockArg):
+        advance = _match_advance(load, ptr)
+        loop = advance.loop
+        tile_ptr = for_inits(loop)[ptr.index - 1]
+    base, shifts, rows, row_stride, cols, col_stride = _match_strided_pointer(defs, tile_ptr)
+    if shape_of(load.result.type) != (rows.size, cols.size):
+        raise _Mismatch(f"the load's tile {load.result.type} is not [{rows.size}, {cols.size}]")
+    (row_bound, row_shift), (col_bound, col_shift) = _match_strided_mask(defs, mask, rows, cols)
+    pointee = base.type.pointee if isinstance(base.type, PointerType) else None
+    if other is None and mask is None:
+        fill = Const(0.0) if pointee is not None and pointee.is_float else Const(0)
+    elif other in ZERO_FILLS:
+        assert isinstance(other, Const)
+        fill = other
+    else:
+        raise _Mismatch("the load does not fill masked-off elements with 0 or 0.0")
+    return StridedPlan(load, base, tuple(shifts), advance, rows, cols, row_stride, col_stride, row_bound, col_bound,
+                       (row_shift, col_shift), fill)
+
+
+def _match_advance(load: Op, ptr: BlockArg) -> Advance:
+    """``ptr``, a value the loop around ``load`` carries, advanced by a
+    loop-invariant scalar each iteration (``ptr += step``)."""
+    body = ptr.block
+    loop = body.parent
+    if loop is None or loop.name != "for" or ptr is for_index(loop) or load.parent is not body:
+        raise _Mismatch("the pointer is a carried value of no for loop around the load")
+    if for_index(loop).type != I32:
+        raise _Mismatch("the loop's index is not i32")
+    _, _, loop_step = for_bounds(loop)
+    if not (isinstance(loop_step, Const) and type(loop_step.value) is int and loop_step.value > 0):
+        raise _Mismatch("the loop's step is not a positive literal")
+    terminator = for_yield(loop)
+    if terminator is None:
+        raise _Mismatch("the loop yields nothing")
+    step_op = terminator.operands[ptr.index - 1]
+    steps: list[Operand] = []
+    while isinstance(step_op, Value) and step_op is not ptr:
+        add = step_op.op if isinstance(step_op, OpResult) and step_op.op.name == "addptr" else None
+        if add is None:
+            raise _Mismatch("the carried pointer is not advanced by addptr each iteration")
+        step_op, offset = add.operands
+        if not (_is_i32_scalar(offset) and not _defined_in(offset, body)):
+            raise _Mismatch("the carried pointer advances by something other than a loop-invariant i32 scalar")
+        steps.append(offset)
+    if step_op is not ptr or len(steps) != 1:
+        raise _Mismatch("the carried pointer is not advanced by one addptr each iteration")
+    return Advance(loop, steps[0])
+
+
+def _defined_in(value: Operand, block) -> bool:
+    return isinstance(value, Value) and is_within(defining_block(value), block)
+
+
+def _match_strided_pointer(defs: Definitions, ptr: Operand) -> tuple[Operand, list[Operand], WrappedAxis, Operand,
+                                                                       WrappedAxis, Operand]:
+    """``base + rows * row_stride + cols * col_stride`` (base a scalar
+    pointer), plus scalars added to the tile: (base, the scalars, rows,
+    row_stride, cols, col_stride)."""
+    terms: list[Operand] = []
+    shifts: list[Operand] = []  # scalars added to the whole tile (tile + lo * stride): they move the base
+    base = ptr
+    while isinstance(base, Value) and isinstance(base.type, BlockType) \
+            and (step := defs.defined_by(base, "addptr")) is not None:
+        base, offset = step.operands
+        if _is_i32_tile(offset):
+            terms.append(offset)
+        elif isinstance(offset, (Value, Const)) and not shape_of(offset.type) and _is_integer(offset):
+            shifts.append(offset)
+        else:
+            raise _Mismatch(POINTER_REASON)
+    if not (isinstance(base, Value) and isinstance(base.type, PointerType)):
+        raise _Mismatch("the pointer's base is not a scalar pointer")
+    flat: list[Operand] = []
+    while terms:
+        term = terms.pop()
+        add = defs.defined_by(term, "add")
+        if add is not None and _row_and_column(add.operands):
+            terms += add.operands
+        else:
+            flat.append(term)
+    if len(flat) != 2:
+        raise _Mismatch(POINTER_REASON)
+    found: dict[int, tuple[WrappedAxis, Operand]] = {}
+    for term in flat:
+        for axis in (ROWS, COLUMNS):
+            scaled = _scaled_axis(defs, term, axis)
+            if scaled is not None:
+                found[axis] = scaled
+    if set(found) != {ROWS, COLUMNS}:
+        raise _Mismatch(POINTER_REASON)
+    (rows, row_stride), (cols, col_stride) = found[ROWS], found[COLUMNS]
+    return base, shifts, rows, row_stride, cols, col_stride
+
+
+def _is_integer(operand: Operand) -> bool:
+    if isinstance(operand, Const):
+        return type(operand.value) is int
+    return isinstance(operand.type, ScalarType) and operand.type.is_int
+
+
+def _row_and_column(pair: list[Operand]) -> bool:
+    """An [R, 1] tile and a [1, C] one, in either order."""
+    shapes = {shape_of(x.type) if isinstance(x, Value) else () for x in pair}
+    return len(shapes) == 2 and all(len(s) == 2 for s in shapes) and {s[0] == 1 for s in shapes} == {True, False} \
+        and all(1 in s for s in shapes)
+
+
+def _scaled_axis(defs: Definitions, value: Operand, axis: int) -> tuple[WrappedAxis, Operand] | None:
+    """``axis_tile * stride`` (either order) or ``axis_tile`` (stride 1)."""
+    found = _wrapped_axis(defs, value, axis)
+    if found is not None:
+        return found, Const(1)
+    product = defs.defined_by(value, "mul")
+    if product is None:
+        return None
+    for tile, stride in _orders(product.operands):
+        if _is_i32_scalar(stride):
+            found = _wrapped_axis(defs, tile, axis)
+            if found is not None:
+                return found, stride
+    return None
+
+
+def _wrapped_axis(defs: Definitions, value: Operand, axis: int) -> WrappedAxis | None:
+    try:
+        plain = _axis(defs, value, axis)
+    except _Mismatch:
+        return None
+    if plain is not None:
+        return WrappedAxis(plain.offset, plain.size, NO_WRAP)
+    expand = defs.defined_by(value, "expand_dims")
+    if expand is None or expand.attrs.get("axis") != axis:
+        return None
+    return _vector_axis(defs, expand.operands[0])
+
+
+def _vector_axis(defs: Definitions, value: Operand) -> WrappedAxis | None:
+    """A 1-D ``[offset +] arange(0, n)``, through hints, optionally ``% wrap``."""
+    while (hint := defs.defined_by(value, "hint")) is not None:
+        value = hint.operands[0]
+    wrap: Operand = NO_WRAP
+    modulo = defs.defined_by(value, "mod")
+    if modulo is not None and _is_i32_scalar(modulo.operands[1]):
+        value, wrap = modulo.operands
+        while (hint := defs.defined_by(value, "hint")) is not None:
+            value = hint.operands[0]
+    try:
+        size = _arange_size(defs, value)
+        if size is not None:
+            return WrappedAxis(Const(0), size, wrap)
+        add = defs.defined_by(value, "add")
+        if add is not None:
+            for offset, arange in _orders(add.operands):
+                size = _arange_size(defs, arange) if _is_i32_scalar(offset) else None
+                if size is not None:
+                    return WrappedAxis(offset, size, wrap)
+    except _Mismatch:
+        return None
+    return None
+
+
+def _match_strided_mask(defs: Definitions, mask: Operand | None, rows: WrappedAxis,
+                        cols: WrappedAxis) -> tuple[tuple[Operand, tuple[Operand, Operand]], ...]:
+    """Each axis's bound and (mask offset, pointer offset): NO_BOUND for an
+    axis the mask does not test."""
+    found: dict[int, tuple[Operand, tuple[Operand, Operand]]] = {}
+    tests: list[Operand] = [] if mask is None else [mask]
+    while tests:
+        test = tests.pop()
+        both = defs.defined_by(test, "and")
+        if both is not None:
+            tests += both.operands
+            continue
+        axis, coordinate, bound = _axis_test(defs, test)
+        pointer_axis = rows if axis == ROWS else cols
+        if axis in found or coordinate.size != pointer_axis.size:
+            raise _Mismatch(MASK_REASON)
+        if coordinate == pointer_axis:
+            found[axis] = (bound, (Const(0), Const(0)))
+        elif coordinate.wrap == NO_WRAP and pointer_axis.wrap == NO_WRAP:
+            found[axis] = (bound, (coordinate.offset, pointer_axis.offset))
+        else:
+            raise _Mismatch(MASK_REASON)
+    return tuple(found.get(axis, (NO_BOUND, (Const(0), Const(0)))) for axis in (ROWS, COLUMNS))
+
+
+def _axis_test(defs: Definitions, test: Operand) -> tuple[int, WrappedAxis, Operand]:
+    """``axis_tile < bound``, or ``expand_dims(vector < bound)``: (axis, coordinate, bound)."""
+    expand = defs.defined_by(test, "expand_dims")
+    if expand is not None:
+        compare = defs.defined_by(expand.operands[0], "cmp_lt")
+        axis = expand.attrs.get("axis")
+        if compare is None or axis not in (ROWS, COLUMNS):
+            raise _Mismatch(MASK_REASON)
+        coordinate = _vector_axis(defs, compare.operands[0])
+    else:
+        compare = defs.defined_by(test, "cmp_lt")
+        if compare is None or not isinstance(compare.operands[0], Value):
+            raise _Mismatch(MASK_REASON)
+        shape = shape_of(compare.operands[0].type)
+        if len(shape) != 2 or 1 not in shape:
+            raise _Mismatch(MASK_REASON)
+        axis = ROWS if shape[1] == 1 else COLUMNS
+        coordinate = _wrapped_axis(defs, compare.operands[0], axis)
+    bound = compare.operands[1]
+    if coordinate is None or not _is_i32_scalar(bound):
+        raise _Mismatch(MASK_REASON)
+    return axis, coordinate, bound
+
+
 # ---- planning and rewriting ----------------------------------------------------------------
 
 
@@ -334,13 +672,27 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
     """The dots to stage, in program order. Raises if their buffers, with the
     kernel's existing ones, do not fit in the shared-memory budget."""
     used = sum(op.results[0].type.nbytes for op in walk(kernel.body) if _allocates(op))
+    matched = [plan for op in walk(kernel.body) if op.name == "dot"
+               and not isinstance(plan := match_dot(defs, op), NotCanonical)]
+    # A dot in a tutorial form (a strided copy) is staged only where its
+    # buffers leave room for the scratch of what stays unstaged (attention's
+    # P @ V, its reductions): otherwise it keeps the general path, as before.
+    while True:
+        reserve = _scratch_reserve(kernel, frozenset(plan.dot for plan in matched))
+        taken, room = [], used
+        for plan in matched:
+            # (The layouts stage pads the buffers' rows, and the back end's
+            # scratch is known only while emitting: a margin for both.)
+            if plan.strided and room + plan.nbytes * 5 // 4 + 2 * reserve > budget:
+                continue
+            room += plan.nbytes
+            taken.append(plan)
+        if len(taken) == len(matched):
+            break
+        matched = taken
     plans: list[DotPlan] = []
-    for op in walk(kernel.body):
-        if op.name != "dot":
-            continue
-        plan = match_dot(defs, op)
-        if isinstance(plan, NotCanonical):
-            continue
+    for plan in matched:
+        op = plan.dot
         if used + plan.nbytes > budget:
             earlier = f", and {used} bytes are already allocated" if used else ""
             raise CompileError(
@@ -349,6 +701,11 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
         used += plan.nbytes
         plans.append(plan)
     return plans
+
+
+def _scratch_reserve(kernel: Kernel, staged: frozenset[Op]) -> int:
+    from mytriton.passes.pipeline import scratch_reserve  # (pipeline imports nothing from here)
+    return scratch_reserve(kernel, staged)
 
 
 def _allocates(op: Op) -> bool:
@@ -376,9 +733,22 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
         dot = plan.dot
         # The precision and out dtype go with the product (dot_shared has dot's attributes).
         staged = Op("dot_shared", [*buffers, dot.operands[2]], [dot.result.type], dict(dot.attrs), loc=dot.loc)
+        # The ops that compute a copy's operands first, so that the copies stay
+        # together before the barrier (the pipeline pass finds them there).
+        in_place: list[Op] = []
+        copies: list[Op] = []
+        for tile, buffer in ((plan.a, buffers[0]), (plan.b, buffers[1])):
+            *prelude, copy = tile.copy_ops(buffer)
+            outside = _loop_around(dot, tile.load) if isinstance(tile, StridedPlan) else None
+            if outside is not None:
+                # A tile loaded before the loop (attention's Q) is copied once,
+                # there: nothing in the loop writes memory (_store_between).
+                insert_before(outside, *prelude, copy, Op("barrier", [], [], loc=tile.load.loc))
+            else:
+                in_place += prelude
+                copies.append(copy)
         insert_before(dot,
-                      Op("copy_to_shared", plan.a.copy_operands(buffers[0]), [], loc=plan.a.load.loc),
-                      Op("copy_to_shared", plan.b.copy_operands(buffers[1]), [], loc=plan.b.load.loc),
+                      *in_place, *copies,
                       Op("barrier", [], [], loc=dot.loc),
                       staged,
                       Op("barrier", [], [], loc=dot.loc))
@@ -390,6 +760,18 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
     first = next(op for op in body.ops if not _allocates(op))
     insert_before(first, *allocations)
     _erase_staging_only(kernel, defs, loads)
+
+
+def _loop_around(dot: Op, load: Op) -> Op | None:
+    """The outermost loop around ``dot`` in the block of ``load`` (which then
+    runs before it, loop-invariant), if ``dot`` is in such a loop."""
+    op = dot
+    while op.parent is not None and op.parent is not load.parent:
+        owner = op.parent.parent
+        if owner is None:
+            return None
+        op = owner
+    return op if op is not dot and op.parent is load.parent and op.regions else None
 
 
 def _erase_staging_only(kernel: Kernel, defs: Definitions, loads: list[Op]) -> None:
@@ -422,4 +804,9 @@ class StageDotsPass:
         plans = plan_dots(kernel, defs, self.shared_budget)  # every check before the first edit
         if plans:
             _stage(kernel, defs, plans)
+        if any(isinstance(tile, StridedPlan) and tile.advance is not None for p in plans for tile in (p.a, p.b)):
+            # The pointer tiles the loop carried now feed only their own
+            # advance: dce drops those lanes (and the tiles' arithmetic).
+            from mytriton.passes.dce import DCEPass
+            DCEPass().apply(kernel)
         return kernel

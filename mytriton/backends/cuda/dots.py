@@ -79,6 +79,41 @@ def declare_shared(op: Op, offset: int) -> tuple[str, str]:
                   + f"  // {rows}x{cols}, row-major{padding}, {buffer_bytes(op)} bytes")
 
 
+COPY_OPS = ("copy_to_shared", "copy_strided_to_shared")  # what emit_copies takes
+
+
+def copy_operands(em: "CudaEmitter", op: Op) -> tuple:
+    """A copy's buffer, base and fill, and its index operands as C
+    expressions: ``copy_to_shared``'s with column stride 1 and no wraps."""
+    if op.name in ("copy_to_shared", "async_copy_to_shared"):
+        buffer, base, row_offset, col_offset, stride, row_bound, col_bound, fill = op.operands[:8]
+        col_stride, row_wrap, col_wrap = Const(1), Const(0), Const(0)
+    else:
+        (buffer, base, row_offset, col_offset, stride, col_stride, row_bound, col_bound, row_wrap, col_wrap,
+         fill) = op.operands[:11]
+    args = {label: as_type(em.scalar_arg(value), I32) for label, value in (
+        ("row_offset", row_offset), ("col_offset", col_offset), ("stride", stride),
+        ("row_bound", row_bound), ("col_bound", col_bound))}
+    # A literal 1 stride and 0 wraps are left out of the C; a runtime wrap of 0 is none too.
+    for label, value, absent in (("col_stride", col_stride, 1), ("row_wrap", row_wrap, 0),
+                                 ("col_wrap", col_wrap, 0)):
+        args[label] = None if isinstance(value, Const) and value.value == absent else \
+            as_type(em.scalar_arg(value), I32)
+    return buffer, base, fill, args
+
+
+def wrapped(coordinate: str, wrap: str | None) -> str:
+    """``coordinate`` taken modulo ``wrap`` (C's %, as the mod op), a wrap of 0 being none."""
+    if wrap is None:
+        return coordinate
+    return f"({wrap} != 0 ? ({coordinate}) % {wrap} : ({coordinate}))"
+
+
+def element_offset(args: dict, row: str = "row", col: str = "col") -> str:
+    scaled = col if args["col_stride"] is None else f"{col} * {args['col_stride']}"
+    return f"{row} * {args['stride']} + {scaled}"
+
+
 def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
     """Consecutive ``copy_to_shared`` ops: every thread first loads all its
     elements of every tile into registers, so the loads are in flight
@@ -87,7 +122,7 @@ def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
     alias; so loads written one after a store would wait on each other.)"""
     plans = []
     for op in ops:
-        buffer, base, row_offset, col_offset, stride, row_bound, col_bound, fill = op.operands
+        buffer, base, fill, args = copy_operands(em, op)
         rows, cols = buffer.type.shape
         row_pitch = pitch(buffer.type)
         total = rows * cols
@@ -97,22 +132,19 @@ def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
         tid = em.lang.thread_id
         index = tid if steps == 1 else f"{tid} + s * {em.threads}"
         guard = total % em.threads != 0 and total < em.threads
-        args = {label: as_type(em.scalar_arg(value), I32) for label, value in (
-            ("row_offset", row_offset), ("col_offset", col_offset), ("stride", stride),
-            ("row_bound", row_bound), ("col_bound", col_bound))}
         element = c_scalar(buffer.type.element)
         base_name = em.scalar_ref(base)
-        where = em.where(op).replace("  // copy_to_shared", "")
-        em.line(f"// copy_to_shared{where}: the {rows}x{cols} tile of {base_name} at "
+        where = em.where(op).replace(f"  // {op.name}", "")
+        em.line(f"// {op.name}{where}: the {rows}x{cols} tile of {base_name} at "
                 f"({args['row_offset']}, {args['col_offset']}) into {name}, {steps} element(s) per thread")
         em.line(f"{element} {stage}[{steps}];")
         em.line(f"{em.lang.unroll}")
         em.line(f"for (int s = 0; s < {steps}; ++s) {{")
         em.line(f"  const int i = {index};")
-        em.line(f"  const int row = {args['row_offset']} + i / {cols};")
-        em.line(f"  const int col = {args['col_offset']} + i % {cols};")
+        em.line(f"  const int row = {wrapped(args['row_offset'] + ' + i / ' + str(cols), args['row_wrap'])};")
+        em.line(f"  const int col = {wrapped(args['col_offset'] + ' + i % ' + str(cols), args['col_wrap'])};")
         in_bounds = f"row < {args['row_bound']} && col < {args['col_bound']}" + (f" && i < {total}" if guard else "")
-        em.line(f"  {stage}[s] = ({in_bounds}) ? {base_name}[row * {args['stride']} + col] : "
+        em.line(f"  {stage}[s] = ({in_bounds}) ? {base_name}[{element_offset(args)}] : "
                 f"{as_type(em.scalar_arg(fill), buffer.type.element)};")
         em.line("}")
         plans.append((name, stage, steps, index, guard, total, cols, row_pitch))
@@ -127,7 +159,7 @@ def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
 
 # ---- the pipelined K loop's ops (the pipeline pass) ------------------------------------------
 
-ASYNC_OPS = ("stage_view", "async_copy_to_shared", "async_commit", "async_wait")
+ASYNC_OPS = ("stage_view", "async_copy_to_shared", "async_copy_strided_to_shared", "async_commit", "async_wait")
 
 
 def emit_async(em: "CudaEmitter", op: Op) -> None:
@@ -182,32 +214,36 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
     element by element (4- and 8-byte elements by cp.async, others, and
     non-zero fills, by plain loads and shared stores, which the same wait and
     barrier order)."""
-    view, base, row_offset, col_offset, stride, row_bound, col_bound, fill, pred = op.operands
+    view, base, fill, args = copy_operands(em, op)
+    pred = op.operands[-1]
     rows, cols = view.type.shape
     row_pitch = pitch(view.type)
     element = view.type.element
     nbytes = element.nbytes
     dst = em.storage[view]
-    args = {label: as_type(em.scalar_arg(value), I32) for label, value in (
-        ("row_offset", row_offset), ("col_offset", col_offset), ("stride", stride),
-        ("row_bound", row_bound), ("col_bound", col_bound))}
     base_name = em.scalar_ref(base)
     width = vector_width(view.type, fill)
-    where = em.where(op).replace("  // async_copy_to_shared", "")
-    em.line(f"// async_copy_to_shared{where}: the {rows}x{cols} tile of {base_name} at "
+    where = em.where(op).replace(f"  // {op.name}", "")
+    em.line(f"// {op.name}{where}: the {rows}x{cols} tile of {base_name} at "
             f"({args['row_offset']}, {args['col_offset']}) into {dst}")
     em.line(f"if ({as_type(em.scalar_arg(pred), BOOL)}) {{")
     em.depth += 1
     if width > 1:
         aligned = (f"reinterpret_cast<unsigned long long>({base_name}) % {width * nbytes} == 0 && "
                    f"{args['stride']} % {width} == 0 && {args['col_offset']} % {width} == 0")
+        # A chunk is a run of a row: the columns contiguous, and a wrap (the
+        # tutorial's % N) a multiple of the chunk, so that no chunk straddles it.
+        if args["col_stride"] is not None:
+            aligned += f" && {args['col_stride']} == 1"
+        if args["col_wrap"] is not None:
+            aligned += f" && {args['col_wrap']} % {width} == 0"
         em.line(f"if ({aligned}) {{  // {width * nbytes}-byte chunks")
         em.depth += 1
         _copy_loop(em, rows, cols, width, row_pitch, args, lambda i, in_bounds, row, col, r, c: [
             f"const int n = {row} < {args['row_bound']} ? "
             f"min(max({args['col_bound']} - {col}, 0), {width}) : 0;",
             CUDA.cp_async(f"&{dst}[{r} * {row_pitch} + {c}]",
-                          f"n > 0 ? {base_name} + ({row} * {args['stride']} + {col}) : {base_name}",
+                          f"n > 0 ? {base_name} + ({row} * {args['stride']} + {col}) : {base_name}",  # col_stride 1
                           width * nbytes, f"n * {nbytes}"),
         ])
         em.depth -= 1
@@ -219,9 +255,9 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
         place = f"{dst}[{r} * {row_pitch} + {c}]"
         if nbytes in (4, 8) and _zero(fill):
             return [f"const bool in = {in_bounds};",
-                    CUDA.cp_async(f"&{place}", f"in ? {base_name} + ({row} * {args['stride']} + {col}) : {base_name}",
+                    CUDA.cp_async(f"&{place}", f"in ? {base_name} + ({element_offset(args, row, col)}) : {base_name}",
                                   nbytes, f"in ? {nbytes} : 0")]
-        return [f"{place} = ({in_bounds}) ? {base_name}[{row} * {args['stride']} + {col}] : {fill_c};"]
+        return [f"{place} = ({in_bounds}) ? {base_name}[{element_offset(args, row, col)}] : {fill_c};"]
 
     _copy_loop(em, rows, cols, 1, row_pitch, args, one)
     if width > 1:
@@ -246,8 +282,8 @@ def _copy_loop(em: "CudaEmitter", rows: int, cols: int, width: int, row_pitch: i
         em.line(f"  if (i >= {total}) break;")
     em.line(f"  const int r = i / {per_row};")
     em.line(f"  const int c = i % {per_row} * {width};")
-    em.line(f"  const int row = {args['row_offset']} + r;")
-    em.line(f"  const int col = {args['col_offset']} + c;")
+    em.line(f"  const int row = {wrapped(args['row_offset'] + ' + r', args['row_wrap'])};")
+    em.line(f"  const int col = {wrapped(args['col_offset'] + ' + c', args['col_wrap'])};")
     in_bounds = f"row < {args['row_bound']} && col < {args['col_bound']}"
     for text in body("i", in_bounds, "row", "col", "r", "c"):
         em.line(f"  {text}")

@@ -33,7 +33,7 @@ import json
 from dataclasses import dataclass, field
 
 from mytriton.backends.cuda.ctypes import c_element, c_literal
-from mytriton.backends.cuda.dots import ASYNC_OPS
+from mytriton.backends.cuda.dots import ASYNC_OPS, COPY_OPS
 from mytriton.backends.cuda.language import CUDA
 from mytriton.backends.cuda.expressions import CValue, as_type, assert_lines, print_call, render
 from mytriton.backends.cuda.layout import BlockedLayout, Layout, tile_layout
@@ -168,7 +168,7 @@ class CudaEmitter:
                 groups.append(Group("convert", [op], self.domain(op)))
             elif opdefs.lookup(op.name).allocates:
                 self.shared_allocs.append(op)
-            elif op.name == "copy_to_shared":
+            elif op.name in COPY_OPS:
                 if not (groups and groups[-1].kind == "copies" and open_group is None):
                     groups.append(Group("copies", []))
                 groups[-1].ops.append(op)

@@ -73,6 +73,8 @@ STATEMENT_OPS = {
     "shared_alloc_stages": "dots.py: a pointer into the dynamic shared array holding every stage",
     "stage_view": "dots.py: a pointer to one stage of its buffer (emit_async)",
     "async_copy_to_shared": "dots.py: cp.async of 16, 8 or 4 bytes per chunk, zero-filled past the bounds",
+    "copy_strided_to_shared": "dots.py: a cooperative copy through both strides and the wraps",
+    "async_copy_strided_to_shared": "dots.py: cp.async per chunk where the column stride is 1, else per element",
     "async_commit": "dots.py: cp.async.commit_group",
     "async_wait": "dots.py: cp.async.wait_group pending",
     "for": "emitter.py: a C for loop",

@@ -550,25 +550,49 @@ class _Emitter:
 
     def op_copy_to_shared(self, op: Op) -> None:
         buf, base_ptr, row_offset, col_offset, stride, row_bound, col_bound, fill = op.operands
+        self._copy(op, buf, base_ptr, row_offset, col_offset, stride, Const(1), row_bound, col_bound,
+                   Const(0), Const(0), fill)
+
+    def op_copy_strided_to_shared(self, op: Op) -> None:
+        self._copy(op, *op.operands)
+
+    def _copy(self, op: Op, buf, base_ptr, row_offset, col_offset, stride, col_stride, row_bound, col_bound,
+              row_wrap, col_wrap, fill) -> None:
         loc = op.loc
         t = buf.type.element
         ty = scalar_type(t)
         base = self.base(base_ptr, op) if isinstance(base_ptr, Value) else None
         w = self.w
 
+        def wrapped(coordinate: str, wrap) -> str:
+            """``coordinate`` remsi ``wrap`` (as the mod op), a wrap of 0 being none."""
+            if wrap == Const(0):
+                return coordinate
+            by = self.element(wrap, [], I32, loc)
+            zero = w.op("arith.constant 0 : i32", loc)
+            one = w.op("arith.constant 1 : i32", loc)
+            none = w.op(f"arith.cmpi eq, {by}, {zero} : i32", loc)
+            safe = w.op(f"arith.select {none}, {one}, {by} : i32", loc)
+            rem = w.op(f"arith.remsi {coordinate}, {safe} : i32", loc)
+            return w.op(f"arith.select {none}, {coordinate}, {rem} : i32", loc)
+
         def body(coords: list[Coord]) -> None:
             r, c = coords
             ri = w.op(f"arith.index_cast {r} : index to i32", loc)
             ci = w.op(f"arith.index_cast {c} : index to i32", loc)
-            row = w.op(f"arith.addi {self.element(row_offset, [], I32, loc)}, {ri} : i32", loc)
-            col = w.op(f"arith.addi {self.element(col_offset, [], I32, loc)}, {ci} : i32", loc)
+            row = wrapped(w.op(f"arith.addi {self.element(row_offset, [], I32, loc)}, {ri} : i32", loc), row_wrap)
+            col = wrapped(w.op(f"arith.addi {self.element(col_offset, [], I32, loc)}, {ci} : i32", loc), col_wrap)
             row_in = w.op(f"arith.cmpi slt, {row}, {self.element(row_bound, [], I32, loc)} : i32", loc)
             col_in = w.op(f"arith.cmpi slt, {col}, {self.element(col_bound, [], I32, loc)} : i32", loc)
             inside = w.op(f"arith.andi {row_in}, {col_in} : i1", loc)
 
             def read() -> str:
                 scaled = w.op(f"arith.muli {row}, {self.element(stride, [], I32, loc)} : i32", loc)
-                flat = w.op(f"arith.addi {scaled}, {col} : i32", loc)
+                if col_stride != Const(1):
+                    scaled_col = w.op(f"arith.muli {col}, {self.element(col_stride, [], I32, loc)} : i32", loc)
+                else:
+                    scaled_col = col
+                flat = w.op(f"arith.addi {scaled}, {scaled_col} : i32", loc)
                 wide = convert(w, flat, I32, OFFSET, loc)
                 start = self.element(base_ptr, [], OFFSET, loc)
                 offset = w.op(f"arith.addi {start}, {wide} : i64", loc)

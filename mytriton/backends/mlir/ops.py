@@ -96,6 +96,7 @@ STRUCTURED: dict[str, str] = {
     "dot_shared": "as dot, reading both operands with memref.load from the shared buffers",
     "shared_alloc": "memref.global in workgroup memory (address space 3) and memref.get_global",
     "copy_to_shared": "per buffer element: a guarded memref.load from global memory, memref.store into the buffer",
+    "copy_strided_to_shared": "as copy_to_shared, the coordinates wrapped by arith.remsi, columns scaled by their stride",
     "barrier": "gpu.barrier",
     "for": "scf.for with iter_args on the loop's index type (a runtime step <= 0 runs no iteration, as on the GPU)",
     "yield": "scf.yield",
@@ -119,7 +120,8 @@ REFUSED: dict[str, str] = {
 }
 # A pipelined K loop (the pipeline pass) is not lowered yet: `compile --emit=mlir`
 # stages dots unpipelined; staged SSA from `stage-dots --num-stages 1` reads too.
-PIPELINED = ("shared_alloc_stages", "stage_view", "async_copy_to_shared", "async_commit", "async_wait")
+PIPELINED = ("shared_alloc_stages", "stage_view", "async_copy_to_shared", "async_copy_strided_to_shared",
+             "async_commit", "async_wait")
 REFUSED.update({name: "pipelined K loops are not covered by the MLIR back end yet (stage with --num-stages 1)"
                 for name in PIPELINED})
 # libdevice's functions (issue 11): upstream math has most of them, not all (erfinv, llrint).
