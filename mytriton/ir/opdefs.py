@@ -1194,11 +1194,12 @@ def _erfinv(np: Any, x: Any) -> Any:
 def _llrint(np: Any, x: Any) -> Any:
     """To the nearest integer, ties to even, as i64. Out of range and NaN
     are undefined in C; the device (cvt.rni.s64, which llrintf is)
-    saturates and gives 0 for NaN, and so does this."""
+    saturates, and gives i64's smallest value for NaN (seen on the H200),
+    and so does this."""
     r = np.rint(np.asarray(x, dtype=np.float64))
     inside = (r >= -2.0**63) & (r < 2.0**63)
     whole = np.where(inside, r, 0).astype(np.int64)
-    return np.where(inside, whole, np.where(r > 0, np.int64(2**63 - 1), np.where(r < 0, np.int64(-2**63), 0)))
+    return np.where(inside, whole, np.where(r > 0, np.int64(2**63 - 1), np.int64(-2**63)))
 
 
 def _fmod_undefined(a: Any, b: Any) -> bool:
@@ -1249,7 +1250,7 @@ for _name, (_semantics, _doc) in _LIBDEVICE_PREDICATES.items():
     _register(OpDef(_name, ("x",), _libdevice_predicate(_name), elementwise=True, semantics=_semantics,
                     computes_in="operands", doc=f"libdevice.{_name}: {_doc}"))
 _register(OpDef("llrint", ("x",), _llrint_rule, elementwise=True, semantics=_llrint, computes_in="operands",
-                doc="libdevice.llrint: x to the nearest integer (halves to even) as i64, saturating, NaN 0 (llrintf)"))
+                doc="libdevice.llrint: x to the nearest integer (halves to even) as i64, saturating, NaN i64 min (llrintf)"))
 LIBDEVICE_OPS = (*_LIBDEVICE_FLOAT, *_LIBDEVICE_PREDICATES, "llrint")
 
 # ---- pointers from memory ---------------------------------------------------------

@@ -246,7 +246,8 @@ class TextReader:
         kind = rule(tree)
         if kind == "int_lit":
             token = tree.children[0]
-            return self.integer(str(token), token, "integer literal", -2**63, 2**63 - 1)
+            # i64's range and u64's: the frontend takes either (the type rules check the fit).
+            return self.integer(str(token), token, "integer literal", -2**63, 2**64 - 1)
         if kind == "float_lit":
             return float(tree.children[0])
         return {"inf_lit": math.inf, "neg_inf_lit": -math.inf, "nan_lit": math.nan,

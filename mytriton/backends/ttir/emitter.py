@@ -286,7 +286,9 @@ class _Emitter:
             return
         if name == "neg":
             if t.is_float:
-                self.names[op.result] = w.op(f"arith.negf {a[0]} : {ty}", loc)
+                # -0.0 - x is -x exactly (signed zeros too); Triton 3.6 cannot legalize arith.negf.
+                zero = self.constant(-0.0, shape, t, loc)
+                self.names[op.result] = w.op(f"arith.subf {zero}, {a[0]} : {ty}", loc)
             else:
                 zero = self.constant(0, shape, t, loc)
                 self.names[op.result] = w.op(f"arith.subi {zero}, {a[0]} : {ty}", loc)
@@ -324,7 +326,7 @@ class _Emitter:
         elif name == "div_rn":
             out = w.op(f"tt.precise_divf {wide[0]}, {wide[1]} : {ty}", loc)
         elif name == "sigmoid":
-            neg = w.op(f"arith.negf {wide[0]} : {ty}", loc)
+            neg = w.op(f"arith.subf {self.constant(-0.0, shape, wide_t, loc)}, {wide[0]} : {ty}", loc)
             e = w.op(f"math.exp {neg} : {ty}", loc)
             one = self.constant(1.0, shape, wide_t, loc)
             denominator = w.op(f"arith.addf {one}, {e} : {ty}", loc)

@@ -36,7 +36,7 @@ TRITON_ELEMENTWISE: dict[str, str] = {
     "addptr": "tt.addptr (a tensor of !tt.ptr and a tensor of offsets)",
     "program_id": "tt.get_program_id x|y|z : i32",
     "num_programs": "tt.get_num_programs x|y|z : i32",
-    "neg": "arith.negf, or 0 - x (arith.subi)",
+    "neg": "-0.0 - x (arith.subf: Triton 3.6 does not legalize arith.negf), or 0 - x (arith.subi)",
     "abs": "math.absf / math.absi",
     "not": "arith.xori with all ones",
     "where": "arith.select on an i1 tensor",
