@@ -39,7 +39,7 @@ demo: install
 # pytest runs the lit suite too (tests/lit: the pass and stage tests as text,
 # checked by FileCheck): tests/test_lit.py makes each lit file one test.
 test: install
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n auto
 
 # The lit suite on its own (-v prints each failing file's commands and FileCheck's report).
 lit: install
