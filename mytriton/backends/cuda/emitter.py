@@ -485,17 +485,22 @@ class CudaEmitter:
     # consecutive slots contiguous, aligned to N elements and under one mask
     # value): the first slot of a run reads the N elements into a staging
     # array with one access, the last slot of a run writes them. The slot
-    # loop unrolls, so ``k % N`` is a constant and the array lives in registers.
+    # loop unrolls, so ``k`` is a constant and the arrays live in registers.
+    # A load stages every slot in its own element (one array of all the
+    # slots): reusing N elements for every run made each masked load depend
+    # on the previous run's, so the loads waited on each other (softmax
+    # 16384x8192 on the H200: 3610 GB/s staged in 4 elements, 4111 in 16).
     def vector_load(self, op: Op, args: list, loop: SlotLoop, declare: list[str]) -> str:
         ptr, mask, other = args
         n = op.attrs["vector"]
         pointee = element_of(op.operands[0].type).pointee
         buffer = "w" + self.name(op.results[0])[1:]
-        declare.append(self.lang.vector_buffer(c_element(op.results[0].type), buffer, n))
+        declare.append(self.lang.vector_buffer(c_element(op.results[0].type), buffer, loop.domain.slots))
         first = f"{loop.index} % {n} == 0"
         guard = f"{first} && {as_type(mask, BOOL)}" if mask is not None else first
-        loop.lines.append(f"if ({guard}) {self.lang.vector_copy(buffer, ptr.expr, n * pointee.nbytes)}")
-        read = f"{buffer}[{loop.index} % {n}]"
+        copy = self.lang.vector_copy(f"&{buffer}[{loop.index}]", ptr.expr, n * pointee.nbytes)
+        loop.lines.append(f"if ({guard}) {copy}")
+        read = f"{buffer}[{loop.index}]"
         if mask is None:
             return read
         fill = as_type(other, pointee) if other is not None else c_literal(0, pointee)
