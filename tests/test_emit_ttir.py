@@ -345,3 +345,21 @@ LIT = SAMPLES.parent / "tests" / "lit" / "emit-ttir"
 def test_triton_compiles_what_the_lit_tests_check(path, tmp_path):
     text = (LIT / path).read_text()
     assert triton_compile(pipeline.emit_ttir(pipeline.verify(pipeline.read_ssa(text, path))), tmp_path).asm["cubin"]
+
+
+def test_bools_are_loaded_and_stored_as_bytes_as_tritons_front_end_does(tmp_path):
+    # LLVM cannot store a tensor of i1: Triton reads and writes a bool through an i8 pointer.
+    source = kernel_source("""
+    @mytriton.jit
+    def k(flags_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        i = tl.arange(0, BLOCK)
+        m = i < n
+        f = tl.load(flags_ptr + i, mask=m, other=True)
+        tl.store(out_ptr + i, f == False, mask=m)
+    """)
+    text = compile_text(source, "ttir", defines={"BLOCK": 64}, signature="*i1, *i1, i32")
+    assert re.search(r"tt.bitcast %\d+ : tensor<64x!tt.ptr<i1>> -> tensor<64x!tt.ptr<i8>>", text)
+    assert re.search(r"tt.load %\d+, %\d+, %\d+ : tensor<64x!tt.ptr<i8>>", text)
+    assert re.search(r"arith.extui %\d+ : tensor<64xi1> to tensor<64xi8>", text)
+    assert re.search(r"tt.store %\d+, %\d+, %\d+ : tensor<64x!tt.ptr<i8>>", text)
+    assert triton_compile(text, tmp_path).asm["cubin"]

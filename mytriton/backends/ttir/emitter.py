@@ -21,7 +21,7 @@ from mytriton.ir.ssa import (
     Block, Const, Kernel, Op, Operand, Value, for_body, for_bounds, for_inits, yield_types,
 )
 from mytriton.types import (
-    BF16, BOOL, F16, F32, I32, I64, PointerType, ScalarType, Type, WeakType, broadcast_shapes,
+    BF16, BOOL, F16, F32, I8, I32, I64, PointerType, ScalarType, Type, WeakType, broadcast_shapes,
     concrete, element_of, promote, shape_of,
 )
 
@@ -485,12 +485,22 @@ class _Emitter:
         ptr_e = element_of(ptr.type)
         loc = op.loc
         p = self.get(ptr, shape, ptr_e, loc)
+        memory_e = I8 if e == BOOL else e  # bools live in memory as bytes, as Triton's front end loads them
+        p = self.byte_pointer(p, shape, ptr_e, loc)
         parts = [p]
         if mask is not None:
             parts.append(self.get(mask, shape, BOOL, loc))
             if other is not None:
-                parts.append(self.get(other, shape, e, loc))
-        self.names[op.result] = self.w.op(f"tt.load {joined(parts)} : {ttir_type(shape, ptr_e)}", loc)
+                parts.append(self.convert(self.get(other, shape, e, loc), shape, e, memory_e, loc))
+        loaded = self.w.op(f"tt.load {joined(parts)} : {ttir_type(shape, PointerType(memory_e))}", loc)
+        self.names[op.result] = self.convert(loaded, shape, memory_e, e, loc)
+
+    def byte_pointer(self, p: str, shape: tuple[int, ...], ptr_e: PointerType, loc: Location | None) -> str:
+        """A pointer to bools as a pointer to i8: Triton's front end reads and
+        writes an i1 as one byte (LLVM cannot store an i1 tensor)."""
+        if ptr_e.pointee != BOOL:
+            return p
+        return self.w.op(f"tt.bitcast {p} : {ttir_type(shape, ptr_e)} -> {ttir_type(shape, PointerType(I8))}", loc)
 
     def op_store(self, op: Op) -> None:
         ptr, value, mask = op.operands
@@ -498,10 +508,13 @@ class _Emitter:
         ptr_e = element_of(ptr.type)
         shapes = [shape_of(o.type) for o in (ptr, value, mask) if isinstance(o, Value)]
         shape = broadcast_shapes(*shapes) if shapes else ()
-        parts = [self.get(ptr, shape, ptr_e, loc), self.get(value, shape, ptr_e.pointee, loc)]
+        memory_e = I8 if ptr_e.pointee == BOOL else ptr_e.pointee  # a bool is stored as a byte, 0 or 1
+        p = self.byte_pointer(self.get(ptr, shape, ptr_e, loc), shape, ptr_e, loc)
+        x = self.convert(self.get(value, shape, ptr_e.pointee, loc), shape, ptr_e.pointee, memory_e, loc)
+        parts = [p, x]
         if mask is not None:
             parts.append(self.get(mask, shape, BOOL, loc))
-        self.w.line(f"tt.store {joined(parts)} : {ttir_type(shape, ptr_e)}", loc)
+        self.w.line(f"tt.store {joined(parts)} : {ttir_type(shape, PointerType(memory_e))}", loc)
 
     def _reduce(self, op: Op) -> None:
         x = op.operands[0]
