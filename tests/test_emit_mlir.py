@@ -19,10 +19,12 @@ from mytriton.backends.mlir import ops as mlir_ops
 from mytriton.backends.mlir.text import float_literal, int_literal, mlir_string
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
+from mytriton.language.extra import libdevice
 from mytriton.pipeline import Options
 from test_cli_chain import cli, ok
 from test_op_registry import EVERY_FUNCTION
 from test_shape_ops import M, N, REFERENCES
+from xdsl.utils.exceptions import VerifyException
 
 pytest.importorskip("xdsl")
 
@@ -64,16 +66,100 @@ def test_xdsl_verifies_generated_kernels(family, seed):
 
 
 def without_host_talk(source: str) -> str:
-    """The kernel without what the MLIR back end refuses: device prints and assertions, atomics."""
+    """The kernel without what the MLIR back end refuses: device prints and assertions."""
     return "\n".join(line for line in source.splitlines()
-                     if "device_assert" not in line and "device_print" not in line and "tl.atomic_" not in line)
+                     if "device_assert" not in line and "device_print" not in line)
 
 
 def test_xdsl_verifies_a_kernel_calling_every_tl_function_but_the_device_prints():
     math = " + ".join(f"tl.{name}(x)" for name in opdefs.MATH_FUNCTIONS)
     source = kernel_source(without_host_talk(EVERY_FUNCTION.format(math=math)))
-    module = parse_and_verify(compile_text(source, "mlir", defines={"BLOCK": 16}))
-    assert {"math.exp", "math.erf", "math.fma", "math.rsqrt", "scf.for"} <= op_names(module)
+    text = compile_text(source, "mlir", defines={"BLOCK": 16}, signature="*fp32, *fp32, i32, *i32")
+    module = parse_and_verify(text)
+    assert {"math.exp", "math.erf", "math.fma", "math.rsqrt", "scf.for", "memref.atomic_rmw",
+            "memref.generic_atomic_rmw", "memref.atomic_yield", "gpu.barrier"} <= op_names(module)
+
+
+LIBDEVICE_KERNEL = """
+@mytriton.jit
+def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    m = i < n
+    x = tl.load(x_ptr + i, mask=m, other=0.5)
+    y = {calls}
+    tl.store(out_ptr + i, y, mask=m)
+"""
+MLIR_REFUSED_LIBDEVICE = ("erfinv", "hypot")
+
+
+@pytest.mark.parametrize("bits,signature", [(32, "*fp32, *fp32, i32"), (64, "*fp64, *fp64, i32")])
+def test_xdsl_verifies_every_libdevice_function_upstream_mlir_has(bits, signature):
+    calls = []
+    for name, (op, signatures) in sorted(libdevice.SIGNATURES.items()):
+        if op in MLIR_REFUSED_LIBDEVICE or not any(s[0].is_float and s[0].bits == bits for s in signatures):
+            continue
+        call = f"libdevice.{name}({', '.join(['x'] * len(signatures[0]))})"
+        calls.append(f"{call}.to(tl.float{bits})" if op in ("isnan", "isinf", "signbit", "llrint") else call)
+    source = "from mytriton.language.extra import libdevice\n" + kernel_source(
+        LIBDEVICE_KERNEL.format(calls=" + ".join(calls)))
+    module = parse_and_verify(compile_text(source, "mlir", defines={"BLOCK": 8}, signature=signature))
+    assert {"math.log1p", "math.powf", "math.roundeven", "math.atan2", "math.copysign", "arith.remf",
+            "arith.cmpf", "arith.fptosi"} <= op_names(module)
+
+
+@pytest.mark.parametrize("name", MLIR_REFUSED_LIBDEVICE)
+def test_a_libdevice_function_without_an_upstream_op_is_a_stated_refusal(name):
+    call = f"libdevice.{name}({', '.join(['x'] * len(libdevice.SIGNATURES[name][1][0]))})"
+    source = "from mytriton.language.extra import libdevice\n" + kernel_source(LIBDEVICE_KERNEL.format(calls=call))
+    with pytest.raises(CompileError, match=rf"libdevice's {name} has no upstream MLIR op"):
+        compile_text(source, "mlir", file="k.py", defines={"BLOCK": 8}, signature="*fp32, *fp32, i32")
+
+
+@pytest.mark.parametrize("name", ("int_to_ptr", "ptr_to_int"))
+def test_pointers_from_memory_are_a_stated_refusal(name):
+    assert "pointers from memory" in mlir_ops.REFUSED[name]
+
+
+ATOMICS = """
+@mytriton.jit
+def k(f_ptr, d_ptr, i_ptr, u_ptr, n, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    m = i < n
+    x = tl.load(f_ptr + i, mask=m, other=0.0)
+    a = tl.atomic_max(f_ptr + i, x, mask=m) + tl.atomic_min(f_ptr + i, x) + tl.atomic_cas(f_ptr + i, x, 1.0)
+    b = tl.atomic_add(d_ptr + i, 1.0, mask=m) + tl.atomic_xchg(d_ptr + i, 0.5) + tl.atomic_cas(d_ptr, 0.0, 1.0)
+    c = tl.atomic_max(u_ptr + i, 3) + tl.atomic_min(u_ptr + i, 1) + tl.atomic_xor(u_ptr + i, 7)
+    e = tl.atomic_add(i_ptr + i, 1) + tl.atomic_max(i_ptr + i, 2) + tl.atomic_and(i_ptr + i, 3)
+    e += tl.atomic_or(i_ptr + i, 4) + tl.atomic_cas(i_ptr + i, 1, 2)
+    tl.store(f_ptr + i, a + b.to(tl.float32) + c.to(tl.float32) + e.to(tl.float32), mask=m)
+"""
+
+
+def test_xdsl_verifies_atomics_of_every_kind_and_dtype():
+    text = compile_text(kernel_source(ATOMICS), "mlir", defines={"BLOCK": 4},
+                        signature="*fp32, *fp64, *i32, *u32, i32")
+    module = parse_and_verify(text)
+    kinds = {int(k) for k in re.findall(r'"memref.atomic_rmw"\([^)]*\) <\{kind = (\d+) : i64\}>', text)}
+    spelled = {name for name, number in mlir_ops.ATOMIC_RMW_KINDS.items() if number in kinds}
+    assert spelled == {"maxnumf", "minnumf", "addf", "assign", "maxu", "minu", "xori", "addi", "maxs", "andi", "ori"}
+    assert "memref.generic_atomic_rmw" in op_names(module)
+
+
+def test_a_float_atomic_cas_compares_bits():
+    text = compile_text(kernel_source(ATOMICS), "mlir", defines={"BLOCK": 4},
+                        signature="*fp32, *fp64, *i32, *u32, i32")
+    body = text[text.index('"memref.generic_atomic_rmw"'):]
+    body = body[:body.index('"memref.atomic_yield"')]
+    assert re.search(r"arith.bitcast %\d+ : f32 to i32", body)
+    assert re.search(r"arith.cmpi eq, %\d+, %\d+ : i32", body)
+
+
+def test_a_masked_atomic_is_guarded_and_gives_zero_where_the_mask_is_off():
+    text = compile_text(kernel_source(ATOMICS), "mlir", defines={"BLOCK": 4},
+                        signature="*fp32, *fp64, *i32, *u32, i32")
+    guarded = re.search(r"scf.if %\d+ -> \(f64\) \{\n(.*\n){1,2}.*\"memref.atomic_rmw\".*<\{kind = 0 : i64\}>.*\n"
+                        r".*scf.yield.*\n.*\} else \{\n.*arith.constant 0.0 : f64", text)
+    assert guarded, text
 
 
 def test_xdsl_verifies_unsigned_narrow_and_half_precision_types():
@@ -205,3 +291,18 @@ LIT = SAMPLES.parent / "tests" / "lit" / "emit-mlir"
 def test_xdsl_verifies_what_the_lit_tests_check(path):
     text = (LIT / path).read_text()
     parse_and_verify(pipeline.emit_mlir(pipeline.verify(pipeline.read_ssa(text, path))))
+
+
+def test_the_checker_rejects_a_generic_atomic_rmw_whose_body_does_not_yield_the_element_type():
+    bad = '''
+    func.func @f(%m: memref<?xi32>, %i: index) -> i32 {
+      %r = "memref.generic_atomic_rmw"(%m, %i) ({
+      ^bb0(%cur: i32):
+        %w = arith.extsi %cur : i32 to i64
+        "memref.atomic_yield"(%w) : (i64) -> ()
+      }) : (memref<?xi32>, index) -> i32
+      func.return %r : i32
+    }
+    '''
+    with pytest.raises(VerifyException, match="atomic_yield of the element type"):
+        parse_and_verify(bad)

@@ -17,6 +17,7 @@ from fuzz_kernels import FAMILIES, generate_kernel
 from mytriton import pipeline
 from mytriton.backends.ttir import ops as ttir_ops
 from mytriton.ir import opdefs
+from mytriton.language.extra import libdevice
 from mytriton.pipeline import Options
 from test_cli_chain import cli, ok
 from test_op_registry import EVERY_FUNCTION
@@ -61,16 +62,125 @@ def test_triton_compiles_generated_kernels(family, seed, tmp_path):
     assert triton_compile(text, tmp_path).asm["cubin"]
 
 
-def test_triton_compiles_a_kernel_calling_every_tl_function_but_the_atomics(tmp_path):
+def test_triton_compiles_a_kernel_calling_every_tl_function(tmp_path):
     math = " + ".join(f"tl.{name}(x)" for name in opdefs.MATH_FUNCTIONS)
-    # The atomics and tl.debug_barrier are not lowered to TTIR yet (stated refusals).
-    every = "\n".join(line for line in EVERY_FUNCTION.splitlines()
-                      if "tl.atomic_" not in line and "debug_barrier" not in line)
-    source = kernel_source(every.format(math=math))
-    text = compile_text(source, "ttir", defines={"BLOCK": 16})
+    source = kernel_source(EVERY_FUNCTION.format(math=math))
+    text = compile_text(source, "ttir", defines={"BLOCK": 16}, signature="*fp32, *fp32, i32, *i32")
     spelled = set(re.findall(r"[a-z_]+\.[a-z_.]+(?= )", text))
-    assert {"math.exp", "math.erf", "math.fma", "tt.extern_elementwise", "scf.for", "tt.print", "tt.assert"} <= spelled
+    assert {"math.exp", "math.erf", "math.fma", "tt.extern_elementwise", "scf.for", "tt.print", "tt.assert",
+            "tt.atomic_rmw", "tt.atomic_cas", "gpu.barrier"} <= spelled
     assert triton_compile(text, tmp_path).asm["cubin"]
+
+
+LIBDEVICE_KERNEL = """
+@mytriton.jit
+def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    m = i < n
+    x = tl.load(x_ptr + i, mask=m, other=0.5)
+    y = {calls}
+    tl.store(out_ptr + i, y, mask=m)
+"""
+
+
+def libdevice_calls(dtype: str) -> str:
+    bits = 64 if dtype == "float64" else 32
+    calls = []
+    for name, (_, signatures) in sorted(libdevice.SIGNATURES.items()):
+        arity = len(signatures[0])
+        if name in ("abs", "fma", "div_rn", "fmax", "fmin"):  # tl's own ops, covered elsewhere
+            continue
+        if not any(s[0].is_float and s[0].bits == bits for s in signatures):
+            continue
+        call = f"libdevice.{name}({', '.join(['x'] * arity)})"
+        if name in ("isnan", "isinf", "signbit", "llrint"):
+            call = f"{call}.to(tl.{dtype})"
+        calls.append(call)
+    return " + ".join(calls)
+
+
+@pytest.mark.parametrize("dtype,signature", [("float32", "*fp32, *fp32, i32"), ("float64", "*fp64, *fp64, i32")])
+def test_triton_compiles_every_libdevice_function_as_extern_elementwise(dtype, signature, tmp_path):
+    calls = libdevice_calls(dtype)
+    source = "from mytriton.language.extra import libdevice\n" + kernel_source(LIBDEVICE_KERNEL.format(calls=calls))
+    text = compile_text(source, "ttir", defines={"BLOCK": 64}, signature=signature)
+    symbols = {"float32": ("erfinvf", "log1pf", "powf", "isnanf", "signbitf", "llrintf", "fast_fdividef"),
+               "float64": ("erfinv", "log1p", "pow", "isnand", "signbitd", "llrint")}[dtype]
+    for symbol in symbols:
+        assert f'symbol = "__nv_{symbol}"' in text
+    assert triton_compile(text, tmp_path).asm["cubin"]
+
+
+def test_a_libdevice_predicate_is_its_i32_answer_compared_with_zero():
+    source = "from mytriton.language.extra import libdevice\n" + kernel_source(
+        LIBDEVICE_KERNEL.format(calls="tl.where(libdevice.isnan(x), 1.0, x)"))
+    text = compile_text(source, "ttir", defines={"BLOCK": 64}, signature="*fp32, *fp32, i32")
+    answer = re.search(r'(%\d+) = tt.extern_elementwise %\d+ \{[^}]*symbol = "__nv_isnanf"\} : '
+                       r'\(tensor<64xf32>\) -> tensor<64xi32>', text)
+    assert answer, text
+    assert re.search(rf"arith.cmpi ne, {answer.group(1)}, %\d+ : tensor<64xi32>", text)
+
+
+POINTERS_FROM_MEMORY = """
+@mytriton.jit
+def k(table_ptr, out_ptr, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    base = tl.load(table_ptr + tl.program_id(0)).to(tl.pointer_type(tl.float32))
+    x = tl.load(base + i)
+    tl.store(out_ptr + i, x + (base + 1).to(tl.int64).to(tl.float32))
+"""
+
+
+def test_pointers_from_memory_are_tt_int_to_ptr_and_tt_ptr_to_int(tmp_path):
+    text = compile_text(kernel_source(POINTERS_FROM_MEMORY), "ttir", defines={"BLOCK": 64},
+                        signature="*i64, *fp32")
+    assert re.search(r"tt.int_to_ptr %\d+ : i64 -> !tt.ptr<f32>", text)
+    assert re.search(r"tt.ptr_to_int %\d+ : !tt.ptr<f32> -> i64", text)
+    assert triton_compile(text, tmp_path).asm["cubin"]
+
+
+ATOMICS = """
+@mytriton.jit
+def k(f_ptr, d_ptr, i_ptr, u_ptr, h_ptr, n, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    m = i < n
+    x = tl.load(f_ptr + i, mask=m, other=0.0)
+    a = tl.atomic_max(f_ptr + i, x, mask=m) + tl.atomic_min(f_ptr + i, x, mask=m, sem="relaxed", scope="cta")
+    b = tl.atomic_add(d_ptr + i, 1.0, mask=m) + tl.atomic_max(d_ptr + i, 2.0) + tl.atomic_xchg(d_ptr + i, 0.5)
+    c = tl.atomic_max(u_ptr + i, 3, mask=m) + tl.atomic_min(u_ptr + i, 1) + tl.atomic_cas(u_ptr, 0, 1)
+    e = tl.atomic_add(i_ptr + i, 1, sem="release", scope="sys") + tl.atomic_cas(i_ptr + i, 1, 2, sem="acquire")
+    h = tl.atomic_add(h_ptr + i, x.to(tl.float16), mask=m)
+    tl.store(f_ptr + i, a + b.to(tl.float32) + c.to(tl.float32) + e.to(tl.float32) + h.to(tl.float32), mask=m)
+"""
+
+
+def test_triton_compiles_atomics_of_every_kind_dtype_sem_and_scope(tmp_path):
+    text = compile_text(kernel_source(ATOMICS), "ttir", defines={"BLOCK": 64},
+                        signature="*fp32, *fp64, *i32, *u32, *fp16, i32")
+    assert "tt.atomic_rmw umax, acq_rel, gpu" in text  # u32 max is unsigned
+    assert "tt.atomic_rmw min, relaxed, cta" in text   # the f32 min's non-negative half
+    assert "tt.atomic_rmw add, release, sys" in text
+    assert "tt.atomic_rmw fadd, acq_rel, gpu" in text
+    assert "tt.atomic_rmw exch, acq_rel, gpu" in text
+    assert re.search(r"tt.atomic_cas acquire, gpu, %\d+, %\d+, %\d+ : \(tensor<64x!tt.ptr<i32>>", text)
+    assert triton_compile(text, tmp_path).asm["cubin"]
+
+
+def test_a_float_atomic_max_is_tritons_signed_max_and_unsigned_min_on_the_bits():
+    text = compile_text(kernel_source(ATOMICS), "ttir", defines={"BLOCK": 64},
+                        signature="*fp32, *fp64, *i32, *u32, *fp16, i32")
+    line = next(i for i, l in enumerate(text.splitlines()) if "tt.atomic_rmw max, acq_rel, gpu" in l)
+    pair = text.splitlines()[line:line + 2]
+    assert "tensor<64x!tt.ptr<i32>>" in pair[0]
+    assert "tt.atomic_rmw umin, acq_rel, gpu" in pair[1]
+
+
+def test_a_masked_atomic_gives_zero_where_the_mask_is_off():
+    text = compile_text(kernel_source(ATOMICS), "ttir", defines={"BLOCK": 64},
+                        signature="*fp32, *fp64, *i32, *u32, *fp16, i32")
+    old = re.search(r"(%\d+) = tt.atomic_rmw fadd, acq_rel, gpu, %\d+, %\d+, (%\d+) : \(tensor<64x!tt.ptr<f16>>", text)
+    assert old, text
+    assert re.search(rf"arith.select {old.group(2)}, {old.group(1)}, %\d+ : tensor<64xi1>, tensor<64xf16>", text)
 
 
 def test_triton_compiles_half_precision_and_integer_dots(tmp_path):
@@ -237,3 +347,21 @@ LIT = SAMPLES.parent / "tests" / "lit" / "emit-ttir"
 def test_triton_compiles_what_the_lit_tests_check(path, tmp_path):
     text = (LIT / path).read_text()
     assert triton_compile(pipeline.emit_ttir(pipeline.verify(pipeline.read_ssa(text, path))), tmp_path).asm["cubin"]
+
+
+def test_bools_are_loaded_and_stored_as_bytes_as_tritons_front_end_does(tmp_path):
+    # LLVM cannot store a tensor of i1: Triton reads and writes a bool through an i8 pointer.
+    source = kernel_source("""
+    @mytriton.jit
+    def k(flags_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        i = tl.arange(0, BLOCK)
+        m = i < n
+        f = tl.load(flags_ptr + i, mask=m, other=True)
+        tl.store(out_ptr + i, f == False, mask=m)
+    """)
+    text = compile_text(source, "ttir", defines={"BLOCK": 64}, signature="*i1, *i1, i32")
+    assert re.search(r"tt.bitcast %\d+ : tensor<64x!tt.ptr<i1>> -> tensor<64x!tt.ptr<i8>>", text)
+    assert re.search(r"tt.load %\d+, %\d+, %\d+ : tensor<64x!tt.ptr<i8>>", text)
+    assert re.search(r"arith.extui %\d+ : tensor<64xi1> to tensor<64xi8>", text)
+    assert re.search(r"tt.store %\d+, %\d+, %\d+ : tensor<64x!tt.ptr<i8>>", text)
+    assert triton_compile(text, tmp_path).asm["cubin"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import SAMPLES, load_sample
+from conftest import SAMPLES, kernel_source, load_sample
 from mytriton import pipeline
 from mytriton.pipeline import Options
 from sample_cases import CASES
@@ -72,3 +72,96 @@ def test_tritons_build_of_the_ttir_matches_mytritons_cuda(name, tmp_path):
                                    err_msg=f"{name}: {label}, Triton vs NumPy")
         np.testing.assert_allclose(theirs, ours[index], rtol=2 * case.rtol, atol=2 * case.atol,
                                    err_msg=f"{name}: {label}, Triton vs mytriton's CUDA")
+
+
+# ---- today's ops: atomics and libdevice, Triton's build against mytriton's interpreter ----------
+
+
+def _run_triton(source: str, signature: str, defines: dict, grid: tuple[int, ...], args: list, tmp_path) -> list:
+    """Launch Triton's build of the kernel's TTIR on copies of ``args``; the arrays after the launch."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no GPU")
+    text = pipeline.compile_source(source, "kernel.py", "ttir", Options(defines=defines, signature=signature))
+    compiled = triton_compile(text, tmp_path)
+    tensors = [torch.from_numpy(a.copy()).cuda() if isinstance(a, np.ndarray) else a for a in args]
+    compiled[grid + (1,) * (3 - len(grid))](*tensors)
+    torch.cuda.synchronize()
+    return [t.cpu().numpy() if isinstance(a, np.ndarray) else t for t, a in zip(tensors, args)]
+
+
+ATOMICS_KERNEL = """
+@mytriton.jit
+def k(f_ptr, v_ptr, h_ptr, c_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = i < n
+    v = tl.load(v_ptr + i, mask=m, other=0.0)
+    old = tl.atomic_max(f_ptr + i, v, mask=m)
+    low = tl.atomic_min(f_ptr + n + i, v, mask=m)
+    tl.atomic_add(h_ptr + i % 7, 1, mask=m)
+    tl.atomic_cas(c_ptr, 0, 5)
+    tl.store(v_ptr + i, old + low, mask=m)
+"""
+
+
+def test_tritons_build_of_float_max_min_integer_add_and_cas_matches_the_interpreter(kernel_module, tmp_path):
+    pytest.importorskip("triton")
+    rng = np.random.default_rng(12)
+    n, block = 300, 64  # ragged: the last program is part masked
+    memory = (rng.standard_normal(2 * n) * 4).astype(np.float32)  # both signs: the pair on the bits
+    memory[:3] = [-0.0, 0.0, -0.0]
+    values = (rng.standard_normal(n) * 4).astype(np.float32)
+    values[:3] = [0.0, -0.0, 1e-30]
+    args = [memory, values, np.zeros(7, np.int32), np.zeros(1, np.int32), n]
+    grid = ((n + block - 1) // block,)
+    ours = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    kernel_module(ATOMICS_KERNEL).k[grid](*ours, BLOCK=block, backend="interp")
+    theirs = _run_triton(kernel_source(ATOMICS_KERNEL), "*fp32, *fp32, *i32, *i32, i32", {"BLOCK": block},
+                         grid, args, tmp_path)
+    for index, label in enumerate(("memory", "old values", "histogram", "cas word")):
+        np.testing.assert_array_equal(theirs[index], ours[index], err_msg=f"{label}: Triton vs mytriton")
+
+
+LIBDEVICE_ONE = """
+@mytriton.jit
+def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = i < n
+    x = tl.load(x_ptr + i, mask=m, other=0.5)
+    tl.store(out_ptr + i, {call}, mask=m)
+"""
+
+
+def _libdevice_f32_calls() -> list[str]:
+    from mytriton.language.extra import libdevice
+
+    calls = []
+    for name, (_, signatures) in sorted(libdevice.SIGNATURES.items()):
+        f32 = [s for s in signatures if all(t.is_float and t.bits == 32 for t in s)]
+        if f32 and name not in ("fma", "div_rn", "fmax", "fmin", "abs", "tanh"):
+            calls.append(f"libdevice.{name}({', '.join(['x'] * len(f32[0]))})")
+    return calls
+
+
+@pytest.mark.parametrize("call", _libdevice_f32_calls())
+def test_tritons_build_of_a_libdevice_function_matches_the_interpreter(call, kernel_module, tmp_path):
+    pytest.importorskip("triton")
+    rng = np.random.default_rng(len(call))
+    n, block = 200, 64
+    x = rng.uniform(-3.0, 3.0, n).astype(np.float32)
+    x[:4] = [0.25, -0.5, 2.5, -0.0]  # halves for round/rint, a signed zero for signbit
+    out_dtype = np.int64 if "llrint" in call else np.bool_ if any(p in call for p in ("isnan", "isinf", "signbit")) \
+        else np.float32
+    signature = {np.int64: "*fp32, *i64, i32", np.bool_: "*fp32, *i1, i32"}.get(out_dtype, "*fp32, *fp32, i32")
+    body = LIBDEVICE_ONE.format(call=call)
+    args = [x, np.zeros(n, out_dtype), n]
+    grid = ((n + block - 1) // block,)
+    module = kernel_module("from mytriton.language.extra import libdevice\n" + body)
+    ours = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    module.k[grid](*ours, BLOCK=block, backend="interp")
+    source = "from mytriton.language.extra import libdevice\n" + kernel_source(body)
+    theirs = _run_triton(source, signature, {"BLOCK": block}, grid, args, tmp_path)
+    if out_dtype != np.float32:
+        np.testing.assert_array_equal(theirs[1], ours[1], err_msg=f"{call}: Triton vs mytriton")
+    else:  # libdevice is within a few ulp; fast_expf and fast_dividef are the hardware's approximations
+        np.testing.assert_allclose(theirs[1], ours[1], rtol=2e-5, atol=1e-6, err_msg=f"{call}: Triton vs mytriton")

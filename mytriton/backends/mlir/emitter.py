@@ -361,6 +361,9 @@ class _Emitter:
             return scalar_op(self.w, name, [cond, *args], result_t, loc)
         if name == "full":
             return self.element(operands[0], coords, op.attrs["dtype"], loc)
+        if name in table.LIBDEVICE_OTHER:  # a float operand, a bool or i64 answer
+            t = self.source_type(operands[0])
+            return scalar_op(self.w, name, [self.element(operands[0], coords, t, loc)], t, loc)
         if name in ("shl", "shr"):
             args = [self.element(o, coords, result_t, loc) for o in operands]
             return scalar_op(self.w, name, args, result_t, loc)
@@ -434,6 +437,63 @@ class _Emitter:
             self.w.line("}", loc)
 
         self.each(shape_of(ptr.type), loc, body)
+
+    # ---- atomics ---------------------------------------------------------------------
+
+    def op_atomic_rmw(self, op: Op) -> None:
+        ptr, value, mask = op.operands
+        pointee = element_of(ptr.type).pointee
+        base = self.base(ptr, op)
+        loc = op.loc
+        ty = scalar_type(pointee)
+        kinds = table.ATOMIC_KIND[op.attrs["kind"]]
+        kind = kinds[0] if pointee.is_float else kinds[2] if pointee.unsigned else kinds[1]
+        assert kind is not None, f"the type rules give atomic_{op.attrs['kind']} no {pointee}"
+
+        def compute(coords: list[Coord]) -> str:
+            offset = self.element(ptr, coords, OFFSET, loc)
+            x = self.element(value, coords, pointee, loc)
+
+            def update() -> str:
+                where = self.w.op(f"arith.index_cast {offset} : i64 to index", loc)
+                return self.w.op(f'"memref.atomic_rmw"({x}, {base}, {where}) '
+                                 f"<{{kind = {table.ATOMIC_RMW_KINDS[kind]} : i64}}> : "
+                                 f"({ty}, {memref_type(pointee)}, index) -> {ty}", loc)
+
+            if mask is None:
+                return update()
+            m = self.element(mask, coords, BOOL, loc)
+            return self.guarded(m, ty, loc, update, lambda: constant(self.w, 0, pointee, loc))
+
+        self.per_element(op, compute)
+
+    def op_atomic_cas(self, op: Op) -> None:
+        ptr, cmp, value = op.operands
+        pointee = element_of(ptr.type).pointee
+        base = self.base(ptr, op)
+        loc, w = op.loc, self.w
+        ty = scalar_type(pointee)
+        it = f"i{pointee.bits}"
+
+        def compute(coords: list[Coord]) -> str:
+            offset = self.element(ptr, coords, OFFSET, loc)
+            expected = self.element(cmp, coords, pointee, loc)
+            x = self.element(value, coords, pointee, loc)
+            where = w.op(f"arith.index_cast {offset} : i64 to index", loc)
+            if pointee.is_float:  # compared by their bits, as the hardware's cas
+                expected = w.op(f"arith.bitcast {expected} : {ty} to {it}", loc)
+            name, current = w.fresh(), w.fresh()
+            w.line(f'{name} = "memref.generic_atomic_rmw"({base}, {where}) ({{', located=False)
+            w.line(f"^bb0({current}: {ty} {mlir_loc(loc)}):", located=False)
+            with w.nested():
+                bits = w.op(f"arith.bitcast {current} : {ty} to {it}", loc) if pointee.is_float else current
+                same = w.op(f"arith.cmpi eq, {bits}, {expected} : {it}", loc)
+                new = w.op(f"arith.select {same}, {x}, {current} : {ty}", loc)
+                w.line(f'"memref.atomic_yield"({new}) : ({ty}) -> ()', loc)
+            w.line(f"}}) : ({memref_type(pointee)}, index) -> {ty}", loc)
+            return name
+
+        self.per_element(op, compute)
 
     def op_expand_dims(self, op: Op) -> None:
         axis = op.attrs["axis"]

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from mytriton.backends.mlir.text import Writer, literal, scalar_type
+from mytriton.backends.mlir.text import Writer, joined, literal, scalar_type
 from mytriton.diagnostics import Location
-from mytriton.ir.opdefs import LIBDEVICE_OPS
 from mytriton.types import BF16, BOOL, F16, F32, I64, ScalarType
 
 # name -> (float op, signed integer op, unsigned integer op); None where the
@@ -115,8 +114,6 @@ STRUCTURED: dict[str, str] = {
 REFUSED: dict[str, str] = {
     "device_print": "printing from the device is not covered by the MLIR back end yet (gpu.printf)",
     "device_assert": "device assertions are not covered by the MLIR back end yet",
-    "atomic_rmw": "atomics are not covered by the MLIR back end yet (memref.atomic_rmw)",
-    "atomic_cas": "atomics are not covered by the MLIR back end yet (memref.generic_atomic_rmw)",
 }
 # A pipelined K loop (the pipeline pass) is not lowered yet: `compile --emit=mlir`
 # stages dots unpipelined; staged SSA from `stage-dots --num-stages 1` reads too.
@@ -124,19 +121,74 @@ PIPELINED = ("shared_alloc_stages", "stage_view", "async_copy_to_shared", "async
              "async_commit", "async_wait")
 REFUSED.update({name: "pipelined K loops are not covered by the MLIR back end yet (stage with --num-stages 1)"
                 for name in PIPELINED})
-# libdevice's functions (issue 11): upstream math has most of them, not all (erfinv, llrint).
-REFUSED.update({name: "libdevice functions are not covered by the MLIR back end yet" for name in LIBDEVICE_OPS})
+# libdevice's functions that upstream MLIR has no op for: a stated refusal.
+REFUSED["erfinv"] = "libdevice's erfinv has no upstream MLIR op (math has erf, not its inverse)"
+REFUSED["hypot"] = ("libdevice's hypot has no upstream MLIR op (math.sqrt of x * x + y * y would overflow "
+                    "where hypot does not)")
 # A pointer is an offset into its parameter's memref here: an address from memory has none.
 REFUSED.update({name: "pointers from memory (int_to_ptr, ptr_to_int) are not covered by the MLIR back end"
                 for name in ("int_to_ptr", "ptr_to_int")})
 
 
+# libdevice's functions (issue 11) that upstream math or arith has, per element;
+# f16 and bf16 compute in f32 and round back once.
+LIBDEVICE: dict[str, str] = {
+    **{name: f"math.{name}" for name in (
+        "log1p", "expm1", "round", "trunc", "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh", "acosh",
+        "atanh", "log10", "cbrt", "atan2", "copysign")},
+    "rint": "math.roundeven",
+    "pow": "math.powf",
+    "fmod": "arith.remf",
+    "fast_expf": "math.exp",  # the approximation is the lowering's business, as for tl.exp
+    "fast_dividef": "arith.divf",
+}
+# libdevice's predicates and llrint, written by hand in ``scalar_op``.
+LIBDEVICE_OTHER: dict[str, str] = {
+    "isnan": "arith.cmpf uno, x, x",
+    "isinf": "arith.cmpf oeq, math.absf(x), inf",
+    "signbit": "arith.bitcast to the integer of its width, arith.cmpi slt 0",
+    "llrint": "math.roundeven, arith.fptosi to i64 where it is inside i64's range, else i64's max or min "
+              "(NaN: min), as libdevice's llrint saturates",
+}
+
+
+# The atomics: per element, under scf.if where masked (0 where off).
+# memref.atomic_rmw is printed in MLIR's generic form (xDSL 0.75 has no custom
+# syntax for it), its kind the arith.atomic_rmw_kind enum's integer as upstream
+# MLIR numbers it today (mlir/Dialect/Arith/IR/ArithBase.td, with xori).
+ATOMIC_RMW_KINDS: dict[str, int] = {
+    "addf": 0, "addi": 1, "andi": 2, "assign": 3, "maximumf": 4, "maxnumf": 5, "maxs": 6, "maxu": 7,
+    "minimumf": 8, "minnumf": 9, "mins": 10, "minu": 11, "mulf": 12, "muli": 13, "ori": 14, "xori": 15,
+}
+# tl.atomic_<kind> -> (float kind, signed integer kind, unsigned integer kind)
+ATOMIC_KIND: dict[str, tuple[str | None, str | None, str | None]] = {
+    "add": ("addf", "addi", "addi"),
+    "max": ("maxnumf", "maxs", "maxu"),
+    "min": ("minnumf", "mins", "minu"),
+    "and": (None, "andi", "andi"),
+    "or": (None, "ori", "ori"),
+    "xor": (None, "xori", "xori"),
+    "xchg": ("assign", "assign", "assign"),
+}
+MEMORY: dict[str, str] = {
+    "atomic_rmw": "per element: \"memref.atomic_rmw\" (addf/addi, maxnumf/maxs/maxu, minnumf/mins/minu, "
+                  "andi, ori, xori, assign) on the pointer's parameter, under scf.if where masked (0 where off); "
+                  "sem and scope have no upstream spelling (upstream lowers memref atomics acq_rel)",
+    "atomic_cas": "per element: \"memref.generic_atomic_rmw\" whose body selects value where the current "
+                  "element equals cmp (floats compared by their bits)",
+}
+
+
 def lowering(name: str) -> str | None:
     """How this back end lowers the op ``name``: "elementwise", "structured"
     or "refused"; None where it has no lowering."""
+    if name in REFUSED:
+        return "refused"
     if name in BINARY or name in COMPARE or name in MATH or name in OTHER_ELEMENTWISE:
         return "elementwise"
-    if name in STRUCTURED:
+    if name in LIBDEVICE or name in LIBDEVICE_OTHER:
+        return "elementwise"
+    if name in STRUCTURED or name in MEMORY:
         return "structured"
     if name in REFUSED:
         return "refused"
@@ -241,6 +293,22 @@ def scalar_op(w: Writer, name: str, args: list[str], t: ScalarType, loc: Locatio
             return out
         nan = w.op(f"arith.cmpf uno, {args[0]}, {args[0]} : {ty}", loc)
         return w.op(f"arith.select {nan}, {args[0]}, {out} : {ty}", loc)
+    if name in LIBDEVICE:
+        spelled_op = LIBDEVICE[name]
+        return _in_f32(w, t, args, loc, lambda a, ft: w.op(f"{spelled_op} {joined(a)} : {ft}", loc))
+    if name == "isnan":
+        return w.op(f"arith.cmpf uno, {args[0]}, {args[0]} : {ty}", loc)
+    if name == "isinf":
+        magnitude = w.op(f"math.absf {args[0]} : {ty}", loc)
+        inf = constant(w, float("inf"), t, loc)
+        return w.op(f"arith.cmpf oeq, {magnitude}, {inf} : {ty}", loc)
+    if name == "signbit":
+        it = f"i{t.bits}"
+        bits = w.op(f"arith.bitcast {args[0]} : {ty} to {it}", loc)
+        zero = w.op(f"arith.constant 0 : {it}", loc)
+        return w.op(f"arith.cmpi slt, {bits}, {zero} : {it}", loc)
+    if name == "llrint":
+        return _llrint(w, args[0], t, loc)
     if name == "umulhi":
         wide = f"i{2 * t.bits}"
         a = w.op(f"arith.extui {args[0]} : {ty} to {wide}", loc)
@@ -250,6 +318,27 @@ def scalar_op(w: Writer, name: str, args: list[str], t: ScalarType, loc: Locatio
         high = w.op(f"arith.shrui {product}, {shift} : {wide}", loc)
         return w.op(f"arith.trunci {high} : {wide} to {ty}", loc)
     raise KeyError(name)
+
+
+def _llrint(w: Writer, x: str, t: ScalarType, loc: Location | None) -> str:
+    """x to the nearest integer (halves to even) as i64, saturating, NaN i64's
+    minimum: arith.fptosi of a value outside i64 is poison, so it is chosen
+    only inside the range."""
+    wide = convert(w, x, t, F32, loc) if t in (F16, BF16) else x
+    ft = "f32" if t in (F16, BF16) else scalar_type(t)
+    whole = w.op(f"math.roundeven {wide} : {ft}", loc)
+    low = w.op(f"arith.constant {literal(-2.0 ** 63, F32 if ft == 'f32' else t)} : {ft}", loc)
+    high = w.op(f"arith.constant {literal(2.0 ** 63, F32 if ft == 'f32' else t)} : {ft}", loc)
+    above_low = w.op(f"arith.cmpf oge, {whole}, {low} : {ft}", loc)
+    below_high = w.op(f"arith.cmpf olt, {whole}, {high} : {ft}", loc)
+    inside = w.op(f"arith.andi {above_low}, {below_high} : i1", loc)
+    converted = w.op(f"arith.fptosi {whole} : {ft} to i64", loc)
+    zero = w.op(f"arith.constant 0.0 : {ft}", loc)
+    positive = w.op(f"arith.cmpf ogt, {whole}, {zero} : {ft}", loc)
+    top = w.op("arith.constant 9223372036854775807 : i64", loc)
+    bottom = w.op("arith.constant -9223372036854775808 : i64", loc)
+    saturated = w.op(f"arith.select {positive}, {top}, {bottom} : i64", loc)
+    return w.op(f"arith.select {inside}, {converted}, {saturated} : i64", loc)
 
 
 def _in_f32(w: Writer, t: ScalarType, args: list[str], loc: Location | None,

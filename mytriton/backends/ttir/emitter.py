@@ -21,7 +21,7 @@ from mytriton.ir.ssa import (
     Block, Const, Kernel, Op, Operand, Value, for_body, for_bounds, for_inits, yield_types,
 )
 from mytriton.types import (
-    BF16, BOOL, F16, F32, I32, I64, PointerType, ScalarType, Type, WeakType, broadcast_shapes,
+    BF16, BOOL, F16, F32, I8, I32, I64, PointerType, ScalarType, Type, WeakType, broadcast_shapes,
     concrete, element_of, promote, shape_of,
 )
 
@@ -267,6 +267,9 @@ class _Emitter:
             self.names[op.result] = value if src_e == result_e else \
                 w.op(f"tt.bitcast {value} : {ttir_type(shape, src_e)} -> {ty}", loc)
             return
+        if name in table.LIBDEVICE:
+            self.names[op.result] = self.libdevice(op, shape)
+            return
         assert isinstance(result_e, ScalarType)
         t = result_e
         if name in table.MATH or name in ("fma", "div_rn"):
@@ -339,6 +342,121 @@ class _Emitter:
             out = w.op(f"{table.MATH[name]} {wide[0]} : {ty}", loc)
         return self.convert(out, shape, wide_t, t, loc)
 
+    def libdevice(self, op: Op, shape: tuple[int, ...]) -> str:
+        """A libdevice function as tt.extern_elementwise: the operands in
+        their float type (f16 and bf16 widened to f32), the answer rounded
+        back, compared != 0 (the predicates' i32) or kept (llrint's i64)."""
+        loc, w = op.loc, self.w
+        answers_float = op.name not in table.LIBDEVICE_PREDICATES and op.name != "llrint"
+        t = type_of(op.result.type)[1] if answers_float else concrete(_element(op.operands[0]))
+        assert isinstance(t, ScalarType) and t.is_float
+        wide_t = F32 if t in (F16, BF16, F32) else t
+        args = [self.convert(self.get(o, shape, t, loc), shape, t, wide_t, loc) for o in op.operands]
+        symbol = table.LIBDEVICE[op.name][0 if wide_t == F32 else 1]
+        ty = ttir_type(shape, wide_t)
+        if op.name in table.LIBDEVICE_PREDICATES:
+            answer = I32
+        elif op.name == "llrint":
+            answer = I64
+        else:
+            answer = wide_t
+        out_ty = ttir_type(shape, answer)
+        out = w.op(f'tt.extern_elementwise {joined(args)} {{libname = "", libpath = "", pure = true, '
+                   f'symbol = "{symbol}"}} : ({joined(ty for _ in args)}) -> {out_ty}', loc)
+        if op.name in table.LIBDEVICE_PREDICATES:
+            return self.convert(out, shape, I32, BOOL, loc)
+        if op.name == "llrint":
+            return out
+        return self.convert(out, shape, wide_t, t, loc)
+
+    # ---- memory: atomics, pointer casts, the barrier --------------------------------------
+
+    def op_barrier(self, op: Op) -> None:
+        self.w.line("gpu.barrier", op.loc)
+
+    def op_int_to_ptr(self, op: Op) -> None:
+        x = op.operands[0]
+        shape, e = type_of(op.result.type)
+        src_e = self.operand_type(x, I64)[1]
+        value = self.get(x, shape, src_e, op.loc)
+        self.names[op.result] = self.w.op(f"tt.int_to_ptr {value} : {ttir_type(shape, src_e)} -> "
+                                          f"{ttir_type(shape, e)}", op.loc)
+
+    def op_ptr_to_int(self, op: Op) -> None:
+        x = op.operands[0]
+        shape, e = type_of(op.result.type)
+        src_e = self.operand_type(x)[1]
+        value = self.get(x, shape, src_e, op.loc)
+        # tt.ptr_to_int gives i64; u64 is the same bits (signless)
+        self.names[op.result] = self.w.op(f"tt.ptr_to_int {value} : {ttir_type(shape, src_e)} -> "
+                                          f"{ttir_type(shape, I64)}", op.loc)
+
+    def _atomic(self, kind: str, sem: str, scope: str, ptr: str, operands: list[str], shape: tuple[int, ...],
+                ptr_e: PointerType, loc: Location | None) -> str:
+        e = ptr_e.pointee
+        types = [ttir_type(shape, ptr_e), *(ttir_type(shape, e) for _ in operands[:1]),
+                 *(ttir_type(shape, BOOL) for _ in operands[1:])]
+        return self.w.op(f"tt.atomic_rmw {kind}, {sem}, {scope}, {joined([ptr, *operands])} : "
+                         f"({joined(types)}) -> {ttir_type(shape, e)}", loc)
+
+    def op_atomic_rmw(self, op: Op) -> None:
+        ptr, value, mask = op.operands
+        loc, w = op.loc, self.w
+        shape, e = type_of(op.result.type)
+        assert isinstance(e, ScalarType)
+        ptr_e = element_of(ptr.type)
+        kind, sem, scope = op.attrs["kind"], op.attrs["sem"], op.attrs["scope"]
+        p = self.get(ptr, shape, ptr_e, loc)
+        v = self.get(value, shape, e, loc)
+        m = self.get(mask, shape, BOOL, loc) if mask is not None else self.constant(True, shape, BOOL, loc)
+        bty = ttir_type(shape, BOOL)
+        if e.is_float and kind in ("max", "min"):
+            out = self.float_max_min(kind, sem, scope, p, v, m, shape, ptr_e, loc)
+        else:
+            spelled = {"add": "fadd" if e.is_float else "add", "xchg": "exch",
+                       "max": "umax" if e.unsigned else "max", "min": "umin" if e.unsigned else "min"}.get(kind, kind)
+            out = self._atomic(spelled, sem, scope, p, [v, m], shape, ptr_e, loc)
+        # mytriton's rule: 0 where the mask is off
+        zero = self.constant(0, shape, e, loc)
+        spelled_types = f"{bty}, {ttir_type(shape, e)}" if shape else ttir_type(shape, e)
+        self.names[op.result] = w.op(f"arith.select {m}, {out}, {zero} : {spelled_types}", loc)
+
+    def float_max_min(self, kind: str, sem: str, scope: str, p: str, v: str, m: str, shape: tuple[int, ...],
+                      ptr_e: PointerType, loc: Location | None) -> str:
+        """A float atomic max/min as Triton's front end writes it: on the
+        bits as integers, a signed max (min) where the value is >= 0 and an
+        unsigned min (max) where it is negative."""
+        w = self.w
+        e = ptr_e.pointee
+        it = I32 if e.bits == 32 else I64
+        ity, fty, bty = ttir_type(shape, it), ttir_type(shape, e), ttir_type(shape, BOOL)
+        ip_e = PointerType(it)
+        ip = w.op(f"tt.bitcast {p} : {ttir_type(shape, ptr_e)} -> {ttir_type(shape, ip_e)}", loc)
+        iv = w.op(f"tt.bitcast {v} : {fty} -> {ity}", loc)
+        zero = self.constant(0.0, shape, e, loc)
+        pos = w.op(f"arith.cmpf oge, {v}, {zero} : {fty}", loc)
+        neg = w.op(f"arith.cmpf olt, {v}, {zero} : {fty}", loc)
+        pos_mask = w.op(f"arith.andi {m}, {pos} : {bty}", loc)
+        neg_mask = w.op(f"arith.andi {m}, {neg} : {bty}", loc)
+        signed, unsigned = ("max", "umin") if kind == "max" else ("min", "umax")
+        pos_old = self._atomic(signed, sem, scope, ip, [iv, pos_mask], shape, ip_e, loc)
+        neg_old = self._atomic(unsigned, sem, scope, ip, [iv, neg_mask], shape, ip_e, loc)
+        spelled = f"{bty}, {ity}" if shape else ity
+        old = w.op(f"arith.select {pos}, {pos_old}, {neg_old} : {spelled}", loc)
+        return w.op(f"tt.bitcast {old} : {ity} -> {fty}", loc)
+
+    def op_atomic_cas(self, op: Op) -> None:
+        ptr, cmp, value = op.operands
+        loc = op.loc
+        shape, e = type_of(op.result.type)
+        ptr_e = element_of(ptr.type)
+        p = self.get(ptr, shape, ptr_e, loc)
+        c, v = (self.get(o, shape, e, loc) for o in (cmp, value))
+        ty = ttir_type(shape, e)
+        self.names[op.result] = self.w.op(
+            f"tt.atomic_cas {op.attrs['sem']}, {op.attrs['scope']}, {p}, {c}, {v} : "
+            f"({ttir_type(shape, ptr_e)}, {ty}, {ty}) -> {ty}", loc)
+
     # ---- structured ops ----------------------------------------------------------------
 
     def op_arange(self, op: Op) -> None:
@@ -367,12 +485,22 @@ class _Emitter:
         ptr_e = element_of(ptr.type)
         loc = op.loc
         p = self.get(ptr, shape, ptr_e, loc)
+        memory_e = I8 if e == BOOL else e  # bools live in memory as bytes, as Triton's front end loads them
+        p = self.byte_pointer(p, shape, ptr_e, loc)
         parts = [p]
         if mask is not None:
             parts.append(self.get(mask, shape, BOOL, loc))
             if other is not None:
-                parts.append(self.get(other, shape, e, loc))
-        self.names[op.result] = self.w.op(f"tt.load {joined(parts)} : {ttir_type(shape, ptr_e)}", loc)
+                parts.append(self.convert(self.get(other, shape, e, loc), shape, e, memory_e, loc))
+        loaded = self.w.op(f"tt.load {joined(parts)} : {ttir_type(shape, PointerType(memory_e))}", loc)
+        self.names[op.result] = self.convert(loaded, shape, memory_e, e, loc)
+
+    def byte_pointer(self, p: str, shape: tuple[int, ...], ptr_e: PointerType, loc: Location | None) -> str:
+        """A pointer to bools as a pointer to i8: Triton's front end reads and
+        writes an i1 as one byte (LLVM cannot store an i1 tensor)."""
+        if ptr_e.pointee != BOOL:
+            return p
+        return self.w.op(f"tt.bitcast {p} : {ttir_type(shape, ptr_e)} -> {ttir_type(shape, PointerType(I8))}", loc)
 
     def op_store(self, op: Op) -> None:
         ptr, value, mask = op.operands
@@ -380,10 +508,13 @@ class _Emitter:
         ptr_e = element_of(ptr.type)
         shapes = [shape_of(o.type) for o in (ptr, value, mask) if isinstance(o, Value)]
         shape = broadcast_shapes(*shapes) if shapes else ()
-        parts = [self.get(ptr, shape, ptr_e, loc), self.get(value, shape, ptr_e.pointee, loc)]
+        memory_e = I8 if ptr_e.pointee == BOOL else ptr_e.pointee  # a bool is stored as a byte, 0 or 1
+        p = self.byte_pointer(self.get(ptr, shape, ptr_e, loc), shape, ptr_e, loc)
+        x = self.convert(self.get(value, shape, ptr_e.pointee, loc), shape, ptr_e.pointee, memory_e, loc)
+        parts = [p, x]
         if mask is not None:
             parts.append(self.get(mask, shape, BOOL, loc))
-        self.w.line(f"tt.store {joined(parts)} : {ttir_type(shape, ptr_e)}", loc)
+        self.w.line(f"tt.store {joined(parts)} : {ttir_type(shape, PointerType(memory_e))}", loc)
 
     def _reduce(self, op: Op) -> None:
         x = op.operands[0]

@@ -81,25 +81,33 @@ REFUSED: dict[str, str] = {
           "give it the output of 'opt'"
     for name in _STAGED
 }
-# Newer ops that have a Triton spelling this back end does not write yet.
-REFUSED["barrier"] = ("a barrier (tl.debug_barrier, or stage-dots' own: give the back end the output of 'opt') "
-                      "is not lowered to TTIR yet (gpu.barrier)")
-REFUSED.update({name: "the atomics are not lowered to TTIR yet (tt.atomic_rmw, tt.atomic_cas)"
-                for name in ("atomic_rmw", "atomic_cas")})
-REFUSED.update({name: "pointers from memory are not lowered to TTIR yet (tt.int_to_ptr, tt.ptr_to_int)"
-                for name in ("int_to_ptr", "ptr_to_int")})
+# libdevice's functions (mytriton/language/extra/libdevice.py) with no
+# tl.<name>: tt.extern_elementwise of the libdevice symbol, as Triton's
+# tl.extra.cuda.libdevice writes it: ``__nv_<name>f`` on f32 (f16 and bf16
+# compute in f32 and round back once), ``__nv_<name>`` on f64. The predicates
+# answer an i32 in libdevice (compared != 0 for the i1); llrint answers i64.
+LIBDEVICE: dict[str, tuple[str, str]] = {
+    **{name: (f"__nv_{name}f", f"__nv_{name}") for name in (
+        "erfinv", "log1p", "expm1", "round", "trunc", "rint", "sinh", "cosh", "tan", "asin", "acos", "atan",
+        "asinh", "acosh", "atanh", "log10", "cbrt", "pow", "atan2", "fmod", "hypot", "copysign", "llrint")},
+    "isnan": ("__nv_isnanf", "__nv_isnand"),
+    "isinf": ("__nv_isinff", "__nv_isinfd"),
+    "signbit": ("__nv_signbitf", "__nv_signbitd"),
+    "fast_expf": ("__nv_fast_expf", "__nv_exp"),
+    "fast_dividef": ("__nv_fast_fdividef", "__nv_ddiv_rn"),
+}
+LIBDEVICE_PREDICATES = ("isnan", "isinf", "signbit")
 
-
-def _libdevice_refusals() -> dict[str, str]:
-    from mytriton.language.extra.libdevice import SIGNATURES
-
-    ops = {op for op, _ in SIGNATURES.values()}
-    return {op: f"libdevice's '{op}' is not lowered to TTIR yet (tt.extern_elementwise)"
-            for op in ops if op not in MATH and op not in BINARY and op not in COMPARE
-            and op not in TRITON_ELEMENTWISE and op not in STRUCTURED}
-
-
-REFUSED.update(_libdevice_refusals())
+# Atomics, pointer casts and the barrier.
+MEMORY: dict[str, str] = {
+    "atomic_rmw": "tt.atomic_rmw add|fadd|max|umax|min|umin|and|or|xor|exch, sem, scope (a float max/min "
+                  "is Triton's front end's pair on the bits: max where x >= 0, umin where x < 0); 0 where "
+                  "the mask is off",
+    "atomic_cas": "tt.atomic_cas sem, scope, ptr, cmp, value",
+    "int_to_ptr": "tt.int_to_ptr (i64 -> !tt.ptr)",
+    "ptr_to_int": "tt.ptr_to_int (!tt.ptr -> i64)",
+    "barrier": "gpu.barrier (tl.debug_barrier)",
+}
 
 
 def lowering(name: str) -> str | None:
@@ -107,7 +115,9 @@ def lowering(name: str) -> str | None:
     or "refused"; None where it has no lowering."""
     if name in BINARY or name in COMPARE or name in MATH or name in TRITON_ELEMENTWISE:
         return "elementwise"
-    if name in STRUCTURED:
+    if name in LIBDEVICE:
+        return "elementwise"
+    if name in STRUCTURED or name in MEMORY:
         return "structured"
     if name in REFUSED:
         return "refused"
