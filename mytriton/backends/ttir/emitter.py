@@ -424,8 +424,11 @@ class _Emitter:
     def float_max_min(self, kind: str, sem: str, scope: str, p: str, v: str, m: str, shape: tuple[int, ...],
                       ptr_e: PointerType, loc: Location | None) -> str:
         """A float atomic max/min as Triton's front end writes it: on the
-        bits as integers, a signed max (min) where the value is >= 0 and an
-        unsigned min (max) where it is negative."""
+        bits as integers, a signed max (min) where the value's sign bit is
+        clear and an unsigned min (max) where it is set. (Triton's front end
+        splits on ``value >= 0.0``, which sends -0.0 down the signed path and
+        makes min(x, -0.0) give -0.0 for a negative x; the sign bit orders
+        signed zeros as mytriton's interpreter and CUDA do.)"""
         w = self.w
         e = ptr_e.pointee
         it = I32 if e.bits == 32 else I64
@@ -433,9 +436,9 @@ class _Emitter:
         ip_e = PointerType(it)
         ip = w.op(f"tt.bitcast {p} : {ttir_type(shape, ptr_e)} -> {ttir_type(shape, ip_e)}", loc)
         iv = w.op(f"tt.bitcast {v} : {fty} -> {ity}", loc)
-        zero = self.constant(0.0, shape, e, loc)
-        pos = w.op(f"arith.cmpf oge, {v}, {zero} : {fty}", loc)
-        neg = w.op(f"arith.cmpf olt, {v}, {zero} : {fty}", loc)
+        zero = self.constant(0, shape, it, loc)
+        pos = w.op(f"arith.cmpi sge, {iv}, {zero} : {ity}", loc)
+        neg = w.op(f"arith.cmpi slt, {iv}, {zero} : {ity}", loc)
         pos_mask = w.op(f"arith.andi {m}, {pos} : {bty}", loc)
         neg_mask = w.op(f"arith.andi {m}, {neg} : {bty}", loc)
         signed, unsigned = ("max", "umin") if kind == "max" else ("min", "umax")
