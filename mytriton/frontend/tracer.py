@@ -139,7 +139,11 @@ class TraceBudget:
         self.unrolled = 0
         self.nodes = 0
         self.depths: dict[int, int] = {}  # id(node) -> nesting depth (leaves are 0)
-        self.types: dict[int, Type] = {}  # id(expr) -> its type, for what asks (x.dtype); filled lazily
+        # id(expr) -> (expr, its type), for what asks (x.dtype); filled lazily. The
+        # entry holds the expression too: an id is unique only while its object
+        # lives, and a probe trace's nodes die, so their ids come back on new
+        # nodes (a stale type then depended on the allocator: hash-seed flaky).
+        self.types: dict[int, tuple[Any, Type]] = {}
         # A probe trace runs with placeholder parameter types, to find which
         # parameters are pointers; what depends on types is then a guess, so
         # nothing is printed and no static assertion fails.
@@ -215,8 +219,8 @@ class Tracer:
 
     def _type_of(self, value: Expr, node: ast.AST) -> Type:
         known = self.budget.types.get(id(value))
-        if known is not None:
-            return known
+        if known is not None and known[0] is value:
+            return known[1]
         if isinstance(value, ParamRef):
             found = dict(self.kernel.params)[value.name]
         elif isinstance(value, LoopIndex):
@@ -241,7 +245,7 @@ class Tracer:
                     found = F32
         else:
             raise self.error(f"{describe(value)} has no type", node)
-        self.budget.types[id(value)] = found
+        self.budget.types[id(value)] = (value, found)
         return found
 
     @staticmethod
@@ -597,7 +601,7 @@ class Tracer:
             except CompileError:
                 continue
             if t is not None:
-                self.budget.types[id(value)] = concrete(t)
+                self.budget.types[id(value)] = (value, concrete(t))
 
     # ---- expressions ------------------------------------------------------------
     def eval(self, node: ast.expr) -> Any:
