@@ -5,7 +5,8 @@ and each register must then hold the operand element the ISA's fragment
 table puts there for the block the warp computes; the accumulator registers
 must be the slots whose MmaLayout coordinates are the table's C positions.
 """
-import re
+import ast
+import operator
 
 import pytest
 
@@ -43,11 +44,25 @@ def c_table(reg, g, t):
 # ---- evaluating the emitted C index expressions -----------------------------------------------------
 
 
+_C_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+          ast.Div: operator.floordiv, ast.Mod: operator.mod}
+
+
 def c_eval(expr: str, **env) -> int:
     """A C integer expression of + - * / % on non-negative ints (our own
-    emitted text) in Python, where / is floor division."""
-    assert re.fullmatch(r"[\w\s+*/%()\-]*", expr), expr
-    return eval(expr.replace("/", "//"), {"__builtins__": {}}, env)  # noqa: S307 - test-only, own text
+    emitted text), evaluated node by node (C's / on them is floor division)."""
+    def value(node: ast.AST) -> int:
+        if isinstance(node, ast.BinOp) and type(node.op) in _C_OPS:
+            return _C_OPS[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -value(node.operand)
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name):
+            return env[node.id]
+        raise AssertionError(f"not a C index expression: {expr}")
+
+    return value(ast.parse(expr, mode="eval").body)
 
 
 def ldmatrix(addresses, trans, element_bytes=2):
