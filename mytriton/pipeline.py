@@ -138,7 +138,7 @@ def layouts(kernel: Kernel, options: Options) -> Kernel:
     from mytriton.passes.layouts import LayoutsPass
     from mytriton.passes.verify import verify as run_verifier
 
-    kernel = LayoutsPass(num_warps=options.num_warps, shared_budget=options.budget).apply(kernel)
+    kernel = LayoutsPass(num_warps=options.num_warps, shared_budget=options.budget, arch=options.arch).apply(kernel)
     try:
         return run_verifier(kernel)
     except CompileError as err:

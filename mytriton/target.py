@@ -18,6 +18,16 @@ OPT_IN_SHARED_MEMORY = {
 DEFAULT_ARCH = "sm_90"
 
 
+# Architectures with Hopper's warpgroup MMA (wgmma). Code using it is built for
+# sm_90a, the architecture-specific target (its cubin runs on sm_90 GPUs only).
+WGMMA_ARCHS = ("sm_90", "sm_90a")
+WGMMA_BUILD_ARCH = "sm_90a"
+
+
+def has_wgmma(arch: str) -> bool:
+    return arch in WGMMA_ARCHS
+
+
 def shared_memory_budget(arch: str = DEFAULT_ARCH) -> int:
     """The bytes of shared memory one block may use on ``arch``: staged dot
     tiles, pipeline stages, reduction and layout-change scratch together."""

@@ -13,6 +13,13 @@ repeats over a larger tile and is replicated over a smaller one.
   hold the same values).
 - ``padded_shared``: a shared-memory buffer stored row-major with ``pad``
   unused elements after each row (against bank conflicts).
+- ``nvmma_shared``: a buffer as Hopper's ``wgmma`` reads it through a matrix
+  descriptor with ``swizzle``-byte swizzling (128): the columns in blocks of
+  128 bytes, each block R rows of 128 bytes one after the other, and in each
+  8-row group of a block the 16-byte chunk ``c`` of row ``r`` stored at chunk
+  ``c ^ (r % 8)`` (conflict-free for row writes and column reads alike). A row
+  of A ([M, K], K-major) and a row of B ([K, N], N-major) are both a block's
+  row: one address rule serves both operands.
 
 - ``mma``: the accumulator of tensor-core ``mma.sync`` instructions
   (``version=2``: Ampere/Hopper ``mma.sync``): each warp computes
@@ -21,6 +28,11 @@ repeats over a larger tile and is replicated over a smaller one.
   and the pattern repeats over the tile. In one 16x8 block lane ``l`` holds
   rows ``l / 4`` and ``l / 4 + 8``, columns ``2 * (l % 4)`` and the next (the
   PTX ISA's fragment of the m16n8 accumulator).
+  ``version=3``: Hopper's warpgroup ``wgmma.mma_async``, ``instr_shape``
+  [16, N, K] (each warp's 16 rows of an m64nNkK instruction of its group of
+  four warps), warps ``[num_warps, 1]``: a warpgroup's accumulator registers
+  are the version-2 fragments of its four warps side by side along M, so the
+  registers of both versions hold the same elements.
 - ``dot_operand``: operand ``op_idx`` (0: A, 1: B) of the mma dot whose
   accumulator is ``parent``, ``k_width`` consecutive K elements per 32-bit
   register (2 for f16/bf16, 1 for tf32, 4 for int8).
@@ -152,6 +164,45 @@ class PaddedShared:
 
 
 MMA_INSTR_SHAPE = (16, 8)  # the m16n8kK accumulator block of one warp
+WGMMA_MAX_N = 256  # the widest wgmma instruction (m64n256kK)
+SWIZZLE_BYTES = 128  # nvmma_shared's swizzle: the one the wgmma path uses
+
+
+@dataclass(frozen=True)
+class NvmmaShared:
+    swizzle: int = SWIZZLE_BYTES
+    order: tuple[int, ...] = (1, 0)
+
+    kind = "nvmma_shared"
+    rank = 2
+
+    def text(self, name: Callable[[Any], str] | None = None) -> str:
+        return f"nvmma_shared<swizzle={self.swizzle}, order={_ints(self.order)}>"
+
+    def problem(self, num_warps: int) -> str | None:
+        if self.swizzle != SWIZZLE_BYTES:
+            return f"{self.text()}: only swizzle=128 is supported"
+        if self.order != (1, 0):
+            return f"{self.text()}: only row-major buffers (order=[1, 0]) are supported"
+        return None
+
+    def row_pitch(self, columns: int) -> int:
+        return columns  # no padding: the swizzle keeps the banks apart
+
+    def buffer_problem(self, shape: tuple[int, ...], element_bytes: int) -> str | None:
+        """Why a buffer of ``shape`` cannot be stored this way, or None."""
+        rows, cols = shape
+        if (cols * element_bytes) % self.swizzle or rows % 8:
+            return (f"{self.text()} needs rows of whole {self.swizzle}-byte blocks and a multiple of 8 "
+                    f"rows, got {rows}x{cols} of {element_bytes}-byte elements")
+        return None
+
+    @staticmethod
+    def from_params(params: dict[str, Any]) -> "NvmmaShared":
+        swizzle = params.get("swizzle")
+        if type(swizzle) is not int:
+            raise LayoutSyntaxError("nvmma_shared needs swizzle=<integer>")
+        return NvmmaShared(swizzle, _int_list(params, "order"))
 
 
 @dataclass(frozen=True)
@@ -168,8 +219,10 @@ class Mma:
                 f"instr_shape={_ints(self.instr_shape)}>")
 
     def problem(self, num_warps: int) -> str | None:
+        if self.version == 3:
+            return self._wgmma_problem(num_warps)
         if self.version != 2:
-            return f"{self.text()}: only version=2 (mma.sync) is supported"
+            return f"{self.text()}: only version=2 (mma.sync) and version=3 (wgmma) are supported"
         if tuple(self.instr_shape) != MMA_INSTR_SHAPE:
             return f"{self.text()}: instr_shape must be [16, 8] (m16n8)"
         if len(self.warps_per_cta) != 2 or not all(_power_of_two(w) for w in self.warps_per_cta):
@@ -178,8 +231,20 @@ class Mma:
             return f"{self.text()}: warps_per_cta must multiply to the kernel's num_warps ({num_warps})"
         return None
 
+    def _wgmma_problem(self, num_warps: int) -> str | None:
+        shape = tuple(self.instr_shape)
+        if len(shape) != 3 or shape[0] != 16 or not 8 <= shape[1] <= WGMMA_MAX_N or shape[1] % 8 \
+                or shape[2] not in (8, 16, 32):
+            return f"{self.text()}: instr_shape must be [16, N, K], N a multiple of 8 up to 256, K 8, 16 or 32"
+        if tuple(self.warps_per_cta) != (num_warps, 1) or num_warps % 4:
+            return f"{self.text()}: warps_per_cta must be [num_warps, 1] with whole warpgroups of 4 warps"
+        return None
+
     def block(self, d: int) -> int:
-        """Elements one repetition of the warps covers along ``d``."""
+        """Elements one repetition of the warps covers along ``d`` (version
+        3: a warpgroup instruction's N along the columns)."""
+        if self.version == 3 and d == 1:
+            return self.instr_shape[1]
         return self.instr_shape[d] * self.warps_per_cta[d]
 
     @staticmethod
@@ -221,13 +286,16 @@ class DotOperand:
 
 
 TileLayout = Union[Blocked, Slice, Mma]
-Layout = Union[Blocked, Slice, Mma, DotOperand, PaddedShared]
+SharedLayout = Union[PaddedShared, NvmmaShared]
+Layout = Union[Blocked, Slice, Mma, DotOperand, PaddedShared, NvmmaShared]
 KINDS: dict[str, Any] = {"blocked": Blocked, "slice": Slice, "padded_shared": PaddedShared, "mma": Mma,
-                         "dot_operand": DotOperand}
+                         "dot_operand": DotOperand, "nvmma_shared": NvmmaShared}
+SHARED_KINDS = (PaddedShared, NvmmaShared)
 FIELDS: dict[str, tuple[str, ...]] = {
     "blocked": ("size_per_thread", "threads_per_warp", "warps_per_cta", "order"),
     "slice": ("dim", "parent"),
     "padded_shared": ("pad", "order"),
+    "nvmma_shared": ("swizzle", "order"),
     "mma": ("version", "warps_per_cta", "instr_shape"),
     "dot_operand": ("op_idx", "parent", "k_width"),
 }

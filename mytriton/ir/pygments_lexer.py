@@ -33,7 +33,7 @@ TYPE_CONSTRUCTORS = ("ptr", "vector", "block", "shared")
 SCALAR_TYPES = ("bool", "i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",
                 "f64")
 # Layout attributes (mytriton/ir/layouts.py), followed by <.
-LAYOUT_KINDS = ("blocked", "slice", "padded_shared")
+LAYOUT_KINDS = ("blocked", "slice", "padded_shared", "nvmma_shared", "mma", "dot_operand")
 CONSTANTS = ("true", "false", "none")
 
 

@@ -31,6 +31,11 @@ from them.
 Its shared operand buffers are padded by 16 bytes a row (tf32's B by 8
 elements), which makes each ``ldmatrix`` phase (8 rows of 16 bytes) and each
 fragment read hit distinct banks. Other dots keep the CUDA-core path.
+On Hopper (``sm_90``/``sm_90a``) a dot of f16 or bf16 shared buffers whose
+tile fits whole warpgroup instructions (``wgmma_layout``: M a multiple of 16
+per warp, N and K of 64) gets a ``version=3`` mma layout instead, and its two
+buffers ``nvmma_shared`` layouts (128-byte swizzle), which ``wgmma`` reads
+through matrix descriptors without any ldmatrix.
 
 A dot computed with FMAs anchors its result's layout (Triton's anchors
 again): its result gets a register-tiled layout (``fma_dot_layout``), and
@@ -65,12 +70,13 @@ from mytriton.ir import opdefs
 from mytriton.ir.axis_info import AxisAnalysis, vector_width
 from mytriton.ir.analysis import is_materialized, is_tile, reaches_materialized
 from mytriton.ir.layouts import (
-    Blocked, Mma, PaddedShared, Slice, TileLayout, broadcast_view, default_blocked, fma_dot_layout, fma_operand_pad,
+    WGMMA_MAX_N, Blocked, Mma, NvmmaShared, PaddedShared, SharedLayout, Slice, TileLayout, broadcast_view,
+    default_blocked, fma_dot_layout, fma_operand_pad,
 )
 from mytriton.ir.ssa import (
     Block, BlockArg, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, walk,
 )
-from mytriton.target import SHARED_MEMORY_BUDGET
+from mytriton.target import DEFAULT_ARCH, SHARED_MEMORY_BUDGET, has_wgmma
 from mytriton.types import BF16, F16, F32, I8, BlockType, SharedType, element_of
 
 DEFAULT_NUM_WARPS = 4
@@ -106,10 +112,41 @@ def mma_warps(m: int, n: int, num_warps: int) -> tuple[int, int] | None:
     return wm, wn
 
 
-def mma_layout(op: Op, num_warps: int) -> Mma | None:
-    """The accumulator layout of a dot the tensor cores compute, or None."""
+# wgmma's K per instruction (f16 and bf16: the operands it reads from 128-byte swizzled rows).
+WGMMA_K = {F16: 16, BF16: 16}
+WGMMA_BLOCK = 64  # elements of a 128-byte swizzle row of f16/bf16: N and K come in whole rows
+
+
+def wgmma_layout(op: Op, num_warps: int) -> Mma | None:
+    """The accumulator layout of a dot of two shared buffers that Hopper's
+    warpgroup instructions compute, or None: f16/bf16 operands (wgmma reads
+    B N-major only for 16-bit types; tf32 and int8 need K-major B, which a
+    row-major [K, N] tile is not), whole warpgroups, M a multiple of 16 per
+    warp, N and K of whole 128-byte rows."""
     if opdefs.lookup(op.name).layout_rule != "dot":
         return None
+    a, b = op.operands[0], op.operands[1]
+    if not (isinstance(a.type, SharedType) and isinstance(b.type, SharedType)):
+        return None
+    element = a.type.element
+    if element != b.type.element or element not in WGMMA_K or num_warps % 4:
+        return None
+    (m, k), n = a.type.shape, b.type.shape[1]
+    if m % (16 * num_warps) or n % WGMMA_BLOCK or k % WGMMA_BLOCK:
+        return None
+    instr_n = next(w for w in (WGMMA_MAX_N, 128, WGMMA_BLOCK) if n % w == 0)
+    return Mma(3, (num_warps, 1), (16, instr_n, WGMMA_K[element]))
+
+
+def mma_layout(op: Op, num_warps: int, wgmma: bool = False) -> Mma | None:
+    """The accumulator layout of a dot the tensor cores compute, or None
+    (with ``wgmma``, Hopper's warpgroup layout where it applies)."""
+    if opdefs.lookup(op.name).layout_rule != "dot":
+        return None
+    if wgmma:
+        layout = wgmma_layout(op, num_warps)
+        if layout is not None:
+            return layout
     a, b = op.operands[0], op.operands[1]
     element = _operand_element(a)
     if element != _operand_element(b) or element not in MMA_K:
@@ -185,9 +222,10 @@ def mark_vector_accesses(kernel: Kernel, widths: dict[Op, int]) -> None:
 
 class _Assigner:
     def __init__(self, kernel: Kernel, num_warps: int,
-                 preferred: dict[tuple[int, ...], Blocked] | None = None) -> None:
+                 preferred: dict[tuple[int, ...], Blocked] | None = None, wgmma: bool = False) -> None:
         self.kernel = kernel
         self.num_warps = num_warps
+        self.wgmma = wgmma  # the target has Hopper's warpgroup instructions
         self.layouts: dict[Value, TileLayout] = {}
         # (value, layout) -> the value standing for it there (a copy or a conversion)
         self.variants: dict[tuple[Value, TileLayout], Value] = {}
@@ -202,7 +240,7 @@ class _Assigner:
         """A dot's result layout: an ``mma`` layout where the tensor cores
         compute it (``mma_layout``), else a register tile per thread whose
         column runs are 16 bytes of the operands' and result's elements."""
-        mma = mma_layout(op, self.num_warps)
+        mma = mma_layout(op, self.num_warps, self.wgmma)
         if mma is not None:
             return mma
         types = (op.operands[0].type, op.operands[1].type, op.results[0].type)
@@ -491,22 +529,28 @@ def buffer_of(value: Value) -> Value:
     return value
 
 
-def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_BUDGET) -> dict[Value, PaddedShared]:
+def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_BUDGET,
+                   wgmma: bool = False) -> dict[Value, SharedLayout]:
     """Padding for the shared operands of dots, by the buffer they read (all
     stages of a pipelined one alike), as long as every shared buffer, padding
     included, and the scratch its reductions need (``scratch_reserve``) stay
     within the shared-memory ``budget`` (a pair stage-dots let
     through at the budget's edge stays unpadded): both operands of a dot on
     tensor cores (``mma_shared_layout``), the A buffer of an FMA dot
-    (``fma_operand_pad``)."""
+    (``fma_operand_pad``); both operands of a warpgroup dot are swizzled
+    (``nvmma_shared``, no padding)."""
     from mytriton.passes.pipeline import scratch_reserve
 
     allocs = [r for op in walk(kernel.body) if opdefs.lookup(op.name).allocates for r in op.results]
     # The scratch the pipeline pass left room for stays free: padding never takes it.
     used = sum(r.type.numel * r.type.element.nbytes for r in allocs) + scratch_reserve(kernel)
-    layouts: dict[Value, PaddedShared] = {}
+    layouts: dict[Value, SharedLayout] = {}
     for op in walk(kernel.body):
         if op.name != "dot_shared":
+            continue
+        if wgmma and wgmma_layout(op, num_warps) is not None:
+            for index in (0, 1):
+                layouts.setdefault(buffer_of(op.operands[index]), NvmmaShared())
             continue
         on_tensor_cores = mma_layout(op, num_warps) is not None
         for index in (0, 1) if on_tensor_cores else (0,):
@@ -523,8 +567,8 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
     return layouts
 
 
-def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout], budget: int) -> None:
-    shared = shared_layouts(kernel, kernel.num_warps, budget)
+def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout], budget: int, wgmma: bool) -> None:
+    shared = shared_layouts(kernel, kernel.num_warps, budget, wgmma)
     for op in walk(kernel.body):
         values = list(op.results) + [arg for region in op.regions for arg in region.args]
         for value in values:
@@ -541,6 +585,7 @@ class LayoutsPass:
     summary: str = "give every tile a layout for --num-warps warps (CUDA's input; not an optimisation)"
     num_warps: int = DEFAULT_NUM_WARPS
     shared_budget: int = SHARED_MEMORY_BUDGET  # bytes of shared memory a block may use (the target's)
+    arch: str = DEFAULT_ARCH  # sm_90 and sm_90a dots may use wgmma
 
     def apply(self, kernel: Kernel) -> Kernel:
         check_num_warps(self.num_warps)
@@ -548,9 +593,10 @@ class LayoutsPass:
             raise CompileError(f"kernel '{kernel.name}' is already laid out (num_warps={kernel.num_warps})",
                                kernel.loc)
         widths = access_widths(kernel)
-        assigner = _Assigner(kernel, self.num_warps, preferred_layouts(kernel, widths, self.num_warps))
+        wgmma = has_wgmma(self.arch)
+        assigner = _Assigner(kernel, self.num_warps, preferred_layouts(kernel, widths, self.num_warps), wgmma)
         assigner.block(kernel.body)
         kernel.num_warps = self.num_warps
-        _with_layouts(kernel, assigner.layouts, self.shared_budget)
+        _with_layouts(kernel, assigner.layouts, self.shared_budget, wgmma)
         mark_vector_accesses(kernel, widths)
         return kernel

@@ -36,7 +36,7 @@ from mytriton.ir import opdefs
 from mytriton.ir.ssa import Block, Const, Kernel, Op, OpResult, Param, Value, defining_block, is_within, walk
 from mytriton.ir.ssa_text import op_text
 from mytriton.limits import MAX_EXPRESSION_DEPTH, tile_error
-from mytriton.ir.layouts import PaddedShared, Slice, broadcast_view, shape_problem
+from mytriton.ir.layouts import SHARED_KINDS, NvmmaShared, Slice, broadcast_view, shape_problem
 from mytriton.ir.literals import carried_type_fits, literal_conversion_error
 from mytriton.types import BOOL, I32, BlockType, SharedType, TypeRuleError, concrete, without_layout
 
@@ -194,10 +194,12 @@ class Verifier:
             return
         if t.layout is None:
             raise self.error(f"every tile of a laid-out kernel has a layout; {t} has none", op)
-        if isinstance(t, SharedType) != isinstance(t.layout, PaddedShared):
+        if isinstance(t, SharedType) != isinstance(t.layout, SHARED_KINDS):
             kind = "a shared buffer" if isinstance(t, SharedType) else "a tile"
             raise self.error(f"{t}: {t.layout.text()} is not a layout for {kind}", op)
         problem = shape_problem(t.layout, t.shape, self.kernel.num_warps)
+        if problem is None and isinstance(t.layout, NvmmaShared):
+            problem = t.layout.buffer_problem(t.shape, t.element.nbytes)
         if problem:
             raise self.error(f"{t}: {problem}", op)
 

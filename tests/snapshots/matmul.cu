@@ -29,7 +29,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v16[r * 36 + c])), "l"(n > 0 ? a_ptr + (row * K + col) : a_ptr), "r"(n * 4) : "memory");
       }
     } else {  // element by element
-      #pragma unroll
+      #pragma unroll 1
       for (int s = 0; s < 16; ++s) {
         const int i = threadIdx.x + s * 128;
         const int r = i / 32;
@@ -56,7 +56,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v17[r * 72 + c])), "l"(n > 0 ? b_ptr + (row * N + col) : b_ptr), "r"(n * 4) : "memory");
       }
     } else {  // element by element
-      #pragma unroll
+      #pragma unroll 1
       for (int s = 0; s < 16; ++s) {
         const int i = threadIdx.x + s * 128;
         const int r = i / 64;
@@ -85,7 +85,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v19[r * 36 + c])), "l"(n > 0 ? a_ptr + (row * K + col) : a_ptr), "r"(n * 4) : "memory");
       }
     } else {  // element by element
-      #pragma unroll
+      #pragma unroll 1
       for (int s = 0; s < 16; ++s) {
         const int i = threadIdx.x + s * 128;
         const int r = i / 32;
@@ -112,7 +112,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v20[r * 72 + c])), "l"(n > 0 ? b_ptr + (row * N + col) : b_ptr), "r"(n * 4) : "memory");
       }
     } else {  // element by element
-      #pragma unroll
+      #pragma unroll 1
       for (int s = 0; s < 16; ++s) {
         const int i = threadIdx.x + s * 128;
         const int r = i / 64;
@@ -155,7 +155,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
           asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v28[r * 36 + c])), "l"(n > 0 ? a_ptr + (row * K + col) : a_ptr), "r"(n * 4) : "memory");
         }
       } else {  // element by element
-        #pragma unroll
+        #pragma unroll 1
         for (int s = 0; s < 16; ++s) {
           const int i = threadIdx.x + s * 128;
           const int r = i / 32;
@@ -182,7 +182,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
           asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v29[r * 72 + c])), "l"(n > 0 ? b_ptr + (row * N + col) : b_ptr), "r"(n * 4) : "memory");
         }
       } else {  // element by element
-        #pragma unroll
+        #pragma unroll 1
         for (int s = 0; s < 16; ++s) {
           const int i = threadIdx.x + s * 128;
           const int r = i / 64;
@@ -198,12 +198,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
     float* const v30 = shared_dot_a0 + v36 * 2304;  // stage_view @24:16
     float* const v31 = shared_dot_b0 + v36 * 2304;  // stage_view @24:16
     // dot_shared @24:16: [64x32] x [32x64] on tensor cores (m16n8k8), 2x2 warps, 2x4 blocks of 16x8 per warp
-    float t32[32];
-    // dot_shared: the accumulator
-    #pragma unroll
-    for (int k = 0; k < 32; ++k) {
-      t32[k] = t35[(k % 8) + (k / 8) * 8];
-    }
+    float (&t32)[32] = t35;  // the carried accumulator, in place
     {
       const int lane = threadIdx.x % 32;
       const int warp_m = threadIdx.x / 32 / 2;

@@ -39,7 +39,7 @@ from mytriton.backends.cuda.ctypes import c_element, c_literal, c_scalar
 from mytriton.backends.cuda.language import CUDA
 from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.slots import linear_index
-from mytriton.ir.layouts import fma_operand_pad
+from mytriton.ir.layouts import NvmmaShared, fma_operand_pad
 from mytriton.ir.opdefs import dot_input_precision
 from mytriton.ir.ssa import Const, Op
 from mytriton.types import BOOL, F32, F64, I8, I32, ScalarType, SharedType, element_of
@@ -58,6 +58,24 @@ def pitch(buffer: SharedType) -> int:
     return buffer.layout.row_pitch(buffer.shape[1])
 
 
+def place(buffer: SharedType, row: str, col: str) -> str:
+    """The element index of (row, col) in a shared buffer, as its layout
+    stores it: row-major with padding, or ``nvmma_shared``'s 128-byte swizzle
+    (column blocks of 128 bytes, R rows each; 16-byte chunk c of row r at
+    chunk c ^ (r % 8)). A 16-byte run of a row starting at a multiple of 16
+    bytes stays contiguous either way (cp.async's chunks)."""
+    layout = buffer.layout
+    row, col = (x if x.isidentifier() else f"({x})" for x in (row, col))
+    if not isinstance(layout, NvmmaShared):
+        return f"{row} * {pitch(buffer)} + {col}"
+    rows = buffer.shape[0]
+    per_block = layout.swizzle // buffer.element.nbytes  # elements in a 128-byte row of a block
+    per_chunk = 16 // buffer.element.nbytes
+    swizzled = f"(({col} % {per_block} / {per_chunk}) ^ ({row} % 8)) * {per_chunk} + {col} % {per_chunk}"
+    block = f"{col} / {per_block} * {rows * per_block} + " if buffer.shape[1] > per_block else ""
+    return f"{block}{row} * {per_block} + {swizzled}"
+
+
 def buffer_elements(buffer: SharedType) -> int:
     return buffer.shape[0] * pitch(buffer)
 
@@ -67,6 +85,13 @@ def buffer_bytes(op: Op) -> int:
     return buffer_elements(op.results[0].type) * op.attrs["dtype"].nbytes
 
 
+def buffer_alignment(op: Op) -> int:
+    """The byte boundary a buffer starts on in the shared array: 1024 for a
+    swizzled one (wgmma applies the swizzle to address bits 4-9, so a buffer
+    must start where the pattern does), else 16."""
+    return 1024 if isinstance(op.results[0].type.layout, NvmmaShared) else 16
+
+
 def declare_shared(op: Op, offset: int) -> tuple[str, str]:
     """The C name and kernel-scope declaration of a ``shared_alloc``: a
     pointer to byte ``offset`` (a multiple of 16) of the dynamic array ``smem``."""
@@ -74,7 +99,9 @@ def declare_shared(op: Op, offset: int) -> tuple[str, str]:
     rows, cols = buffer.shape
     element = c_scalar(op.attrs["dtype"])
     name = shared_array_name(op)
-    padding = f", {buffer.layout.pad} padding element(s) per row" if buffer.layout.pad else ""
+    padding = f", {buffer.layout.pad} padding element(s) per row" if getattr(buffer.layout, "pad", 0) else ""
+    if isinstance(buffer.layout, NvmmaShared):
+        padding = f", {buffer.layout.swizzle}-byte swizzle (nvmma_shared)"
     return name, (CUDA.shared_view(element, name, "smem", offset)
                   + f"  // {rows}x{cols}, row-major{padding}, {buffer_bytes(op)} bytes")
 
@@ -124,7 +151,6 @@ def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
     for op in ops:
         buffer, base, fill, args = copy_operands(em, op)
         rows, cols = buffer.type.shape
-        row_pitch = pitch(buffer.type)
         total = rows * cols
         steps = max(1, total // em.threads)
         name = em.storage[buffer]
@@ -147,11 +173,12 @@ def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
         em.line(f"  {stage}[s] = ({in_bounds}) ? {base_name}[{element_offset(args)}] : "
                 f"{as_type(em.scalar_arg(fill), buffer.type.element)};")
         em.line("}")
-        plans.append((name, stage, steps, index, guard, total, cols, row_pitch))
-    for name, stage, steps, index, guard, total, cols, row_pitch in plans:
+        plans.append((name, stage, steps, index, guard, total, cols, buffer.type))
+    for name, stage, steps, index, guard, total, cols, buffer_type in plans:
         em.line(f"{em.lang.unroll}")
-        place = index if row_pitch == cols else f"({index}) / {cols} * {row_pitch} + ({index}) % {cols}"
-        store = f"{name}[{place}] = {stage}[s];"
+        at = index if pitch(buffer_type) == cols and not isinstance(buffer_type.layout, NvmmaShared) \
+            else place(buffer_type, f"({index}) / {cols}", f"({index}) % {cols}")
+        store = f"{name}[{at}] = {stage}[s];"
         if guard:
             store = f"if ({index} < {total}) {store}"
         em.line(f"for (int s = 0; s < {steps}; ++s) {store}")
@@ -224,11 +251,23 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
     base_name = em.scalar_ref(base)
     width = vector_width(view.type, fill)
     where = em.where(op).replace(f"  // {op.name}", "")
+
+    def chunk(i, in_bounds, row, col, r, c):
+        return [f"const int n = {row} < {args['row_bound']} ? "
+                f"min(max({args['col_bound']} - {col}, 0), {width}) : 0;",
+                CUDA.cp_async(f"&{dst}[{place(view.type, r, c)}]",
+                              f"n > 0 ? {base_name} + ({row} * {args['stride']} + {col}) : {base_name}",  # col_stride 1
+                              width * nbytes, f"n * {nbytes}")]
+
     em.line(f"// {op.name}{where}: the {rows}x{cols} tile of {base_name} at "
             f"({args['row_offset']}, {args['col_offset']}) into {dst}")
     em.line(f"if ({as_type(em.scalar_arg(pred), BOOL)}) {{")
     em.depth += 1
-    if width > 1:
+    proven = width > 1 and proven_aligned(em, op, width)
+    if proven:
+        em.line(f"// {width * nbytes}-byte chunks: the base, row stride and column offset are multiples (axis info)")
+        _copy_loop(em, rows, cols, width, row_pitch, args, chunk)
+    elif width > 1:
         aligned = (f"reinterpret_cast<unsigned long long>({base_name}) % {width * nbytes} == 0 && "
                    f"{args['stride']} % {width} == 0 && {args['col_offset']} % {width} == 0")
         # A chunk is a run of a row: the columns contiguous, and a wrap (the
@@ -239,27 +278,27 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
             aligned += f" && {args['col_wrap']} % {width} == 0"
         em.line(f"if ({aligned}) {{  // {width * nbytes}-byte chunks")
         em.depth += 1
-        _copy_loop(em, rows, cols, width, row_pitch, args, lambda i, in_bounds, row, col, r, c: [
-            f"const int n = {row} < {args['row_bound']} ? "
-            f"min(max({args['col_bound']} - {col}, 0), {width}) : 0;",
-            CUDA.cp_async(f"&{dst}[{r} * {row_pitch} + {c}]",
-                          f"n > 0 ? {base_name} + ({row} * {args['stride']} + {col}) : {base_name}",  # col_stride 1
-                          width * nbytes, f"n * {nbytes}"),
-        ])
+        _copy_loop(em, rows, cols, width, row_pitch, args, chunk)
         em.depth -= 1
         em.line("} else {  // element by element")
         em.depth += 1
     fill_c = as_type(em.scalar_arg(fill), element)
 
     def one(i, in_bounds, row, col, r, c):
-        place = f"{dst}[{r} * {row_pitch} + {c}]"
+        at = f"{dst}[{place(view.type, r, c)}]"
         if nbytes in (4, 8) and _zero(fill):
             return [f"const bool in = {in_bounds};",
-                    CUDA.cp_async(f"&{place}", f"in ? {base_name} + ({element_offset(args, row, col)}) : {base_name}",
+                    CUDA.cp_async(f"&{at}", f"in ? {base_name} + ({element_offset(args, row, col)}) : {base_name}",
                                   nbytes, f"in ? {nbytes} : 0")]
-        return [f"{place} = ({in_bounds}) ? {base_name}[{element_offset(args, row, col)}] : {fill_c};"]
+        return [f"{at} = ({in_bounds}) ? {base_name}[{element_offset(args, row, col)}] : {fill_c};"]
 
-    _copy_loop(em, rows, cols, 1, row_pitch, args, one)
+    if proven:
+        em.depth -= 1
+        em.line("}")
+        return
+    # The slow path stays a loop: unrolled, its loads would all be in flight
+    # at once, in registers the loop's accumulators need.
+    _copy_loop(em, rows, cols, 1, row_pitch, args, one, unroll=False)
     if width > 1:
         em.depth -= 1
         em.line("}")
@@ -267,15 +306,39 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
     em.line("}")
 
 
+def proven_aligned(em: "CudaEmitter", op: Op, width: int) -> bool:
+    """Whether the axis analysis proves what the run-time check of a copy's
+    ``width``-element chunks asks: the base address a multiple of the chunk's
+    bytes, the row stride and the column offset multiples of ``width``,
+    columns contiguous and any wrap a multiple of ``width``."""
+    if op.name == "async_copy_to_shared":
+        base, col_offset, stride = op.operands[1], op.operands[3], op.operands[4]
+        col_stride = col_wrap = None
+    else:
+        base, col_offset, stride, col_stride = op.operands[1], op.operands[3], op.operands[4], op.operands[5]
+        col_wrap = op.operands[9]
+    nbytes = op.operands[0].type.element.nbytes
+    facts = em.axis_info()
+
+    def multiple(value, of: int) -> bool:
+        return facts.of(value).scalar_divisibility % of == 0
+
+    if col_stride is not None and not (isinstance(col_stride, Const) and col_stride.value == 1):
+        return False
+    if col_wrap is not None and not multiple(col_wrap, width):
+        return False  # a wrap of 0 (none) is divisible by everything
+    return multiple(base, width * nbytes) and multiple(stride, width) and multiple(col_offset, width)
+
+
 def _copy_loop(em: "CudaEmitter", rows: int, cols: int, width: int, row_pitch: int, args: dict[str, str],
-               body) -> None:
+               body, unroll: bool = True) -> None:
     """A loop over a thread's chunks of ``width`` elements of a row-major tile."""
     per_row = cols // width
     total = rows * per_row
     steps = max(1, total // em.threads)
     guard = total < em.threads
     tid = em.lang.thread_id
-    em.line(em.lang.unroll)
+    em.line(em.lang.unroll if unroll else f"{em.lang.unroll} 1")
     em.line(f"for (int s = 0; s < {steps}; ++s) {{")
     em.line(f"  const int i = {tid} + s * {em.threads};")
     if guard:

@@ -42,10 +42,13 @@ from mytriton.backends.cuda.slots import SlotLoop, linear_index
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile, stored_params
-from mytriton.target import MAX_ELEMENTS_PER_THREAD, OPT_IN_SHARED_MEMORY, SHARED_MEMORY_BUDGET, budget_text
-from mytriton.ir.ssa import Block, BlockArg, Const, Kernel, Op, Operand, Value, walk
+from mytriton.target import (
+    MAX_ELEMENTS_PER_THREAD, OPT_IN_SHARED_MEMORY, SHARED_MEMORY_BUDGET, WGMMA_BUILD_ARCH, budget_text,
+)
+from mytriton.ir.ssa import Block, BlockArg, Const, Kernel, Op, Operand, Value, for_yield, use_counts, walk
 from mytriton.ir.ssa_text import ValueNames
-from mytriton.types import BOOL, PointerType, ScalarType, element_of
+from mytriton.ir.layouts import Mma
+from mytriton.types import BOOL, BlockType, PointerType, ScalarType, element_of
 
 HEADER_PREFIX = "// mytriton-kernel: "
 # The most shared memory a header may ask a launch for: any GPU's opt-in limit.
@@ -78,6 +81,8 @@ class CudaEmitter:
         self.num_warps = kernel.num_warps
         self.threads = 32 * kernel.num_warps
         self.ssa_names = ValueNames(kernel)
+        self._use_counts: dict | None = None  # value -> its uses, when first asked
+        self._axis_info = None
         self.lang = CUDA  # every target spelling goes through it
         self.cnames: dict[Value, str] = {}
         self.storage: dict[Value, str] = {}  # tiles held in per-thread arrays; loop-carried locals
@@ -278,28 +283,75 @@ class CudaEmitter:
         return self.render()
 
     def staged_bytes(self) -> int:
-        """The bytes the stage-dots buffers take in the shared array, each from a 16-byte boundary."""
-        from mytriton.backends.cuda.dots import buffer_bytes
-
-        return sum(_aligned(buffer_bytes(op)) for op in self.shared_allocs)
+        """The bytes the stage-dots buffers take in the shared array, from the
+        end of the scratch: each from its alignment's boundary (16 bytes; a
+        swizzled wgmma buffer 1024, its swizzle's period)."""
+        return self._buffers_end() - _aligned(self.shared_bytes) if self.shared_allocs else 0
 
     def shared_offsets(self) -> list[int]:
         """Where each stage-dots buffer starts in the shared array, in
         allocation order: after the scratch (which every slot loop, reduction
         and unstaged dot addresses from byte 0), each at a multiple of 16
-        bytes (cp.async's 16-byte chunks, ldmatrix rows). Nothing overlaps,
-        so the offsets are a function of the IR's buffer types alone."""
-        from mytriton.backends.cuda.dots import buffer_bytes
+        bytes (cp.async's 16-byte chunks, ldmatrix rows) or of 1024 (an
+        ``nvmma_shared`` buffer: the hardware swizzles by address bits). Nothing
+        overlaps, so the offsets are a function of the IR's buffer types alone."""
+        from mytriton.backends.cuda.dots import buffer_alignment, buffer_bytes
 
         offsets, offset = [], _aligned(self.shared_bytes)
         for op in self.shared_allocs:
+            offset = _aligned(offset, buffer_alignment(op))
             offsets.append(offset)
             offset += _aligned(buffer_bytes(op))
         return offsets
 
+    def _buffers_end(self) -> int:
+        from mytriton.backends.cuda.dots import buffer_bytes
+
+        offsets = self.shared_offsets()
+        return offsets[-1] + _aligned(buffer_bytes(self.shared_allocs[-1])) if offsets else _aligned(self.shared_bytes)
+
     def total_shared_bytes(self) -> int:
         """The dynamic shared bytes a launch must give: scratch and buffers."""
-        return _aligned(self.shared_bytes) + self.staged_bytes()
+        return self._buffers_end()
+
+    def axis_info(self):
+        """The kernel's axis analysis (divisibility facts), computed when first asked."""
+        from mytriton.ir.axis_info import AxisAnalysis
+
+        if self._axis_info is None:
+            self._axis_info = AxisAnalysis(self.kernel)
+        return self._axis_info
+
+    def carried_in_place(self, op: Op) -> str | None:
+        """The array of the loop-carried accumulator that ``op`` (a dot
+        with ``acc``) may update in place, or None: the accumulator is a
+        ``for`` loop's carried value used by this op alone, in the result's
+        layout and type, and the loop carries the result on in its place
+        (``acc = tl.dot(a, b, acc)``). Tensor-core instructions then read and
+        write the carried registers themselves, with no copy in and out."""
+        acc = op.operands[2] if len(op.operands) > 2 else None
+        result = op.results[0]
+        if not isinstance(acc, BlockArg) or acc not in self.storage or acc.type != result.type:
+            return None
+        if self._use_counts is None:
+            self._use_counts = use_counts(self.kernel.body)
+        if self._use_counts.get(acc) != 1:
+            return None
+        for loop in walk(self.kernel.body):
+            if loop.name == "for" and loop.regions[0] is acc.block:
+                yielded = for_yield(loop)
+                if yielded is not None and yielded.operands[acc.index - 1] is result:
+                    return self.storage[acc]
+        return None
+
+    def uses_wgmma(self) -> bool:
+        return any(isinstance(r.type, BlockType) and isinstance(r.type.layout, Mma) and r.type.layout.version == 3
+                   for op in walk(self.kernel.body) for r in op.results)
+
+    def shared_alignment(self) -> int:
+        from mytriton.backends.cuda.dots import buffer_alignment
+
+        return max([16] + [buffer_alignment(op) for op in self.shared_allocs])
 
     def render(self) -> str:
         from mytriton.backends.cuda.dots import declare_shared
@@ -320,6 +372,8 @@ class CudaEmitter:
         symbol = kernel_symbol(self.kernel.name)
         if symbol != self.kernel.name:
             header["symbol"] = symbol  # what the launcher looks the kernel up by
+        if self.uses_wgmma():
+            header["arch"] = WGMMA_BUILD_ARCH  # nvcc builds an sm_90 kernel with wgmma for sm_90a
         # json.dumps escapes control and non-ASCII characters: the header stays one line.
         out = [HEADER_PREFIX + json.dumps(header)]
         out.append(f"// Generated by mytriton from {c_comment(self.kernel.loc.file)}:{self.kernel.loc.line}; "
@@ -332,7 +386,7 @@ class CudaEmitter:
         if self.total_shared_bytes():
             parts = [f"{self.shared_bytes} of scratch from 0"] if self.shared_bytes else []
             parts += ["the staged buffers"] if self.shared_allocs else []
-            out.append(f"{INDENT}{self.lang.dynamic_shared_array('smem')}  // {self.total_shared_bytes()} bytes "
+            out.append(f"{INDENT}{self.lang.dynamic_shared_array('smem', self.shared_alignment())}  // {self.total_shared_bytes()} bytes "
                        f"at launch: {', then '.join(parts)}")
         for op, offset in zip(self.shared_allocs, self.shared_offsets()):
             out.append(INDENT + declare_shared(op, offset)[1])
@@ -704,8 +758,8 @@ def _element_bytes(t) -> int:
     return 8 if isinstance(element, PointerType) else element.nbytes
 
 
-def _aligned(nbytes: int) -> int:
-    return (nbytes + 15) // 16 * 16
+def _aligned(nbytes: int, alignment: int = 16) -> int:
+    return (nbytes + alignment - 1) // alignment * alignment
 
 
 def c_comment(text: str) -> str:
@@ -728,6 +782,19 @@ def emit_cuda(kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET) -> str:
     """CUDA C++ for laid-out SSA (the layouts stage's output), its shared
     memory within ``shared_budget`` bytes (the target's)."""
     return CudaEmitter(kernel, shared_budget).emit()
+
+
+def header_of(source: str) -> dict | None:
+    """The header's JSON object if the first line is a well-formed one, else
+    None (nvcc's build reads what it needs of it; launches use read_header)."""
+    first = source.split("\n", 1)[0]
+    if not first.startswith(HEADER_PREFIX):
+        return None
+    try:
+        header = json.loads(first[len(HEADER_PREFIX):])
+    except (ValueError, RecursionError):
+        return None
+    return header if isinstance(header, dict) else None
 
 
 def read_header(source: str, file: str = "<cuda>") -> dict:

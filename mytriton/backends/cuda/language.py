@@ -50,11 +50,11 @@ class CudaLanguage(CStyleLanguage):
     # 16-byte one into LDG.E.128 / STG.E.128 when the address is aligned).
     vector_words = {2: "unsigned short", 4: "unsigned int", 8: "uint2", 16: "uint4"}
 
-    def dynamic_shared_array(self, name: str) -> str:
+    def dynamic_shared_array(self, name: str, alignment: int = 16) -> str:
         """The block's one shared array, sized at launch (the launch's dynamic
         shared bytes): the only way past 48 KiB, once the launcher raises the
         kernel's MAX_DYNAMIC_SHARED_SIZE_BYTES."""
-        return f"extern __shared__ __align__(16) unsigned char {name}[];"
+        return f"extern __shared__ __align__({alignment}) unsigned char {name}[];"
 
     def shared_view(self, element: str, name: str, array: str, offset: int) -> str:
         """``name``: ``element``s at byte ``offset`` of the shared array ``array``."""

@@ -43,8 +43,10 @@ from mytriton.backends.cuda.ctypes import c_element
 from mytriton.backends.cuda.dots import pitch, stage_operands
 from mytriton.backends.cuda.expressions import CValue, as_type
 from mytriton.backends.cuda.layout import Layout, MmaLayout
+from mytriton.backends.cuda.wgmma import emit_wgmma_products
 from mytriton.ir.ssa import Op
-from mytriton.types import BF16, F16, F32, I8, ScalarType, element_of
+from mytriton.ir.layouts import NvmmaShared
+from mytriton.types import BF16, F16, F32, I8, ScalarType, SharedType, element_of
 
 if TYPE_CHECKING:
     from mytriton.backends.cuda.emitter import CudaEmitter
@@ -148,6 +150,10 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
         # A's rows may be padded by 16 bytes (stage_operands), which keeps ldmatrix's rows aligned.
         a_name, b_name, element, _, a_pitch = stage_operands(em, op)
         b_pitch = n
+    if result.type.layout.version == 3 and not all(
+            isinstance(x.type, SharedType) and isinstance(x.type.layout, NvmmaShared) for x in (a, b)):
+        raise em.error_at(op, "a dot in a version-3 (wgmma) mma layout needs two shared buffers in "
+                              "nvmma_shared layouts")
     instr = INSTRUCTIONS.get(element)
     if instr is None:
         raise em.error_at(op, f"a dot of {element} operands cannot run on tensor cores (an mma layout "
@@ -167,17 +173,41 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
     final = storage
     if rounds_at_end:
         storage = f"{storage}_f32"
+    kind = "wgmma" if result.type.layout.version == 3 else instr.ptx.split('.')[3]
     em.line(f"//{where.replace('  //', '')}: [{m}x{k}] x [{k}x{n}] on tensor cores "
-            f"({instr.ptx.split('.')[3]}), {wm}x{wn} warps, {reps_m}x{reps_n} blocks of 16x8 per warp")
-    em.line(f"{acc_type} {storage}[{layout.slots}];")
-    init = em.open_loop(layout, op)
-    if acc is not None:
-        value = init.value(acc, init.coords())
-        init.lines.append(f"{storage}[k] = {as_type(value, F32 if rounds_at_end else result_element)};")
+            f"({kind}), {wm}x{wn} warps, {reps_m}x{reps_n} blocks of 16x8 per warp")
+    carried = None if rounds_at_end else em.carried_in_place(op)
+    if carried is not None:
+        em.line(f"{acc_type} (&{storage})[{layout.slots}] = {carried};  // the carried accumulator, in place")
     else:
-        init.lines.append(f"{storage}[k] = 0;")
-    em.close_loop(init, f"{op.name}: the accumulator")
+        em.line(f"{acc_type} {storage}[{layout.slots}];")
+        init = em.open_loop(layout, op)
+        if acc is not None:
+            value = init.value(acc, init.coords())
+            init.lines.append(f"{storage}[k] = {as_type(value, F32 if rounds_at_end else result_element)};")
+        else:
+            init.lines.append(f"{storage}[k] = 0;")
+        em.close_loop(init, f"{op.name}: the accumulator")
 
+    if result.type.layout.version == 3:
+        emit_wgmma_products(em, op, layout, storage, a_name, b_name)
+    else:
+        _emit_mma_sync_products(em, op, layout, storage, instr, (a_name, a_pitch), (b_name, b_pitch), split)
+    if rounds_at_end:
+        em.line(f"{c_element(result.type)} {final}[{layout.slots}];")
+        em.line(em.lang.unroll)
+        em.line(f"for (int k = 0; k < {layout.slots}; ++k) {final}[k] = {as_type(CValue(f'{storage}[k]', F32), F16)};")
+
+
+def _emit_mma_sync_products(em: "CudaEmitter", op: Op, layout: Layout, storage: str, instr: Instruction,
+                            a_operand: tuple[str, int], b_operand: tuple[str, int], split: bool) -> None:
+    """The products of an mma.sync dot into ``storage``, K step by K step."""
+    (a_name, a_pitch), (b_name, b_pitch) = a_operand, b_operand
+    parent: MmaLayout = layout.parent  # type: ignore[assignment]
+    element = op.operands[0].type.element
+    k = op.operands[0].type.shape[1]
+    wm, wn = parent.warps_per_cta
+    reps_m, reps_n = parent.reps(0), parent.reps(1)
     rows_dim, cols_dim = layout.dims
     tid = em.lang.thread_id
     em.line("{")
@@ -253,10 +283,6 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
     em.line("}")
     em.depth -= 1
     em.line("}")
-    if rounds_at_end:
-        em.line(f"{c_element(result.type)} {final}[{layout.slots}];")
-        em.line(em.lang.unroll)
-        em.line(f"for (int k = 0; k < {layout.slots}; ++k) {final}[k] = {as_type(CValue(f'{storage}[k]', F32), F16)};")
 
 
 def ldmatrix(ptx: str, regs: list[str], address: str) -> str:

@@ -63,7 +63,11 @@ def build(source: str, arch: str, kind: str) -> bytes:
     """Compile CUDA ``source`` to ``kind`` ("cubin" or "ptx") for ``arch``,
     reusing an earlier build of the same source, options and nvcc."""
     nvcc = find_nvcc()
-    options = [f"-arch={arch}", "-O3", "-lineinfo"]
+    arch = build_arch(source, arch)
+    # sm_90a by -gencode: the -arch shorthand of some nvcc releases also runs a plain sm_90 pass.
+    target = f"-gencode=arch=compute_{arch[3:]},code={arch}" if arch.endswith("a") and kind == "cubin" \
+        else f"-arch={arch}"
+    options = [target, "-O3", "-lineinfo"]
     key_text = "\n".join([VERSION, nvcc_version(nvcc), kind, *options, source])
     key = hashlib.sha256(key_text.encode()).hexdigest()
     cached = cache_dir() / f"{key}.{kind}"
@@ -73,6 +77,18 @@ def build(source: str, arch: str, kind: str) -> bytes:
     data = run_nvcc(nvcc, source, kind, options)
     write_entry(cached, data)
     return data
+
+
+def build_arch(source: str, arch: str) -> str:
+    """The architecture to build ``source`` for: ``arch``, or its
+    architecture-specific variant (sm_90 -> sm_90a) where the kernel's header
+    says it uses instructions only that variant has (wgmma)."""
+    from mytriton.backends.cuda.emitter import header_of
+
+    needs = (header_of(source) or {}).get("arch")
+    if isinstance(needs, str) and needs == arch + "a":
+        return needs
+    return arch
 
 
 def run_nvcc(nvcc: str, source: str, kind: str, options: list[str]) -> bytes:

@@ -1,0 +1,118 @@
+"""``tl.dot`` on Hopper's warpgroup tensor cores: ``wgmma.mma_async``.
+
+The layouts stage gives a dot of two f16/bf16 shared buffers a ``version=3``
+mma layout and both buffers ``nvmma_shared`` layouts (``ir/layouts.py``);
+this module renders it. A warpgroup (4 consecutive warps, 128 threads)
+issues ``wgmma.mma_async.m64nNk16``: 64 rows of the result from A's 64 rows
+and B's N columns, both read by the tensor cores straight from shared memory
+through 64-bit *matrix descriptors* (start address, leading and stride byte
+offsets, swizzle mode; PTX ISA "Matrix Descriptor Format"):
+
+- A, [M, K] K-major: rows of 128 bytes (64 elements) with the 128-byte
+  swizzle; a k16 step starts 32 bytes further into the row, and 8-row groups
+  are 1024 bytes apart (the stride byte offset). Columns beyond the first 64
+  live in the next column block (``M * 128`` bytes on), which a k16 step never
+  straddles.
+- B, [K, N] N-major (``imm-trans-b`` = 1): each 64-column block holds K rows
+  of 128 bytes; 8-row groups along K are 1024 bytes apart (stride byte
+  offset), the column blocks ``K * 128`` bytes apart (leading byte offset),
+  and a k16 step starts 16 rows (2048 bytes) further.
+
+The accumulator registers of an m64nN instruction are, warp by warp, the
+m16n8 fragments of ``mma.sync`` side by side along N, so the ``version=3``
+layout's slots are those of the version-2 layout with warps ``[W, 1]``
+(register ``i`` of warp ``w``'s row block: n8 block ``i / 4``, element ``i % 4``).
+
+Ordering: the buffers were written by cp.async or plain stores (the generic
+proxy) and the tensor cores read them through the async proxy, so a
+``fence.proxy.async`` comes between the barrier that published them and the
+first wgmma; ``wgmma.fence`` orders the accumulator registers' earlier
+writes; the group is committed and waited for (``wait_group 0``) before the
+accumulator is read or the buffers are overwritten.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mytriton.ir.layouts import Mma
+from mytriton.ir.ssa import Op
+from mytriton.types import BF16, F16
+
+if TYPE_CHECKING:
+    from mytriton.backends.cuda.emitter import CudaEmitter
+    from mytriton.backends.cuda.layout import Layout
+
+WARPGROUP = 4  # warps that issue one wgmma together
+SWIZZLE_128B = 1  # the descriptor's layout type for the 128-byte swizzle
+ATOM_BYTES = 1024  # 8 rows of 128 bytes: the swizzle's period
+ROW_BYTES = 128
+TYPES = {F16: "f16", BF16: "bf16"}
+
+
+def descriptor(address: str, leading: int, stride: int) -> str:
+    """A C expression of the 64-bit matrix descriptor of the operand at the
+    shared-memory byte ``address`` (a 32-bit shared-window address)."""
+    fields = (SWIZZLE_128B << 62) | ((stride >> 4) << 32) | ((leading >> 4) << 16)
+    return f"(0x{fields:x}ull | (unsigned long long)((({address}) & 0x3FFFF) >> 4))"
+
+
+def instruction(element, n: int) -> str:
+    t = TYPES[element]
+    return f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t}"
+
+
+def wgmma_asm(ptx: str, accumulators: list[str], desc_a: str, desc_b: str) -> str:
+    count = len(accumulators)
+    d = ", ".join(f"%{i}" for i in range(count))
+    outs = ", ".join(f'"+f"({x})' for x in accumulators)
+    return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{count + 2}, 0;\\n'
+            f'{ptx} {{{d}}}, %{count}, %{count + 1}, p, 1, 1, 0, 1;\\n}}\\n" '
+            f': {outs} : "l"({desc_a}), "l"({desc_b}), "n"(1));')
+
+
+def emit_wgmma_products(em: "CudaEmitter", op: Op, layout: "Layout", storage: str,
+                        a_name: str, b_name: str) -> None:
+    """The products of ``op`` into the accumulator array ``storage`` (already
+    holding the initial values), for the version-3 ``layout``."""
+    a, b = op.operands[0], op.operands[1]
+    attr: Mma = op.results[0].type.layout
+    m, k = a.type.shape
+    n = b.type.shape[1]
+    element = a.type.element
+    num_warps = attr.warps_per_cta[0]
+    instr_n, instr_k = attr.instr_shape[1], attr.instr_shape[2]
+    per_block = ROW_BYTES // element.nbytes  # elements in a 128-byte row
+    rows_dim, cols_dim = layout.dims
+    reps_m = m // (16 * num_warps)  # the warpgroups' 64-row blocks each one computes
+    a_leading, a_stride = 0, ATOM_BYTES  # K-major: a k step never leaves its 128-byte row
+    b_leading, b_stride = k * ROW_BYTES, ATOM_BYTES  # N-major: column blocks K rows apart
+    tid = em.lang.thread_id
+    em.line(f"// wgmma: {reps_m} row block(s) of 64 per warpgroup x {n // instr_n} of m64n{instr_n}k{instr_k}, "
+            f"{k // instr_k} k step(s)")
+    em.line("{")
+    em.depth += 1
+    em.line(f"const unsigned a_base = (unsigned)__cvta_generic_to_shared({a_name});")
+    em.line(f"const unsigned b_base = (unsigned)__cvta_generic_to_shared({b_name});")
+    em.line(f"const unsigned group_row = {tid} / {32 * WARPGROUP} * 64;  // this warpgroup's first row")
+    em.line('asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");  // the copies, to the tensor cores')
+    em.line('asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");')
+    ptx = instruction(element, instr_n)
+    for kk in range(0, k, instr_k):
+        a_column = (kk // per_block) * m * ROW_BYTES + (kk % per_block) * element.nbytes
+        for rm in range(reps_m):
+            row0 = rm * 16 * num_warps
+            a_address = f"a_base + {a_column} + (group_row + {row0}) * {ROW_BYTES}"
+            for nb in range(n // instr_n):
+                b_address = f"b_base + {(nb * instr_n // per_block) * k * ROW_BYTES + kk * ROW_BYTES}"
+                accumulators = []
+                for i in range(instr_n // 2):
+                    rn = nb * instr_n // 8 + i // 4
+                    reg = i % 4
+                    digits = {rows_dim: str(2 * rm + reg // 2), cols_dim: str(2 * rn + reg % 2)}
+                    accumulators.append(f"{storage}[{layout.slot_of(digits)}]")
+                em.line(wgmma_asm(ptx, accumulators, descriptor(a_address, a_leading, a_stride),
+                                  descriptor(b_address, b_leading, b_stride)))
+    em.line('asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");')
+    em.line('asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");')
+    em.depth -= 1
+    em.line("}")

@@ -1,0 +1,213 @@
+"""tl.dot on Hopper's warpgroup tensor cores (wgmma): which dots the layouts
+stage gives a version-3 mma layout and swizzled (nvmma_shared) buffers, the
+swizzle's address rule against the hardware's, that the CUDA builds for
+sm_90a with wgmma and no local memory, and (on the H200) the results
+against NumPy for tiles, warps, stages and ragged shapes."""
+import json
+import re
+
+import numpy as np
+import pytest
+
+import mytriton
+from conftest import compile_text
+from test_mma import KINDS, matmul_source, operands, reference, signature
+
+from mytriton.backends.cuda.dots import place
+from mytriton.ir.layouts import NvmmaShared
+from mytriton.types import F16, SharedType
+
+
+def compile_matmul(kind, config, num_warps, emit, **options):
+    bm, bn, bk = config
+    return compile_text(matmul_source(kind), emit, signature=signature(kind), num_warps=num_warps,
+                        defines={"BM": bm, "BN": bn, "BK": bk}, **options)
+
+
+def layouts_of(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("#")]
+
+
+# ---- the layouts stage's choice -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["f16", "bf16"])
+def test_an_f16_or_bf16_dot_of_whole_warpgroup_tiles_gets_a_version_3_mma_layout(kind):
+    text = compile_matmul(kind, (128, 128, 64), 4, "layouts")
+    assert "mma<version=3, warps_per_cta=[4, 1], instr_shape=[16, 128, 16]>" in text
+    assert "nvmma_shared<swizzle=128, order=[1, 0]>" in text
+    assert "padded_shared" not in text
+
+
+def test_eight_warps_are_two_warpgroups_along_m():
+    text = compile_matmul("f16", (128, 256, 64), 8, "layouts")
+    assert "mma<version=3, warps_per_cta=[8, 1], instr_shape=[16, 256, 16]>" in text
+
+
+@pytest.mark.parametrize("config,num_warps,why", [
+    ((128, 128, 32), 4, "K not a whole 128-byte row"),
+    ((128, 32, 64), 4, "N not a whole 128-byte row"),
+    ((64, 128, 64), 8, "fewer than 16 rows per warp"),
+    ((64, 64, 64), 2, "not a whole warpgroup"),
+])
+def test_other_tiles_stay_on_mma_sync(config, num_warps, why):
+    text = compile_matmul("f16", config, num_warps, "layouts")
+    assert "mma<version=2" in text, why
+    assert "nvmma_shared" not in text
+
+
+@pytest.mark.parametrize("kind", ["tf32", "i8"])
+def test_tf32_and_int8_dots_stay_on_mma_sync(kind):
+    # wgmma reads their B K-major only; a row-major [K, N] tile is N-major.
+    text = compile_matmul(kind, (128, 128, 64), 4, "layouts")
+    assert "mma<version=2" in text and "nvmma_shared" not in text
+
+
+def test_an_arch_before_hopper_keeps_mma_sync():
+    text = compile_matmul("f16", (128, 128, 64), 4, "layouts", arch="sm_80")
+    assert "mma<version=2" in text and "nvmma_shared" not in text
+
+
+def test_a_version_3_layout_on_a_dot_of_padded_buffers_is_a_located_error(tmp_path):
+    from mytriton.diagnostics import CompileError
+    from mytriton.pipeline import emit_cuda
+    from mytriton.ir.ssa_text import parse_kernel as parse_ssa
+
+    text = compile_matmul("f16", (128, 128, 64), 4, "layouts")
+    edited = text.replace("nvmma_shared<swizzle=128, order=[1, 0]>", "padded_shared<pad=0, order=[1, 0]>")
+    with pytest.raises(CompileError, match="nvmma_shared"):
+        emit_cuda(parse_ssa(edited, "k.ssa"))
+
+
+def test_a_swizzled_buffer_needs_whole_128_byte_rows_and_8_row_groups():
+    layout = NvmmaShared()
+    assert layout.buffer_problem((128, 64), 2) is None
+    assert "128-byte blocks" in layout.buffer_problem((128, 40), 2)
+    assert "multiple of 8" in layout.buffer_problem((20, 64), 2)
+
+
+# ---- the swizzle ------------------------------------------------------------------------------------
+
+
+def _evaluate(expression: str, **names: int) -> int:
+    for name, value in names.items():
+        expression = re.sub(rf"\b{name}\b", str(value), expression)
+    assert re.fullmatch(r"[0-9+*/%^() ]+", expression), expression
+    # C's integer / on non-negative operands is Python's //.
+    return int(_c_int(expression))
+
+
+def _c_int(expression: str) -> int:
+    import ast
+    import operator
+
+    ops = {ast.Add: operator.add, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+           ast.Mod: operator.mod, ast.BitXor: operator.xor}
+
+    def walk(node):
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.BinOp):
+            return ops[type(node.op)](walk(node.left), walk(node.right))
+        raise AssertionError(ast.dump(node))
+
+    return walk(ast.parse(expression.replace("/", "//"), mode="eval"))
+
+
+@pytest.mark.parametrize("shape", [(64, 64), (128, 64), (64, 128), (64, 256)])
+def test_the_swizzled_place_is_the_hardware_swizzle_of_the_row_major_block_address(shape):
+    """Hopper's 128-byte swizzle XORs address bits 4-6 (the 16-byte chunk)
+    with bits 7-9 (the row within 8): element (r, c) of a 128-byte-wide column
+    block sits at the block's row-major byte address so swizzled."""
+    rows, cols = shape
+    buffer = SharedType(shape, F16, NvmmaShared())
+    expression = place(buffer, "r", "c")
+    seen = set()
+    for r in range(rows):
+        for c in range(cols):
+            index = _evaluate(expression, r=r, c=c)
+            block, x = divmod(c, 64)
+            linear = block * rows * 128 + r * 128 + x * 2
+            swizzled = linear ^ (((linear >> 7) & 7) << 4)
+            assert index * 2 == swizzled, (r, c)
+            seen.add(index)
+    assert seen == set(range(rows * cols))  # a permutation of the buffer
+
+
+# ---- the CUDA ------------------------------------------------------------------------------------
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("kind", ["f16", "bf16"])
+@pytest.mark.parametrize("config,num_warps", [((64, 64, 64), 4), ((128, 128, 64), 4), ((128, 256, 64), 8),
+                                              ((128, 64, 128), 8)])
+def test_the_cuda_builds_for_sm_90a_with_wgmma_and_no_local_memory(kind, config, num_warps):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_matmul(kind, config, num_warps, "cuda")
+    header = json.loads(cuda.split("\n", 1)[0].split(": ", 1)[1])
+    assert header["arch"] == "sm_90a"
+    ptx = compile_ptx(cuda, "sm_90")
+    assert ".target sm_90a" in ptx
+    assert f"wgmma.mma_async.sync.aligned.m64n{min(config[1], 256)}k16.f32.{kind}.{kind}" in ptx
+    assert "fence.proxy.async.shared::cta" in ptx
+    assert "ldmatrix" not in ptx
+    assert ".local" not in ptx
+
+
+def test_a_kernel_without_wgmma_has_no_arch_in_its_header():
+    cuda = compile_matmul("f16", (64, 64, 32), 4, "cuda")
+    assert '"arch"' not in cuda.split("\n", 1)[0]
+
+
+def test_a_copy_proven_aligned_has_no_run_time_check_or_element_fallback():
+    source = matmul_source("f16")
+    cuda = compile_text(source, "cuda", signature="*fp16:16, *fp16:16, *fp32:16, i32:16, i32:16, i32:16",
+                        num_warps=4, defines={"BM": 128, "BN": 128, "BK": 64})
+    assert "(axis info)" in cuda
+    assert "element by element" not in cuda
+
+
+def test_the_carried_accumulator_is_updated_in_place():
+    cuda = compile_matmul("f16", (128, 128, 64), 4, "cuda")
+    assert "the carried accumulator, in place" in cuda
+
+
+# ---- on the GPU ------------------------------------------------------------------------------------
+
+
+def run_matmul(kernel_module, kind, config, shape, num_warps, num_stages=None, seed=0):
+    bm, bn, bk = config
+    M, N, K = shape
+    rng = np.random.default_rng(seed)
+    a, b = operands(kind, M, N, K, rng)
+    c = np.full((M, N), np.nan, np.float32)
+    _, acc, precision = KINDS[kind]
+    from test_mma import MATMUL
+
+    kernel = kernel_module(MATMUL.replace("{acc}", acc).replace("{precision}", precision)).matmul_kernel
+    options = {} if num_stages is None else {"num_stages": num_stages}
+    kernel[(mytriton.cdiv(M, bm), mytriton.cdiv(N, bn))](a, b, c, M, N, K, BM=bm, BN=bn, BK=bk,
+                                                         num_warps=num_warps, backend="cuda", **options)
+    np.testing.assert_allclose(c, reference(kind, a, b), rtol=1e-3, atol=1e-3 * np.sqrt(K))
+
+
+CONFIGS = [((64, 64, 64), 4), ((128, 128, 64), 4), ((128, 128, 64), 8), ((128, 256, 64), 8),
+           ((64, 128, 128), 4), ((128, 64, 128), 8)]
+SHAPES = [(256, 256, 256), (200, 136, 96), (70, 300, 33), (129, 65, 200)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["f16", "bf16"])
+@pytest.mark.parametrize("config,num_warps", CONFIGS)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_wgmma_matmul_matches_numpy_on_the_gpu(kernel_module, kind, config, num_warps, shape):
+    run_matmul(kernel_module, kind, config, shape, num_warps, seed=sum(config) + sum(shape) + num_warps)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_stages", [1, 2, 3, 4])
+def test_wgmma_matmul_matches_numpy_at_each_pipeline_depth(kernel_module, num_stages):
+    run_matmul(kernel_module, "f16", (128, 128, 64), (300, 260, 520), 4, num_stages=num_stages, seed=num_stages)
