@@ -134,11 +134,15 @@ def stage_dots(kernel: Kernel, options: Options | None = None) -> Kernel:
 
 def layouts(kernel: Kernel, options: Options) -> Kernel:
     """Give every tile a layout for ``options.num_warps`` warps (CUDA's
-    input); verified after."""
+    input) on ``options.arch``, and let wgmma dots overlap their loops'
+    copies (overlap-wgmma); verified after."""
     from mytriton.passes.layouts import LayoutsPass
     from mytriton.passes.verify import verify as run_verifier
 
+    from mytriton.passes.overlap_wgmma import OverlapWgmmaPass
+
     kernel = LayoutsPass(num_warps=options.num_warps, shared_budget=options.budget, arch=options.arch).apply(kernel)
+    kernel = OverlapWgmmaPass().apply(kernel)
     try:
         return run_verifier(kernel)
     except CompileError as err:

@@ -46,18 +46,19 @@ def test_the_budget_is_the_targets():
 
 def test_the_128x128x64_f16_three_stage_matmul_records_its_shared_bytes():
     cuda = matmul_text("cuda")
-    # 3 stages of A (128 rows of 64 + 8 padding halves) and B (64 rows of 128 + 8)
-    expected = 3 * (128 * 72 * 2 + 64 * 136 * 2)
-    assert header_of(cuda)["shared_bytes"] == expected == 107520
+    # 3 stages of A (128 rows of 64 halves) and B (64 rows of 128), swizzled for wgmma (no padding)
+    expected = 3 * (128 * 64 * 2 + 64 * 128 * 2)
+    assert header_of(cuda)["shared_bytes"] == expected == 98304
     assert read_header(cuda)["shared_bytes"] == expected
 
 
 def test_every_buffer_is_carved_out_of_one_dynamic_array_at_aligned_offsets():
     cuda = matmul_text("cuda")
     assert cuda.count("__shared__") == 1
-    assert "extern __shared__ __align__(16) unsigned char smem[];  // 107520 bytes at launch" in cuda
+    # 1024-byte alignment: wgmma's swizzle follows address bits 4-9
+    assert "extern __shared__ __align__(1024) unsigned char smem[];  // 98304 bytes at launch" in cuda
     assert "__half* const shared_dot_a0 = reinterpret_cast<__half*>(smem + 0);" in cuda
-    assert f"__half* const shared_dot_b0 = reinterpret_cast<__half*>(smem + {3 * 128 * 72 * 2});" in cuda
+    assert f"__half* const shared_dot_b0 = reinterpret_cast<__half*>(smem + {3 * 128 * 64 * 2});" in cuda
 
 
 def test_scratch_comes_first_and_the_staged_buffers_after_it():
@@ -93,9 +94,9 @@ def test_each_samples_header_gives_the_bytes_its_one_shared_array_takes(name):
 
 
 def test_a_shared_budget_of_48_kib_keeps_the_old_limit():
-    # One 32 KiB stage fits in 48 KiB (padded: 35840 bytes), two do not; a 64 KiB stage is refused.
+    # One 32 KiB stage fits in 48 KiB (swizzled for wgmma, unpadded), two do not; a 64 KiB stage is refused.
     assert "pipeline_stages=1" in matmul_text("staged", shared_budget=48 * 1024)
-    assert header_of(matmul_text("cuda", shared_budget=48 * 1024))["shared_bytes"] == 128 * 72 * 2 + 64 * 136 * 2
+    assert header_of(matmul_text("cuda", shared_budget=48 * 1024))["shared_bytes"] == 128 * 64 * 2 + 64 * 128 * 2
     with pytest.raises(CompileError, match=r"49152-byte \(48 KiB\) budget"):
         matmul_text("staged", shared_budget=48 * 1024, defines={"BM": 128, "BN": 128, "BK": 128})
 
@@ -116,7 +117,7 @@ def test_the_compile_command_takes_shared_budget(tmp_path):
     args = ["compile", str(SAMPLES / "matmul.py"), "-s", F16_SIGNATURE, "-D", "BM=128", "-D", "BN=128",
             "-D", "BK=64", "--num-warps", "8"]
     assert CliRunner().invoke(main, args + ["-o", str(out)]).exit_code == 0
-    assert header_of(out.read_text())["shared_bytes"] == 107520
+    assert header_of(out.read_text())["shared_bytes"] == 98304
     args[args.index("BK=64")] = "BK=128"  # 64 KiB a stage
     refused = CliRunner().invoke(main, args + ["--shared-budget", "49152", "-o", str(tmp_path / "no.cu")])
     assert refused.exit_code == 1 and "49152-byte (48 KiB) budget" in refused.output
@@ -127,7 +128,7 @@ def test_the_compile_command_takes_shared_budget(tmp_path):
 def test_a_header_with_a_bad_shared_size_is_refused(bad):
     cuda = matmul_text("cuda")
     first, rest = cuda.split("\n", 1)
-    edited = first.replace('"shared_bytes": 107520', f'"shared_bytes": {bad}') + "\n" + rest
+    edited = first.replace('"shared_bytes": 98304', f'"shared_bytes": {bad}') + "\n" + rest
     with pytest.raises(CompileError, match="'shared_bytes' must be an integer"):
         read_header(edited)
 
@@ -141,8 +142,8 @@ def test_the_kernel_past_48_kib_builds_with_dynamic_shared_memory():
 
     cuda = matmul_text("cuda")
     ptx = compile_ptx(cuda, "sm_90")
-    assert ".extern .shared .align 16 .b8 smem[];" in ptx
-    assert "ldmatrix" in ptx and "mma.sync" in ptx and "cp.async" in ptx
+    assert ".extern .shared .align 1024 .b8 smem[];" in ptx
+    assert "wgmma.mma_async" in ptx and "cp.async" in ptx
     assert compile_cubin(cuda, "sm_90")[:4] == b"\x7fELF"
 
 
@@ -200,11 +201,11 @@ def fake_kernel(monkeypatch, cuda: str):
 
 def test_the_launcher_raises_the_limit_and_launches_with_the_headers_bytes(monkeypatch, fake_pycuda):
     kernel, function = fake_kernel(monkeypatch, matmul_text("cuda"))
-    assert function.attributes == {"MAX_DYNAMIC_SHARED_SIZE_BYTES": 107520}
+    assert function.attributes == {"MAX_DYNAMIC_SHARED_SIZE_BYTES": 98304}
     args = [FakeDeviceArray(4096), FakeDeviceArray(8192), FakeDeviceArray(12288), 300, 200, 100]
     kernel.launch((3, 2), args)
     ((grid, block, packed, shared),) = function.launches
-    assert (grid, block, shared) == ((3, 2, 1), (256, 1, 1), 107520)
+    assert (grid, block, shared) == ((3, 2, 1), (256, 1, 1), 98304)
     assert list(packed) == [4096, 8192, 12288, 300, 200, 100]
 
 

@@ -211,3 +211,40 @@ def test_wgmma_matmul_matches_numpy_on_the_gpu(kernel_module, kind, config, num_
 @pytest.mark.parametrize("num_stages", [1, 2, 3, 4])
 def test_wgmma_matmul_matches_numpy_at_each_pipeline_depth(kernel_module, num_stages):
     run_matmul(kernel_module, "f16", (128, 128, 64), (300, 260, 520), 4, num_stages=num_stages, seed=num_stages)
+
+
+# ---- overlap-wgmma ---------------------------------------------------------------------------------
+
+
+def test_the_pipelined_dot_is_issued_before_the_copies_and_waited_for_before_the_yield():
+    text = compile_matmul("f16", (128, 128, 64), 4, "layouts")
+    body = text[text.index(" = for "):]
+    order = [name for line in body.splitlines() for name in ("dot_shared", "async_copy_to_shared",
+                                                              "async_commit", "wgmma_wait", "yield")
+             if f" {name} " in f" {line.strip()} " or line.strip().startswith(name)]
+    assert order[:2] == ["dot_shared", "async_copy_to_shared"]
+    assert order.index("wgmma_wait") == order.index("yield") - 1
+    assert "in_flight=1" in body
+
+
+def test_eight_warps_overlap_without_a_barrier_of_their_own():
+    text = compile_matmul("f16", (128, 256, 64), 8, "layouts")
+    body = text[text.index(" = for "):text.index("yield")]
+    assert body.count("barrier") == 1  # the pipeline's own, before the dot
+
+
+def test_reading_an_in_flight_result_before_its_wait_is_a_verifier_error():
+    from mytriton.diagnostics import CompileError
+    from mytriton.ir.ssa_text import parse_kernel
+    from mytriton.passes.verify import verify
+
+    text = compile_matmul("f16", (128, 128, 64), 4, "layouts")
+    edited = "\n".join(line for line in text.splitlines() if "wgmma_wait" not in line)
+    with pytest.raises(CompileError, match="read before its 'wgmma_wait'"):
+        verify(parse_kernel(edited, "k.ssa"))
+
+
+def test_the_overlapped_cuda_waits_with_the_accumulator_registers_named():
+    cuda = compile_matmul("f16", (128, 128, 64), 4, "cuda")
+    wait = next(line for line in cuda.splitlines() if "wgmma.wait_group.sync.aligned 0" in line)
+    assert wait.count('"+f"(') == 128  # 128x128 f32 over 128 threads

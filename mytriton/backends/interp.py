@@ -1214,7 +1214,7 @@ def _async_copy_strided_to_shared(st: _State, op: Op, active: np.ndarray) -> Non
         view[programs] = values[programs]
 
 
-@handles("async_commit", "async_wait")
+@handles("async_commit", "async_wait", "wgmma_wait")
 def _async_order(st: _State, op: Op, active: np.ndarray) -> None:
     return None  # every copy is already complete
 

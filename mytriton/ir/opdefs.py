@@ -492,7 +492,10 @@ def _dot_shared(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     a, b, acc = types
     if not (isinstance(a, SharedType) and isinstance(b, SharedType)):
         raise _err(f"'dot_shared' multiplies two shared buffers, got {a} and {b}")
-    return _dot_rule("dot_shared", a, b, acc, attrs)
+    in_flight = attrs.get("in_flight", 0)
+    if type(in_flight) is not int or not 0 <= in_flight <= 1:
+        raise _err(f"'dot_shared' takes in_flight=0 or 1 (1: issue only), got in_flight={in_flight!r}")
+    return _dot_rule("dot_shared", a, b, acc, {k: v for k, v in attrs.items() if k != "in_flight"})
 
 
 def _cast(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
@@ -680,7 +683,8 @@ _register(OpDef("copy_to_shared", ("buffer", "base", "row_offset", "col_offset",
                     "? base[(row_offset + r) * row_stride + col_offset + c] : fill"))
 _register(OpDef("barrier", (), _none, synchronises=True,
                 doc="every thread of the program has finished its earlier shared-memory accesses"))
-_register(OpDef("dot_shared", ("a", "b", "acc?"), _dot_shared, attrs=DOT_ATTRS, optional_attrs=DOT_ATTRS,
+_register(OpDef("dot_shared", ("a", "b", "acc?"), _dot_shared, attrs=DOT_ATTRS + ("in_flight",),
+                optional_attrs=DOT_ATTRS + ("in_flight",),
                 reads_shared=True, shared_operands=("a", "b"),
                 materialised=True, doc="dot of two shared buffers (plus acc), with dot's attributes"))
 _register(OpDef("yield", (), _none, control=True,
@@ -1114,6 +1118,30 @@ _register(OpDef("async_wait", (), _async_wait, attrs=("pending",), synchronises=
 # (fewer than num_stages asked for where shared memory does not allow more).
 LOOP_ATTRS = LOOP_ATTRS + ("pipeline_stages",)
 OPS["for"] = replace(OPS["for"], attrs=LOOP_ATTRS)
+
+# ---- warpgroup dots (issue 10) ---------------------------------------------------------
+# A dot_shared with ``in_flight=1`` (the overlap-wgmma pass sets it on a
+# pipelined loop's warpgroup dot) issues its tensor-core group and returns at
+# once: its result is complete only after a later ``wgmma_wait`` of it, which
+# the verifier requires before any other use. What comes between (the next
+# tiles' copies) overlaps the multiplication. The CUDA back end lists the
+# accumulator's registers in the wait, so that nvcc cannot move a read of
+# them above it.
+
+
+def _wgmma_wait(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    (acc,) = types
+    if not isinstance(acc, BlockType):
+        raise _err(f"'wgmma_wait' completes a dot's accumulator tile, got {acc}")
+    pending = attrs.get("pending")
+    if type(pending) is not int or not 0 <= pending <= 1:
+        raise _err(f"'wgmma_wait' needs pending 0 or 1, got {pending!r}")
+    return []
+
+
+_register(OpDef("wgmma_wait", ("acc",), _wgmma_wait, attrs=("pending",), synchronises=True,
+                doc="waits until at most pending of this warpgroup's in_flight dot groups remain; acc, "
+                    "the result of such a dot, is complete after pending=0"))
 
 # ---- libdevice ----------------------------------------------------------------------
 # The functions of Triton's ``tl.extra.libdevice`` that no ``tl.<name>`` has

@@ -31,6 +31,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "stage-dots": ("mytriton.passes.stage_dots", "StageDotsPass"),
     # After stage-dots (compile runs it there, with the launch's num_stages).
     "pipeline": ("mytriton.passes.pipeline", "PipelinePass"),
+    # After the layouts stage (which runs it): wgmma dots overlap the next tiles' copies.
+    "overlap-wgmma": ("mytriton.passes.overlap_wgmma", "OverlapWgmmaPass"),
 }
 
 # licm before cse, so that hoisted copies of an op meet the ones outside the loop.

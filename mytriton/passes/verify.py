@@ -81,10 +81,12 @@ class Verifier:
         if ends_with is None and in_loop:
             ends_with = "yield"
         visible = set(visible)
+        in_flight: set[Value] = set()  # results of in_flight dots not yet waited for
         for i, op in enumerate(block.ops):
             for operand in op.operands:
                 if isinstance(operand, Value) and operand not in visible:
                     raise self.error(self.explain(operand, block), op)
+            self.in_flight_order(op, in_flight)
             for result in op.results:  # before the type rules, which would refuse it less clearly
                 problem = tile_error(result.type.shape) if isinstance(result.type, (BlockType, SharedType)) else None
                 if problem:
@@ -111,12 +113,28 @@ class Verifier:
             for result in op.results:
                 self.define(result, op)
                 visible.add(result)
+        if in_flight:
+            dot = next(iter(in_flight)).op
+            raise self.error("the result of an in_flight dot is never completed by a 'wgmma_wait' in its block", dot)
         if ends_with is not None and (not block.ops or block.ops[-1].name != ends_with):
             what = {"for": "a loop body", "if": "an if branch", "while": "a while loop's body"}.get(
                 block.parent.name, "a region")
             if ends_with == "condition":
                 what = "a while loop's condition region"
             raise self.error(f"{what} must end with '{ends_with}'", block.parent)
+
+    def in_flight_order(self, op: Op, in_flight: set[Value]) -> None:
+        """An in_flight dot's result is read only after its ``wgmma_wait``
+        (pending=0) in the same block: before it the registers are the
+        tensor cores'."""
+        if in_flight:
+            used = {o for inner in [op, *(o for region in op.regions for o in walk(region))] for o in inner.operands if isinstance(o, Value)}
+            early = used & in_flight
+            if early and not (op.name == "wgmma_wait" and op.attrs.get("pending") == 0):
+                raise self.error("the result of an in_flight dot is read before its 'wgmma_wait' (pending=0)", op)
+            in_flight -= early
+        if op.name == "dot_shared" and op.attrs.get("in_flight"):
+            in_flight.add(op.results[0])
 
     def chain_depth(self, op: Op) -> None:
         """How many dependent ops lead to ``op``'s results: the backend

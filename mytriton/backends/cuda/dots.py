@@ -186,7 +186,8 @@ def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
 
 # ---- the pipelined K loop's ops (the pipeline pass) ------------------------------------------
 
-ASYNC_OPS = ("stage_view", "async_copy_to_shared", "async_copy_strided_to_shared", "async_commit", "async_wait")
+ASYNC_OPS = ("stage_view", "async_copy_to_shared", "async_copy_strided_to_shared", "async_commit", "async_wait",
+             "wgmma_wait")
 
 
 def emit_async(em: "CudaEmitter", op: Op) -> None:
@@ -205,6 +206,12 @@ def emit_async(em: "CudaEmitter", op: Op) -> None:
         em.line(f"{CUDA.cp_async_commit}{where}")
     elif op.name == "async_wait":
         em.line(f"{CUDA.cp_async_wait(op.attrs['pending'])}{where}")
+    elif op.name == "wgmma_wait":
+        from mytriton.backends.cuda.wgmma import wait_asm
+
+        (acc,) = op.operands
+        registers = [f"{em.storage[acc]}[{k}]" for k in range(em.layout_of(acc).slots)]
+        em.line(f"{wait_asm(op.attrs['pending'], registers)}{where}")
     else:
         emit_async_copy(em, op)
 
@@ -253,6 +260,10 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
     where = em.where(op).replace(f"  // {op.name}", "")
 
     def chunk(i, in_bounds, row, col, r, c):
+        if whole_chunks:  # the column bound cuts no chunk: each is all in or all out
+            return [CUDA.cp_async_or_zeros(f"&{dst}[{place(view.type, r, c)}]",
+                                           f"{base_name} + ({row} * {args['stride']} + {col})",
+                                           width * nbytes, in_bounds)]
         return [f"const int n = {row} < {args['row_bound']} ? "
                 f"min(max({args['col_bound']} - {col}, 0), {width}) : 0;",
                 CUDA.cp_async(f"&{dst}[{place(view.type, r, c)}]",
@@ -264,6 +275,7 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
     em.line(f"if ({as_type(em.scalar_arg(pred), BOOL)}) {{")
     em.depth += 1
     proven = width > 1 and proven_aligned(em, op, width)
+    whole_chunks = proven and bound_multiple(em, op, width)
     if proven:
         em.line(f"// {width * nbytes}-byte chunks: the base, row stride and column offset are multiples (axis info)")
         _copy_loop(em, rows, cols, width, row_pitch, args, chunk)
@@ -328,6 +340,13 @@ def proven_aligned(em: "CudaEmitter", op: Op, width: int) -> bool:
     if col_wrap is not None and not multiple(col_wrap, width):
         return False  # a wrap of 0 (none) is divisible by everything
     return multiple(base, width * nbytes) and multiple(stride, width) and multiple(col_offset, width)
+
+
+def bound_multiple(em: "CudaEmitter", op: Op, width: int) -> bool:
+    """Whether the axis analysis proves a copy's column bound a multiple of
+    ``width``: then (the column offset being one too) no chunk straddles it."""
+    col_bound = op.operands[6] if op.name == "async_copy_to_shared" else op.operands[7]
+    return em.axis_info().of(col_bound).scalar_divisibility % width == 0
 
 
 def _copy_loop(em: "CudaEmitter", rows: int, cols: int, width: int, row_pitch: int, args: dict[str, str],

@@ -117,6 +117,16 @@ class CudaLanguage(CStyleLanguage):
                 f'"r"((unsigned)__cvta_generic_to_shared({dst_shared})), "l"({src_global}), "r"({src_bytes}) '
                 ': "memory");')
 
+    def cp_async_or_zeros(self, dst_shared: str, src_global: str, nbytes: int, in_bounds: str) -> str:
+        """Copy ``nbytes`` from global to shared memory without waiting where
+        ``in_bounds`` holds, else write zeros without reading ``src_global``
+        (cp.async's ignore-src predicate): one predicate per chunk, no sizes."""
+        cache = "cg" if nbytes == 16 else "ca"
+        return (f'asm volatile("{{\\n.reg .pred skip;\\nsetp.eq.u32 skip, %2, 0;\\n'
+                f'cp.async.{cache}.shared.global [%0], [%1], {nbytes}, skip;\\n}}\\n" :: '
+                f'"r"((unsigned)__cvta_generic_to_shared({dst_shared})), "l"({src_global}), '
+                f'"r"((unsigned)({in_bounds})) : "memory");')
+
     def cp_async_wait(self, pending: int) -> str:
         """Wait until at most ``pending`` of this thread's committed groups are in flight."""
         return f'asm volatile("cp.async.wait_group {pending};\\n" ::: "memory");'

@@ -28,7 +28,9 @@ proxy) and the tensor cores read them through the async proxy, so a
 ``fence.proxy.async`` comes between the barrier that published them and the
 first wgmma; ``wgmma.fence`` orders the accumulator registers' earlier
 writes; the group is committed and waited for (``wait_group 0``) before the
-accumulator is read or the buffers are overwritten.
+accumulator is read or the buffers are overwritten: at once, or, for an
+``in_flight`` dot, at its ``wgmma_wait``. Each wait names the accumulator
+registers ("+f"), so that nvcc keeps every read of them after it.
 """
 from __future__ import annotations
 
@@ -68,6 +70,14 @@ def wgmma_asm(ptx: str, accumulators: list[str], desc_a: str, desc_b: str) -> st
     return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{count + 2}, 0;\\n'
             f'{ptx} {{{d}}}, %{count}, %{count + 1}, p, 1, 1, 0, 1;\\n}}\\n" '
             f': {outs} : "l"({desc_a}), "l"({desc_b}), "n"(1));')
+
+
+def wait_asm(pending: int, registers: list[str]) -> str:
+    """``wgmma.wait_group pending`` naming the accumulator registers the
+    waited-for groups write ("+f"): nvcc then cannot move a read of them
+    above the wait (ptxas would otherwise serialise the wgmma pipeline)."""
+    outs = ", ".join(f'"+f"({r})' for r in registers)
+    return f'asm volatile("wgmma.wait_group.sync.aligned {pending};\\n" : {outs} :: "memory");'
 
 
 def emit_wgmma_products(em: "CudaEmitter", op: Op, layout: "Layout", storage: str,
@@ -112,7 +122,11 @@ def emit_wgmma_products(em: "CudaEmitter", op: Op, layout: "Layout", storage: st
                     accumulators.append(f"{storage}[{layout.slot_of(digits)}]")
                 em.line(wgmma_asm(ptx, accumulators, descriptor(a_address, a_leading, a_stride),
                                   descriptor(b_address, b_leading, b_stride)))
+    in_flight = op.attrs.get("in_flight", 0)
     em.line('asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");')
-    em.line('asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");')
+    if in_flight:
+        em.line("// in flight: the wgmma_wait of this result completes it")
+    else:
+        em.line(wait_asm(0, [f"{storage}[{k}]" for k in range(layout.slots)]))
     em.depth -= 1
     em.line("}")

@@ -1,0 +1,105 @@
+"""overlap-wgmma: let a pipelined loop's warpgroup dot run while the threads
+issue the next tiles' copies.
+
+After the pipeline pass a K loop waits for its tiles, refills the stage the
+previous iteration multiplied, then multiplies the current stage:
+
+    async_wait; barrier; <copies into stage slot-1>; async_commit; %c = dot_shared ...; yield %c
+
+A ``wgmma`` dot (an mma ``version=3`` layout) is asynchronous: the tensor
+cores can multiply while the threads compute addresses and issue copies.
+This pass moves the dot (with the stage views it reads) to just after the
+barrier, marks it ``in_flight=1`` (issue only) and puts ``wgmma_wait %c
+pending=0`` before the yield:
+
+    async_wait; barrier; %c = dot_shared ..., in_flight=1; <copies>; async_commit; wgmma_wait %c; yield %c
+
+The copies write stage slot-1, which the previous iteration's dot read; its
+group was complete (every warpgroup's) before this iteration's barrier. No
+group is in flight across iterations: a longer overlap (Triton keeps one
+group running into the next iteration) makes ptxas serialise the wgmma
+pipeline in our kernels (its C7514 note), which this form avoids.
+
+Only a dot that accumulates in place qualifies: its accumulator a carried
+value used by the dot alone, its result carried on by the yield and used
+nowhere else.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mytriton.ir import opdefs
+from mytriton.ir.layouts import Mma
+from mytriton.ir.ssa import Block, BlockArg, Kernel, Op, OpResult, for_body, for_yield, insert_before, use_counts, walk
+from mytriton.types import BlockType
+
+
+def is_wgmma(op: Op) -> bool:
+    t = op.results[0].type if op.results else None
+    return op.name == "dot_shared" and isinstance(t, BlockType) and isinstance(t.layout, Mma) \
+        and t.layout.version == 3
+
+
+def _inputs_after(op: Op, body: Block, after: int) -> list[Op] | None:
+    """The ops of ``body`` past index ``after`` that ``op`` reads, directly or
+    through others, in body order; None if one of them cannot move earlier
+    (only pure ops and stage views can)."""
+    needed: set[Op] = set()
+    work = [op]
+    while work:
+        for operand in work.pop().operands:
+            if isinstance(operand, OpResult) and operand.op.parent is body and operand.op not in needed \
+                    and body.ops.index(operand.op) > after:
+                producer = operand.op
+                opdef = opdefs.lookup(producer.name)
+                if producer.name != "stage_view" and (opdef is None or not opdef.pure or producer.regions):
+                    return None
+                needed.add(producer)
+                work.append(producer)
+    return [o for o in body.ops if o in needed]
+
+
+def _overlap(loop: Op, counts: dict) -> bool:
+    body = for_body(loop)
+    dots = [op for op in body.ops if is_wgmma(op)]
+    if len(dots) != 1 or dots[0].attrs.get("in_flight"):
+        return False
+    dot = dots[0]
+    result = dot.results[0]
+    acc = dot.operands[2] if len(dot.operands) > 2 else None
+    yielded = for_yield(loop)
+    if not isinstance(acc, BlockArg) or acc.block is not body or counts.get(acc) != 1 or yielded is None:
+        return False
+    if yielded.operands[acc.index - 1] is not result or counts.get(result) != 1:
+        return False
+    barriers = [i for i, op in enumerate(body.ops) if op.name == "barrier"]
+    if not barriers or barriers[0] > body.ops.index(dot):
+        return False
+    inputs = _inputs_after(dot, body, barriers[0])
+    if inputs is None:
+        return False
+    moved = [*inputs, dot]
+    for op in moved:
+        body.ops.remove(op)
+        op.parent = None
+    barrier_at = barriers[0]  # no op before the barrier moved
+    for offset, op in enumerate(moved, start=1):
+        op.parent = body
+        body.ops.insert(barrier_at + offset, op)
+    dot.attrs = {**dot.attrs, "in_flight": 1}
+    insert_before(yielded, Op("wgmma_wait", [result], [], {"pending": 0}, dot.loc))
+    return True
+
+
+@dataclass(frozen=True)
+class OverlapWgmmaPass:
+    name: str = "overlap-wgmma"
+    summary: str = "let a pipelined loop's wgmma dot run while the next tiles' copies issue (laid-out SSA)"
+
+    def apply(self, kernel: Kernel) -> Kernel:
+        if not kernel.laid_out:
+            return kernel
+        counts = use_counts(kernel.body)
+        for loop in [op for op in walk(kernel.body) if op.name == "for" and op.attrs.get("pipeline_stages")]:
+            _overlap(loop, counts)
+        return kernel
