@@ -147,6 +147,12 @@ def budget_option(fn: Callable[..., Any]) -> Callable[..., Any]:
                              "232448; 49152 for GPUs that cannot opt in to more).")(fn)
 
 
+def arch_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--arch", default=pipeline.DEFAULT_ARCH, show_default=True,
+                        help="The GPU architecture: nvcc's -arch for --emit=ptx|cubin, the layouts' tensor-core "
+                             "instructions (sm_90: wgmma), the default --shared-budget.")(fn)
+
+
 def warps_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--num-warps", default=pipeline.DEFAULT_NUM_WARPS, show_default=True, type=int,
                         help="Warps per CUDA block (a block runs one program).")(fn)
@@ -298,15 +304,16 @@ def ops(names: tuple[str, ...], markdown: bool, output: str) -> None:
 @main.command()
 @input_argument
 @warps_option
+@arch_option
 @budget_option
 @output_option
 @reports_errors
-def layouts(input: str, num_warps: int, shared_budget: int | None, output: str) -> None:
+def layouts(input: str, num_warps: int, arch: str, shared_budget: int | None, output: str) -> None:
     """Give every tile of SSA a GPU layout (the CUDA back end's input)."""
     text, file = read_input(input)
     kernel = pipeline.read_ssa(text, file)
     pipeline.verify(kernel)
-    options = make_options(num_warps=num_warps)
+    options = make_options(num_warps=num_warps, arch=arch)
     options.shared_budget = shared_budget
     write_output(output, pipeline.print_ssa(pipeline.layouts(kernel, options)))
 
@@ -315,17 +322,18 @@ def layouts(input: str, num_warps: int, shared_budget: int | None, output: str) 
 @input_argument
 @click.option("--num-warps", default=None, type=int,
               help="Warps per CUDA block, for SSA that is not laid out yet (laid-out SSA names its own).")
+@arch_option
 @budget_option
 @output_option
 @reports_errors
-def emit_cuda(input: str, num_warps: int | None, shared_budget: int | None, output: str) -> None:
+def emit_cuda(input: str, num_warps: int | None, arch: str, shared_budget: int | None, output: str) -> None:
     """Render laid-out SSA as CUDA C++ (with a header that lets 'run' launch it alone).
 
     SSA that is not laid out goes through the layouts stage first."""
     text, file = read_input(input)
     kernel = pipeline.read_ssa(text, file)
     pipeline.verify(kernel)
-    options = make_options(num_warps=num_warps or pipeline.DEFAULT_NUM_WARPS)
+    options = make_options(num_warps=num_warps or pipeline.DEFAULT_NUM_WARPS, arch=arch)
     options.shared_budget = shared_budget
     if not kernel.laid_out:
         kernel = pipeline.layouts(kernel, options)
@@ -379,8 +387,7 @@ def emit_ttir(input: str, output: str) -> None:
 @warps_option
 @stages_option
 @click.option("-p", "--passes", default=None, metavar="LIST", help="Passes for the opt stage.")
-@click.option("--arch", default=pipeline.DEFAULT_ARCH, show_default=True,
-              help="nvcc -arch for --emit=ptx|cubin; its shared-memory limit is the default --shared-budget.")
+@arch_option
 @budget_option
 @click.option("--dump-dir", default=None, metavar="DIR",
               help="Write every stage into DIR (00-ast.py ... 08-cubin.cubin, each opt pass's SSA too); "

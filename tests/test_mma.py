@@ -50,6 +50,9 @@ def signature(kind: str) -> str:
 
 
 def compile_matmul(kind, config, num_warps, emit, num_stages=None, **options):
+    """mma.sync's layouts: the choice for sm_80 (on sm_90, the default, f16 and
+    bf16 dots that fit take wgmma instead: tests/test_wgmma.py)."""
+    options.setdefault("arch", "sm_80")
     bm, bn, bk = config
     return compile_text(matmul_source(kind), emit, signature=signature(kind), num_warps=num_warps,
                         defines={"BM": bm, "BN": bn, "BK": bk}, num_stages=num_stages, **options)
@@ -251,7 +254,7 @@ def test_an_epilogue_on_the_mma_accumulator_builds(num_warps):
     from mytriton.backends.cuda.nvcc import compile_ptx
 
     cuda = compile_text(kernel_source(EPILOGUE), "cuda", signature=EPILOGUE_SIGNATURE, num_warps=num_warps,
-                        defines={"BM": 64, "BN": 64, "BK": 32})
+                        defines={"BM": 64, "BN": 64, "BK": 32}, arch="sm_80")
     assert "mma.sync" in compile_ptx(cuda, "sm_90")
 
 

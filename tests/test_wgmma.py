@@ -44,9 +44,21 @@ def test_eight_warps_are_two_warpgroups_along_m():
     assert "mma<version=3, warps_per_cta=[8, 1], instr_shape=[16, 256, 16]>" in text
 
 
+@pytest.mark.parametrize("config,num_warps,a_swizzle,b_swizzle", [
+    ((128, 128, 32), 4, 64, 128),  # A's rows of 32 halves: 64 bytes
+    ((128, 32, 64), 4, 128, 64),
+    ((64, 16, 16), 4, 32, 32),
+])
+def test_narrower_rows_take_a_narrower_swizzle(config, num_warps, a_swizzle, b_swizzle):
+    text = compile_matmul("f16", config, num_warps, "layouts")
+    assert "mma<version=3" in text
+    a = re.search(r"shared_alloc_stages name=\"dot_a0\".*: shared<\S+ x f16, (#\w+)>", text).group(1)
+    b = re.search(r"shared_alloc_stages name=\"dot_b0\".*: shared<\S+ x f16, (#\w+)>", text).group(1)
+    assert f"{a} = nvmma_shared<swizzle={a_swizzle}, order=[1, 0]>" in text
+    assert f"{b} = nvmma_shared<swizzle={b_swizzle}, order=[1, 0]>" in text
+
+
 @pytest.mark.parametrize("config,num_warps,why", [
-    ((128, 128, 32), 4, "K not a whole 128-byte row"),
-    ((128, 32, 64), 4, "N not a whole 128-byte row"),
     ((64, 128, 64), 8, "fewer than 16 rows per warp"),
     ((64, 64, 64), 2, "not a whole warpgroup"),
 ])
@@ -116,21 +128,25 @@ def _c_int(expression: str) -> int:
     return walk(ast.parse(expression.replace("/", "//"), mode="eval"))
 
 
-@pytest.mark.parametrize("shape", [(64, 64), (128, 64), (64, 128), (64, 256)])
-def test_the_swizzled_place_is_the_hardware_swizzle_of_the_row_major_block_address(shape):
-    """Hopper's 128-byte swizzle XORs address bits 4-6 (the 16-byte chunk)
-    with bits 7-9 (the row within 8): element (r, c) of a 128-byte-wide column
+@pytest.mark.parametrize("swizzle", [128, 64, 32])
+@pytest.mark.parametrize("shape", [(64, 64), (128, 64), (64, 128), (64, 256), (16, 16)])
+def test_the_swizzled_place_is_the_hardware_swizzle_of_the_row_major_block_address(shape, swizzle):
+    """Hopper's S-byte swizzle XORs the 16-byte chunk (address bits 4..) with
+    bits 7.. (log2(S / 16) of each): element (r, c) of an S-byte-wide column
     block sits at the block's row-major byte address so swizzled."""
     rows, cols = shape
-    buffer = SharedType(shape, F16, NvmmaShared())
+    if (cols * 2) % swizzle:
+        pytest.skip("rows of a partial block")
+    buffer = SharedType(shape, F16, NvmmaShared(swizzle))
     expression = place(buffer, "r", "c")
     seen = set()
+    per_block = swizzle // 2
     for r in range(rows):
         for c in range(cols):
             index = _evaluate(expression, r=r, c=c)
-            block, x = divmod(c, 64)
-            linear = block * rows * 128 + r * 128 + x * 2
-            swizzled = linear ^ (((linear >> 7) & 7) << 4)
+            block, x = divmod(c, per_block)
+            linear = block * rows * swizzle + r * swizzle + x * 2
+            swizzled = linear ^ (((linear >> 7) & (swizzle // 16 - 1)) << 4)
             assert index * 2 == swizzled, (r, c)
             seen.add(index)
     assert seen == set(range(rows * cols))  # a permutation of the buffer
@@ -142,7 +158,7 @@ def test_the_swizzled_place_is_the_hardware_swizzle_of_the_row_major_block_addre
 @pytest.mark.nvcc
 @pytest.mark.parametrize("kind", ["f16", "bf16"])
 @pytest.mark.parametrize("config,num_warps", [((64, 64, 64), 4), ((128, 128, 64), 4), ((128, 256, 64), 8),
-                                              ((128, 64, 128), 8)])
+                                              ((128, 64, 128), 8), ((128, 128, 32), 4), ((64, 16, 16), 4)])
 def test_the_cuda_builds_for_sm_90a_with_wgmma_and_no_local_memory(kind, config, num_warps):
     from mytriton.backends.cuda.nvcc import compile_ptx
 
@@ -158,7 +174,7 @@ def test_the_cuda_builds_for_sm_90a_with_wgmma_and_no_local_memory(kind, config,
 
 
 def test_a_kernel_without_wgmma_has_no_arch_in_its_header():
-    cuda = compile_matmul("f16", (64, 64, 32), 4, "cuda")
+    cuda = compile_matmul("f16", (64, 64, 32), 2, "cuda")
     assert '"arch"' not in cuda.split("\n", 1)[0]
 
 
@@ -195,7 +211,8 @@ def run_matmul(kernel_module, kind, config, shape, num_warps, num_stages=None, s
 
 
 CONFIGS = [((64, 64, 64), 4), ((128, 128, 64), 4), ((128, 128, 64), 8), ((128, 256, 64), 8),
-           ((64, 128, 128), 4), ((128, 64, 128), 8)]
+           ((64, 128, 128), 4), ((128, 64, 128), 8), ((128, 128, 32), 4), ((64, 32, 16), 4), ((64, 16, 32), 4),
+           ((128, 96, 32), 8)]
 SHAPES = [(256, 256, 256), (200, 136, 96), (70, 300, 33), (129, 65, 200)]
 
 

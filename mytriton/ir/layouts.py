@@ -14,12 +14,13 @@ repeats over a larger tile and is replicated over a smaller one.
 - ``padded_shared``: a shared-memory buffer stored row-major with ``pad``
   unused elements after each row (against bank conflicts).
 - ``nvmma_shared``: a buffer as Hopper's ``wgmma`` reads it through a matrix
-  descriptor with ``swizzle``-byte swizzling (128): the columns in blocks of
-  128 bytes, each block R rows of 128 bytes one after the other, and in each
-  8-row group of a block the 16-byte chunk ``c`` of row ``r`` stored at chunk
-  ``c ^ (r % 8)`` (conflict-free for row writes and column reads alike). A row
-  of A ([M, K], K-major) and a row of B ([K, N], N-major) are both a block's
-  row: one address rule serves both operands.
+  descriptor with ``swizzle``-byte swizzling (S = 128, 64 or 32): the columns
+  in blocks of S bytes, each block R rows of S bytes one after the other, and
+  the 16-byte chunk ``c`` of row ``r`` stored at chunk ``c ^ (r / (128 / S)) %
+  (S / 16)`` (the hardware XORs address bits 4.. with bits 7..; conflict-free
+  for row writes and column reads alike). A row of A ([M, K], K-major) and a
+  row of B ([K, N], N-major) are both a block's row: one address rule serves
+  both operands.
 
 - ``mma``: the accumulator of tensor-core ``mma.sync`` instructions
   (``version=2``: Ampere/Hopper ``mma.sync``): each warp computes
@@ -165,12 +166,12 @@ class PaddedShared:
 
 MMA_INSTR_SHAPE = (16, 8)  # the m16n8kK accumulator block of one warp
 WGMMA_MAX_N = 256  # the widest wgmma instruction (m64n256kK)
-SWIZZLE_BYTES = 128  # nvmma_shared's swizzle: the one the wgmma path uses
+SWIZZLE_BYTES = (128, 64, 32)  # nvmma_shared's swizzles, widest first
 
 
 @dataclass(frozen=True)
 class NvmmaShared:
-    swizzle: int = SWIZZLE_BYTES
+    swizzle: int = 128
     order: tuple[int, ...] = (1, 0)
 
     kind = "nvmma_shared"
@@ -180,14 +181,20 @@ class NvmmaShared:
         return f"nvmma_shared<swizzle={self.swizzle}, order={_ints(self.order)}>"
 
     def problem(self, num_warps: int) -> str | None:
-        if self.swizzle != SWIZZLE_BYTES:
-            return f"{self.text()}: only swizzle=128 is supported"
+        if self.swizzle not in SWIZZLE_BYTES:
+            return f"{self.text()}: swizzle is 128, 64 or 32 (bytes)"
         if self.order != (1, 0):
             return f"{self.text()}: only row-major buffers (order=[1, 0]) are supported"
         return None
 
     def row_pitch(self, columns: int) -> int:
         return columns  # no padding: the swizzle keeps the banks apart
+
+    def xor_of_row(self, row: str) -> str:
+        """The chunk XOR of row ``row`` (a C expression): its address bits 7.. ."""
+        period = 128 // self.swizzle  # rows sharing one 128-byte line
+        chunks = self.swizzle // 16
+        return f"({row} % {8 * period})" if period == 1 else f"({row} / {period} % {chunks})"
 
     def buffer_problem(self, shape: tuple[int, ...], element_bytes: int) -> str | None:
         """Why a buffer of ``shape`` cannot be stored this way, or None."""

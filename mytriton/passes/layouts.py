@@ -70,7 +70,7 @@ from mytriton.ir import opdefs
 from mytriton.ir.axis_info import AxisAnalysis, vector_width
 from mytriton.ir.analysis import is_materialized, is_tile, reaches_materialized
 from mytriton.ir.layouts import (
-    WGMMA_MAX_N, Blocked, Mma, NvmmaShared, PaddedShared, SharedLayout, Slice, TileLayout, broadcast_view,
+    SWIZZLE_BYTES, WGMMA_MAX_N, Blocked, Mma, NvmmaShared, PaddedShared, SharedLayout, Slice, TileLayout, broadcast_view,
     default_blocked, fma_dot_layout, fma_operand_pad,
 )
 from mytriton.ir.ssa import (
@@ -112,9 +112,14 @@ def mma_warps(m: int, n: int, num_warps: int) -> tuple[int, int] | None:
     return wm, wn
 
 
-# wgmma's K per instruction (f16 and bf16: the operands it reads from 128-byte swizzled rows).
+# wgmma's K per instruction for the operand types it reads N-major.
 WGMMA_K = {F16: 16, BF16: 16}
-WGMMA_BLOCK = 64  # elements of a 128-byte swizzle row of f16/bf16: N and K come in whole rows
+
+
+def wgmma_swizzle(columns: int, element_bytes: int) -> int | None:
+    """The widest swizzle (128, 64 or 32 bytes) whose rows a buffer of
+    ``columns`` elements splits into whole, or None."""
+    return next((s for s in SWIZZLE_BYTES if (columns * element_bytes) % s == 0), None)
 
 
 def wgmma_layout(op: Op, num_warps: int) -> Mma | None:
@@ -122,7 +127,8 @@ def wgmma_layout(op: Op, num_warps: int) -> Mma | None:
     warpgroup instructions compute, or None: f16/bf16 operands (wgmma reads
     B N-major only for 16-bit types; tf32 and int8 need K-major B, which a
     row-major [K, N] tile is not), whole warpgroups, M a multiple of 16 per
-    warp, N and K of whole 128-byte rows."""
+    warp, K a multiple of the instruction's 16, and rows of both buffers
+    whole swizzle rows (``wgmma_swizzle``)."""
     if opdefs.lookup(op.name).layout_rule != "dot":
         return None
     a, b = op.operands[0], op.operands[1]
@@ -132,10 +138,20 @@ def wgmma_layout(op: Op, num_warps: int) -> Mma | None:
     if element != b.type.element or element not in WGMMA_K or num_warps % 4:
         return None
     (m, k), n = a.type.shape, b.type.shape[1]
-    if m % (16 * num_warps) or n % WGMMA_BLOCK or k % WGMMA_BLOCK:
+    a_swizzle, b_swizzle = wgmma_swizzle(k, element.nbytes), wgmma_swizzle(n, element.nbytes)
+    if m % (16 * num_warps) or k % WGMMA_K[element] or a_swizzle is None or b_swizzle is None:
         return None
-    instr_n = next(w for w in (WGMMA_MAX_N, 128, WGMMA_BLOCK) if n % w == 0)
+    # An instruction's N: whole column blocks of B, at most 256.
+    block = b_swizzle // element.nbytes
+    instr_n = next((w for w in range(min(n, WGMMA_MAX_N), 0, -block) if n % w == 0 and w % block == 0), None)
+    if instr_n is None:
+        return None
     return Mma(3, (num_warps, 1), (16, instr_n, WGMMA_K[element]))
+
+
+def wgmma_shared_layout(buffer: Value) -> NvmmaShared:
+    rows, cols = buffer.type.shape
+    return NvmmaShared(wgmma_swizzle(cols, buffer.type.element.nbytes))
 
 
 def mma_layout(op: Op, num_warps: int, wgmma: bool = False) -> Mma | None:
@@ -550,7 +566,8 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
             continue
         if wgmma and wgmma_layout(op, num_warps) is not None:
             for index in (0, 1):
-                layouts.setdefault(buffer_of(op.operands[index]), NvmmaShared())
+                buffer = buffer_of(op.operands[index])
+                layouts.setdefault(buffer, wgmma_shared_layout(buffer))
             continue
         on_tensor_cores = mma_layout(op, num_warps) is not None
         for index in (0, 1) if on_tensor_cores else (0,):

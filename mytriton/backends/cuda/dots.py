@@ -71,7 +71,7 @@ def place(buffer: SharedType, row: str, col: str) -> str:
     rows = buffer.shape[0]
     per_block = layout.swizzle // buffer.element.nbytes  # elements in a 128-byte row of a block
     per_chunk = 16 // buffer.element.nbytes
-    swizzled = f"(({col} % {per_block} / {per_chunk}) ^ ({row} % 8)) * {per_chunk} + {col} % {per_chunk}"
+    swizzled = f"(({col} % {per_block} / {per_chunk}) ^ {layout.xor_of_row(row)}) * {per_chunk} + {col} % {per_chunk}"
     block = f"{col} / {per_block} * {rows * per_block} + " if buffer.shape[1] > per_block else ""
     return f"{block}{row} * {per_block} + {swizzled}"
 

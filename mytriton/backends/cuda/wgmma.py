@@ -8,15 +8,15 @@ and B's N columns, both read by the tensor cores straight from shared memory
 through 64-bit *matrix descriptors* (start address, leading and stride byte
 offsets, swizzle mode; PTX ISA "Matrix Descriptor Format"):
 
-- A, [M, K] K-major: rows of 128 bytes (64 elements) with the 128-byte
-  swizzle; a k16 step starts 32 bytes further into the row, and 8-row groups
-  are 1024 bytes apart (the stride byte offset). Columns beyond the first 64
-  live in the next column block (``M * 128`` bytes on), which a k16 step never
+- A, [M, K] K-major: rows of S bytes (its swizzle: 128, 64 or 32) swizzled;
+  a k16 step starts 32 bytes further into the row, and 8-row groups are 8 S
+  bytes apart (the stride byte offset). Columns beyond the first S bytes live
+  in the next column block (``M * S`` bytes on), which a k16 step never
   straddles.
-- B, [K, N] N-major (``imm-trans-b`` = 1): each 64-column block holds K rows
-  of 128 bytes; 8-row groups along K are 1024 bytes apart (stride byte
-  offset), the column blocks ``K * 128`` bytes apart (leading byte offset),
-  and a k16 step starts 16 rows (2048 bytes) further.
+- B, [K, N] N-major (``imm-trans-b`` = 1): each column block of S bytes holds
+  K rows of S bytes; 8-row groups along K are 8 S bytes apart (stride byte
+  offset), the column blocks ``K * S`` bytes apart (leading byte offset),
+  and a k16 step starts 16 rows (16 S bytes) further.
 
 The accumulator registers of an m64nN instruction are, warp by warp, the
 m16n8 fragments of ``mma.sync`` side by side along N, so the ``version=3``
@@ -45,16 +45,14 @@ if TYPE_CHECKING:
     from mytriton.backends.cuda.layout import Layout
 
 WARPGROUP = 4  # warps that issue one wgmma together
-SWIZZLE_128B = 1  # the descriptor's layout type for the 128-byte swizzle
-ATOM_BYTES = 1024  # 8 rows of 128 bytes: the swizzle's period
-ROW_BYTES = 128
+LAYOUT_TYPE = {128: 1, 64: 2, 32: 3}  # the descriptor's layout type of each swizzle
 TYPES = {F16: "f16", BF16: "bf16"}
 
 
-def descriptor(address: str, leading: int, stride: int) -> str:
+def descriptor(address: str, swizzle: int, leading: int, stride: int) -> str:
     """A C expression of the 64-bit matrix descriptor of the operand at the
     shared-memory byte ``address`` (a 32-bit shared-window address)."""
-    fields = (SWIZZLE_128B << 62) | ((stride >> 4) << 32) | ((leading >> 4) << 16)
+    fields = (LAYOUT_TYPE[swizzle] << 62) | ((stride >> 4) << 32) | ((leading >> 4) << 16)
     return f"(0x{fields:x}ull | (unsigned long long)((({address}) & 0x3FFFF) >> 4))"
 
 
@@ -91,11 +89,12 @@ def emit_wgmma_products(em: "CudaEmitter", op: Op, layout: "Layout", storage: st
     element = a.type.element
     num_warps = attr.warps_per_cta[0]
     instr_n, instr_k = attr.instr_shape[1], attr.instr_shape[2]
-    per_block = ROW_BYTES // element.nbytes  # elements in a 128-byte row
+    a_row, b_row = a.type.layout.swizzle, b.type.layout.swizzle  # bytes in a row of a column block
+    a_block, b_block = a_row // element.nbytes, b_row // element.nbytes  # its elements
     rows_dim, cols_dim = layout.dims
     reps_m = m // (16 * num_warps)  # the warpgroups' 64-row blocks each one computes
-    a_leading, a_stride = 0, ATOM_BYTES  # K-major: a k step never leaves its 128-byte row
-    b_leading, b_stride = k * ROW_BYTES, ATOM_BYTES  # N-major: column blocks K rows apart
+    a_leading, a_stride = 0, 8 * a_row  # K-major: a k step never leaves its row
+    b_leading, b_stride = k * b_row, 8 * b_row  # N-major: column blocks K rows apart
     tid = em.lang.thread_id
     em.line(f"// wgmma: {reps_m} row block(s) of 64 per warpgroup x {n // instr_n} of m64n{instr_n}k{instr_k}, "
             f"{k // instr_k} k step(s)")
@@ -108,20 +107,20 @@ def emit_wgmma_products(em: "CudaEmitter", op: Op, layout: "Layout", storage: st
     em.line('asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");')
     ptx = instruction(element, instr_n)
     for kk in range(0, k, instr_k):
-        a_column = (kk // per_block) * m * ROW_BYTES + (kk % per_block) * element.nbytes
+        a_column = (kk // a_block) * m * a_row + (kk % a_block) * element.nbytes
         for rm in range(reps_m):
             row0 = rm * 16 * num_warps
-            a_address = f"a_base + {a_column} + (group_row + {row0}) * {ROW_BYTES}"
+            a_address = f"a_base + {a_column} + (group_row + {row0}) * {a_row}"
             for nb in range(n // instr_n):
-                b_address = f"b_base + {(nb * instr_n // per_block) * k * ROW_BYTES + kk * ROW_BYTES}"
+                b_address = f"b_base + {(nb * instr_n // b_block) * k * b_row + kk * b_row}"
                 accumulators = []
                 for i in range(instr_n // 2):
                     rn = nb * instr_n // 8 + i // 4
                     reg = i % 4
                     digits = {rows_dim: str(2 * rm + reg // 2), cols_dim: str(2 * rn + reg % 2)}
                     accumulators.append(f"{storage}[{layout.slot_of(digits)}]")
-                em.line(wgmma_asm(ptx, accumulators, descriptor(a_address, a_leading, a_stride),
-                                  descriptor(b_address, b_leading, b_stride)))
+                em.line(wgmma_asm(ptx, accumulators, descriptor(a_address, a_row, a_leading, a_stride),
+                                  descriptor(b_address, b_row, b_leading, b_stride)))
     in_flight = op.attrs.get("in_flight", 0)
     em.line('asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");')
     if in_flight:
