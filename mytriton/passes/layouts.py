@@ -141,11 +141,14 @@ def wgmma_layout(op: Op, num_warps: int) -> Mma | None:
     a_swizzle, b_swizzle = wgmma_swizzle(k, element.nbytes), wgmma_swizzle(n, element.nbytes)
     if m % (16 * num_warps) or k % WGMMA_K[element] or a_swizzle is None or b_swizzle is None:
         return None
-    # An instruction's N: whole column blocks of B, at most 256.
+    # An instruction's N: whole column blocks of B, at most 256; with a narrower
+    # swizzle than 128 bytes one block (an N spanning several 64-byte blocks
+    # read wrong values on the H200: tests/test_wgmma.py's 128x96x32).
     block = b_swizzle // element.nbytes
-    instr_n = next((w for w in range(min(n, WGMMA_MAX_N), 0, -block) if n % w == 0 and w % block == 0), None)
-    if instr_n is None:
-        return None
+    if b_swizzle != SWIZZLE_BYTES[0]:
+        instr_n = block
+    else:
+        instr_n = next(w for w in range(min(n, WGMMA_MAX_N), 0, -block) if n % w == 0)
     return Mma(3, (num_warps, 1), (16, instr_n, WGMMA_K[element]))
 
 

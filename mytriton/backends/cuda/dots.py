@@ -130,10 +130,13 @@ def copy_operands(em: "CudaEmitter", op: Op) -> tuple:
 
 
 def wrapped(coordinate: str, wrap: str | None) -> str:
-    """``coordinate`` taken modulo ``wrap`` (C's %, as the mod op), a wrap of 0 being none."""
+    """``coordinate`` taken modulo ``wrap`` (C's %, as the mod op), a wrap of 0
+    being none. A coordinate already in [0, wrap) (all but the last tile's
+    wrapped rows) skips the division, which would cost more than the copy."""
     if wrap is None:
         return coordinate
-    return f"({wrap} != 0 ? ({coordinate}) % {wrap} : ({coordinate}))"
+    x = f"({coordinate})"
+    return f"(({wrap} > 0 && (unsigned){x} < (unsigned){wrap}) ? {x} : ({wrap} != 0 ? {x} % {wrap} : {x}))"
 
 
 def element_offset(args: dict, row: str = "row", col: str = "col") -> str:
@@ -343,9 +346,13 @@ def proven_aligned(em: "CudaEmitter", op: Op, width: int) -> bool:
 
 
 def bound_multiple(em: "CudaEmitter", op: Op, width: int) -> bool:
+    from mytriton.passes.stage_dots import NO_BOUND
+
     """Whether the axis analysis proves a copy's column bound a multiple of
     ``width``: then (the column offset being one too) no chunk straddles it."""
     col_bound = op.operands[6] if op.name == "async_copy_to_shared" else op.operands[7]
+    if col_bound == NO_BOUND:
+        return True  # stage-dots' bound for an unmasked dimension: every column passes
     return em.axis_info().of(col_bound).scalar_divisibility % width == 0
 
 
