@@ -88,13 +88,16 @@ def _same(a: Any, b: Any) -> bool:
     return a is b
 
 
-def carry_mismatch(before: Any, after: Any) -> str | None:
-    """Why a loop or an ``if`` cannot carry a name that holds ``before``
-    on entry and ``after`` at the end of its body (or branch); None if it can."""
+def carry_mismatch(before: Any, after: Any, branches: bool = False) -> str | None:
+    """Why a loop cannot carry a name that holds ``before`` on entry and
+    ``after`` at the end of its body (or an ``if`` one that its two
+    ``branches`` leave so); None if it can."""
     if not isinstance(before, BlockPointer) and not isinstance(after, BlockPointer):
         return None
     if not (isinstance(before, BlockPointer) and isinstance(after, BlockPointer)):
-        return f"holds {describe_value(before)} and then {describe_value(after)}"
+        if branches:
+            return f"holds {describe_value(before)} after one branch and {describe_value(after)} after the other"
+        return f"holds {describe_value(before)} on entry and {describe_value(after)} at the end"
     if not (_same(before.base, after.base) and _same(before.shape, after.shape)
             and _same(before.strides, after.strides) and before.block_shape == after.block_shape
             and before.order == after.order):

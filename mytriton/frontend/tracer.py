@@ -389,7 +389,7 @@ class Tracer:
         from mytriton.frontend.block_pointers import carry_leaves, carry_mismatch
 
         for n in names:
-            mismatch = carry_mismatch(templates[n], env[n])
+            mismatch = carry_mismatch(templates[n], env[n], branches="'if'" in what)
             if mismatch:
                 raise self.error(f"'{n}' {mismatch} in {what}", assigned[n])
         return tuple(leaf for n in names for leaf in carry_leaves(env[n]))
@@ -430,7 +430,7 @@ class Tracer:
             if n not in then_env or n not in else_env:
                 continue  # assigned in one branch only (or after a return): not visible after the if
             a, b = then_env[n], else_env[n]
-            mismatch = None if a is b else carry_mismatch(a, b)
+            mismatch = None if a is b else carry_mismatch(a, b, branches=True)
             if mismatch:
                 raise self.error(f"'{n}' {mismatch} in the branches of this runtime 'if'", assigned[n])
             if a is b:
