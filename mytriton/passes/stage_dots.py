@@ -515,8 +515,8 @@ def _carried_offset(load: Op, offset: Operand) -> CarriedOffset | None:
     """``offset`` as a carried offset of the for loop whose body holds
     ``load`` (``off = off + step`` each iteration, or passed on unchanged:
     a block pointer's offsets that ``tl.advance`` moves or leaves); None if
-    it is not a value that loop carries. A carried offset that changes any
-    other way is no canonical operand (_Mismatch)."""
+    it is not a value that loop carries, or one it changes another way (the
+    copy then reads the carried value itself, and the loop is not pipelined)."""
     if not isinstance(offset, BlockArg) or offset.block is not load.parent:
         return None
     loop = offset.block.parent
@@ -524,7 +524,7 @@ def _carried_offset(load: Op, offset: Operand) -> CarriedOffset | None:
         return None
     terminator = for_yield(loop)
     if terminator is None:
-        raise _Mismatch("the loop yields nothing")
+        return None
     init = for_inits(loop)[offset.index - 1]
     after = terminator.operands[offset.index - 1]
     if after is offset:
@@ -533,7 +533,7 @@ def _carried_offset(load: Op, offset: Operand) -> CarriedOffset | None:
     for value, step in _orders(add.operands) if add is not None else ():
         if value is offset and _is_i32_scalar(step) and not _defined_in(step, offset.block):
             return CarriedOffset(offset, loop, init, step)
-    raise _Mismatch("a carried offset is not advanced by a loop-invariant i32 scalar each iteration")
+    return None
 
 
 def _non_negative(defs: Definitions, value: Operand, depth: int = 0) -> bool:
