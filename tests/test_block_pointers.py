@@ -414,6 +414,19 @@ def test_a_block_pointer_matmul_in_the_cli_emits_dot_shared(tmp_path):
     assert "dot_shared" in staged_text and "pipeline_stages=3" in staged_text and " dot " not in staged_text
 
 
+@pytest.mark.parametrize("name,signature", [
+    ("block_ptr_matmul", "*fp16, *fp16, *fp16, " + ", ".join(["i32"] * 9) + ", 64, 64, 32"),
+    ("descriptor_matmul", "*fp16, *fp16, *fp16, i32, i32, i32, 64, 64, 32"),
+])
+def test_the_triton_style_matmuls_are_staged_and_pipelined(name, signature):
+    from conftest import ROOT
+
+    path = ROOT / "tests" / "triton_style" / f"{name}.py"
+    staged_text = compile_text(path.read_text(), "staged", str(path), signature=signature)
+    assert "dot_shared" in staged_text and "pipeline_stages=3" in staged_text
+    assert " = dot " not in staged_text and " = load " not in staged_text
+
+
 # ---- errors ----------------------------------------------------------------------------------------------
 
 ERRORS = {
@@ -466,6 +479,9 @@ DESCRIPTOR_ERRORS = {
     "a bad padding": (
         "tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [16, 16], padding_option='inf')",
         "padding_option must be 'zero' or 'nan'"),
+    "tl.load of a descriptor": (
+        "tl.load(tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [16, 16]))",
+        "tl.load needs a pointer, got a tensor descriptor (use desc.load(offsets))"),
     "a descriptor method that does not exist": (
         "tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [16, 16]).gather([0])",
         "a tensor descriptor has no attribute 'gather'"),

@@ -115,6 +115,8 @@ def _load(t: Tracer, node: ast.Call, pointer: Any, mask: Any, other: Any, bounda
           padding_option: Any, **hints: Any) -> Any:
     if isinstance(pointer, block_pointers.BlockPointer):
         return block_pointers.load_block(t, node, pointer, mask, other, boundary_check, padding_option)
+    if isinstance(pointer, block_pointers.TensorDescriptor):
+        raise t.error("tl.load needs a pointer, got a tensor descriptor (use desc.load(offsets))", node)
     if not isinstance(pointer, Expr):
         raise t.error("tl.load needs a pointer", node)
     if other is not None and mask is None:
@@ -131,6 +133,8 @@ def _store(t: Tracer, node: ast.Call, pointer: Any, value: Any, mask: Any, bound
     if isinstance(pointer, block_pointers.BlockPointer):
         block_pointers.store_block(t, node, pointer, value, mask, boundary_check)
         return None
+    if isinstance(pointer, block_pointers.TensorDescriptor):
+        raise t.error("tl.store needs a pointer, got a tensor descriptor (use desc.store(offsets, value))", node)
     if not isinstance(pointer, Expr):
         raise t.error("tl.store needs a pointer", node)
     t.effect(t.make("store", (pointer, value, mask), node))
