@@ -442,6 +442,12 @@ ERRORS = {
     "an order that is not a permutation": (
         "tl.make_block_ptr(x_ptr, (M, N), (N, 1), (0, 0), (16, 16), (1, 1))",
         "order must be a permutation of (0, 1)"),
+    "offsets that are a tile": (
+        "tl.make_block_ptr(x_ptr, (M, N), (N, 1), (tl.arange(0, 16), 0), (16, 16), (1, 0))",
+        "each entry of offsets must be an integer scalar, got vector<16 x i32>"),
+    "a float stride": (
+        "tl.make_block_ptr(x_ptr, (M, N), (N, M * 0.5), (0, 0), (16, 16), (1, 0))",
+        "each entry of strides must be an integer scalar, got f32"),
     "a base that is not a pointer": (
         "tl.make_block_ptr(M, (M, N), (N, 1), (0, 0), (16, 16), (1, 0))",
         "needs a scalar pointer as its base"),

@@ -124,6 +124,12 @@ def _sequence(t: Tracer, node: ast.AST, value: Any, what: str, name: str) -> tup
         if not (type(item) is int or isinstance(item, Expr)):
             raise t.error(f"{name}: each entry of {what} must be an integer or a runtime integer, "
                           f"got {describe_value(item)}", node)
+        if isinstance(item, Expr) and not t.budget.probing:
+            item_type = t.type_of(item, node)
+            element = element_of(item_type)
+            if shape_of(item_type) or not (isinstance(element, ScalarType) and not element.is_float
+                                           and not element.is_bool):
+                raise t.error(f"{name}: each entry of {what} must be an integer scalar, got {item_type}", node)
     return items
 
 
