@@ -96,22 +96,14 @@ def carry_mismatch(before: Any, after: Any, branches: bool = False) -> str | Non
         return None
     if not (isinstance(before, BlockPointer) and isinstance(after, BlockPointer)):
         if branches:
-            return f"holds {describe_value(before)} after one branch and {describe_value(after)} after the other"
-        return f"holds {describe_value(before)} on entry and {describe_value(after)} at the end"
+            return f"holds {describe(before)} after one branch and {describe(after)} after the other"
+        return f"holds {describe(before)} on entry and {describe(after)} at the end"
     if not (_same(before.base, after.base) and _same(before.shape, after.shape)
             and _same(before.strides, after.strides) and before.block_shape == after.block_shape
             and before.order == after.order):
         return ("holds a block pointer whose base, shape, strides, block_shape or order change; only its "
                 "offsets may change (tl.advance)")
     return None
-
-
-def describe_value(value: Any) -> str:
-    if isinstance(value, BlockPointer):
-        return "a block pointer"
-    if isinstance(value, TensorDescriptor):
-        return "a tensor descriptor"
-    return describe(value)
 
 
 # ---- making them -------------------------------------------------------------------------
@@ -123,7 +115,7 @@ def _sequence(t: Tracer, node: ast.AST, value: Any, what: str, name: str) -> tup
     for item in items:
         if not (type(item) is int or isinstance(item, Expr)):
             raise t.error(f"{name}: each entry of {what} must be an integer or a runtime integer, "
-                          f"got {describe_value(item)}", node)
+                          f"got {describe(item)}", node)
         if isinstance(item, Expr) and not t.budget.probing:
             item_type = t.type_of(item, node)
             element = element_of(item_type)
@@ -136,7 +128,7 @@ def _sequence(t: Tracer, node: ast.AST, value: Any, what: str, name: str) -> tup
 def _constants(t: Tracer, node: ast.AST, value: Any, what: str, name: str) -> tuple[int, ...]:
     items = value if isinstance(value, tuple) else (value,)
     if not items or not all(type(item) is int for item in items):
-        shown = ", ".join(describe_value(i) if not type(i) is int else str(i) for i in items)
+        shown = ", ".join(describe(i) if not type(i) is int else str(i) for i in items)
         raise t.error(f"{name}: {what} must be integer constants (tl.constexpr), got ({shown})", node)
     return items
 
@@ -153,7 +145,7 @@ def _block_shape(t: Tracer, node: ast.AST, value: Any, name: str) -> tuple[int, 
 
 def _pointer_base(t: Tracer, node: ast.AST, base: Any, name: str) -> Expr:
     if not isinstance(base, Expr):
-        raise t.error(f"{name} needs a pointer as its base, got {describe_value(base)}", node)
+        raise t.error(f"{name} needs a pointer as its base, got {describe(base)}", node)
     if t.budget.probing:
         t.budget.asked_types = True  # checked, and the fill chosen, by the real trace
     else:
@@ -205,7 +197,7 @@ def make_tensor_descriptor(t: Tracer, node: ast.Call, base: Any, shape: Any, str
             raise t.error(f"{name}: block_shape has {len(block)} dimension(s) but {what} has {len(items)}", node)
     if not (type(strides[-1]) is int and strides[-1] == 1):
         raise t.error(f"{name}: the last dimension must be contiguous (its stride the constant 1), got "
-                      f"{describe_value(strides[-1]) if not type(strides[-1]) is int else strides[-1]}", node)
+                      f"{describe(strides[-1]) if not type(strides[-1]) is int else strides[-1]}", node)
     if padding_option not in ("zero", "nan"):
         raise t.error(f"{name}: padding_option must be 'zero' or 'nan', got {_shown(padding_option)}", node)
     pointee = _pointee(t, node, base)
@@ -220,7 +212,7 @@ def make_tensor_descriptor(t: Tracer, node: ast.Call, base: Any, shape: Any, str
 
 def advance(t: Tracer, node: ast.Call, base: Any, offsets: Any) -> BlockPointer:
     if not isinstance(base, BlockPointer):
-        raise t.error(f"tl.advance needs a block pointer (tl.make_block_ptr), got {describe_value(base)}", node)
+        raise t.error(f"tl.advance needs a block pointer (tl.make_block_ptr), got {describe(base)}", node)
     deltas = _sequence(t, node, offsets, "offsets", "tl.advance")
     if len(deltas) != len(base.offsets):
         raise t.error(f"tl.advance: the block pointer has {len(base.offsets)} dimension(s) but the offsets have "
@@ -236,7 +228,7 @@ def advance(t: Tracer, node: ast.Call, base: Any, offsets: Any) -> BlockPointer:
 
 
 def _shown(value: Any) -> str:
-    return repr(value) if isinstance(value, str) else describe_value(value)
+    return repr(value) if isinstance(value, str) else describe(value)
 
 
 def _boundary_check(t: Tracer, node: ast.AST, value: Any, rank: int, name: str) -> tuple[int, ...]:
@@ -247,7 +239,7 @@ def _boundary_check(t: Tracer, node: ast.AST, value: Any, rank: int, name: str) 
     for dim in dims:
         if type(dim) is not int:
             raise t.error(f"{name}: boundary_check takes dimension numbers (integer constants), got "
-                          f"{describe_value(dim)}", node)
+                          f"{describe(dim)}", node)
         if not 0 <= dim < rank:
             raise t.error(f"{name}: boundary_check dimension {dim} is out of range for a block of rank {rank}", node)
     if len(set(dims)) != len(dims):
@@ -318,7 +310,7 @@ def load_block(t: Tracer, node: ast.Call, pointer: BlockPointer, mask: Any, othe
 
 def _check_value(t: Tracer, node: ast.AST, base: Expr, block: tuple[int, ...], value: Any, name: str) -> None:
     if not (is_number(value) or isinstance(value, Expr)):
-        raise t.error(f"{name} stores a tile or a number, got {describe_value(value)}", node)
+        raise t.error(f"{name} stores a tile or a number, got {describe(value)}", node)
     if t.budget.probing or is_number(value):
         return
     value_type = t.type_of(value, node)
@@ -357,7 +349,7 @@ def _descriptor_offsets(t: Tracer, node: ast.AST, desc: TensorDescriptor, offset
 def descriptor_load(t: Tracer, node: ast.Call, desc: Any, offsets: Any) -> Expr:
     name = "desc.load"
     if not isinstance(desc, TensorDescriptor):
-        raise t.error(f"tl.load_tensor_descriptor needs a tensor descriptor, got {describe_value(desc)}", node)
+        raise t.error(f"tl.load_tensor_descriptor needs a tensor descriptor, got {describe(desc)}", node)
     items = _descriptor_offsets(t, node, desc, offsets, name)
     every = tuple(range(len(desc.block_shape)))
     tile, mask = _access(t, node, desc.base, desc.shape, desc.strides, items, desc.block_shape, every)
@@ -369,7 +361,7 @@ def descriptor_load(t: Tracer, node: ast.Call, desc: Any, offsets: Any) -> Expr:
 def descriptor_store(t: Tracer, node: ast.Call, desc: Any, offsets: Any, value: Any) -> None:
     name = "desc.store"
     if not isinstance(desc, TensorDescriptor):
-        raise t.error(f"tl.store_tensor_descriptor needs a tensor descriptor, got {describe_value(desc)}", node)
+        raise t.error(f"tl.store_tensor_descriptor needs a tensor descriptor, got {describe(desc)}", node)
     items = _descriptor_offsets(t, node, desc, offsets, name)
     _check_value(t, node, desc.base, desc.block_shape, value, name)
     every = tuple(range(len(desc.block_shape)))
@@ -409,4 +401,4 @@ def attribute(t: Tracer, value: Any, attr: str, node: ast.AST) -> Any:
             if pointee is None:  # a probe trace: a guess (the real trace follows)
                 return F32
             return pointee
-    raise t.error(f"{describe_value(value)} has no attribute '{attr}' in kernels", node)
+    raise t.error(f"{describe(value)} has no attribute '{attr}' in kernels", node)

@@ -383,13 +383,14 @@ class Tracer:
         return values
 
     def carried_outputs(self, names: list[str], templates: dict[str, Any], env: dict[str, Any],
-                        assigned: dict[str, ast.AST], what: str) -> tuple[Any, ...]:
-        """The leaves ``env`` holds for ``names`` at the end of a body, which
-        must have the shapes the names had on entry (``templates``)."""
+                        assigned: dict[str, ast.AST], what: str, branches: bool = False) -> tuple[Any, ...]:
+        """The leaves ``env`` holds for ``names`` at the end of a body (or of
+        one of an if's ``branches``), which must have the shapes the names
+        had on entry (``templates``)."""
         from mytriton.frontend.block_pointers import carry_leaves, carry_mismatch
 
         for n in names:
-            mismatch = carry_mismatch(templates[n], env[n], branches="'if'" in what)
+            mismatch = carry_mismatch(templates[n], env[n], branches)
             if mismatch:
                 raise self.error(f"'{n}' {mismatch} in {what}", assigned[n])
         return tuple(leaf for n in names for leaf in carry_leaves(env[n]))
@@ -448,7 +449,8 @@ class Tracer:
         templates = {n: then_env[n] for n in names}
         _, hints, _ = self.carry_plan(names, templates)
         for region, env in ((then_region, then_env), (else_region, else_env)):
-            values = self.carried_outputs(names, templates, env, assigned, "the branches of this runtime 'if'")
+            values = self.carried_outputs(names, templates, env, assigned, "the branches of this runtime 'if'",
+                                          branches=True)
             for value in values:
                 self.check_literal(value, stmt)
                 region.reference(value)
@@ -1065,8 +1067,12 @@ def describe(value: Any) -> str:
         return f"the @jit function '{value.name}'"
     if isinstance(value, ModuleRef):
         return f"the module '{value.qualified}'"
-    if type(value).__name__ in ("BlockPointer", "TensorDescriptor"):  # frontend/block_pointers.py
-        return "a block pointer" if type(value).__name__ == "BlockPointer" else "a tensor descriptor"
+    from mytriton.frontend.block_pointers import BlockPointer, TensorDescriptor
+
+    if isinstance(value, BlockPointer):
+        return "a block pointer"
+    if isinstance(value, TensorDescriptor):
+        return "a tensor descriptor"
     if isinstance(value, tuple):
         return "a tuple"
     if value is None:
