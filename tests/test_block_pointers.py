@@ -592,6 +592,20 @@ def test_a_padded_block_load_builds_with_nvcc(padding):
     assert ".entry" in compile_ptx(cuda, "sm_90")
 
 
+@pytest.mark.nvcc
+@pytest.mark.parametrize("source,signature", [
+    (STORE.replace("{CHECK}", "(0, 1)"), "*fp32, *fp32, i32, i32, 16, 16"),
+    (DESCRIPTOR_COPY.replace("{BODY}", "dst.store(offs, src.load(offs) * 2.0)"), "*fp32, *fp32, i32, i32, 16, 32"),
+    (ROW_SUMS.replace("{LOOP}", FOR_LOOP), "*fp32, *fp32, i32, i32, i32, 16, 32"),
+    (ROW_SUMS.replace("{LOOP}", WHILE_LOOP), "*fp32, *fp32, i32, i32, i32, 16, 32"),
+], ids=["store", "descriptor", "for", "while"])
+def test_the_gpu_tests_kernels_build_with_nvcc(source, signature):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_text(kernel_source(source), "cuda", signature=signature)
+    assert ".entry" in compile_ptx(cuda, "sm_90")
+
+
 # ---- the GPU ---------------------------------------------------------------------------------------------
 
 
