@@ -170,6 +170,9 @@ def k(x_ptr, out_ptr, n, lock_ptr, BLOCK: tl.constexpr):
     tl.atomic_cas(lock_ptr, 0, 1) + tl.atomic_and(lock_ptr, 3) + tl.atomic_or(lock_ptr, 1) + tl.atomic_xor(lock_ptr, 2)
     tl.debug_barrier()
     tl.atomic_xchg(lock_ptr, 0)
+    bp = tl.advance(tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (BLOCK,), (0,)), (BLOCK,))
+    desc = tl.make_tensor_descriptor(x_ptr, [n], [1], [BLOCK])
+    tl.store_tensor_descriptor(desc, [0], tl.load(bp, boundary_check=(0,)) + tl.load_tensor_descriptor(desc, [0]))
     tl.store(out_ptr + i, y + r + tl.sum(d, axis=1) + tl.sum(tl.trans(d), axis=0), mask=m)
 """
 

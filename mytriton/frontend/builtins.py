@@ -13,6 +13,7 @@ from typing import Any, Callable
 import sys
 
 from mytriton.diagnostics import CompileError, printable
+from mytriton.frontend import block_pointers
 from mytriton.frontend.tracer import Builtin, Tracer, describe, is_number
 from mytriton.ir.opdefs import (
     ATOMIC_KINDS, ATOMIC_SCOPES, ATOMIC_SEMS, DOT_INPUT_PRECISIONS, HINT_KINDS, MATH_FUNCTIONS,
@@ -110,7 +111,12 @@ def _arange(t: Tracer, node: ast.Call, start: Any, end: Any) -> Any:
 
 @builtin("load", "pointer", mask=None, other=None, boundary_check=(), padding_option="",
          cache_modifier="", eviction_policy="", volatile=False)
-def _load(t: Tracer, node: ast.Call, pointer: Any, mask: Any, other: Any, **hints: Any) -> Any:
+def _load(t: Tracer, node: ast.Call, pointer: Any, mask: Any, other: Any, boundary_check: Any,
+          padding_option: Any, **hints: Any) -> Any:
+    if isinstance(pointer, block_pointers.BlockPointer):
+        return block_pointers.load_block(t, node, pointer, mask, other, boundary_check, padding_option)
+    if isinstance(pointer, block_pointers.TensorDescriptor):
+        raise t.error("tl.load needs a pointer, got a tensor descriptor (use desc.load(offsets))", node)
     if not isinstance(pointer, Expr):
         raise t.error("tl.load needs a pointer", node)
     if other is not None and mask is None:
@@ -122,10 +128,47 @@ def _load(t: Tracer, node: ast.Call, pointer: Any, mask: Any, other: Any, **hint
 
 @builtin("store", "pointer", "value", mask=None, boundary_check=(), cache_modifier="",
          eviction_policy="")
-def _store(t: Tracer, node: ast.Call, pointer: Any, value: Any, mask: Any, **hints: Any) -> Any:
+def _store(t: Tracer, node: ast.Call, pointer: Any, value: Any, mask: Any, boundary_check: Any,
+           **hints: Any) -> Any:
+    if isinstance(pointer, block_pointers.BlockPointer):
+        block_pointers.store_block(t, node, pointer, value, mask, boundary_check)
+        return None
+    if isinstance(pointer, block_pointers.TensorDescriptor):
+        raise t.error("tl.store needs a pointer, got a tensor descriptor (use desc.store(offsets, value))", node)
     if not isinstance(pointer, Expr):
         raise t.error("tl.store needs a pointer", node)
     t.effect(t.make("store", (pointer, value, mask), node))
+    return None
+
+
+# ---- block pointers and tensor descriptors (issue 11, part 4) ---------------------------------
+# Frontend values (frontend/block_pointers.py): loads and stores through them
+# become the ordinary masked tile accesses above.
+
+
+@builtin("make_block_ptr", "base", "shape", "strides", "offsets", "block_shape", "order")
+def _make_block_ptr(t: Tracer, node: ast.Call, **parts: Any) -> Any:
+    return block_pointers.make_block_ptr(t, node, **parts)
+
+
+@builtin("advance", "base", "offsets")
+def _advance(t: Tracer, node: ast.Call, base: Any, offsets: Any) -> Any:
+    return block_pointers.advance(t, node, base, offsets)
+
+
+@builtin("make_tensor_descriptor", "base", "shape", "strides", "block_shape", padding_option="zero")
+def _make_tensor_descriptor(t: Tracer, node: ast.Call, **parts: Any) -> Any:
+    return block_pointers.make_tensor_descriptor(t, node, **parts)
+
+
+@builtin("load_tensor_descriptor", "desc", "offsets")
+def _load_tensor_descriptor(t: Tracer, node: ast.Call, desc: Any, offsets: Any) -> Any:
+    return block_pointers.descriptor_load(t, node, desc, offsets)
+
+
+@builtin("store_tensor_descriptor", "desc", "offsets", "value")
+def _store_tensor_descriptor(t: Tracer, node: ast.Call, desc: Any, offsets: Any, value: Any) -> Any:
+    block_pointers.descriptor_store(t, node, desc, offsets, value)
     return None
 
 

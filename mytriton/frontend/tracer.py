@@ -346,9 +346,54 @@ class Tracer:
         return nesting
 
     def check_carried(self, names: list[str], assigned: dict[str, ast.AST], what: str) -> None:
+        from mytriton.frontend.block_pointers import BlockPointer
+
         for n in names:
-            if not (is_number(self.env[n]) or isinstance(self.env[n], Expr)):
+            if not (is_number(self.env[n]) or isinstance(self.env[n], (Expr, BlockPointer))):
                 raise self.error(f"'{n}' holds {describe(self.env[n])}, which {what} cannot carry", assigned[n])
+
+    # A block pointer is carried as its offsets, one loop value (or if result)
+    # each: the names' values flatten to "leaves" and are rebuilt from them.
+    @staticmethod
+    def carry_plan(names: list[str], env: dict[str, Any]) -> tuple[tuple[Any, ...], list[str], list[str]]:
+        """The values carried for ``names``, a hint for each, and the name each belongs to."""
+        from mytriton.frontend.block_pointers import carry_leaves, leaf_hints
+
+        leaves: list[Any] = []
+        hints: list[str] = []
+        owners: list[str] = []
+        for n in names:
+            found = carry_leaves(env[n])
+            leaves += found
+            hints += leaf_hints(n, env[n])
+            owners += [n] * len(found)
+        return tuple(leaves), hints, owners
+
+    @staticmethod
+    def rebuild_carried(names: list[str], templates: dict[str, Any], leaves: tuple[Any, ...]) -> dict[str, Any]:
+        """The names' values made of ``leaves`` (carry_plan's order) in the shapes of ``templates``."""
+        from mytriton.frontend.block_pointers import carry_leaves, rebuild
+
+        values: dict[str, Any] = {}
+        at = 0
+        for n in names:
+            count = len(carry_leaves(templates[n]))
+            values[n] = rebuild(templates[n], list(leaves[at:at + count]))
+            at += count
+        return values
+
+    def carried_outputs(self, names: list[str], templates: dict[str, Any], env: dict[str, Any],
+                        assigned: dict[str, ast.AST], what: str, branches: bool = False) -> tuple[Any, ...]:
+        """The leaves ``env`` holds for ``names`` at the end of a body (or of
+        one of an if's ``branches``), which must have the shapes the names
+        had on entry (``templates``)."""
+        from mytriton.frontend.block_pointers import carry_leaves, carry_mismatch
+
+        for n in names:
+            mismatch = carry_mismatch(templates[n], env[n], branches)
+            if mismatch:
+                raise self.error(f"'{n}' {mismatch} in {what}", assigned[n])
+        return tuple(leaf for n in names for leaf in carry_leaves(env[n]))
 
     def branch(self, stmts: list[ast.stmt]) -> tuple[Region, dict[str, Any]]:
         """Trace one branch of a runtime ``if`` in its own region and
@@ -380,12 +425,19 @@ class Tracer:
         loc = self.loc(stmt)
         names: list[str] = []
         assigned = assigned_names([*stmt.body, *stmt.orelse]) if not rest else {}
+        from mytriton.frontend.block_pointers import BlockPointer, carry_mismatch
+
         for n in assigned:
             if n not in then_env or n not in else_env:
                 continue  # assigned in one branch only (or after a return): not visible after the if
             a, b = then_env[n], else_env[n]
+            mismatch = None if a is b else carry_mismatch(a, b, branches=True)
+            if mismatch:
+                raise self.error(f"'{n}' {mismatch} in the branches of this runtime 'if'", assigned[n])
             if a is b:
                 self.env[n] = a
+            elif isinstance(a, BlockPointer):
+                names.append(n)  # its offsets differ: yielded, one value each
             elif isinstance(a, Expr) or isinstance(b, Expr) or (is_number(a) and is_number(b)):
                 names.append(n)
             elif type(a) is type(b) and a == b:
@@ -394,19 +446,22 @@ class Tracer:
                 raise self.error(f"'{n}' holds {describe(a)} after one branch of this runtime 'if' and "
                                  f"{describe(b)} after the other; only runtime values and numbers can differ "
                                  "between branches", assigned[n])
+        templates = {n: then_env[n] for n in names}
+        _, hints, _ = self.carry_plan(names, templates)
         for region, env in ((then_region, then_env), (else_region, else_env)):
-            values = tuple(env[n] for n in names)
-            for n, value in zip(names, values):
+            values = self.carried_outputs(names, templates, env, assigned, "the branches of this runtime 'if'",
+                                          branches=True)
+            for value in values:
                 self.check_literal(value, stmt)
                 region.reference(value)
             region.stmts.append(Yield(values, loc))
         captures = {**then_region.captures, **else_region.captures}
         node = IfStmt(condition, tuple(captures.values()), then_region.stmts, else_region.stmts, (), loc)
-        node.results = tuple(LoopResult(node, i, hint=n) for i, n in enumerate(names))
+        node.results = tuple(LoopResult(node, i, hint=h) for i, h in enumerate(hints))
         for result in node.results:
             self.region.own(result)
         self.region.stmts.append(node)
-        self.env.update(zip(names, node.results))
+        self.env.update(self.rebuild_carried(names, templates, node.results))
 
     def stmt_While(self, stmt: ast.While) -> None:
         """A ``while`` on a runtime condition: a ``WhileLoop`` carrying the
@@ -418,14 +473,15 @@ class Tracer:
         assigned = assigned_names(stmt.body)
         carried = [n for n in assigned if n in self.env]
         self.check_carried(carried, assigned, "a while loop")
-        inputs = tuple(self.env[n] for n in carried)
-        carried_args = tuple(LoopCarry(i, hint=n) for i, n in enumerate(carried))
+        templates = {n: self.env[n] for n in carried}
+        inputs, hints, owners = self.carry_plan(carried, templates)
+        carried_args = tuple(LoopCarry(i, hint=h) for i, h in enumerate(hints))
         self._carried_types(carried_args, inputs, stmt)  # what the condition and body may ask (tl.dot)
         before_region, body_region = Region(self.region), Region(self.region)
         for arg in carried_args:
             before_region.own(arg)
             body_region.own(arg)
-        before_env = {**self.env, **dict(zip(carried, carried_args))}
+        before_env = {**self.env, **self.rebuild_carried(carried, templates, carried_args)}
         before = Tracer(self.module, self.kernel, before_region, before_env, self.depth, self.budget)
         condition = before.eval(stmt.test)
         if not isinstance(condition, Expr):
@@ -434,14 +490,14 @@ class Tracer:
                                  "('break' is not supported)", stmt.test)
             return  # never entered
         before_region.reference(condition)
-        for n, value in zip(carried, inputs):
+        for n, value in zip(owners, inputs):
             self.check_literal(value, assigned[n])
             self.region.reference(value)
-        body_env = {**self.env, **dict(zip(carried, carried_args))}
+        body_env = {**self.env, **self.rebuild_carried(carried, templates, carried_args)}
         body = Tracer(self.module, self.kernel, body_region, body_env, self.depth, self.budget)
         body.run(stmt.body)
-        outputs = tuple(body_env[n] for n in carried)
-        for n, value in zip(carried, outputs):
+        outputs = self.carried_outputs(carried, templates, body_env, assigned, "this loop")
+        for n, value in zip(owners, outputs):
             if not (is_number(value) or isinstance(value, Expr)):
                 raise self.error(f"'{n}' holds {describe(value)} at the end of the loop body", assigned[n])
             self.check_literal(value, assigned[n])
@@ -453,12 +509,12 @@ class Tracer:
             captures.pop(id(arg), None)
         loop = WhileLoop(tuple(captures.values()), inputs, carried_args, before_region.stmts, condition,
                          body_region.stmts, (), loc)
-        loop.results = tuple(LoopResult(loop, i, hint=n) for i, n in enumerate(carried))
+        loop.results = tuple(LoopResult(loop, i, hint=h) for i, h in enumerate(hints))
         self._carried_types(loop.results, inputs, stmt)
         for result in loop.results:
             self.region.own(result)
         self.region.stmts.append(loop)
-        self.env.update(zip(carried, loop.results))
+        self.env.update(self.rebuild_carried(carried, templates, loop.results))
 
     def stmt_For(self, stmt: ast.For) -> None:
         call = stmt.iter
@@ -555,25 +611,26 @@ class Tracer:
         for bound in (start, stop, step):
             self.check_literal(bound, call)
             self.region.reference(bound)
-        inputs = tuple(self.env[n] for n in carried)
-        for n, value in zip(carried, inputs):
+        templates = {n: self.env[n] for n in carried}
+        inputs, hints, owners = self.carry_plan(carried, templates)
+        for n, value in zip(owners, inputs):
             self.check_literal(value, assigned[n])
             self.region.reference(value)
         body_region = Region(self.region)
         index = LoopIndex(hint=name)
         body_region.own(index)
-        carried_args = tuple(LoopCarry(i, hint=n) for i, n in enumerate(carried))
+        carried_args = tuple(LoopCarry(i, hint=h) for i, h in enumerate(hints))
         for arg in carried_args:
             body_region.own(arg)
         self._carried_types(carried_args, inputs, stmt)
         body_env = dict(self.env)
-        body_env.update(zip(carried, carried_args))
+        body_env.update(self.rebuild_carried(carried, templates, carried_args))
         body = Tracer(self.module, self.kernel, body_region, body_env, self.depth, self.budget)
         body_env[name] = body.make("sub", (stop, body.make("sub", (index, start), stmt.target)), stmt.target) \
             if descending else index
         body.run(stmt.body)
-        outputs = tuple(body_env[n] for n in carried)
-        for n, value in zip(carried, outputs):
+        outputs = self.carried_outputs(carried, templates, body_env, assigned, "this loop")
+        for n, value in zip(owners, outputs):
             if not (is_number(value) or isinstance(value, Expr)):
                 raise self.error(f"'{n}' holds {describe(value)} at the end of the loop body", assigned[n])
             self.check_literal(value, assigned[n])
@@ -582,14 +639,14 @@ class Tracer:
         body_region.stmts.append(Yield(outputs, loc))
         loop = ForRange(index, start, stop, step, tuple(body_region.captures.values()), body_region.stmts,
                         inputs, carried_args, (), loc, dict(options or {}))
-        loop.results = tuple(LoopResult(loop, i, hint=n) for i, n in enumerate(carried))
+        loop.results = tuple(LoopResult(loop, i, hint=h) for i, h in enumerate(hints))
         self._carried_types(loop.results, inputs, stmt)
         for result in loop.results:
             self.region.own(result)
         self.region.stmts.append(loop)
         # The body ran in its own environment, so names it bound first do not
         # escape; carried names now hold the loop's results.
-        self.env.update(zip(carried, loop.results))
+        self.env.update(self.rebuild_carried(carried, templates, loop.results))
 
     def _carried_types(self, values: tuple[Expr, ...], inputs: tuple[Any, ...], stmt: ast.stmt) -> None:
         """A loop's carried values and results have the type their initial
@@ -700,6 +757,10 @@ class Tracer:
                 from mytriton.frontend.builtins import transpose
 
                 return transpose(self, node, base, ())
+        from mytriton.frontend import block_pointers
+
+        if isinstance(base, (block_pointers.BlockPointer, block_pointers.TensorDescriptor)):
+            return block_pointers.attribute(self, base, attr, node)
         if isinstance(base, PointerType) and attr == "element_ty":
             return base.pointee
         if self.budget.probing and isinstance(base, ScalarType) and attr == "element_ty":
@@ -1006,6 +1067,12 @@ def describe(value: Any) -> str:
         return f"the @jit function '{value.name}'"
     if isinstance(value, ModuleRef):
         return f"the module '{value.qualified}'"
+    from mytriton.frontend.block_pointers import BlockPointer, TensorDescriptor
+
+    if isinstance(value, BlockPointer):
+        return "a block pointer"
+    if isinstance(value, TensorDescriptor):
+        return "a tensor descriptor"
     if isinstance(value, tuple):
         return "a tuple"
     if value is None:

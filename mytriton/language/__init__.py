@@ -80,6 +80,8 @@ FUNCTIONS = (
     # Atomics (Triton's names and signatures).
     "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
     "atomic_cas", "debug_barrier",
+    # Block pointers and tensor descriptors (Triton's names and signatures).
+    "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor",
 )
 
 

@@ -379,6 +379,18 @@ class Advance:
     step: Operand
 
 
+@dataclass(frozen=True)
+class CarriedOffset:
+    """A scalar offset the loop around a load carries (a block pointer's,
+    moved by ``tl.advance``): ``init`` in the first iteration, then ``step``
+    more each iteration (None: it stays ``init``)."""
+
+    arg: BlockArg
+    loop: Op
+    init: Operand
+    step: Operand | None
+
+
 @dataclass(frozen=True, eq=False)
 class StridedPlan:
     """A tile load in a tutorial form, as ``copy_strided_to_shared`` spells it."""
@@ -395,6 +407,7 @@ class StridedPlan:
     col_bound: Operand
     bound_shifts: tuple[tuple[Operand, Operand], tuple[Operand, Operand]]  # (mask offset, pointer offset)
     fill: Const
+    carried: tuple[CarriedOffset, ...] = ()  # offsets above that the loop carries, recomputed from its index
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -421,27 +434,49 @@ class StridedPlan:
             ops.append(op)
             return op.result
 
-        base = self.base
-        for shift in self.shifts:
-            base = emit("addptr", [base, shift], base.type)
-        if self.advance is not None:
-            loop = self.advance.loop
+        def iterations_done(loop: Op) -> Operand:
             start, _, step = for_bounds(loop)
             done: Operand = for_index(loop)
             if start != Const(0):
                 done = emit("sub", [done, start], I32)
             if step != Const(1):
                 done = emit("floordiv", [done, step], I32)
+            return done
+
+        base = self.base
+        for shift in self.shifts:
+            base = emit("addptr", [base, shift], base.type)
+        if self.advance is not None:
+            done = iterations_done(self.advance.loop)
             base = emit("addptr", [base, emit("mul", [done, self.advance.step], I32)], base.type)
+        # A carried offset in this iteration: its first value plus the steps
+        # taken, so that the copy depends on the loop index alone.
+        now: dict[Operand, Operand] = {}
+        for carried in self.carried:
+            if carried.step is None:
+                now[carried.arg] = carried.init
+            else:
+                start, _, loop_step = for_bounds(carried.loop)
+                if carried.step == loop_step:  # advanced as the index is (tl.advance by BLOCK_K): k - start
+                    moved = for_index(carried.loop) if start == Const(0) else \
+                        emit("sub", [for_index(carried.loop), start], I32)
+                else:
+                    moved = emit("mul", [iterations_done(carried.loop), carried.step], I32)
+                now[carried.arg] = moved if carried.init == Const(0) else emit("add", [carried.init, moved], I32)
+
+        def at(offset: Operand) -> Operand:
+            return now.get(offset, offset) if isinstance(offset, BlockArg) else offset
+
         bounds = []
         for bound, (mask_offset, pointer_offset) in zip((self.row_bound, self.col_bound), self.bound_shifts):
+            mask_offset, pointer_offset = at(mask_offset), at(pointer_offset)
             if mask_offset != pointer_offset:  # offset_m + i < bound  <=>  offset_p + i < bound - offset_m + offset_p
                 if mask_offset != Const(0):
                     bound = emit("sub", [bound, mask_offset], I32)
                 if pointer_offset != Const(0):
                     bound = emit("add", [bound, pointer_offset], I32)
             bounds.append(bound)
-        operands = [buffer, base, self.rows.offset, self.cols.offset, self.row_stride, self.col_stride,
+        operands = [buffer, base, at(self.rows.offset), at(self.cols.offset), self.row_stride, self.col_stride,
                     bounds[0], bounds[1], self.rows.wrap, self.cols.wrap, self.fill]
         ops.append(Op("copy_strided_to_shared", operands, [], loc=loc))
         return ops
@@ -462,6 +497,8 @@ def _match_strided_load(defs: Definitions, value: Operand) -> StridedPlan:
     if shape_of(load.result.type) != (rows.size, cols.size):
         raise _Mismatch(f"the load's tile {load.result.type} is not [{rows.size}, {cols.size}]")
     (row_bound, row_shift), (col_bound, col_shift) = _match_strided_mask(defs, mask, rows, cols)
+    offsets = [rows.offset, cols.offset, *row_shift, *col_shift]
+    carried = tuple({arg: found for arg in offsets if (found := _carried_offset(load, arg)) is not None}.values())
     pointee = base.type.pointee if isinstance(base.type, PointerType) else None
     if other is None and mask is None:
         fill = Const(0.0) if pointee is not None and pointee.is_float else Const(0)
@@ -471,7 +508,71 @@ def _match_strided_load(defs: Definitions, value: Operand) -> StridedPlan:
     else:
         raise _Mismatch("the load does not fill masked-off elements with 0 or 0.0")
     return StridedPlan(load, base, tuple(shifts), advance, rows, cols, row_stride, col_stride, row_bound, col_bound,
-                       (row_shift, col_shift), fill)
+                       (row_shift, col_shift), fill, carried)
+
+
+def _carried_offset(load: Op, offset: Operand) -> CarriedOffset | None:
+    """``offset`` as a carried offset of the for loop whose body holds
+    ``load`` (``off = off + step`` each iteration, or passed on unchanged:
+    a block pointer's offsets that ``tl.advance`` moves or leaves); None if
+    it is not a value that loop carries, or one it changes another way (the
+    copy then reads the carried value itself, and the loop is not pipelined)."""
+    if not isinstance(offset, BlockArg) or offset.block is not load.parent:
+        return None
+    loop = offset.block.parent
+    if loop is None or loop.name != "for" or offset is for_index(loop):
+        return None
+    terminator = for_yield(loop)
+    if terminator is None:
+        return None
+    init = for_inits(loop)[offset.index - 1]
+    after = terminator.operands[offset.index - 1]
+    if after is offset:
+        return CarriedOffset(offset, loop, init, None)
+    add = after.op if isinstance(after, OpResult) and after.op.name == "add" else None
+    for value, step in _orders(add.operands) if add is not None else ():
+        if value is offset and _is_i32_scalar(step) and not _defined_in(step, offset.block):
+            return CarriedOffset(offset, loop, init, step)
+    return None
+
+
+def _non_negative(defs: Definitions, value: Operand, depth: int = 0) -> bool:
+    """Whether the i32 scalar ``value`` is never negative, as far as a
+    few rules tell (program ids, literals, sums, products and quotients
+    of such, a for loop's index counting up from one, an offset it
+    carries and advances by one); i32 overflow aside."""
+    if depth > 16:
+        return False
+    if isinstance(value, Const):
+        return type(value.value) is int and value.value >= 0
+    if isinstance(value, BlockArg):
+        loop = value.block.parent
+        if loop is None or loop.name != "for":
+            return False
+        if value is for_index(loop):
+            start, _, step = for_bounds(loop)
+            return _non_negative(defs, start, depth + 1) and _non_negative(defs, step, depth + 1)
+        terminator = for_yield(loop)
+        if terminator is None:
+            return False
+        after = terminator.operands[value.index - 1]
+        if not _non_negative(defs, for_inits(loop)[value.index - 1], depth + 1):
+            return False
+        if after is value:
+            return True
+        add = defs.defined_by(after, "add")
+        return add is not None and any(first is value and _non_negative(defs, other, depth + 1)
+                                       for first, other in _orders(add.operands))
+    op = defs.op(value)
+    if op is None:
+        return False
+    if op.name in ("program_id", "num_programs"):
+        return True
+    if op.name in ("add", "mul", "floordiv", "mod", "minimum", "hint"):
+        return all(_non_negative(defs, operand, depth + 1) for operand in op.operands if operand is not None)
+    if op.name == "maximum":
+        return any(_non_negative(defs, operand, depth + 1) for operand in op.operands)
+    return False
 
 
 def _match_advance(load: Op, ptr: BlockArg) -> Advance:
@@ -628,6 +729,16 @@ def _match_strided_mask(defs: Definitions, mask: Operand | None, rows: WrappedAx
         if both is not None:
             tests += both.operands
             continue
+        lower = _lower_test(defs, test)
+        if lower is not None:
+            # Triton's boundary_check tests coordinate >= 0 too; the copy has
+            # no lower bound, so the coordinates must be the pointer's and
+            # provably never negative.
+            axis, coordinate = lower
+            pointer_axis = rows if axis == ROWS else cols
+            if coordinate != pointer_axis or not _non_negative(defs, pointer_axis.offset):
+                raise _Mismatch("the mask tests coordinate >= 0 on coordinates that may be negative")
+            continue
         axis, coordinate, bound = _axis_test(defs, test)
         pointer_axis = rows if axis == ROWS else cols
         if axis in found or coordinate.size != pointer_axis.size:
@@ -639,6 +750,19 @@ def _match_strided_mask(defs: Definitions, mask: Operand | None, rows: WrappedAx
         else:
             raise _Mismatch(MASK_REASON)
     return tuple(found.get(axis, (NO_BOUND, (Const(0), Const(0)))) for axis in (ROWS, COLUMNS))
+
+
+def _lower_test(defs: Definitions, test: Operand) -> tuple[int, WrappedAxis] | None:
+    """``axis_tile >= 0`` (a block pointer's boundary_check): (axis, coordinate); None for any other test."""
+    compare = defs.defined_by(test, "cmp_ge")
+    if compare is None or compare.operands[1] not in (Const(0),) or not isinstance(compare.operands[0], Value):
+        return None
+    shape = shape_of(compare.operands[0].type)
+    if len(shape) != 2 or 1 not in shape:
+        return None
+    axis = ROWS if shape[1] == 1 else COLUMNS
+    coordinate = _wrapped_axis(defs, compare.operands[0], axis)
+    return None if coordinate is None else (axis, coordinate)
 
 
 def _axis_test(defs: Definitions, test: Operand) -> tuple[int, WrappedAxis, Operand]:
@@ -804,7 +928,8 @@ class StageDotsPass:
         plans = plan_dots(kernel, defs, self.shared_budget)  # every check before the first edit
         if plans:
             _stage(kernel, defs, plans)
-        if any(isinstance(tile, StridedPlan) and tile.advance is not None for p in plans for tile in (p.a, p.b)):
+        if any(isinstance(tile, StridedPlan) and (tile.advance is not None or tile.carried)
+               for p in plans for tile in (p.a, p.b)):
             # The pointer tiles the loop carried now feed only their own
             # advance: dce drops those lanes (and the tiles' arithmetic).
             from mytriton.passes.dce import DCEPass

@@ -39,6 +39,7 @@ def _patch_triton_for_numpy() -> None:
     """Launches take NumPy arrays: copied to the GPU, run, copied back."""
     import numpy as np
     import torch
+    import triton
     from triton.compiler.compiler import CompiledKernel
     from triton.runtime.jit import JITFunction, KernelInterface
 
@@ -75,6 +76,10 @@ def _patch_triton_for_numpy() -> None:
                                **{k: to_device(v) for k, v in kwargs.items()})
 
     JITFunction.warmup = warmup
+    if hasattr(triton, "set_allocator"):
+        # A kernel that makes tensor descriptors (descriptor_matmul: tl.make_tensor_descriptor)
+        # writes its TMA descriptors to global scratch memory, which Triton asks the host for.
+        triton.set_allocator(lambda size, alignment, stream: torch.empty(size, device="cuda", dtype=torch.int8))
 
 
 def load_with_triton(name: str, folder: Path):

@@ -109,6 +109,29 @@ def case_matmul(m, rng) -> Result:
             ("c leaky_relu", m.matmul(a, b, activation="leaky_relu").astype(np.float32), leaky, 2e-2, 2e-2)]
 
 
+def case_block_ptr_matmul(m, rng) -> Result:
+    out: Result = []
+    for shape in ((83, 95, 70), (128, 64, 96), (20, 33, 9)):  # ragged; whole blocks; K < BLOCK_SIZE_K
+        M, N, K = shape
+        a = rng.standard_normal((M, K)).astype(np.float16)
+        b = rng.standard_normal((K, N)).astype(np.float16)
+        exact = a.astype(np.float32) @ b.astype(np.float32)
+        out.append((f"c {M}x{N}x{K}", m.matmul(a, b).astype(np.float32), exact, 2e-2, 2e-2))
+    return out
+
+
+def case_descriptor_matmul(m, rng) -> Result:
+    out: Result = []
+    # Rows of A, B and C 16-byte multiples (as TMA needs), no size a multiple of its block.
+    for shape in ((83, 104, 72), (128, 64, 96), (20, 24, 8)):
+        M, N, K = shape
+        a = rng.standard_normal((M, K)).astype(np.float16)
+        b = rng.standard_normal((K, N)).astype(np.float16)
+        exact = a.astype(np.float32) @ b.astype(np.float32)
+        out.append((f"c {M}x{N}x{K}", m.matmul(a, b).astype(np.float32), exact, 2e-2, 2e-2))
+    return out
+
+
 def case_matmul_split_k(m, rng) -> Result:
     out: Result = []
     for dtype, tol in ((np.float16, 2e-2), (np.float32, F32_DOT_TOL)):
