@@ -1,21 +1,26 @@
 """``tl.sort`` and ``tl.flip`` (also ``x.sort()``, ``x.flip()``): Triton's
 sorting functions (its language/standard.py), written as @jit helpers over
-ordinary shape ops in mytriton's kernel language.
+ordinary ops in mytriton's kernel language.
 
 This file is kernel source: the frontend reads it with ``ast`` and traces
 these functions as it traces a user's helpers (frontend/library.py), every
 op they make located at the kernel's call (``tl.sort(...)``'s line). No op
 is special to sorting: the interpreter, folding and the CUDA back end run
-the network as they run any reshape, permute, split, join and select.
+the network as they run any reshape, sum and select.
 
 Both act on the last dimension (as in Triton: another ``dim`` is an error),
 whose size, and the tile's number of elements, must be powers of two.
 
 Both are built from one move: the tile viewed as [M, 2, D] (D = 2**j), each
-element paired with the one D further along the last axis. ``_halves``
-takes the two members of every pair apart ([M, D] each, by a permute to
-[M, D, 2] and a split) and ``_pairs`` puts two such halves back. Moving
-whole elements keeps every bit (NaN payloads, -0.0) in every dtype.
+element paired with the one D further along the last axis, the pair's two
+members along the middle axis. ``_halves`` takes them apart: a sum along
+that axis of the tile with the other member zeroed gives each ([M, 1, D],
+read back against the [M, 2, D] tile by broadcasting). The sums are of the
+elements' bits as integers of their width (one term is zero, so a sum is
+exact), which moves whole elements: every bit (NaN payloads, -0.0) is kept
+in every dtype. Between steps the working tile goes straight from one
+[M, 2, D] view to the next (one reshape: the elements' row-major order is
+the row's throughout), and only the end reshapes it back to x's shape.
 
 ``sort`` is a bitonic network: for rows of 2**n elements, stages
 s = 1..n, each of s compare-exchange steps between the elements 2**j apart
@@ -67,44 +72,79 @@ def _is_last_dim(x, dim):
 
 
 @mytriton.jit
-def _halves(x, j: tl.constexpr):
-    """Every element paired with the one 2**j further along the last axis:
-    (left, right), each of shape [numel / 2**(j+1), 2**j]."""
-    numel: tl.constexpr = _numel(x)
+def _bits_type(dtype):
+    """The signed integer type a dtype's elements move as (bool as int8)."""
+    bits: tl.constexpr = dtype.primitive_bitwidth
+    if bits <= 8:
+        result = tl.int8
+    elif bits == 16:
+        result = tl.int16
+    elif bits == 32:
+        result = tl.int32
+    else:
+        result = tl.int64
+    return result
+
+
+@mytriton.jit
+def _to_bits(x):
+    if x.dtype == tl.int1:
+        y = x.to(tl.int8)
+    else:
+        y = x.to(_bits_type(x.dtype), bitcast=True)
+    return y
+
+
+@mytriton.jit
+def _from_bits(y, dtype):
+    if dtype == tl.int1:
+        x = y != 0
+    else:
+        x = y.to(dtype, bitcast=True)
+    return x
+
+
+@mytriton.jit
+def _view(bits, j: tl.constexpr):
+    """The integer tile ``bits`` viewed as [M, 2, 2**j]: each element paired
+    with the one 2**j further along the rows (the middle axis picks the member)."""
     d: tl.constexpr = 1 << j
-    m: tl.constexpr = numel // (2 * d)
-    y = tl.permute(tl.reshape(x, (m, 2, d)), (0, 2, 1))
-    return tl.split(y)
+    return tl.reshape(bits, (_numel(bits) // (2 * d), 2, d))
 
 
 @mytriton.jit
-def _pairs(left, right, shape):
-    """The inverse of ``_halves``: the pairs (left, right) back as a tile of ``shape``."""
-    y = tl.permute(tl.join(left, right), (0, 2, 1))
-    return tl.reshape(y, shape)
+def _halves(y):
+    """The pairs' members of a [M, 2, D] integer tile: (left, right), each
+    [M, 1, D], and whether each element of y is the right one."""
+    is_right = tl.arange(0, 2)[None, :, None] == 1
+    zero = tl.zeros_like(y)
+    left = tl.sum(tl.where(is_right, zero, y), 1, keep_dims=True).to(y.dtype)
+    right = tl.sum(tl.where(is_right, y, zero), 1, keep_dims=True).to(y.dtype)
+    return left, right, is_right
 
 
 @mytriton.jit
-def _compare_exchange(x, j: tl.constexpr, s: tl.constexpr, n: tl.constexpr, descending: tl.constexpr):
-    """Step j of stage s: each pair of elements 2**j apart along the last
-    axis (of size 2**n) ordered, ascending where bit s of its index is 0;
-    in the last stage (s == n), all of them as ``descending`` says."""
-    left, right = _halves(x, j)
-    greater = left > right
+def _compare_exchange(y, dtype, j: tl.constexpr, s: tl.constexpr, n: tl.constexpr, descending: tl.constexpr):
+    """Step j of stage s on the bits of rows of 2**n elements of ``dtype``,
+    viewed as [M, 2, 2**j]: each pair ordered, ascending where bit s of its
+    index is 0; in the last stage (s == n), all of them as ``descending``
+    says."""
+    left, right, is_right = _halves(y)
+    greater = _from_bits(left, dtype) > _from_bits(right, dtype)
     if s == n:
         if descending:
             swap = ~greater
         else:
             swap = greater
     else:
-        # Bit s of a pair's index along the last axis is bit s - j - 1 of
-        # its row in the [M, 2**j] view: rows are 2**(j+1) elements long.
-        m: tl.constexpr = left.shape[0]
-        down = ((tl.arange(0, m) >> (s - j - 1)) & 1)[:, None] == 1
+        # Bit s of a pair's index along the row is bit s - j - 1 of its
+        # index M in the [M, 2, 2**j] view: rows are 2**(j+1) elements long.
+        m: tl.constexpr = y.shape[0]
+        down = ((tl.arange(0, m) >> (s - j - 1)) & 1)[:, None, None] == 1
         swap = greater != down
-    new_left = tl.where(swap, right, left)
-    new_right = tl.where(swap, left, right)
-    return _pairs(new_left, new_right, x.shape)
+    # The left member takes the smaller (ascending) value: where the pair
+    # swaps, each member takes the other's.
+    return tl.where(swap, tl.where(is_right, left, right), y)
 
 
 @mytriton.jit
@@ -118,10 +158,11 @@ def sort(x, dim=None, descending: tl.constexpr = 0):
                      "tl.sort needs the size of the last dimension to be a power of two")
     tl.static_assert(_is_power_of_two(_numel(x)), "tl.sort needs the number of elements to be a power of two")
     n: tl.constexpr = _log2(x.shape[len(x.shape) - 1])
+    y = _to_bits(x)
     for s in tl.static_range(1, n + 1):
         for step in tl.static_range(s):
-            x = _compare_exchange(x, s - 1 - step, s, n, descending)
-    return x
+            y = _compare_exchange(_view(y, s - 1 - step), x.dtype, s - 1 - step, s, n, descending)
+    return _from_bits(tl.reshape(y, x.shape), x.dtype)
 
 
 @mytriton.jit
@@ -134,7 +175,8 @@ def flip(x, dim=None):
                      "tl.flip needs the size of the last dimension to be a power of two")
     tl.static_assert(_is_power_of_two(_numel(x)), "tl.flip needs the number of elements to be a power of two")
     n: tl.constexpr = _log2(x.shape[len(x.shape) - 1])
+    y = _to_bits(x)
     for j in tl.static_range(n):
-        left, right = _halves(x, j)
-        x = _pairs(right, left, x.shape)
-    return x
+        left, right, is_right = _halves(_view(y, j))
+        y = tl.where(is_right, left, right)
+    return _from_bits(tl.reshape(y, x.shape), x.dtype)
