@@ -492,9 +492,9 @@ def test_sort_and_flip_build_with_nvcc(dtype, rows, n, warps):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["i8", "i32", "u32", "i64", "f16", "f32", "f64"])
-@pytest.mark.parametrize("shape,programs", [((256,), 2), ((8, 32), 1), ((16, 8), 2), ((2, 512), 1)])
-@pytest.mark.parametrize("num_warps", [1, 4])
+@pytest.mark.parametrize("dtype", ["i8", "u32", "i64", "f16", "f32", "f64"])
+@pytest.mark.parametrize("shape,programs,num_warps", [((256,), 2, 4), ((8, 32), 1, 1), ((16, 8), 2, 4),
+                                                      ((2, 512), 1, 8)])
 def test_gpu_sort_and_flip_match_the_interpreter(kernel_module, dtype, shape, programs, num_warps):
     rng = np.random.default_rng(len(dtype) + len(shape))
     full = (shape[0] * programs,) + shape[1:]
