@@ -364,6 +364,22 @@ def test_sort_of_a_scalar_is_a_located_error():
     assert err.loc.line == _line_of(body, "tl.sort(")
 
 
+@pytest.mark.parametrize("descending,message", [
+    ("2", "tl.sort: descending must be True or False (a constant)"),
+    ("d", "tl.static_assert needs a compile-time condition"),  # a runtime value
+])
+def test_sort_order_that_is_not_a_constant_flag_is_a_located_error(descending, message):
+    body = f"""
+    @mytriton.jit
+    def k(x_ptr, d, N: tl.constexpr):
+        offs = tl.arange(0, N)
+        tl.store(x_ptr + offs, tl.sort(tl.load(x_ptr + offs), descending={descending}))
+    """
+    err = _error(body, "*fp32, i32", N=8)
+    assert message in str(err)
+    assert err.loc.line == _line_of(body, "tl.sort(")
+
+
 def test_a_sort_length_that_is_not_a_power_of_two_cannot_be_made():
     # Every tile dimension is a power of two, so a row of 12 is refused where it is made.
     body = """

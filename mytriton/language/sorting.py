@@ -157,6 +157,8 @@ def sort(x, dim=None, descending: tl.constexpr = 0):
     tl.static_assert(_is_power_of_two(x.shape[len(x.shape) - 1]),
                      "tl.sort needs the size of the last dimension to be a power of two")
     tl.static_assert(_is_power_of_two(_numel(x)), "tl.sort needs the number of elements to be a power of two")
+    # (a runtime value here is refused too: a static_assert needs a constant)
+    tl.static_assert(descending == 0 or descending == 1, "tl.sort: descending must be True or False (a constant)")
     n: tl.constexpr = _log2(x.shape[len(x.shape) - 1])
     y = _to_bits(x)
     for s in tl.static_range(1, n + 1):
