@@ -43,9 +43,11 @@ import mytriton.language as tl
 
 @mytriton.jit
 def _log2(n: tl.constexpr):
-    """log2(n) of a power of two n (checked by the caller)."""
+    """log2(n) of a power of two n (checked by the caller): at most 20, as a
+    tile holds at most 2**20 elements (each iteration counts against the
+    trace's unrolling budget)."""
     log: tl.constexpr = 0
-    for i in tl.static_range(1, 63):
+    for i in tl.static_range(1, 21):
         if (1 << i) <= n:
             log = i
     return log
