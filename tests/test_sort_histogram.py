@@ -234,6 +234,56 @@ def test_flip_reverses_each_row_of_a_2d_tile_keeping_nan_payloads(kernel_module)
 # ---- tl.histogram in the interpreter ---------------------------------------------------------------------
 
 
+# A histogram of a reduction's result (a sliced layout, replicated across
+# the reduced dimension's threads) and one accumulated in a runtime loop.
+HISTOGRAM_OF_ROW_MAXIMA = """
+@mytriton.jit
+def k(a_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, BINS: tl.constexpr):
+    rows = tl.arange(0, R)
+    cols = tl.arange(0, C)
+    a = tl.load(a_ptr + rows[:, None] * C + cols[None, :])
+    tl.store(out_ptr + tl.arange(0, BINS), tl.histogram(tl.max(a, axis=1), BINS))
+"""
+
+HISTOGRAM_IN_A_LOOP = """
+@mytriton.jit
+def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr, BINS: tl.constexpr):
+    counts = tl.zeros((BINS,), tl.int32)
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        m = offs < n
+        counts += tl.histogram(tl.load(x_ptr + offs, mask=m, other=0), BINS, mask=m)
+    tl.store(out_ptr + tl.arange(0, BINS), counts)
+"""
+
+
+def _row_maxima_case(kernel_module, backend: str, num_warps: int = 4):
+    a = np.random.default_rng(21).integers(-3, 40, (64, 32)).astype(np.int32)
+    out = np.full(32, -1, np.int32)
+    kernel_module(HISTOGRAM_OF_ROW_MAXIMA).k[(1,)](a, out, R=64, C=32, BINS=32, backend=backend,
+                                                     num_warps=num_warps)
+    maxima = a.max(axis=1)
+    return out, np.bincount(maxima[maxima < 32], minlength=32)
+
+
+def _loop_case(kernel_module, backend: str, num_warps: int = 4):
+    x = np.random.default_rng(22).integers(-5, 70, 1000).astype(np.int32)
+    out = np.full(64, -1, np.int32)
+    kernel_module(HISTOGRAM_IN_A_LOOP).k[(1,)](x, out, 1000, BLOCK=128, BINS=64, backend=backend,
+                                                  num_warps=num_warps)
+    return out, np.bincount(x[(x >= 0) & (x < 64)], minlength=64)
+
+
+def test_histogram_of_a_reductions_result_counts_each_row_once(kernel_module):
+    out, expected = _row_maxima_case(kernel_module, "interp")
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_histograms_accumulated_in_a_runtime_loop_count_every_block(kernel_module):
+    out, expected = _loop_case(kernel_module, "interp")
+    np.testing.assert_array_equal(out, expected)
+
+
 def _histogram_reference(x: np.ndarray, n: int, block: int, bins: int) -> np.ndarray:
     programs = -(-n // block)
     out = np.zeros((programs, bins), np.int32)
@@ -493,6 +543,18 @@ def test_histograms_build_with_nvcc(dtype, block, bins, warps):
 
 
 @pytest.mark.nvcc
+@pytest.mark.parametrize("source,signature,defines", [
+    (HISTOGRAM_OF_ROW_MAXIMA, "*i32, *i32", {"R": 64, "C": 32, "BINS": 32}),
+    (HISTOGRAM_IN_A_LOOP, "*i32, *i32, i32", {"BLOCK": 128, "BINS": 64}),
+])
+def test_histograms_of_sliced_layouts_and_in_loops_build_with_nvcc(source, signature, defines):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_text(kernel_source(source), "cuda", signature=signature, defines=defines)
+    assert "atom.shared.add" in compile_ptx(cuda, "sm_90").replace("red.shared.add", "atom.shared.add")
+
+
+@pytest.mark.nvcc
 @pytest.mark.parametrize("dtype", ["i8", "i32", "u64", "f16", "f32", "f64"])
 @pytest.mark.parametrize("rows,n,warps", [(1, 64, 4), (8, 16, 4), (4, 128, 8), (2, 2, 1)])
 def test_sort_and_flip_build_with_nvcc(dtype, rows, n, warps):
@@ -566,3 +628,13 @@ def test_gpu_histogram_of_repeated_values_loses_no_count(kernel_module):
     x = np.full(4096, 3, np.int32)
     gpu = _run_histogram(kernel_module, x, 4096, 1024, 8, "cuda", 4)
     assert (gpu[:, 3] == 1024).all() and gpu.sum() == 4096
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_warps", [1, 4])
+def test_gpu_histograms_of_a_sliced_layout_and_in_a_loop_match_the_interpreter(kernel_module, num_warps):
+    for case in (_row_maxima_case, _loop_case):
+        gpu, expected = case(kernel_module, "cuda", num_warps)
+        interp, _ = case(kernel_module, "interp", num_warps)
+        np.testing.assert_array_equal(gpu, interp)
+        np.testing.assert_array_equal(gpu, expected)
