@@ -89,9 +89,13 @@ def _run_sort(kernel_module, x: np.ndarray, descending: bool, backend: str = "in
 
 
 def _bitonic_reference(x: np.ndarray, descending: bool) -> np.ndarray:
-    """Triton 3.x's network on each row of x, in NumPy: stage s, step j
-    compare-exchange the elements 2**j apart, swapping where
-    (left > right) != descending-for-that-pair (a NaN compares false)."""
+    """Triton 3.9's network (language/standard.py, sort_impl) on each row of
+    x, in NumPy: stage s, step j compare the elements 2**j apart; each member
+    decides alone: the left one takes the right one's value where
+    (left > right) != down, the right one the left one's where
+    (right > left) == down (down: the pair's order is descending). A NaN
+    compares false, and so do +0.0 and -0.0 either way: such a pair ends up
+    as two copies of one of its elements."""
     x = x.copy()
     n_elems = x.shape[-1]
     n = n_elems.bit_length() - 1
@@ -103,9 +107,8 @@ def _bitonic_reference(x: np.ndarray, descending: bool) -> np.ndarray:
             down = bool(descending) if s == n else ((left >> s) & 1) == 1
             a, b = x[..., left].copy(), x[..., right].copy()
             with np.errstate(invalid="ignore"):
-                swap = (a > b) != down
-            x[..., left] = np.where(swap, b, a)
-            x[..., right] = np.where(swap, a, b)
+                x[..., left] = np.where((a > b) != down, b, a)
+                x[..., right] = np.where((b > a) == down, a, b)
     return x
 
 
@@ -157,25 +160,28 @@ def test_sort_of_a_ragged_row_loaded_with_a_large_fill_sorts_the_loaded_part(ker
     np.testing.assert_array_equal(out[100:], -7.0)
 
 
-def test_sort_keeps_every_bit_of_signed_zeros_and_infinities(kernel_module):
+def test_sort_orders_infinities_and_signed_zeros_as_tritons_network(kernel_module):
     x = np.array([0.0, -0.0, np.inf, -np.inf, 1.5, -0.0, 0.0, -2.5], np.float32)
     sorted_, _ = _run_sort(kernel_module, x, False)
-    np.testing.assert_array_equal(np.sort(_bits(sorted_)), np.sort(_bits(x)))  # a permutation, bit for bit
-    np.testing.assert_array_equal(sorted_, np.sort(x))
-    np.testing.assert_array_equal(_bits(sorted_), _bits(_bitonic_reference(x, False)))
+    np.testing.assert_array_equal(sorted_, np.sort(x))  # as numbers
+    np.testing.assert_array_equal(_bits(sorted_), _bits(_bitonic_reference(x, False)))  # zeros' signs as Triton's
 
 
 @pytest.mark.parametrize("descending", [False, True])
-def test_sort_places_nans_where_tritons_network_does_and_loses_no_element(kernel_module, descending):
-    # A NaN compares false, so where it lands depends on the network (as in
-    # Triton 3.x); the result is a permutation of the row, bit for bit.
+def test_sort_places_nans_where_tritons_network_does(kernel_module, descending):
+    # A NaN compares false: what a pair holding one becomes depends on the
+    # network, which is Triton 3.9's, bit for bit.
     rng = np.random.default_rng(2 + descending)
     x = _values(rng, "f32", (4, 16))
     x[rng.random(x.shape) < 0.2] = np.nan
     x[0, 3] = np.float32(np.nan) * -1  # another NaN payload
     sorted_, _ = _run_sort(kernel_module, x, descending)
     np.testing.assert_array_equal(_bits(sorted_), _bits(_bitonic_reference(x, descending)))
-    np.testing.assert_array_equal(np.sort(_bits(sorted_), axis=1), np.sort(_bits(x), axis=1))
+
+
+def test_the_reference_network_loses_an_element_of_a_pair_with_a_nan_as_tritons_does():
+    x = np.array([[np.nan, 3.0], [3.0, np.nan]], np.float32)
+    np.testing.assert_array_equal(_bits(_bitonic_reference(x, False)), _bits(x[:, [0, 0]]))
 
 
 def test_the_reference_network_sorts_as_np_sort_without_nans():
@@ -229,6 +235,34 @@ def test_flip_reverses_each_row_of_a_2d_tile_keeping_nan_payloads(kernel_module)
     x[2, 5] = -np.float32(np.nan)
     _, flipped = _run_sort(kernel_module, x, False)
     np.testing.assert_array_equal(_bits(flipped), _bits(x[:, ::-1]))
+
+
+FLIP_3D = """
+@mytriton.jit
+def k(x_ptr, a_ptr, b_ptr, c_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr):
+    offs = (tl.arange(0, A)[:, None, None] * B * C + tl.arange(0, B)[None, :, None] * C
+            + tl.arange(0, C)[None, None, :])
+    x = tl.load(x_ptr + offs)
+    tl.store(a_ptr + offs, tl.flip(x, 0))
+    tl.store(b_ptr + offs, tl.flip(x, dim=-2))
+    tl.store(c_ptr + offs, x.flip(2))
+"""
+
+
+def _run_flip_3d(kernel_module, x: np.ndarray, backend: str = "interp", num_warps: int = 4):
+    outs = [np.zeros_like(x) for _ in range(3)]
+    a, b, c = x.shape
+    kernel_module(FLIP_3D).k[(1,)](x, *outs, A=a, B=b, C=c, backend=backend, num_warps=num_warps)
+    return outs
+
+
+@pytest.mark.parametrize("shape", [(4, 8, 16), (2, 1, 32), (16, 4, 1)])
+def test_flip_reverses_any_dimension_as_tritons_does(kernel_module, shape):
+    x = _values(np.random.default_rng(sum(shape)), "f32", shape)
+    first, middle, last = _run_flip_3d(kernel_module, x)
+    np.testing.assert_array_equal(first, x[::-1])
+    np.testing.assert_array_equal(middle, x[:, ::-1])
+    np.testing.assert_array_equal(last, x[:, :, ::-1])
 
 
 # ---- tl.histogram in the interpreter ---------------------------------------------------------------------
@@ -391,15 +425,15 @@ def test_sort_along_another_dim_than_the_last_is_a_located_error():
     assert err.loc.line == _line_of(body, "tl.sort(")
 
 
-def test_flip_along_another_dim_than_the_last_is_a_located_error():
+def test_flip_along_a_dim_out_of_range_is_a_located_error():
     body = """
     @mytriton.jit
     def k(x_ptr, N: tl.constexpr):
         offs = tl.arange(0, N)[:, None] * N + tl.arange(0, N)[None, :]
-        tl.store(x_ptr + offs, tl.flip(tl.load(x_ptr + offs), 0))
+        tl.store(x_ptr + offs, tl.flip(tl.load(x_ptr + offs), 2))
     """
     err = _error(body, "*fp32", N=8)
-    assert "tl.flip flips the last dimension only" in str(err)
+    assert "tl.flip: dim must be None or in [-rank, rank)" in str(err)
     assert err.loc.line == _line_of(body, "tl.flip(")
 
 
@@ -566,6 +600,16 @@ def test_sort_and_flip_build_with_nvcc(dtype, rows, n, warps):
     assert ".entry" in compile_ptx(cuda, "sm_90")
 
 
+@pytest.mark.nvcc
+@pytest.mark.parametrize("warps", [1, 4])
+def test_flips_of_any_dimension_build_with_nvcc(warps):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_text(kernel_source(FLIP_3D), "cuda", signature="*fp16, *fp16, *fp16, *fp16",
+                        defines={"A": 4, "B": 8, "C": 16}, num_warps=warps)
+    assert ".entry" in compile_ptx(cuda, "sm_90")
+
+
 # ---- on the GPU, against the interpreter -----------------------------------------------------------------
 
 
@@ -638,3 +682,13 @@ def test_gpu_histograms_of_a_sliced_layout_and_in_a_loop_match_the_interpreter(k
         interp, _ = case(kernel_module, "interp", num_warps)
         np.testing.assert_array_equal(gpu, interp)
         np.testing.assert_array_equal(gpu, expected)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["i8", "f16", "f32", "i64"])
+@pytest.mark.parametrize("num_warps", [1, 4])
+def test_gpu_flip_of_any_dimension_matches_the_interpreter(kernel_module, dtype, num_warps):
+    x = _values(np.random.default_rng(31), dtype, (4, 8, 16), -100, 100)
+    for gpu, interp in zip(_run_flip_3d(kernel_module, x, "cuda", num_warps),
+                           _run_flip_3d(kernel_module, x, "interp", num_warps)):
+        np.testing.assert_array_equal(_bits(gpu), _bits(interp))

@@ -8,11 +8,11 @@ op they make located at the kernel's call (``tl.sort(...)``'s line). No op
 is special to sorting: the interpreter, folding and the CUDA back end run
 the network as they run any reshape, sum and select.
 
-Both act on the last dimension (as in Triton: another ``dim`` is an error),
-whose size, and the tile's number of elements, must be powers of two.
+``sort`` acts on the last dimension (as in Triton: another ``dim`` is an
+error), ``flip`` on any (the last by default), as Triton 3.9's do.
 
 Both are built from one move: the tile viewed as [M, 2, D] (D = 2**j), each
-element paired with the one D further along the last axis, the pair's two
+element paired with the one D further on in row-major order, the pair's two
 members along the middle axis. ``_halves`` takes them apart: a sum along
 that axis of the tile with the other member zeroed gives each ([M, 1, D],
 read back against the [M, 2, D] tile by broadcasting). The sums are of the
@@ -26,16 +26,16 @@ the row's throughout), and only the end reshapes it back to x's shape.
 s = 1..n, each of s compare-exchange steps between the elements 2**j apart
 (j = s-1 down to 0); a pair is put in ascending order where bit s of its
 index is 0 and in descending order elsewhere, the last stage in the order
-asked for. A pair swaps where
+asked for. Each member of a pair decides alone, as in Triton 3.9's
+network: the left one takes the right one's value where
+``(left > right) != descending``, the right one the left one's where
+``(right > left) == descending``. A NaN compares false, so (as in Triton)
+both members of a pair holding one end up with the same element: sort
+NaN-free data.
 
-    (left > right) != descending
-
-as in Triton 3.x's network: a NaN compares false, so a pair holding one
-keeps its order where the pair is ascending and swaps where it is
-descending. The result is always a permutation of each row.
-
-``flip`` swaps the two halves of every pair, for each j: the last index's
-bits all inverted.
+``flip`` swaps the two members of every pair 2**j * inner apart, for each
+bit j of the flipped dimension's index (``inner``: the elements after one
+along it): every bit of that index inverted.
 """
 import mytriton
 import mytriton.language as tl
@@ -107,10 +107,10 @@ def _from_bits(y, dtype):
 
 
 @mytriton.jit
-def _view(bits, j: tl.constexpr):
-    """The integer tile ``bits`` viewed as [M, 2, 2**j]: each element paired
-    with the one 2**j further along the rows (the middle axis picks the member)."""
-    d: tl.constexpr = 1 << j
+def _view(bits, d: tl.constexpr):
+    """The integer tile ``bits`` viewed as [M, 2, d]: each element paired
+    with the one d further on in row-major order (the middle axis picks the
+    member)."""
     return tl.reshape(bits, (_numel(bits) // (2 * d), 2, d))
 
 
@@ -132,21 +132,23 @@ def _compare_exchange(y, dtype, j: tl.constexpr, s: tl.constexpr, n: tl.constexp
     index is 0; in the last stage (s == n), all of them as ``descending``
     says."""
     left, right, is_right = _halves(y)
-    greater = _from_bits(left, dtype) > _from_bits(right, dtype)
+    left_value = _from_bits(left, dtype)
+    right_value = _from_bits(right, dtype)
     if s == n:
-        if descending:
-            swap = ~greater
-        else:
-            swap = greater
+        down = descending != 0
     else:
         # Bit s of a pair's index along the row is bit s - j - 1 of its
         # index M in the [M, 2, 2**j] view: rows are 2**(j+1) elements long.
         m: tl.constexpr = y.shape[0]
         down = ((tl.arange(0, m) >> (s - j - 1)) & 1)[:, None, None] == 1
-        swap = greater != down
-    # The left member takes the smaller (ascending) value: where the pair
-    # swaps, each member takes the other's.
-    return tl.where(swap, tl.where(is_right, left, right), y)
+    # Each member decides alone, as in Triton 3.9: the left one takes the
+    # right's value where (left > right) != down, the right one the left's
+    # where (right > left) == down. Without NaNs that orders the pair (the
+    # left member keeps the smaller value, ascending); a NaN compares false,
+    # so both members of a pair holding one end up with the same element.
+    new_left = tl.where((left_value > right_value) != down, right, left)
+    new_right = tl.where((right_value > left_value) == down, left, right)
+    return tl.where(is_right, new_right, new_left)
 
 
 @mytriton.jit
@@ -165,22 +167,31 @@ def sort(x, dim=None, descending: tl.constexpr = 0):
     y = _to_bits(x)
     for s in tl.static_range(1, n + 1):
         for step in tl.static_range(s):
-            y = _compare_exchange(_view(y, s - 1 - step), x.dtype, s - 1 - step, s, n, descending)
+            y = _compare_exchange(_view(y, 1 << (s - 1 - step)), x.dtype, s - 1 - step, s, n, descending)
     return _from_bits(tl.reshape(y, x.shape), x.dtype)
 
 
 @mytriton.jit
 def flip(x, dim=None):
-    """x with its last dimension reversed."""
+    """x reversed along ``dim`` (the last dimension when None; a negative
+    one counts from the end), as Triton 3.9's."""
     tl.static_assert(len(x.shape) >= 1, "tl.flip needs a tile, not a scalar")
-    tl.static_assert(_is_last_dim(x, dim), "tl.flip flips the last dimension only (dim=None, -1 or "
-                                           "the rank - 1), as in Triton")
-    tl.static_assert(_is_power_of_two(x.shape[len(x.shape) - 1]),
-                     "tl.flip needs the size of the last dimension to be a power of two")
-    tl.static_assert(_is_power_of_two(_numel(x)), "tl.flip needs the number of elements to be a power of two")
-    n: tl.constexpr = _log2(x.shape[len(x.shape) - 1])
+    rank: tl.constexpr = len(x.shape)
+    axis: tl.constexpr = rank - 1
+    if dim != None:  # noqa: E711 - kernel source has no 'is'
+        axis = dim
+        if dim < 0:
+            axis = dim + rank
+    tl.static_assert(0 <= axis and axis < rank, "tl.flip: dim must be None or in [-rank, rank)")
+    tl.static_assert(_is_power_of_two(x.shape[axis]), "tl.flip needs the size of its dimension to be a power of two")
+    # The elements after one along ``axis`` (their count is a power of two,
+    # as every dimension's): its index's bit j is bit j of the row-major
+    # position counted in blocks of that many.
+    inner: tl.constexpr = 1
+    for i in tl.static_range(axis + 1, rank):
+        inner = inner * x.shape[i]
     y = _to_bits(x)
-    for j in tl.static_range(n):
-        left, right, is_right = _halves(_view(y, j))
+    for j in tl.static_range(_log2(x.shape[axis])):
+        left, right, is_right = _halves(_view(y, (1 << j) * inner))
         y = tl.where(is_right, left, right)
     return _from_bits(tl.reshape(y, x.shape), x.dtype)
