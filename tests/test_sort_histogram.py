@@ -348,12 +348,12 @@ def test_histogram_counts_each_value_and_ignores_those_outside_the_bins(kernel_m
                                   _histogram_reference(x, n, block, bins))
 
 
-@pytest.mark.parametrize("dtype", ["i8", "i16", "i64", "u8", "u32", "u64"])
-def test_histogram_counts_integers_of_every_width_and_signedness(kernel_module, dtype):
+@pytest.mark.parametrize("dtype", ["i32", "u32"])
+def test_histogram_counts_signed_and_unsigned_32_bit_integers(kernel_module, dtype):
     rng = np.random.default_rng(len(dtype))
     info = np.iinfo(NP[dtype])
     x = rng.integers(max(info.min, -40), 40, 200).astype(NP[dtype])
-    x[:3] = [info.max, info.min, 15]  # extremes: out of range (or bin 0 for unsigned min)
+    x[:3] = [info.max, info.min, 15]  # extremes: out of range (or bin 0 for unsigned min; u32's max is past i32's)
     np.testing.assert_array_equal(_run_histogram(kernel_module, x, 200, 64, 32),
                                   _histogram_reference(x, 200, 64, 32))
 
@@ -386,7 +386,7 @@ def test_histogram_is_a_tile_method_with_a_constant_mask(kernel_module):
 
 
 def test_histogram_is_an_op_with_its_bins_as_an_attribute_and_an_i32_result():
-    ssa = compile_text(kernel_source(HISTOGRAM), "ssa", signature="*i16, *i32, i32",
+    ssa = compile_text(kernel_source(HISTOGRAM), "ssa", signature="*u32, *i32, i32",
                        defines={"BLOCK": 64, "BINS": 8})
     line = next(text for text in ssa.splitlines() if "histogram" in text)
     assert "num_bins=8 : vector<8 x i32>" in line
@@ -502,11 +502,15 @@ def test_histogram_bins_that_are_not_a_positive_power_of_two_are_a_located_error
 
 
 @pytest.mark.parametrize("body,message", [
-    ("h = tl.histogram(tl.load(x_ptr + tl.arange(0, 16)).to(tl.float32), 16)", "'histogram' counts integers"),
+    ("h = tl.histogram(tl.load(x_ptr + tl.arange(0, 16)).to(tl.float32), 16)",
+     "'histogram' counts 32-bit integers (i32 or u32, as Triton's), not f32"),
+    ("h = tl.histogram(tl.load(x_ptr + tl.arange(0, 16)).to(tl.int8), 16)", "counts 32-bit integers"),
+    ("h = tl.histogram(tl.load(x_ptr + tl.arange(0, 16)).to(tl.int64), 16)", "counts 32-bit integers"),
+    ("h = tl.histogram(tl.load(x_ptr + tl.arange(0, 16)) > 0, 16)", "counts 32-bit integers"),
     ("h = tl.histogram(tl.load(x_ptr + tl.arange(0, 16))[:, None] + tl.zeros((16, 2), tl.int32), 16)",
      "counts the values of a 1-D tile"),
     ("h = tl.histogram(tl.load(x_ptr), 16)", "counts the values of a 1-D tile (as Triton's), got i32"),
-    ("h = tl.histogram(3, 16)", "tl.histogram needs a 1-D tile of integers, got"),
+    ("h = tl.histogram(3, 16)", "tl.histogram needs a 1-D tile of 32-bit integers, got"),
     ("h = tl.histogram(tl.load(x_ptr + tl.arange(0, 16)), 16, mask=tl.arange(0, 16))",
      "the mask of 'histogram' must be boolean"),
     ("h = tl.histogram(tl.load(x_ptr + tl.arange(0, 16)), 16, mask=1)", "mask must be a boolean tile"),
@@ -565,7 +569,7 @@ def test_a_histogram_counts_in_shared_memory_each_element_by_its_owner_once():
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("dtype", ["i8", "i32", "u32", "i64", "u64"])
+@pytest.mark.parametrize("dtype", ["i32", "u32"])
 @pytest.mark.parametrize("block,bins,warps", [(128, 32, 4), (32, 256, 4), (256, 64, 1)])
 def test_histograms_build_with_nvcc(dtype, block, bins, warps):
     from mytriton.backends.cuda.nvcc import compile_ptx
@@ -652,7 +656,7 @@ def test_gpu_sort_of_a_ragged_row_matches_the_interpreter(kernel_module):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["i8", "i32", "u32", "i64", "u64"])
+@pytest.mark.parametrize("dtype", ["i32", "u32"])
 @pytest.mark.parametrize("block,bins,warps", [(128, 32, 4), (32, 256, 4), (1024, 64, 8), (64, 64, 1),
                                               (256, 1, 2)])
 def test_gpu_histogram_matches_the_interpreter(kernel_module, dtype, block, bins, warps):

@@ -921,7 +921,7 @@ def _histogram(t: Tracer, node: ast.Call, input: Any, num_bins: Any, mask: Any) 
     values 0 .. num_bins - 1 (bins of width 1 from 0) among input's elements
     where mask holds. num_bins is the result's length: a constant."""
     if not isinstance(input, Expr):
-        raise t.error(f"tl.histogram needs a 1-D tile of integers, got {describe(input)}", node)
+        raise t.error(f"tl.histogram needs a 1-D tile of 32-bit integers, got {describe(input)}", node)
     if type(num_bins) is not int:
         raise t.error(f"tl.histogram: num_bins must be an integer constant (a tl.constexpr), "
                       f"got {describe(num_bins)}", node)

@@ -1438,8 +1438,8 @@ def _histogram(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     if not isinstance(x, BlockType) or len(x.shape) != 1:
         raise _err(f"'histogram' counts the values of a 1-D tile (as Triton's), got {x}")
     e = element_of(x)
-    if not (isinstance(e, ScalarType) and (e.is_int or e.is_bool)):
-        raise _err(f"'histogram' counts integers, not {e}")
+    if e not in (I32, U32):
+        raise _err(f"'histogram' counts 32-bit integers (i32 or u32, as Triton's), not {e}")
     problem = histogram_problem(attrs.get("num_bins"))
     if problem:
         raise _err(f"'histogram': {problem}")
@@ -1454,7 +1454,7 @@ def histogram_counts(np: Any, x: Any, mask: Any, num_bins: int) -> Any:
     0 .. num_bins - 1, as int32 [P, num_bins]; values outside the range and
     elements where ``mask`` (broadcast to x, or None) is false count nowhere."""
     programs = x.shape[0]
-    values = x.astype(np.int64) if x.dtype != np.uint64 else np.minimum(x, num_bins).astype(np.int64)
+    values = x.astype(np.int64)
     counted = (values >= 0) & (values < num_bins)
     if mask is not None:
         counted &= np.broadcast_to(mask, x.shape)
@@ -1465,7 +1465,7 @@ def histogram_counts(np: Any, x: Any, mask: Any, num_bins: int) -> Any:
 
 _register(OpDef("histogram", ("x", "mask?"), _histogram, attrs=("num_bins",), materialised=True,
                 doc="tl.histogram: the int32 counts of the values 0 .. num_bins - 1 among x's elements where mask "
-                    "holds (a 1-D integer tile; other values are not counted)"))
+                    "holds (a 1-D tile of i32 or u32; other values are not counted)"))
 
 # ---- layout rules ---------------------------------------------------------------
 # "elementwise": tile operands are read in the result's layout (sliced for a
