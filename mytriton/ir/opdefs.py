@@ -1416,11 +1416,13 @@ _register(OpDef("async_copy_strided_to_shared", (*COPY_STRIDED_OPERANDS, "pred")
 
 # ---- sort and histogram ----------------------------------------------------------
 # tl.histogram(x, num_bins, mask=None): Triton's tt.histogram. The counts of
-# the values 0 .. num_bins - 1 in a vector of integers (bins of width 1 from
-# 0); values outside that range, and elements whose mask is false, are not
-# counted. (tl.sort and tl.flip need no op: language/sorting.py writes them
-# over the shape ops.) On the GPU each thread adds its elements into a
-# shared-memory bin array with shared atomics (backends/cuda/histogram.py).
+# the values 0 .. num_bins - 1 in a vector of 32-bit integers (bins of width 1
+# from 0); values outside that range, and elements whose mask is false, are
+# not counted. (tl.sort and tl.flip need no op: language/sorting.py writes
+# them over reshape, sum and where.) On the GPU each thread adds its elements
+# into a shared-memory bin array with shared atomics
+# (backends/cuda/histogram.py). Its layout rule is "convert": the result's
+# layout has nothing to do with the operand's.
 
 
 def histogram_problem(num_bins: Any) -> str | None:
@@ -1463,7 +1465,7 @@ def histogram_counts(np: Any, x: Any, mask: Any, num_bins: int) -> Any:
     return np.bincount(flat, minlength=programs * num_bins).reshape(programs, num_bins).astype(np.int32)
 
 
-_register(OpDef("histogram", ("x", "mask?"), _histogram, attrs=("num_bins",), materialised=True,
+_register(OpDef("histogram", ("x", "mask?"), _histogram, attrs=("num_bins",), materialised=True, layout_rule="convert",
                 doc="tl.histogram: the int32 counts of the values 0 .. num_bins - 1 among x's elements where mask "
                     "holds (a 1-D tile of i32 or u32; other values are not counted)"))
 
@@ -1495,8 +1497,7 @@ for _name, _rule in (("expand_dims", "expand_dims"), ("load", "load"), ("store",
                      ("atomic_rmw", "load"), ("atomic_cas", "load"),
                      ("max", "reduce"), ("min", "reduce"), ("dot", "dot"), ("dot_shared", "dot"),
                      ("convert_layout", "convert"), ("trans", "convert"), ("permute", "convert"),
-                     ("reshape", "convert"), ("split", "convert"), ("join", "convert"),
-                     ("histogram", "convert")):
+                     ("reshape", "convert"), ("split", "convert"), ("join", "convert")):
     _set_layout_rule(_name, _rule)
 
 # Groups, derived from the traits (other modules import these names).

@@ -43,8 +43,7 @@ def emit_histogram(em: "CudaEmitter", op: Op) -> None:
     loop = em.open_loop(domain, op)
     coords = loop.coords()
     value = as_type(loop.value(x, coords), element_of(x.type))
-    # As a 64-bit signed integer every value keeps its order against the
-    # bins; an unsigned one past 2**63 turns negative: out of range either way.
+    # As a 64-bit integer an i32 and a u32 alike keep their order against the bins.
     conditions = [c for c in (loop.owner(), as_type(loop.value(mask, coords), BOOL) if mask is not None else None)
                   if c]
     loop.lines.append(f"const long long h{name}_v = (long long)({value});")
