@@ -1299,6 +1299,16 @@ def _broadcast_to(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     return st.full(op.operands[0], op.result.type)
 
 
+@handles("histogram")
+def _histogram(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    """Each program's counts (opdefs.histogram_counts: np.bincount of the
+    counted values)."""
+    x, mask = op.operands
+    values = st.full(x, _operand_type(x))
+    counted = None if mask is None else st.full(mask, BlockType(_operand_type(x).shape, BOOL))
+    return opdefs.histogram_counts(np, values, counted, op.attrs["num_bins"])
+
+
 @handles("bitcast")
 def _bitcast(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     (x,) = op.operands

@@ -17,6 +17,7 @@ from mytriton.frontend import block_pointers
 from mytriton.frontend.tracer import Builtin, Tracer, describe, is_number
 from mytriton.ir.opdefs import (
     ATOMIC_KINDS, ATOMIC_SCOPES, ATOMIC_SEMS, DOT_INPUT_PRECISIONS, HINT_KINDS, MATH_FUNCTIONS,
+    histogram_problem,
 )
 from mytriton.ir.tree import Expr
 from mytriton.language import PropagateNan
@@ -950,6 +951,31 @@ def _register_libdevice() -> None:
 
 
 _register_libdevice()
+
+
+# ---- sort and histogram (issue 11, part 2b) ---------------------------------------------
+# tl.sort and tl.flip are library functions (language/sorting.py, registered
+# below with random's); tl.histogram is one op.
+
+
+@builtin("histogram", "input", "num_bins", mask=None)
+def _histogram(t: Tracer, node: ast.Call, input: Any, num_bins: Any, mask: Any) -> Any:
+    """Triton's tl.histogram(input, num_bins, mask=None): int32 counts of the
+    values 0 .. num_bins - 1 (bins of width 1 from 0) among input's elements
+    where mask holds. num_bins is the result's length: a constant."""
+    if not isinstance(input, Expr):
+        raise t.error(f"tl.histogram needs a 1-D tile of 32-bit integers, got {describe(input)}", node)
+    if type(num_bins) is not int:
+        raise t.error(f"tl.histogram: num_bins must be an integer constant (a tl.constexpr), "
+                      f"got {describe(num_bins)}", node)
+    problem = histogram_problem(num_bins)
+    if problem:
+        raise t.error(f"tl.histogram: {problem}", node)
+    if mask is True:
+        mask = None  # every element counts
+    elif not (mask is None or mask is False or isinstance(mask, Expr)):
+        raise t.error(f"tl.histogram: mask must be a boolean tile, got {describe(mask)}", node)
+    return t.make("histogram", (input, mask), node, num_bins=num_bins)
 
 
 # ---- random (issue 11, part 3) ------------------------------------------------------------

@@ -21,10 +21,10 @@ from mytriton.diagnostics import Location
 from mytriton.frontend.source import KernelModule, read_module
 from mytriton.frontend.syntax import check_function
 from mytriton.frontend.tracer import Builtin, Tracer
-from mytriton.language import RANDOM_FUNCTIONS
+from mytriton.language import RANDOM_FUNCTIONS, SORTING_FUNCTIONS
 
 # library module (under mytriton/language) -> the functions it gives tl.
-LIBRARIES: dict[str, tuple[str, ...]] = {"random": RANDOM_FUNCTIONS}
+LIBRARIES: dict[str, tuple[str, ...]] = {"random": RANDOM_FUNCTIONS, "sorting": SORTING_FUNCTIONS}
 # tl.<name> -> the library module defining it.
 FUNCTIONS: dict[str, str] = {name: library for library, names in LIBRARIES.items() for name in names}
 

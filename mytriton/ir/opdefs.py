@@ -1442,6 +1442,61 @@ _register(OpDef("async_copy_strided_to_shared", (*COPY_STRIDED_OPERANDS, "pred")
                 doc="where pred holds, copy_strided_to_shared without waiting for it; visible after "
                     "async_commit, async_wait and a barrier"))
 
+# ---- sort and histogram ----------------------------------------------------------
+# tl.histogram(x, num_bins, mask=None): Triton's tt.histogram. The counts of
+# the values 0 .. num_bins - 1 in a vector of 32-bit integers (bins of width 1
+# from 0); values outside that range, and elements whose mask is false, are
+# not counted. (tl.sort and tl.flip need no op: language/sorting.py writes
+# them over reshape, sum and where.) On the GPU each thread adds its elements
+# into a shared-memory bin array with shared atomics
+# (backends/cuda/histogram.py). Its layout rule is "convert": the result's
+# layout has nothing to do with the operand's.
+
+
+def histogram_problem(num_bins: Any) -> str | None:
+    """Why ``num_bins`` cannot be a histogram's number of bins, or None: it
+    is the result's length, so a power of two as every tile's is."""
+    if not isinstance(num_bins, int) or isinstance(num_bins, bool):
+        return f"the number of bins must be an integer constant, got {num_bins!r}"
+    if num_bins < 1 or not _is_power_of_two(num_bins):
+        return f"the number of bins must be a positive power of two (it is the result's length), got {num_bins}"
+    return None
+
+
+def _histogram(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    x, mask = types
+    if not isinstance(x, BlockType) or len(x.shape) != 1:
+        raise _err(f"'histogram' counts the values of a 1-D tile (as Triton's), got {x}")
+    e = element_of(x)
+    if e not in (I32, U32):
+        raise _err(f"'histogram' counts 32-bit integers (i32 or u32, as Triton's), not {e}")
+    problem = histogram_problem(attrs.get("num_bins"))
+    if problem:
+        raise _err(f"'histogram': {problem}")
+    _mask_ok(mask, "histogram")
+    if mask is not None and _broadcast(x, mask) != x.shape:
+        raise _err(f"the mask of 'histogram' ({mask}) must broadcast to the input's shape {x}")
+    return [BlockType((attrs["num_bins"],), I32)]
+
+
+def histogram_counts(np: Any, x: Any, mask: Any, num_bins: int) -> Any:
+    """The counts of each program's row of ``x`` (shape [P, n]) in bins
+    0 .. num_bins - 1, as int32 [P, num_bins]; values outside the range and
+    elements where ``mask`` (broadcast to x, or None) is false count nowhere."""
+    programs = x.shape[0]
+    values = x.astype(np.int64)
+    counted = (values >= 0) & (values < num_bins)
+    if mask is not None:
+        counted &= np.broadcast_to(mask, x.shape)
+    rows = np.broadcast_to(np.arange(programs, dtype=np.int64)[:, None], x.shape)
+    flat = (rows * num_bins + values)[counted]
+    return np.bincount(flat, minlength=programs * num_bins).reshape(programs, num_bins).astype(np.int32)
+
+
+_register(OpDef("histogram", ("x", "mask?"), _histogram, attrs=("num_bins",), materialised=True, layout_rule="convert",
+                doc="tl.histogram: the int32 counts of the values 0 .. num_bins - 1 among x's elements where mask "
+                    "holds (a 1-D tile of i32 or u32; other values are not counted)"))
+
 # ---- layout rules ---------------------------------------------------------------
 # "elementwise": tile operands are read in the result's layout (sliced for a
 #     lower-rank operand, which broadcasts); cheap enough to recompute in

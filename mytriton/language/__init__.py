@@ -60,6 +60,10 @@ RANDOM_FUNCTIONS = (
     "pair_uniform_to_normal", "randn", "randn4x",
 )
 
+# Triton's tl.sort and tl.flip (its language/standard.py): @jit helpers
+# written in the kernel language, in mytriton/language/sorting.py.
+SORTING_FUNCTIONS = ("sort", "flip")
+
 # Every function a kernel may call as ``tl.NAME``; the elementwise math
 # functions come from the op table (frontend/builtins.py gives them meaning
 # from it too), so a new one needs no line here.
@@ -76,7 +80,7 @@ FUNCTIONS = (
     # Shape ops (Triton's names and signatures).
     "permute", "reshape", "view", "split", "join", "interleave", "cat", "broadcast_to", "zeros_like",
     "full_like",
-    *RANDOM_FUNCTIONS,
+    *RANDOM_FUNCTIONS, *SORTING_FUNCTIONS, "histogram",
     # Atomics (Triton's names and signatures).
     "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
     "atomic_cas", "debug_barrier",

@@ -320,6 +320,25 @@ def case_grouped_gemm(m, rng) -> Result:
              2e-2, 2e-2) for i, (a, b, c) in enumerate(zip(group_a, group_b, group_c))]
 
 
+def case_histogram(m, rng) -> Result:
+    out: Result = []
+    for n_tokens, num_experts in ((5000, 64), (777, 8), (300, 1024)):  # ragged; fewer and more bins than a block
+        expert_ids = rng.integers(0, num_experts, n_tokens).astype(np.int32)
+        expected = np.bincount(expert_ids, minlength=num_experts).astype(np.int32)
+        out.append((f"counts n={n_tokens} bins={num_experts}", m.expert_histogram(expert_ids, num_experts),
+                    expected, 0, 0))
+    return out
+
+
+def case_sort_rows(m, rng) -> Result:
+    out: Result = []
+    for shape in ((37, 100), (5, 1024), (64, 8)):
+        x = (np.round(rng.standard_normal(shape) * 16) / 4).astype(np.float32)  # duplicates too
+        out.append((f"ascending {shape}", m.sort_rows(x), np.sort(x, axis=1), 0, 0))
+        out.append((f"descending {shape}", m.sort_rows(x, descending=True), np.sort(x, axis=1)[:, ::-1], 0, 0))
+    return out
+
+
 CASES: dict[str, Callable[[Any, Any], Result]] = {
     name[len("case_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
 }

@@ -405,6 +405,10 @@ class CudaEmitter:
                 self.scalar(group.ops[0])
             elif group.kind == "tile":
                 self.tile_group(group)
+            elif group.kind == "convert" and group.ops[0].name == "histogram":
+                from mytriton.backends.cuda.histogram import emit_histogram
+
+                emit_histogram(self, group.ops[0])
             elif group.kind == "convert":
                 self.convert_group(group)
             elif group.kind == "reduce":

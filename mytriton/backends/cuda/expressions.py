@@ -93,6 +93,7 @@ STATEMENT_OPS = {
     "device_assert": "emitter.py: a printf of the message and a trap where an element fails (assert_lines)",
     "atomic_rmw": "atomics.py: atomicAdd/Max/Min/And/Or/Xor/Exch per owned element, fenced by sem",
     "atomic_cas": "atomics.py: atomicCAS per owned element (a scalar: thread 0, broadcast through shared memory)",
+    "histogram": "histogram.py: shared-memory atomicAdd of each owned element's bin, then each result slot read",
 }
 
 # Ops the CUDA backend refuses, and why (none today).

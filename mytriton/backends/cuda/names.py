@@ -15,6 +15,7 @@ import re
 
 from mytriton.backends.cuda.atomics import ATOMIC_CALLED
 from mytriton.backends.cuda.expressions import MATH_CALLED
+from mytriton.backends.cuda.histogram import HISTOGRAM_CALLED
 from mytriton.backends.cuda.header_names import FUNCTIONS, MACROS
 
 KEYWORDS = frozenset("""
@@ -36,7 +37,7 @@ CUDA_BUILTINS = frozenset("threadIdx blockIdx blockDim gridDim warpSize half nv_
 CALLED = frozenset("""
     expf exp2f logf log2f sqrtf rsqrtf sinf cosf floorf ceilf fabsf abs llabs fmaxf fminf fmaf min max
     INFINITY NAN
-""".split()) | MATH_CALLED | ATOMIC_CALLED
+""".split()) | MATH_CALLED | ATOMIC_CALLED | HISTOGRAM_CALLED
 
 # The emitter's fixed locals; its numbered ones (v3, t1, s2, c0, r4_warps,
 # L0_p0, p1_x) and prefixed ones (shared_..., mytriton_...) match the pattern.

@@ -609,6 +609,18 @@ class _Emitter:
         self.names[op.result] = self.w.op(f"tt.join {a}, {b} : {ttir_type(half, e)} -> {ttir_type(shape, e)}",
                                           op.loc)
 
+    def op_histogram(self, op: Op) -> None:
+        x, mask = op.operands
+        shape, e = self.operand_type(x)
+        value = self.get(x, shape, e, op.loc)
+        if mask is None:
+            self.names[op.result] = self.w.op(f"tt.histogram {value} : {ttir_type(shape, e)} -> "
+                                              f"{ttir_type(*type_of(op.result.type))}", op.loc)
+            return
+        m = self.get(mask, shape, BOOL, op.loc)
+        self.names[op.result] = self.w.op(f"tt.histogram {value}, {m} : {ttir_type(shape, e)} -> "
+                                          f"{ttir_type(*type_of(op.result.type))}", op.loc)
+
     # ---- talking to the host ------------------------------------------------------------
 
     def op_device_assert(self, op: Op) -> None:
