@@ -60,6 +60,12 @@ RANDOM_FUNCTIONS = (
     "pair_uniform_to_normal", "randn", "randn4x",
 )
 
+# Triton's scans and index reductions (its language/standard.py): @jit
+# helpers over tl.associative_scan and tl.reduce, in mytriton/language/standard.py.
+STANDARD_FUNCTIONS = ("cumsum", "cumprod", "argmax", "argmin")
+# Its helpers that tl.max / tl.min call with return_indices=True.
+STANDARD_HELPERS = ("max_with_indices", "min_with_indices")
+
 # Every function a kernel may call as ``tl.NAME``; the elementwise math
 # functions come from the op table (frontend/builtins.py gives them meaning
 # from it too), so a new one needs no line here.
@@ -80,6 +86,8 @@ FUNCTIONS = (
     # Atomics (Triton's names and signatures).
     "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
     "atomic_cas", "debug_barrier",
+    # Scans and reductions with a @jit combine function (Triton's names and signatures).
+    "reduce", "associative_scan", *STANDARD_FUNCTIONS,
 )
 
 

@@ -94,8 +94,12 @@ STATEMENT_OPS = {
     "atomic_cas": "atomics.py: atomicCAS per owned element (a scalar: thread 0, broadcast through shared memory)",
 }
 
-# Ops the CUDA backend refuses, and why (none today).
-REFUSED: dict[str, str] = {}
+# Ops the CUDA backend refuses, and why.
+REFUSED: dict[str, str] = {
+    "reduce": "a reduce with a combine function (tl.reduce, tl.argmax, tl.max(..., return_indices=True)) "
+              "is not covered by the CUDA back end yet",
+    "scan": "a scan (tl.associative_scan, tl.cumsum, tl.cumprod) is not covered by the CUDA back end yet",
+}
 
 
 def lowering(name: str) -> str | None:

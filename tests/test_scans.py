@@ -1,0 +1,354 @@
+"""Scans and index reductions (issue 11, part 2): tl.reduce and
+tl.associative_scan with a @jit combine function over a tile or a tuple of
+tiles, and the library over them (tl.cumsum, tl.cumprod, tl.argmax,
+tl.argmin, tl.max/tl.min with return_indices): the interpreter against
+NumPy, the IR ops they make, and the located errors of bad calls."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import kernel_source, randf, ssa_of
+from mytriton.backends.interp import run_kernel
+from mytriton.diagnostics import CompileError
+from mytriton.ir.ssa import walk
+from mytriton.ir.ssa_text import parse_kernel, print_kernel
+from mytriton.passes.verify import verify
+
+M, N = 8, 16  # tile sizes; the data is ragged: R x C inside them
+R, C = 5, 11
+
+
+def build(body: str, signature: str | None = None, **defines):
+    """The lowered SSA of kernel ``k`` of a file (standard imports added)."""
+    return ssa_of(kernel_source(body), defines=defines, signature=signature, kernel="k")
+
+
+def run(body: str, inputs: list[np.ndarray], outputs: list[np.ndarray], **defines) -> None:
+    run_kernel(build(body, **defines), (1,), [*inputs, *outputs, R, C])
+
+
+TILE = """
+    rows = tl.arange(0, BM)[:, None]
+    cols = tl.arange(0, BN)[None, :]
+    mask = (rows < R) & (cols < C)
+    offs = rows * C + cols
+"""
+
+
+def kernel(params: str, body: str) -> str:
+    return f"""
+@mytriton.jit
+def k({params}, R, C, BM: tl.constexpr, BN: tl.constexpr):
+{TILE}
+{body}
+"""
+
+
+# ---- cumsum and cumprod ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cumsum_matches_numpy_along_either_axis(axis, reverse, rng):
+    x = randf(rng, R, C)
+    out = np.zeros((R, C), np.float32)
+    other = "0.0"
+    run(kernel("x_ptr, out_ptr", f"""
+    x = tl.load(x_ptr + offs, mask=mask, other={other})
+    tl.store(out_ptr + offs, tl.cumsum(x, axis={axis}, reverse={reverse}), mask=mask)
+"""), [x], [out], BM=M, BN=N)
+    flipped = np.flip(x, axis) if reverse else x
+    expected = np.cumsum(flipped, axis=axis)
+    expected = np.flip(expected, axis) if reverse else expected
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_cumsum_of_narrow_integers_sums_in_32_bits(rng):
+    x = rng.integers(1, 100, (R, C)).astype(np.int8)
+    out = np.zeros((R, C), np.int32)
+    kernel_ = build(kernel("x_ptr, out_ptr", """
+    x = tl.load(x_ptr + offs, mask=mask, other=0)
+    tl.store(out_ptr + offs, tl.cumsum(x, axis=1), mask=mask)
+"""), BM=M, BN=N, signature="*i8, *i32, i32, i32")
+    scan = next(op for op in walk(kernel_.body) if op.name == "scan")
+    assert str(scan.results[0].type) == f"block<{M}x{N} x i32>"
+    run_kernel(kernel_, (1,), [x, out, R, C])
+    np.testing.assert_array_equal(out, np.cumsum(x.astype(np.int32), axis=1))
+
+
+def test_cumsum_dtype_converts_before_summing(rng):
+    x = rng.integers(-50, 50, (R, C)).astype(np.int32)
+    out = np.zeros((R, C), np.float32)
+    run_kernel(build(kernel("x_ptr, out_ptr", """
+    x = tl.load(x_ptr + offs, mask=mask, other=0)
+    tl.store(out_ptr + offs, tl.cumsum(x, 0, dtype=tl.float32), mask=mask)
+"""), BM=M, BN=N, signature="*i32, *fp32, i32, i32"), (1,), [x, out, R, C])
+    np.testing.assert_allclose(out, np.cumsum(x, axis=0).astype(np.float32))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cumprod_matches_numpy(reverse, rng):
+    x = (1.0 + 0.1 * randf(rng, R, C)).astype(np.float32)
+    out = np.zeros((R, C), np.float32)
+    run(kernel("x_ptr, out_ptr", f"""
+    x = tl.load(x_ptr + offs, mask=mask, other=1.0)
+    tl.store(out_ptr + offs, tl.cumprod(x, 1, reverse={reverse}), mask=mask)
+"""), [x], [out], BM=M, BN=N)
+    expected = np.flip(np.cumprod(np.flip(x, 1), axis=1), 1) if reverse else np.cumprod(x, axis=1)
+    np.testing.assert_allclose(out, expected, rtol=1e-5)
+
+
+def test_tensor_method_spellings_are_the_functions(rng):
+    x = rng.integers(0, 4, (R, C)).astype(np.int32)
+    sums = np.zeros((R, C), np.int32)
+    arg = np.zeros(C, np.int32)
+    run_kernel(build(kernel("x_ptr, s_ptr, a_ptr", """
+    x = tl.load(x_ptr + offs, mask=mask, other=-1)
+    tl.store(s_ptr + offs, x.cumsum(1), mask=mask)
+    c = tl.arange(0, BN)
+    tl.store(a_ptr + c, x.argmax(0), mask=c < C)
+"""), BM=M, BN=N, signature="*i32, *i32, *i32, i32, i32"), (1,), [x, sums, arg, R, C])
+    np.testing.assert_array_equal(sums, np.cumsum(np.where(x >= 0, x, 0), axis=1))
+    np.testing.assert_array_equal(arg, np.argmax(x, axis=0))
+
+
+# ---- argmax, argmin, max/min with indices -------------------------------------------------
+
+
+@pytest.mark.parametrize("fn, reference", [("argmax", np.argmax), ("argmin", np.argmin)])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_argmax_and_argmin_resolve_ties_to_the_lowest_index(fn, reference, axis, rng):
+    x = rng.integers(0, 3, (R, C)).astype(np.float32)  # many ties
+    length = C if axis == 0 else R
+    out = np.full(length, -7, np.int32)
+    fill = "-float('inf')" if fn == "argmax" else "float('inf')"
+    run_kernel(build(kernel("x_ptr, out_ptr", f"""
+    x = tl.load(x_ptr + offs, mask=mask, other={fill})
+    i = tl.arange(0, {'BN' if axis == 0 else 'BM'})
+    tl.store(out_ptr + i, tl.{fn}(x, {axis}), mask=i < {'C' if axis == 0 else 'R'})
+"""), BM=M, BN=N, signature="*fp32, *i32, i32, i32"), (1,), [x, out, R, C])
+    np.testing.assert_array_equal(out, reference(x, axis=axis))
+
+
+def test_max_with_return_indices_gives_values_and_first_indices(rng):
+    x = rng.integers(-3, 3, (R, C)).astype(np.int32)
+    values = np.zeros(R, np.int32)
+    indices = np.zeros(R, np.int32)
+    run_kernel(build(kernel("x_ptr, v_ptr, i_ptr", """
+    x = tl.load(x_ptr + offs, mask=mask, other=-100)
+    v, i = tl.max(x, 1, return_indices=True)
+    r = tl.arange(0, BM)
+    tl.store(v_ptr + r, v, mask=r < R)
+    tl.store(i_ptr + r, i, mask=r < R)
+"""), BM=M, BN=N, signature="*i32, *i32, *i32, i32, i32"), (1,), [x, values, indices, R, C])
+    np.testing.assert_array_equal(values, x.max(axis=1))
+    np.testing.assert_array_equal(indices, x.argmax(axis=1))
+
+
+def test_min_with_return_indices_over_the_whole_tile(rng):
+    x = randf(rng, R, C)
+    out = np.zeros(2, np.float32)
+    run(kernel("x_ptr, out_ptr", """
+    x = tl.load(x_ptr + offs, mask=mask, other=float('inf'))
+    v, i = tl.min(x, return_indices=True)
+    tl.store(out_ptr, v)
+    tl.store(out_ptr + 1, i.to(tl.float32))
+"""), [x], [out], BM=M, BN=N)
+    flat = np.full((M, N), np.inf, np.float32)
+    flat[:R, :C] = x
+    assert out[0] == x.min() and out[1] == float(flat.argmin())
+
+
+def test_argmax_tie_break_left_false_still_finds_a_maximum(rng):
+    x = rng.integers(0, 2, (R, C)).astype(np.float32)
+    out = np.zeros(R, np.int32)
+    run_kernel(build(kernel("x_ptr, out_ptr", """
+    x = tl.load(x_ptr + offs, mask=mask, other=-1.0)
+    r = tl.arange(0, BM)
+    tl.store(out_ptr + r, tl.argmax(x, 1, tie_break_left=False), mask=r < R)
+"""), BM=M, BN=N, signature="*fp32, *i32, i32, i32"), (1,), [x, out, R, C])
+    assert (x[np.arange(R), out] == x.max(axis=1)).all()
+
+
+# ---- custom combine functions ----------------------------------------------------------------
+
+
+COMBINES = """
+@mytriton.jit
+def _max_and_first(a, ai, b, bi):
+    keep = a > b or (a == b and ai < bi)
+    return tl.where(keep, a, b), tl.where(keep, ai, bi)
+
+
+@mytriton.jit
+def _affine(a1, b1, a2, b2):
+    # (x -> a1 x + b1) then (x -> a2 x + b2): associative, not commutative
+    return a1 * a2, a2 * b1 + b2
+
+
+@mytriton.jit
+def _first(a, b):
+    return a
+"""
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_reduce_over_a_tuple_with_a_custom_combine(axis, rng):
+    x = rng.integers(0, 4, (R, C)).astype(np.float32)
+    length = C if axis == 0 else R
+    values = np.zeros(length, np.float32)
+    indices = np.zeros(length, np.int32)
+    size, bound = ("BN", "C") if axis == 0 else ("BM", "R")
+    idx = "rows + cols * 0" if axis == 0 else "cols + rows * 0"
+    run_kernel(build(COMBINES + kernel("x_ptr, v_ptr, i_ptr", f"""
+    x = tl.load(x_ptr + offs, mask=mask, other=-1.0)
+    v, i = tl.reduce((x, {idx}), {axis}, _max_and_first)
+    j = tl.arange(0, {size})
+    tl.store(v_ptr + j, v, mask=j < {bound})
+    tl.store(i_ptr + j, i, mask=j < {bound})
+"""), BM=M, BN=N, signature="*fp32, *fp32, *i32, i32, i32"), (1,), [x, values, indices, R, C])
+    np.testing.assert_array_equal(values, x.max(axis=axis))
+    np.testing.assert_array_equal(indices, x.argmax(axis=axis))
+
+
+def test_reduce_keeps_the_order_of_a_non_commutative_combine(rng):
+    x = randf(rng, R, C)
+    out = np.zeros(R, np.float32)
+    run(COMBINES + kernel("x_ptr, out_ptr", """
+    x = tl.load(x_ptr + offs, mask=mask, other=5.0)
+    r = tl.arange(0, BM)
+    tl.store(out_ptr + r, tl.reduce(x, 1, _first), mask=r < R)
+"""), [x], [out], BM=M, BN=N)
+    np.testing.assert_array_equal(out, x[:, 0])
+
+
+def test_reduce_keep_dims_keeps_the_axis(rng):
+    x = randf(rng, R, C)
+    out = np.zeros((R, C), np.float32)
+    run(COMBINES + kernel("x_ptr, out_ptr", """
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, x - tl.reduce(x, 1, _first, keep_dims=True), mask=mask)
+"""), [x], [out], BM=M, BN=N)
+    np.testing.assert_allclose(out, x - x[:, :1])
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_associative_scan_over_a_tuple_is_a_linear_recurrence(axis, reverse, rng):
+    """Mamba's h_t = a_t * h_{t-1} + b_t, as a scan of (a, b) pairs."""
+    a = (0.5 + 0.5 * rng.random((R, C))).astype(np.float32)
+    b = randf(rng, R, C)
+    out = np.zeros((R, C), np.float32)
+    run_kernel(build(COMBINES + kernel("a_ptr, b_ptr, out_ptr", f"""
+    a = tl.load(a_ptr + offs, mask=mask, other=1.0)
+    b = tl.load(b_ptr + offs, mask=mask, other=0.0)
+    _, h = tl.associative_scan((a, b), {axis}, _affine, reverse={reverse})
+    tl.store(out_ptr + offs, h, mask=mask)
+"""), BM=M, BN=N), (1,), [a, b, out, R, C])
+    steps = range(a.shape[axis] - 1, -1, -1) if reverse else range(a.shape[axis])
+    h = np.zeros(a.shape[1 - axis], np.float64)
+    expected = np.zeros((R, C))
+    for t in steps:
+        at, bt = np.take(a, t, axis), np.take(b, t, axis)
+        h = at * h + bt
+        if axis == 0:
+            expected[t] = h
+        else:
+            expected[:, t] = h
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_combine_functions_become_regions_of_reduce_and_scan_ops():
+    kernel_ = build(COMBINES + kernel("x_ptr, out_ptr", """
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, tl.cumsum(x, 1) + tl.reduce(x, 1, _first)[:, None], mask=mask)
+"""), BM=M, BN=N)
+    ops = {op.name: op for op in walk(kernel_.body)}
+    assert len(ops["scan"].regions[0].args) == 2 and ops["scan"].attrs == {"axis": 1}
+    assert ops["reduce"].attrs == {"axis": 1}
+    text = print_kernel(kernel_)
+    assert print_kernel(verify(parse_kernel(text))) == text
+
+
+# ---- errors -------------------------------------------------------------------------------------
+
+
+def error_of(body: str) -> str:
+    with pytest.raises(CompileError) as info:
+        build(COMBINES + kernel("x_ptr, out_ptr", body), BM=M, BN=N)
+    return str(info.value)
+
+
+def test_a_combine_fn_that_is_not_a_jit_function_is_a_located_error():
+    message = error_of("""
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, tl.associative_scan(x, 0, tl.maximum))
+""")
+    assert "combine_fn must be a @jit function" in message and ":" in message.split("error")[0]
+
+
+def test_a_combine_fn_of_the_wrong_arity_is_a_located_error():
+    message = error_of("""
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, tl.associative_scan((x, x), 0, _first))
+""")
+    assert "'_first' takes 2 argument(s), but a scan over 2 tile(s) passes it 4" in message
+
+
+def test_a_combine_fn_returning_too_few_values_is_a_located_error():
+    message = error_of("""
+    x = tl.load(x_ptr + offs)
+    v, i = tl.reduce((x, x), 0, _to_one)
+    tl.store(out_ptr + tl.arange(0, BN), v)
+
+
+@mytriton.jit
+def _to_one(a, ai, b, bi):
+    return a
+""")
+    assert "'_to_one' returns 1 value(s); a reduce over 2 tile(s) needs 2" in message
+
+
+def test_an_axis_out_of_range_is_a_located_error():
+    message = error_of("""
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, tl.cumsum(x, 2))
+""")
+    assert "axis 2 is out of range" in message
+
+
+def test_tuple_tiles_of_different_shapes_are_a_located_error():
+    message = error_of("""
+    x = tl.load(x_ptr + offs)
+    v, i = tl.reduce((x, tl.arange(0, BN)), 1, _max_and_first)
+    tl.store(out_ptr + offs, x)
+""")
+    assert "must have one shape" in message
+
+
+def test_a_combine_fn_that_makes_a_tile_is_a_located_error():
+    message = error_of("""
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, tl.associative_scan(x, 0, _tiles))
+
+
+@mytriton.jit
+def _tiles(a, b):
+    return a + tl.sum(tl.arange(0, 4).to(tl.float32))
+""")
+    assert "a combine function works on scalars, but 'arange' makes a tile" in message
+
+
+def test_a_combine_fn_with_an_effect_is_a_located_error():
+    message = error_of("""
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, tl.associative_scan(x, 0, _prints))
+
+
+@mytriton.jit
+def _prints(a, b):
+    tl.device_print("a", a)
+    return a + b
+""")
+    assert "a combine function cannot use 'device_print'" in message
