@@ -92,14 +92,12 @@ STATEMENT_OPS = {
     "device_assert": "emitter.py: a printf of the message and a trap where an element fails (assert_lines)",
     "atomic_rmw": "atomics.py: atomicAdd/Max/Min/And/Or/Xor/Exch per owned element, fenced by sem",
     "atomic_cas": "atomics.py: atomicCAS per owned element (a scalar: thread 0, broadcast through shared memory)",
+    "reduce": "scans.py: owned elements into shared memory, each row's chunks combined in order, then the chunks",
+    "scan": "scans.py: owned elements into shared memory, each row's chunks scanned in order, then the prefixes",
 }
 
-# Ops the CUDA backend refuses, and why.
-REFUSED: dict[str, str] = {
-    "reduce": "a reduce with a combine function (tl.reduce, tl.argmax, tl.max(..., return_indices=True)) "
-              "is not covered by the CUDA back end yet",
-    "scan": "a scan (tl.associative_scan, tl.cumsum, tl.cumprod) is not covered by the CUDA back end yet",
-}
+# Ops the CUDA backend refuses, and why (none today).
+REFUSED: dict[str, str] = {}
 
 
 def lowering(name: str) -> str | None:
