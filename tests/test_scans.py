@@ -5,10 +5,12 @@ tl.argmin, tl.max/tl.min with return_indices): the interpreter against
 NumPy, the IR ops they make, and the located errors of bad calls."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
-from conftest import kernel_source, randf, ssa_of
+from conftest import compile_text, kernel_source, randf, ssa_of
 from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import walk
@@ -352,3 +354,110 @@ def _prints(a, b):
     return a + b
 """)
     assert "a combine function cannot use 'device_print'" in message
+
+
+# ---- CUDA ---------------------------------------------------------------------------------------
+# One kernel with every form: row-wise cumsum, column argmax, a reverse scan
+# over a tuple, a custom reduce over a tuple, a whole-tile max with its
+# index, and scans/reductions of a reshaped tile; each program handles one
+# (ragged, masked) R x C tile.
+
+EVERY_FORM = COMBINES + """
+@mytriton.jit
+def k(x_ptr, a_ptr, cs_ptr, am_ptr, h_ptr, mx_ptr, mi_ptr, top_ptr, sh_ptr, R, C,
+      BM: tl.constexpr, BN: tl.constexpr):
+    pid = tl.program_id(0)
+    x_ptr += pid * R * C
+    a_ptr += pid * R * C
+    rows = tl.arange(0, BM)[:, None]
+    cols = tl.arange(0, BN)[None, :]
+    mask = (rows < R) & (cols < C)
+    offs = rows * C + cols
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    a = tl.load(a_ptr + offs, mask=mask, other=1.0)
+    tl.store(cs_ptr + pid * R * C + offs, tl.cumsum(x, axis=1), mask=mask)
+    c = tl.arange(0, BN)
+    tl.store(am_ptr + pid * BN + c, tl.argmax(tl.where(mask, x, -float('inf')), 0), mask=c < C)
+    _, h = tl.associative_scan((a, x), 0, _affine, reverse=True)
+    tl.store(h_ptr + pid * R * C + offs, h, mask=mask)
+    m, mi = tl.reduce((tl.where(mask, x, -float('inf')), cols + rows * 0), 1, _max_and_first)
+    r = tl.arange(0, BM)
+    tl.store(mx_ptr + pid * BM + r, m, mask=r < R)
+    tl.store(mi_ptr + pid * BM + r, mi, mask=r < R)
+    v, i = tl.max(tl.where(mask, x, -float('inf')), return_indices=True)
+    tl.store(top_ptr + pid * 2, v)
+    tl.store(top_ptr + pid * 2 + 1, i.to(tl.float32))
+    flat = tl.reshape(x, (BM * BN,))
+    e = tl.arange(0, BM * BN)
+    tl.store(sh_ptr + pid * BM * BN + e, tl.cumsum(flat, 0, reverse=True))
+"""
+
+# (BM, BN, R, C): ragged and whole tiles, replicated ones (fewer elements than threads), many slots a thread
+SHAPES = [(8, 16, 5, 11), (16, 64, 13, 50), (32, 32, 32, 32), (4, 128, 3, 100), (2, 4, 2, 3)]
+
+
+def every_form_args(rng, BM, BN, R, C, programs=3):
+    x = rng.integers(-4, 4, (programs, R, C)).astype(np.float32)  # ties for argmax
+    a = (0.5 + 0.5 * rng.random((programs, R, C))).astype(np.float32)
+    return [x, a, np.full((programs, R, C), np.nan, np.float32), np.full((programs, BN), -5, np.int32),
+            np.full((programs, R, C), np.nan, np.float32), np.full((programs, BM), np.nan, np.float32),
+            np.full((programs, BM), -5, np.int32), np.full((programs, 2), np.nan, np.float32),
+            np.full((programs, BM * BN), np.nan, np.float32), R, C]
+
+
+def test_every_form_matches_numpy_in_the_interpreter(kernel_module, rng):
+    BM, BN, R, C = SHAPES[0]
+    args = every_form_args(rng, BM, BN, R, C)
+    kernel_module(EVERY_FORM).k[(3,)](*args, BM=BM, BN=BN, backend="interp")
+    x, a, cs, am, h, mx, mi, top, sh = args[:9]
+    np.testing.assert_allclose(cs, np.cumsum(x, axis=2), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(am[:, :C], x.argmax(axis=1))
+    np.testing.assert_array_equal(mx[:, :R], x.max(axis=2))
+    np.testing.assert_array_equal(mi[:, :R], x.argmax(axis=2))
+    np.testing.assert_array_equal(top[:, 0], x.reshape(3, -1).max(axis=1))
+    padded = np.zeros((3, BM, BN), np.float32)
+    padded[:, :R, :C] = x
+    np.testing.assert_allclose(sh, np.flip(np.cumsum(np.flip(padded.reshape(3, -1), 1), 1), 1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("num_warps", [1, 4, 8])
+def test_cuda_of_reduce_and_scan_builds_with_nvcc(shape, num_warps):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    BM, BN, _, _ = shape
+    cuda = compile_text(kernel_source(EVERY_FORM), "cuda", kernel="k", defines={"BM": BM, "BN": BN},
+                        num_warps=num_warps)
+    header = json.loads(cuda.splitlines()[0].split(": ", 1)[1])
+    assert header["shared_bytes"] >= 2 * BM * BN * 4  # the tiles of a tuple pass through shared memory
+    assert ".entry k(" in compile_ptx(cuda, "sm_90")
+
+
+def test_the_scan_layouts_show_in_the_laid_out_ssa():
+    text = compile_text(kernel_source(EVERY_FORM), "layouts", kernel="k", defines={"BM": 8, "BN": 16})
+    scans = [line for line in text.splitlines() if " = scan " in line or " = reduce " in line]
+    assert scans and all("#" in line or ": f32, i32" in line for line in scans)
+    assert any(" = reduce " in line and "#slice" in line for line in scans)
+
+
+def test_a_scan_over_the_shared_memory_budget_is_a_located_error():
+    with pytest.raises(CompileError) as info:
+        compile_text(kernel_source(EVERY_FORM), "cuda", kernel="k", defines={"BM": 64, "BN": 64},
+                     shared_budget=4096)
+    assert "kernel.py:" in str(info.value) and "shared" in str(info.value)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("num_warps", [1, 2, 4, 8])
+def test_gpu_reduce_and_scan_match_the_interpreter(kernel_module, shape, num_warps):
+    BM, BN, R, C = shape
+    module = kernel_module(EVERY_FORM)
+    results = []
+    for backend in ("cuda", "interp"):
+        args = every_form_args(np.random.default_rng(BM * BN + R), BM, BN, R, C)
+        module.k[(3,)](*args, BM=BM, BN=BN, num_warps=num_warps, backend=backend)
+        results.append(args[2:9])
+    for got, expected in zip(*results):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
