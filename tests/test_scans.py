@@ -461,3 +461,22 @@ def test_gpu_reduce_and_scan_match_the_interpreter(kernel_module, shape, num_war
         results.append(args[2:9])
     for got, expected in zip(*results):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+# ---- TTIR and MLIR --------------------------------------------------------------------------------
+
+
+def test_reduce_and_scan_are_tt_reduce_and_tt_scan_with_the_combine_region(tmp_path):
+    from ttir_check import triton_compile
+
+    text = compile_text(kernel_source(EVERY_FORM), "ttir", kernel="k", defines={"BM": 8, "BN": 16})
+    assert '"tt.scan"(' in text and "reverse = true" in text and "tt.scan.return" in text
+    assert '"tt.reduce"(' in text and "tt.reduce.return" in text
+    assert ":2 = \"tt.reduce\"" in text  # a tuple's reduce has a result per tile
+    triton_compile(text, tmp_path)  # skips without Triton
+
+
+def test_the_mlir_back_end_refuses_reduce_and_scan_with_a_located_error():
+    with pytest.raises(CompileError) as info:
+        compile_text(kernel_source(EVERY_FORM), "mlir", kernel="k", defines={"BM": 8, "BN": 16})
+    assert "kernel.py:" in str(info.value) and "not covered by the MLIR back end" in str(info.value)
