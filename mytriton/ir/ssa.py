@@ -359,6 +359,19 @@ def is_combine(op: Op) -> bool:
     return opdef is not None and opdef.combine
 
 
+def enclosing_combine(block: Block | None) -> Op | None:
+    """The innermost reduce or scan whose region holds ``block``, if any:
+    a pass may not give a value across that boundary (the region is closed)."""
+    while block is not None:
+        owner = block.parent
+        if owner is None:
+            return None
+        if is_combine(owner):
+            return owner
+        block = owner.parent
+    return None
+
+
 def combine_region_problem(op: Op) -> tuple[Op, str] | None:
     """The first op of a combine region that the region may not hold, and
     why: the region combines scalars, so it holds pure scalar ops only (no
