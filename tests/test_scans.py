@@ -480,3 +480,69 @@ def test_the_mlir_back_end_refuses_reduce_and_scan_with_a_located_error():
     with pytest.raises(CompileError) as info:
         compile_text(kernel_source(EVERY_FORM), "mlir", kernel="k", defines={"BM": 8, "BN": 16})
     assert "kernel.py:" in str(info.value) and "not covered by the MLIR back end" in str(info.value)
+
+
+# ---- dtypes -------------------------------------------------------------------------------------
+
+DTYPES = """
+@mytriton.jit
+def k(x_ptr, b_ptr, sums_ptr, counts_ptr, prods_ptr, arg_ptr, n, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    m = i < n
+    x = tl.load(x_ptr + i, mask=m, other=0)
+    b = tl.load(b_ptr + i, mask=m, other=0) > 0
+    tl.store(sums_ptr + i, tl.cumsum(x, 0), mask=m)
+    tl.store(counts_ptr + i, tl.cumsum(b, 0), mask=m)
+    tl.store(prods_ptr + i, tl.cumprod(x.to(tl.float32) * 0.01 + 1.0, 0, reverse=True), mask=m)
+    tl.store(arg_ptr, tl.argmin(tl.where(m, x, 100), 0))
+"""
+
+# (input dtype, signature, cumsum's dtype)
+INT_DTYPES = [
+    (np.int8, "*i8, *i32, *i32, *i32, *fp32, *i32, i32", np.int32),
+    (np.uint8, "*u8, *i32, *u32, *i32, *fp32, *i32, i32", np.uint32),
+    (np.int16, "*i16, *i32, *i32, *i32, *fp32, *i32, i32", np.int32),
+    (np.int64, "*i64, *i32, *i64, *i32, *fp32, *i32, i32", np.int64),
+]
+
+
+def dtype_args(rng, dtype, out_dtype, n=200, block=256):
+    return [rng.integers(0, 100, block).astype(dtype), rng.integers(-1, 2, block).astype(np.int32),
+            np.zeros(block, out_dtype), np.zeros(block, np.int32), np.zeros(block, np.float32),
+            np.zeros(1, np.int32), n]
+
+
+@pytest.mark.parametrize("dtype, signature, out_dtype", INT_DTYPES)
+def test_integer_and_bool_scans_match_numpy(dtype, signature, out_dtype, rng):
+    args = dtype_args(rng, dtype, out_dtype)
+    run_kernel(build(DTYPES, BLOCK=256, signature=signature), (1,), args)
+    x, b, sums, counts, prods, arg, n = args
+    np.testing.assert_array_equal(sums[:n], np.cumsum(x[:n].astype(out_dtype)))
+    np.testing.assert_array_equal(counts[:n], np.cumsum(b[:n] > 0))
+    scaled = x[:n].astype(np.float32) * np.float32(0.01) + np.float32(1.0)
+    np.testing.assert_allclose(prods[:n], np.cumprod(scaled[::-1])[::-1], rtol=1e-4)
+    assert arg[0] == np.argmin(x[:n])
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("signature", [s for _, s, _ in INT_DTYPES] + [
+    "*fp16, *i32, *fp16, *i32, *fp32, *i32, i32", "*bf16, *i32, *fp32, *i32, *fp32, *i32, i32"])
+def test_cuda_of_scans_of_every_dtype_builds_with_nvcc(signature):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_text(kernel_source(DTYPES), "cuda", kernel="k", defines={"BLOCK": 256}, signature=signature)
+    assert ".entry k(" in compile_ptx(cuda, "sm_90")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype, signature, out_dtype", INT_DTYPES)
+@pytest.mark.parametrize("num_warps", [1, 4])
+def test_gpu_integer_and_bool_scans_match_the_interpreter(kernel_module, dtype, signature, out_dtype, num_warps):
+    module = kernel_module(DTYPES)
+    results = []
+    for backend in ("cuda", "interp"):
+        args = dtype_args(np.random.default_rng(9), dtype, out_dtype)
+        module.k[(1,)](*args, BLOCK=256, num_warps=num_warps, backend=backend)
+        results.append(args[2:6])
+    for got, expected in zip(*results):
+        np.testing.assert_allclose(got, expected, rtol=1e-5)
