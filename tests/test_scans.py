@@ -546,3 +546,48 @@ def test_gpu_integer_and_bool_scans_match_the_interpreter(kernel_module, dtype, 
         results.append(args[2:6])
     for got, expected in zip(*results):
         np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
+NON_COMMUTATIVE = COMBINES + """
+@mytriton.jit
+def k(x_ptr, a_ptr, first_ptr, comp_ptr, R, C, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.arange(0, BM)[:, None]
+    cols = tl.arange(0, BN)[None, :]
+    mask = (rows < R) & (cols < C)
+    x = tl.load(x_ptr + rows * C + cols, mask=mask, other=0.0)
+    a = tl.load(a_ptr + rows * C + cols, mask=mask, other=1.0)
+    r = tl.arange(0, BM)
+    tl.store(first_ptr + r, tl.reduce(x, 1, _first), mask=r < R)
+    _, b = tl.reduce((a, x), 1, _affine)  # the composition of each row's affine maps, in order
+    tl.store(comp_ptr + r, b, mask=r < R)
+"""
+
+
+def non_commutative_args(rng, R, C, BM):
+    return [randf(rng, R, C), (0.5 + 0.5 * rng.random((R, C))).astype(np.float32),
+            np.full(BM, np.nan, np.float32), np.full(BM, np.nan, np.float32), R, C]
+
+
+def test_a_reduce_keeps_the_order_of_a_non_commutative_combine(kernel_module, rng):
+    R, C, BM, BN = 7, 45, 8, 64
+    args = non_commutative_args(rng, R, C, BM)
+    kernel_module(NON_COMMUTATIVE).k[(1,)](*args, BM=BM, BN=BN, backend="interp")
+    x, a, first, comp = args[:4]
+    h = np.zeros(R)
+    for t in range(C):
+        h = a[:, t] * h + x[:, t]
+    np.testing.assert_array_equal(first[:R], x[:, 0])
+    np.testing.assert_allclose(comp[:R], h, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_warps", [1, 4, 8])
+def test_gpu_a_reduce_keeps_the_order_of_a_non_commutative_combine(kernel_module, num_warps):
+    module = kernel_module(NON_COMMUTATIVE)
+    results = []
+    for backend in ("cuda", "interp"):
+        args = non_commutative_args(np.random.default_rng(11), 7, 45, 8)
+        module.k[(1,)](*args, BM=8, BN=64, num_warps=num_warps, backend=backend)
+        results.append(args[2:4])
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-5)

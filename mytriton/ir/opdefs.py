@@ -1422,9 +1422,9 @@ _register(OpDef("async_copy_strided_to_shared", (*COPY_STRIDED_OPERANDS, "pred")
 # tl.reduce and tl.associative_scan with a @jit combine function: ``reduce`` and
 # ``scan`` take N >= 1 tiles of one shape and a combine region (ssa.make_combine)
 # whose block takes N "left" scalars then N "right" ones and yields N. The
-# region is assumed associative (Triton's contract); a reduce may also reorder
-# it (the GPU combines lanes in a butterfly), a scan keeps it in order. The
-# interpreter runs the region on whole NumPy arrays (backends/interp.py).
+# region is assumed associative (Triton's contract), not commutative: every
+# back end keeps the order of the elements it combines. The interpreter runs
+# the region on whole NumPy arrays (backends/interp.py).
 
 MAX_COMBINE_OPERANDS = 16
 

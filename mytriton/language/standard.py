@@ -11,7 +11,7 @@ traced into the ``scan``/``reduce`` ops' regions, on scalars.
 Semantics follow Triton's: cumsum sums narrow integers (and bools) in 32
 bits, keeping their signedness, and bf16 in f32, unless ``dtype`` says
 otherwise; argmax/argmin keep, of equal values, the lowest index
-(``tie_break_left``; otherwise whichever the combining order meets); a NaN
+(``tie_break_left``; otherwise the one the combining order meets last); a NaN
 compares false with everything, as in Triton's combine, so where NaNs are
 present which one wins depends on the combining order.
 """
