@@ -162,6 +162,17 @@ def test_min_with_return_indices_over_the_whole_tile(rng):
     assert out[0] == x.min() and out[1] == float(flat.argmin())
 
 
+def test_argmax_takes_a_negative_axis(rng):
+    x = randf(rng, R, C)
+    out = np.zeros(R, np.int32)
+    run_kernel(build(kernel("x_ptr, out_ptr", """
+    x = tl.load(x_ptr + offs, mask=mask, other=-float('inf'))
+    r = tl.arange(0, BM)
+    tl.store(out_ptr + r, tl.argmax(x, -1), mask=r < R)
+"""), BM=M, BN=N, signature="*fp32, *i32, i32, i32"), (1,), [x, out, R, C])
+    np.testing.assert_array_equal(out, x.argmax(axis=1))
+
+
 def test_argmax_tie_break_left_false_still_finds_a_maximum(rng):
     x = rng.integers(0, 2, (R, C)).astype(np.float32)
     out = np.zeros(R, np.int32)

@@ -126,6 +126,8 @@ def max_with_indices(input, axis, tie_break_left=True, keep_dims=False):
     if axis == None:  # noqa: E711 - over the whole tile: its elements in row-major order
         axis = 0
         input = tl.reshape(input, (_numel(input),))
+    if axis < 0:
+        axis = axis + len(input.shape)
     if tie_break_left:
         values, indices = tl.reduce((input, _indices_along(input, axis)), axis, _argmax_combine_tie_break_left,
                                     keep_dims=keep_dims)
@@ -143,6 +145,8 @@ def min_with_indices(input, axis, tie_break_left=True, keep_dims=False):
     if axis == None:  # noqa: E711 - over the whole tile: its elements in row-major order
         axis = 0
         input = tl.reshape(input, (_numel(input),))
+    if axis < 0:
+        axis = axis + len(input.shape)
     if tie_break_left:
         values, indices = tl.reduce((input, _indices_along(input, axis)), axis, _argmin_combine_tie_break_left,
                                     keep_dims=keep_dims)
