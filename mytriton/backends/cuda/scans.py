@@ -13,9 +13,10 @@ counts each element once:
    threads allow, up to ``L``) and one thread combines each chunk in order
    (from the end when ``reverse``), a scan writing each running value back,
    and keeps the chunk's total;
-3. one thread per row combines the chunk totals in order, leaving each
-   chunk's inclusive prefix; a scan then combines, into every element of a
-   chunk but the first, the prefix of the chunks before it (on the left);
+3. the chunk totals of each row become their inclusive prefixes in log2(C)
+   rounds (each total combined with the one d before it, on the left: the
+   order stays); a scan then combines, into every element of a chunk but the
+   first, the prefix of the chunks before it (on the left);
 4. each thread reads its slots of the results back: the scanned tile in the
    operand's layout, or a row's total in the reduce's slice layout.
 
@@ -173,24 +174,32 @@ def emit_combine(em: "CudaEmitter", op: Op, domain: Layout) -> None:
     em.line("}")
     em.line(barrier)
 
-    # 3. the chunks' totals in order, one thread per row; a scan adds each prefix to its chunk
+    # 3. the chunks' totals: their inclusive prefixes along each row, in log2(C) rounds of
+    # total[w] = combine(total[w - d], total[w]) (every chunk has a thread: rows * C <= threads)
     if chunks > 1:
-        em.line(f"// {op.name}: the chunk totals of each row in order (inclusive prefixes)")
-        em.line(f"for (int row = {tid}; row < {rows}; row += {threads}) {{")
+        news = [f"n{i}_{tag}" for i in range(len(tiles))]
+        step, takes = f"d{tag}", f"p{tag}"
+        em.line(f"// {op.name}: the chunk totals' prefixes along each row, in {chunks.bit_length() - 1} round(s)")
+        em.line(f"for (int {step} = 1; {step} < {chunks}; {step} *= 2) {{")
         em.depth += 1
-        for acc, ct, total in zip(accs, elements, total_arrays):
-            em.line(f"{ct} {acc} = {total}[row * {chunks}];")
-        em.line(f"for (int c = 1; c < {chunks}; ++c) {{")
+        em.line(f"const bool {takes} = {tid} < {rows * chunks} && ({tid} % {chunks}) >= {step};")
+        for ct, new in zip(elements, news):
+            em.line(f"{ct} {new}{{}};")
+        em.line(f"if ({takes}) {{")
         em.depth += 1
-        for text in combine_lines(em, op, accs, [f"{total}[row * {chunks} + c]" for total in total_arrays], accs):
+        for text in combine_lines(em, op, [f"{total}[{tid} - {step}]" for total in total_arrays],
+                                  [f"{total}[{tid}]" for total in total_arrays], news):
             em.line(text)
-        for total, acc in zip(total_arrays, accs):
-            em.line(f"{total}[row * {chunks} + c] = {acc};")
-        em.depth -= 1
-        em.line("}")
         em.depth -= 1
         em.line("}")
         em.line(barrier)
+        em.line(f"if ({takes}) {{")
+        for total, new in zip(total_arrays, news):
+            em.line(f"  {total}[{tid}] = {new};")
+        em.line("}")
+        em.line(barrier)
+        em.depth -= 1
+        em.line("}")
         if scan:
             em.line(f"// {op.name}: the chunks before each chunk, combined in on the left")
             em.line(f"for (int w = {tid}; w < {rows * chunks}; w += {threads}) {{")
