@@ -12,9 +12,11 @@ from __future__ import annotations
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.literals import carried_type_fits, literal_conversion_error, operand_type
-from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Param, make_for, make_if, make_while
+from mytriton.ir.ssa import (
+    Block, Const, Kernel, Op, Operand, Param, combine_region_problem, make_combine, make_for, make_if, make_while,
+)
 from mytriton.ir.tree import (
-    Arg, Effect, Expr, ForRange, IfStmt, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
+    Arg, CombineStmt, Effect, Expr, ForRange, IfStmt, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
     TreeKernel, WhileLoop, Yield,
 )
 from mytriton.types import BOOL, I32, BlockType, PointerType, TypeRuleError, concrete, element_of
@@ -48,6 +50,8 @@ class Lowerer:
                 self.if_stmt(stmt)
             elif isinstance(stmt, WhileLoop):
                 self.while_loop(stmt)
+            elif isinstance(stmt, CombineStmt):
+                self.combine(stmt)
         self.block = outer
 
     def scalar_condition(self, expr: Arg, loc, what: str) -> Operand:
@@ -104,6 +108,39 @@ class Lowerer:
         for block, values in zip(op.regions, (then_values, else_values)):
             block.parent = op
             block.append(Op("yield", values, [], loc=stmt.loc))
+        self.block.append(op)
+        for result, value in zip(stmt.results, op.results):
+            self.scopes[-1][id(result)] = value
+
+    def combine(self, stmt: CombineStmt) -> None:
+        """A reduce or scan: its tiles lowered here, its combine region on
+        scalars of their element types."""
+        inputs = [self.expr(x) for x in stmt.inputs]
+        opdef = opdefs.OPS[stmt.op]
+        try:
+            result_types = opdef.infer([operand_type(o) for o in inputs], stmt.attrs)
+        except TypeRuleError as err:
+            raise CompileError(str(err), stmt.loc) from None
+        elements = [concrete(element_of(o.type)) for o in inputs]
+        if len(stmt.args) != 2 * len(inputs):
+            raise CompileError(f"the combine function of '{stmt.op}' over {len(inputs)} tile(s) takes "
+                               f"{2 * len(inputs)} scalars, got {len(stmt.args)}", stmt.loc)
+        op = make_combine(stmt.op, inputs, elements, result_types, dict(stmt.attrs), stmt.loc)
+        body = op.regions[0]
+        yields = self.region_yields(stmt.body, body, {id(a): v for a, v in zip(stmt.args, body.args)})
+        if len(yields) != len(inputs):
+            raise CompileError(f"the combine function of '{stmt.op}' over {len(inputs)} tile(s) must return "
+                               f"{len(inputs)} value(s), got {len(yields)}", stmt.loc)
+        for i, (element, value) in enumerate(zip(elements, yields)):
+            if not carried_type_fits(element, value):
+                got = "None" if value is None else value.type
+                raise CompileError(f"the combine function returns {got} for value {i}, but the tile holds "
+                                   f"{element}; combine values of their own type (cast them)", stmt.loc)
+        body.append(Op("yield", yields, [], loc=stmt.loc))
+        problem = combine_region_problem(op)
+        if problem is not None:
+            inner, message = problem
+            raise CompileError(message, inner.loc or stmt.loc)
         self.block.append(op)
         for result, value in zip(stmt.results, op.results):
             self.scopes[-1][id(result)] = value

@@ -14,7 +14,7 @@ from mytriton.backends.interp import HANDLERS
 from mytriton.frontend.builtins import BUILTINS
 from mytriton.frontend.stages import trace_stage
 from mytriton.ir import opdefs
-from mytriton.ir.tree import ForRange, Node, Yield
+from mytriton.ir.tree import CombineStmt, ForRange, Node, Yield
 
 OPS = sorted(opdefs.OPS)
 
@@ -129,6 +129,11 @@ def _traced_ops(stmts) -> set[str]:
         elif isinstance(stmt, Yield):
             for e in stmt.values:
                 expr(e)
+        elif isinstance(stmt, CombineStmt):
+            found.add(stmt.op)
+            work.extend(stmt.body)
+            for e in stmt.inputs:
+                expr(e)
         else:
             expr(stmt.node)
     return found
@@ -179,13 +184,32 @@ def k(x_ptr, out_ptr, n, lock_ptr, BLOCK: tl.constexpr):
 """
 
 
+# The scans and index reductions, in a kernel of their own (the MLIR and TTIR
+# back ends refuse them, and their tests compile EVERY_FUNCTION).
+EVERY_SCAN_FUNCTION = """
+
+@mytriton.jit
+def _add(a, b):
+    return a + b
+
+
+@mytriton.jit
+def k_scans(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    y = tl.cumsum(x, 0) + tl.cumprod(x, 0, reverse=True) + tl.associative_scan(x, 0, _add)
+    r = tl.argmax(y, 0) + tl.argmin(y, 0) + tl.reduce(y, 0, _add)
+    tl.store(out_ptr + tl.arange(0, BLOCK), y + r)
+"""
+
+
 def test_a_kernel_calling_every_tl_function_traces_to_ops_of_the_table():
     math = " + ".join(f"tl.{name}(x)" for name in opdefs.MATH_FUNCTIONS)
-    source = kernel_source(EVERY_FUNCTION.format(math=math))
+    source = kernel_source(EVERY_FUNCTION.format(math=math) + EVERY_SCAN_FUNCTION)
     called = {name for name in tl.FUNCTIONS if f"tl.{name}(" in source}
     assert called == set(tl.FUNCTIONS)
     tree = trace_stage(source, "k.py", {"BLOCK": 16}, None, "k")
-    ops = _traced_ops(tree.body)
+    scans = trace_stage(source, "k.py", {"BLOCK": 16}, None, "k_scans")
+    ops = _traced_ops(tree.body) | _traced_ops(scans.body)
     assert set(opdefs.MATH_FUNCTIONS) <= ops
     assert ops <= set(opdefs.OPS)
 

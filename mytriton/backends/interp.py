@@ -1429,3 +1429,78 @@ def _while(st: _State, op: Op, active: np.ndarray) -> list[np.ndarray]:
             np.where(_lanes(running, _rank(result.type)), st.full(y, result.type), old)
             for y, old, result in zip(terminator.operands, carried, op.results)
         ]
+
+
+# ---- scans: reduce and scan with a combine region ---------------------------------------------
+# The combine region runs on whole arrays at once: its arguments are bound to
+# every pair being combined (flattened, program-major, so the kernel's scalar
+# parameters repeat per program), and its ops run as they would on scalars.
+
+
+def _run_combine(st: _State, op: Op, left: list[np.ndarray], right: list[np.ndarray]) -> list[np.ndarray]:
+    body = op.regions[0]
+    shape = np.broadcast_shapes(*(a.shape for a in (*left, *right)))
+    size = int(np.prod(shape))
+    sub = _State.__new__(_State)
+    sub.__dict__.update(st.__dict__)
+    sub.P = size
+    sub.env = {}
+    per = size // st.P
+    for inner in walk(body):
+        for operand in inner.operands:
+            if isinstance(operand, Param) and operand not in sub.env:
+                sub.env[operand] = np.repeat(st.env[operand], per)
+    for arg, value in zip(body.args, (*left, *right)):
+        sub.env[arg] = np.broadcast_to(value, shape).reshape(size).astype(np_dtype(arg.type), copy=False)
+    sub.run_block(body, np.ones(size, dtype=bool))
+    terminator = body.ops[-1]
+    return [np.array(sub.full(y, arg.type)).reshape(shape) for y, arg in zip(terminator.operands, body.args)]
+
+
+def _along(x: np.ndarray, axis: int, part: slice) -> np.ndarray:
+    index = [slice(None)] * x.ndim
+    index[axis] = part
+    return x[tuple(index)]
+
+
+@handles("reduce")
+def _reduce_combine(st: _State, op: Op, active: np.ndarray) -> list[np.ndarray]:
+    """A pairwise tree along the axis, neighbours combined in order (an odd
+    last element joins the next round), so an associative combine that does
+    not commute is still right."""
+    xs = [np.array(st.full(x, x.type)) for x in op.operands]
+    axis = op.attrs.get("axis")
+    if axis is None:
+        xs = [x.reshape(st.P, -1) for x in xs]
+    ax = 1 if axis is None else axis + 1
+    while xs[0].shape[ax] > 1:
+        n = xs[0].shape[ax]
+        even = n - n % 2
+        combined = _run_combine(st, op, [_along(x, ax, slice(0, even, 2)) for x in xs],
+                                [_along(x, ax, slice(1, even, 2)) for x in xs])
+        if n % 2:
+            combined = [np.concatenate([c, _along(x, ax, slice(n - 1, n))], axis=ax) for c, x in zip(combined, xs)]
+        xs = combined
+    return [np.squeeze(x, axis=ax) for x in xs]
+
+
+@handles("scan")
+def _scan(st: _State, op: Op, active: np.ndarray) -> list[np.ndarray]:
+    """An inclusive scan in log2(n) rounds (each element combined with the
+    one d before it: combine(earlier, later)), which keeps the order of an
+    associative combine; reverse scans the flipped tiles and flips back."""
+    xs = [np.array(st.full(x, x.type)) for x in op.operands]
+    ax = op.attrs["axis"] + 1
+    reverse = op.attrs.get("reverse", False)
+    if reverse:
+        xs = [np.flip(x, ax) for x in xs]
+    n = xs[0].shape[ax]
+    d = 1
+    while d < n:
+        combined = _run_combine(st, op, [_along(x, ax, slice(0, n - d)) for x in xs],
+                                [_along(x, ax, slice(d, n)) for x in xs])
+        xs = [np.concatenate([_along(x, ax, slice(0, d)), c], axis=ax) for x, c in zip(xs, combined)]
+        d *= 2
+    if reverse:
+        xs = [np.flip(x, ax) for x in xs]
+    return xs

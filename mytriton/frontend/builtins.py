@@ -984,3 +984,124 @@ def _histogram(t: Tracer, node: ast.Call, input: Any, num_bins: Any, mask: Any) 
 from mytriton.frontend import library as _library  # noqa: E402
 
 BUILTINS.update(_library.builtins())
+
+
+# ---- scans (issue 11, part 2) ----------------------------------------------------------------
+# tl.reduce and tl.associative_scan: the combine function, a @jit function of the
+# calling module, is traced once on scalars (of the tiles' element types) into
+# the closed region of a ``reduce`` or ``scan`` op (tree.CombineStmt). The
+# library functions over them (tl.cumsum, tl.argmax, ...) are in
+# mytriton/language/standard.py.
+from mytriton.frontend.tracer import JitRef, Region  # noqa: E402
+from mytriton.ir import opdefs as _opdefs  # noqa: E402
+from mytriton.ir.tree import CombineStmt, LoopCarry, LoopResult, Yield  # noqa: E402
+
+
+def _combine(t: Tracer, node: ast.Call, name: str, op: str, input: Any, axis: Any, combine_fn: Any,
+             attrs: dict[str, Any]) -> tuple[Any, ...]:
+    """The results of ``op`` (reduce or scan) over ``input`` (a tile or a
+    tuple of tiles) combined by ``combine_fn``."""
+    tiles = input if isinstance(input, tuple) else (input,)
+    if not tiles or not all(isinstance(x, Expr) for x in tiles):
+        bad = next((x for x in tiles if not isinstance(x, Expr)), input)
+        raise t.error(f"tl.{name}: input must be a tile or a tuple of tiles, got {describe(bad)}", node)
+    if len(tiles) > _opdefs.MAX_COMBINE_OPERANDS:
+        raise t.error(f"tl.{name}: at most {_opdefs.MAX_COMBINE_OPERANDS} tiles, got {len(tiles)}", node)
+    if not isinstance(combine_fn, JitRef):
+        raise t.error(f"tl.{name}: combine_fn must be a @jit function of this module, got {describe(combine_fn)}",
+                      node)
+    types = [t.type_of(x, node) for x in tiles]
+    try:
+        _opdefs.combine_elements(types, op)
+    except TypeRuleError as err:
+        raise t.error(f"tl.{name}: {err}", node) from None
+    shape = shape_of(types[0])
+    if axis is not None or op == "scan":
+        axis = _axis(t, node, axis, f"tl.{name}: the axis")
+        if not -len(shape) <= axis < len(shape):
+            raise t.error(f"tl.{name}: axis {axis} is out of range for a tile of shape {list(shape)}", node)
+        axis %= len(shape)
+    attrs = {"axis": axis, **attrs}
+    elements = [concrete(element_of(ty)) for ty in types]
+    fn = t.module.functions[combine_fn.name]
+    params = [a.arg for a in fn.args.args]
+    required = len(params) - len(fn.args.defaults)
+    count = 2 * len(tiles)
+    if not required <= count <= len(params):
+        raise t.error(f"tl.{name}: the combine function '{combine_fn.name}' takes {len(params)} argument(s), but "
+                      f"a {op} over {len(tiles)} tile(s) passes it {count} (the left values, then the right ones)",
+                      node)
+    region = Region(None)  # closed: the combine function sees its arguments only
+    args = tuple(LoopCarry(i, hint=params[i]) for i in range(count))
+    for arg, element in zip(args, elements * 2):
+        region.own(arg)
+        t.budget.types[id(arg)] = (arg, element)
+    body = Tracer(t.module, t.kernel, region, {}, t.depth, t.budget)
+    try:
+        values = body.call_jit(combine_fn.name, node, list(args), {})
+    except CompileError:
+        if not t.budget.probing:
+            raise
+        # A probe trace guesses element types (placeholder parameters): the
+        # real trace decides; the left arguments stand in meanwhile.
+        t.budget.asked_types = True
+        values = args[:len(tiles)]
+    values = values if isinstance(values, tuple) else (values,)
+    if len(values) != len(tiles):
+        raise t.error(f"tl.{name}: the combine function '{combine_fn.name}' returns {len(values)} value(s); a "
+                      f"{op} over {len(tiles)} tile(s) needs {len(tiles)}", node)
+    for value in values:
+        if not (is_number(value) or isinstance(value, Expr)):
+            raise t.error(f"tl.{name}: the combine function '{combine_fn.name}' returns {describe(value)}", node)
+        t.check_literal(value, node)
+    loc = t.loc(node)
+    region.stmts.append(Yield(tuple(values), loc))
+    stmt = CombineStmt(op, tiles, attrs, args, region.stmts, (), loc)
+    stmt.results = tuple(LoopResult(stmt, i) for i in range(len(tiles)))
+    result_types = _opdefs.OPS[op].infer(types, attrs)  # combine_elements and the axis were checked above
+    for x in tiles:
+        t.region.reference(x)
+    for result, rtype in zip(stmt.results, result_types):
+        t.region.own(result)
+        t.budget.types[id(result)] = (result, rtype)
+    t.region.stmts.append(stmt)
+    return stmt.results
+
+
+@builtin("reduce", "input", "axis", "combine_fn", keep_dims=False)
+def _reduce(t: Tracer, node: ast.Call, input: Any, axis: Any, combine_fn: Any, keep_dims: Any) -> Any:
+    keep_dims = _flag(t, node, keep_dims, "tl.reduce: keep_dims")
+    results = _combine(t, node, "reduce", "reduce", input, axis, combine_fn, {})
+    if keep_dims:
+        axis = results[0].loop.attrs["axis"]
+        if axis is None:
+            raise t.error("tl.reduce: keep_dims needs an axis", node)
+        results = tuple(t.make("expand_dims", (r,), node, axis=axis) for r in results)
+    return results if isinstance(input, tuple) else results[0]
+
+
+@builtin("associative_scan", "input", "axis", "combine_fn", reverse=False)
+def _associative_scan(t: Tracer, node: ast.Call, input: Any, axis: Any, combine_fn: Any, reverse: Any) -> Any:
+    reverse = _flag(t, node, reverse, "tl.associative_scan: reverse")
+    attrs = {"reverse": True} if reverse else {}
+    results = _combine(t, node, "associative_scan", "scan", input, axis, combine_fn, attrs)
+    return results if isinstance(input, tuple) else results[0]
+
+
+def _max_min_with_indices(name: str) -> None:
+    """tl.max / tl.min with Triton's signature: with return_indices=True, the
+    (values, indices) pair of standard.py's ``<name>_with_indices``."""
+    plain = BUILTINS[name].impl
+
+    @builtin(name, "input", axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False)
+    def impl(t: Tracer, node: ast.Call, input: Any, axis: Any, return_indices: Any,
+             return_indices_tie_break_left: Any, keep_dims: Any) -> Any:
+        if not _flag(t, node, return_indices, f"tl.{name}: return_indices"):
+            return plain(t, node, [input], {"axis": axis, "keep_dims": keep_dims})
+        tie = _flag(t, node, return_indices_tie_break_left, f"tl.{name}: return_indices_tie_break_left")
+        return _library.call(t, node, f"{name}_with_indices", [input, axis, tie, keep_dims], {},
+                             library_name="standard")
+
+
+for _name in ("max", "min"):
+    _max_min_with_indices(_name)

@@ -21,10 +21,13 @@ from mytriton.diagnostics import Location
 from mytriton.frontend.source import KernelModule, read_module
 from mytriton.frontend.syntax import check_function
 from mytriton.frontend.tracer import Builtin, Tracer
-from mytriton.language import RANDOM_FUNCTIONS, SORTING_FUNCTIONS
+from mytriton.language import RANDOM_FUNCTIONS, SORTING_FUNCTIONS, STANDARD_FUNCTIONS, STANDARD_HELPERS
 
 # library module (under mytriton/language) -> the functions it gives tl.
-LIBRARIES: dict[str, tuple[str, ...]] = {"random": RANDOM_FUNCTIONS, "sorting": SORTING_FUNCTIONS}
+LIBRARIES: dict[str, tuple[str, ...]] = {"random": RANDOM_FUNCTIONS, "sorting": SORTING_FUNCTIONS,
+                                         "standard": STANDARD_FUNCTIONS}
+# library module -> helpers builtins call (tl.max(..., return_indices=True)), not tl names.
+HELPERS: dict[str, tuple[str, ...]] = {"standard": STANDARD_HELPERS}
 # tl.<name> -> the library module defining it.
 FUNCTIONS: dict[str, str] = {name: library for library, names in LIBRARIES.items() for name in names}
 
@@ -46,15 +49,15 @@ def library_module(library: str) -> KernelModule:
     module = read_module(text, f"<mytriton.language.{library}>")
     for fn in module.functions.values():
         check_function(module, fn, entry=False)
-    missing = [name for name in LIBRARIES[library] if name not in module.functions]
+    missing = [name for name in (*LIBRARIES[library], *HELPERS.get(library, ())) if name not in module.functions]
     assert not missing, f"mytriton.language.{library} lacks {missing}"
     return module
 
 
-def call(tracer: Tracer, node: ast.Call, name: str, args: list, kwargs: dict) -> Any:
-    """``tl.<name>(*args, **kwargs)``: the library function traced into the
-    caller's region, its ops located at ``node``."""
-    library = library_module(FUNCTIONS[name])
+def call(tracer: Tracer, node: ast.Call, name: str, args: list, kwargs: dict, library_name: str | None = None) -> Any:
+    """``tl.<name>(*args, **kwargs)`` (or a helper of ``library_name``): the
+    library function traced into the caller's region, its ops located at ``node``."""
+    library = library_module(library_name or FUNCTIONS[name])
     at_site = _AtCallSite(**{f.name: getattr(library, f.name) for f in fields(KernelModule)},
                           site=tracer.loc(node))
     helper = Tracer(at_site, tracer.kernel, tracer.region, {}, tracer.depth, tracer.budget)

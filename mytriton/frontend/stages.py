@@ -14,7 +14,7 @@ from mytriton.frontend.syntax import check_function
 from mytriton.frontend.tracer import trace_kernel
 from mytriton.ir import opdefs
 from mytriton.ir.tree import (
-    Arg, ForRange, IfStmt, LoopCarry, LoopResult, Node, ParamRef, Stmt, TreeKernel, WhileLoop, Yield,
+    Arg, CombineStmt, ForRange, IfStmt, LoopCarry, LoopResult, Node, ParamRef, Stmt, TreeKernel, WhileLoop, Yield,
 )
 from mytriton.language import DTYPES
 from mytriton.types import BOOL, F16, F32, F64, I32, SCALARS, PointerType, ScalarType, Type
@@ -28,6 +28,11 @@ def called_functions(module: KernelModule, fn: ast.FunctionDef) -> list[str]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id in module.functions and node.func.id not in names:
                 names.append(node.func.id)
+    # A @jit function passed as a value (tl.reduce's combine_fn) is called too.
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and node.id in module.functions and node.id not in names \
+                and node.id != fn.name:
+            names.append(node.id)
     return names
 
 
@@ -363,6 +368,8 @@ def pointer_params(kernel: TreeKernel) -> set[str]:
             return {expr.name}
         if isinstance(expr, LoopCarry):
             return bases(loops[id(expr)].carried_inputs[expr.index], seen)
+        if isinstance(expr, LoopResult) and isinstance(expr.loop, CombineStmt):
+            return set()  # reduced or scanned numbers (a combine op takes no pointers)
         if isinstance(expr, LoopResult) and isinstance(expr.loop, IfStmt):
             branches = (expr.loop.then_body, expr.loop.else_body)
             return set().union(*(bases(b[-1].values[expr.index], seen) for b in branches
@@ -392,7 +399,7 @@ def pointer_params(kernel: TreeKernel) -> set[str]:
             elif isinstance(stmt, IfStmt):
                 visit(stmt.then_body)
                 visit(stmt.else_body)
-            elif not isinstance(stmt, Yield):
+            elif not isinstance(stmt, (Yield, CombineStmt)):  # a combine region touches no memory
                 address = opdefs.global_address(stmt.node.op)
                 if address is not None:
                     found.update(bases(stmt.node.args[address], set()))

@@ -88,7 +88,7 @@ class Method:
 TENSOR_METHODS = frozenset((
     "cast", "sum", "max", "min", "expand_dims", "trans", "broadcast_to", "reshape", "view", "permute", "split",
     "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "sigmoid", "erf",
-    "softmax", "sort", "flip", "histogram",
+    "softmax", "sort", "flip", "histogram", "cumsum", "cumprod", "argmax", "argmin", "reduce", "associative_scan",
 ))
 
 

@@ -74,6 +74,10 @@ class OpDef:
     math_function: bool = False  # an elementwise ``tl.<name>(x)`` of a float
     # Held in registers by the CUDA backend instead of recomputed where used.
     materialised: bool = False
+    # Runs a combine region over its N tile operands (reduce, scan): variadic
+    # operands and results, one closed region of 2N scalar arguments
+    # (``ssa.make_combine``); the readers and the verifier check it by hand.
+    combine: bool = False
     # Semantics, shared by the interpreter and constant folding. ``computes_in``
     # says which type the operands are converted to first: "result" (the
     # result's element type), "operands" (their promoted type; comparisons)
@@ -1496,6 +1500,72 @@ def histogram_counts(np: Any, x: Any, mask: Any, num_bins: int) -> Any:
 _register(OpDef("histogram", ("x", "mask?"), _histogram, attrs=("num_bins",), materialised=True, layout_rule="convert",
                 doc="tl.histogram: the int32 counts of the values 0 .. num_bins - 1 among x's elements where mask "
                     "holds (a 1-D tile of i32 or u32; other values are not counted)"))
+# ---- scans ---------------------------------------------------------------------
+# tl.reduce and tl.associative_scan with a @jit combine function: ``reduce`` and
+# ``scan`` take N >= 1 tiles of one shape and a combine region (ssa.make_combine)
+# whose block takes N "left" scalars then N "right" ones and yields N. The
+# region is assumed associative (Triton's contract), not commutative: every
+# back end keeps the order of the elements it combines. The interpreter runs
+# the region on whole NumPy arrays (backends/interp.py).
+
+MAX_COMBINE_OPERANDS = 16
+
+
+def combine_elements(types: list[Type | None], op: str) -> tuple[tuple[int, ...], list[ScalarType]]:
+    """The common shape and the element types of a combine op's operands."""
+    if not types:
+        raise _err(f"'{op}' needs at least one tile")
+    if len(types) > MAX_COMBINE_OPERANDS:
+        raise _err(f"'{op}' takes at most {MAX_COMBINE_OPERANDS} tiles, got {len(types)}")
+    shape: tuple[int, ...] | None = None
+    elements: list[ScalarType] = []
+    for i, t in enumerate(types):
+        if t is None or not isinstance(t, BlockType):
+            raise _err(f"operand {i} of '{op}' must be a tile, got {t if t is not None else 'none'}")
+        e = concrete(element_of(t))
+        if not isinstance(e, ScalarType):
+            raise _err(f"operand {i} of '{op}' must hold numbers, got {t}")
+        if shape is None:
+            shape = t.shape
+        elif t.shape != shape:
+            raise _err(f"the tiles of '{op}' must have one shape; operand 0 is {types[0]} and operand {i} is {t}")
+        elements.append(e)
+    assert shape is not None
+    return shape, elements
+
+
+def _combine_axis(attrs: dict[str, Any], shape: tuple[int, ...], op: str, optional: bool) -> int | None:
+    axis = attrs.get("axis")
+    if axis is None and optional:
+        return None
+    if type(axis) is not int or not 0 <= axis < len(shape):
+        raise _err(f"'{op}' axis {axis!r} is out of range for a tile of shape {list(shape)}")
+    return axis
+
+
+def _reduce_combine(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    shape, elements = combine_elements(types, "reduce")
+    axis = _combine_axis(attrs, shape, "reduce", optional=True)
+    if axis is None:
+        return list(elements)
+    return [with_element(shape[:axis] + shape[axis + 1:], e) for e in elements]
+
+
+def _scan(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    shape, elements = combine_elements(types, "scan")
+    _combine_axis(attrs, shape, "scan", optional=False)
+    if type(attrs.get("reverse", False)) is not bool:
+        raise _err(f"'scan' reverse must be true or false, got {attrs.get('reverse')!r}")
+    return [BlockType(shape, e) for e in elements]
+
+
+_register(OpDef("reduce", ("inputs",), _reduce_combine, attrs=("axis",), combine=True, materialised=True,
+                doc="tl.reduce: the N tiles (one shape) reduced along axis (none: all of it) by the combine "
+                    "region, which takes N left then N right scalars and yields N; N results"))
+_register(OpDef("scan", ("inputs",), _scan, attrs=("axis", "reverse"), optional_attrs=("reverse",), combine=True,
+                materialised=True,
+                doc="tl.associative_scan: the inclusive scans of the N tiles (one shape) along axis, from the "
+                    "end when reverse, by the combine region (N left then N right scalars, yields N)"))
 
 # ---- layout rules ---------------------------------------------------------------
 # "elementwise": tile operands are read in the result's layout (sliced for a
@@ -1505,12 +1575,14 @@ _register(OpDef("histogram", ("x", "mask?"), _histogram, attrs=("num_bins",), ma
 # "load": like elementwise, but the result is held in registers (materialized);
 # "store": the value and mask are read in the pointer's layout (for the ops
 #     that talk to the host, the other operands in the first one's);
-# "reduce": the result's layout is the operand's sliced along the axis;
+# "reduce": the result's layout is the operand's sliced along the axis (a
+#     combine ``reduce``: every operand in one layout, every result its slice);
+# "scan": every operand and result in one layout (held in registers);
 # "dot": the accumulator is in the result's layout; operands in any;
 # "convert": operand and result in any layouts: the ops that move data
 #     (convert_layout, and trans, which reads its operand transposed);
 # "none": no tile operand or result is laid out by a rule (scalars, shared memory).
-LAYOUT_RULES = ("elementwise", "expand_dims", "load", "store", "reduce", "dot", "convert", "none")
+LAYOUT_RULES = ("elementwise", "expand_dims", "load", "store", "reduce", "scan", "dot", "convert", "none")
 
 
 def _set_layout_rule(name: str, rule: str) -> None:
@@ -1523,13 +1595,15 @@ for _op in list(OPS.values()):
 for _name, _rule in (("expand_dims", "expand_dims"), ("load", "load"), ("store", "store"),
                      ("device_print", "store"), ("device_assert", "store"), ("sum", "reduce"),
                      ("atomic_rmw", "load"), ("atomic_cas", "load"),
-                     ("max", "reduce"), ("min", "reduce"), ("dot", "dot"), ("dot_shared", "dot"),
+                     ("max", "reduce"), ("min", "reduce"), ("reduce", "reduce"), ("scan", "scan"),
+                     ("dot", "dot"), ("dot_shared", "dot"),
                      ("convert_layout", "convert"), ("trans", "convert"), ("permute", "convert"),
                      ("reshape", "convert"), ("split", "convert"), ("join", "convert")):
     _set_layout_rule(_name, _rule)
 
 # Groups, derived from the traits (other modules import these names).
 REDUCTIONS = tuple(name for name, d in OPS.items() if d.reduction)
+COMBINE_OPS = tuple(name for name, d in OPS.items() if d.combine)
 CMP_OPS = tuple(name for name, d in OPS.items() if d.comparison)
 MATH_FUNCTIONS = tuple(name for name, d in OPS.items() if d.math_function)
 MATERIALISED = tuple(name for name, d in OPS.items() if d.materialised)

@@ -27,7 +27,7 @@ _NAME = r"(?!\d)\w+"
 
 # The words the grammars spell as literals ("kernel", "for", ...).
 KEYWORDS = ("kernel", "tree", "constexpr", "num_warps", "for", "in", "range", "iter_args", "if", "else",
-            "while", "do", "condition", "yield", "let", "captures", "sha256")
+            "while", "do", "condition", "yield", "let", "captures", "sha256", "reduce", "scan", "combine")
 # Type constructors (followed by <) and scalar type names (grammars: NAME in a type).
 TYPE_CONSTRUCTORS = ("ptr", "vector", "block", "shared")
 SCALAR_TYPES = ("bool", "i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",

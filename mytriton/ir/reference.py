@@ -30,6 +30,7 @@ TRAITS: dict[str, str] = {
     "comparison": "compares its operands in their promoted type; the result is boolean",
     "math_function": "an elementwise `tl.<name>(x)` of a float, spelled by the target's math tables",
     "materialised": "held in registers by the CUDA back end instead of recomputed where it is used",
+    "combine": "runs a combine region (2N scalars in, N out) over its N tile operands: reduce and scan",
     "folds": "constant folding evaluates it on literal operands (its NumPy semantics)",
 }
 
@@ -41,7 +42,9 @@ LAYOUT_RULE_DOCS: dict[str, str] = {
     "load": "as elementwise; the result is held in registers",
     "store": "the value and mask are read in the pointer's layout (for host ops, the other operands "
              "in the first one's)",
-    "reduce": "the result's layout is the operand's, sliced along the axis",
+    "reduce": "the result's layout is the operand's, sliced along the axis (a combine reduce: every operand "
+              "in one layout, every result its slice)",
+    "scan": "every operand and result in one layout; the results are held in registers",
     "dot": "the accumulator is in the result's layout; the operands in any",
     "convert": "operand and result in any layouts: the op moves data between threads",
     "none": "no tile operand or result is laid out by a rule (scalars, shared memory, control)",
@@ -92,7 +95,7 @@ def section_of(opdef: OpDef) -> str:
         "talks_to_host": opdef.talks_to_host,
         "shared": opdef.allocates or opdef.reads_shared or opdef.writes_shared or opdef.synchronises,
         "global": opdef.reads_global or opdef.writes_global,
-        "reduce": opdef.reduction or opdef.layout_rule == "dot",
+        "reduce": opdef.reduction or opdef.combine or opdef.layout_rule == "dot",
         "comparison": opdef.comparison,
         "math_function": opdef.math_function,
         "elementwise": opdef.elementwise,

@@ -213,10 +213,12 @@ def region_terminator(block: Block) -> Op | None:
 
 def yield_types(terminator: Op) -> list[Type]:
     """The types the operands of a ``yield`` stand for: a loop's carried
-    values, an ``if``'s or a ``while``'s results."""
+    values, an ``if``'s or a ``while``'s results, a combine region's scalars."""
     owner = terminator.parent.parent
     if owner.name == "for":
         return [arg.type for arg in for_carried(owner)]
+    if is_combine(owner):  # the combined scalars: the left arguments' types
+        return [arg.type for arg in owner.regions[0].args[:len(owner.operands)]]
     return [result.type for result in owner.results]
 
 
@@ -332,3 +334,59 @@ def drop_if_results(op: Op, dead: set[int]) -> None:
     op.results = [op.results[i] for i in keep]
     for index, result in enumerate(op.results):
         result.index = index
+
+
+# ---- combine ops (reduce, scan) -------------------------------------------------
+# A ``reduce`` or ``scan`` op's operands are N tiles of one shape; its one
+# region (the combine function) takes 2N scalars, N "left" values then N
+# "right" ones, of the operands' element types, and ends with a ``yield`` of N
+# combined scalars; its results are the N reduced values (reduce) or the N
+# inclusive scans (scan). The region is closed: it reads only its arguments,
+# kernel parameters and literals.
+
+
+def make_combine(name: str, inputs: list[Operand], element_types: list[Type], result_types: list[Type],
+                 attrs: dict[str, Any], loc: Location | None) -> Op:
+    body = Block([*element_types, *element_types])
+    return Op(name, list(inputs), result_types, attrs=attrs, loc=loc, regions=[body])
+
+
+def is_combine(op: Op) -> bool:
+    """Whether ``op`` runs a combine region over its tile operands (reduce, scan)."""
+    from mytriton.ir import opdefs
+
+    opdef = opdefs.lookup(op.name)
+    return opdef is not None and opdef.combine
+
+
+def enclosing_combine(block: Block | None) -> Op | None:
+    """The innermost reduce or scan whose region holds ``block``, if any:
+    a pass may not give a value across that boundary (the region is closed)."""
+    while block is not None:
+        owner = block.parent
+        if owner is None:
+            return None
+        if is_combine(owner):
+            return owner
+        block = owner.parent
+    return None
+
+
+def combine_region_problem(op: Op) -> tuple[Op, str] | None:
+    """The first op of a combine region that the region may not hold, and
+    why: the region combines scalars, so it holds pure scalar ops only (no
+    tiles, no memory reads, no control flow), every backend evaluating it as
+    plain expressions on each pair of elements."""
+    from mytriton.ir import opdefs
+
+    for inner in op.regions[0].ops[:-1] if op.regions and op.regions[0].ops else []:
+        opdef = opdefs.lookup(inner.name)
+        if inner.regions or (opdef is not None and opdef.control):
+            return inner, f"a combine function cannot hold '{inner.name}' (no runtime control flow; use tl.where)"
+        if opdef is None or not opdef.pure or opdef.reads_memory or opdef.allocates:
+            return inner, f"a combine function cannot use '{inner.name}' (memory, effects): it combines values only"
+        for result in inner.results:
+            if getattr(result.type, "shape", ()):
+                return inner, (f"a combine function works on scalars, but '{inner.name}' makes a tile "
+                               f"({result.type})")
+    return None

@@ -15,11 +15,13 @@ import lark
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.grammar import parse_text, rule
-from mytriton.ir.ssa import Block, Const, Kernel, Op, Operand, Param, Value, make_for, make_if, make_while, walk
+from mytriton.ir.ssa import (
+    Block, Const, Kernel, Op, Operand, Param, Value, is_combine, make_combine, make_for, make_if, make_while, walk,
+)
 from mytriton.ir.text_common import (
     TextReader, check_text_limits, format_attr, format_header, format_literal, format_loc, format_loop_attrs,
 )
-from mytriton.types import I32, Type
+from mytriton.types import I32, ScalarType, Type, concrete, element_of
 
 INDENT = "  "
 
@@ -164,6 +166,15 @@ def _print_op(op: Op, names: ValueNames, depth: int, lines: list[str], header_on
     attr_order += [k for k in op.attrs if k not in attr_order]
     args += [f"{k}={format_attr(op.attrs[k])}" for k in attr_order if k in op.attrs]
     arg_text = " " + ", ".join(args) if args else ""
+    if is_combine(op) and len(op.regions) == 1:
+        region = op.regions[0]
+        region_args = ", ".join(names.operand(arg) for arg in region.args)
+        lines.append(f"{pad}{prefix}{op.name}{arg_text}{suffix} {format_loc(op.loc)} combine({region_args}) {{")
+        if header_only:
+            return
+        _print_block(region, names, depth + 1, lines)
+        lines.append(f"{pad}}}")
+        return
     lines.append(f"{pad}{prefix}{op.name}{arg_text}{suffix} {format_loc(op.loc)}")
 
 
@@ -246,7 +257,59 @@ class _SSAReader(TextReader):
             return self.if_op(tree)
         if kind == "while_op":
             return self.while_op(tree)
+        if kind == "combine_op":
+            return self.combine_op(tree)
         return self.op(tree)
+
+    def combine_op(self, tree: lark.Tree) -> Op:
+        results_tree, kind_tree, *rest = tree.children
+        name = "reduce" if rule(kind_tree) == "reduce_kind" else "scan"
+        opdef = opdefs.OPS[name]
+        loc_index = next(i for i, c in enumerate(rest) if isinstance(c, lark.Tree) and rule(c) == "loc")
+        loc_tree = rest[loc_index]
+        head = [c for c in rest[:loc_index] if c is not None]
+        args = [c for c in head if rule(c) in ("arg", "attr")]
+        types = [self.type(c) for c in head if rule(c) not in ("arg", "attr")]
+        region_tokens = [c for c in rest[loc_index + 1:] if isinstance(c, lark.Token)]
+        (region_tree,) = [c for c in rest[loc_index + 1:] if isinstance(c, lark.Tree) and rule(c) == "region"]
+        operands: list[Operand] = []
+        attrs: dict = {}
+        for arg in args:
+            if rule(arg) == "attr":
+                self.attribute(arg, opdef, name, attrs)
+            else:
+                if attrs:
+                    raise self.error("operands must come before attributes", arg)
+                operands.append(self.operand(arg.children[0]))
+        where = loc_tree
+        if not operands:
+            raise self.error(f"'{name}' needs at least one tile", where)
+        if len(operands) > opdefs.MAX_COMBINE_OPERANDS:
+            raise self.error(f"'{name}' takes at most {opdefs.MAX_COMBINE_OPERANDS} tiles, got {len(operands)}", where)
+        if any(o is None for o in operands):
+            raise self.error(f"the tiles of '{name}' cannot be none", where)
+        if "axis" not in attrs:
+            raise self.error(f"'{name}' needs the attribute 'axis'", where)
+        result_tokens = results_tree.children if results_tree is not None else []
+        if not (len(result_tokens) == len(types) == len(operands)):
+            raise self.error(f"'{name}' over {len(operands)} tile(s) needs as many results and types; got "
+                             f"{len(result_tokens)} and {len(types)}", where)
+        if len(region_tokens) != 2 * len(operands):
+            raise self.error(f"the combine region of '{name}' over {len(operands)} tile(s) takes "
+                             f"{2 * len(operands)} argument(s), got {len(region_tokens)}", where)
+        elements = [element_of(o.type) for o in operands]
+        if any(not isinstance(e, ScalarType) for e in elements):
+            raise self.error(f"the tiles of '{name}' must hold numbers", where)
+        op = make_combine(name, operands, elements, types, attrs, self.loc(loc_tree))
+        body = op.regions[0]
+        for token, arg in zip(region_tokens, body.args):
+            self.define(token, arg)
+        for item in region_tree.children:
+            if isinstance(item, lark.Tree):
+                body.append(self.item(item))
+        for token, result in zip(result_tokens, op.results):
+            self.define(token, result)
+        return op
 
     def if_op(self, tree: lark.Tree) -> Op:
         results_tree, cond, *rest = tree.children
@@ -360,7 +423,7 @@ class _SSAReader(TextReader):
         return op
 
 
-_ITEMS = ("op", "for_op", "if_op", "while_op")
+_ITEMS = ("op", "for_op", "if_op", "while_op", "combine_op")
 
 
 def _split_regions(children: list) -> tuple[list[lark.Tree], list[lark.Tree]]:

@@ -54,7 +54,7 @@ class LoopCarry(Expr):
 
 @dataclass(eq=False)
 class LoopResult(Expr):
-    loop: "ForRange | WhileLoop | IfStmt"  # also the results of a while loop and of an if
+    loop: "ForRange | WhileLoop | IfStmt | CombineStmt"  # also the results of a while loop, an if, a reduce
     index: int
     hint: str | None = None
 
@@ -136,7 +136,24 @@ class WhileLoop:
         return last.values if isinstance(last, Yield) else ()
 
 
-Stmt = Let | Effect | Yield | ForRange | IfStmt | WhileLoop
+@dataclass(eq=False)
+class CombineStmt:
+    """A ``reduce`` or ``scan`` (tl.reduce, tl.associative_scan): its tiles,
+    its attributes, and its closed combine region, whose arguments
+    (``LoopCarry``: N left scalars, then N right ones) only it sees and whose
+    body ends with a ``Yield`` of N combined scalars; ``results`` are the N
+    reduced or scanned tiles."""
+
+    op: str
+    inputs: tuple[Arg, ...]
+    attrs: dict[str, Any]
+    args: tuple[LoopCarry, ...]
+    body: list["Stmt"]
+    results: tuple[LoopResult, ...] = ()
+    loc: Location | None = None
+
+
+Stmt = Let | Effect | Yield | ForRange | IfStmt | WhileLoop | CombineStmt
 
 
 @dataclass
@@ -178,6 +195,8 @@ def stmt_roots(stmt: Stmt) -> Iterator[Arg]:
     elif isinstance(stmt, WhileLoop):
         yield from stmt.captures
         yield from stmt.carried_inputs
+    elif isinstance(stmt, CombineStmt):
+        yield from stmt.inputs
     else:
         yield stmt.start
         yield stmt.stop

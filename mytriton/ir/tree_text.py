@@ -16,7 +16,7 @@ from mytriton.ir.text_common import (
     TextReader, check_text_limits, format_attr, format_header, format_literal, format_loc, format_loop_attrs,
 )
 from mytriton.ir.tree import (
-    Arg, Effect, Expr, ForRange, IfStmt, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
+    Arg, CombineStmt, Effect, Expr, ForRange, IfStmt, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
     TreeKernel, WhileLoop, Yield, children, stmt_roots,
 )
 
@@ -27,7 +27,7 @@ def tree_op(name: str) -> opdefs.OpDef | None:
     becomes ``addptr`` when lowered, so the tree accepts every SSA op but the
     structural ones (``for``, ``yield``)."""
     opdef = opdefs.lookup(name)
-    return None if opdef is None or opdef.control else opdef
+    return None if opdef is None or opdef.control or opdef.combine else opdef
 
 
 def _has_effect(name: str) -> bool:
@@ -67,6 +67,10 @@ class _TreePrinter:
                 self._count(stmt.condition, seen)
                 self._count_region(stmt.then_body, seen)
                 self._count_region(stmt.else_body, seen)
+            elif isinstance(stmt, CombineStmt):
+                for root in stmt.inputs:
+                    self._count(root, seen)
+                self._count_region(stmt.body, seen)
             elif isinstance(stmt, WhileLoop):
                 for capture in stmt.captures:
                     self.named.add(id(capture))
@@ -155,8 +159,24 @@ class _TreePrinter:
                 self.if_stmt(stmt, depth)
             elif isinstance(stmt, WhileLoop):
                 self.while_loop(stmt, depth)
+            elif isinstance(stmt, CombineStmt):
+                self.combine(stmt, depth)
             else:
                 self.loop(stmt, depth)
+
+    def combine(self, stmt: CombineStmt, depth: int) -> None:
+        pad = INDENT * depth
+        for root in stmt.inputs:
+            self.ensure(root, depth)
+        args = [self.render(x) for x in stmt.inputs]
+        order = list(opdefs.OPS[stmt.op].attrs)
+        args += [f"{k}={format_attr(stmt.attrs[k])}" for k in order if k in stmt.attrs]
+        head = f"{pad}{stmt.op}({', '.join(args)})"
+        head += " combine(" + ", ".join(self._name(a) for a in stmt.args) + ")"
+        head += " -> (" + ", ".join(self._name(r) for r in stmt.results) + ")"
+        self.lines.append(f"{head} {format_loc(stmt.loc)} {{")
+        self.region(stmt.body, depth + 1)
+        self.lines.append(f"{pad}}}")
 
     def if_stmt(self, stmt: IfStmt, depth: int) -> None:
         pad = INDENT * depth
@@ -291,6 +311,8 @@ class _TreeReader(TextReader):
                 out.append(self.if_stmt(stmt, scope))
             elif kind == "while_stmt":
                 out.append(self.while_loop(stmt, scope))
+            elif kind == "combine_stmt":
+                out.append(self.combine(stmt, scope))
             else:
                 out.append(self.loop(stmt, scope))
         if in_loop and not (out and isinstance(out[-1], Yield)):
@@ -389,6 +411,50 @@ class _TreeReader(TextReader):
             self.bind(scope, token, result)
         return loop
 
+    def combine(self, tree: lark.Tree, scope: _Scope) -> CombineStmt:
+        kind_tree, *rest = tree.children
+        name = "reduce" if rule(kind_tree) == "reduce_kind" else "scan"
+        opdef = opdefs.OPS[name]
+        loc_index = next(i for i, c in enumerate(rest) if isinstance(c, lark.Tree) and rule(c) == "loc")
+        body_tree = rest[loc_index + 1]
+        results_tree = rest[loc_index - 1]
+        inputs: list[Arg] = []
+        attrs: dict = {}
+        tokens: list[lark.Token] = []
+        for item in rest[:loc_index - 1]:
+            if item is None:
+                continue
+            if isinstance(item, lark.Token):
+                tokens.append(item)
+            elif rule(item) == "attr":
+                self.attribute(item, opdef, name, attrs)
+            else:
+                inputs.append(self.expr(item.children[0], scope))
+        if not inputs:
+            raise self.error(f"'{name}' needs at least one tile", tree)
+        if len(inputs) > opdefs.MAX_COMBINE_OPERANDS:
+            raise self.error(f"'{name}' takes at most {opdefs.MAX_COMBINE_OPERANDS} tiles, got {len(inputs)}", tree)
+        if len(tokens) != 2 * len(inputs):
+            raise self.error(f"the combine region of '{name}' over {len(inputs)} tile(s) takes "
+                             f"{2 * len(inputs)} argument(s), got {len(tokens)}", tree)
+        # Closed: the region sees its own arguments, and no outer binding.
+        body_scope = _Scope(scope)
+        args = []
+        for token in tokens:
+            arg = LoopCarry(len(args))
+            args.append(arg)
+            self.bind(body_scope, token, arg)
+        stmt = CombineStmt(name, tuple(inputs), attrs, tuple(args), [], (), self.loc(rest[loc_index]))
+        stmt.body = self.region(_region_stmts(body_tree), body_scope, [None] * len(inputs), body_tree)
+        result_tokens = self.result_tokens(results_tree)
+        if len(result_tokens) != len(inputs):
+            raise self.error(f"'{name}' over {len(inputs)} tile(s) has {len(inputs)} result(s), but names "
+                             f"{len(result_tokens)}", tree)
+        stmt.results = tuple(LoopResult(stmt, i) for i in range(len(result_tokens)))
+        for token, result in zip(result_tokens, stmt.results):
+            self.bind(scope, token, result)
+        return stmt
+
     def resolve(self, token: lark.Token, scope: _Scope) -> Expr:
         expr, visible = scope.lookup(str(token))
         if expr is None:
@@ -432,7 +498,7 @@ class _TreeReader(TextReader):
         return Node(str(name), tuple(args), attrs, self.loc(loc))
 
 
-_STMTS = ("let", "effect", "for_stmt", "yield_stmt", "if_stmt", "while_stmt")
+_STMTS = ("let", "effect", "for_stmt", "yield_stmt", "if_stmt", "while_stmt", "combine_stmt")
 
 
 def _region_stmts(tree: lark.Tree) -> list[lark.Tree]:

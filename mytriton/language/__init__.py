@@ -63,6 +63,11 @@ RANDOM_FUNCTIONS = (
 # Triton's tl.sort and tl.flip (its language/standard.py): @jit helpers
 # written in the kernel language, in mytriton/language/sorting.py.
 SORTING_FUNCTIONS = ("sort", "flip")
+# Triton's scans and index reductions (its language/standard.py): @jit
+# helpers over tl.associative_scan and tl.reduce, in mytriton/language/standard.py.
+STANDARD_FUNCTIONS = ("cumsum", "cumprod", "argmax", "argmin")
+# Its helpers that tl.max / tl.min call with return_indices=True.
+STANDARD_HELPERS = ("max_with_indices", "min_with_indices")
 
 # Every function a kernel may call as ``tl.NAME``; the elementwise math
 # functions come from the op table (frontend/builtins.py gives them meaning
@@ -86,6 +91,8 @@ FUNCTIONS = (
     "atomic_cas", "debug_barrier",
     # Block pointers and tensor descriptors (Triton's names and signatures).
     "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor",
+    # Scans and reductions with a @jit combine function (Triton's names and signatures).
+    "reduce", "associative_scan", *STANDARD_FUNCTIONS,
 )
 
 

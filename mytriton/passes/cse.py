@@ -11,7 +11,8 @@ the same name, operands (values by identity, literals by type and value),
 attributes and result types; commutative ops compare their operands as an
 unordered pair. Ops that read memory (``load``, ``dot_shared``) are never
 merged (a store or copy may come between), nor are allocations (two
-``shared_alloc`` are two buffers), nor ops with effects or regions.
+``shared_alloc`` are two buffers), nor ops with effects or regions. An op inside a combine region (reduce,
+scan) is only replaced by one in the same region: the region is closed.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import Hashable
 
 from mytriton.ir import opdefs
-from mytriton.ir.ssa import Const, Kernel, Op, Operand, Value, erase_op, is_within, walk
+from mytriton.ir.ssa import Const, Kernel, Op, Operand, Value, enclosing_combine, erase_op, is_within, walk
 
 
 def _operand_key(operand: Operand) -> Hashable:
@@ -62,7 +63,9 @@ class CSEPass:
                 continue
             candidates = seen.setdefault(_key(op), [])
             # An earlier equal op dominates this one iff its block encloses this op.
-            leader = next((c for c in candidates if is_within(op.parent, c.parent)), None)
+            # A combine region (reduce, scan) is closed: nothing crosses into it.
+            leader = next((c for c in candidates if is_within(op.parent, c.parent)
+                           and enclosing_combine(op.parent) is enclosing_combine(c.parent)), None)
             if leader is None:
                 candidates.append(op)
                 continue

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import (
     BlockArg, Kernel, Op, OpResult, Operand, drop_if_results, drop_loop_lanes, erase_op, for_inits, for_yield,
-    walk,
+    is_combine, walk,
 )
 
 
@@ -59,7 +59,9 @@ class _Liveness:
                 for index in range(len(op.results)):
                     self.lane(op, index)
             else:
-                self.pending.extend(op.operands)  # an if: its condition
+                self.pending.extend(op.operands)  # an if: its condition; a reduce or scan: its tiles
+                if is_combine(op):  # and what its combine region yields
+                    self.pending.extend(op.regions[0].ops[-1].operands)
             # The body only runs if its loop does.
             block = op.parent
             op = block.parent if block is not None else None
@@ -86,7 +88,9 @@ class _Liveness:
                 self.op(value.op)
         elif isinstance(value, BlockArg):
             loop = value.block.parent
-            if loop.name == "while":
+            if is_combine(loop):
+                self.op(loop)
+            elif loop.name == "while":
                 self.lane(loop, value.index)
             elif value.index == 0:
                 self.op(loop)

@@ -425,6 +425,9 @@ class _Assigner:
         if rule == "reduce":
             self.reduction(op)
             return
+        if rule == "scan":
+            self.scan(op)
+            return
         if rule == "convert" or not op.results or not is_tile(op.results[0]):
             return
         result = op.results[0]
@@ -458,22 +461,39 @@ class _Assigner:
         return layout
 
     def reduction(self, op: Op) -> None:
+        """A reduction's operand (a combine ``reduce``'s first one; the others
+        are read in its layout) takes the layout whose slice its users want;
+        each tile result is that layout sliced along the axis."""
         x = op.operands[0]
         axis = op.attrs.get("axis")
-        result = op.results[0]
+        tiles = [r for r in op.results if is_tile(r)]
         domain = self.layouts.get(x)
         if domain is None:
             domain = self.anchored.get(x) or self.default(x.type.shape)
-            wanted = self.layouts.get(result) if is_tile(result) else None
+            wanted = self.layouts.get(tiles[0]) if tiles else None
             if isinstance(wanted, Slice) and wanted.dim == axis:
                 domain = wanted.parent  # the slice consumers want is this reduction's own
             self.layouts[x] = domain
-        if not is_tile(result):
-            return
+        for index in range(1, len(op.operands)):
+            self.request(op, index, domain)
+        for result in tiles:
+            self.settle(result, Slice(axis, domain))
+
+    def scan(self, op: Op) -> None:
+        """A scan's results are held in registers in one layout (the one the
+        first result's users want), which its operands are read in."""
+        layout = self.layout(op.results[0])
+        for result in op.results:
+            self.settle(result, layout)
+        for index in range(len(op.operands)):
+            self.request(op, index, layout)
+
+    def settle(self, result: Value, layout: TileLayout) -> None:
+        """``result`` is made in ``layout``; users that asked for another
+        before it was known read a ``convert_layout`` of it."""
         wanted = self.layouts.get(result)
-        self.layouts[result] = Slice(axis, domain)
-        if wanted is not None and wanted != self.layouts[result]:
-            # Its users asked for another layout before the operand's was known.
+        self.layouts[result] = layout
+        if wanted is not None and wanted != layout:
             converted = self.convert(result, wanted)
             for user in walk(self.kernel.body):
                 if user is not converted.op and not (user.name == "convert_layout" and user.operands[0] is result):

@@ -25,7 +25,11 @@
   nowhere else;
 - shared buffers are allocated at the kernel's top level (never in a loop),
   each under its own name, and are operands only where an op expects one
-  (``copy_to_shared``, ``dot_shared``): no loop carries one.
+  (``copy_to_shared``, ``dot_shared``): no loop carries one;
+- a ``reduce`` or ``scan`` reads N >= 1 tiles of one shape and has one region
+  taking 2N scalars (the tiles' element types, twice) and ending with a
+  ``yield`` of N values of those types; the region is closed (its arguments,
+  the kernel's parameters and literals) and holds pure scalar ops only.
 """
 from __future__ import annotations
 
@@ -33,12 +37,15 @@ from dataclasses import dataclass
 
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
-from mytriton.ir.ssa import Block, Const, Kernel, Op, OpResult, Param, Value, defining_block, is_within, walk
+from mytriton.ir.ssa import (
+    Block, Const, Kernel, Op, OpResult, Param, Value, combine_region_problem, defining_block, is_combine, is_within,
+    walk,
+)
 from mytriton.ir.ssa_text import op_text
 from mytriton.limits import MAX_EXPRESSION_DEPTH, tile_error
 from mytriton.ir.layouts import SHARED_KINDS, NvmmaShared, Slice, broadcast_view, shape_problem
 from mytriton.ir.literals import carried_type_fits, literal_conversion_error
-from mytriton.types import BOOL, I32, BlockType, SharedType, TypeRuleError, concrete, without_layout
+from mytriton.types import BOOL, I32, BlockType, SharedType, TypeRuleError, concrete, element_of, without_layout
 
 
 class Verifier:
@@ -104,6 +111,8 @@ class Verifier:
                 self.if_op(op, visible)
             elif op.name == "while":
                 self.while_op(op, visible)
+            elif is_combine(op):
+                self.combine_op(op)
             else:
                 self.check_op(op, in_loop)
             for value in [*op.results, *(arg for region in op.regions for arg in region.args)]:
@@ -153,6 +162,12 @@ class Verifier:
         if value not in self.everywhere:
             return "use of a value that is never defined"
         home = defining_block(value)
+        owner = use_block.parent
+        while owner is not None:
+            if is_combine(owner) and (home is None or not is_within(home, owner.regions[0])):
+                return (f"the combine region of '{owner.name}' reads only its arguments, the kernel's "
+                        "parameters and literals")
+            owner = owner.parent.parent if owner.parent is not None else None
         if home is not None and not is_within(use_block, home):
             where = "an if branch" if home.parent is not None and home.parent.name == "if" else "a loop body"
             return f"a value defined inside {where} is used outside it (yield it instead)"
@@ -237,14 +252,18 @@ class Verifier:
             wanted = {i: broadcast_view(pointer, len(o.type.shape)) for i, o in tiles[1:]}
         elif rule == "dot" and result is not None:
             wanted = {i: result.layout for i, _ in tiles if i == 2}
-        elif rule == "reduce" and result is not None and tiles:
-            expected = Slice(op.attrs.get("axis"), tiles[0][1].type.layout)
-            if result.layout != expected:
-                raise self.error(f"the result of '{op.name}' must be in {expected.text()} (its operand's layout "
-                                 f"sliced along the axis), not {result.layout.text()}", op)
+        elif rule in ("reduce", "scan") and tiles:
+            domain = tiles[0][1].type.layout
+            wanted = {i: domain for i, _ in tiles[1:]}  # a combine op reads all its tiles in one layout
+            expected = Slice(op.attrs.get("axis"), domain) if rule == "reduce" else domain
+            for r in op.results:
+                if isinstance(r.type, BlockType) and r.type.layout != expected:
+                    what = "its operand's layout sliced along the axis" if rule == "reduce" else "its operands' layout"
+                    raise self.error(f"the result of '{op.name}' must be in {expected.text()} ({what}), "
+                                     f"not {r.type.layout.text()}", op)
         for i, operand in tiles:
             if i in wanted and operand.type.layout != wanted[i]:
-                name = opdef.operands[i].rstrip("?")
+                name = opdef.operands[i].rstrip("?") if i < len(opdef.operands) else str(i)
                 raise self.error(f"operand '{name}' of '{op.name}' is in {operand.type.layout.text()} but is read "
                                  f"in {wanted[i].text()}; a tile changes layout only through convert_layout", op)
 
@@ -311,6 +330,52 @@ class Verifier:
                 got = "none" if value is None else value.type
                 raise self.error(f"carried value {i} is {arg.type} but the body yields {got}", terminator)
 
+
+    # ---- reduce and scan ------------------------------------------------------------------------
+    def combine_op(self, op: Op) -> None:
+        opdef = opdefs.OPS[op.name]
+        if len(op.regions) != 1:
+            raise self.error(f"'{op.name}' has exactly one region (its combine function)", op)
+        unknown = set(op.attrs) - set(opdef.attrs) - set(opdef.optional_attrs)
+        if unknown:
+            raise self.error(f"'{op.name}' has no attribute '{sorted(unknown)[0]}'", op)
+        if "axis" not in op.attrs:
+            raise self.error(f"'{op.name}' needs the attribute 'axis'", op)
+        if any(o is None for o in op.operands):
+            raise self.error(f"the tiles of '{op.name}' cannot be none", op)
+        try:
+            expected = opdef.infer([without_layout(o.type) for o in op.operands], op.attrs)
+        except TypeRuleError as err:
+            raise self.error(str(err), op) from None
+        declared = [without_layout(r.type) for r in op.results]
+        if declared != expected:
+            want = ", ".join(str(t) for t in expected) or "no result"
+            got = ", ".join(str(t) for t in declared) or "no result"
+            raise self.error(f"'{op.name}' declares {got} but its operands give {want}", op)
+        body = op.regions[0]
+        elements = [concrete(element_of(o.type)) for o in op.operands]
+        if [arg.type for arg in body.args] != elements * 2:
+            want = ", ".join(str(e) for e in elements * 2)
+            got = ", ".join(str(arg.type) for arg in body.args) or "none"
+            raise self.error(f"the combine region of '{op.name}' takes ({want}), the tiles' element types "
+                             f"twice; it declares ({got})", op)
+        for arg in body.args:
+            self.define(arg, op)
+        # Closed: the region sees its arguments and the kernel's parameters only.
+        self.block(body, set(self.kernel.params) | set(body.args), in_loop=True, ends_with="yield")
+        terminator = body.ops[-1]
+        if len(terminator.operands) != len(elements):
+            raise self.error(f"the combine region of '{op.name}' over {len(elements)} tile(s) yields "
+                             f"{len(terminator.operands)} value(s)", terminator)
+        for i, (element, value) in enumerate(zip(elements, terminator.operands)):
+            if not carried_type_fits(element, value):
+                got = "none" if value is None else value.type
+                raise self.error(f"combined value {i} of '{op.name}' is {element} but the region yields {got}",
+                                 terminator)
+        problem = combine_region_problem(op)
+        if problem is not None:
+            inner, message = problem
+            raise self.error(message, inner)
 
     # ---- if and while ------------------------------------------------------------------------
     def check_condition(self, op: Op, what: str) -> None:

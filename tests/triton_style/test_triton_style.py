@@ -339,6 +339,29 @@ def case_sort_rows(m, rng) -> Result:
     return out
 
 
+def _linear_recurrence(a, b):
+    h = np.zeros(a.shape, np.float64)
+    state = np.zeros(a.shape[0], np.float64)
+    for t in range(a.shape[1]):
+        state = a[:, t] * state + b[:, t]
+        h[:, t] = state
+    return h
+
+
+def case_scans(m, rng) -> Result:
+    x = rng.integers(-5, 5, (19, 300)).astype(np.float32)  # ties, for argmax
+    cumsum, argmax = m.cumsum_argmax(x)
+    value, index = m.last_max(x)
+    last = x.shape[1] - 1 - np.argmax(x[:, ::-1], axis=1)
+    a = rng.uniform(0.5, 1.0, (7, 1000)).astype(np.float32)
+    b = rng.standard_normal((7, 1000)).astype(np.float32)
+    return [("cumsum", cumsum, np.cumsum(x, axis=1), 1e-4, 1e-5),
+            ("argmax", argmax, x.argmax(axis=1), 0, 0),
+            ("last max", value, x.max(axis=1), 0, 0),
+            ("last max index", index, last, 0, 0),
+            ("selective scan", m.selective_scan(a, b), _linear_recurrence(a, b), 1e-4, 1e-4)]
+
+
 CASES: dict[str, Callable[[Any, Any], Result]] = {
     name[len("case_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
 }

@@ -45,7 +45,7 @@ from mytriton.ir.analysis import is_materialized, is_tile, stored_params
 from mytriton.target import (
     MAX_ELEMENTS_PER_THREAD, OPT_IN_SHARED_MEMORY, SHARED_MEMORY_BUDGET, WGMMA_BUILD_ARCH, budget_text,
 )
-from mytriton.ir.ssa import Block, BlockArg, Const, Kernel, Op, Operand, Value, for_yield, use_counts, walk
+from mytriton.ir.ssa import Block, BlockArg, Const, Kernel, Op, Operand, Value, for_yield, is_combine, use_counts, walk
 from mytriton.ir.ssa_text import ValueNames
 from mytriton.ir.layouts import Mma
 from mytriton.types import BOOL, BlockType, PointerType, ScalarType, element_of
@@ -136,7 +136,7 @@ class CudaEmitter:
         """The layout whose slots a statement runs over: its pointer's for a
         store, its operand's for a reduction, else its result's."""
         rule = _rule(op)
-        if rule in ("store", "reduce"):
+        if rule in ("store", "reduce", "scan"):
             return self.layout_of(op.operands[0])
         return self.layout_of(op.results[0])
 
@@ -165,9 +165,9 @@ class CudaEmitter:
                 groups.append(Group(op.name, [op]))
                 for region in op.regions:
                     self.groups[id(region)] = self.plan_groups(region)
-            elif rule == "reduce":
+            elif rule in ("reduce", "scan"):
                 open_group = None
-                groups.append(Group("reduce", [op], self.domain(op)))
+                groups.append(Group("combine" if is_combine(op) else "reduce", [op], self.domain(op)))
             elif rule == "convert":
                 open_group = None
                 groups.append(Group("convert", [op], self.domain(op)))
@@ -225,6 +225,10 @@ class CudaEmitter:
             if (_rule(op) in ("reduce", "dot", "convert") or op.name in opdefs.ATOMIC_OPS) \
                     and op.results and is_tile(op.results[0]):
                 self.storage[op.results[0]] = "t" + self.name(op.results[0])[1:]
+            if is_combine(op):  # reduce and scan: every tile result is held in registers
+                for result in op.results:
+                    if is_tile(result):
+                        self.storage[result] = "t" + self.name(result)[1:]
             if op.name == "for":
                 for arg, result in zip(op.regions[0].args[1:], op.results):
                     prefix = "t" if is_tile(result) else "v"
@@ -415,6 +419,10 @@ class CudaEmitter:
                 from mytriton.backends.cuda.reductions import emit_reduction
 
                 emit_reduction(self, group.ops[0], group.domain)
+            elif group.kind == "combine":
+                from mytriton.backends.cuda.scans import emit_combine
+
+                emit_combine(self, group.ops[0], group.domain)
             elif group.kind == "copies":
                 from mytriton.backends.cuda.dots import emit_copies
 

@@ -94,6 +94,8 @@ STATEMENT_OPS = {
     "atomic_rmw": "atomics.py: atomicAdd/Max/Min/And/Or/Xor/Exch per owned element, fenced by sem",
     "atomic_cas": "atomics.py: atomicCAS per owned element (a scalar: thread 0, broadcast through shared memory)",
     "histogram": "histogram.py: shared-memory atomicAdd of each owned element's bin, then each result slot read",
+    "reduce": "scans.py: owned elements into shared memory, each row's chunks combined in order, then the chunks",
+    "scan": "scans.py: owned elements into shared memory, each row's chunks scanned in order, then the prefixes",
 }
 
 # Ops the CUDA backend refuses, and why (none today).

@@ -41,7 +41,7 @@ CALLED = frozenset("""
 
 # The emitter's fixed locals; its numbered ones (v3, t1, s2, c0, r4_warps,
 # L0_p0, p1_x) and prefixed ones (shared_..., mytriton_...) match the pattern.
-LOCALS = frozenset("k kk i j r s w h c row col total a_col b_row smem lane warp tid".split())
+LOCALS = frozenset("k kk i j r s w h c q row col total a_col b_row smem lane warp tid base first at".split())
 _LOCAL_PATTERN = re.compile(r"[A-Za-z][0-9]+(_|$)|shared_|mytriton_")
 
 _PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")

@@ -382,3 +382,9 @@ def reduce_identity(name: str, t: ScalarType) -> bool | int | float:
 
 
 OFFSET = I64  # a pointer is its parameter's memref and an i64 element offset
+
+
+# reduce and scan with a combine region (tl.reduce, tl.associative_scan, tl.cumsum, tl.argmax...).
+REFUSED.update({name: f"'{name}' with a combine function (tl.reduce, tl.associative_scan, tl.cumsum, tl.argmax) "
+                      "is not covered by the MLIR back end"
+                for name in ("reduce", "scan")})

@@ -18,7 +18,7 @@ from mytriton.backends.mlir.text import Writer, joined, literal, mlir_loc, mlir_
 from mytriton.backends.ttir import ops as table
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir.ssa import (
-    Block, Const, Kernel, Op, Operand, Value, for_body, for_bounds, for_inits, yield_types,
+    Block, Const, Kernel, Op, Operand, Value, for_body, for_bounds, for_inits, is_combine, yield_types,
 )
 from mytriton.types import (
     BF16, BOOL, F16, F32, I8, I32, I64, PointerType, ScalarType, Type, WeakType, broadcast_shapes,
@@ -553,6 +553,39 @@ class _Emitter:
 
     op_sum = op_max = op_min = _reduce
 
+    def _combine(self, op: Op) -> None:
+        """``reduce`` and ``scan``: ``tt.reduce`` / ``tt.scan`` over the N
+        tiles, the combine region as its body (left arguments, then right),
+        ending in ``tt.reduce.return`` / ``tt.scan.return``; a whole-tile
+        reduce of rank 2 or more reshapes its tiles to rank 1 first."""
+        w, loc = self.w, op.loc
+        axis = op.attrs.get("axis")
+        shape, _ = type_of(op.operands[0].type)
+        elements = [type_of(x.type)[1] for x in op.operands]
+        values = [self.get(x, shape, e, loc) for x, e in zip(op.operands, elements)]
+        if axis is None:
+            if len(shape) > 1:
+                flat = (_numel(shape),)
+                values = [w.op(f"tt.reshape {v} : {ttir_type(shape, e)} -> {ttir_type(flat, e)}", loc)
+                          for v, e in zip(values, elements)]
+                shape = flat
+            axis = 0
+        out_shape = shape if op.name == "scan" else shape[:axis] + shape[axis + 1:]
+        attrs = f"axis = {axis} : i32"
+        if op.name == "scan":
+            attrs += f", reverse = {'true' if op.attrs.get('reverse', False) else 'false'}"
+        prefix = self.bind_results(op)
+        w.line(f'{prefix}"tt.{op.name}"({joined(values)}) <{{{attrs}}}> ({{', located=False)
+        body = op.regions[0]
+        names = [w.fresh() for _ in body.args]
+        w.line(f"^bb0({joined(f'{n}: {element_text(a.type)} {mlir_loc(loc)}' for n, a in zip(names, body.args))}):",
+               located=False)
+        self.region(body, names)
+        w.line(f"}}) : ({joined(ttir_type(shape, e) for e in elements)}) -> "
+               f"({joined(ttir_type(out_shape, e) for e in elements)})", loc)
+
+    op_reduce = op_scan = _combine
+
     def op_dot(self, op: Op) -> None:
         a, b, acc = op.operands
         loc, w = op.loc, self.w
@@ -663,6 +696,10 @@ class _Emitter:
         expected = yield_types(op)
         values = [self.get(o, *type_of(t), op.loc) for o, t in zip(op.operands, expected)]
         types = [self.carried(t) for t in expected]
+        owner = op.parent.parent
+        if is_combine(owner):  # a combine region's end
+            self.w.line(f"tt.{owner.name}.return {joined(values)} : {joined(types)}", op.loc)
+            return
         self.w.line(f"scf.yield {joined(values)} : {joined(types)}" if values else "scf.yield", op.loc)
 
     def op_condition(self, op: Op) -> None:

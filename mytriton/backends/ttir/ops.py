@@ -52,6 +52,9 @@ STRUCTURED: dict[str, str] = {
     "expand_dims": "tt.expand_dims {axis}",
     "load": "tt.load ptr, mask, other (mask and other splat/broadcast to the pointers' shape)",
     "store": "tt.store ptr, value, mask",
+    "reduce": "tt.reduce over the N tiles with the combine region as its body (tt.reduce.return; a whole-tile "
+              "reduction of rank 2 reshapes to rank 1 first)",
+    "scan": "tt.scan {axis, reverse} over the N tiles with the combine region as its body (tt.scan.return)",
     "sum": "tt.reduce with an arith.addf/addi region (f16/bf16 in f32, rounded once; a whole-tile "
            "reduction of rank 2 reshapes to rank 1 first, as Triton's front end)",
     "max": "tt.reduce with an arith.maxnumf/maxsi/maxui region",
@@ -123,3 +126,4 @@ def lowering(name: str) -> str | None:
     if name in REFUSED:
         return "refused"
     return None
+

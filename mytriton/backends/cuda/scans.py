@@ -1,0 +1,247 @@
+"""``reduce`` and ``scan`` with a combine region on the GPU (tl.reduce,
+tl.associative_scan, tl.cumsum, tl.argmax, ...).
+
+A combine region has no identity element and need not commute, so both ops
+go through shared memory in an order that keeps the combine's order and
+counts each element once:
+
+1. each thread writes the elements it owns (copies of a replicated layout
+   write nothing) of each of the N tiles into a row-major array in shared
+   memory;
+2. the elements along the axis form ``R`` rows of ``L`` (a whole-tile reduce:
+   one row of all of them); each row is cut into ``C`` chunks (as many as the
+   threads allow, up to ``L``) and one thread combines each chunk in order
+   (from the end when ``reverse``), a scan writing each running value back,
+   and keeps the chunk's total;
+3. the chunk totals of each row become their inclusive prefixes in log2(C)
+   rounds (each total combined with the one d before it, on the left: the
+   order stays); a scan then combines, into every element of a chunk but the
+   first, the prefix of the chunks before it (on the left);
+4. each thread reads its slots of the results back: the scanned tile in the
+   operand's layout, or a row's total in the reduce's slice layout.
+
+Barriers separate the steps. The region is emitted inline as scalar C on
+the N values (``combine_lines``), once per place it is applied.
+"""
+from __future__ import annotations
+
+from math import prod
+from typing import TYPE_CHECKING
+
+from mytriton.backends.cuda.ctypes import c_element
+from mytriton.backends.cuda.expressions import CValue, as_type, render
+from mytriton.backends.cuda.layout import Layout
+from mytriton.backends.cuda.slots import SlotLoop, linear_index
+from mytriton.ir.analysis import is_tile
+from mytriton.ir.ssa import Const, Op, Param
+from mytriton.types import element_of
+
+if TYPE_CHECKING:
+    from mytriton.backends.cuda.emitter import CudaEmitter
+
+
+def combine_lines(em: "CudaEmitter", op: Op, left: list[str], right: list[str], outs: list[str]) -> list[str]:
+    """C lines setting ``outs[i]`` to the combine region of ``op`` applied to
+    the values ``left`` and ``right`` (C expressions of the tiles' element
+    types); every result is computed before any is assigned, so ``outs`` may
+    be among the inputs."""
+    body = op.regions[0]
+    values: dict = {arg: CValue(expr, arg.type) for arg, expr in zip(body.args, (*left, *right))}
+    lines = ["{"]
+
+    def arg_of(operand):
+        if operand is None or isinstance(operand, Const):
+            return operand
+        if operand in values:
+            return values[operand]
+        assert isinstance(operand, Param), "a combine region reads its arguments, parameters and literals"
+        return CValue(em.scalar_ref(operand), element_of(operand.type))
+
+    for inner in body.ops[:-1]:
+        result = inner.results[0]
+        name = em.name(result)
+        lines.append(f"  const {c_element(result.type)} {name} = {render(inner, [arg_of(o) for o in inner.operands])};")
+        values[result] = CValue(name, element_of(result.type))
+    yields = body.ops[-1].operands
+    temps = []
+    for i, (value, arg) in enumerate(zip(yields, body.args)):
+        temp = f"y{i}_{em.name(op.results[0])}"
+        lines.append(f"  const {c_element(arg.type)} {temp} = {as_type(arg_of(value), arg.type)};")
+        temps.append(temp)
+    lines += [f"  {out} = {temp};" for out, temp in zip(outs, temps)]
+    lines.append("}")
+    return lines
+
+
+def emit_combine(em: "CudaEmitter", op: Op, domain: Layout) -> None:
+    scan = op.name == "scan"
+    tiles = op.operands
+    shape = tiles[0].type.shape
+    axis = op.attrs.get("axis")
+    reverse = bool(op.attrs.get("reverse", False))
+    numel = prod(shape)
+    if axis is None:
+        length, inner = numel, 1
+    else:
+        length, inner = shape[axis], prod(shape[axis + 1:])
+    rows = numel // length
+    threads = em.threads
+    chunks = 1
+    while chunks * 2 <= length and rows * chunks * 2 <= threads:
+        chunks *= 2
+    per_chunk = length // chunks
+    tag = em.name(op.results[0])[1:]
+    elements = [c_element(element_of(x.type)) for x in tiles]
+    sizes = [element_of(x.type).nbytes for x in tiles]
+    where = f"@{op.loc.line}:{op.loc.col}" if op.loc else ""
+    tid, barrier = em.lang.thread_id, em.lang.barrier
+    what = f"along axis {axis}" if axis is not None else "over the whole tile"
+    em.line(f"// {op.name} {where} {what}{' from the end' if reverse else ''}: {rows} row(s) of {length}, "
+            f"{chunks} chunk(s) of {per_chunk} per row, through shared memory")
+
+    # 0. the operands into registers (reading them may stage other tiles through shared memory)
+    loop = em.open_loop(domain, op)
+    coords = loop.coords()
+    held = [f"x{i}_{tag}" for i in range(len(tiles))]
+    for name, x in zip(held, tiles):
+        loop.lines.append(f"{name}[k] = {as_type(loop.value(x, coords), element_of(x.type))};")
+    em.close_loop(loop, f"{op.name}: the operands' elements this thread holds",
+                  [f"{ct} {name}[{domain.slots}];" for ct, name in zip(elements, held)])
+
+    # Shared arrays: the N tiles, then the N arrays of chunk totals.
+    offset = 0
+    tile_arrays, total_arrays = [], []
+    em.line(f"{barrier}  // earlier readers of shared memory are done")
+    for i, (ct, size) in enumerate(zip(elements, sizes)):
+        name = f"s{i}_{tag}"
+        em.line(f"{ct}* const {name} = reinterpret_cast<{ct}*>(smem + {offset});")
+        tile_arrays.append(name)
+        offset += _aligned(numel * size)
+    for i, (ct, size) in enumerate(zip(elements, sizes)):
+        name = f"c{i}_{tag}"
+        em.line(f"{ct}* const {name} = reinterpret_cast<{ct}*>(smem + {offset});")
+        total_arrays.append(name)
+        offset += _aligned(rows * chunks * size)
+    em.need_shared(offset, op)
+
+    # 1. owned elements into shared memory
+    writer = SlotLoop(em, domain)
+    index = linear_index([writer.use(c) for c in writer.coords()], shape)
+    owner = writer.owner()
+    for name, value in zip(tile_arrays, held):
+        store = f"{name}[{index}] = {value}[k];"
+        writer.lines.append(f"if ({owner}) {store}" if owner else store)
+    em.line(f"// {op.name}: this thread's elements into shared memory (copies write nothing)")
+    em.line(em.lang.unroll)
+    em.line(f"for (int k = 0; k < {domain.slots}; ++k) {{")
+    for text in writer.body():
+        em.line("  " + text)
+    em.line("}")
+    em.line(barrier)
+
+    def position(j: str) -> str:
+        """The row-major index of element ``j`` (in combining order) of row ``row``."""
+        along = f"({length - 1} - ({j}))" if reverse else f"({j})"
+        return f"base + {along} * {inner}" if inner > 1 else f"base + {along}"
+
+    row_base = f"(row / {inner}) * {length * inner} + (row % {inner})" if inner > 1 else f"row * {length}"
+    accs = [f"a{i}_{tag}" for i in range(len(tiles))]
+    items = [f"{tile}[at]" for tile in tile_arrays]
+
+    # 2. each chunk in order, by one thread
+    em.line(f"// {op.name}: each chunk of each row in order, one thread per chunk")
+    em.line(f"for (int w = {tid}; w < {rows * chunks}; w += {threads}) {{")
+    em.depth += 1
+    em.line(f"const int row = w / {chunks};")
+    em.line(f"const int base = {row_base};")
+    em.line(f"const int first = {position(f'(w % {chunks}) * {per_chunk}')};")
+    for acc, ct, tile in zip(accs, elements, tile_arrays):
+        em.line(f"{ct} {acc} = {tile}[first];")
+    if per_chunk > 1:
+        em.line(f"for (int q = 1; q < {per_chunk}; ++q) {{")
+        em.depth += 1
+        em.line(f"const int at = {position(f'(w % {chunks}) * {per_chunk} + q')};")
+        for text in combine_lines(em, op, accs, items, accs):
+            em.line(text)
+        if scan:
+            for tile, acc in zip(tile_arrays, accs):
+                em.line(f"{tile}[at] = {acc};")
+        em.depth -= 1
+        em.line("}")
+    for total, acc in zip(total_arrays, accs):
+        em.line(f"{total}[w] = {acc};")
+    em.depth -= 1
+    em.line("}")
+    em.line(barrier)
+
+    # 3. the chunks' totals: their inclusive prefixes along each row, in log2(C) rounds of
+    # total[w] = combine(total[w - d], total[w]) (every chunk has a thread: rows * C <= threads)
+    if chunks > 1:
+        news = [f"n{i}_{tag}" for i in range(len(tiles))]
+        step, takes = f"d{tag}", f"p{tag}"
+        em.line(f"// {op.name}: the chunk totals' prefixes along each row, in {chunks.bit_length() - 1} round(s)")
+        em.line(f"for (int {step} = 1; {step} < {chunks}; {step} *= 2) {{")
+        em.depth += 1
+        em.line(f"const bool {takes} = {tid} < {rows * chunks} && ({tid} % {chunks}) >= {step};")
+        for ct, new in zip(elements, news):
+            em.line(f"{ct} {new}{{}};")
+        em.line(f"if ({takes}) {{")
+        em.depth += 1
+        for text in combine_lines(em, op, [f"{total}[{tid} - {step}]" for total in total_arrays],
+                                  [f"{total}[{tid}]" for total in total_arrays], news):
+            em.line(text)
+        em.depth -= 1
+        em.line("}")
+        em.line(barrier)
+        em.line(f"if ({takes}) {{")
+        for total, new in zip(total_arrays, news):
+            em.line(f"  {total}[{tid}] = {new};")
+        em.line("}")
+        em.line(barrier)
+        em.depth -= 1
+        em.line("}")
+        if scan:
+            em.line(f"// {op.name}: the chunks before each chunk, combined in on the left")
+            em.line(f"for (int w = {tid}; w < {rows * chunks}; w += {threads}) {{")
+            em.depth += 1
+            em.line(f"if (w % {chunks} == 0) continue;")
+            em.line(f"const int row = w / {chunks};")
+            em.line(f"const int base = {row_base};")
+            prefixes = [f"{total}[w - 1]" for total in total_arrays]
+            em.line(f"for (int q = 0; q < {per_chunk}; ++q) {{")
+            em.depth += 1
+            em.line(f"const int at = {position(f'(w % {chunks}) * {per_chunk} + q')};")
+            for text in combine_lines(em, op, prefixes, items, items):
+                em.line(text)
+            em.depth -= 1
+            em.line("}")
+            em.depth -= 1
+            em.line("}")
+            em.line(barrier)
+
+    # 4. the results back into registers
+    for i, result in enumerate(op.results):
+        if not is_tile(result):
+            total = f"{total_arrays[i]}[{chunks - 1}]"
+            em.line(f"const {c_element(result.type)} {em.name(result)} = {total};")
+            continue
+        layout = em.layout_of(result)
+        reader = SlotLoop(em, layout)
+        if scan:
+            source = f"{tile_arrays[i]}[{linear_index([reader.use(c) for c in reader.coords()], shape)}]"
+        else:
+            row = linear_index([reader.use(c) for c in reader.coords()], result.type.shape)
+            source = f"{total_arrays[i]}[({row}) * {chunks} + {chunks - 1}]"
+        storage = em.storage[result]
+        reader.lines.append(f"{storage}[k] = {source};")
+        em.line(f"{c_element(result.type)} {storage}[{layout.slots}];")
+        em.line(em.lang.unroll)
+        em.line(f"for (int k = 0; k < {layout.slots}; ++k) {{")
+        for text in reader.body():
+            em.line("  " + text)
+        em.line("}")
+    em.line(f"{barrier}  // later users of shared memory wait for these reads")
+
+
+def _aligned(nbytes: int) -> int:
+    return (nbytes + 15) // 16 * 16

@@ -1,0 +1,170 @@
+"""``tl.cumsum``, ``tl.cumprod``, ``tl.argmax``, ``tl.argmin`` and the
+index-returning forms of ``tl.max``/``tl.min``: Triton's scans and index
+reductions (its language/standard.py), written as @jit helpers over
+``tl.associative_scan`` and ``tl.reduce`` in mytriton's kernel language.
+
+This file is kernel source: the frontend reads it with ``ast`` and traces
+these functions as it traces a user's helpers (frontend/library.py), every
+op they make located at the kernel's call. The combine functions below are
+traced into the ``scan``/``reduce`` ops' regions, on scalars.
+
+Semantics follow Triton's: cumsum sums narrow integers (and bools) in 32
+bits, keeping their signedness, and bf16 in f32, unless ``dtype`` says
+otherwise; argmax/argmin keep, of equal values, the lowest index
+(``tie_break_left``; otherwise the one the combining order meets last); a NaN
+compares false with everything, as in Triton's combine, so where NaNs are
+present which one wins depends on the combining order.
+"""
+import mytriton
+import mytriton.language as tl
+
+
+@mytriton.jit
+def _sum_combine(a, b):
+    return a + b
+
+
+@mytriton.jit
+def _prod_combine(a, b):
+    return a * b
+
+
+@mytriton.jit
+def _sum_dtype(input, dtype: tl.constexpr):
+    """``input`` in the type cumsum accumulates in (Triton's _pick_sum_dtype)."""
+    if input.dtype == tl.bfloat16:
+        input = input.to(tl.float32)
+    if dtype != None:  # noqa: E711 - the kernel language compares constants with ==
+        input = input.to(dtype)
+    elif input.dtype == tl.uint8 or input.dtype == tl.uint16:
+        input = input.to(tl.uint32)
+    elif input.dtype == tl.int1 or input.dtype == tl.int8 or input.dtype == tl.int16:
+        input = input.to(tl.int32)
+    return input
+
+
+@mytriton.jit
+def cumsum(input, axis=0, reverse=False, dtype: tl.constexpr = None):
+    """The inclusive running sum along ``axis`` (from the end when ``reverse``)."""
+    return tl.associative_scan(_sum_dtype(input, dtype), axis, _sum_combine, reverse)
+
+
+@mytriton.jit
+def cumprod(input, axis=0, reverse=False):
+    """The inclusive running product along ``axis`` (from the end when ``reverse``)."""
+    if input.dtype == tl.bfloat16:
+        input = input.to(tl.float32)
+    return tl.associative_scan(input, axis, _prod_combine, reverse)
+
+
+# ---- index reductions ----------------------------------------------------------
+# Each combine keeps the pair (value, index) that wins: the greater (smaller)
+# value, and of two equal values the one of lower index when ties break left.
+
+
+@mytriton.jit
+def _argmax_combine(value1, index1, value2, index2, tie_break_left: tl.constexpr):
+    if tie_break_left:
+        wins = value1 > value2 or (value1 == value2 and index1 < index2)
+    else:
+        wins = value1 > value2
+    return tl.where(wins, value1, value2), tl.where(wins, index1, index2)
+
+
+@mytriton.jit
+def _argmax_combine_tie_break_left(value1, index1, value2, index2):
+    return _argmax_combine(value1, index1, value2, index2, True)
+
+
+@mytriton.jit
+def _argmax_combine_tie_break_fast(value1, index1, value2, index2):
+    return _argmax_combine(value1, index1, value2, index2, False)
+
+
+@mytriton.jit
+def _argmin_combine(value1, index1, value2, index2, tie_break_left: tl.constexpr):
+    if tie_break_left:
+        wins = value1 < value2 or (value1 == value2 and index1 < index2)
+    else:
+        wins = value1 < value2
+    return tl.where(wins, value1, value2), tl.where(wins, index1, index2)
+
+
+@mytriton.jit
+def _argmin_combine_tie_break_left(value1, index1, value2, index2):
+    return _argmin_combine(value1, index1, value2, index2, True)
+
+
+@mytriton.jit
+def _argmin_combine_tie_break_fast(value1, index1, value2, index2):
+    return _argmin_combine(value1, index1, value2, index2, False)
+
+
+@mytriton.jit
+def _indices_along(input, axis: tl.constexpr):
+    """Each element's index along ``axis``, as an i32 tile of ``input``'s shape."""
+    index = tl.arange(0, input.shape[axis])
+    for d in tl.static_range(len(input.shape)):
+        if d != axis:
+            index = tl.expand_dims(index, d)
+    return tl.broadcast_to(index, input.shape)
+
+
+@mytriton.jit
+def _numel(input):
+    n = 1
+    for d in tl.static_range(len(input.shape)):
+        n = n * input.shape[d]
+    return n
+
+
+@mytriton.jit
+def max_with_indices(input, axis, tie_break_left=True, keep_dims=False):
+    """``tl.max(input, axis, return_indices=True)``: the maxima and their indices."""
+    if input.dtype == tl.bfloat16:
+        input = input.to(tl.float32)
+    if axis == None:  # noqa: E711 - over the whole tile: its elements in row-major order
+        axis = 0
+        input = tl.reshape(input, (_numel(input),))
+    if axis < 0:
+        axis = axis + len(input.shape)
+    if tie_break_left:
+        values, indices = tl.reduce((input, _indices_along(input, axis)), axis, _argmax_combine_tie_break_left,
+                                    keep_dims=keep_dims)
+    else:
+        values, indices = tl.reduce((input, _indices_along(input, axis)), axis, _argmax_combine_tie_break_fast,
+                                    keep_dims=keep_dims)
+    return values, indices
+
+
+@mytriton.jit
+def min_with_indices(input, axis, tie_break_left=True, keep_dims=False):
+    """``tl.min(input, axis, return_indices=True)``: the minima and their indices."""
+    if input.dtype == tl.bfloat16:
+        input = input.to(tl.float32)
+    if axis == None:  # noqa: E711 - over the whole tile: its elements in row-major order
+        axis = 0
+        input = tl.reshape(input, (_numel(input),))
+    if axis < 0:
+        axis = axis + len(input.shape)
+    if tie_break_left:
+        values, indices = tl.reduce((input, _indices_along(input, axis)), axis, _argmin_combine_tie_break_left,
+                                    keep_dims=keep_dims)
+    else:
+        values, indices = tl.reduce((input, _indices_along(input, axis)), axis, _argmin_combine_tie_break_fast,
+                                    keep_dims=keep_dims)
+    return values, indices
+
+
+@mytriton.jit
+def argmax(input, axis, tie_break_left=True, keep_dims=False):
+    """The index of the maximum along ``axis`` (of equal maxima, the first)."""
+    _, index = max_with_indices(input, axis, tie_break_left, keep_dims)
+    return index
+
+
+@mytriton.jit
+def argmin(input, axis, tie_break_left=True, keep_dims=False):
+    """The index of the minimum along ``axis`` (of equal minima, the first)."""
+    _, index = min_with_indices(input, axis, tie_break_left, keep_dims)
+    return index
