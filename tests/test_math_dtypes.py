@@ -176,7 +176,7 @@ KEEP_DIMS = """
 def k(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
     idx = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
     x = tl.load(x_ptr + idx)
-    y = x - tl.max(x, axis=1, keep_dims=True) + tl.sum(x, axis=0, keep_dims=True) * tl.min(x, 1, True)
+    y = x - tl.max(x, axis=1, keep_dims=True) + tl.sum(x, axis=0, keep_dims=True) * tl.min(x, 1, keep_dims=True)
     tl.store(out_ptr + idx, y)
 """
 
