@@ -101,31 +101,29 @@ def test_a_swizzled_buffer_needs_whole_128_byte_rows_and_8_row_groups():
 # ---- the swizzle ------------------------------------------------------------------------------------
 
 
-def _evaluate(expression: str, **names: int) -> int:
-    for name, value in names.items():
-        expression = re.sub(rf"\b{name}\b", str(value), expression)
-    assert re.fullmatch(r"[0-9+*/%^() ]+", expression), expression
-    # C's integer / on non-negative operands is Python's //.
-    return int(_c_int(expression))
-
-
-def _c_int(expression: str) -> int:
+def _compile(expression: str):
+    """A function of (r, c) computing a C index expression, built by walking
+    its ast once (C's / on non-negative operands is Python's //; no eval)."""
     import ast
     import operator
 
+    assert re.fullmatch(r"[0-9rc+*/%^() ]+", expression), expression
     ops = {ast.Add: operator.add, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
            ast.Mod: operator.mod, ast.BitXor: operator.xor}
 
-    def walk(node):
+    def build(node):
         if isinstance(node, ast.Expression):
-            return walk(node.body)
+            return build(node.body)
         if isinstance(node, ast.Constant):
-            return node.value
+            return lambda r, c, v=node.value: v
+        if isinstance(node, ast.Name):
+            return (lambda r, c: r) if node.id == "r" else (lambda r, c: c)
         if isinstance(node, ast.BinOp):
-            return ops[type(node.op)](walk(node.left), walk(node.right))
+            f, left, right = ops[type(node.op)], build(node.left), build(node.right)
+            return lambda r, c: f(left(r, c), right(r, c))
         raise AssertionError(ast.dump(node))
 
-    return walk(ast.parse(expression.replace("/", "//"), mode="eval"))
+    return build(ast.parse(expression.replace("/", "//"), mode="eval"))
 
 
 @pytest.mark.parametrize("swizzle", [128, 64, 32])
@@ -138,12 +136,12 @@ def test_the_swizzled_place_is_the_hardware_swizzle_of_the_row_major_block_addre
     if (cols * 2) % swizzle:
         pytest.skip("rows of a partial block")
     buffer = SharedType(shape, F16, NvmmaShared(swizzle))
-    expression = place(buffer, "r", "c")
+    index_of = _compile(place(buffer, "r", "c"))
     seen = set()
     per_block = swizzle // 2
     for r in range(rows):
         for c in range(cols):
-            index = _evaluate(expression, r=r, c=c)
+            index = index_of(r, c)
             block, x = divmod(c, per_block)
             linear = block * rows * swizzle + r * swizzle + x * 2
             swizzled = linear ^ (((linear >> 7) & (swizzle // 16 - 1)) << 4)
