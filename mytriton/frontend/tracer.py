@@ -977,7 +977,9 @@ class Tracer:
 _DTYPE_QUERIES: dict[str, Callable[[Any], bool]] = {
     "is_floating": lambda t: isinstance(t, ScalarType) and t.is_float,
     "is_int": lambda t: isinstance(t, ScalarType) and not t.is_float,
-    "is_int_signed": lambda t: isinstance(t, ScalarType) and not t.is_float,
+    # Triton's SINT_TYPES / UINT_TYPES: int1 (bool) is neither.
+    "is_int_signed": lambda t: isinstance(t, ScalarType) and not t.is_float and not t.is_bool and not t.unsigned,
+    "is_int_unsigned": lambda t: isinstance(t, ScalarType) and not t.is_float and not t.is_bool and t.unsigned,
     "is_bool": lambda t: isinstance(t, ScalarType) and t.is_bool,
     "is_ptr": lambda t: isinstance(t, PointerType),
     "is_fp16": lambda t: isinstance(t, ScalarType) and t.name == "f16",
