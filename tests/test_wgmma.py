@@ -265,3 +265,15 @@ def test_the_overlapped_cuda_waits_with_the_accumulator_registers_named():
     cuda = compile_matmul("f16", (128, 128, 64), 4, "cuda")
     wait = next(line for line in cuda.splitlines() if "wgmma.wait_group.sync.aligned 0" in line)
     assert wait.count('"+f"(') == 128  # 128x128 f32 over 128 threads
+
+
+def test_an_in_flight_dot_without_wgmma_is_a_located_error():
+    from mytriton.diagnostics import CompileError
+    from mytriton.ir.ssa_text import parse_kernel
+    from mytriton.pipeline import emit_cuda
+
+    text = compile_matmul("f16", (128, 128, 64), 4, "layouts", arch="sm_80")
+    edited = text.replace('out_dtype=f32 :', 'out_dtype=f32, in_flight=1 :', 1)
+    assert edited != text
+    with pytest.raises(CompileError, match="in flight"):
+        emit_cuda(parse_kernel(edited, "k.ssa"))
