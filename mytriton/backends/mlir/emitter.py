@@ -26,7 +26,9 @@ from typing import Callable
 
 from mytriton.backends.mlir import ops as table
 from mytriton.backends.mlir.ops import OFFSET, constant, convert, scalar_op
-from mytriton.backends.mlir.text import Writer, joined, literal, mlir_loc, mlir_string, scalar_type, shaped
+from mytriton.backends.mlir.text import (
+    Writer, bind_results, joined, literal, mlir_loc, mlir_string, scalar_type, shaped,
+)
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import pointer_bases
@@ -689,16 +691,7 @@ class _Emitter:
         self.w.line(f"scf.condition({cond}){tail}", op.loc)
 
     def bind_results(self, op: Op) -> str:
-        """The ``%r = `` (or ``%r:n = ``) prefix of a region op, naming its results."""
-        if not op.results:
-            return ""
-        name = self.w.fresh()
-        if len(op.results) == 1:
-            self.names[op.results[0]] = name
-            return f"{name} = "
-        for i, result in enumerate(op.results):
-            self.names[result] = f"{name}#{i}"
-        return f"{name}:{len(op.results)} = "
+        return bind_results(self.w, self.names, op)
 
     def op_for(self, op: Op) -> None:
         w, loc = self.w, op.loc

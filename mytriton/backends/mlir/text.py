@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Iterator
+from typing import Any, Iterator
 
 from mytriton.diagnostics import Location
 from mytriton.types import BOOL, ScalarType
@@ -170,3 +170,37 @@ class _Nested:
 
 def joined(items: Iterator[str] | list[str]) -> str:
     return ", ".join(items)
+
+
+def conversion_op(source: ScalarType, target: ScalarType) -> str | None:
+    """The arith op converting ``source`` values to ``target`` ones (not bool,
+    which compares with zero, nor f16 <-> bf16, which goes through f32), as C
+    and Triton convert: from bool as 0 or 1, integers by their signedness,
+    floats to integers toward zero; None where the bits stay (signless ints
+    of one width)."""
+    if source == BOOL:
+        return "arith.uitofp" if target.is_float else "arith.extui"
+    if source.is_int and target.is_int:
+        if source.bits == target.bits:
+            return None
+        if source.bits < target.bits:
+            return "arith.extui" if source.unsigned else "arith.extsi"
+        return "arith.trunci"
+    if source.is_int:
+        return "arith.uitofp" if source.unsigned else "arith.sitofp"
+    if target.is_int:
+        return "arith.fptoui" if target.unsigned else "arith.fptosi"
+    return "arith.extf" if source.bits < target.bits else "arith.truncf"
+
+
+def bind_results(w: "Writer", names: dict, op: Any) -> str:
+    """The ``%r = `` (or ``%r:n = ``) prefix of a region op, naming its results in ``names``."""
+    if not op.results:
+        return ""
+    name = w.fresh()
+    if len(op.results) == 1:
+        names[op.results[0]] = name
+        return f"{name} = "
+    for i, result in enumerate(op.results):
+        names[result] = f"{name}#{i}"
+    return f"{name}:{len(op.results)} = "

@@ -14,7 +14,9 @@ location, ``loc("file":line:col)``.
 """
 from __future__ import annotations
 
-from mytriton.backends.mlir.text import Writer, joined, literal, mlir_loc, mlir_string, scalar_type
+from mytriton.backends.mlir.text import (
+    Writer, bind_results, conversion_op, joined, literal, mlir_loc, mlir_string, scalar_type,
+)
 from mytriton.backends.ttir import ops as table
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir.ssa import (
@@ -173,27 +175,10 @@ class _Emitter:
             zero = self.constant(0, shape, source, loc)
             op = "arith.cmpf une" if source.is_float else "arith.cmpi ne"
             return w.op(f"{op}, {x}, {zero} : {s}", loc)
-        if source == BOOL:
-            op = "arith.uitofp" if target.is_float else "arith.extui"
-            return w.op(f"{op} {x} : {s} to {t}", loc)
-        if source.is_int and target.is_int:
-            if source.bits == target.bits:
-                return x  # signless: the same bits
-            if source.bits < target.bits:
-                op = "arith.extui" if source.unsigned else "arith.extsi"
-            else:
-                op = "arith.trunci"
-            return w.op(f"{op} {x} : {s} to {t}", loc)
-        if source.is_int:
-            op = "arith.uitofp" if source.unsigned else "arith.sitofp"
-            return w.op(f"{op} {x} : {s} to {t}", loc)
-        if target.is_int:
-            op = "arith.fptoui" if target.unsigned else "arith.fptosi"
-            return w.op(f"{op} {x} : {s} to {t}", loc)
         if {source, target} == {F16, BF16}:  # no direct conversion: through f32
             return self.convert(self.convert(x, shape, source, F32, loc), shape, F32, target, loc)
-        op = "arith.extf" if source.bits < target.bits else "arith.truncf"
-        return w.op(f"{op} {x} : {s} to {t}", loc)
+        op = conversion_op(source, target)
+        return x if op is None else w.op(f"{op} {x} : {s} to {t}", loc)  # None: signless, the same bits
 
     # ---- elementwise -------------------------------------------------------------------
 
@@ -710,15 +695,7 @@ class _Emitter:
         self.w.line(f"scf.condition({cond}){tail}", op.loc)
 
     def bind_results(self, op: Op) -> str:
-        if not op.results:
-            return ""
-        name = self.w.fresh()
-        if len(op.results) == 1:
-            self.names[op.results[0]] = name
-            return f"{name} = "
-        for i, result in enumerate(op.results):
-            self.names[result] = f"{name}#{i}"
-        return f"{name}:{len(op.results)} = "
+        return bind_results(self.w, self.names, op)
 
     def op_for(self, op: Op) -> None:
         w, loc = self.w, op.loc
