@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Any, Iterator
+from typing import Iterator
 
 from mytriton.diagnostics import Location
 from mytriton.types import BOOL, ScalarType
@@ -192,15 +192,3 @@ def conversion_op(source: ScalarType, target: ScalarType) -> str | None:
         return "arith.fptoui" if target.unsigned else "arith.fptosi"
     return "arith.extf" if source.bits < target.bits else "arith.truncf"
 
-
-def bind_results(w: "Writer", names: dict, op: Any) -> str:
-    """The ``%r = `` (or ``%r:n = ``) prefix of a region op, naming its results in ``names``."""
-    if not op.results:
-        return ""
-    name = w.fresh()
-    if len(op.results) == 1:
-        names[op.results[0]] = name
-        return f"{name} = "
-    for i, result in enumerate(op.results):
-        names[result] = f"{name}#{i}"
-    return f"{name}:{len(op.results)} = "

@@ -14,9 +14,8 @@ location, ``loc("file":line:col)``.
 """
 from __future__ import annotations
 
-from mytriton.backends.mlir.text import (
-    Writer, bind_results, conversion_op, joined, literal, mlir_loc, mlir_string, scalar_type,
-)
+from mytriton.backends.mlir.emitter_base import RegionEmitter
+from mytriton.backends.mlir.text import conversion_op, joined, literal, mlir_loc, mlir_string, scalar_type
 from mytriton.backends.ttir import ops as table
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir.ssa import (
@@ -62,11 +61,12 @@ def kernel_symbol(name: str) -> str:
     return f"mytriton_{spelled}"
 
 
-class _Emitter:
+class _Emitter(RegionEmitter):
+    backend = "TTIR"
+    table = table
+
     def __init__(self, kernel: Kernel) -> None:
-        self.kernel = kernel
-        self.w = Writer(indent=2)
-        self.names: dict[Value, str] = {}
+        super().__init__(kernel, indent=2)
 
     # ---- the module --------------------------------------------------------------------
 
@@ -95,19 +95,8 @@ class _Emitter:
         out.append(f"}} {loc}")
         return "\n".join(out) + "\n"
 
-    def block(self, block: Block) -> None:
-        for op in block.ops:
-            self.op(op)
-
-    def error(self, message: str, op: Op) -> CompileError:
-        return CompileError(message, op.loc or self.kernel.loc)
-
     def op(self, op: Op) -> None:
-        how = table.lowering(op.name)
-        if how == "refused":
-            raise self.error(table.REFUSED[op.name], op)
-        if how is None:
-            raise self.error(f"the TTIR back end has no lowering for '{op.name}'", op)
+        self.lowering(op)
         method = getattr(self, "op_" + op.name, None)
         if method is None:
             self.elementwise(op)
@@ -693,9 +682,6 @@ class _Emitter:
         names = [self.names[a] for a in args]
         tail = f" {joined(names)} : {joined(self.carried(a.type) for a in args)}" if args else ""
         self.w.line(f"scf.condition({cond}){tail}", op.loc)
-
-    def bind_results(self, op: Op) -> str:
-        return bind_results(self.w, self.names, op)
 
     def op_for(self, op: Op) -> None:
         w, loc = self.w, op.loc
