@@ -249,6 +249,28 @@ def k(s_ptr, u_ptr, b_ptr, f_ptr):
 """
 
 
+RUNTIME_TO_CONSTEXPR = """
+@mytriton.jit
+def scaled(x, factor: tl.constexpr):
+    return x * factor
+
+
+@mytriton.jit
+def k(x_ptr, n):
+    x = tl.load(x_ptr)
+    tl.store(x_ptr, scaled(x, n))
+"""
+
+
+def test_a_runtime_value_for_a_helpers_constexpr_parameter_is_a_located_error():
+    from mytriton.diagnostics import CompileError
+
+    with pytest.raises(CompileError, match="parameter 'factor' is a tl.constexpr, but its argument is a value "
+                                           "computed at run time") as info:
+        build(RUNTIME_TO_CONSTEXPR, signature="*fp32, i32")
+    assert info.value.loc.line == 12  # the call (after the two standard imports and a blank line)
+
+
 def test_signedness_queries_are_tritons_bool_being_neither():
     build(SIGNEDNESS, signature="*i8, *u8, *i1, *fp32")  # a failed static_assert would raise
 

@@ -858,6 +858,11 @@ class Tracer:
                 if param not in defaults:
                     raise self.error(f"'{name}' is missing the argument '{param}'", node)
                 env[param] = self.eval(defaults[param])
+        for arg in fn.args.args:
+            if arg.annotation is not None and isinstance(env[arg.arg], Expr) \
+                    and self.module.qualname(arg.annotation) == "mytriton.language.constexpr":
+                raise self.error(f"'{name}': parameter '{arg.arg}' is a tl.constexpr, but its argument is a "
+                                 "value computed at run time", node)
         helper = Tracer(self.module, self.kernel, self.region, env, self.depth + 1, self.budget)
         try:
             helper.run(fn.body)
