@@ -106,7 +106,8 @@ def emit_combine(em: "CudaEmitter", op: Op, domain: Layout) -> None:
     fast = warp_plan(em, op, domain)
     if fast is not None:
         em.line(f"// {op.name} {where} {what}{' from the end' if reverse else ''}: {rows} row(s) of {length}, "
-                f"{fast.per_thread} slot(s) x {fast.lanes} lane(s) x {fast.warps} warp(s) along it, by warp shuffles")
+                f"{fast.blocks} block(s) of {fast.per_thread} slot(s) x {fast.lanes} lane(s) x {fast.warps} warp(s) "
+                "along it, by warp shuffles")
     else:
         em.line(f"// {op.name} {where} {what}{' from the end' if reverse else ''}: {rows} row(s) of {length}, "
                 f"{chunks} chunk(s) of {per_chunk} per row, through shared memory")

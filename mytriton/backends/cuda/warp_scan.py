@@ -73,6 +73,12 @@ class WarpPlan:
     slot_stride: int  # the slot index's stride along the axis
     lanes: int  # distinct lanes along the axis (Lp)
     warps: int  # distinct warps along the axis (Wp)
+    blocks: int = 1  # repetitions of the layout along the axis, each a run of per_thread slots a thread holds
+
+    @property
+    def runs(self) -> int:
+        """(row, block) pairs of a thread: each a run of ``per_thread`` slots along the axis."""
+        return self.rows * self.blocks
 
     @property
     def rows(self) -> int:
@@ -114,12 +120,15 @@ def plan(em: "CudaEmitter", op: Op, domain: Layout) -> WarpPlan | None:
     if not all(_power_of_two(n) for n in (extent, spt, lanes, warps)):
         return None
     threads = lanes * warps
-    if parent.reps(dim) > 1 and threads > 1:
-        return None  # a thread's slots along the axis are not contiguous
+    blocks = 1
     if parent.replicated(dim):
         per_thread, distinct = min(spt, extent), max(1, extent // spt)
+    elif threads > 1:
+        # Each repetition of the layout along the axis is a block the threads split in
+        # order; the blocks' totals are combined in afterwards.
+        per_thread, distinct, blocks = spt, threads, parent.reps(dim)
     else:
-        per_thread, distinct = parent.slots_per_dim(dim), threads
+        per_thread, distinct = parent.slots_per_dim(dim), 1
     eff_lanes = min(lanes, distinct)
     eff_warps = distinct // eff_lanes
     slot_dims = domain.slot_dims()
@@ -129,8 +138,8 @@ def plan(em: "CudaEmitter", op: Op, domain: Layout) -> WarpPlan | None:
             break
         stride *= parent.slots_per_dim(d)
     result = WarpPlan(domain, axis, dim, per_thread, parent.slots_per_dim(dim) if dim in slot_dims else 1,
-                      stride, eff_lanes, eff_warps)
-    if result.per_thread > result.slots_along:
+                      stride, eff_lanes, eff_warps, blocks)
+    if result.per_thread * result.blocks > result.slots_along:
         return None
     for value in op.results:
         if op.name == "scan" and em.layout_of(value) != domain:
@@ -161,7 +170,13 @@ def shuffle(em: "CudaEmitter", kind: str, ct: str, value: str, amount: int) -> s
 
 def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str]) -> None:
     """The fast path, after step 0 of ``scans.emit_combine`` put the
-    operands' elements of this thread in the arrays ``held`` (domain slots)."""
+    operands' elements of this thread in the arrays ``held`` (domain slots).
+
+    A thread's slots along the axis form ``runs``: one per row it holds and
+    block (repetition of the layout along the axis), run ``u`` being row
+    ``u / blocks``, block ``u % blocks``. Steps 1-3 treat each run apart
+    (the threads split a block in order); then the blocks of a row are
+    combined in order: a reduce's totals, a scan's block totals as prefixes."""
     from mytriton.backends.cuda.scans import combine_lines
 
     scan = op.name == "scan"
@@ -169,11 +184,13 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
     parent = plan_.domain.parent
     dim = plan_.dim
     tag = em.name(op.results[0])[1:]
+    n = len(op.operands)
     elements = [c_element(element_of(x.type)) for x in op.operands]
     tid, warp = em.lang.thread_id, em.lang.warp_size
     lane_stride, lanes_here = parent.lane_stride(dim), parent.threads_per_warp[dim]
     warp_stride, warps_here = parent.warp_stride(dim), parent.warps_per_cta[dim]
-    rows, per = plan_.rows, plan_.per_thread
+    rows, per, blocks, runs, lanes = plan_.rows, plan_.per_thread, plan_.blocks, plan_.runs, plan_.lanes
+    spread = lanes * plan_.warps > 1  # threads split the axis
 
     def line(text: str) -> None:
         em.line(text)
@@ -182,117 +199,162 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
         for text in lines:
             em.line(text)
 
-    def each_row() -> None:
-        line(em.lang.unroll)
-        line(f"for (int r = 0; r < {rows}; ++r) {{")
+    def open_(header: str) -> None:
+        line(header)
         em.depth += 1
 
     def end() -> None:
         em.depth -= 1
         line("}")
 
+    def each_run() -> None:
+        line(em.lang.unroll)
+        open_(f"for (int u = 0; u < {runs}; ++u) {{")
+
+    def at(u: str, j: str) -> str:
+        """The slot of element ``j`` of run ``u``."""
+        if blocks == 1:
+            return plan_.slot(u, j)
+        return plan_.slot(f"({u}) / {blocks}", f"({u}) % {blocks} * {per} + ({j})")
+
+    def arrays(prefix: str, count: int, what: str) -> list[str]:
+        names = [f"{prefix}{i}_{tag}" for i in range(n)]
+        for ct, name in zip(elements, names):
+            line(f"{ct} {name}[{count}];  // {what}")
+        return names
+
     lane_pos = f"((({tid} % {warp}) / {lane_stride}) % {lanes_here})" if lanes_here > 1 else "0"
     warp_pos = f"((({tid} / {warp}) / {warp_stride}) % {warps_here})" if warps_here > 1 else "0"
     ql, qw = f"l{tag}", f"m{tag}"
-    line(f"const int {ql} = {lane_pos} % {plan_.lanes};  // this lane's place along the axis (copies alike)")
+    line(f"const int {ql} = {lane_pos} % {lanes};  // this lane's place along the axis (copies alike)")
     line(f"const int {qw} = {warp_pos} % {plan_.warps};  // this warp's place along the axis")
 
-    # 1. each thread's own slots, in order (from the last when reverse)
-    accs = [f"a{i}_{tag}" for i in range(len(elements))]
-    outs = [em.storage[r] for r in op.results] if scan else None
-    for ct, acc in zip(elements, accs):
-        line(f"{ct} {acc}[{rows}];  // per row: " + ("this thread's total" if scan else "the combine so far"))
-    if scan:
-        for ct, out in zip(elements, outs):
-            line(f"{ct} {out}[{plan_.domain.slots}];")
-    line(f"// {op.name}: each thread's {per} slot(s) along the axis, in order")
-    each_row()
-    first, step_range = (f"{per - 1}", f"int j = {per - 2}; j >= 0; --j") if reverse else ("0", f"int j = 1; j < {per}; ++j")
+    # 1. each thread's runs, in order (from the last element when reverse)
+    accs = arrays("a", runs, "per run: " + ("its inclusive total so far" if scan else "its combine so far"))
+    outs = [em.storage[r] for r in op.results] if scan else []
+    for ct, out in zip(elements, outs):
+        line(f"{ct} {out}[{plan_.domain.slots}];")
+    line(f"// {op.name}: each run of {per} slot(s) along the axis, in order")
+    each_run()
+    first = str(per - 1) if reverse else "0"
     for acc, x in zip(accs, held):
-        line(f"{acc}[r] = {x}[{plan_.slot('r', first)}];")
-    if scan:
-        for out, acc in zip(outs, accs):
-            line(f"{out}[{plan_.slot('r', first)}] = {acc}[r];")
+        line(f"{acc}[u] = {x}[{at('u', first)}];")
+    for out, acc in zip(outs, accs):
+        line(f"{out}[{at('u', first)}] = {acc}[u];")
     if per > 1:
         line(em.lang.unroll)
-        line(f"for ({step_range}) {{")
-        em.depth += 1
-        cur = [f"{acc}[r]" for acc in accs]
-        block(combine_lines(em, op, cur, [f"{x}[{plan_.slot('r', 'j')}]" for x in held], cur))
-        if scan:
-            for out, acc in zip(outs, accs):
-                line(f"{out}[{plan_.slot('r', 'j')}] = {acc}[r];")
+        open_(f"for (int j = {per - 2}; j >= 0; --j) {{" if reverse else f"for (int j = 1; j < {per}; ++j) {{")
+        cur = [f"{acc}[u]" for acc in accs]
+        block(combine_lines(em, op, cur, [f"{x}[{at('u', 'j')}]" for x in held], cur))
+        for out, acc in zip(outs, accs):
+            line(f"{out}[{at('u', 'j')}] = {acc}[u];")
         end()
     end()
 
     # 2. lanes
-    prefix = [f"e{i}_{tag}" for i in range(len(elements))]
-    has = f"h{tag}"
-    spread = plan_.lanes * plan_.warps > 1  # threads split the axis: a scan has prefixes to add
-    if scan and spread:
-        for ct, p in zip(elements, prefix):
-            line(f"{ct} {p}[{rows}];  // per row: the combine of everything before this thread's slots")
-    if plan_.lanes > 1:
-        line(f"// {op.name}: {plan_.lanes} lanes along the axis, by warp shuffles"
-             + (" (a butterfly, the lower lanes' block on the left)" if not scan else ""))
-        each_row()
-        cur = [f"{acc}[r]" for acc in accs]
+    prefix = arrays("e", runs, "per run: the combine of what comes before it") if scan and spread else []
+    if lanes > 1:
+        line(f"// {op.name}: {lanes} lanes along the axis, by warp shuffles"
+             + ("" if scan else " (a butterfly, the lower lanes' block on the left)"))
+        each_run()
+        cur = [f"{acc}[u]" for acc in accs]
         o = 1
-        while o < plan_.lanes:
+        while o < lanes:
             amount = o * lane_stride
-            got = [f"u{i}_{o}_{tag}" for i in range(len(elements))]
+            got = [f"u{i}_{o}_{tag}" for i in range(n)]
             kind = ("down" if reverse else "up") if scan else "xor"
             for ct, g, acc in zip(elements, got, accs):  # every lane shuffles: the full mask
-                line(f"const {ct} {g} = {shuffle(em, kind, ct, f'{acc}[r]', amount)};")
+                line(f"const {ct} {g} = {shuffle(em, kind, ct, f'{acc}[u]', amount)};")
             if scan:
-                line(f"if ({ql} < {plan_.lanes - o}) {{" if reverse else f"if ({ql} >= {o}) {{")
-                em.depth += 1
+                open_(f"if ({ql} < {lanes - o}) {{" if reverse else f"if ({ql} >= {o}) {{")
                 block(combine_lines(em, op, got, cur, cur))
                 end()
             else:
                 # Selects, not a branch per side: both halves of the warp run one combine.
-                first = [f"f{i}_{o}_{tag}" for i in range(len(elements))]
-                second = [f"z{i}_{o}_{tag}" for i in range(len(elements))]
+                left = [f"f{i}_{o}_{tag}" for i in range(n)]
+                right = [f"z{i}_{o}_{tag}" for i in range(n)]
                 line(f"const bool f{o}_{tag} = ({ql} & {o}) == 0;  // this lane's block comes first")
-                for ct, f, z, c, g in zip(elements, first, second, cur, got):
+                for ct, f, z, c, g in zip(elements, left, right, cur, got):
                     line(f"const {ct} {f} = f{o}_{tag} ? {c} : {g};")
                     line(f"const {ct} {z} = f{o}_{tag} ? {g} : {c};")
-                block(combine_lines(em, op, first, second, cur))
+                block(combine_lines(em, op, left, right, cur))
             o *= 2
-        if scan:
-            for ct, p, acc in zip(elements, prefix, accs):
-                line(f"{p}[r] = {shuffle(em, 'down' if reverse else 'up', ct, f'{acc}[r]', lane_stride)};")
+        for ct, p, acc in zip(elements, prefix, accs):
+            line(f"{p}[u] = {shuffle(em, 'down' if reverse else 'up', ct, f'{acc}[u]', lane_stride)};")
         end()
-    lane_has = (f"{ql} < {plan_.lanes - 1}" if reverse else f"{ql} > 0") if plan_.lanes > 1 else "false"
+    has = f"h{tag}"
     if scan and spread:
-        line(f"bool {has} = {lane_has};  // this lane has lanes before it")
+        lane_has = (f"{ql} < {lanes - 1}" if reverse else f"{ql} > 0") if lanes > 1 else "false"
+        line(f"bool {has}[{runs}];  // per run: whether anything comes before it")
+        line(em.lang.unroll)
+        line(f"for (int u = 0; u < {runs}; ++u) {has}[u] = {lane_has};")
 
-    # 3. warps
+    # 3. warps (and a scan's block totals)
+    totals = []
+    if scan and blocks > 1:
+        totals = arrays("g", runs, "per run: its block's total")
     if plan_.warps > 1:
-        emit_across_warps(em, op, plan_, accs, prefix if scan else None, has, reverse, lane_pos, warp_pos, tag)
-
-    # 4. results
-    if scan and (spread or per < plan_.slots_along):
-        line(f"// {op.name}: the prefix of the lanes and warps before, on the left of each slot")
-        each_row()
-        if spread:
-            line(f"if ({has}) {{")
-            em.depth += 1
-            line(em.lang.unroll)
-            line(f"for (int j = 0; j < {per}; ++j) {{")
-            em.depth += 1
-            cells = [f"{out}[{plan_.slot('r', 'j')}]" for out in outs]
-            block(combine_lines(em, op, [f"{p}[r]" for p in prefix], cells, cells))
-            end()
-            end()
-        if per < plan_.slots_along:  # slots that copy others along the axis
-            line(em.lang.unroll)
-            line(f"for (int j = {per}; j < {plan_.slots_along}; ++j) {{")
-            for out in outs:
-                line(f"  {out}[{plan_.slot('r', 'j')}] = {out}[{plan_.slot('r', f'j % {per}')}];")
-            line("}")
+        emit_across_warps(em, op, plan_, accs, prefix, totals, has, reverse, lane_pos, warp_pos, tag)
+    elif totals:
+        # One warp along the axis: the block's total is the inclusive total of its last lane.
+        line(f"// {op.name}: each block's total, from its last lane")
+        each_run()
+        delta = f"{ql} * {lane_stride}" if reverse else f"({lanes - 1} - {ql}) * {lane_stride}"
+        for ct, total, acc in zip(elements, totals, accs):
+            line(f"{total}[u] = {shuffle(em, 'up' if reverse else 'down', ct, f'{acc}[u]', delta)};")
         end()
+
+    # 4. the blocks of each row, in order
+    if blocks > 1:
+        order = (f"int b = {blocks - 2}; b >= 0; --b", str(blocks - 1)) if reverse else (f"int b = 1; b < {blocks}; ++b", "0")
+        line(f"// {op.name}: the {blocks} blocks of each row, in order")
+        line(em.lang.unroll)
+        open_(f"for (int r = 0; r < {rows}; ++r) {{")
+        source = totals if scan else accs
+        running = [f"k{i}_{tag}" for i in range(n)]
+        for ct, k, src in zip(elements, running, source):
+            line(f"{ct} {k} = {src}[r * {blocks} + {order[1]}];")
+        line(em.lang.unroll)
+        open_(f"for ({order[0]}) {{")
+        line(f"const int u = r * {blocks} + b;")
+        if scan:
+            cur = [f"{p}[u]" for p in prefix]
+            open_(f"if ({has}[u]) {{")
+            block(combine_lines(em, op, running, cur, cur))
+            end()
+            open_("else {")
+            for p, k in zip(prefix, running):
+                line(f"{p}[u] = {k};")
+            end()
+            line(f"{has}[u] = true;")
+        block(combine_lines(em, op, running, [f"{src}[u]" for src in source], running))
+        end()
+        if not scan:
+            for acc, k in zip(accs, running):
+                line(f"{acc}[r * {blocks}] = {k};  // the row's total")
+        end()
+
+    # 5. results
     if scan:
+        copies = per * blocks < plan_.slots_along  # slots that copy others along the axis (blocks == 1)
+        if spread or copies:
+            line(f"// {op.name}: what comes before each run, on the left of its slots")
+            each_run()
+            if spread:
+                open_(f"if ({has}[u]) {{")
+                line(em.lang.unroll)
+                open_(f"for (int j = 0; j < {per}; ++j) {{")
+                cells = [f"{out}[{at('u', 'j')}]" for out in outs]
+                block(combine_lines(em, op, [f"{p}[u]" for p in prefix], cells, cells))
+                end()
+                end()
+            if copies:
+                line(em.lang.unroll)
+                open_(f"for (int j = {per}; j < {plan_.slots_along}; ++j) {{")
+                for out in outs:
+                    line(f"{out}[{at('u', 'j')}] = {out}[{at('u', f'j % {per}')}];")
+                end()
+            end()
         return
     for i, result in enumerate(op.results):
         ct = c_element(result.type)
@@ -300,28 +362,29 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
             storage = em.storage[result]
             line(f"{ct} {storage}[{rows}];")
             line(em.lang.unroll)
-            line(f"for (int r = 0; r < {rows}; ++r) {storage}[r] = {accs[i]}[r];")
+            line(f"for (int r = 0; r < {rows}; ++r) {storage}[r] = {accs[i]}[r * {blocks}];")
         else:
             line(f"const {ct} {em.name(result)} = {accs[i]}[0];")
 
 
-def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str], prefix: list[str] | None,
-                      has: str, reverse: bool, lane_pos: str, warp_pos: str, tag: str) -> None:
-    """Step 3: each warp's value per row through shared memory ([row][warp]),
-    combined in order by every thread (a reduce: all of them; a scan: those
-    of the warps before this one, on the left of the lanes' prefix)."""
+def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str], prefix: list[str],
+                      totals: list[str], has: str, reverse: bool, lane_pos: str, warp_pos: str, tag: str) -> None:
+    """Step 3: each warp's value per run through shared memory ([row][block][warp]),
+    combined in order by every thread: a reduce's all of them (into ``accs``);
+    a scan's those of the warps before this one, on the left of the lanes'
+    prefix, and where there are several blocks, all of them (the block's total)."""
     from mytriton.backends.cuda.scans import _aligned, combine_lines
 
-    scan = prefix is not None
+    scan = op.name == "scan"
     parent = plan_.domain.parent
-    dim, warps, rows = plan_.dim, plan_.warps, plan_.rows
+    dim, warps, blocks, runs = plan_.dim, plan_.warps, plan_.blocks, plan_.runs
+    n = len(op.operands)
     elements = [c_element(element_of(x.type)) for x in op.operands]
     row_layout = plan_.row_layout()
     positions = {d: f"{em.parent_name(parent)}_p{d}" for d in range(parent.rank)}
     row_index = linear_index(row_layout.coordinates("r", positions), row_layout.shape)
-    distinct_rows = prod(row_layout.shape)
-    # One writer per (row, warp): the warp's last lane along the axis (a reduce's lane 0,
-    # a reverse scan's lane 0 hold the warp's value), not a copy warp, one copy of the row.
+    # One writer per (row, block, warp): the lane holding the warp's value (a reduce's
+    # lane 0, a scan's last lane in its order), not a copy warp, one copy of the row.
     writer_lane = 0 if (not scan or reverse) else plan_.lanes - 1
     terms = [f"{lane_pos} == {writer_lane}"]
     if warps < parent.warps_per_cta[dim]:
@@ -339,68 +402,81 @@ def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str
         if term:
             terms.append(term)
     qw = f"m{tag}"
-    arrays, offset = [], 0
+    names, offset = [], 0
     line = em.line
-    line(f"// {op.name}: {warps} warps along the axis, through shared memory (one value per row and warp)")
+    line(f"// {op.name}: {warps} warps along the axis, through shared memory (one value per run and warp)")
     line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
     for i, x in enumerate(op.operands):
         ct = elements[i]
         name = f"w{i}_{tag}"
         line(f"{ct}* const {name} = reinterpret_cast<{ct}*>(smem + {offset});")
-        arrays.append(name)
-        offset += _aligned(distinct_rows * warps * element_of(x.type).nbytes)
+        names.append(name)
+        offset += _aligned(prod(row_layout.shape) * blocks * warps * element_of(x.type).nbytes)
     em.need_shared(offset, op)
-    line(em.lang.unroll)
-    line(f"for (int r = 0; r < {plan_.rows}; ++r) {{")
-    line(f"  if ({' && '.join(terms)}) {{")
-    for name, acc in zip(arrays, accs):
-        line(f"    {name}[({row_index}) * {warps} + {qw}] = {acc}[r];")
-    line("  }")
-    line("}")
-    line(em.lang.barrier)
-    line(em.lang.unroll)
-    line(f"for (int r = 0; r < {rows}; ++r) {{")
-    em.depth += 1
-    line(f"const int at = ({row_index}) * {warps};")
-    if not scan:
-        for name, acc in zip(arrays, accs):
-            line(f"{acc}[r] = {name}[at];")
-        line(f"for (int w = 1; w < {warps}; ++w) {{")
+
+    def run_header() -> None:
+        line(em.lang.unroll)
+        line(f"for (int u = 0; u < {runs}; ++u) {{")
         em.depth += 1
-        cur = [f"{acc}[r]" for acc in accs]
-        for text in combine_lines(em, op, cur, [f"{name}[at + w]" for name in arrays], cur):
-            line(text)
+        line(f"const int r = u / {blocks};")
+        line(f"const int at = (({row_index}) * {blocks} + u % {blocks}) * {warps};")
+
+    def end() -> None:
         em.depth -= 1
         line("}")
+
+    def combine(left: list[str], right: list[str], out: list[str]) -> None:
+        for text in combine_lines(em, op, left, right, out):
+            line(text)
+
+    run_header()
+    line(f"if ({' && '.join(terms)}) {{")
+    for name, acc in zip(names, accs):
+        line(f"  {name}[at + {qw}] = {acc}[u];")
+    line("}")
+    end()
+    line(em.lang.barrier)
+    run_header()
+    if not scan:
+        for name, acc in zip(names, accs):
+            line(f"{acc}[u] = {name}[at];")
+        line(f"for (int w = 1; w < {warps}; ++w) {{")
+        em.depth += 1
+        cur = [f"{acc}[u]" for acc in accs]
+        combine(cur, [f"{name}[at + w]" for name in names], cur)
+        end()
     else:
         before = f"{qw} < {warps - 1}" if reverse else f"{qw} > 0"
         start = warps - 1 if reverse else 0
         loop = f"int w = {warps - 2}; w > {qw}; --w" if reverse else f"int w = 1; w < {qw}; ++w"
         line(f"if ({before}) {{  // the warps before this one, combined in order")
         em.depth += 1
-        totals = [f"g{i}_{tag}" for i in range(len(arrays))]
-        for ct, total, name in zip(elements, totals, arrays):
-            line(f"{ct} {total} = {name}[at + {start}];")
+        got = [f"q{i}_{tag}" for i in range(n)]
+        for ct, g, name in zip(elements, got, names):
+            line(f"{ct} {g} = {name}[at + {start}];")
         line(f"for ({loop}) {{")
         em.depth += 1
-        for text in combine_lines(em, op, totals, [f"{name}[at + w]" for name in arrays], totals):
-            line(text)
-        em.depth -= 1
-        line("}")
-        cur = [f"{p}[r]" for p in prefix]
-        line(f"if ({has}) {{")
+        combine(got, [f"{name}[at + w]" for name in names], got)
+        end()
+        cur = [f"{p}[u]" for p in prefix]
+        line(f"if ({has}[u]) {{")
         em.depth += 1
-        for text in combine_lines(em, op, totals, cur, cur):
-            line(text)
-        em.depth -= 1
-        line("} else {")
-        for p, total in zip(prefix, totals):
-            line(f"  {p}[r] = {total};")
+        combine(got, cur, cur)
+        end()
+        line("else {")
+        for p, g in zip(prefix, got):
+            line(f"  {p}[u] = {g};")
         line("}")
-        em.depth -= 1
-        line("}")
-    em.depth -= 1
-    line("}")
-    if scan:
-        line(f"{has} = {has} || {qw} {'<' if reverse else '>'} {f'{warps - 1}' if reverse else '0'};")
+        line(f"{has}[u] = true;")
+        end()
+        if totals:  # the block's total: all its warps, in order
+            for total, name in zip(totals, names):
+                line(f"{total}[u] = {name}[at + {start}];")
+            loop = f"int w = {warps - 2}; w >= 0; --w" if reverse else f"int w = 1; w < {warps}; ++w"
+            line(f"for ({loop}) {{")
+            em.depth += 1
+            cur = [f"{total}[u]" for total in totals]
+            combine(cur, [f"{name}[at + w]" for name in names], cur)
+            end()
+    end()
     line(f"{em.lang.barrier}  // later users of shared memory wait for these reads")
