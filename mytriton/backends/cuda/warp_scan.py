@@ -1,11 +1,13 @@
 """The fast path of ``reduce`` and ``scan`` with a combine region: registers,
 warp shuffles, and shared memory only across warps.
 
-Taken when the operand's layout lets each thread hold a contiguous run of
-the axis (in index order) and the threads that split the axis are ordered
-along it: a blocked layout with one repetition along the axis, or one thread
-along it. Then the elements of a row along the axis, in order, are: warp
-``qw``'s lanes ``ql`` in order, each lane's slots in order. Every step below
+Taken for blocked layouts (not the mma accumulator's, whose lanes and slots
+interleave): along the axis, a thread holds ``size_per_thread`` contiguous
+elements in each repetition of the layout (a *block*), and the threads that
+split the axis are ordered along it. So the elements of a row along the
+axis, in order, are: block by block, warp ``qw``'s lanes ``ql`` in order,
+each lane's slots in order. The steps below run per row and block (a
+*run*); the blocks' results are then combined in order. Every step below
 combines an earlier block on the left of a later one, so a combine that is
 associative but not commutative (a 2x2 matrix product, an affine recurrence)
 is applied in the order the interpreter applies it. (Triton's own warp
@@ -19,7 +21,8 @@ butterfly below puts the lower lane's block on the left: two selects.)
    offsets 1, 2, 4, ... (ascending keeps the order: after offset ``o`` every
    lane holds the combine of its aligned block of ``2 o`` lanes);
 3. warps that split it: lane 0 of each writes its warp's value to shared
-   memory, and every thread combines the row's warp values in order.
+   memory, and every thread combines the row's warp values in order;
+4. blocks: every thread combines its row's block totals in order.
 
 ``scan`` (inclusive; ``reverse`` flips the order: later elements come first):
 1. each thread scans its own slots in order and keeps its total;
@@ -29,8 +32,11 @@ butterfly below puts the lower lane's block on the left: two selects.)
    total of the lane before it: its exclusive prefix;
 3. warps that split the axis: the last lane of each warp writes the warp's
    total to shared memory, and each thread combines the totals of the warps
-   before its own (on the left of its lane's prefix);
-4. each thread combines its prefix into its slots on the left.
+   before its own (on the left of its lane's prefix)
+   (with several blocks, every thread also gets each block's total: from
+   shared memory, or from the block's last lane by a shuffle);
+4. blocks: each block's prefix gains the totals of the blocks before it;
+5. each thread combines its prefix into its slots on the left.
 
 A combine has no identity, so a lane with nothing before it (the first lane,
 the first warp) keeps its values: validity is known per lane, and the
@@ -173,8 +179,9 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
     operands' elements of this thread in the arrays ``held`` (domain slots).
 
     A thread's slots along the axis form ``runs``: one per row it holds and
-    block (repetition of the layout along the axis), run ``u`` being row
-    ``u / blocks``, block ``u % blocks``. Steps 1-3 treat each run apart
+    block (repetition of the layout along the axis), run ``q`` being row
+    ``q / blocks``, block ``q % blocks`` (loop variables take names that
+    names.py keeps user names away from). Steps 1-3 treat each run apart
     (the threads split a block in order); then the blocks of a row are
     combined in order: a reduce's totals, a scan's block totals as prefixes."""
     from mytriton.backends.cuda.scans import combine_lines
@@ -209,7 +216,7 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
 
     def each_run() -> None:
         line(em.lang.unroll)
-        open_(f"for (int u = 0; u < {runs}; ++u) {{")
+        open_(f"for (int q = 0; q < {runs}; ++q) {{")
 
     def at(u: str, j: str) -> str:
         """The slot of element ``j`` of run ``u``."""
@@ -238,16 +245,16 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
     each_run()
     first = str(per - 1) if reverse else "0"
     for acc, x in zip(accs, held):
-        line(f"{acc}[u] = {x}[{at('u', first)}];")
+        line(f"{acc}[q] = {x}[{at('q', first)}];")
     for out, acc in zip(outs, accs):
-        line(f"{out}[{at('u', first)}] = {acc}[u];")
+        line(f"{out}[{at('q', first)}] = {acc}[q];")
     if per > 1:
         line(em.lang.unroll)
         open_(f"for (int j = {per - 2}; j >= 0; --j) {{" if reverse else f"for (int j = 1; j < {per}; ++j) {{")
-        cur = [f"{acc}[u]" for acc in accs]
-        block(combine_lines(em, op, cur, [f"{x}[{at('u', 'j')}]" for x in held], cur))
+        cur = [f"{acc}[q]" for acc in accs]
+        block(combine_lines(em, op, cur, [f"{x}[{at('q', 'j')}]" for x in held], cur))
         for out, acc in zip(outs, accs):
-            line(f"{out}[{at('u', 'j')}] = {acc}[u];")
+            line(f"{out}[{at('q', 'j')}] = {acc}[q];")
         end()
     end()
 
@@ -257,14 +264,14 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
         line(f"// {op.name}: {lanes} lanes along the axis, by warp shuffles"
              + ("" if scan else " (a butterfly, the lower lanes' block on the left)"))
         each_run()
-        cur = [f"{acc}[u]" for acc in accs]
+        cur = [f"{acc}[q]" for acc in accs]
         o = 1
         while o < lanes:
             amount = o * lane_stride
             got = [f"u{i}_{o}_{tag}" for i in range(n)]
             kind = ("down" if reverse else "up") if scan else "xor"
             for ct, g, acc in zip(elements, got, accs):  # every lane shuffles: the full mask
-                line(f"const {ct} {g} = {shuffle(em, kind, ct, f'{acc}[u]', amount)};")
+                line(f"const {ct} {g} = {shuffle(em, kind, ct, f'{acc}[q]', amount)};")
             if scan:
                 open_(f"if ({ql} < {lanes - o}) {{" if reverse else f"if ({ql} >= {o}) {{")
                 block(combine_lines(em, op, got, cur, cur))
@@ -280,14 +287,14 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
                 block(combine_lines(em, op, left, right, cur))
             o *= 2
         for ct, p, acc in zip(elements, prefix, accs):
-            line(f"{p}[u] = {shuffle(em, 'down' if reverse else 'up', ct, f'{acc}[u]', lane_stride)};")
+            line(f"{p}[q] = {shuffle(em, 'down' if reverse else 'up', ct, f'{acc}[q]', lane_stride)};")
         end()
     has = f"h{tag}"
     if scan and spread:
         lane_has = (f"{ql} < {lanes - 1}" if reverse else f"{ql} > 0") if lanes > 1 else "false"
         line(f"bool {has}[{runs}];  // per run: whether anything comes before it")
         line(em.lang.unroll)
-        line(f"for (int u = 0; u < {runs}; ++u) {has}[u] = {lane_has};")
+        line(f"for (int q = 0; q < {runs}; ++q) {has}[q] = {lane_has};")
 
     # 3. warps (and a scan's block totals)
     totals = []
@@ -301,12 +308,12 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
         each_run()
         delta = f"{ql} * {lane_stride}" if reverse else f"({lanes - 1} - {ql}) * {lane_stride}"
         for ct, total, acc in zip(elements, totals, accs):
-            line(f"{total}[u] = {shuffle(em, 'up' if reverse else 'down', ct, f'{acc}[u]', delta)};")
+            line(f"{total}[q] = {shuffle(em, 'up' if reverse else 'down', ct, f'{acc}[q]', delta)};")
         end()
 
     # 4. the blocks of each row, in order
     if blocks > 1:
-        order = (f"int b = {blocks - 2}; b >= 0; --b", str(blocks - 1)) if reverse else (f"int b = 1; b < {blocks}; ++b", "0")
+        order = (f"int kk = {blocks - 2}; kk >= 0; --kk", str(blocks - 1)) if reverse else (f"int kk = 1; kk < {blocks}; ++kk", "0")
         line(f"// {op.name}: the {blocks} blocks of each row, in order")
         line(em.lang.unroll)
         open_(f"for (int r = 0; r < {rows}; ++r) {{")
@@ -316,18 +323,18 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
             line(f"{ct} {k} = {src}[r * {blocks} + {order[1]}];")
         line(em.lang.unroll)
         open_(f"for ({order[0]}) {{")
-        line(f"const int u = r * {blocks} + b;")
+        line(f"const int q = r * {blocks} + kk;")
         if scan:
-            cur = [f"{p}[u]" for p in prefix]
-            open_(f"if ({has}[u]) {{")
+            cur = [f"{p}[q]" for p in prefix]
+            open_(f"if ({has}[q]) {{")
             block(combine_lines(em, op, running, cur, cur))
             end()
             open_("else {")
             for p, k in zip(prefix, running):
-                line(f"{p}[u] = {k};")
+                line(f"{p}[q] = {k};")
             end()
-            line(f"{has}[u] = true;")
-        block(combine_lines(em, op, running, [f"{src}[u]" for src in source], running))
+            line(f"{has}[q] = true;")
+        block(combine_lines(em, op, running, [f"{src}[q]" for src in source], running))
         end()
         if not scan:
             for acc, k in zip(accs, running):
@@ -341,18 +348,18 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
             line(f"// {op.name}: what comes before each run, on the left of its slots")
             each_run()
             if spread:
-                open_(f"if ({has}[u]) {{")
+                open_(f"if ({has}[q]) {{")
                 line(em.lang.unroll)
                 open_(f"for (int j = 0; j < {per}; ++j) {{")
-                cells = [f"{out}[{at('u', 'j')}]" for out in outs]
-                block(combine_lines(em, op, [f"{p}[u]" for p in prefix], cells, cells))
+                cells = [f"{out}[{at('q', 'j')}]" for out in outs]
+                block(combine_lines(em, op, [f"{p}[q]" for p in prefix], cells, cells))
                 end()
                 end()
             if copies:
                 line(em.lang.unroll)
                 open_(f"for (int j = {per}; j < {plan_.slots_along}; ++j) {{")
                 for out in outs:
-                    line(f"{out}[{at('u', 'j')}] = {out}[{at('u', f'j % {per}')}];")
+                    line(f"{out}[{at('q', 'j')}] = {out}[{at('q', f'j % {per}')}];")
                 end()
             end()
         return
@@ -416,10 +423,10 @@ def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str
 
     def run_header() -> None:
         line(em.lang.unroll)
-        line(f"for (int u = 0; u < {runs}; ++u) {{")
+        line(f"for (int q = 0; q < {runs}; ++q) {{")
         em.depth += 1
-        line(f"const int r = u / {blocks};")
-        line(f"const int at = (({row_index}) * {blocks} + u % {blocks}) * {warps};")
+        line(f"const int r = q / {blocks};")
+        line(f"const int at = (({row_index}) * {blocks} + q % {blocks}) * {warps};")
 
     def end() -> None:
         em.depth -= 1
@@ -432,17 +439,17 @@ def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str
     run_header()
     line(f"if ({' && '.join(terms)}) {{")
     for name, acc in zip(names, accs):
-        line(f"  {name}[at + {qw}] = {acc}[u];")
+        line(f"  {name}[at + {qw}] = {acc}[q];")
     line("}")
     end()
     line(em.lang.barrier)
     run_header()
     if not scan:
         for name, acc in zip(names, accs):
-            line(f"{acc}[u] = {name}[at];")
+            line(f"{acc}[q] = {name}[at];")
         line(f"for (int w = 1; w < {warps}; ++w) {{")
         em.depth += 1
-        cur = [f"{acc}[u]" for acc in accs]
+        cur = [f"{acc}[q]" for acc in accs]
         combine(cur, [f"{name}[at + w]" for name in names], cur)
         end()
     else:
@@ -458,24 +465,24 @@ def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str
         em.depth += 1
         combine(got, [f"{name}[at + w]" for name in names], got)
         end()
-        cur = [f"{p}[u]" for p in prefix]
-        line(f"if ({has}[u]) {{")
+        cur = [f"{p}[q]" for p in prefix]
+        line(f"if ({has}[q]) {{")
         em.depth += 1
         combine(got, cur, cur)
         end()
         line("else {")
         for p, g in zip(prefix, got):
-            line(f"  {p}[u] = {g};")
+            line(f"  {p}[q] = {g};")
         line("}")
-        line(f"{has}[u] = true;")
+        line(f"{has}[q] = true;")
         end()
         if totals:  # the block's total: all its warps, in order
             for total, name in zip(totals, names):
-                line(f"{total}[u] = {name}[at + {start}];")
+                line(f"{total}[q] = {name}[at + {start}];")
             loop = f"int w = {warps - 2}; w >= 0; --w" if reverse else f"int w = 1; w < {warps}; ++w"
             line(f"for ({loop}) {{")
             em.depth += 1
-            cur = [f"{total}[u]" for total in totals]
+            cur = [f"{total}[q]" for total in totals]
             combine(cur, [f"{name}[at + w]" for name in names], cur)
             end()
     end()
