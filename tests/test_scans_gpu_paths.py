@@ -104,6 +104,33 @@ def path_comments(cuda: str) -> list[str]:
     return [line.strip() for line in cuda.splitlines() if line.strip().startswith(("// scan @", "// reduce @"))]
 
 
+# One long ragged row: many blocks (repetitions of the layout) along the axis, split by
+# every lane and warp: the reduces take halving rounds (warp_scan.emit_reduce_scatter).
+LONG_ROW = COMBINES + """
+@mytriton.jit
+def k(x_ptr, i_ptr, s_ptr, h_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    t = tl.arange(0, BLOCK)
+    mask = t < n
+    x = tl.load(x_ptr + t, mask=mask, other=0.0)
+    i = tl.load(i_ptr + t, mask=mask, other=0)
+    tl.store(s_ptr + t, tl.cumsum(x, 0), mask=mask)
+    sign = tl.where((i % 2) == 0, 1, -1)
+    _, h = tl.associative_scan((sign, i), 0, _affine, reverse=True)
+    tl.store(h_ptr + t, h, mask=mask)
+    _, ra = tl.reduce((sign, i), 0, _affine)
+    tl.store(out_ptr, ra)
+    tl.store(out_ptr + 1, tl.argmax(tl.where(mask, x, -float('inf')), 0))
+    tl.store(out_ptr + 2, tl.reduce(i, 0, _first))
+"""
+LONG_SIGNATURE = "*fp32, *i32, *fp32, *i32, *i32, i32"
+
+
+def long_row_args(rng, n, block):
+    x = rng.standard_normal(block).astype(np.float32)
+    i = rng.integers(-9, 10, block).astype(np.int32)
+    return [x, i, np.full(block, np.nan, np.float32), np.zeros(block, np.int32), np.zeros(3, np.int32), n]
+
+
 # ---- which path --------------------------------------------------------------------------------
 
 
@@ -163,6 +190,16 @@ def test_every_blocked_layout_of_these_tiles_takes_the_fast_path(shape, axis, nu
     assert len(comments) == 7 and all("by warp shuffles" in c for c in comments)
 
 
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_a_reduce_over_many_blocks_halves_instead_of_a_butterfly_per_block(num_warps):
+    cuda = compile_text(kernel_source(LONG_ROW), "cuda", kernel="k", defines={"BLOCK": 4096},
+                        signature=LONG_SIGNATURE, num_warps=num_warps)
+    reduces = [c for c in path_comments(cuda) if c.startswith("// reduce")]
+    assert len(reduces) == 3
+    assert cuda.count("halving round(s)") == 3
+    assert cuda.count("__shfl_xor_sync") < 3 * 2 * 32  # a butterfly per block: blocks x 5 rounds each
+
+
 WHOLE_TILE = COMBINES + """
 @mytriton.jit
 def k(x_ptr, out_ptr, BM: tl.constexpr, BN: tl.constexpr):
@@ -193,6 +230,16 @@ def test_cuda_of_both_paths_builds_with_nvcc(shape, axis, reverse, num_warps):
     ptx = compile_ptx(cuda, "sm_90")
     assert ".entry k(" in ptx
     assert ("__shfl" in cuda) == ("shfl.sync" in ptx)  # lanes along the axis exchange by shuffles
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("num_warps", [1, 8])
+def test_cuda_of_a_long_row_builds_with_nvcc(num_warps):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_text(kernel_source(LONG_ROW), "cuda", kernel="k", defines={"BLOCK": 4096},
+                        signature=LONG_SIGNATURE, num_warps=num_warps)
+    assert ".entry k(" in compile_ptx(cuda, "sm_90")
 
 
 @pytest.mark.nvcc
@@ -231,6 +278,22 @@ def test_gpu_fast_path_matches_the_interpreter(kernel_module, shape, axis, rever
     np.testing.assert_array_equal(ra, ra_)
     np.testing.assert_array_equal(rf, rf_)
     np.testing.assert_array_equal(am, am_)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_warps", [1, 4, 8])
+@pytest.mark.parametrize("n, block", [(4000, 4096), (1000, 1024), (5, 64)])
+def test_gpu_a_long_row_matches_the_interpreter(kernel_module, num_warps, n, block):
+    module = kernel_module(LONG_ROW)
+    results = []
+    for backend in ("cuda", "interp"):
+        args = long_row_args(np.random.default_rng(n), n, block)
+        module.k[(1,)](*args, BLOCK=block, num_warps=num_warps, backend=backend)
+        results.append(args[2:5])
+    (s, h, out), (s_, h_, out_) = results
+    np.testing.assert_allclose(s[:n], s_[:n], rtol=1e-4, atol=1e-3)
+    np.testing.assert_array_equal(h[:n], h_[:n])
+    np.testing.assert_array_equal(out, out_)
 
 
 @pytest.mark.gpu

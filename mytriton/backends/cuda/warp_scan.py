@@ -258,9 +258,12 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
         end()
     end()
 
+    # A reduce over several blocks and lanes: its own steps 2-4 (fewer shuffles).
+    scatter = not scan and lanes > 1 and blocks > 1
+
     # 2. lanes
     prefix = arrays("e", runs, "per run: the combine of what comes before it") if scan and spread else []
-    if lanes > 1:
+    if lanes > 1 and not scatter:
         line(f"// {op.name}: {lanes} lanes along the axis, by warp shuffles"
              + ("" if scan else " (a butterfly, the lower lanes' block on the left)"))
         each_run()
@@ -300,7 +303,7 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
     totals = []
     if scan and blocks > 1:
         totals = arrays("g", runs, "per run: its block's total")
-    if plan_.warps > 1:
+    if plan_.warps > 1 and not scatter:
         emit_across_warps(em, op, plan_, accs, prefix, totals, has, reverse, lane_pos, warp_pos, tag)
     elif totals:
         # One warp along the axis: the block's total is the inclusive total of its last lane.
@@ -312,7 +315,7 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
         end()
 
     # 4. the blocks of each row, in order
-    if blocks > 1:
+    if blocks > 1 and not scatter:
         order = (f"int kk = {blocks - 2}; kk >= 0; --kk", str(blocks - 1)) if reverse else (f"int kk = 1; kk < {blocks}; ++kk", "0")
         line(f"// {op.name}: the {blocks} blocks of each row, in order")
         line(em.lang.unroll)
@@ -340,6 +343,9 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
             for acc, k in zip(accs, running):
                 line(f"{acc}[r * {blocks}] = {k};  // the row's total")
         end()
+
+    if scatter:
+        emit_reduce_scatter(em, op, plan_, accs, lane_pos, warp_pos, tag)
 
     # 5. results
     if scan:
@@ -486,4 +492,162 @@ def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str
             combine(cur, [f"{name}[at + w]" for name in names], cur)
             end()
     end()
+    line(f"{em.lang.barrier}  // later users of shared memory wait for these reads")
+
+
+def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str], lane_pos: str, warp_pos: str,
+                        tag: str) -> None:
+    """Steps 2-4 of a reduce whose rows have several blocks split by several
+    lanes. A butterfly per block would take blocks x log2(lanes) shuffles;
+    halving takes about blocks: in the round of offset ``o`` the two lanes
+    of a pair hold the same ``S`` blocks; the lower lane keeps the first
+    half, the upper the second, each sends the other half to its partner and
+    combines what it keeps with what it gets (the lower lane's value on the
+    left). After log2(min(blocks, lanes)) rounds a lane holds ``blocks >>
+    rounds`` consecutive blocks, from ``start`` = sum of bit ``i`` of its
+    place times ``blocks >> (i + 1)``; plain butterfly rounds finish the
+    lanes left. The lanes' block values go to shared memory ([row][block]
+    [warp], the order of the axis); the lanes of each row read them back a
+    chunk each, combine it in order, and finish with an ordered butterfly."""
+    from mytriton.backends.cuda.scans import _aligned, combine_lines
+
+    parent = plan_.domain.parent
+    dim, blocks, lanes, warps, rows = plan_.dim, plan_.blocks, plan_.lanes, plan_.warps, plan_.rows
+    stride = parent.lane_stride(dim)
+    n = len(op.operands)
+    elements = [c_element(element_of(x.type)) for x in op.operands]
+    ql, qw = f"l{tag}", f"m{tag}"
+    line = em.line
+
+    def combine(left: list[str], right: list[str], out: list[str]) -> None:
+        for text in combine_lines(em, op, left, right, out):
+            line(text)
+
+    def exchange(o: int, keep: list[str], send: list[str], out: list[str]) -> None:
+        """One pair exchange of round ``o``: ``send`` to the partner, ``keep``
+        combined with what comes back, in lane order, into ``out``."""
+        lo = f"f{o}_{tag}"
+        got = [f"u{i}_{o}_{tag}" for i in range(n)]
+        left = [f"x{i}_{o}_{tag}" for i in range(n)]
+        right = [f"z{i}_{o}_{tag}" for i in range(n)]
+        for ct, g, s_ in zip(elements, got, send):  # every lane shuffles: the full mask
+            line(f"const {ct} {g} = {shuffle(em, 'xor', ct, s_, o * stride)};")
+        for ct, x, z, k, g in zip(elements, left, right, keep, got):
+            line(f"const {ct} {x} = {lo} ? {k} : {g};")
+            line(f"const {ct} {z} = {lo} ? {g} : {k};")
+        combine(left, right, out)
+
+    rounds = min(blocks, lanes).bit_length() - 1
+    held = blocks >> rounds  # blocks a lane holds after the halving rounds
+    line(f"// {op.name}: {lanes} lanes along the axis over {blocks} blocks: {rounds} halving round(s), "
+         f"then {(lanes >> rounds).bit_length() - 1} butterfly round(s), by warp shuffles")
+    line(em.lang.unroll)
+    line(f"for (int r = 0; r < {rows}; ++r) {{")
+    em.depth += 1
+    size = blocks
+    o = 1
+    while o < lanes:
+        line(f"const bool f{o}_{tag} = ({ql} & {o}) == 0;  // the lower lane of the pair")
+        if size > 1:
+            half = size // 2
+            line(em.lang.unroll)
+            line(f"for (int j = 0; j < {half}; ++j) {{")
+            em.depth += 1
+            first = [f"{acc}[r * {blocks} + j]" for acc in accs]
+            second = [f"{acc}[r * {blocks} + {half} + j]" for acc in accs]
+            keep = [f"k{i}_{o}_{tag}" for i in range(n)]
+            send = [f"s{i}_{o}_{tag}" for i in range(n)]
+            for ct, k, s_, a, b in zip(elements, keep, send, first, second):
+                line(f"const {ct} {k} = f{o}_{tag} ? {a} : {b};")
+                line(f"const {ct} {s_} = f{o}_{tag} ? {b} : {a};")
+            exchange(o, keep, send, first)
+            em.depth -= 1
+            line("}")
+            size = half
+        else:
+            cur = [f"{acc}[r * {blocks}]" for acc in accs]
+            line("{")
+            em.depth += 1
+            exchange(o, cur, cur, cur)
+            em.depth -= 1
+            line("}")
+        o *= 2
+    em.depth -= 1
+    line("}")
+    assert size == held
+
+    # Shared memory: [row][block][warp]; the lanes of distinct places below 2^rounds write.
+    row_layout = plan_.row_layout()
+    positions = {d: f"{em.parent_name(parent)}_p{d}" for d in range(parent.rank)}
+    row_index = linear_index(row_layout.coordinates("r", positions), row_layout.shape)
+    terms = [f"{lane_pos} < {1 << rounds}"]
+    if warps < parent.warps_per_cta[dim]:
+        terms.append(f"{warp_pos} < {warps}")
+    digits = row_layout.digits("r")
+    for d in range(parent.rank):
+        if d == dim:
+            continue
+        if d in digits:
+            term = parent.first_copy(d, digits[d], positions[d])
+        elif parent.threads_per_dim(d) > 1:
+            term = f"{positions[d]} == 0"
+        else:
+            term = None
+        if term:
+            terms.append(term)
+    start = " + ".join(f"(({ql} >> {i}) & 1) * {blocks >> (i + 1)}" for i in range(rounds)) or "0"
+    names, offset = [], 0
+    line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
+    for i, x in enumerate(op.operands):
+        ct = elements[i]
+        name = f"w{i}_{tag}"
+        line(f"{ct}* const {name} = reinterpret_cast<{ct}*>(smem + {offset});")
+        names.append(name)
+        offset += _aligned(prod(row_layout.shape) * blocks * warps * element_of(x.type).nbytes)
+    em.need_shared(offset, op)
+    line(f"const int b{tag} = {start};  // the first block this lane holds")
+    line(em.lang.unroll)
+    line(f"for (int r = 0; r < {rows}; ++r) {{")
+    line(f"  if ({' && '.join(terms)}) {{")
+    line(em.lang.unroll)
+    line(f"    for (int j = 0; j < {held}; ++j) {{")
+    for name, acc in zip(names, accs):
+        line(f"      {name}[(({row_index}) * {blocks} + b{tag} + j) * {warps} + {qw}] = {acc}[r * {blocks} + j];")
+    line("    }")
+    line("  }")
+    line("}")
+    line(em.lang.barrier)
+    # The row's blocks x warps values, in order, split over its lanes: each combines a
+    # chunk in order, then an ordered butterfly over the lanes (every thread would
+    # otherwise run the whole chain).
+    total = blocks * warps
+    sharing = min(lanes, total)
+    chunk = total // sharing
+    line(f"// {op.name}: the {total} values of each row, {chunk} a lane, then a butterfly over {sharing} lanes")
+    line(em.lang.unroll)
+    line(f"for (int r = 0; r < {rows}; ++r) {{")
+    em.depth += 1
+    place = ql if sharing == lanes else f"({ql} % {sharing})"
+    line(f"const int at = ({row_index}) * {total} + {place} * {chunk};")
+    cur = [f"{acc}[r * {blocks}]" for acc in accs]
+    for name, c in zip(names, cur):
+        line(f"{c} = {name}[at];")
+    if chunk > 1:
+        line(em.lang.unroll)
+        line(f"for (int w = 1; w < {chunk}; ++w) {{")
+        em.depth += 1
+        combine(cur, [f"{name}[at + w]" for name in names], cur)
+        em.depth -= 1
+        line("}")
+    o = 1
+    while o < sharing:
+        line(f"const bool f{o}_{tag} = ({ql} & {o}) == 0;  // the lower lane of the pair")
+        line("{")
+        em.depth += 1
+        exchange(o, cur, cur, cur)
+        em.depth -= 1
+        line("}")
+        o *= 2
+    em.depth -= 1
+    line("}")
     line(f"{em.lang.barrier}  // later users of shared memory wait for these reads")
