@@ -7,6 +7,8 @@ until a stage needs it.
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, replace, field
 from typing import Any, Callable, Sequence
 
@@ -59,14 +61,20 @@ F32_DEFAULT_ENV = "MYTRITON_F32_DEFAULT"
 
 def f32_default_from_env() -> str | None:
     """``MYTRITON_F32_DEFAULT``, checked: tl.dot's default precision for f32
-    operands (unset or empty: None, Triton's own default)."""
+    operands (unset or empty: None, Triton's own default). Read at every
+    launch (it is part of the JIT's key): its check is done once per value."""
     import os
-
-    from mytriton.ir.opdefs import DOT_INPUT_PRECISIONS
 
     value = os.environ.get(F32_DEFAULT_ENV, "")
     if not value:
         return None
+    return _checked_f32_default(value)
+
+
+@functools.lru_cache(maxsize=16)
+def _checked_f32_default(value: str) -> str:
+    from mytriton.ir.opdefs import DOT_INPUT_PRECISIONS
+
     if value.lower() not in DOT_INPUT_PRECISIONS:
         raise CompileError(f"{F32_DEFAULT_ENV} must be one of {', '.join(DOT_INPUT_PRECISIONS)}, "
                            f"got {value!r}")

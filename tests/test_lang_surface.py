@@ -238,6 +238,43 @@ def test_dtype_and_element_ty_follow_the_signature(rng):
     np.testing.assert_array_equal(out, (x.astype(np.float32) * 2).astype(np.float16))
 
 
+SIGNEDNESS = """
+@mytriton.jit
+def k(s_ptr, u_ptr, b_ptr, f_ptr):
+    tl.static_assert(s_ptr.dtype.element_ty.is_int_signed() and not s_ptr.dtype.element_ty.is_int_unsigned())
+    tl.static_assert(u_ptr.dtype.element_ty.is_int_unsigned() and not u_ptr.dtype.element_ty.is_int_signed())
+    tl.static_assert(not b_ptr.dtype.element_ty.is_int_signed() and not b_ptr.dtype.element_ty.is_int_unsigned())
+    tl.static_assert(not f_ptr.dtype.element_ty.is_int_signed())
+    tl.store(s_ptr, 1)
+"""
+
+
+RUNTIME_TO_CONSTEXPR = """
+@mytriton.jit
+def scaled(x, factor: tl.constexpr):
+    return x * factor
+
+
+@mytriton.jit
+def k(x_ptr, n):
+    x = tl.load(x_ptr)
+    tl.store(x_ptr, scaled(x, n))
+"""
+
+
+def test_a_runtime_value_for_a_helpers_constexpr_parameter_is_a_located_error():
+    from mytriton.diagnostics import CompileError
+
+    with pytest.raises(CompileError, match="parameter 'factor' is a tl.constexpr, but its argument is a value "
+                                           "computed at run time") as info:
+        build(RUNTIME_TO_CONSTEXPR, signature="*fp32, i32")
+    assert info.value.loc.line == 12  # the call (after the two standard imports and a blank line)
+
+
+def test_signedness_queries_are_tritons_bool_being_neither():
+    build(SIGNEDNESS, signature="*i8, *u8, *i1, *fp32")  # a failed static_assert would raise
+
+
 def test_dtype_without_a_signature_sees_the_inferred_pointer_types():
     kernel = build(DTYPES, BLOCK=32)
     assert [str(p.type) for p in kernel.params] == ["ptr<f32>", "ptr<f32>"]

@@ -176,7 +176,7 @@ KEEP_DIMS = """
 def k(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
     idx = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
     x = tl.load(x_ptr + idx)
-    y = x - tl.max(x, axis=1, keep_dims=True) + tl.sum(x, axis=0, keep_dims=True) * tl.min(x, 1, True)
+    y = x - tl.max(x, axis=1, keep_dims=True) + tl.sum(x, axis=0, keep_dims=True) * tl.min(x, 1, keep_dims=True)
     tl.store(out_ptr + idx, y)
 """
 
@@ -187,6 +187,39 @@ def test_reductions_with_keep_dims_broadcast_back(rng):
     run_kernel(build(KEEP_DIMS, R=16, C=32), (1,), [x, out])
     expected = x - x.max(1, keepdims=True) + x.sum(0, keepdims=True) * x.min(1, keepdims=True)
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
+KEEP_ALL_DIMS = """
+@mytriton.jit
+def add(a, b):
+    return a + b
+
+
+@mytriton.jit
+def k(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
+    idx = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    x = tl.load(x_ptr + idx)
+    total = tl.sum(x, keep_dims=True)
+    tl.static_assert(total.shape == (1, 1))
+    y = x - total + tl.max(x, keep_dims=True) * tl.reduce(x, None, add, keep_dims=True)
+    tl.store(out_ptr + idx, y)
+"""
+
+
+def test_reductions_over_every_axis_keep_them_as_ones_as_in_triton(rng):
+    x = floats(rng, 8 * 16).reshape(8, 16)
+    out = np.zeros_like(x)
+    run_kernel(build(KEEP_ALL_DIMS, R=8, C=16), (1,), [x, out])
+    expected = x - x.sum(keepdims=True) + x.max(keepdims=True) * x.sum(keepdims=True)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.nvcc
+def test_cuda_of_reductions_over_every_axis_with_kept_dims_builds(cache):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_text(kernel_source(KEEP_ALL_DIMS), "cuda", signature="*fp32, *fp32", defines={"R": 8, "C": 16})
+    assert "ld.global" in compile_ptx(cuda, "sm_90")
 
 
 # ---- integer // and % ------------------------------------------------------------------------

@@ -88,3 +88,40 @@ def test_a_position_past_the_parameters_is_an_error():
 
     with pytest.raises(CompileError, match="do_not_specialize names position 5, but the kernel has 2 parameters"):
         mytriton.jit(do_not_specialize=[5])(kernel)
+
+
+# ---- the launch key: a cheap key that tells apart what the compile cache's key does ----------------
+
+
+def test_the_launch_key_tells_ints_apart_by_range_and_hint():
+    import numpy as np
+
+    from mytriton.runtime.arguments import launch_key
+
+    def key(n, on_value=frozenset({"n"}), on_alignment=frozenset({"n"})):
+        return launch_key([n], on_value, on_alignment, ["n"], [], ())
+
+    assert key(32) == key(48) != key(33)  # both divisible by 16
+    assert key(1) != key(33) and key(1) != key(16)
+    assert key(2**31) != key(2**31 - 17 * 16)  # i64 against i32
+    assert key(2**63) != key(2**62)  # u64 against i64
+    assert key(1, on_value=frozenset()) == key(33, on_value=frozenset())  # do_not_specialize
+    assert key(32, on_alignment=frozenset()) == key(33, on_alignment=frozenset())
+    a = np.zeros(64, np.float32)
+    assert launch_key([a], frozenset({"a"}), frozenset({"a"}), ["a"], [], ()) != \
+        launch_key([a.astype(np.float16)], frozenset({"a"}), frozenset({"a"}), ["a"], [], ())
+
+
+def test_the_launch_key_tells_arrays_apart_by_alignment_and_constants_by_value():
+    import numpy as np
+
+    from mytriton.runtime.arguments import launch_key
+
+    buffer = np.zeros(64, np.float32)
+    aligned, offset = buffer[:32], buffer[1:33]  # the second starts 4 bytes on
+    names, on = ["a"], frozenset({"a"})
+    assert (aligned.ctypes.data % 16 == 0) != (offset.ctypes.data % 16 == 0)
+    assert launch_key([aligned], on, on, names, [], ()) != launch_key([offset], on, on, names, [], ())
+    assert launch_key([aligned], on, on, names, [64], ()) != launch_key([aligned], on, on, names, [128], ())
+    assert launch_key([aligned], on, on, names, [1], ()) != launch_key([aligned], on, on, names, [True], ())
+    assert launch_key([aligned], on, on, names, [object()], ()) is None  # the full key decides

@@ -101,49 +101,49 @@ def test_a_swizzled_buffer_needs_whole_128_byte_rows_and_8_row_groups():
 # ---- the swizzle ------------------------------------------------------------------------------------
 
 
-def _evaluate(expression: str, **names: int) -> int:
-    for name, value in names.items():
-        expression = re.sub(rf"\b{name}\b", str(value), expression)
-    assert re.fullmatch(r"[0-9+*/%^() ]+", expression), expression
-    # C's integer / on non-negative operands is Python's //.
-    return int(_c_int(expression))
-
-
-def _c_int(expression: str) -> int:
+def _compile(expression: str):
+    """A function of (r, c) computing a C index expression, built by walking
+    its ast once (C's / on non-negative operands is Python's //; no eval)."""
     import ast
     import operator
 
+    assert re.fullmatch(r"[0-9rc+*/%^() ]+", expression), expression
     ops = {ast.Add: operator.add, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
            ast.Mod: operator.mod, ast.BitXor: operator.xor}
 
-    def walk(node):
+    def build(node):
         if isinstance(node, ast.Expression):
-            return walk(node.body)
+            return build(node.body)
         if isinstance(node, ast.Constant):
-            return node.value
+            return lambda r, c, v=node.value: v
+        if isinstance(node, ast.Name):
+            return (lambda r, c: r) if node.id == "r" else (lambda r, c: c)
         if isinstance(node, ast.BinOp):
-            return ops[type(node.op)](walk(node.left), walk(node.right))
+            f, left, right = ops[type(node.op)], build(node.left), build(node.right)
+            return lambda r, c: f(left(r, c), right(r, c))
         raise AssertionError(ast.dump(node))
 
-    return walk(ast.parse(expression.replace("/", "//"), mode="eval"))
+    return build(ast.parse(expression.replace("/", "//"), mode="eval"))
 
 
-@pytest.mark.parametrize("swizzle", [128, 64, 32])
-@pytest.mark.parametrize("shape", [(64, 64), (128, 64), (64, 128), (64, 256), (16, 16)])
+SWIZZLE_CASES = [(shape, swizzle) for swizzle in (128, 64, 32)
+                 for shape in [(64, 64), (128, 64), (64, 128), (64, 256), (16, 16)]
+                 if (shape[1] * 2) % swizzle == 0]  # rows of whole blocks
+
+
+@pytest.mark.parametrize("shape,swizzle", SWIZZLE_CASES)
 def test_the_swizzled_place_is_the_hardware_swizzle_of_the_row_major_block_address(shape, swizzle):
     """Hopper's S-byte swizzle XORs the 16-byte chunk (address bits 4..) with
     bits 7.. (log2(S / 16) of each): element (r, c) of an S-byte-wide column
     block sits at the block's row-major byte address so swizzled."""
     rows, cols = shape
-    if (cols * 2) % swizzle:
-        pytest.skip("rows of a partial block")
     buffer = SharedType(shape, F16, NvmmaShared(swizzle))
-    expression = place(buffer, "r", "c")
+    index_of = _compile(place(buffer, "r", "c"))
     seen = set()
     per_block = swizzle // 2
     for r in range(rows):
         for c in range(cols):
-            index = _evaluate(expression, r=r, c=c)
+            index = index_of(r, c)
             block, x = divmod(c, per_block)
             linear = block * rows * swizzle + r * swizzle + x * 2
             swizzled = linear ^ (((linear >> 7) & (swizzle // 16 - 1)) << 4)
@@ -212,7 +212,7 @@ def run_matmul(kernel_module, kind, config, shape, num_warps, num_stages=None, s
 
 CONFIGS = [((64, 64, 64), 4), ((128, 128, 64), 4), ((128, 128, 64), 8), ((128, 256, 64), 8),
            ((64, 128, 128), 4), ((128, 64, 128), 8), ((128, 128, 32), 4), ((64, 32, 16), 4), ((64, 16, 32), 4),
-           ((128, 96, 32), 8)]
+           ((128, 32, 32), 8)]
 SHAPES = [(256, 256, 256), (200, 136, 96), (70, 300, 33), (129, 65, 200)]
 
 
@@ -265,3 +265,15 @@ def test_the_overlapped_cuda_waits_with_the_accumulator_registers_named():
     cuda = compile_matmul("f16", (128, 128, 64), 4, "cuda")
     wait = next(line for line in cuda.splitlines() if "wgmma.wait_group.sync.aligned 0" in line)
     assert wait.count('"+f"(') == 128  # 128x128 f32 over 128 threads
+
+
+def test_an_in_flight_dot_without_wgmma_is_a_located_error():
+    from mytriton.diagnostics import CompileError
+    from mytriton.ir.ssa_text import parse_kernel
+    from mytriton.pipeline import emit_cuda
+
+    text = compile_matmul("f16", (128, 128, 64), 4, "layouts", arch="sm_80")
+    edited = text.replace('out_dtype=f32 :', 'out_dtype=f32, in_flight=1 :', 1)
+    assert edited != text
+    with pytest.raises(CompileError, match="in flight"):
+        emit_cuda(parse_kernel(edited, "k.ssa"))

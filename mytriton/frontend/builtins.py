@@ -377,6 +377,15 @@ def _expand_dims(t: Tracer, node: ast.Call, input: Any, axis: Any) -> Any:
     return t.make("expand_dims", (input,), node, axis=axis)
 
 
+def _kept_dims(t: Tracer, node: ast.Call, result: Any, axis: int | None, input: Any) -> Any:
+    """A reduction's result with the reduced dimension kept as 1 (``keep_dims``):
+    along ``axis``, or, reduced over every axis, a tile of ones of the input's rank."""
+    if axis is not None:
+        return t.make("expand_dims", (result,), node, axis=axis)
+    rank = len(shape_of(t.type_of(input, node)))
+    return t.make("full", (result,), node, shape=(1,) * rank, dtype=concrete(element_of(t.type_of(result, node))))
+
+
 def _reduction(name: str) -> None:
     @builtin(name, "input", axis=None, keep_dims=False)
     def impl(t: Tracer, node: ast.Call, input: Any, axis: Any, keep_dims: Any) -> Any:
@@ -388,9 +397,7 @@ def _reduction(name: str) -> None:
                 raise t.error(f"tl.{name} needs a non-negative axis", node)
         result = t.make(name, (input,), node, axis=axis)
         if keep_dims:
-            if axis is None:
-                raise t.error(f"tl.{name}: keep_dims needs an axis", node)
-            result = t.make("expand_dims", (result,), node, axis=axis)
+            result = _kept_dims(t, node, result, axis, input)
         return result
 
 
@@ -1074,9 +1081,8 @@ def _reduce(t: Tracer, node: ast.Call, input: Any, axis: Any, combine_fn: Any, k
     results = _combine(t, node, "reduce", "reduce", input, axis, combine_fn, {})
     if keep_dims:
         axis = results[0].loop.attrs["axis"]
-        if axis is None:
-            raise t.error("tl.reduce: keep_dims needs an axis", node)
-        results = tuple(t.make("expand_dims", (r,), node, axis=axis) for r in results)
+        first = input[0] if isinstance(input, tuple) else input
+        results = tuple(_kept_dims(t, node, r, axis, first) for r in results)
     return results if isinstance(input, tuple) else results[0]
 
 

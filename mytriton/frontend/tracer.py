@@ -858,6 +858,11 @@ class Tracer:
                 if param not in defaults:
                     raise self.error(f"'{name}' is missing the argument '{param}'", node)
                 env[param] = self.eval(defaults[param])
+        for arg in fn.args.args:
+            if arg.annotation is not None and isinstance(env[arg.arg], Expr) \
+                    and self.module.qualname(arg.annotation) == "mytriton.language.constexpr":
+                raise self.error(f"'{name}': parameter '{arg.arg}' is a tl.constexpr, but its argument is a "
+                                 "value computed at run time", node)
         helper = Tracer(self.module, self.kernel, self.region, env, self.depth + 1, self.budget)
         try:
             helper.run(fn.body)
@@ -977,7 +982,9 @@ class Tracer:
 _DTYPE_QUERIES: dict[str, Callable[[Any], bool]] = {
     "is_floating": lambda t: isinstance(t, ScalarType) and t.is_float,
     "is_int": lambda t: isinstance(t, ScalarType) and not t.is_float,
-    "is_int_signed": lambda t: isinstance(t, ScalarType) and not t.is_float,
+    # Triton's SINT_TYPES / UINT_TYPES: int1 (bool) is neither.
+    "is_int_signed": lambda t: isinstance(t, ScalarType) and not t.is_float and not t.is_bool and not t.unsigned,
+    "is_int_unsigned": lambda t: isinstance(t, ScalarType) and not t.is_float and not t.is_bool and t.unsigned,
     "is_bool": lambda t: isinstance(t, ScalarType) and t.is_bool,
     "is_ptr": lambda t: isinstance(t, PointerType),
     "is_fp16": lambda t: isinstance(t, ScalarType) and t.name == "f16",

@@ -119,8 +119,9 @@ def _numel(input):
 
 
 @mytriton.jit
-def max_with_indices(input, axis, tie_break_left=True, keep_dims=False):
-    """``tl.max(input, axis, return_indices=True)``: the maxima and their indices."""
+def _with_indices(input, axis, keep_dims, combine_fn):
+    """The reduction of ``input`` along ``axis`` (every axis: the row-major
+    elements) by ``combine_fn`` over (value, index) pairs."""
     if input.dtype == tl.bfloat16:
         input = input.to(tl.float32)
     if axis == None:  # noqa: E711 - over the whole tile: its elements in row-major order
@@ -128,31 +129,26 @@ def max_with_indices(input, axis, tie_break_left=True, keep_dims=False):
         input = tl.reshape(input, (_numel(input),))
     if axis < 0:
         axis = axis + len(input.shape)
+    return tl.reduce((input, _indices_along(input, axis)), axis, combine_fn, keep_dims=keep_dims)
+
+
+@mytriton.jit
+def max_with_indices(input, axis, tie_break_left=True, keep_dims=False):
+    """``tl.max(input, axis, return_indices=True)``: the maxima and their indices."""
     if tie_break_left:
-        values, indices = tl.reduce((input, _indices_along(input, axis)), axis, _argmax_combine_tie_break_left,
-                                    keep_dims=keep_dims)
+        values, indices = _with_indices(input, axis, keep_dims, _argmax_combine_tie_break_left)
     else:
-        values, indices = tl.reduce((input, _indices_along(input, axis)), axis, _argmax_combine_tie_break_fast,
-                                    keep_dims=keep_dims)
+        values, indices = _with_indices(input, axis, keep_dims, _argmax_combine_tie_break_fast)
     return values, indices
 
 
 @mytriton.jit
 def min_with_indices(input, axis, tie_break_left=True, keep_dims=False):
     """``tl.min(input, axis, return_indices=True)``: the minima and their indices."""
-    if input.dtype == tl.bfloat16:
-        input = input.to(tl.float32)
-    if axis == None:  # noqa: E711 - over the whole tile: its elements in row-major order
-        axis = 0
-        input = tl.reshape(input, (_numel(input),))
-    if axis < 0:
-        axis = axis + len(input.shape)
     if tie_break_left:
-        values, indices = tl.reduce((input, _indices_along(input, axis)), axis, _argmin_combine_tie_break_left,
-                                    keep_dims=keep_dims)
+        values, indices = _with_indices(input, axis, keep_dims, _argmin_combine_tie_break_left)
     else:
-        values, indices = tl.reduce((input, _indices_along(input, axis)), axis, _argmin_combine_tie_break_fast,
-                                    keep_dims=keep_dims)
+        values, indices = _with_indices(input, axis, keep_dims, _argmin_combine_tie_break_fast)
     return values, indices
 
 

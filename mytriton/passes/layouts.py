@@ -142,8 +142,9 @@ def wgmma_layout(op: Op, num_warps: int) -> Mma | None:
     if m % (16 * num_warps) or k % WGMMA_K[element] or a_swizzle is None or b_swizzle is None:
         return None
     # An instruction's N: whole column blocks of B, at most 256; with a narrower
-    # swizzle than 128 bytes one block (an N spanning several 64-byte blocks
-    # read wrong values on the H200: tests/test_wgmma.py's 128x96x32).
+    # swizzle than 128 bytes, one block (untested on the GPU across several such
+    # blocks, which power-of-two tiles never need: a row of 64 or more halves
+    # takes the 128-byte swizzle).
     block = b_swizzle // element.nbytes
     if b_swizzle != SWIZZLE_BYTES[0]:
         instr_n = block

@@ -132,6 +132,18 @@ class Verifier:
                 what = "a while loop's condition region"
             raise self.error(f"{what} must end with '{ends_with}'", block.parent)
 
+    def results_match_type_rule(self, op: Op, opdef, operand_types: list) -> None:
+        """The result types ``op`` declares are the ones its type rule gives."""
+        try:
+            expected = opdef.infer(operand_types, op.attrs)
+        except TypeRuleError as err:
+            raise self.error(str(err), op) from None
+        declared = [without_layout(r.type) for r in op.results]
+        if declared != expected:
+            want = ", ".join(str(t) for t in expected) or "no result"
+            got = ", ".join(str(t) for t in declared) or "no result"
+            raise self.error(f"'{op.name}' declares {got} but its operands give {want}", op)
+
     def in_flight_order(self, op: Op, in_flight: set[Value]) -> None:
         """An in_flight dot's result is read only after its ``wgmma_wait``
         (pending=0) in the same block: before it the registers are the
@@ -198,15 +210,7 @@ class Verifier:
             raise self.error(f"'{op.name}' has no attribute '{sorted(unknown)[0]}'", op)
         if op.regions:
             raise self.error(f"'{op.name}' cannot have regions", op)
-        try:
-            expected = opdef.infer([None if o is None else without_layout(o.type) for o in op.operands], op.attrs)
-        except TypeRuleError as err:
-            raise self.error(str(err), op) from None
-        declared = [without_layout(r.type) for r in op.results]
-        if declared != expected:
-            want = ", ".join(str(t) for t in expected) or "no result"
-            got = ", ".join(str(t) for t in declared) or "no result"
-            raise self.error(f"'{op.name}' declares {got} but its operands give {want}", op)
+        self.results_match_type_rule(op, opdef, [None if o is None else without_layout(o.type) for o in op.operands])
         problem = literal_conversion_error(op)
         if problem is not None:
             raise self.error(problem, op)
@@ -343,15 +347,7 @@ class Verifier:
             raise self.error(f"'{op.name}' needs the attribute 'axis'", op)
         if any(o is None for o in op.operands):
             raise self.error(f"the tiles of '{op.name}' cannot be none", op)
-        try:
-            expected = opdef.infer([without_layout(o.type) for o in op.operands], op.attrs)
-        except TypeRuleError as err:
-            raise self.error(str(err), op) from None
-        declared = [without_layout(r.type) for r in op.results]
-        if declared != expected:
-            want = ", ".join(str(t) for t in expected) or "no result"
-            got = ", ".join(str(t) for t in declared) or "no result"
-            raise self.error(f"'{op.name}' declares {got} but its operands give {want}", op)
+        self.results_match_type_rule(op, opdef, [without_layout(o.type) for o in op.operands])
         body = op.regions[0]
         elements = [concrete(element_of(o.type)) for o in op.operands]
         if [arg.type for arg in body.args] != elements * 2:

@@ -49,6 +49,53 @@ def element_type(value: Any, name: str) -> ScalarType:
     return t
 
 
+# Constant values a launch key holds as they are (hashable, equal only to equals).
+_PLAIN_CONSTANTS = (int, str, float, bool, type(None))
+_I32_RANGE = range(-2**31, 2**31)
+
+
+def launch_key(values: list[Any], on_value: frozenset, on_alignment: frozenset, names: list[str],
+               constants: list[Any], rest: tuple) -> tuple | None:
+    """A key that tells launches apart wherever their types, specialisation
+    hints or constant values differ (what the compile cache's key holds), but
+    cheaper to make: ints by range and hint, arrays by their class, element
+    type and alignment; None where an argument is not one of those (the full
+    key decides)."""
+    parts: list[Any] = []
+    for value, name in zip(values, names):
+        cls = type(value)
+        if cls is int:
+            wide = 0 if value in _I32_RANGE else 2 if value >= 2**63 else 1
+            if name not in on_value:
+                hint = ""
+            elif value == 1:
+                hint = "1"
+            else:
+                hint = "16" if name in on_alignment and value % 16 == 0 else ""
+            parts.append((wide, hint))
+        elif cls is float or cls is bool:
+            parts.append(cls)
+        else:
+            interface = getattr(value, "__cuda_array_interface__", None) if not is_tensor(value) else None
+            if isinstance(interface, dict):
+                address = interface["data"][0]
+                typestr = interface["typestr"]
+            elif is_tensor(value):
+                address, typestr = value.data_ptr(), str(value.dtype)
+            elif hasattr(value, "__array_interface__"):
+                address, typestr = value.__array_interface__["data"][0], value.__array_interface__["typestr"]
+                typestr = f"{typestr}{getattr(value, 'dtype', '')}"  # bf16's typestr is a plain "<V2"
+            else:
+                return None
+            aligned = name in on_value and name in on_alignment and address % 16 == 0
+            parts.append((cls, typestr, aligned))
+    for value in constants:
+        if type(value) not in _PLAIN_CONSTANTS:
+            return None
+        parts.append((type(value), value))
+    return (*parts, *rest)
+
+
 def arg_type(value: Any, name: str) -> Type:
     if isinstance(value, bool):
         return BOOL

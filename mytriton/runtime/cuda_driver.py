@@ -15,7 +15,7 @@ from mytriton.backends.cuda.emitter import read_header
 from mytriton.backends.cuda.nvcc import compile_cubin
 from mytriton.diagnostics import CompileError
 from mytriton.ir.text_common import parse_type
-from mytriton.runtime.arguments import is_device_array, is_tensor
+from mytriton.runtime.arguments import is_tensor
 from mytriton.target import DEFAULT_SHARED_LIMIT
 from mytriton.types import BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, PointerType
 
@@ -101,10 +101,20 @@ def bf16_bits(value: float) -> int:
     return (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
 
 
-def _scalar(value: Any, t: Any) -> Any:
+def _converter(t: Any) -> Any:
+    """The function turning a Python value into the launch value of scalar type ``t``."""
     if t == BF16:
-        return bf16_bits(value)
-    return bool(value) if t == BOOL else float(value) if t in (F32, F64, F16) else int(value)
+        return bf16_bits
+    return bool if t == BOOL else float if t in (F32, F64, F16) else int
+
+
+def _device_address(value: Any) -> int | None:
+    """A device array's address (a CUDA tensor's, a CUDA array interface's),
+    None for a host array."""
+    if is_tensor(value):
+        return int(value.data_ptr()) if value.is_cuda else None
+    interface = getattr(value, "__cuda_array_interface__", None)
+    return None if interface is None else int(interface["data"][0])
 
 
 def device_pointer(value: Any) -> int:
@@ -177,6 +187,8 @@ class CudaKernel:
         # A prepared call packs arguments from a fixed format: less work per launch.
         self.function.prepare("".join(_FORMAT[t] if not isinstance(t, PointerType) else "P"
                                       for _, t in self.params))
+        # How each argument becomes a launch value (None: a pointer), decided once.
+        self._converters = [None if isinstance(t, PointerType) else _converter(t) for _, t in self.params]
 
     def launch(self, grid: Sequence[int], args: Sequence[Any]) -> None:
         import numpy as np
@@ -192,12 +204,13 @@ class CudaKernel:
         packed: list[Any] = []
         copy_back: list[tuple[Any, Any]] = []
         keep: list[Any] = []
-        for (name, t), value in zip(self.params, args):
-            if not isinstance(t, PointerType):
-                packed.append(_scalar(value, t))
+        for (name, t), convert, value in zip(self.params, self._converters, args):
+            if convert is not None:
+                packed.append(convert(value))
                 continue
-            if is_device_array(value):
-                packed.append(device_pointer(value))
+            address = _device_address(value)
+            if address is not None:
+                packed.append(address)
                 continue
             array = value
             if not isinstance(array, np.ndarray):

@@ -104,6 +104,8 @@ class JITFunction:
                           if p.default is not inspect.Parameter.empty}
         self._static: tuple[str, list[str], list[str]] | None = None
         self._compiled: dict[tuple, Any] = {}
+        # A cheaper key per launch (runtime/arguments.py's launch_key) -> the compiled kernel.
+        self._by_launch_key: dict[tuple, Any] = {}
         # Parameters the launch specialises on their value, and on alignment.
         self._on_value = _not_named(self._names, options.get("do_not_specialize"))
         self._on_alignment = _not_named(self._names, options.get("do_not_specialize_on_alignment"))
@@ -155,16 +157,23 @@ class JITFunction:
                    num_stages: int | None = None) -> Any:
         """The compiled kernel (runtime/compiled.py) for these arguments."""
         from mytriton import pipeline
-        from mytriton.runtime.arguments import arg_type, signature_of, specialization
+        from mytriton.runtime.arguments import arg_type, launch_key, signature_of, specialization
 
         # The first time on a large stack (deep_stack.run_deep): it checks the
         # syntax with deep walks; later launches read the cache, without a thread.
         text, runtime, constexpr = self._static or run_deep(self.source)
+        f32_default = pipeline.f32_default_from_env()  # tl.dot's default precision: part of the key
+        # Most launches repeat an earlier one's types, hints and constants:
+        # found by a cheap key, without working out the types again.
+        fast = launch_key([bound[name] for name in runtime], self._on_value, self._on_alignment, runtime,
+                          [bound[name] for name in constexpr], (num_warps, num_stages, backend, f32_default))
+        compiled = self._by_launch_key.get(fast) if fast is not None else None
+        if compiled is not None:
+            return compiled
         constexprs = {name: bound[name] for name in constexpr}
         types = [arg_type(bound[name], name) for name in runtime]
         hints = [specialization(bound[name], t, name in self._on_value, name in self._on_alignment)
                  for name, t in zip(runtime, types)]
-        f32_default = pipeline.f32_default_from_env()  # tl.dot's default precision: part of the key
         key = (tuple(str(t) for t in types), tuple(hints), tuple((k, repr(v)) for k, v in constexprs.items()),
                num_warps, num_stages, backend, f32_default)
         compiled = self._compiled.get(key)
@@ -204,6 +213,8 @@ class JITFunction:
                 # here: the CUDA context is this thread's
                 compiled.launcher = CudaKernel(compiled.asm["cuda"], options.arch)
             self._compiled[key] = compiled
+        if fast is not None:
+            self._by_launch_key[fast] = compiled
         return compiled
 
     def run(self, *args: Any, grid: Any, backend: str | None = None, warmup: bool = False,

@@ -39,7 +39,7 @@ from mytriton.backends.cuda.ctypes import c_element, c_literal, c_scalar
 from mytriton.backends.cuda.language import CUDA
 from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.slots import linear_index
-from mytriton.ir.layouts import NvmmaShared, fma_operand_pad
+from mytriton.ir.layouts import Mma, NvmmaShared, fma_operand_pad
 from mytriton.ir.opdefs import dot_input_precision
 from mytriton.ir.ssa import Const, Op
 from mytriton.types import BOOL, F32, F64, I8, I32, ScalarType, SharedType, element_of
@@ -213,6 +213,9 @@ def emit_async(em: "CudaEmitter", op: Op) -> None:
         from mytriton.backends.cuda.wgmma import wait_asm
 
         (acc,) = op.operands
+        layout = getattr(acc.type, "layout", None)
+        if not (isinstance(layout, Mma) and layout.version == 3):
+            raise em.error_at(op, "'wgmma_wait' waits for a dot in a version-3 (wgmma) mma layout")
         registers = [f"{em.storage[acc]}[{k}]" for k in range(em.layout_of(acc).slots)]
         em.line(f"{wait_asm(op.attrs['pending'], registers)}{where}")
     else:
@@ -384,6 +387,9 @@ def emit_dot(em: "CudaEmitter", op: Op) -> None:
     (operand tiles staged here through scratch shared memory)."""
     from mytriton.backends.cuda.mma import emit_mma_dot, is_mma
 
+    layout = op.results[0].type.layout
+    if op.attrs.get("in_flight") and not (isinstance(layout, Mma) and layout.version == 3):
+        raise em.error_at(op, "only a dot in a version-3 (wgmma) mma layout can be in flight")
     if is_mma(em.layout_of(op.results[0])):
         emit_mma_dot(em, op)  # tensor cores (the layouts stage chose an mma layout)
         return

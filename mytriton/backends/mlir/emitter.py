@@ -26,8 +26,9 @@ from typing import Callable
 
 from mytriton.backends.mlir import ops as table
 from mytriton.backends.mlir.ops import OFFSET, constant, convert, scalar_op
-from mytriton.backends.mlir.text import Writer, joined, literal, mlir_loc, mlir_string, scalar_type, shaped
-from mytriton.diagnostics import CompileError, Location
+from mytriton.backends.mlir.emitter_base import RegionEmitter
+from mytriton.backends.mlir.text import joined, literal, mlir_loc, mlir_string, scalar_type, shaped
+from mytriton.diagnostics import Location
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import pointer_bases
 from mytriton.ir.ssa import (
@@ -69,11 +70,12 @@ def memref_type(pointee: ScalarType) -> str:
     return f"memref<?x{scalar_type(pointee)}>"
 
 
-class _Emitter:
+class _Emitter(RegionEmitter):
+    backend = "MLIR"
+    table = table
+
     def __init__(self, kernel: Kernel) -> None:
-        self.kernel = kernel
-        self.w = Writer(indent=3)
-        self.names: dict[Value, str] = {}
+        super().__init__(kernel, indent=3)
         self.globals: list[tuple[str, SharedType, Location | None]] = []
         self.param_names: dict[Param, str] = {}
         self.zero_offset: str | None = None
@@ -112,19 +114,8 @@ class _Emitter:
         out.append(f"}} {loc}")
         return "\n".join(out) + "\n"
 
-    def block(self, block: Block) -> None:
-        for op in block.ops:
-            self.op(op)
-
-    def error(self, message: str, op: Op) -> CompileError:
-        return CompileError(message, op.loc or self.kernel.loc)
-
     def op(self, op: Op) -> None:
-        how = table.lowering(op.name)
-        if how == "refused":
-            raise self.error(table.REFUSED[op.name], op)
-        if how is None:
-            raise self.error(f"the MLIR back end has no lowering for '{op.name}'", op)
+        how = self.lowering(op)
         for operand in op.operands:
             if isinstance(operand, Value) and isinstance(element_of(operand.type), PointerType):
                 self.base(operand, op)  # one parameter per pointer, checked where it is used
@@ -687,18 +678,6 @@ class _Emitter:
         names = [self.names[a] for a in args]
         tail = f" {joined(names)} : {joined(self.carried_types(args))}" if args else ""
         self.w.line(f"scf.condition({cond}){tail}", op.loc)
-
-    def bind_results(self, op: Op) -> str:
-        """The ``%r = `` (or ``%r:n = ``) prefix of a region op, naming its results."""
-        if not op.results:
-            return ""
-        name = self.w.fresh()
-        if len(op.results) == 1:
-            self.names[op.results[0]] = name
-            return f"{name} = "
-        for i, result in enumerate(op.results):
-            self.names[result] = f"{name}#{i}"
-        return f"{name}:{len(op.results)} = "
 
     def op_for(self, op: Op) -> None:
         w, loc = self.w, op.loc

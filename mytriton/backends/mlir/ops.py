@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from mytriton.backends.mlir.text import Writer, joined, literal, scalar_type
+from mytriton.backends.mlir.text import Writer, conversion_op, joined, literal, scalar_type
 from mytriton.diagnostics import Location
 from mytriton.types import BF16, BOOL, F16, F32, I64, ScalarType
 
@@ -217,27 +217,10 @@ def convert(w: Writer, x: str, source: ScalarType, target: ScalarType, loc: Loca
         if source.is_float:
             return w.op(f"arith.cmpf une, {x}, {zero} : {s}", loc)
         return w.op(f"arith.cmpi ne, {x}, {zero} : {s}", loc)
-    if source == BOOL:
-        op = "arith.uitofp" if target.is_float else "arith.extui"
-        return w.op(f"{op} {x} : i1 to {t}", loc)
-    if source.is_int and target.is_int:
-        if source.bits == target.bits:
-            return x  # signless: the same bits
-        if source.bits < target.bits:
-            op = "arith.extui" if source.unsigned else "arith.extsi"
-        else:
-            op = "arith.trunci"
-        return w.op(f"{op} {x} : {s} to {t}", loc)
-    if source.is_int:
-        op = "arith.uitofp" if source.unsigned else "arith.sitofp"
-        return w.op(f"{op} {x} : {s} to {t}", loc)
-    if target.is_int:
-        op = "arith.fptoui" if target.unsigned else "arith.fptosi"
-        return w.op(f"{op} {x} : {s} to {t}", loc)
     if {source, target} == {F16, BF16}:  # no direct conversion: through f32
         return convert(w, convert(w, x, source, F32, loc), F32, target, loc)
-    op = "arith.extf" if source.bits < target.bits else "arith.truncf"
-    return w.op(f"{op} {x} : {s} to {t}", loc)
+    op = conversion_op(source, target)
+    return x if op is None else w.op(f"{op} {x} : {s} to {t}", loc)  # None: signless, the same bits
 
 
 def _pick(ops: tuple[str | None, ...], t: ScalarType, name: str) -> str:

@@ -170,3 +170,25 @@ class _Nested:
 
 def joined(items: Iterator[str] | list[str]) -> str:
     return ", ".join(items)
+
+
+def conversion_op(source: ScalarType, target: ScalarType) -> str | None:
+    """The arith op converting ``source`` values to ``target`` ones (not bool,
+    which compares with zero, nor f16 <-> bf16, which goes through f32), as C
+    and Triton convert: from bool as 0 or 1, integers by their signedness,
+    floats to integers toward zero; None where the bits stay (signless ints
+    of one width)."""
+    if source == BOOL:
+        return "arith.uitofp" if target.is_float else "arith.extui"
+    if source.is_int and target.is_int:
+        if source.bits == target.bits:
+            return None
+        if source.bits < target.bits:
+            return "arith.extui" if source.unsigned else "arith.extsi"
+        return "arith.trunci"
+    if source.is_int:
+        return "arith.uitofp" if source.unsigned else "arith.sitofp"
+    if target.is_int:
+        return "arith.fptoui" if target.unsigned else "arith.fptosi"
+    return "arith.extf" if source.bits < target.bits else "arith.truncf"
+

@@ -14,7 +14,8 @@ location, ``loc("file":line:col)``.
 """
 from __future__ import annotations
 
-from mytriton.backends.mlir.text import Writer, joined, literal, mlir_loc, mlir_string, scalar_type
+from mytriton.backends.mlir.emitter_base import RegionEmitter
+from mytriton.backends.mlir.text import conversion_op, joined, literal, mlir_loc, mlir_string, scalar_type
 from mytriton.backends.ttir import ops as table
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir.ssa import (
@@ -60,11 +61,12 @@ def kernel_symbol(name: str) -> str:
     return f"mytriton_{spelled}"
 
 
-class _Emitter:
+class _Emitter(RegionEmitter):
+    backend = "TTIR"
+    table = table
+
     def __init__(self, kernel: Kernel) -> None:
-        self.kernel = kernel
-        self.w = Writer(indent=2)
-        self.names: dict[Value, str] = {}
+        super().__init__(kernel, indent=2)
 
     # ---- the module --------------------------------------------------------------------
 
@@ -93,19 +95,8 @@ class _Emitter:
         out.append(f"}} {loc}")
         return "\n".join(out) + "\n"
 
-    def block(self, block: Block) -> None:
-        for op in block.ops:
-            self.op(op)
-
-    def error(self, message: str, op: Op) -> CompileError:
-        return CompileError(message, op.loc or self.kernel.loc)
-
     def op(self, op: Op) -> None:
-        how = table.lowering(op.name)
-        if how == "refused":
-            raise self.error(table.REFUSED[op.name], op)
-        if how is None:
-            raise self.error(f"the TTIR back end has no lowering for '{op.name}'", op)
+        self.lowering(op)
         method = getattr(self, "op_" + op.name, None)
         if method is None:
             self.elementwise(op)
@@ -173,27 +164,10 @@ class _Emitter:
             zero = self.constant(0, shape, source, loc)
             op = "arith.cmpf une" if source.is_float else "arith.cmpi ne"
             return w.op(f"{op}, {x}, {zero} : {s}", loc)
-        if source == BOOL:
-            op = "arith.uitofp" if target.is_float else "arith.extui"
-            return w.op(f"{op} {x} : {s} to {t}", loc)
-        if source.is_int and target.is_int:
-            if source.bits == target.bits:
-                return x  # signless: the same bits
-            if source.bits < target.bits:
-                op = "arith.extui" if source.unsigned else "arith.extsi"
-            else:
-                op = "arith.trunci"
-            return w.op(f"{op} {x} : {s} to {t}", loc)
-        if source.is_int:
-            op = "arith.uitofp" if source.unsigned else "arith.sitofp"
-            return w.op(f"{op} {x} : {s} to {t}", loc)
-        if target.is_int:
-            op = "arith.fptoui" if target.unsigned else "arith.fptosi"
-            return w.op(f"{op} {x} : {s} to {t}", loc)
         if {source, target} == {F16, BF16}:  # no direct conversion: through f32
             return self.convert(self.convert(x, shape, source, F32, loc), shape, F32, target, loc)
-        op = "arith.extf" if source.bits < target.bits else "arith.truncf"
-        return w.op(f"{op} {x} : {s} to {t}", loc)
+        op = conversion_op(source, target)
+        return x if op is None else w.op(f"{op} {x} : {s} to {t}", loc)  # None: signless, the same bits
 
     # ---- elementwise -------------------------------------------------------------------
 
@@ -708,17 +682,6 @@ class _Emitter:
         names = [self.names[a] for a in args]
         tail = f" {joined(names)} : {joined(self.carried(a.type) for a in args)}" if args else ""
         self.w.line(f"scf.condition({cond}){tail}", op.loc)
-
-    def bind_results(self, op: Op) -> str:
-        if not op.results:
-            return ""
-        name = self.w.fresh()
-        if len(op.results) == 1:
-            self.names[op.results[0]] = name
-            return f"{name} = "
-        for i, result in enumerate(op.results):
-            self.names[result] = f"{name}#{i}"
-        return f"{name}:{len(op.results)} = "
 
     def op_for(self, op: Op) -> None:
         w, loc = self.w, op.loc
