@@ -5,8 +5,6 @@ tl.argmin, tl.max/tl.min with return_indices): the interpreter against
 NumPy, the IR ops they make, and the located errors of bad calls."""
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -440,8 +438,7 @@ def test_cuda_of_reduce_and_scan_builds_with_nvcc(shape, num_warps):
     BM, BN, _, _ = shape
     cuda = compile_text(kernel_source(EVERY_FORM), "cuda", kernel="k", defines={"BM": BM, "BN": BN},
                         num_warps=num_warps)
-    header = json.loads(cuda.splitlines()[0].split(": ", 1)[1])
-    assert header["shared_bytes"] >= 2 * BM * BN * 4  # the tiles of a tuple pass through shared memory
+    assert "by warp shuffles" in cuda  # the fast path (tests/test_scans_gpu_paths.py)
     assert ".entry k(" in compile_ptx(cuda, "sm_90")
 
 

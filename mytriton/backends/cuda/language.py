@@ -84,6 +84,14 @@ class CudaLanguage(CStyleLanguage):
     def shuffle_xor(self, value: str, lane_mask: int) -> str:
         return f"__shfl_xor_sync({FULL_MASK}, {value}, {lane_mask})"
 
+    def shuffle_up(self, value: str, delta: int) -> str:
+        """``value`` of the lane ``delta`` below (a lane below 0: its own)."""
+        return f"__shfl_up_sync({FULL_MASK}, {value}, {delta})"
+
+    def shuffle_down(self, value: str, delta: int) -> str:
+        """``value`` of the lane ``delta`` above (a lane above 31: its own)."""
+        return f"__shfl_down_sync({FULL_MASK}, {value}, {delta})"
+
     def bitcast(self, expr: str, target: ScalarType) -> str:
         """``expr``'s bits read as ``target`` (of the same width)."""
         return f"__builtin_bit_cast({self.scalar_type(target)}, {expr})"

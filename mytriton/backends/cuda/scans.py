@@ -22,6 +22,11 @@ counts each element once:
 
 Barriers separate the steps. The region is emitted inline as scalar C on
 the N values (``combine_lines``), once per place it is applied.
+
+This is the general path. Where the operand's layout gives each thread a
+contiguous run of the axis (the usual blocked layout), ``warp_scan.py``
+does it in registers and warp shuffles instead, with shared memory only
+across warps; the emitter picks from the layouts alone.
 """
 from __future__ import annotations
 
@@ -32,6 +37,8 @@ from mytriton.backends.cuda.ctypes import c_element
 from mytriton.backends.cuda.expressions import CValue, as_type, render
 from mytriton.backends.cuda.layout import Layout
 from mytriton.backends.cuda.slots import SlotLoop, linear_index
+from mytriton.backends.cuda.warp_scan import emit_warp_combine
+from mytriton.backends.cuda.warp_scan import plan as warp_plan
 from mytriton.ir.analysis import is_tile
 from mytriton.ir.ssa import Const, Op, Param
 from mytriton.types import element_of
@@ -96,8 +103,14 @@ def emit_combine(em: "CudaEmitter", op: Op, domain: Layout) -> None:
     where = f"@{op.loc.line}:{op.loc.col}" if op.loc else ""
     tid, barrier = em.lang.thread_id, em.lang.barrier
     what = f"along axis {axis}" if axis is not None else "over the whole tile"
-    em.line(f"// {op.name} {where} {what}{' from the end' if reverse else ''}: {rows} row(s) of {length}, "
-            f"{chunks} chunk(s) of {per_chunk} per row, through shared memory")
+    fast = warp_plan(em, op, domain)
+    if fast is not None:
+        em.line(f"// {op.name} {where} {what}{' from the end' if reverse else ''}: {rows} row(s) of {length}, "
+                f"{fast.blocks} block(s) of {fast.per_thread} slot(s) x {fast.lanes} lane(s) x {fast.warps} warp(s) "
+                "along it, by warp shuffles")
+    else:
+        em.line(f"// {op.name} {where} {what}{' from the end' if reverse else ''}: {rows} row(s) of {length}, "
+                f"{chunks} chunk(s) of {per_chunk} per row, through shared memory")
 
     # 0. the operands into registers (reading them may stage other tiles through shared memory)
     loop = em.open_loop(domain, op)
@@ -107,6 +120,9 @@ def emit_combine(em: "CudaEmitter", op: Op, domain: Layout) -> None:
         loop.lines.append(f"{name}[k] = {as_type(loop.value(x, coords), element_of(x.type))};")
     em.close_loop(loop, f"{op.name}: the operands' elements this thread holds",
                   [f"{ct} {name}[{domain.slots}];" for ct, name in zip(elements, held)])
+    if fast is not None:
+        emit_warp_combine(em, op, fast, held)
+        return
 
     # Shared arrays: the N tiles, then the N arrays of chunk totals.
     offset = 0
