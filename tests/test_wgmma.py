@@ -233,21 +233,35 @@ def test_wgmma_matmul_matches_numpy_at_each_pipeline_depth(kernel_module, num_st
 # ---- overlap-wgmma ---------------------------------------------------------------------------------
 
 
-def test_the_pipelined_dot_is_issued_before_the_copies_and_waited_for_before_the_yield():
-    text = compile_matmul("f16", (128, 128, 64), 4, "layouts")
+def body_ops(text: str) -> list[str]:
+    """The op names of the pipelined loop's body, in order."""
     body = text[text.index(" = for "):]
-    order = [name for line in body.splitlines() for name in ("dot_shared", "async_copy_to_shared",
-                                                              "async_commit", "wgmma_wait", "yield")
-             if f" {name} " in f" {line.strip()} " or line.strip().startswith(name)]
-    assert order[:2] == ["dot_shared", "async_copy_to_shared"]
-    assert order.index("wgmma_wait") == order.index("yield") - 1
-    assert "in_flight=1" in body
+    body = body[body.index("\n") + 1:body.index("\n  }")]
+    return [line.split(" = ")[-1].split()[0] for line in body.splitlines()]
 
 
-def test_eight_warps_overlap_without_a_barrier_of_their_own():
-    text = compile_matmul("f16", (128, 256, 64), 8, "layouts")
-    body = text[text.index(" = for "):text.index("yield")]
-    assert body.count("barrier") == 1  # the pipeline's own, before the dot
+def test_the_pipelined_dot_is_issued_first_and_the_previous_group_waited_for_before_the_copies():
+    ops = body_ops(compile_matmul("f16", (128, 128, 64), 4, "layouts"))
+    dot = ops.index("dot_shared")
+    assert ops[:2] == ["async_wait", "barrier"]
+    assert ops[dot + 1:dot + 3] == ["wgmma_wait", "barrier"]
+    assert dot + 3 < ops.index("async_copy_to_shared") < ops.index("async_commit") < ops.index("yield")
+    assert ops.count("wgmma_wait") == 1
+
+
+def test_the_group_stays_in_flight_into_the_next_iteration_and_the_loop_result_is_waited_for():
+    text = compile_matmul("f16", (128, 128, 64), 4, "layouts")
+    loop = next(line for line in text.splitlines() if " = for " in line)
+    result = loop.split(",")[0].strip()
+    assert "pending=1" in next(line for line in text.splitlines() if "wgmma_wait" in line and " = for " not in line)
+    after = text[text.index("\n  }", text.index(" = for ")) + 1:].splitlines()[1]
+    assert after.strip().startswith(f"wgmma_wait {result}, pending=0")
+
+
+def test_eight_warps_wait_for_every_warpgroup_before_refilling_a_stage():
+    ops = body_ops(compile_matmul("f16", (128, 256, 64), 8, "layouts"))
+    assert ops.count("barrier") == 2  # the tiles' arrival, and the previous groups' completion
+    assert ops.index("wgmma_wait") + 1 == ops.index("barrier", 2)
 
 
 def test_reading_an_in_flight_result_before_its_wait_is_a_verifier_error():
@@ -261,10 +275,36 @@ def test_reading_an_in_flight_result_before_its_wait_is_a_verifier_error():
         verify(parse_kernel(edited, "k.ssa"))
 
 
+def test_reading_a_loop_result_still_in_flight_is_a_verifier_error():
+    from mytriton.diagnostics import CompileError
+    from mytriton.ir.ssa_text import parse_kernel
+    from mytriton.passes.verify import verify
+
+    text = compile_matmul("f16", (128, 128, 64), 4, "layouts")
+    edited = "\n".join(line for line in text.splitlines() if "pending=0" not in line or "wgmma_wait" not in line)
+    with pytest.raises(CompileError, match="read before its 'wgmma_wait'"):
+        verify(parse_kernel(edited, "k.ssa"))
+
+
+def test_waiting_with_a_group_pending_does_not_complete_the_result():
+    from mytriton.diagnostics import CompileError
+    from mytriton.ir.ssa_text import parse_kernel
+    from mytriton.passes.verify import verify
+
+    text = compile_matmul("f16", (128, 128, 64), 4, "layouts")
+    # the loop's result waited for with pending=1 is still the tensor cores'
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if "wgmma_wait" in line and "pending=0" in line)
+    lines[at] = lines[at].replace("pending=0", "pending=1")
+    with pytest.raises(CompileError, match="read before its 'wgmma_wait'"):
+        verify(parse_kernel("\n".join(lines), "k.ssa"))
+
+
 def test_the_overlapped_cuda_waits_with_the_accumulator_registers_named():
     cuda = compile_matmul("f16", (128, 128, 64), 4, "cuda")
-    wait = next(line for line in cuda.splitlines() if "wgmma.wait_group.sync.aligned 0" in line)
-    assert wait.count('"+f"(') == 128  # 128x128 f32 over 128 threads
+    for pending in (1, 0):
+        wait = next(line for line in cuda.splitlines() if f"wgmma.wait_group.sync.aligned {pending}" in line)
+        assert wait.count('"+f"(') == 128  # 128x128 f32 over 128 threads
 
 
 def test_an_in_flight_dot_without_wgmma_is_a_located_error():

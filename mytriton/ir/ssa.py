@@ -290,6 +290,11 @@ def insert_before(anchor: Op, *ops: Op) -> None:
     _insert(anchor, 0, ops)
 
 
+def insert_after(anchor: Op, *ops: Op) -> None:
+    """Put ``ops`` (in order, in no block yet) just after ``anchor``, in its block."""
+    _insert(anchor, 1, ops)
+
+
 def _insert(anchor: Op, shift: int, ops: tuple[Op, ...]) -> None:
     block = anchor.parent
     assert block is not None, f"{anchor.name} is not in a block"

@@ -1,24 +1,28 @@
-"""overlap-wgmma: let a pipelined loop's warpgroup dot run while the threads
-issue the next tiles' copies.
+"""overlap-wgmma: keep a pipelined loop's warpgroup dot running on the tensor
+cores while the threads wait for the next tiles and issue their copies.
 
 After the pipeline pass a K loop waits for its tiles, refills the stage the
 previous iteration multiplied, then multiplies the current stage:
 
     async_wait; barrier; <copies into stage slot-1>; async_commit; %c = dot_shared ...; yield %c
 
-A ``wgmma`` dot (an mma ``version=3`` layout) is asynchronous: the tensor
-cores can multiply while the threads compute addresses and issue copies.
-This pass moves the dot (with the stage views it reads) to just after the
-barrier, marks it ``in_flight=1`` (issue only) and puts ``wgmma_wait %c
-pending=0`` before the yield:
+A ``wgmma`` dot (an mma ``version=3`` layout) is asynchronous. This pass
+moves the dot (with the stage views it reads) to just after the barrier,
+issue only (``in_flight=1``), waits for the *previous* iteration's group
+(``wgmma_wait pending=1``), and refills that group's stage after a barrier
+(every warpgroup's previous group is then complete), as Triton's pipeliner
+does:
 
-    async_wait; barrier; %c = dot_shared ..., in_flight=1; <copies>; async_commit; wgmma_wait %c; yield %c
+    async_wait; barrier; %c = dot_shared ..., in_flight=1; wgmma_wait %c pending=1; barrier;
+    <copies into stage slot-1>; async_commit; yield %c
+    ...
+    %r = for ...; wgmma_wait %r pending=0
 
-The copies write stage slot-1, which the previous iteration's dot read; its
-group was complete (every warpgroup's) before this iteration's barrier. No
-group is in flight across iterations: a longer overlap (Triton keeps one
-group running into the next iteration) makes ptxas serialise the wgmma
-pipeline in our kernels (its C7514 note), which this form avoids.
+So one group is always queued on the tensor cores: the one issued in this
+iteration runs through the copies, the loop's branch and the next
+iteration's wait for its tiles. The accumulator chains from one group into
+the next on the tensor cores; the loop's result is complete after the
+``wgmma_wait pending=0`` that follows the loop.
 
 Only a dot that accumulates in place qualifies: its accumulator a carried
 value used by the dot alone, its result carried on by the yield and used
@@ -30,7 +34,7 @@ from dataclasses import dataclass
 
 from mytriton.ir import opdefs
 from mytriton.ir.layouts import Mma
-from mytriton.ir.ssa import Block, BlockArg, Kernel, Op, OpResult, for_body, for_yield, insert_before, use_counts, walk
+from mytriton.ir.ssa import Block, BlockArg, Kernel, Op, OpResult, for_body, for_yield, insert_after, insert_before, use_counts, walk
 from mytriton.types import BlockType
 
 
@@ -87,7 +91,9 @@ def _overlap(loop: Op, counts: dict) -> bool:
         op.parent = body
         body.ops.insert(barrier_at + offset, op)
     dot.attrs = {**dot.attrs, "in_flight": 1}
-    insert_before(yielded, Op("wgmma_wait", [result], [], {"pending": 0}, dot.loc))
+    after_dot = body.ops[body.ops.index(dot) + 1]
+    insert_before(after_dot, Op("wgmma_wait", [result], [], {"pending": 1}, dot.loc), Op("barrier", [], [], {}, dot.loc))
+    insert_after(loop, Op("wgmma_wait", [loop.results[acc.index - 1]], [], {"pending": 0}, dot.loc))
     return True
 
 

@@ -81,14 +81,17 @@ class Verifier:
         visible = set(self.kernel.params)
         self.block(self.kernel.body, visible, in_loop=False)
 
-    def block(self, block: Block, visible: set[Value], in_loop: bool, ends_with: str | None = None) -> None:
+    def block(self, block: Block, visible: set[Value], in_loop: bool, ends_with: str | None = None,
+              in_flight: set[Value] | None = None) -> None:
         """Check ``block``; ``ends_with`` names the terminator it needs
         (``yield`` or ``condition``), None for the kernel's body. ``in_loop``:
         inside any region (allocations stay at the top level)."""
         if ends_with is None and in_loop:
             ends_with = "yield"
         visible = set(visible)
-        in_flight: set[Value] = set()  # results of in_flight dots not yet waited for
+        # Values the tensor cores still write: in_flight dots' results (and a
+        # loop's carried values and results that are one) not yet waited for.
+        in_flight = set(in_flight or ())
         for i, op in enumerate(block.ops):
             for operand in op.operands:
                 if isinstance(operand, Value) and operand not in visible:
@@ -107,6 +110,7 @@ class Verifier:
                     self.check_condition(op, "condition")
             elif op.name == "for":
                 self.loop(op, visible)
+                in_flight |= {op.results[j] for j in carried_in_flight(op.regions[0])}
             elif op.name == "if":
                 self.if_op(op, visible)
             elif op.name == "while":
@@ -145,15 +149,26 @@ class Verifier:
             raise self.error(f"'{op.name}' declares {got} but its operands give {want}", op)
 
     def in_flight_order(self, op: Op, in_flight: set[Value]) -> None:
-        """An in_flight dot's result is read only after its ``wgmma_wait``
-        (pending=0) in the same block: before it the registers are the
-        tensor cores'."""
+        """A value the tensor cores still write is read only by a
+        ``wgmma_wait`` (pending=0 completes it), by a loop's ``yield`` that
+        carries it on, or by another in_flight dot as its accumulator (the
+        groups chain on the tensor cores): before that the registers are
+        theirs."""
         if in_flight:
             used = {o for inner in [op, *(o for region in op.regions for o in walk(region))] for o in inner.operands if isinstance(o, Value)}
             early = used & in_flight
-            if early and not (op.name == "wgmma_wait" and op.attrs.get("pending") == 0):
-                raise self.error("the result of an in_flight dot is read before its 'wgmma_wait' (pending=0)", op)
-            in_flight -= early
+            if early:
+                chained = op.name == "dot_shared" and op.attrs.get("in_flight") and not op.regions \
+                    and early == {op.operands[2]} and op.operands[:2].count(op.operands[2]) == 0
+                carried = op.name == "yield" and op.parent is not None and op.parent.parent is not None \
+                    and op.parent.parent.name == "for" and not op.regions
+                if op.name == "wgmma_wait":
+                    if op.attrs.get("pending") == 0:
+                        in_flight -= early
+                elif chained or carried:
+                    in_flight -= early
+                else:
+                    raise self.error("the result of an in_flight dot is read before its 'wgmma_wait' (pending=0)", op)
         if op.name == "dot_shared" and op.attrs.get("in_flight"):
             in_flight.add(op.results[0])
 
@@ -324,7 +339,7 @@ class Verifier:
         for arg in body.args:
             self.define(arg, op)
         inner = set(visible) | set(body.args)
-        self.block(body, inner, in_loop=True)
+        self.block(body, inner, in_loop=True, in_flight={body.args[1 + j] for j in carried_in_flight(body)})
         terminator = body.ops[-1]
         if len(terminator.operands) != len(carried):
             raise self.error(f"the loop carries {len(carried)} value(s) but yields "
@@ -455,7 +470,7 @@ def vector_access_problem(op: Op, laid_out: bool) -> str | None:
     accesses, or None: N is a power of two of at most 16 bytes, and each
     thread's slots hold runs of N consecutive elements along the tile's last
     dimension, its fastest (the layouts stage proved them aligned)."""
-    from mytriton.ir.layouts import Blocked
+    from mytriton.ir.layouts import Blocked, Mma
 
     n = op.attrs["vector"]
     ptr = op.operands[0]  # the type rule has checked it is a pointer or a tile of pointers
@@ -468,8 +483,32 @@ def vector_access_problem(op: Op, laid_out: bool) -> str | None:
         return f"'{op.name}': vector={n!r} is not a power of two from 2 to {16 // nbytes} ({nbytes}-byte elements, 16-byte accesses)"
     layout = ptr.type.layout
     last = len(ptr.type.shape) - 1
+    if isinstance(layout, Mma):
+        # an accumulator's thread holds pairs of adjacent columns, in consecutive slots
+        if n != 2 or last != 1:
+            return f"'{op.name}': vector={n} in an mma layout must be 2 (a thread's pair of adjacent columns)"
+        return None
     if not isinstance(layout, Blocked) or layout.order[0] != last or layout.size_per_thread[last] % n \
             or ptr.type.shape[last] % n:
-        return (f"'{op.name}': vector={n} needs a blocked layout whose fastest dimension is the last, with a "
-                f"multiple of {n} elements per thread there")
+        return (f"'{op.name}': vector={n} needs a blocked or mma layout whose fastest dimension is the last, "
+                f"with a multiple of {n} elements per thread there")
     return None
+
+
+def carried_in_flight(body: Block) -> set[int]:
+    """The carried values (by index) a loop body yields while the tensor cores
+    still write them: an in_flight dot's result, or a carried value that is
+    one, not completed by a ``wgmma_wait`` pending=0 before the yield."""
+    carried: set[int] = set()
+    while True:
+        pending = {body.args[1 + j] for j in carried}
+        for op in body.ops:
+            if op.name == "wgmma_wait" and op.attrs.get("pending") == 0:
+                pending.difference_update(op.operands)
+            elif op.name == "dot_shared" and op.attrs.get("in_flight"):
+                pending.add(op.results[0])
+        yielded = body.ops[-1] if body.ops and body.ops[-1].name == "yield" else None
+        found = {j for j, v in enumerate(yielded.operands) if v in pending} if yielded is not None else set()
+        if found <= carried:
+            return carried
+        carried |= found
