@@ -42,7 +42,7 @@ def test_cuda_reads_and_writes_16_bytes_at_once():
 
 def test_the_verifier_refuses_a_vector_the_layout_cannot_hold():
     text = add_at("layouts", ALIGNED).replace("size_per_thread=[4]", "size_per_thread=[2]")
-    with pytest.raises(CompileError, match="vector=4 needs a blocked layout whose fastest dimension is the last, "
+    with pytest.raises(CompileError, match="vector=4 needs a blocked or mma layout whose fastest dimension is the last, "
                                            "with a multiple of 4 elements per thread there"):
         pipeline.verify(pipeline.read_ssa(text, "add.ssa"))
 
@@ -83,3 +83,33 @@ def test_the_verifier_refuses_a_vector_width_on_a_scalar_access():
                                                "store x_ptr, 1.0, none, vector=4 @13:5")
     with pytest.raises(CompileError, match="'store' of a scalar has no vector width"):
         pipeline.verify(pipeline.read_ssa(text, "add.ssa"))
+
+
+# ---- a dot's accumulator (mma layouts) ------------------------------------------------------------
+MATMUL = (SAMPLES / "matmul.py").read_text()
+
+
+def matmul_at(stage: str, signature: str, arch: str = "sm_90") -> str:
+    return compile_text(MATMUL, stage, file="samples/matmul.py", signature=signature,
+                        defines={"BM": 128, "BN": 128, "BK": 64}, arch=arch)
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])  # wgmma and mma.sync accumulators
+def test_an_aligned_epilogue_stores_a_threads_pair_of_columns_at_once(arch):
+    text = matmul_at("layouts", "*fp16:16, *fp16:16, *fp32:16, i32:16, i32:16, i32:16", arch)
+    store = next(line for line in text.splitlines() if line.strip().startswith("store "))
+    assert ", vector=2 @" in store
+    cuda = matmul_at("cuda", "*fp16:16, *fp16:16, *fp32:16, i32:16, i32:16, i32:16", arch)
+    assert "= *reinterpret_cast<uint2*>(w1_st);" in cuda  # 8 bytes: two f32
+
+
+def test_an_epilogue_without_alignment_facts_stores_element_by_element():
+    text = matmul_at("layouts", "*fp16, *fp16, *fp32, i32, i32, i32")
+    store = next(line for line in text.splitlines() if line.strip().startswith("store "))
+    assert "vector=" not in store
+
+
+def test_the_verifier_refuses_a_wider_vector_in_an_mma_layout():
+    text = matmul_at("layouts", "*fp16:16, *fp16:16, *fp32:16, i32:16, i32:16, i32:16")
+    with pytest.raises(CompileError, match="vector=4 in an mma layout must be 2"):
+        pipeline.verify(pipeline.read_ssa(text.replace("vector=2 @", "vector=4 @"), "matmul.ssa"))

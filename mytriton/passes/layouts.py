@@ -233,9 +233,16 @@ def mark_vector_accesses(kernel: Kernel, widths: dict[Op, int]) -> None:
     for op, width in widths.items():
         layout = op.operands[0].type.layout
         last = len(op.operands[0].type.shape) - 1
-        if width < 2 or not isinstance(layout, Blocked) or layout.order[0] != last:
+        if width < 2:
             continue
-        n = min(width, layout.size_per_thread[last])
+        if isinstance(layout, Mma):
+            # An accumulator's thread holds pairs of adjacent columns (its
+            # consecutive slots): a dot's epilogue stores 8 bytes of f32 at once.
+            n = 2
+        elif isinstance(layout, Blocked) and layout.order[0] == last:
+            n = min(width, layout.size_per_thread[last])
+        else:
+            continue
         if n > 1:
             op.attrs["vector"] = n
 
