@@ -69,8 +69,9 @@ class EnvironmentValue:
     def __init__(self, name: str, parse: Callable[[], Any] | None = None) -> None:
         self.name = name
         self.parse = parse or (lambda: os.environ.get(name))
-        self._raw: Any = self._UNREAD
-        self._value: Any = None
+        # (raw value, what parse made of it), replaced whole: another thread
+        # never sees one's raw value with the other's parse.
+        self._memo: tuple[Any, Any] = (self._UNREAD, None)
         try:
             self._key: Any = os.environ.encodekey(name)  # type: ignore[attr-defined]
         except Exception:  # not CPython's os.environ: parsed at every read
@@ -81,10 +82,10 @@ class EnvironmentValue:
             raw = os.environ._data.get(self._key)  # type: ignore[attr-defined]
         except AttributeError:
             return self.parse()
-        if raw is not self._raw and raw != self._raw:
-            value = self.parse()  # may raise: then nothing is remembered
-            self._raw, self._value = raw, value
-        return self._value
+        memo = self._memo
+        if raw is not memo[0] and raw != memo[0]:
+            memo = self._memo = (raw, self.parse())  # parse may raise: then nothing is remembered
+        return memo[1]
 
 
 _BACKEND_ENV = EnvironmentValue("MYTRITON_BACKEND")
