@@ -1,8 +1,9 @@
-"""Host time per launch of a tiny kernel, split by layer: the raw PyCUDA
-prepared call, mytriton's CudaKernel.launch, the full ``kernel[grid](...)``
-path (positional arguments only, and with keywords as the matmul benchmark
-passes them), and Triton's launch of the same source. Each is timed over
-many back-to-back launches on the host clock (the kernel itself takes ~2 us).
+"""Host time per launch of a tiny kernel, split by layer: PyCUDA's launch
+with the parameters packed once (the floor), its prepared call, mytriton's
+CudaKernel.launch, the full ``kernel[grid](...)`` path (positional
+arguments only, and with keywords as the matmul benchmark passes them), and
+Triton's launch of the same source. Each is timed over many back-to-back
+launches on the host clock (the kernel itself takes ~2 us).
 
     python benchmarks/launch_overhead.py
     python benchmarks/launch_overhead.py --stand-in   # no GPU: see below
@@ -42,8 +43,11 @@ def per_call_us(fn, count: int = 2000, synchronize=lambda: None, clock=time.perf
 def layers(add, matmul, x, y, out, n, kernel):
     """(name, launch) for each layer; ``kernel`` is a CudaKernel of ``add``."""
     pointers = [x.data_ptr(), y.data_ptr(), out.data_ptr()]
+    buffer = struct.pack("@PPPi", *pointers, n)
     grid = (4,)
     return [
+        ("PyCUDA _launch_kernel, packed once", lambda: kernel.function._launch_kernel(
+            (4, 1, 1), (128, 1, 1), buffer, 0, None)),
         ("PyCUDA prepared_async_call", lambda: kernel.function.prepared_async_call(
             (4, 1, 1), (128, 1, 1), None, *pointers, n)),
         ("CudaKernel.launch", lambda: kernel.launch((4, 1, 1), [x, y, out, n])),
@@ -186,7 +190,7 @@ def with_stand_ins(repeat: int, count: int) -> None:
     add = load_sample("add").add_kernel
     matmul = load_sample("matmul").matmul_kernel
     rows = layers(add, matmul, x, y, out, n, compiled_add(add))
-    rows.insert(1, ("struct pack alone", lambda: struct.pack("PPPi", 1, 2, 3, n)))
+    rows.insert(2, ("struct pack alone", lambda: struct.pack("PPPi", 1, 2, 3, n)))
     # This process's CPU time: on a shared machine, less of the others' load than the wall clock.
     report(rows, repeat, count, clock=time.process_time)
 
