@@ -34,9 +34,10 @@ SCALE = '''
 '''
 
 
-def inputs(n, dtype=np.float32, seed=None):
-    rng = np.random.default_rng(n if seed is None else seed)
-    return (rng.standard_normal(n) + 2.0).astype(dtype), (rng.standard_normal(n) - 2.0).astype(dtype)
+def inputs(n):
+    """Two random f32 arrays of ``n`` elements, none zero."""
+    rng = np.random.default_rng(n)
+    return (rng.standard_normal(n) + 2.0).astype(np.float32), (rng.standard_normal(n) - 2.0).astype(np.float32)
 
 
 def twice(launch):
@@ -366,6 +367,13 @@ class StandInTensor:
         return self.cuda
 
 
+class StandInCpuTensor(StandInTensor):
+    """A CPU tensor: NumPy reads it (as torch's CPU tensors), the launch copies it."""
+
+    def __array__(self, dtype=None, copy=None):
+        return np.ones(300, np.float32)
+
+
 class StandInFunction:
     """Records PyCUDA launches: the direct one (_launch_kernel) and the prepared call."""
 
@@ -468,8 +476,7 @@ def test_a_host_array_on_a_repeated_gpu_launch_is_copied_through_the_prepared_ca
 def test_a_cpu_tensor_on_a_repeated_gpu_launch_takes_the_prepared_call(kernel_module, gpu):
     scale = kernel_module(SCALE).scale
     out = StandInTensor(0x20000)
-    cpu = StandInTensor(0x30000, cuda=False)
-    cpu.__array__ = lambda *args, **kwargs: np.ones(300, np.float32)
+    cpu = StandInCpuTensor(0x30000, cuda=False)
     scale[(5,)](StandInTensor(0x10000), 300, out, 2.5)
     scale[(5,)](cpu, 300, out, 2.5)
     (function,) = gpu
