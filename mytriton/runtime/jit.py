@@ -94,12 +94,12 @@ _BACKEND_ENV = EnvironmentValue("MYTRITON_BACKEND")
 _cuda_driver: Any = None
 
 
-def launch_backend(requested: str | None = None) -> str:
-    """select_backend's answer for a launch, without its messages: the
+def _known_backend(requested: str | None) -> str | None:
+    """explain_backend's choice where it is plain, without its reason: the
     environment read cheaply (EnvironmentValue), PyCUDA's status asked of
-    cuda_driver each time (its answer is cached there). Whatever this cannot
-    answer (the first GPU check, an unknown name, a GPU asked for and
-    missing) is select_backend's."""
+    cuda_driver each time (its answer is cached there); None where this
+    cannot say (the first GPU check, an unknown name, a GPU asked for and
+    missing: explain_backend's errors)."""
     name = requested or _BACKEND_ENV.get() or "auto"
     if name == "interp":
         return "interp"
@@ -108,7 +108,13 @@ def launch_backend(requested: str | None = None) -> str:
             return "cuda"
         if name == "auto":
             return "interp"
-    return select_backend(requested)
+    return None
+
+
+def launch_backend(requested: str | None = None) -> str:
+    """select_backend's answer for a launch (select_backend itself where
+    _known_backend cannot say)."""
+    return _known_backend(requested) or select_backend(requested)
 
 
 def explain_backend(requested: str | None = None) -> tuple[str, str]:
@@ -134,7 +140,8 @@ def explain_backend(requested: str | None = None) -> tuple[str, str]:
 
 
 def select_backend(requested: str | None = None) -> str:
-    return explain_backend(requested)[0]
+    """The backend a launch uses (explain_backend's, without its reason)."""
+    return _known_backend(requested) or explain_backend(requested)[0]
 
 
 def normalize_grid(grid: Any, meta: dict[str, Any]) -> tuple[int, int, int]:
