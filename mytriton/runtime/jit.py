@@ -3,6 +3,9 @@
 The decorated function is never called: its source file is read (not run)
 by the frontend, specialised on the constexpr values and argument types of
 each launch, compiled, cached in memory, and launched on the chosen backend.
+A launch that repeats an earlier one's call shape and specialisation takes a
+short path (``JITFunction._launch``): the host's work per launch is what
+bounds small problems.
 The backend is ``cuda`` (PyCUDA) when a GPU is usable, else ``interp`` (the
 NumPy interpreter); ``MYTRITON_BACKEND`` or ``backend=`` choose explicitly.
 A launch returns the compiled kernel (runtime/compiled.py), as Triton's does.
