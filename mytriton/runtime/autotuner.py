@@ -223,7 +223,7 @@ class Autotuner(KernelInterface):
         if config.pre_hook is not None and not warmup:
             config.pre_hook({**named, **config.all_kwargs()})
         return self.fn._launch(grid, *args, backend=chosen_backend, warmup=warmup,
-                           **config.all_kwargs(), **kwargs)
+                               **config.all_kwargs(), **kwargs)
 
     def _key(self, named: dict[str, Any], backend: str) -> tuple:
         values = tuple(_key_part(named[name]) for name in self.key)
