@@ -318,7 +318,8 @@ def test_an_environment_value_parses_again_only_when_the_variable_changes(monkey
     from mytriton.runtime.jit import EnvironmentValue
 
     calls = []
-    value = EnvironmentValue("LAUNCH_PATH_TEST_VALUE", lambda: calls.append(1) or os.environ.get("LAUNCH_PATH_TEST_VALUE"))
+    name = "LAUNCH_PATH_TEST_VALUE"
+    value = EnvironmentValue(name, lambda: calls.append(1) or os.environ.get(name))
     monkeypatch.setenv("LAUNCH_PATH_TEST_VALUE", "a")
     assert [value.get(), value.get()] == ["a", "a"] and len(calls) == 1
     monkeypatch.setenv("LAUNCH_PATH_TEST_VALUE", "b")
@@ -486,47 +487,46 @@ def test_a_cpu_tensor_on_a_repeated_gpu_launch_takes_the_prepared_call(kernel_mo
 # ---- CudaKernel.launch3 --------------------------------------------------------------------------
 
 
-def cuda_kernel(monkeypatch, tmp_path, body, signature, function):
-    """A CudaKernel of ``body`` (a kernel file) whose PyCUDA function is ``function``."""
+def cuda_kernel(monkeypatch, tmp_path, signature, function):
+    """A CudaKernel of SCALE for ``signature`` whose PyCUDA function is ``function``."""
     from mytriton import pipeline
     from mytriton.runtime import cuda_driver
 
     monkeypatch.setattr(cuda_driver, "compile_cubin", lambda text, arch: b"cubin")
-    monkeypatch.setattr(cuda_driver, "_load_module", lambda cubin: types.SimpleNamespace(get_function=lambda n: function))
+    module = types.SimpleNamespace(get_function=lambda name: function)
+    monkeypatch.setattr(cuda_driver, "_load_module", lambda cubin: module)
     monkeypatch.setattr(cuda_driver, "context", lambda: None)
-    text = kernel_source(body)
-    name = "scale" if "def scale" in body else "add"
-    options = pipeline.Options(kernel=name, signature=signature)
-    return cuda_driver.CudaKernel(pipeline.to_cuda(pipeline.source_to_ssa(text, str(tmp_path / "k.py"), options),
-                                                   options))
+    options = pipeline.Options(kernel="scale", signature=signature)
+    ssa = pipeline.source_to_ssa(kernel_source(SCALE), str(tmp_path / "scale.py"), options)
+    return cuda_driver.CudaKernel(pipeline.to_cuda(ssa, options))
 
 
 def test_launch_packs_a_bf16_scalar_as_its_rounded_bits(monkeypatch, tmp_path):
     from mytriton.runtime.cuda_driver import bf16_bits
 
     function = StandInFunction()
-    kernel = cuda_kernel(monkeypatch, tmp_path, SCALE, "*bf16, i32, *bf16, bf16", function)
+    kernel = cuda_kernel(monkeypatch, tmp_path, "*bf16, i32, *bf16, bf16", function)
     kernel.launch((2,), [StandInTensor(0x10000), 100, StandInTensor(0x20000), 1.00390625])
     assert function.launches[0][2] == struct.pack("<QiiQH", 0x10000, 100, 0, 0x20000, bf16_bits(1.00390625))
 
 
 def test_launch_packs_an_f16_scalar_beyond_its_range_as_infinity(monkeypatch, tmp_path):
     function = StandInFunction()
-    kernel = cuda_kernel(monkeypatch, tmp_path, SCALE, "*fp16, i32, *fp16, fp16", function)
+    kernel = cuda_kernel(monkeypatch, tmp_path, "*fp16, i32, *fp16, fp16", function)
     kernel.launch((2,), [StandInTensor(0x10000), 100, StandInTensor(0x20000), 1e6])
     assert function.launches[0][2][-2:] == struct.pack("<e", float("inf"))
 
 
 def test_a_value_struct_refuses_takes_the_prepared_call_which_converts_it(monkeypatch, tmp_path):
     function = StandInFunction()
-    kernel = cuda_kernel(monkeypatch, tmp_path, SCALE, "*fp32, i32, *fp32, fp32", function)
+    kernel = cuda_kernel(monkeypatch, tmp_path, "*fp32, i32, *fp32, fp32", function)
     kernel.launch((2,), [StandInTensor(0x10000), 100.0, StandInTensor(0x20000), 2.0])  # a float for the i32
     assert function.launches == [] and function.prepared[0][2] == (0x10000, 100, 0x20000, 2.0)
 
 
 def test_a_pycuda_without_the_direct_launch_takes_the_prepared_call(monkeypatch, tmp_path):
     function = StandInFunction(direct=False)
-    kernel = cuda_kernel(monkeypatch, tmp_path, SCALE, "*fp32, i32, *fp32, fp32", function)
+    kernel = cuda_kernel(monkeypatch, tmp_path, "*fp32, i32, *fp32, fp32", function)
     kernel.launch((2,), [StandInTensor(0x10000), 100, StandInTensor(0x20000), 2.0])
     assert function.prepared == [((2, 1, 1), (128, 1, 1), (0x10000, 100, 0x20000, 2.0), 0)]
 
@@ -540,14 +540,14 @@ def test_a_direct_launch_that_refuses_its_arguments_leaves_the_prepared_call_for
         raise TypeError("Python argument types did not match C++ signature")
 
     function._launch_kernel = other_signature
-    kernel = cuda_kernel(monkeypatch, tmp_path, SCALE, "*fp32, i32, *fp32, fp32", function)
+    kernel = cuda_kernel(monkeypatch, tmp_path, "*fp32, i32, *fp32, fp32", function)
     for _ in range(2):
         kernel.launch((2,), [StandInTensor(0x10000), 100, StandInTensor(0x20000), 2.0])
     assert len(refused) == 1 and len(function.prepared) == 2
 
 
 def test_launch_still_checks_the_argument_count(monkeypatch, tmp_path):
-    kernel = cuda_kernel(monkeypatch, tmp_path, SCALE, "*fp32, i32, *fp32, fp32", StandInFunction())
+    kernel = cuda_kernel(monkeypatch, tmp_path, "*fp32, i32, *fp32, fp32", StandInFunction())
     with pytest.raises(CompileError, match=r"kernel 'scale' takes 4 argument\(s\), got 3"):
         kernel.launch((2,), [StandInTensor(0x10000), 100, StandInTensor(0x20000)])
 
