@@ -552,6 +552,46 @@ def test_launch_still_checks_the_argument_count(monkeypatch, tmp_path):
         kernel.launch((2,), [StandInTensor(0x10000), 100, StandInTensor(0x20000)])
 
 
+MANY = '''
+    @mytriton.jit
+    def many(out, a, b, c, d, e, f, g, h):
+        tl.store(out + tl.arange(0, 32), tl.zeros((32,), tl.float32))
+'''
+_PTX_SIZES = {"8": 1, "16": 2, "32": 4, "64": 8}
+
+
+def ptx_parameter_offsets(ptx: str) -> list[int]:
+    """Each .entry parameter's offset in the parameter buffer: C's layout, each
+    at its alignment (``.align N``, else its size)."""
+    import re
+
+    offsets, at = [], 0
+    for align, bits, count in re.findall(r"\.param\s+(?:\.align\s+(\d+)\s+)?\.[a-z]+(\d+)\s+\w+(?:\[(\d+)\])?", ptx):
+        size = _PTX_SIZES[bits]
+        alignment = int(align) if align else size
+        at = -(-at // alignment) * alignment
+        offsets.append(at)
+        at += size * int(count or 1)
+    return offsets
+
+
+@pytest.mark.nvcc
+def test_the_packed_parameters_sit_where_nvcc_puts_the_kernels_parameters(monkeypatch, tmp_path):
+    from mytriton import pipeline
+    from mytriton.backends.cuda.nvcc import compile_ptx
+    from mytriton.runtime import cuda_driver
+
+    options = pipeline.Options(kernel="many", signature="*fp32, i1, fp64, i8, bf16, i32, fp16, i64, u16")
+    cuda = pipeline.to_cuda(pipeline.source_to_ssa(kernel_source(MANY), str(tmp_path / "many.py"), options), options)
+    expected = ptx_parameter_offsets(compile_ptx(cuda, "sm_90"))
+    monkeypatch.setattr(cuda_driver, "compile_cubin", lambda text, arch: b"cubin")
+    module = types.SimpleNamespace(get_function=lambda name: StandInFunction())
+    monkeypatch.setattr(cuda_driver, "_load_module", lambda cubin: module)
+    layout = cuda_driver.CudaKernel(cuda).function_format
+    packed = [struct.calcsize("@" + layout[:k] + "0" + layout[k]) for k in range(len(layout))]
+    assert len(expected) == 9 and packed == expected
+
+
 # ---- on the GPU ------------------------------------------------------------------------------------
 
 
