@@ -53,6 +53,39 @@ def element_type(value: Any, name: str) -> ScalarType:
 _PLAIN_CONSTANTS = (int, str, float, bool, type(None))
 _I32_RANGE = range(-2**31, 2**31)
 
+# Whether every instance of a class is a tensor (is_tensor): true where
+# data_ptr, dtype and is_cuda are attributes of the class itself
+# (torch.Tensor), so a launch asks the class once. Where false, instances
+# may still carry them: those are asked one by one.
+TENSOR_CLASS: dict[type, bool] = {}
+_CLASS_CACHE_LIMIT = 256
+# dtype classes whose instances are equal only to themselves (torch.dtype):
+# the dtype object itself tells launches apart, without str() on each.
+_IDENTITY_DTYPES: dict[type, bool] = {}
+
+
+def is_tensor_class(cls: type) -> bool:
+    """Whether every instance of ``cls`` is a tensor (see TENSOR_CLASS)."""
+    known = TENSOR_CLASS.get(cls)
+    if known is None:
+        known = hasattr(cls, "data_ptr") and hasattr(cls, "dtype") and hasattr(cls, "is_cuda")
+        if len(TENSOR_CLASS) < _CLASS_CACHE_LIMIT:
+            TENSOR_CLASS[cls] = known
+    return known
+
+
+def _dtype_tag(dtype: Any) -> Any:
+    """What a launch key holds of a tensor's dtype: the dtype where dtypes
+    compare by identity (one object per dtype, as torch's), else its name
+    (what element_type reads)."""
+    cls = type(dtype)
+    identity = _IDENTITY_DTYPES.get(cls)
+    if identity is None:
+        identity = cls.__eq__ is object.__eq__ and cls.__hash__ is object.__hash__
+        if len(_IDENTITY_DTYPES) < _CLASS_CACHE_LIMIT:
+            _IDENTITY_DTYPES[cls] = identity
+    return dtype if identity else str(dtype)
+
 
 def launch_key(values: list[Any], on_value: frozenset, on_alignment: frozenset, names: list[str],
                constants: list[Any], rest: tuple) -> tuple | None:
@@ -61,34 +94,49 @@ def launch_key(values: list[Any], on_value: frozenset, on_alignment: frozenset, 
     cheaper to make: ints by range and hint, arrays by their class, element
     type and alignment; None where an argument is not one of those (the full
     key decides)."""
+    return coded_launch_key(values, specialisation_codes(names, on_value, on_alignment), constants, rest)
+
+
+def specialisation_codes(names: list[str], on_value: frozenset, on_alignment: frozenset) -> tuple[int, ...]:
+    """Per parameter, what a launch specialises it on: 0 nothing
+    (do_not_specialize), 1 the value 1 only (do_not_specialize_on_alignment),
+    2 the value 1, divisibility by 16 and alignment."""
+    return tuple(0 if name not in on_value else 2 if name in on_alignment else 1 for name in names)
+
+
+def coded_launch_key(values: Any, codes: tuple[int, ...], constants: Any, rest: tuple) -> tuple | None:
+    """launch_key with each parameter's specialisation_codes worked out
+    (once per kernel): an int is one number, its width (0 i32, 4 i64, 8 u64)
+    plus its hint (1 the value 1, 2 divisible by 16)."""
     parts: list[Any] = []
-    for value, name in zip(values, names):
+    for value, code in zip(values, codes):
         cls = type(value)
         if cls is int:
-            wide = 0 if value in _I32_RANGE else 2 if value >= 2**63 else 1
-            if name not in on_value:
-                hint = ""
-            elif value == 1:
-                hint = "1"
-            else:
-                hint = "16" if name in on_alignment and value % 16 == 0 else ""
-            parts.append((wide, hint))
+            part = 0 if value in _I32_RANGE else 8 if value >= 2**63 else 4
+            if code:
+                if value == 1:
+                    part += 1
+                elif code == 2 and value % 16 == 0:
+                    part += 2
+            parts.append(part)
         elif cls is float or cls is bool:
             parts.append(cls)
         else:
-            interface = getattr(value, "__cuda_array_interface__", None) if not is_tensor(value) else None
-            if isinstance(interface, dict):
-                address = interface["data"][0]
-                typestr = interface["typestr"]
-            elif is_tensor(value):
-                address, typestr = value.data_ptr(), str(value.dtype)
-            elif hasattr(value, "__array_interface__"):
-                address, typestr = value.__array_interface__["data"][0], value.__array_interface__["typestr"]
-                typestr = f"{typestr}{getattr(value, 'dtype', '')}"  # bf16's typestr is a plain "<V2"
+            if TENSOR_CLASS.get(cls) or is_tensor_class(cls) or is_tensor(value):
+                address, dtype = value.data_ptr(), value.dtype
+                typestr = dtype if _IDENTITY_DTYPES.get(type(dtype)) else _dtype_tag(dtype)
             else:
-                return None
-            aligned = name in on_value and name in on_alignment and address % 16 == 0
-            parts.append((cls, typestr, aligned))
+                interface = getattr(value, "__cuda_array_interface__", None)
+                if isinstance(interface, dict):
+                    address = interface["data"][0]
+                    typestr = interface["typestr"]
+                else:
+                    interface = getattr(value, "__array_interface__", None)
+                    if interface is None:
+                        return None
+                    address, typestr = interface["data"][0], interface["typestr"]
+                    typestr = f"{typestr}{getattr(value, 'dtype', '')}"  # bf16's typestr is a plain "<V2"
+            parts.append((cls, typestr, code == 2 and address % 16 == 0))
     for value in constants:
         if type(value) not in _PLAIN_CONSTANTS:
             return None

@@ -19,6 +19,7 @@ import json
 from typing import Any, Callable, Sequence
 
 from mytriton.diagnostics import CompileError
+from mytriton.runtime import jit as jit_module
 
 _CACHE_FORMAT = 1
 
@@ -70,13 +71,16 @@ class KernelInterface:
     def warmup(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
         return self.run(*args, grid=grid, warmup=True, **kwargs)
 
+    def _launch(self, grid: Any, *args: Any, **kwargs: Any) -> Any:
+        """The launch a wrapper above this one makes (JITFunction's is its
+        short path for repeated launches)."""
+        return self.run(*args, grid=grid, **kwargs)
+
     @property
     def jit_function(self) -> Any:
         """The @jit function at the bottom of the stack of decorators."""
-        from mytriton.runtime.jit import JITFunction
-
         fn = self.fn
-        while not isinstance(fn, JITFunction):
+        while not isinstance(fn, jit_module.JITFunction):
             fn = fn.fn
         return fn
 
@@ -91,9 +95,7 @@ class KernelInterface:
 
 
 def _wrappable(fn: Any, decorator: str) -> None:
-    from mytriton.runtime.jit import JITFunction
-
-    if not isinstance(fn, (JITFunction, KernelInterface)):
+    if not isinstance(fn, (jit_module.JITFunction, KernelInterface)):
         raise CompileError(f"@{decorator} goes above @jit (it decorated {getattr(fn, '__name__', fn)!r})")
 
 
@@ -116,7 +118,7 @@ class Heuristics(KernelInterface):
         for name, rule in self.values.items():
             # Each rule sees the arguments and the values computed before it.
             kwargs[name] = named[name] = rule(named)
-        return self.fn.run(*args, grid=grid, **kwargs)
+        return self.fn._launch(grid, *args, **kwargs)
 
 
 def heuristics(values: dict[str, Callable[[dict[str, Any]], Any]]) -> Callable[[Any], Heuristics]:
@@ -201,9 +203,7 @@ class Autotuner(KernelInterface):
     # ---- the launch ------------------------------------------------------------------------
     def run(self, *args: Any, grid: Any, backend: str | None = None, warmup: bool = False,
             **kwargs: Any) -> Any:
-        from mytriton.runtime.jit import select_backend
-
-        chosen_backend = select_backend(backend)
+        chosen_backend = jit_module.select_backend(backend)  # looked up at each launch: tests replace it
         named = self.named_args(args, kwargs)
         for name in {name for config in self.configs for name in config.all_kwargs()}:
             if name in kwargs:
@@ -222,8 +222,8 @@ class Autotuner(KernelInterface):
         self.best_config = config
         if config.pre_hook is not None and not warmup:
             config.pre_hook({**named, **config.all_kwargs()})
-        return self.fn.run(*args, grid=grid, backend=chosen_backend, warmup=warmup,
-                           **config.all_kwargs(), **kwargs)
+        return self.fn._launch(grid, *args, backend=chosen_backend, warmup=warmup,
+                               **config.all_kwargs(), **kwargs)
 
     def _key(self, named: dict[str, Any], backend: str) -> tuple:
         values = tuple(_key_part(named[name]) for name in self.key)

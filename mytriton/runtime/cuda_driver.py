@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import atexit
 import functools
+import math
 import os
+import struct
 from typing import Any, Sequence
 
 from mytriton.backends.cuda.emitter import read_header
 from mytriton.backends.cuda.nvcc import compile_cubin
 from mytriton.diagnostics import CompileError
 from mytriton.ir.text_common import parse_type
-from mytriton.runtime.arguments import is_tensor
+from mytriton.runtime.arguments import TENSOR_CLASS, is_tensor, is_tensor_class
 from mytriton.target import DEFAULT_SHARED_LIMIT
 from mytriton.types import BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, PointerType
 
@@ -108,6 +110,24 @@ def _converter(t: Any) -> Any:
     return bool if t == BOOL else float if t in (F32, F64, F16) else int
 
 
+def f16_value(value: Any) -> float:
+    """``value`` as a float that packs as an f16: beyond the largest f16
+    (65504, rounded), infinity, as a cast to f16 gives (struct refuses it)."""
+    value = float(value)
+    if math.isfinite(value) and abs(value) >= 65520.0:
+        return math.copysign(math.inf, value)
+    return value
+
+
+def _packed_converter(t: Any) -> Any:
+    """What a scalar of type ``t`` needs before struct packs it, or None:
+    struct takes ints, floats and bools as they are (and refuses what the
+    prepared call would convert: those launches take the prepared call)."""
+    if t == BF16:
+        return bf16_bits
+    return f16_value if t == F16 else None
+
+
 def _device_address(value: Any) -> int | None:
     """A device array's address (a CUDA tensor's, a CUDA array interface's),
     None for a host array."""
@@ -185,22 +205,76 @@ class CudaKernel:
         self.function = self.module.get_function(str(self.header.get("symbol", self.header["kernel"])))
         allow_dynamic_shared(self.function, self.shared_bytes, self.header["kernel"])
         # A prepared call packs arguments from a fixed format: less work per launch.
-        self.function.prepare("".join(_FORMAT[t] if not isinstance(t, PointerType) else "P"
-                                      for _, t in self.params))
+        self.function.prepare(self.function_format)
         # How each argument becomes a launch value (None: a pointer), decided once.
         self._converters = [None if isinstance(t, PointerType) else _converter(t) for _, t in self.params]
+        # The direct launch (launch3): the pointer parameters' positions, the
+        # scalars to convert, the parameter buffer packed by struct in native
+        # layout (as PyCUDA packs it: each value at its C alignment, as CUDA
+        # lays kernel parameters out), and PyCUDA's launch under
+        # prepared_async_call, called without that Python wrapper.
+        self._pointers = tuple(i for i, (_, t) in enumerate(self.params) if isinstance(t, PointerType))
+        self._conversions = tuple((i, convert) for i, (_, t) in enumerate(self.params)
+                                  if not isinstance(t, PointerType)
+                                  and (convert := _packed_converter(t)) is not None)
+        self._pack = struct.Struct("@" + self.function_format).pack
+        self._block = (self.threads, 1, 1)
+        self._launch_kernel = getattr(self.function, "_launch_kernel", None)
+
+    @property
+    def function_format(self) -> str:
+        """The prepared call's argument format (struct's letters, P a pointer)."""
+        return "".join(_FORMAT[t] if not isinstance(t, PointerType) else "P" for _, t in self.params)
 
     def launch(self, grid: Sequence[int], args: Sequence[Any]) -> None:
-        import numpy as np
-        import pycuda.driver as drv
-
         if len(args) != len(self.params):
             raise CompileError(f"kernel '{self.header['kernel']}' takes {len(self.params)} argument(s), "
                                f"got {len(args)}")
         grid3 = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
         if any(g <= 0 for g in grid3):
             return  # an empty grid launches nothing, as in Triton
+        self.launch3(grid3, args)
+
+    def launch3(self, grid3: tuple[int, int, int], args: Sequence[Any]) -> None:
+        """``launch`` with its checks done: a grid of three positive ints and
+        one value per parameter. Device arrays and scalars go straight to
+        PyCUDA's launch; a host array, a value struct refuses, or a PyCUDA
+        without that launch take the prepared call (launch_prepared)."""
         context()
+        launch_kernel = self._launch_kernel
+        if launch_kernel is not None:
+            values = list(args)
+            for i in self._pointers:
+                value = values[i]
+                if TENSOR_CLASS.get(type(value)) or is_tensor_class(type(value)):
+                    if not value.is_cuda:
+                        break
+                    values[i] = value.data_ptr()
+                else:
+                    address = _device_address(value)
+                    if address is None:
+                        break  # a host array: copied to the device and back
+                    values[i] = address
+            else:
+                for i, convert in self._conversions:
+                    values[i] = convert(values[i])
+                try:
+                    buffer = self._pack(*values)
+                except (struct.error, OverflowError, TypeError, ValueError):
+                    buffer = None  # PyCUDA's own packing decides, as it always did
+                if buffer is not None:
+                    try:
+                        launch_kernel(grid3, self._block, buffer, self.shared_bytes, None)
+                        return
+                    except TypeError:
+                        # This PyCUDA's launch takes other arguments (Boost.Python
+                        # refuses them before launching): prepared calls from now on.
+                        self._launch_kernel = None
+        self.launch_prepared(grid3, args)
+
+    def launch_prepared(self, grid3: tuple[int, int, int], args: Sequence[Any]) -> None:
+        """The launch through PyCUDA's prepared call; host arrays are copied
+        to fresh device buffers, and those the kernel stores to back."""
         packed: list[Any] = []
         copy_back: list[tuple[Any, Any]] = []
         keep: list[Any] = []
@@ -212,6 +286,9 @@ class CudaKernel:
             if address is not None:
                 packed.append(address)
                 continue
+            import numpy as np
+            import pycuda.driver as drv
+
             array = value
             if not isinstance(array, np.ndarray):
                 array = np.asarray(array)
@@ -227,6 +304,8 @@ class CudaKernel:
                                           shared_size=self.shared_bytes)
         if keep:
             # Host arrays: wait, copy results back, free the device copies.
+            import pycuda.driver as drv
+
             drv.Context.synchronize()
             for array, buffer in copy_back:
                 drv.memcpy_dtoh(array, buffer)

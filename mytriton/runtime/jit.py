@@ -3,6 +3,9 @@
 The decorated function is never called: its source file is read (not run)
 by the frontend, specialised on the constexpr values and argument types of
 each launch, compiled, cached in memory, and launched on the chosen backend.
+A launch that repeats an earlier one's call shape and specialisation takes a
+short path (``JITFunction._launch``): the host's work per launch is what
+bounds small problems.
 The backend is ``cuda`` (PyCUDA) when a GPU is usable, else ``interp`` (the
 NumPy interpreter); ``MYTRITON_BACKEND`` or ``backend=`` choose explicitly.
 A launch returns the compiled kernel (runtime/compiled.py), as Triton's does.
@@ -11,12 +14,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import os
 from typing import Any, Callable
 
 from mytriton.diagnostics import CompileError, printable
 from mytriton.deep_stack import run_deep
-from mytriton.limits import grid_error
+from mytriton.limits import MAX_GRID, grid_error
+from mytriton.runtime.arguments import coded_launch_key, specialisation_codes
 
 BACKENDS = ("auto", "cuda", "interp")
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")
@@ -51,9 +56,74 @@ class BackendUnavailable(CompileError):
         self.reason = reason  # what is missing, without who asked
 
 
+class EnvironmentValue:
+    """What ``parse()`` makes of the environment variable ``name``, read at
+    every launch (a variable changed between launches takes effect) for the
+    price of a dict lookup: ``os.environ.get`` encodes the name and, for an
+    unset variable, raises and catches a KeyError each time. os.environ keeps
+    its encoded items in ``_data`` (CPython's os.py, on POSIX and Windows),
+    which every assignment through os.environ (and so monkeypatch.setenv)
+    updates; ``parse`` runs again only when the raw value there changed.
+    Where os.environ has no ``_data`` (replaced by another mapping),
+    ``parse`` runs on every read."""
+
+    _UNREAD = object()
+
+    def __init__(self, name: str, parse: Callable[[], Any] | None = None) -> None:
+        self.name = name
+        self.parse = parse or (lambda: os.environ.get(name))
+        # (raw value, what parse made of it), replaced whole: another thread
+        # never sees one's raw value with the other's parse.
+        self._memo: tuple[Any, Any] = (self._UNREAD, None)
+        try:
+            self._key: Any = os.environ.encodekey(name)  # type: ignore[attr-defined]
+        except Exception:  # not CPython's os.environ: parsed at every read
+            self.get = self.parse  # type: ignore[method-assign]
+
+    def get(self) -> Any:
+        try:
+            raw = os.environ._data.get(self._key)  # type: ignore[attr-defined]
+        except AttributeError:
+            return self.parse()
+        memo = self._memo
+        if raw is not memo[0] and raw != memo[0]:
+            memo = self._memo = (raw, self.parse())  # parse may raise: then nothing is remembered
+        return memo[1]
+
+
+_BACKEND_ENV = EnvironmentValue("MYTRITON_BACKEND")
+# mytriton.runtime.cuda_driver, once explain_backend has imported it (it is
+# not imported for the interpreter, nor by the CLI's other commands).
+_cuda_driver: Any = None
+
+
+def _known_backend(requested: str | None) -> str | None:
+    """explain_backend's choice where it is plain, without its reason: the
+    environment read cheaply (EnvironmentValue), PyCUDA's status asked of
+    cuda_driver each time (its answer is cached there); None where this
+    cannot say (the first GPU check, an unknown name, a GPU asked for and
+    missing: explain_backend's errors)."""
+    name = requested or _BACKEND_ENV.get() or "auto"
+    if name == "interp":
+        return "interp"
+    if _cuda_driver is not None and (name == "auto" or name == "cuda"):
+        if _cuda_driver.cuda_status()[0]:
+            return "cuda"
+        if name == "auto":
+            return "interp"
+    return None
+
+
+def launch_backend(requested: str | None = None) -> str:
+    """select_backend's answer for a launch (select_backend itself where
+    _known_backend cannot say)."""
+    return _known_backend(requested) or select_backend(requested)
+
+
 def explain_backend(requested: str | None = None) -> tuple[str, str]:
     """(the backend a launch uses, why): ``requested``, else
     ``MYTRITON_BACKEND``, else ``auto`` (cuda when a GPU is usable)."""
+    global _cuda_driver
     from_env = os.environ.get("MYTRITON_BACKEND")
     name = requested or from_env or "auto"
     chooser = f"backend='{requested}'" if requested else f"MYTRITON_BACKEND={from_env}" if from_env else "auto"
@@ -61,9 +131,10 @@ def explain_backend(requested: str | None = None) -> tuple[str, str]:
         raise CompileError(f"unknown backend '{printable(name)}' (backends: {', '.join(BACKENDS)})")
     if name == "interp":
         return "interp", f"{chooser} chooses the NumPy interpreter"
-    from mytriton.runtime.cuda_driver import cuda_status
+    from mytriton.runtime import cuda_driver
 
-    usable, why = cuda_status()
+    _cuda_driver = cuda_driver
+    usable, why = cuda_driver.cuda_status()
     if name == "cuda" and not usable:
         raise BackendUnavailable(f"{printable(chooser)} asks for the GPU, but {why}", why)
     if usable:
@@ -72,7 +143,8 @@ def explain_backend(requested: str | None = None) -> tuple[str, str]:
 
 
 def select_backend(requested: str | None = None) -> str:
-    return explain_backend(requested)[0]
+    """The backend a launch uses (explain_backend's, without its reason)."""
+    return _known_backend(requested) or explain_backend(requested)[0]
 
 
 def normalize_grid(grid: Any, meta: dict[str, Any]) -> tuple[int, int, int]:
@@ -109,6 +181,13 @@ class JITFunction:
         # Parameters the launch specialises on their value, and on alignment.
         self._on_value = _not_named(self._names, options.get("do_not_specialize"))
         self._on_alignment = _not_named(self._names, options.get("do_not_specialize_on_alignment"))
+        # The repeated launch (_launch): a plan per call shape, (number of
+        # positional arguments, keyword names in order) -> how to pick each
+        # parameter's value and the launch options from the call; and per
+        # launch key (arguments.launch_key) the compiled kernel with how to
+        # pick its runtime arguments.
+        self._plans: dict[tuple, tuple] = {}
+        self._fast: dict[tuple, tuple] = {}
 
     def __repr__(self) -> str:
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
@@ -117,7 +196,88 @@ class JITFunction:
         raise RuntimeError(f"a @jit kernel is launched with a grid: {self.__name__}[grid](...)")
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
-        return functools.partial(self.run, grid=grid)
+        return functools.partial(self._launch, grid)
+
+    # ---- the repeated launch --------------------------------------------------------
+    def _launch(self, grid: Any, *args: Any, **kwargs: Any) -> Any:
+        """``kernel[grid](*args, **kwargs)``: what ``run`` does, with a
+        launch that repeats an earlier one's call shape and specialisation
+        cut short: the call's values picked by one itemgetter (the plan made
+        when ``run`` first bound that shape), the environment read cheaply
+        (EnvironmentValue), the compiled kernel found by the launch key, a
+        plain grid taken as it is, and the launch made straight from the
+        values (CudaKernel.launch3). Anything else, and every error, is
+        ``run``'s."""
+        plan = self._plans.get((len(args), *kwargs))
+        if plan is None:
+            return self._run_and_plan(grid, args, kwargs)
+        pick, tail, runtime_of, constants_of, codes = plan
+        picked = pick(args + tuple(kwargs.values()) + tail if kwargs else args + tail)
+        num_warps, num_stages, num_ctas, requested, warmup = picked[-5:]
+        if num_ctas != 1:
+            return self.run(*args, **{"grid": grid, **kwargs})  # its error
+        backend = launch_backend(requested)
+        key = coded_launch_key(runtime_of(picked), codes, constants_of(picked),
+                               (num_warps, num_stages, backend, _F32_DEFAULT_ENV.get()))
+        entry = self._fast.get(key) if key is not None else None
+        if entry is None:
+            compiled = self.run(*args, **{"grid": grid, **kwargs})
+            if key is not None and compiled.backend == backend:
+                self._fast[key] = (compiled, _getter([self._names.index(name) for name in compiled.runtime_params]))
+            return compiled
+        compiled, values_of = entry
+        grid3 = _positive_grid(grid)
+        if grid3 is None:
+            grid3 = normalize_grid(grid, dict(zip(self._names, picked)))
+            if not warmup:
+                compiled._launch(grid3, list(values_of(picked)))
+        elif not warmup:
+            if compiled.launcher is not None:
+                compiled.launcher.launch3(grid3, values_of(picked))
+            else:
+                compiled._launch(grid3, list(values_of(picked)))
+        return compiled
+
+    def _run_and_plan(self, grid: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+        """``run``, as ``kernel[grid]`` always called it (a ``grid=`` keyword
+        overriding the brackets' grid, as functools.partial's keywords do);
+        then, since this call shape binds, a plan for it."""
+        compiled = self.run(*args, **{"grid": grid, **kwargs})
+        if len(self._plans) < _PLAN_LIMIT and "grid" not in kwargs:
+            self._plans[(len(args), *kwargs)] = self._plan(len(args), tuple(kwargs))
+        return compiled
+
+    def _plan(self, count: int, keywords: tuple[str, ...]) -> tuple:
+        """How to pick, from ``args + tuple(kwargs.values()) + tail``, every
+        parameter's value (in declaration order) and then the launch options,
+        for a call shape that ``run`` has bound: a positional argument, else
+        a keyword (``backend`` and ``warmup`` are ``run``'s own), else the
+        default, which ``tail`` holds; the options from their keywords, else
+        their defaults (in ``tail`` too). Launch options that are also
+        parameters go to both, as ``run`` gives them."""
+        at = {name: count + i for i, name in enumerate(keywords)}
+        tail: list[Any] = []
+
+        def from_tail(value: Any) -> int:
+            tail.append(value)
+            return count + len(keywords) + len(tail) - 1
+
+        indices = []
+        for position, name in enumerate(self._names):
+            if position < count:
+                indices.append(position)
+            elif name in at and name not in ("backend", "warmup"):
+                indices.append(at[name])
+            else:
+                indices.append(from_tail(self._defaults[name]))
+        for name, default in (("num_warps", 4), ("num_stages", None), ("num_ctas", 1),
+                              ("backend", None), ("warmup", False)):
+            indices.append(at[name] if name in at else from_tail(default))
+        _, runtime, constexpr = self.source()
+        return (operator.itemgetter(*indices), tuple(tail),
+                _getter([self._names.index(name) for name in runtime]),
+                _getter([self._names.index(name) for name in constexpr]),
+                specialisation_codes(runtime, self._on_value, self._on_alignment))
 
     # ---- specialisation -------------------------------------------------------------
     def source(self) -> tuple[str, list[str], list[str]]:
@@ -245,6 +405,49 @@ class JITFunction:
         """Compile for these arguments without running, as Triton's
         ``kernel.warmup(*args, grid=..., **meta)``; returns the compiled kernel."""
         return self.run(*args, grid=grid, warmup=True, **kwargs)
+
+
+# Call shapes a kernel keeps plans for (a program uses a handful).
+_PLAN_LIMIT = 64
+
+
+def _f32_default() -> Any:
+    from mytriton import pipeline
+
+    return pipeline.f32_default_from_env()
+
+
+_F32_DEFAULT_ENV = EnvironmentValue("MYTRITON_F32_DEFAULT", _f32_default)
+
+
+def _getter(indices: list[int]) -> Callable[[tuple], tuple]:
+    """The items of a sequence at ``indices``, as a tuple (itemgetter gives
+    a single item bare)."""
+    if len(indices) == 1:
+        (index,) = indices
+        return lambda items: (items[index],)
+    return operator.itemgetter(*indices) if indices else lambda items: ()
+
+
+def _positive_grid(grid: Any) -> tuple[int, int, int] | None:
+    """A grid of one to three plain ints within CUDA's limits and none zero,
+    as three; None for anything else (normalize_grid decides)."""
+    if type(grid) is tuple:
+        size = len(grid)
+        if size == 1:
+            (x,) = grid
+            if type(x) is int and 0 < x <= MAX_GRID[0]:
+                return (x, 1, 1)
+        elif size == 2:
+            x, y = grid
+            if type(x) is int and type(y) is int and 0 < x <= MAX_GRID[0] and 0 < y <= MAX_GRID[1]:
+                return (x, y, 1)
+        elif size == 3:
+            x, y, z = grid
+            if (type(x) is int and type(y) is int and type(z) is int and 0 < x <= MAX_GRID[0]
+                    and 0 < y <= MAX_GRID[1] and 0 < z <= MAX_GRID[2]):
+                return grid
+    return None
 
 
 def host_array(value: Any) -> Any:
