@@ -244,3 +244,41 @@ def test_compile_to_cuda_imports_neither_numpy_nor_pycuda():
     modules = imported_modules("compile", "samples/add.py", "--emit=cuda")
     assert "mytriton.backends.cuda.emitter" in modules  # the log is real
     assert not {m for m in modules if m.split(".")[0] in ("numpy", "pycuda")}
+
+
+# ---- -D with a string (Triton's ACTIVATION="" in tutorial 03) --------------------------------------
+STRING_CONSTEXPR = dedent('''\
+    import mytriton
+    import mytriton.language as tl
+
+
+    @mytriton.jit
+    def act(x_ptr, out_ptr, ACTIVATION: tl.constexpr):
+        x = tl.load(x_ptr + tl.arange(0, 16))
+        if ACTIVATION == "relu":
+            x = tl.maximum(x, 0.0)
+        tl.store(out_ptr + tl.arange(0, 16), x)
+    ''')
+
+
+def string_define_ssa(tmp_path, define: str) -> str:
+    (tmp_path / "act.py").write_text(STRING_CONSTEXPR)
+    return ok(cli("compile", "act.py", "--emit=ssa", "-s", "*fp32, *fp32", "-D", define, cwd=tmp_path)).decode()
+
+
+def test_a_quoted_string_define_selects_the_kernels_branch(tmp_path):
+    assert " max" in string_define_ssa(tmp_path, 'ACTIVATION="relu"')
+    assert " max" not in string_define_ssa(tmp_path, 'ACTIVATION=""')
+
+
+def test_a_string_define_is_printed_escaped_and_reads_back_in_the_chain(tmp_path):
+    text = string_define_ssa(tmp_path, 'ACTIVATION="a\\"b"')
+    assert 'ACTIVATION = "a\\"b"' in text.splitlines()[0]
+    assert ok(cli("verify", "-", stdin=text.encode(), cwd=tmp_path)).decode() == text
+
+
+def test_an_unquoted_word_is_not_a_define_value(tmp_path):
+    (tmp_path / "act.py").write_text(STRING_CONSTEXPR)
+    result = cli("trace", "act.py", "-D", "ACTIVATION=relu", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.decode() == "error: -D ACTIVATION: 'relu' is not a number, boolean, quoted string or dtype\n"

@@ -427,7 +427,7 @@ def test_malformed_define_is_an_error_without_location(tmp_path):
     (tmp_path / "kernel.py").write_text(kernel("tl.store(out_ptr + offs, 1.0)"))
     result = cli(["trace", "kernel.py", "-D", "BLOCK=abc"], tmp_path)
     assert result.returncode == 1
-    assert result.stderr.decode() == "error: -D BLOCK: 'abc' is not a number, boolean or dtype\n"
+    assert result.stderr.decode() == "error: -D BLOCK: 'abc' is not a number, boolean, quoted string or dtype\n"
     assert result.stdout == b""
 
 

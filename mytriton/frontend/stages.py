@@ -166,7 +166,8 @@ def parse_signature_type(text: str) -> Type | None:
 
 
 def parse_define(text: str) -> tuple[str, Any]:
-    """``NAME=VALUE`` from ``-D``: a Python literal or a dtype name."""
+    """``NAME=VALUE`` from ``-D``: a Python literal (a number, a boolean, a
+    quoted string as in Triton's ``ACTIVATION=""``, a tuple) or a dtype name."""
     name, sep, value = text.partition("=")
     name = name.strip()
     if not sep or not name.isidentifier():
@@ -178,9 +179,9 @@ def parse_define(text: str) -> tuple[str, Any]:
     try:
         parsed = ast.literal_eval(value)
     except (ValueError, SyntaxError):
-        raise CompileError(f"-D {name}: '{value}' is not a number, boolean or dtype") from None
-    if not isinstance(parsed, (bool, int, float, tuple)):
-        raise CompileError(f"-D {name}: '{value}' is not a number, boolean or dtype")
+        raise CompileError(f"-D {name}: '{value}' is not a number, boolean, quoted string or dtype") from None
+    if not isinstance(parsed, (bool, int, float, str, tuple)):
+        raise CompileError(f"-D {name}: '{value}' is not a number, boolean, quoted string or dtype")
     return name, parsed
 
 
