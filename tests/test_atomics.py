@@ -298,6 +298,54 @@ def test_a_spin_lock_serialises_the_programs(kernel_module):
     np.testing.assert_array_equal(x, expected)
 
 
+def test_a_lock_held_when_the_kernel_starts_is_a_located_error_not_a_hang(kernel_module):
+    module = kernel_module(SPIN_LOCK)
+    lock, count = np.ones(1, np.int32), np.zeros(1, np.int32)  # no program ever releases it
+    x = np.random.default_rng(5).standard_normal(64).astype(np.float32)
+    with pytest.raises(CompileError, match="while loop never ends in the interpreter") as err:
+        module.k[(3,)](lock, count, x, BLOCK=64, backend="interp")
+    assert err.value.loc is not None and "while tl.atomic_cas" in err.value.render()
+
+
+WAITS_FOR_A_LATER_PROGRAM = """
+@mytriton.jit
+def k(flag_ptr, out_ptr):
+    pid = tl.program_id(0)
+    if pid == 0:
+        while tl.load(flag_ptr) == 0:
+            pass
+        tl.store(out_ptr, 1)
+    else:
+        tl.store(flag_ptr, 1)
+"""
+
+
+def test_a_program_waiting_for_a_later_one_is_a_located_error_not_a_hang(kernel_module):
+    module = kernel_module(WAITS_FOR_A_LATER_PROGRAM)
+    flag, out = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    with pytest.raises(CompileError, match="a program cannot wait for a later one"):
+        module.k[(2,)](flag, out, backend="interp")
+
+
+COUNTS_DOWN_WITHOUT_MEMORY = """
+@mytriton.jit
+def k(n_ptr, out_ptr):
+    n = tl.load(n_ptr)
+    steps = 0
+    while n > 1:
+        n = tl.where(n % 2 == 0, n // 2, 3 * n + 1)
+        steps += 1
+    tl.store(out_ptr, steps)
+"""
+
+
+def test_a_while_loop_that_changes_only_its_carried_values_runs_to_its_end(kernel_module):
+    module = kernel_module(COUNTS_DOWN_WITHOUT_MEMORY)
+    out = np.zeros(1, np.int32)
+    module.k[(1,)](np.array([27], np.int32), out, backend="interp")
+    assert out[0] == 111  # the Collatz sequence of 27
+
+
 def test_an_atomic_on_a_read_only_array_is_an_error(kernel_module):
     module = kernel_module("""
     @mytriton.jit

@@ -249,6 +249,10 @@ class _State:
         self.env: dict[Value, np.ndarray] = {}
         self.buffers: list[_Buffer] = []
         self.sizes = np.zeros(1, dtype=np.int64)  # elements of buffer id i; id 0 is no buffer
+        # Memory changes so far (stores, shared-memory writes, atomics that
+        # changed a value): a while loop whose iteration changes neither
+        # memory nor its carried values would repeat forever (_while).
+        self.writes = 0
 
     # -- arguments --
 
@@ -334,6 +338,8 @@ class _State:
                 out = handler(self, op, active)
             except CompileError as err:
                 raise err.at(op.loc)
+            if not op.regions and op.name not in _COUNTS_ITS_OWN_WRITES and opdefs.writes_memory(op.name):
+                self.writes += 1
             if not op.results:
                 continue
             outs = out if isinstance(out, list) else [out]
@@ -933,6 +939,22 @@ def _writable(st: _State, op: Op, which: np.ndarray) -> None:
         st.detach(buf)
 
 
+# Atomics count as a memory change only where one happened: a spin lock's
+# failed compare-and-swap changes nothing, so a program spinning on a lock no
+# earlier program released is found (_while) instead of spinning forever.
+_COUNTS_ITS_OWN_WRITES = frozenset({"atomic_rmw", "atomic_cas"})
+
+
+def _changed(olds: np.ndarray, which: np.ndarray, elem: np.ndarray, st: _State) -> int:
+    """1 if any element an atomic touched now differs, bit for bit, from the
+    value it returned as old, else 0."""
+    bits = np.dtype(f"u{olds.dtype.itemsize}")
+    for lane, (b, e) in enumerate(zip(which.tolist(), elem.tolist())):
+        if st.buffers[b - 1].data.view(bits)[e] != olds[lane:lane + 1].view(bits)[0]:
+            return 1
+    return 0
+
+
 @handles("atomic_rmw")
 def _atomic_rmw(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     ptr, value, mask = op.operands
@@ -953,6 +975,7 @@ def _atomic_rmw(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
         old = data[e]
         data[e] = _rmw(kind, old, values[lane])
         olds[lane] = old
+    st.writes += _changed(olds, which, elem, st)
     out[enabled] = olds
     return out
 
@@ -979,6 +1002,7 @@ def _atomic_cas(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
         if data.view(bits)[e] == cmps[lane]:
             data[e] = values[lane]
         olds[lane] = old
+    st.writes += _changed(olds, which, elem, st)
     out[enabled] = olds
     return out
 
@@ -1416,6 +1440,7 @@ def _while(st: _State, op: Op, active: np.ndarray) -> list[np.ndarray]:
     condition, terminator = before.ops[-1], after.ops[-1]
     running = active.copy()
     while True:
+        writes, was_running = st.writes, running
         for arg, value in zip(before.args, carried):
             st.env[arg] = value
         st.run_block(before, running)
@@ -1425,10 +1450,20 @@ def _while(st: _State, op: Op, active: np.ndarray) -> list[np.ndarray]:
         for arg, value in zip(after.args, carried):
             st.env[arg] = value
         st.run_block(after, running)
+        previous = carried
         carried = [
             np.where(_lanes(running, _rank(result.type)), st.full(y, result.type), old)
             for y, old, result in zip(terminator.operands, carried, op.results)
         ]
+        if st.writes == writes and np.array_equal(running, was_running) \
+                and all(new.tobytes() == old.tobytes() for new, old in zip(carried, previous)):
+            # The next iteration would repeat this one exactly: on the GPU
+            # another program may change the memory it waits for, but here
+            # programs run one after another and the ones after it have not.
+            raise CompileError("this while loop never ends in the interpreter: an iteration changed neither "
+                               "memory nor its carried values (it waits for memory only another program can "
+                               "change; the interpreter runs programs one after another, so a program cannot "
+                               "wait for a later one)", op.loc)
 
 
 # ---- scans: reduce and scan with a combine region ---------------------------------------------
