@@ -41,7 +41,7 @@ from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.ir.layouts import Mma, NvmmaShared, fma_operand_pad
 from mytriton.ir.opdefs import dot_input_precision
-from mytriton.ir.ssa import Const, Op
+from mytriton.ir.ssa import BlockArg, Const, Op, OpResult, walk
 from mytriton.types import BOOL, F32, F64, I8, I32, ScalarType, SharedType, element_of
 
 if TYPE_CHECKING:
@@ -284,7 +284,7 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
     whole_chunks = proven and bound_multiple(em, op, width)
     if proven:
         em.line(f"// {width * nbytes}-byte chunks: the base, row stride and column offset are multiples (axis info)")
-        _copy_loop(em, rows, cols, width, row_pitch, args, chunk)
+        _copy_loop(em, rows, cols, width, row_pitch, args, chunk, hoisted=em.hoisted_coordinates.get(op))
     elif width > 1:
         aligned = (f"reinterpret_cast<unsigned long long>({base_name}) % {width * nbytes} == 0 && "
                    f"{args['stride']} % {width} == 0 && {args['col_offset']} % {width} == 0")
@@ -359,9 +359,63 @@ def bound_multiple(em: "CudaEmitter", op: Op, width: int) -> bool:
     return em.axis_info().of(col_bound).scalar_divisibility % width == 0
 
 
+# Tutorial 03 wraps a tile's rows and columns (``% M``, ``% N``) outside its K
+# loop; staged, the wrap sits in each copy, behind the copy's predicate, where
+# nvcc keeps C's % (it may not run a division the program would skip): 8
+# branches and divisions an iteration for 128x128x32. The wrapped coordinates
+# of a thread's chunks do not change from one iteration to the next, so they
+# are worked out once, before the loop.
+WRAPPED_COPY_OPERANDS = {"row": (2, 8), "col": (3, 9)}  # (offset, wrap) of async_copy_strided_to_shared
+
+
+def hoist_wrapped_coordinates(em: "CudaEmitter", loop: Op) -> None:
+    """Before ``loop``: each thread's wrapped chunk rows (and columns) of every
+    chunked copy in its body whose offset and wrap the loop does not change."""
+    body = loop.regions[0]
+    inside = set(walk(body))
+    blocks = {body} | {region for o in inside for region in o.regions}
+
+    def invariant(value) -> bool:
+        if isinstance(value, OpResult):
+            return value.op not in inside
+        return not (isinstance(value, BlockArg) and value.block in blocks)
+
+    for op in body.ops:
+        if op.name != "async_copy_strided_to_shared":
+            continue
+        view, fill = op.operands[0], op.operands[10]
+        width = vector_width(view.type, fill)
+        if width < 2 or not proven_aligned(em, op, width):
+            continue  # the element-by-element path keeps its own coordinates
+        rows, cols = view.type.shape
+        per_row = cols // width
+        steps = max(1, rows * per_row // em.threads)
+        hoisted = {}
+        for axis, (at_offset, at_wrap) in WRAPPED_COPY_OPERANDS.items():
+            offset, wrap = op.operands[at_offset], op.operands[at_wrap]
+            if isinstance(wrap, Const) and wrap.value == 0 or not (invariant(offset) and invariant(wrap)):
+                continue
+            em.hoisted_copies += 1
+            name = f"h{em.hoisted_copies}_{axis}"
+            i = f"({em.lang.thread_id} + s * {em.threads})"
+            within = f"{i} / {per_row}" if axis == "row" else f"{i} % {per_row} * {width}"
+            start = as_type(em.scalar_arg(offset), I32)
+            em.line(f"// the wrapped {axis}s of each chunk of {op.name}{em.where(op).replace('  // ' + op.name, '')}, "
+                    f"the same every iteration")
+            em.line(f"int {name}[{steps}];")
+            em.line(em.lang.unroll)
+            em.line(f"for (int s = 0; s < {steps}; ++s) "
+                    f"{name}[s] = {wrapped(f'{start} + {within}', as_type(em.scalar_arg(wrap), I32))};")
+            hoisted[axis] = name
+        if hoisted:
+            em.hoisted_coordinates[op] = hoisted
+
+
 def _copy_loop(em: "CudaEmitter", rows: int, cols: int, width: int, row_pitch: int, args: dict[str, str],
-               body, unroll: bool = True) -> None:
-    """A loop over a thread's chunks of ``width`` elements of a row-major tile."""
+               body, unroll: bool = True, hoisted: dict[str, str] | None = None) -> None:
+    """A loop over a thread's chunks of ``width`` elements of a row-major tile
+    (``hoisted``: arrays of the chunks' wrapped rows or columns, by axis)."""
+    hoisted = hoisted or {}
     per_row = cols // width
     total = rows * per_row
     steps = max(1, total // em.threads)
@@ -374,8 +428,10 @@ def _copy_loop(em: "CudaEmitter", rows: int, cols: int, width: int, row_pitch: i
         em.line(f"  if (i >= {total}) break;")
     em.line(f"  const int r = i / {per_row};")
     em.line(f"  const int c = i % {per_row} * {width};")
-    em.line(f"  const int row = {wrapped(args['row_offset'] + ' + r', args['row_wrap'])};")
-    em.line(f"  const int col = {wrapped(args['col_offset'] + ' + c', args['col_wrap'])};")
+    row = f"{hoisted['row']}[s]" if "row" in hoisted else wrapped(args['row_offset'] + ' + r', args['row_wrap'])
+    col = f"{hoisted['col']}[s]" if "col" in hoisted else wrapped(args['col_offset'] + ' + c', args['col_wrap'])
+    em.line(f"  const int row = {row};")
+    em.line(f"  const int col = {col};")
     in_bounds = f"row < {args['row_bound']} && col < {args['col_bound']}"
     for text in body("i", in_bounds, "row", "col", "r", "c"):
         em.line(f"  {text}")

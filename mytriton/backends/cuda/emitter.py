@@ -33,7 +33,7 @@ import json
 from dataclasses import dataclass, field
 
 from mytriton.backends.cuda.ctypes import c_element, c_literal
-from mytriton.backends.cuda.dots import ASYNC_OPS, COPY_OPS
+from mytriton.backends.cuda.dots import ASYNC_OPS, COPY_OPS, emit_async, hoist_wrapped_coordinates
 from mytriton.backends.cuda.language import CUDA
 from mytriton.backends.cuda.expressions import CValue, as_type, assert_lines, print_call, render
 from mytriton.backends.cuda.layout import BlockedLayout, Layout, tile_layout
@@ -94,6 +94,11 @@ class CudaEmitter:
         self.shared_allocs: list[Op] = []  # buffers the stage-dots pass allocated
         self.lines: list[str] = []
         self.vector_stores = 0  # staging arrays of vector stores, numbered
+        # Copies in loops whose wrapped chunk coordinates were worked out before
+        # the loop (dots.hoist_wrapped_coordinates): op -> {"row"|"col": array}.
+        self.hoisted_copies = 0
+        self.early: set = set()  # ops emitted before their place (a loop's wgmma_wait)
+        self.hoisted_coordinates: dict = {}
         self.depth = 1
         self._param_names()
 
@@ -430,9 +435,8 @@ class CudaEmitter:
             elif group.kind == "barrier":
                 self.line(f"{self.lang.barrier}{self.where(group.ops[0])}")
             elif group.kind == "async":
-                from mytriton.backends.cuda.dots import emit_async
-
-                emit_async(self, group.ops[0])
+                if group.ops[0] not in self.early:  # a wait emitted with its loop (loop())
+                    emit_async(self, group.ops[0])
             elif group.kind == "dot":
                 from mytriton.backends.cuda.dots import emit_dot
 
@@ -644,11 +648,21 @@ class CudaEmitter:
         for arg, init in zip(carried, op.operands[3:]):
             self.assign_carried(arg, init, declare=True)
         index = self.name(body.args[0])
+        hoist_wrapped_coordinates(self, op)
         if "loop_unroll_factor" in op.attrs:  # tl.range(..., loop_unroll_factor=N)
             self.line(f"{self.lang.unroll} {op.attrs['loop_unroll_factor']}")
         # A runtime step is positive by contract; one that is not runs no
         # iteration rather than forever.
         guard = "" if isinstance(step, Const) else f" && {as_type(step, _i32())} > 0"
+        # A loop that leaves a wgmma group in flight is entered only when it
+        # iterates, with the wait for that group inside the same branch: on a
+        # path that skips the loop and reaches the wait, ptxas serialises the
+        # loop's wgmma (its note C7514).
+        wait = self.wait_after(op)
+        if wait is not None:
+            self.line(f"if ({as_type(start, _i32())} < {as_type(stop, _i32())}{guard}) {{"
+                      f"  // the loop and the wait for its last group")
+            self.depth += 1
         self.line(f"for (int {index} = {as_type(start, _i32())}; {index} < {as_type(stop, _i32())}{guard}; "
                   f"{index} += {as_type(step, _i32())}) {{{self.where(op)}")
         self.depth += 1
@@ -656,6 +670,22 @@ class CudaEmitter:
         self.yield_values(body.ops[-1], carried)
         self.depth -= 1
         self.line("}")
+        if wait is not None:
+            emit_async(self, wait)
+            self.early.add(wait)
+            self.depth -= 1
+            self.line("}")
+
+    def wait_after(self, loop: Op) -> Op | None:
+        """The ``wgmma_wait`` (pending=0) of one of ``loop``'s results right
+        after it, if there is one."""
+        ops = loop.parent.ops
+        at = ops.index(loop) + 1
+        following = ops[at] if at < len(ops) else None
+        if following is not None and following.name == "wgmma_wait" and following.attrs.get("pending") == 0 \
+                and following.operands[0] in loop.results:
+            return following
+        return None
 
     # ---- if and while ---------------------------------------------------------------------------------
     def declare_results(self, op: Op) -> None:
