@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import mytriton
-from conftest import compile_text
+from conftest import ROOT, compile_text
 from test_mma import KINDS, matmul_source, operands, reference, signature
 
 from mytriton.backends.cuda.dots import place
@@ -317,3 +317,96 @@ def test_an_in_flight_dot_without_wgmma_is_a_located_error():
     assert edited != text
     with pytest.raises(CompileError, match="in flight"):
         emit_cuda(parse_kernel(edited, "k.ssa"))
+
+
+# ---- tutorial 03's wrapped tiles, and the loop around an in-flight group --------------------------
+TUTORIAL_03 = ROOT / "tests" / "triton_style" / "matmul.py"
+TUTORIAL_03_SIGNATURE = ("*fp16:16, *fp16:16, *fp16:16, i32:16, i32:16, i32:16, i32:16, i32:1, i32:16, i32:1, "
+                         "i32:16, i32:1")
+
+
+def tutorial_03_cuda(bm: int, bn: int, bk: int, num_warps: int, num_stages: int) -> str:
+    return compile_text(TUTORIAL_03.read_text(), "cuda", file=str(TUTORIAL_03), kernel="matmul_kernel",
+                        signature=TUTORIAL_03_SIGNATURE, num_warps=num_warps, num_stages=num_stages,
+                        defines={"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8,
+                                 "ACTIVATION": ""})
+
+
+def k_loop(cuda: str) -> str:
+    start = cuda.index("  for (int ", cuda.index("the loop and the wait"))
+    return cuda[start:cuda.index("\n    }\n", start)]
+
+
+def test_the_wrapped_rows_and_columns_of_the_copies_are_worked_out_before_the_k_loop():
+    cuda = tutorial_03_cuda(128, 128, 32, 4, 3)
+    before = cuda[:cuda.index("the loop and the wait")]
+    assert "int h1_row[4];" in before and "int h2_col[4];" in before
+    loop = k_loop(cuda)
+    assert "const int row = h1_row[s];" in loop and "const int col = h2_col[s];" in loop
+    assert "% M" not in loop and "% N" not in loop  # no division an iteration
+
+
+def test_a_loop_leaving_a_group_in_flight_runs_inside_a_branch_with_its_wait():
+    cuda = compile_matmul("f16", (128, 128, 64), 4, "cuda")
+    guard = cuda.index("if (0 < K) {  // the loop and the wait for its last group")
+    wait = cuda.index("wgmma.wait_group.sync.aligned 0;")
+    closing = cuda.index("\n  }\n", wait)
+    assert guard < cuda.index("  for (int ", guard) < wait < closing
+    assert cuda.count("wgmma.wait_group.sync.aligned 0;") == 1
+
+
+def ptxas_notes(cuda: str, tmp_path) -> str:
+    import subprocess
+
+    from mytriton.backends.cuda.nvcc import find_nvcc
+
+    source = tmp_path / "kernel.cu"
+    source.write_text(cuda)
+    done = subprocess.run([find_nvcc(), "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-cubin",
+                           "-o", str(tmp_path / "kernel.cubin"), str(source)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("bm,bn,bk,num_warps,num_stages", [(128, 128, 32, 4, 3), (64, 64, 32, 4, 4),
+                                                           (128, 128, 64, 8, 3), (128, 256, 64, 8, 3)])
+def test_ptxas_keeps_the_wgmma_pipeline_of_tutorial_03(tmp_path, bm, bn, bk, num_warps, num_stages):
+    # C7514/C7515: ptxas serialised every wgmma (each waited for before the next)
+    notes = ptxas_notes(tutorial_03_cuda(bm, bn, bk, num_warps, num_stages), tmp_path)
+    assert "C7514" not in notes and "C7515" not in notes
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("config,num_warps", [((128, 128, 64), 4), ((128, 256, 64), 8), ((64, 64, 32), 4)])
+def test_ptxas_keeps_the_wgmma_pipeline_of_the_matmul_sample(tmp_path, config, num_warps):
+    notes = ptxas_notes(compile_matmul("f16", config, num_warps, "cuda"), tmp_path)
+    assert "C7514" not in notes and "C7515" not in notes
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bm,bn,bk,num_warps,num_stages", [(128, 128, 32, 4, 3), (64, 64, 32, 4, 4),
+                                                           (128, 256, 64, 8, 3)])
+@pytest.mark.parametrize("shape", [(300, 200, 160), (83, 95, 70), (513, 130, 64)])
+def test_gpu_tutorial_03_with_wrapped_tiles_matches_numpy(bm, bn, bk, num_warps, num_stages, shape):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tutorial_03_for_wgmma", TUTORIAL_03)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    M, N, K = shape
+    rng = np.random.default_rng(M + N + K + bm)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float16)
+    grid = (mytriton.cdiv(M, bm) * mytriton.cdiv(N, bn),)
+    module.matmul_kernel.fn[grid](a, b, c, M, N, K, a.strides[0] // 2, 1, b.strides[0] // 2, 1, c.strides[0] // 2, 1,
+                                  BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, ACTIVATION="",
+                                  num_warps=num_warps, num_stages=num_stages, backend="cuda")
+    expected = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c.astype(np.float32), expected, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.gpu
+def test_gpu_a_wgmma_loop_with_no_k_steps_gives_zeros(kernel_module):
+    run_matmul(kernel_module, "f16", (128, 128, 64), (200, 136, 0), 4)
