@@ -61,10 +61,24 @@ def test_every_buffer_is_carved_out_of_one_dynamic_array_at_aligned_offsets():
     assert f"__half* const shared_dot_b0 = reinterpret_cast<__half*>(smem + {3 * 128 * 64 * 2});" in cuda
 
 
-def test_scratch_comes_first_and_the_staged_buffers_after_it():
-    # A reduction of the accumulator needs scratch beside the staged buffers.
+def test_an_epilogues_scratch_overlays_the_staged_buffers_after_their_last_use():
+    # A reduction of the accumulator after the K loop (and its drain) needs scratch
+    # only once the staged buffers are dead: it reuses their memory from byte 0.
     with open(load_sample("matmul").__file__) as handle:
         text = handle.read().replace("acc,", "acc - tl.max(acc, axis=1)[:, None],")
+    assert "tl.max(acc" in text
+    cuda = compile_text(text, "cuda", "samples/matmul.py", f32_default="ieee")
+    assert "float* const shared_dot_a0 = reinterpret_cast<float*>(smem + 0);" in cuda
+    declaration = next(line for line in cuda.splitlines() if "extern __shared__" in line)
+    assert "the staged buffers, then" in declaration and "of scratch from 0 after their last use" in declaration
+    late = int(declaration.split("then ", 1)[1].split(" of scratch", 1)[0])
+    assert header_of(cuda)["shared_bytes"] >= late > 0
+
+
+def test_scratch_used_while_the_buffers_live_comes_first_and_the_buffers_after_it():
+    # A reduction inside the K loop needs scratch while the staged buffers are in use.
+    with open(load_sample("matmul").__file__) as handle:
+        text = handle.read().replace("acc += tl.dot(a, b)", "acc += tl.dot(a, b)\n        acc -= tl.max(acc, axis=1)[:, None]")
     assert "tl.max(acc" in text
     cuda = compile_text(text, "cuda", "samples/matmul.py", f32_default="ieee")
     scratch = int(cuda.split("bytes at launch: ", 1)[1].split(" of scratch", 1)[0])

@@ -3,11 +3,14 @@ vector=N and N elements per thread; CUDA renders them as one wide access;
 without the facts everything stays scalar."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import SAMPLES, compile_text
 from mytriton import pipeline
 from mytriton.diagnostics import CompileError
+from mytriton.pipeline import Options
 
 ADD = (SAMPLES / "add.py").read_text()
 ALIGNED = "*fp32:16, *fp32:16, *fp32:16, i32:16, 1024"
@@ -94,22 +97,47 @@ def matmul_at(stage: str, signature: str, arch: str = "sm_90") -> str:
                         defines={"BM": 128, "BN": 128, "BK": 64}, arch=arch)
 
 
+ALIGNED_MATMUL = "*fp16:16, *fp16:16, *fp32:16, i32:16, i32:16, i32:16"
+
+
+def store_line(text: str) -> str:
+    return next(line for line in text.splitlines() if line.strip().startswith("store "))
+
+
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80"])  # wgmma and mma.sync accumulators
-def test_an_aligned_epilogue_stores_a_threads_pair_of_columns_at_once(arch):
-    text = matmul_at("layouts", "*fp16:16, *fp16:16, *fp32:16, i32:16, i32:16, i32:16", arch)
-    store = next(line for line in text.splitlines() if line.strip().startswith("store "))
-    assert ", vector=2 @" in store
-    cuda = matmul_at("cuda", "*fp16:16, *fp16:16, *fp32:16, i32:16, i32:16, i32:16", arch)
-    assert "= *reinterpret_cast<uint2*>(w1_st);" in cuda  # 8 bytes: two f32
+def test_an_aligned_epilogue_is_exchanged_through_shared_memory_and_stored_16_bytes_a_thread(arch):
+    text = matmul_at("layouts", ALIGNED_MATMUL, arch)
+    lines = text.splitlines()
+    store = next(i for i, line in enumerate(lines) if line.strip().startswith("store "))
+    assert " = convert_layout " in lines[store - 1] and "#blocked" in lines[store - 1]
+    assert ", vector=4 @" in lines[store]
+    cuda = matmul_at("cuda", ALIGNED_MATMUL, arch)
+    assert "= *reinterpret_cast<uint4*>(w1_st);" in cuda  # 16 bytes: four f32
+
+
+def test_the_epilogue_exchange_reuses_the_staged_buffers_memory():
+    cuda = matmul_at("cuda", ALIGNED_MATMUL)
+    header = json.loads(cuda.splitlines()[0].split(":", 1)[1])
+    assert header["shared_bytes"] == 3 * (128 * 64 + 64 * 128) * 2  # the three stages alone, not + 64 KiB
+    assert "the staged buffers, then 65536 of scratch from 0 after their last use" in cuda
+
+
+def test_an_epilogue_proven_only_two_wide_stores_a_threads_pair_of_columns_from_its_fragments():
+    ssa = matmul_at("ssa", ALIGNED_MATMUL)
+    two_wide = ssa.replace("N: i32 {divisibility=16}", "N: i32 {divisibility=2}", 1)
+    text = pipeline.print_ssa(pipeline.layouts(pipeline.stage_dots(pipeline.read_ssa(two_wide, "matmul.ssa"),
+                                                                   Options()), Options()))
+    assert ", vector=2 @" in store_line(text) and "convert_layout" not in text.split(" = for ")[-1]
 
 
 def test_an_epilogue_without_alignment_facts_stores_element_by_element():
     text = matmul_at("layouts", "*fp16, *fp16, *fp32, i32, i32, i32")
-    store = next(line for line in text.splitlines() if line.strip().startswith("store "))
-    assert "vector=" not in store
+    assert "vector=" not in store_line(text)
 
 
 def test_the_verifier_refuses_a_wider_vector_in_an_mma_layout():
-    text = matmul_at("layouts", "*fp16:16, *fp16:16, *fp32:16, i32:16, i32:16, i32:16")
+    ssa = matmul_at("ssa", ALIGNED_MATMUL).replace("N: i32 {divisibility=16}", "N: i32 {divisibility=2}", 1)
+    text = pipeline.print_ssa(pipeline.layouts(pipeline.stage_dots(pipeline.read_ssa(ssa, "matmul.ssa"),
+                                                                   Options()), Options()))
     with pytest.raises(CompileError, match="vector=4 in an mma layout must be 2"):
         pipeline.verify(pipeline.read_ssa(text.replace("vector=2 @", "vector=4 @"), "matmul.ssa"))

@@ -9,7 +9,10 @@ Triton's TTGIR stage is the model. Layouts flow backwards from the ops that
 consume tiles (Triton's anchors): a store spreads its tile with the default
 layout of its shape (or, when it stores a tile held in registers whose
 address and mask come from indices alone, with that tile's layout, so no
-data moves); each operand is asked for in the layout its consumer's rule
+data moves; but a tile held in an ``mma`` layout whose store the axis
+analysis proves 16 bytes wide a thread is exchanged through shared memory
+just before the store into a blocked layout of 16-byte runs, as Triton's
+epilogue: the fragments hold two adjacent columns a thread); each operand is asked for in the layout its consumer's rule
 gives (``OpDef.layout_rule``), sliced where it broadcasts from a lower rank.
 A reduction's operand takes the layout whose slice its consumers want, so a
 row maximum read back against its row needs no data exchange. The first
@@ -74,7 +77,7 @@ from mytriton.ir.layouts import (
     default_blocked, fma_dot_layout, fma_operand_pad,
 )
 from mytriton.ir.ssa import (
-    Block, BlockArg, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, walk,
+    Block, BlockArg, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, insert_before, walk,
 )
 from mytriton.target import DEFAULT_ARCH, SHARED_MEMORY_BUDGET, has_wgmma
 from mytriton.types import BF16, F16, F32, I8, BlockType, SharedType, element_of
@@ -249,8 +252,10 @@ def mark_vector_accesses(kernel: Kernel, widths: dict[Op, int]) -> None:
 
 class _Assigner:
     def __init__(self, kernel: Kernel, num_warps: int,
-                 preferred: dict[tuple[int, ...], Blocked] | None = None, wgmma: bool = False) -> None:
+                 preferred: dict[tuple[int, ...], Blocked] | None = None, wgmma: bool = False,
+                 widths: dict[Op, int] | None = None) -> None:
         self.kernel = kernel
+        self.widths = widths or {}  # the elements each load and store may move at once (axis info)
         self.num_warps = num_warps
         self.wgmma = wgmma  # the target has Hopper's warpgroup instructions
         self.layouts: dict[Value, TileLayout] = {}
@@ -453,8 +458,33 @@ class _Assigner:
         if is_tile(value) and (is_materialized(value) or value in self.anchored) \
                 and value.type.shape == ptr.type.shape and not any(reaches_materialized(o) for o in (ptr, mask)):
             layout = self.held(value)  # store the tile where it is: no data moves
+            coalesced = self.coalesced_store(op, layout)
+            if coalesced is not None:
+                # A dot's result is stored 16 bytes a thread after an exchange
+                # through shared memory, as Triton's epilogue: the tensor-core
+                # fragments hold two adjacent columns a thread.
+                # The exchange sits just before the store: after a K loop's
+                # drain, where its scratch may reuse the staged buffers' memory.
+                self.layouts.setdefault(value, layout)
+                exchange = Op("convert_layout", [value], [value.type], loc=_loc_of(value))
+                insert_before(op, exchange)
+                self.layouts[exchange.result] = coalesced
+                op.operands[1] = exchange.result
+                layout = coalesced
         self.request(op, 0, layout)
         self.operands(op, layout)
+
+    def coalesced_store(self, op: Op, held: TileLayout) -> Blocked | None:
+        """The layout storing 16 bytes a thread, for a store of a tile held in
+        an mma layout whose accesses the axis analysis proves that wide."""
+        if op.name != "store" or not isinstance(held, Mma):
+            return None
+        shape = op.operands[0].type.shape
+        nbytes = element_of(op.operands[0].type).pointee.nbytes
+        width = 16 // nbytes
+        if self.widths.get(op, 1) < width or shape[-1] % width:
+            return None
+        return vectorized_blocked(shape, self.num_warps, width)
 
     def atomic_layout(self, op: Op, layout: TileLayout) -> TileLayout:
         """An atomic no tile use has asked a layout of yet applies its value
@@ -642,7 +672,7 @@ class LayoutsPass:
                                kernel.loc)
         widths = access_widths(kernel)
         wgmma = has_wgmma(self.arch)
-        assigner = _Assigner(kernel, self.num_warps, preferred_layouts(kernel, widths, self.num_warps), wgmma)
+        assigner = _Assigner(kernel, self.num_warps, preferred_layouts(kernel, widths, self.num_warps), wgmma, widths)
         assigner.block(kernel.body)
         kernel.num_warps = self.num_warps
         _with_layouts(kernel, assigner.layouts, self.shared_budget, wgmma)

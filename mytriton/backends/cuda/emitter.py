@@ -20,8 +20,10 @@ elements, its *slots*, in loops that nvcc unrolls:
 
 Shared memory is one dynamic array, ``extern __shared__ smem[]``: scratch
 (reductions, layout conversions, unstaged dots) from byte 0, then the
-stage-dots buffers at 16-byte aligned offsets (``shared_offsets``), all of it
-checked against the target's budget (sm_90: 227 KiB). The first output line
+stage-dots buffers at 16-byte aligned offsets (``shared_offsets``); scratch
+needed only after the buffers' last use (past a K loop's drain and the
+barrier after it: an epilogue's layout change) overlays them from byte 0
+(``late_ops``). All of it is checked against the target's budget (sm_90: 227 KiB). The first output line
 is a JSON header that names the kernel, its parameters, the buffers it stores
 to, its threads per block and the shared bytes a launch must give
 (``shared_bytes``; past 48 KiB the launcher raises the kernel's limit), so a
@@ -48,7 +50,7 @@ from mytriton.target import (
 from mytriton.ir.ssa import Block, BlockArg, Const, Kernel, Op, Operand, Value, for_yield, is_combine, use_counts, walk
 from mytriton.ir.ssa_text import ValueNames
 from mytriton.ir.layouts import Mma
-from mytriton.types import BOOL, BlockType, PointerType, ScalarType, element_of
+from mytriton.types import BOOL, BlockType, PointerType, ScalarType, SharedType, element_of
 
 HEADER_PREFIX = "// mytriton-kernel: "
 # The most shared memory a header may ask a launch for: any GPU's opt-in limit.
@@ -91,6 +93,11 @@ class CudaEmitter:
         self.parents: dict[tuple, tuple[str, BlockedLayout]] = {}  # placement -> (name, a layout with it)
         self.shared: dict[Value, str] = {}  # tiles copied to shared memory for the current group
         self.shared_bytes = 0  # scratch: reductions, layout changes, unstaged dots
+        # Scratch used only after the staged buffers' last use (an epilogue's
+        # layout change), which may overlay them: see ``late_ops``.
+        self.late_shared_bytes = 0
+        self.late = False  # emitting such an op now
+        self.late_ops = late_ops(kernel)
         self.shared_allocs: list[Op] = []  # buffers the stage-dots pass allocated
         self.lines: list[str] = []
         self.vector_stores = 0  # staging arrays of vector stores, numbered
@@ -320,8 +327,9 @@ class CudaEmitter:
         return offsets[-1] + _aligned(buffer_bytes(self.shared_allocs[-1])) if offsets else _aligned(self.shared_bytes)
 
     def total_shared_bytes(self) -> int:
-        """The dynamic shared bytes a launch must give: scratch and buffers."""
-        return self._buffers_end()
+        """The dynamic shared bytes a launch must give: scratch and buffers
+        (and the late scratch over them)."""
+        return max(self._buffers_end(), _aligned(self.late_shared_bytes))
 
     def axis_info(self):
         """The kernel's axis analysis (divisibility facts), computed when first asked."""
@@ -395,6 +403,8 @@ class CudaEmitter:
         if self.total_shared_bytes():
             parts = [f"{self.shared_bytes} of scratch from 0"] if self.shared_bytes else []
             parts += ["the staged buffers"] if self.shared_allocs else []
+            if self.late_shared_bytes:
+                parts.append(f"{self.late_shared_bytes} of scratch from 0 after their last use")
             out.append(f"{INDENT}{self.lang.dynamic_shared_array('smem', self.shared_alignment())}  // {self.total_shared_bytes()} bytes "
                        f"at launch: {', then '.join(parts)}")
         for op, offset in zip(self.shared_allocs, self.shared_offsets()):
@@ -410,6 +420,7 @@ class CudaEmitter:
     # ---- blocks ------------------------------------------------------------------------------------
     def block(self, groups: list[Group]) -> None:
         for group in groups:
+            self.late = group.ops[0] in self.late_ops
             if group.kind == "scalar":
                 self.scalar(group.ops[0])
             elif group.kind == "tile":
@@ -635,6 +646,12 @@ class CudaEmitter:
         self.need_shared(offset, loop.staged[0])
 
     def need_shared(self, nbytes: int, value_or_op) -> None:
+        if self.late:
+            self.late_shared_bytes = max(self.late_shared_bytes, nbytes)
+            if nbytes > self.shared_bytes:
+                op = value_or_op if isinstance(value_or_op, Op) else getattr(value_or_op, "op", None)
+                self.budget_loc = op.loc if op is not None and op.loc else self.kernel.loc
+            return
         if nbytes > self.shared_bytes:
             self.shared_bytes = nbytes
             op = value_or_op if isinstance(value_or_op, Op) else getattr(value_or_op, "op", None)
@@ -905,3 +922,29 @@ def _check_header(header: dict, where: Location) -> None:
     if not isinstance(constexprs, dict) or not all(
             isinstance(v, (bool, int, float, str)) for v in constexprs.values()):
         raise bad("'constexprs' must map names to numbers or dtype names")
+
+
+def late_ops(kernel: Kernel) -> set:
+    """The top-level ops after the staged buffers' last use: past the last op
+    that touches a shared buffer or an asynchronous copy or wgmma group, and
+    past the barrier after it (every thread's copies have landed, every
+    group's reads are done), so their scratch may overlay the buffers."""
+    ops = kernel.body.ops
+    last = -1
+    for index, op in enumerate(ops):
+        if _touches_staged(op):
+            last = index
+    if last < 0:
+        return set()
+    barrier = next((i for i in range(last + 1, len(ops)) if ops[i].name == "barrier"), None)
+    return set(ops[barrier + 1:]) if barrier is not None else set()
+
+
+def _touches_staged(op: Op) -> bool:
+    for inner in [op, *(o for region in op.regions for o in walk(region))]:
+        if inner.name in ("async_wait", "async_commit", "wgmma_wait") or inner.attrs.get("in_flight"):
+            return True
+        values = [*inner.operands, *inner.results]
+        if any(isinstance(getattr(v, "type", None), SharedType) for v in values):
+            return True
+    return False
