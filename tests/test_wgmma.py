@@ -410,3 +410,13 @@ def test_gpu_tutorial_03_with_wrapped_tiles_matches_numpy(bm, bn, bk, num_warps,
 @pytest.mark.gpu
 def test_gpu_a_wgmma_loop_with_no_k_steps_gives_zeros(kernel_module):
     run_matmul(kernel_module, "f16", (128, 128, 64), (200, 136, 0), 4)
+
+
+def test_an_f16_epilogue_exchanges_the_cast_halves_not_the_f32_accumulator():
+    cuda = tutorial_03_cuda(128, 128, 32, 4, 3)
+    assert "held in registers before its layout change" in cuda
+    exchange = cuda[cuda.index("earlier readers of shared memory are done"):]
+    assert exchange.split("\n")[1].strip().startswith("__half* const s")
+    header = json.loads(cuda.splitlines()[0].split(":", 1)[1])
+    # the staged buffers (3 stages of 128x32 and 32x128 halves); the 32 KiB exchange reuses them
+    assert header["shared_bytes"] == 3 * (128 * 32 + 32 * 128) * 2

@@ -47,7 +47,7 @@ from mytriton.ir.analysis import is_materialized, is_tile, stored_params
 from mytriton.target import (
     MAX_ELEMENTS_PER_THREAD, OPT_IN_SHARED_MEMORY, SHARED_MEMORY_BUDGET, WGMMA_BUILD_ARCH, budget_text,
 )
-from mytriton.ir.ssa import Block, BlockArg, Const, Kernel, Op, Operand, Value, for_yield, is_combine, use_counts, walk
+from mytriton.ir.ssa import Block, BlockArg, Const, Kernel, Op, OpResult, Operand, Value, for_yield, is_combine, use_counts, walk
 from mytriton.ir.ssa_text import ValueNames
 from mytriton.ir.layouts import Mma
 from mytriton.types import BOOL, BlockType, PointerType, ScalarType, SharedType, element_of
@@ -98,6 +98,7 @@ class CudaEmitter:
         self.late_shared_bytes = 0
         self.late = False  # emitting such an op now
         self.late_ops = late_ops(kernel)
+        self.held: set = set()  # tiles computed into registers though not materialised (hold_narrower)
         self.shared_allocs: list[Op] = []  # buffers the stage-dots pass allocated
         self.lines: list[str] = []
         self.vector_stores = 0  # staging arrays of vector stores, numbered
@@ -604,6 +605,8 @@ class CudaEmitter:
         reading the old one's registers where the two place an element on the
         same thread, else a copy in shared memory (``SlotLoop.read``)."""
         (op,) = group.ops
+        if op.name not in opdefs.REMAPS:
+            self.hold_narrower(op.operands[0], op)
         loop = self.open_loop(group.domain, op)
         coords = loop.coords()
         storage = self.storage[op.results[0]]
@@ -620,6 +623,35 @@ class CudaEmitter:
         self.close_loop(loop, f"{op.name}{self.where(op).replace('  // ' + op.name, '')} into "
                               f"{self.parent_name(group.domain.parent)} ({group.domain.slots} slot(s) per thread)",
                         [f"{c_element(op.results[0].type)} {storage}[{group.domain.slots}];"])
+
+    def hold_narrower(self, value: Value, op: Op) -> None:
+        """Compute ``value`` into registers in its own layout when it is
+        narrower than every held tile it is computed from (an epilogue's
+        f32 -> f16 cast), so that a layout change moves it, not its wider
+        inputs, through shared memory."""
+        if not is_tile(value) or value in self.storage:
+            return
+        inputs, work, seen = [], [value], set()
+        while work:
+            v = work.pop()
+            if v in seen or not is_tile(v):
+                continue
+            seen.add(v)
+            if v in self.storage or not isinstance(v, OpResult):
+                inputs.append(v)
+            else:
+                work.extend(v.op.operands)
+        nbytes = _element_bytes(value.type)
+        if not inputs or any(_element_bytes(v.type) <= nbytes for v in inputs):
+            return
+        domain = self.layout_of(value)
+        loop = self.open_loop(domain, op)
+        name = "t" + self.name(value)[1:]
+        loop.lines.append(f"{name}[k] = {loop.value(value, loop.coords()).expr};")
+        self.close_loop(loop, f"{self.name(value)} held in registers before its layout change "
+                              f"({domain.slots} slot(s) per thread)", [f"{c_element(value.type)} {name}[{domain.slots}];"])
+        self.storage[value] = name
+        self.held.add(value)
 
     # ---- shared memory ------------------------------------------------------------------------------
     def stage_shared(self, loop: SlotLoop) -> None:

@@ -94,7 +94,7 @@ class SlotLoop:
         key = (operand, tuple(coords))
         if key in self.memo:
             return self.memo[key]
-        if is_materialized(operand):
+        if is_materialized(operand) or operand in self.emitter.held:
             result = self.read(operand, coords)
         else:
             result = self.compute(operand.op, coords)
