@@ -389,31 +389,14 @@ def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str
     from mytriton.backends.cuda.scans import _aligned, combine_lines
 
     scan = op.name == "scan"
-    parent = plan_.domain.parent
     dim, warps, blocks, runs = plan_.dim, plan_.warps, plan_.blocks, plan_.runs
     n = len(op.operands)
     elements = [c_element(element_of(x.type)) for x in op.operands]
-    row_layout = plan_.row_layout()
-    positions = {d: f"{em.parent_name(parent)}_p{d}" for d in range(parent.rank)}
-    row_index = linear_index(row_layout.coordinates("r", positions), row_layout.shape)
     # One writer per (row, block, warp): the lane holding the warp's value (a reduce's
     # lane 0, a scan's last lane in its order), not a copy warp, one copy of the row.
     writer_lane = 0 if (not scan or reverse) else plan_.lanes - 1
-    terms = [f"{lane_pos} == {writer_lane}"]
-    if warps < parent.warps_per_cta[dim]:
-        terms.append(f"{warp_pos} < {warps}")
-    digits = row_layout.digits("r")
-    for d in range(parent.rank):
-        if d == dim:
-            continue
-        if d in digits:
-            term = parent.first_copy(d, digits[d], positions[d])
-        elif parent.threads_per_dim(d) > 1:
-            term = f"{positions[d]} == 0"
-        else:
-            term = None
-        if term:
-            terms.append(term)
+    row_layout = plan_.row_layout()
+    row_index, terms = _row_writers(em, plan_, dim, warps, warp_pos, f"{lane_pos} == {writer_lane}")
     qw = f"m{tag}"
     names, offset = [], 0
     line = em.line
@@ -578,23 +561,7 @@ def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[s
 
     # Shared memory: [row][block][warp]; the lanes of distinct places below 2^rounds write.
     row_layout = plan_.row_layout()
-    positions = {d: f"{em.parent_name(parent)}_p{d}" for d in range(parent.rank)}
-    row_index = linear_index(row_layout.coordinates("r", positions), row_layout.shape)
-    terms = [f"{lane_pos} < {1 << rounds}"]
-    if warps < parent.warps_per_cta[dim]:
-        terms.append(f"{warp_pos} < {warps}")
-    digits = row_layout.digits("r")
-    for d in range(parent.rank):
-        if d == dim:
-            continue
-        if d in digits:
-            term = parent.first_copy(d, digits[d], positions[d])
-        elif parent.threads_per_dim(d) > 1:
-            term = f"{positions[d]} == 0"
-        else:
-            term = None
-        if term:
-            terms.append(term)
+    row_index, terms = _row_writers(em, plan_, dim, warps, warp_pos, f"{lane_pos} < {1 << rounds}")
     start = " + ".join(f"(({ql} >> {i}) & 1) * {blocks >> (i + 1)}" for i in range(rounds)) or "0"
     names, offset = [], 0
     line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
@@ -651,3 +618,29 @@ def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[s
     em.depth -= 1
     line("}")
     line(f"{em.lang.barrier}  // later users of shared memory wait for these reads")
+
+
+def _row_writers(em: "CudaEmitter", plan_, dim: int, warps: int, warp_pos: str, lane_term: str) -> tuple[str, list[str]]:
+    """The row's index in the shared exchange and the conditions that pick
+    its writers: ``lane_term``, a warp among the ``warps`` along ``dim``, and
+    one copy of the row where the layout repeats it across threads."""
+    parent = plan_.domain.parent
+    row_layout = plan_.row_layout()
+    positions = {d: f"{em.parent_name(parent)}_p{d}" for d in range(parent.rank)}
+    row_index = linear_index(row_layout.coordinates("r", positions), row_layout.shape)
+    terms = [lane_term]
+    if warps < parent.warps_per_cta[dim]:
+        terms.append(f"{warp_pos} < {warps}")
+    digits = row_layout.digits("r")
+    for d in range(parent.rank):
+        if d == dim:
+            continue
+        if d in digits:
+            term = parent.first_copy(d, digits[d], positions[d])
+        elif parent.threads_per_dim(d) > 1:
+            term = f"{positions[d]} == 0"
+        else:
+            term = None
+        if term:
+            terms.append(term)
+    return row_index, terms

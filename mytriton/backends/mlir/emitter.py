@@ -32,7 +32,7 @@ from mytriton.diagnostics import Location
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import pointer_bases
 from mytriton.ir.ssa import (
-    Block, Const, Kernel, Op, Operand, Param, Value, for_body, for_bounds, for_inits, yield_types,
+    Block, Const, Kernel, Op, Operand, Param, Value, yield_types,
 )
 from mytriton.types import (
     BF16, BOOL, F16, F32, I32, PointerType, ScalarType, SharedType, Type, WeakType, concrete, element_of, promote,
@@ -672,66 +672,21 @@ class _Emitter(RegionEmitter):
         values = [self.value(o, t, op.loc) for o, t in zip(op.operands, expected)]
         self.w.line(f"scf.yield {joined(values)} : {joined(types)}" if values else "scf.yield", op.loc)
 
-    def op_condition(self, op: Op) -> None:
-        cond = self.element(op.operands[0], [], BOOL, op.loc)
-        args = op.parent.args
-        names = [self.names[a] for a in args]
-        tail = f" {joined(names)} : {joined(self.carried_types(args))}" if args else ""
-        self.w.line(f"scf.condition({cond}){tail}", op.loc)
+    # ---- the structured ops' hooks (emitter_base.RegionEmitter) ---------------------------------
+    def scalar_operand(self, operand, element, loc) -> str:
+        return self.element(operand, [], element, loc)
 
-    def op_for(self, op: Op) -> None:
-        w, loc = self.w, op.loc
-        body = for_body(op)
-        index_t = concrete(body.args[0].type)
-        ity = scalar_type(index_t)
-        start, stop, step = (self.element(o, [], index_t, loc) for o in for_bounds(op))
-        raw_step = for_bounds(op)[2]
-        inits = [self.value(o, r.type, loc) for o, r in zip(for_inits(op), op.results)]
-        types = [mlir_type(r.type) for r in op.results]
-        if isinstance(raw_step, Const):  # the verifier has made sure it is positive
-            lo, hi, by = start, stop, step
-        else:
-            # A runtime step <= 0 runs no iteration (as on the GPU); scf.for leaves it undefined.
-            zero = constant(w, 0, index_t, loc)
-            positive = w.op(f"arith.cmpi sgt, {step}, {zero} : {ity}", loc)
-            lo, by = start, step
-            hi = w.op(f"arith.select {positive}, {stop}, {start} : {ity}", loc)
-        iv = w.fresh()
-        args = [w.fresh() for _ in op.results]
-        prefix = self.bind_results(op)
-        head = f"scf.for {iv} = {lo} to {hi} step {by}"
-        if args:
-            head += f" iter_args({joined(f'{a} = {i}' for a, i in zip(args, inits))}) -> ({joined(types)})"
-        w.line(f"{prefix}{head} : {ity} {{", located=False)
-        self.region(body, [iv, *args])
-        w.line("}", loc)
+    def carried_value(self, operand, t, loc) -> str:
+        return self.value(operand, t, loc)
 
-    def op_if(self, op: Op) -> None:
-        w, loc = self.w, op.loc
-        cond = self.element(op.operands[0], [], BOOL, loc)
-        types = [mlir_type(r.type) for r in op.results]
-        prefix = self.bind_results(op)
-        tail = f" -> ({joined(types)})" if types else ""
-        w.line(f"{prefix}scf.if {cond}{tail} {{", located=False)
-        self.region(op.regions[0], [])
-        w.line("} else {", located=False)
-        self.region(op.regions[1], [])
-        w.line("}", loc)
+    def carried_type(self, t) -> str:
+        return mlir_type(t)
 
-    def op_while(self, op: Op) -> None:
-        w, loc = self.w, op.loc
-        inits = [self.value(o, r.type, loc) for o, r in zip(op.operands, op.results)]
-        types = joined(mlir_type(r.type) for r in op.results)
-        before = [w.fresh() for _ in op.results]
-        prefix = self.bind_results(op)
-        w.line(f"{prefix}scf.while ({joined(f'{a} = {i}' for a, i in zip(before, inits))}) : "
-               f"({types}) -> ({types}) {{", located=False)
-        self.region(op.regions[0], before)
-        w.line("} do {", located=False)
-        after = [w.fresh() for _ in op.results]
-        w.line(f"^bb0({joined(f'{a}: {mlir_type(r.type)}' for a, r in zip(after, op.results))}):", located=False)
-        self.region(op.regions[1], after)
-        w.line("}", loc)
+    def index_zero(self, index_t, loc) -> str:
+        return constant(self.w, 0, index_t, loc)
+
+    def block_arg(self, name: str, t, loc) -> str:
+        return f"{name}: {mlir_type(t)}"
 
 
 def combining_type(t: ScalarType) -> ScalarType:

@@ -1,16 +1,20 @@
 """What the MLIR-family emitters (``backends/mlir``, ``backends/ttir``) share:
 the writer and the value names, the walk over a block, located errors, the
-op table's verdict on each op and the naming of a region op's results."""
+op table's verdict on each op, the naming of a region op's results, and the
+``scf`` structured ops (for, if, while and a while's condition), written
+over five hooks each emitter defines for its own values and types."""
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
-from mytriton.backends.mlir.text import Writer
+from mytriton.backends.mlir.text import Writer, joined, scalar_type
 from mytriton.diagnostics import CompileError
-from mytriton.ir.ssa import Block, Kernel, Op, Value
+from mytriton.ir.ssa import Block, Const, Kernel, Op, Value, for_body, for_bounds, for_inits
+from mytriton.types import BOOL, ScalarType, Type, concrete
 
 
-class RegionEmitter:
+class RegionEmitter(ABC):
     """A base for an emitter whose ops are dispatched through an op table
     (``table.lowering(name)``: a lowering kind, "refused" with
     ``table.REFUSED[name]`` saying why, or None); the subclass's ``op``
@@ -51,3 +55,87 @@ class RegionEmitter:
         for i, result in enumerate(op.results):
             self.names[result] = f"{name}#{i}"
         return f"{name}:{len(op.results)} = "
+
+    # ---- hooks: how each dialect spells a value and a type ---------------------------------------
+    @abstractmethod
+    def scalar_operand(self, operand: Any, element: ScalarType, loc: Any) -> str:
+        """A scalar operand as an SSA name of ``element``."""
+
+    @abstractmethod
+    def carried_value(self, operand: Any, t: Type, loc: Any) -> str:
+        """An operand carried by a loop, an if or a while, as a value of type ``t``."""
+
+    @abstractmethod
+    def carried_type(self, t: Type) -> str:
+        """The dialect's spelling of a carried value's type."""
+
+    @abstractmethod
+    def index_zero(self, index_t: ScalarType, loc: Any) -> str:
+        """A 0 of a loop's index type."""
+
+    @abstractmethod
+    def block_arg(self, name: str, t: Type, loc: Any) -> str:
+        """A block argument's declaration in a region's ``^bb0(...)``."""
+
+    @abstractmethod
+    def region(self, block: Block, arg_names: list[str]) -> None:
+        """Write ``block`` as a region whose arguments are named ``arg_names``."""
+
+    # ---- scf: the structured ops --------------------------------------------------------------
+    def op_condition(self, op: Op) -> None:
+        cond = self.scalar_operand(op.operands[0], BOOL, op.loc)
+        args = op.parent.args
+        names = [self.names[a] for a in args]
+        tail = f" {joined(names)} : {joined(self.carried_type(a.type) for a in args)}" if args else ""
+        self.w.line(f"scf.condition({cond}){tail}", op.loc)
+
+    def op_for(self, op: Op) -> None:
+        w, loc = self.w, op.loc
+        body = for_body(op)
+        index_t = concrete(body.args[0].type)
+        ity = scalar_type(index_t)
+        start, stop, step = (self.scalar_operand(o, index_t, loc) for o in for_bounds(op))
+        inits = [self.carried_value(o, r.type, loc) for o, r in zip(for_inits(op), op.results)]
+        types = [self.carried_type(r.type) for r in op.results]
+        hi = stop
+        if not isinstance(for_bounds(op)[2], Const):  # the verifier has made a literal step positive
+            # A runtime step <= 0 runs no iteration (as mytriton's CUDA); scf.for leaves it undefined.
+            zero = self.index_zero(index_t, loc)
+            positive = w.op(f"arith.cmpi sgt, {step}, {zero} : {ity}", loc)
+            hi = w.op(f"arith.select {positive}, {stop}, {start} : {ity}", loc)
+        iv = w.fresh()
+        args = [w.fresh() for _ in op.results]
+        prefix = self.bind_results(op)
+        head = f"scf.for {iv} = {start} to {hi} step {step}"
+        if args:
+            head += f" iter_args({joined(f'{a} = {i}' for a, i in zip(args, inits))}) -> ({joined(types)})"
+        w.line(f"{prefix}{head} : {ity} {{", located=False)
+        self.region(body, [iv, *args])
+        w.line("}", loc)
+
+    def op_if(self, op: Op) -> None:
+        w, loc = self.w, op.loc
+        cond = self.scalar_operand(op.operands[0], BOOL, loc)
+        types = [self.carried_type(r.type) for r in op.results]
+        prefix = self.bind_results(op)
+        tail = f" -> ({joined(types)})" if types else ""
+        w.line(f"{prefix}scf.if {cond}{tail} {{", located=False)
+        self.region(op.regions[0], [])
+        w.line("} else {", located=False)
+        self.region(op.regions[1], [])
+        w.line("}", loc)
+
+    def op_while(self, op: Op) -> None:
+        w, loc = self.w, op.loc
+        inits = [self.carried_value(o, r.type, loc) for o, r in zip(op.operands, op.results)]
+        types = joined(self.carried_type(r.type) for r in op.results)
+        before = [w.fresh() for _ in op.results]
+        prefix = self.bind_results(op)
+        w.line(f"{prefix}scf.while ({joined(f'{a} = {i}' for a, i in zip(before, inits))}) : "
+               f"({types}) -> ({types}) {{", located=False)
+        self.region(op.regions[0], before)
+        w.line("} do {", located=False)
+        after = [w.fresh() for _ in op.results]
+        w.line(f"^bb0({joined(self.block_arg(a, r.type, loc) for a, r in zip(after, op.results))}):", located=False)
+        self.region(op.regions[1], after)
+        w.line("}", loc)

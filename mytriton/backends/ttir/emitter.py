@@ -19,7 +19,7 @@ from mytriton.backends.mlir.text import conversion_op, joined, literal, mlir_loc
 from mytriton.backends.ttir import ops as table
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir.ssa import (
-    Block, Const, Kernel, Op, Operand, Value, for_body, for_bounds, for_inits, is_combine, yield_types,
+    Block, Const, Kernel, Op, Operand, Value, is_combine, yield_types,
 )
 from mytriton.types import (
     BF16, BOOL, F16, F32, I8, I32, I64, PointerType, ScalarType, Type, WeakType, broadcast_shapes,
@@ -676,64 +676,21 @@ class _Emitter(RegionEmitter):
             return
         self.w.line(f"scf.yield {joined(values)} : {joined(types)}" if values else "scf.yield", op.loc)
 
-    def op_condition(self, op: Op) -> None:
-        cond = self.get(op.operands[0], (), BOOL, op.loc)
-        args = op.parent.args
-        names = [self.names[a] for a in args]
-        tail = f" {joined(names)} : {joined(self.carried(a.type) for a in args)}" if args else ""
-        self.w.line(f"scf.condition({cond}){tail}", op.loc)
+    # ---- the structured ops' hooks (emitter_base.RegionEmitter) ---------------------------------
+    def scalar_operand(self, operand, element, loc) -> str:
+        return self.get(operand, (), element, loc)
 
-    def op_for(self, op: Op) -> None:
-        w, loc = self.w, op.loc
-        body = for_body(op)
-        index_t = concrete(body.args[0].type)
-        ity = scalar_type(index_t)
-        start, stop, step = (self.get(o, (), index_t, loc) for o in for_bounds(op))
-        inits = [self.get(o, *type_of(r.type), loc) for o, r in zip(for_inits(op), op.results)]
-        types = [self.carried(r.type) for r in op.results]
-        hi = stop
-        if not isinstance(for_bounds(op)[2], Const):
-            # A runtime step <= 0 runs no iteration (as mytriton's CUDA); scf.for leaves it undefined.
-            zero = self.constant(0, (), index_t, loc)
-            positive = w.op(f"arith.cmpi sgt, {step}, {zero} : {ity}", loc)
-            hi = w.op(f"arith.select {positive}, {stop}, {start} : {ity}", loc)
-        iv = w.fresh()
-        args = [w.fresh() for _ in op.results]
-        prefix = self.bind_results(op)
-        head = f"scf.for {iv} = {start} to {hi} step {step}"
-        if args:
-            head += f" iter_args({joined(f'{a} = {i}' for a, i in zip(args, inits))}) -> ({joined(types)})"
-        w.line(f"{prefix}{head} : {ity} {{", located=False)
-        self.region(body, [iv, *args])
-        w.line("}", loc)
+    def carried_value(self, operand, t, loc) -> str:
+        return self.get(operand, *type_of(t), loc)
 
-    def op_if(self, op: Op) -> None:
-        w, loc = self.w, op.loc
-        cond = self.get(op.operands[0], (), BOOL, loc)
-        types = [self.carried(r.type) for r in op.results]
-        prefix = self.bind_results(op)
-        tail = f" -> ({joined(types)})" if types else ""
-        w.line(f"{prefix}scf.if {cond}{tail} {{", located=False)
-        self.region(op.regions[0], [])
-        w.line("} else {", located=False)
-        self.region(op.regions[1], [])
-        w.line("}", loc)
+    def carried_type(self, t) -> str:
+        return self.carried(t)
 
-    def op_while(self, op: Op) -> None:
-        w, loc = self.w, op.loc
-        inits = [self.get(o, *type_of(r.type), loc) for o, r in zip(op.operands, op.results)]
-        types = joined(self.carried(r.type) for r in op.results)
-        before = [w.fresh() for _ in op.results]
-        prefix = self.bind_results(op)
-        w.line(f"{prefix}scf.while ({joined(f'{a} = {i}' for a, i in zip(before, inits))}) : "
-               f"({types}) -> ({types}) {{", located=False)
-        self.region(op.regions[0], before)
-        w.line("} do {", located=False)
-        after = [w.fresh() for _ in op.results]
-        w.line(f"^bb0({joined(f'{a}: {self.carried(r.type)} {mlir_loc(loc)}' for a, r in zip(after, op.results))}):",
-               located=False)
-        self.region(op.regions[1], after)
-        w.line("}", loc)
+    def index_zero(self, index_t, loc) -> str:
+        return self.constant(0, (), index_t, loc)
+
+    def block_arg(self, name: str, t, loc) -> str:
+        return f"{name}: {self.carried(t)} {mlir_loc(loc)}"
 
 
 def triton_print_prefix(prefix: str, has_value: bool) -> str:
