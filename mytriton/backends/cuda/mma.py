@@ -149,7 +149,7 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
     else:
         # A's rows may be padded by 16 bytes (stage_operands), which keeps ldmatrix's rows aligned.
         a_name, b_name, element, _, a_pitch = stage_operands(em, op)
-        b_pitch = n
+        b_pitch = pitch(b.type) if isinstance(b.type, SharedType) else n  # dot_rs: B is a staged buffer
     if result.type.layout.version == 3 and not all(
             isinstance(x.type, SharedType) and isinstance(x.type.layout, NvmmaShared) for x in (a, b)):
         raise em.error_at(op, "a dot in a version-3 (wgmma) mma layout needs two shared buffers in "
