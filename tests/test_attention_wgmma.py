@@ -213,3 +213,201 @@ def test_the_attention_with_dot_rs_builds_with_nvcc(arch, config):
     cuda = pipeline.compile_source(SOURCE, "fa.py", "cuda", options)
     assert "// dot_rs" in cuda or "dot_rs" in cuda
     assert "cp.async.wait_group" in compile_ptx(cuda, arch)
+
+
+# ---- wgmma with A from registers (sm_90) --------------------------------------------------------------------
+
+H200 = dict(block_m=128, block_n=64, head_dim=64)  # benchmarks/attention.py's tile
+
+
+def laid_out(options: Options):
+    return pipeline.layouts(staged(options), options)
+
+
+def test_on_hopper_p_at_v_is_a_warpgroup_dot_reading_p_where_q_at_k_left_it():
+    kernel = laid_out(attention_options(**H200, arch="sm_90a"))
+    qk, pv = the_op(kernel, "dot_shared"), the_op(kernel, "dot_rs")
+    layout = qk.result.type.layout
+    assert (layout.version, layout.warps_per_cta) == (3, (4, 1))
+    assert pv.result.type.layout == layout
+    p = pv.operands[0]
+    assert p.type.layout == layout  # P, cast from exp2 of Q @ K^T's accumulator: no data moves
+    assert p.op.name == "cast" and p.op.operands[0].type.layout == layout
+    assert pv.operands[1].type.layout.kind == "nvmma_shared"  # V, read through a matrix descriptor
+    loop = the_op(kernel, "for")
+    tiles_converted = [op for op in walk(loop.regions[0]) if op.name == "convert_layout"
+                       and len(op.result.type.shape) == 2]
+    assert tiles_converted == []
+
+
+def test_a_register_a_not_in_a_warpgroup_layout_is_asked_for_in_one_over_its_own_k():
+    from mytriton.ir.layouts import Blocked, Mma
+    from mytriton.passes.layouts import register_a_layout
+    result = Mma(3, (8, 1), (16, 128, 16))
+    kernel = staged(attention_options(**H200))
+    a = the_op(kernel, "dot_rs").operands[0]  # [128, 64]
+    held_v3 = Mma(3, (8, 1), (16, 256, 16))
+    assert register_a_layout(result, a, held_v3) is held_v3  # the slots do not depend on the instruction's N
+    blocked = Blocked((1, 1), (1, 32), (8, 1), (1, 0))
+    assert register_a_layout(result, a, blocked) == Mma(3, (8, 1), (16, 64, 16))
+    assert register_a_layout(result, a, Mma(3, (4, 1), (16, 64, 16))) == Mma(3, (8, 1), (16, 64, 16))
+
+
+def test_on_sm_80_p_at_v_stays_on_mma_sync_with_v_padded_for_ldmatrix():
+    kernel = laid_out(attention_options(**H200, arch="sm_80"))
+    pv = the_op(kernel, "dot_rs")
+    assert pv.result.type.layout.version == 2
+    assert pv.operands[1].type.layout.kind == "padded_shared" and pv.operands[1].type.layout.pad == 8
+
+
+@pytest.mark.parametrize("warps, shape", [((4, 1), (64, 64)), ((4, 1), (128, 64)), ((8, 1), (256, 32)),
+                                          ((4, 1), (64, 128))])
+def test_the_a_registers_hold_the_isa_fragment_of_each_k16_step(warps, shape):
+    """PTX ISA, wgmma "Register Fragments", m64nNk16 A (f16/bf16): warp w of
+    the warpgroup holds rows 16 w + g (a0, a1, a4, a5) and 16 w + g + 8 (a2,
+    a3, a6, a7), columns 2 t + i % 2 (a0..a3) and 2 t + 8 + i % 2 (a4..a7),
+    two to a register, the lower column in the low half."""
+    from test_mma_fragments import c_eval
+    from mytriton.backends.cuda.layout import Layout, MmaLayout
+    from mytriton.backends.cuda.wgmma import a_register_slots
+    from mytriton.ir.layouts import Mma
+    layout = Layout.of(MmaLayout.of(Mma(3, warps, (16, shape[1], 16)), shape))
+    parent = layout.parent
+    num_warps = warps[0]
+    k_digits = layout.digits("k")
+    seen = set()
+    for tid in range(32 * num_warps):
+        lane, warp = tid % 32, tid // 32
+        g, t = lane // 4, lane % 4
+        positions = {d: c_eval(parent.thread_position(d, "tid"), tid=tid) for d in range(2)}
+        for rm in range(shape[0] // (16 * num_warps)):
+            for kk in range(0, shape[1], 16):
+                for reg, pair in enumerate(a_register_slots(layout, rm, kk)):
+                    for half, slot_text in enumerate(pair):
+                        i = 2 * reg + half  # a0 .. a7
+                        slot = c_eval(slot_text)
+                        row = c_eval(parent.coordinate(0, k_digits[0], "p"), k=slot, p=positions[0])
+                        col = c_eval(parent.coordinate(1, k_digits[1], "p"), k=slot, p=positions[1])
+                        isa_row = rm * 16 * num_warps + 16 * warp + g + 8 * ((i // 2) % 2)
+                        isa_col = kk + 2 * t + i % 2 + 8 * (i // 4)
+                        assert (row, col) == (isa_row, isa_col)
+                        seen.add((row, col))
+    assert len(seen) == shape[0] * shape[1]
+
+
+def cuda_of(options: Options) -> str:
+    return pipeline.compile_source(SOURCE, "fa.py", "cuda", options)
+
+
+def test_the_cuda_packs_p_into_wgmma_a_registers_with_no_shared_memory_for_it():
+    cuda = cuda_of(attention_options(**H200, arch="sm_90a"))
+    assert "A from registers" in cuda
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16" in cuda
+    assert "p, 1, 1, 1;" in cuda  # register A: scale-d, scale-a, scale-b, trans-b
+    assert "dot operand a: registers to shared memory" not in cuda  # the general path's staging of P
+
+
+def test_a_dot_rs_on_wgmma_whose_a_is_not_in_the_accumulator_layout_is_a_located_error():
+    options = attention_options(**H200, arch="sm_90a")
+    text = print_kernel(laid_out(options))
+    line = next(line for line in text.splitlines() if " = dot_rs " in line)
+    p = line.split("dot_rs ")[1].split(",")[0]
+    indent = line[:len(line) - len(line.lstrip())]
+    # P converted to a blocked layout (one the layouts stage never picks for it) for dot_rs to read.
+    converted = f"{indent}%9999 = convert_layout {p} : block<128x64 x f16, #blocked_p> @56:15\n"
+    broken = text.replace(line, converted + line.replace(f"dot_rs {p},", "dot_rs %9999,"), 1)
+    header = "#blocked_p = blocked<size_per_thread=[1, 1], threads_per_warp=[1, 32], warps_per_cta=[4, 1], order=[1, 0]>\n"
+    with pytest.raises(CompileError, match="operand 'a' of a warpgroup 'dot_rs' is read as wgmma's register "
+                                           "fragment") as info:
+        verify(parse_kernel(header + broken, "fa.py"))
+    assert info.value.loc is not None
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("config", [dict(H200), dict(H200, dtype="bf16"), dict(H200, stage=3),
+                                    dict(block_m=64, block_n=64, head_dim=64),
+                                    dict(block_m=128, block_n=64, head_dim=128, num_warps=8)])
+def test_the_warpgroup_attention_builds_for_sm_90a_with_no_serialised_wgmma(config):
+    """ptxas notes C7514/C7515 (wgmma serialised), C7517/C7519 (warpgroup
+    waits or arrives injected): none, for P @ V from registers and Q @ K^T."""
+    import subprocess
+    import tempfile
+    from mytriton.backends.cuda.nvcc import find_nvcc
+    config = dict(config)
+    dtype, stage = config.pop("dtype", "fp16"), config.pop("stage", 1)
+    num_warps = config.pop("num_warps", 4)
+    cuda = cuda_of(attention_options(dtype, stage, **config, arch="sm_90a", num_warps=num_warps))
+    assert "A from registers" in cuda
+    with tempfile.TemporaryDirectory() as tmp:
+        source = f"{tmp}/fa.cu"
+        with open(source, "w") as f:
+            f.write(cuda)
+        run = subprocess.run([find_nvcc(), "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-cubin",
+                              "-o", f"{tmp}/fa.cubin", source], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    notes = [line for line in (run.stdout + run.stderr).splitlines() if "(C751" in line]
+    assert notes == []
+
+
+# ---- the GPU against the interpreter (the H200) ---------------------------------------------------------------
+
+
+def load_attention_module():
+    import importlib.util
+    path = ROOT / "tests" / "triton_style" / "fused_attention.py"
+    spec = importlib.util.spec_from_file_location("fused_attention_wgmma", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def launch(module, backend: str, q, k, v, causal: bool, sm_scale: float, block_m: int, block_n: int,
+           num_stages: int, num_warps: int):
+    z, h, n_ctx, head_dim = q.shape
+    o = np.zeros_like(q)
+    lse = np.zeros((z, h, n_ctx), np.float32)
+    strides = [s // x.itemsize for x in (q, k, v, o) for s in x.strides]
+    grid = (cdiv(n_ctx, block_m), z * h, 1)
+    module._attn_fwd[grid](q, k, v, sm_scale, lse, o, *strides, z, h, N_CTX=n_ctx, HEAD_DIM=head_dim,
+                           BLOCK_M=block_m, BLOCK_N=block_n, STAGE=3 if causal else 1, num_warps=num_warps,
+                           num_stages=num_stages, backend=backend)
+    return o, lse
+
+
+def attention_case(dtype, causal, n_ctx, tile, num_stages, backends=("cuda", "interp")):
+    block_m, block_n, head_dim, num_warps = tile
+    module = load_attention_module()
+    np_type = np.float16 if dtype == "fp16" else pytest.importorskip("ml_dtypes").bfloat16
+    rng = np.random.default_rng(n_ctx + head_dim + causal)
+    shape = (1, 2, n_ctx, head_dim)
+    q, k, v = [(rng.uniform(0.25, 1.0, shape) * rng.choice([-1, 1], shape)).astype(np_type) for _ in range(3)]
+    sm_scale = 0.125
+    ours = launch(module, backends[0], q, k, v, causal, sm_scale, block_m, block_n, num_stages, num_warps)
+    expected = launch(module, backends[1], q, k, v, causal, sm_scale, block_m, block_n, num_stages, num_warps)
+    tol = 2e-2 if dtype == "fp16" else 5e-2
+    np.testing.assert_allclose(ours[0].astype(np.float32), expected[0].astype(np.float32), rtol=tol, atol=tol)
+    np.testing.assert_allclose(ours[1], expected[1], rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(ours[0].astype(np.float64), reference(q, k, v, causal, sm_scale), rtol=tol, atol=tol)
+
+
+def test_the_gpu_cases_check_the_interpreter_against_numpy_here():
+    """The comparison the GPU tests make, with the interpreter on both sides
+    (a small ragged case of each dtype), so that its set-up is known good."""
+    for dtype in ("fp16", "bf16"):
+        attention_case(dtype, True, 77, (64, 64, 64, 4), 3, backends=("interp", "interp"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("n_ctx", [1024, 1000, 77])
+@pytest.mark.parametrize("tile", [(128, 64, 64, 4), (64, 64, 64, 4), (128, 64, 128, 8)],
+                         ids=lambda t: "x".join(map(str, t)))
+def test_the_warpgroup_attention_on_the_gpu_matches_the_interpreter(dtype, causal, n_ctx, tile):
+    attention_case(dtype, causal, n_ctx, tile, 3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_warpgroup_attention_unpipelined_on_the_gpu_matches_the_interpreter(causal):
+    attention_case("fp16", causal, 1000, (128, 64, 64, 4), 1)
