@@ -295,6 +295,24 @@ def test_the_a_registers_hold_the_isa_fragment_of_each_k16_step(warps, shape):
     assert len(seen) == shape[0] * shape[1]
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("stage", [1, 3])
+def test_the_row_statistics_live_in_the_slice_of_the_accumulator_layout_and_nothing_converts(arch, stage):
+    """m_i and l_i (carried), the row max and sum, alpha: in the slice of the
+    mma layout of Q @ K^T, where acc * alpha[:, None] reads them."""
+    from mytriton.ir.layouts import Slice
+    kernel = laid_out(attention_options("fp16", stage, **H200, arch=arch))
+    assert "convert_layout" not in names(kernel)
+    for loop in [op for op in walk(kernel.body) if op.name == "for"]:
+        acc = next(arg for arg in loop.regions[0].args if len(getattr(arg.type, "shape", ())) == 2)
+        rows = Slice(1, acc.type.layout)
+        vectors = [arg for arg in loop.regions[0].args if len(getattr(arg.type, "shape", ())) == 1]
+        assert len(vectors) == 2 and all(arg.type.layout == rows for arg in vectors)  # l_i, m_i
+        for op in walk(loop.regions[0]):
+            if op.name in ("max", "sum"):
+                assert op.result.type.layout == rows
+
+
 def cuda_of(options: Options) -> str:
     return pipeline.compile_source(SOURCE, "fa.py", "cuda", options)
 

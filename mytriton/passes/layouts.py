@@ -44,7 +44,11 @@ A dot computed with FMAs anchors its result's layout (Triton's anchors
 again): its result gets a register-tiled layout (``fma_dot_layout``), and
 that choice flows forwards, before the backward walk, to what is computed
 elementwise from it at its shape and through the loops that carry it, so the
-accumulator of ``acc += tl.dot(a, b)`` stays in it across the K loop. A use
+accumulator of ``acc += tl.dot(a, b)`` stays in it across the K loop. A
+reduction of a tensor-core accumulator anchors its result in the slice of
+the mma layout, which flows the same way (attention's row max and sum, and
+the m_i and l_i its loop carries, stay where acc * alpha[:, None] reads
+them). A use
 that wants a held anchored tile in another layout gets a ``convert_layout``
 (after the loop, for a loop's result) instead of moving the anchor.
 
@@ -341,6 +345,16 @@ class _Assigner:
         result = op.results[0]
         if definition.layout_rule == "dot" and len(result.type.shape) == 2:
             self.anchored.setdefault(result, self.dot_layout(op))
+        elif definition.layout_rule == "reduce" and isinstance(self.anchored.get(op.operands[0]), Mma):
+            # A reduction of a tensor-core accumulator (attention's row max and
+            # row sum of Q @ K^T) anchors its result in the slice of that mma
+            # layout, so that the row statistics computed from it and the
+            # values a loop carries for them (m_i, l_i) stay there: the acc
+            # rescale and the next iteration read them with no layout change.
+            domain = self.anchored[op.operands[0]]
+            for tile in op.results:
+                if is_tile(tile):
+                    self.anchored.setdefault(tile, Slice(op.attrs.get("axis"), domain))
         elif definition.layout_rule == "elementwise":
             for operand in op.operands:
                 self.anchor_to(result, operand)
