@@ -153,6 +153,15 @@ def test_a_dot_of_a_register_tile_and_a_loaded_tile_alone_in_its_loop_is_staged_
     np.testing.assert_allclose(results[0], np.exp(a.astype(np.float64)) @ b, rtol=1e-4, atol=1e-4)
 
 
+def test_the_mlir_back_end_lowers_dot_rs_and_xdsl_verifies_it():
+    pytest.importorskip("xdsl")
+    from mlir_check import parse_and_verify
+    kernel = staged(attention_options(num_stages=1))  # (pipelined loops are not in the MLIR back end yet)
+    text = pipeline.emit_mlir(kernel)
+    parse_and_verify(text)
+    assert "memref.load" in text
+
+
 # ---- the interpreter: the same bits before and after staging ------------------------------------------------
 
 

@@ -837,7 +837,8 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
     # buffers leave room for the scratch of what stays unstaged (attention's
     # P @ V, its reductions): otherwise it keeps the general path, as before.
     while True:
-        reserve = _scratch_reserve(kernel, frozenset(plan.dot for plan in matched))
+        # (A dot_rs off wgmma stages its register A through scratch: not "staged" here.)
+        reserve = _scratch_reserve(kernel, frozenset(plan.dot for plan in matched if plan.a is not None))
         taken, room = [], used
         for plan in matched:
             # (The layouts stage pads the buffers' rows, and the back end's
