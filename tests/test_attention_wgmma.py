@@ -72,6 +72,20 @@ def test_v_is_copied_with_k_before_the_first_barrier_of_the_iteration():
     assert body.index("dot_shared") < body.index("dot_rs")
 
 
+@pytest.mark.parametrize("config", [(64, 32, 64, 48), (64, 32, 64, 64), (64, 32, 64, 100), (128, 64, 128, None)])
+def test_p_at_v_is_staged_only_beside_a_staged_q_at_k(config):
+    """Where the budget keeps Q @ K^T on the general path, P @ V stays there
+    too (its A would otherwise be converted from that dot's layout); the
+    causal HEAD_DIM=128 kernel at 227 KiB had V alone fit before this rule."""
+    block_m, block_n, head_dim, budget_kib = config
+    budget = budget_kib and budget_kib * 1024
+    kernel = staged(attention_options("fp16", 3, block_m, block_n, head_dim, shared_budget=budget))
+    for loop in [op for op in walk(kernel.body) if op.name == "for"]:
+        inside = [op.name for op in loop.regions[0].ops]
+        if "dot_rs" in inside:
+            assert "dot_shared" in inside and "dot" not in inside
+
+
 def test_without_pipelining_a_barrier_follows_p_at_v():
     kernel = staged(attention_options(num_stages=1))
     loop = the_op(kernel, "for")

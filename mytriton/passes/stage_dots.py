@@ -847,6 +847,12 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
                 continue
             room += plan.nbytes
             taken.append(plan)
+        # P @ V is staged only beside a staged Q @ K^T: a dot_rs whose loop
+        # body keeps another dot on the general path would read P converted
+        # from that dot's layout through shared memory (and crowd the budget).
+        staged = {plan.dot for plan in taken}
+        taken = [plan for plan in taken if plan.a is not None or all(
+            op in staged for op in plan.dot.parent.ops if op.name == "dot")]
         if len(taken) == len(matched):
             break
         matched = taken
