@@ -18,6 +18,13 @@ offsets, swizzle mode; PTX ISA "Matrix Descriptor Format"):
   offset), the column blocks ``K * S`` bytes apart (leading byte offset),
   and a k16 step starts 16 rows (16 S bytes) further.
 
+A ``dot_rs`` (attention's P @ V) reads A from registers instead: the tile is
+held in a version-3 mma layout over [M, K] (``layouts.register_a_layout``),
+whose slots for k16 step s are the A fragment of ``m64nNk16`` (PTX ISA,
+wgmma "Register Fragments": (g, 2t..2t+1), (g+8, ..), (g, 2t+8..), (g+8, ..)
+of the warp's 16 rows, ``a_register_slots``); each thread packs its own pairs
+into four .b32 registers per k16 step, with no data exchanged.
+
 The accumulator registers of an m64nN instruction are, warp by warp, the
 m16n8 fragments of ``mma.sync`` side by side along N, so the ``version=3``
 layout's slots are those of the version-2 layout with warps ``[W, 1]``
@@ -163,7 +170,10 @@ def emit_wgmma_products(em: "CudaEmitter", op: Op, layout: "Layout", storage: st
                 em.line(f"unsigned a_frag_{kk // instr_k}_{rm}[4] = {{{packed}}};")
                 fragments += [f"a_frag_{kk // instr_k}_{rm}[{i}]" for i in range(4)]
     fenced += [f'"+r"({r})' for r in fragments]
-    em.line(f'asm volatile("wgmma.fence.sync.aligned;\\n" : {", ".join(fenced)} :: "memory");')
+    if fenced:
+        em.line(f'asm volatile("wgmma.fence.sync.aligned;\\n" : {", ".join(fenced)} :: "memory");')
+    else:
+        em.line('asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");')
     ptx = instruction(element, instr_n)
     for kk in range(0, k, instr_k):
         for rm in range(reps_m):
