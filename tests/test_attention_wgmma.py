@@ -348,6 +348,15 @@ def test_the_cuda_packs_p_into_wgmma_a_registers_with_no_shared_memory_for_it():
     assert "dot operand a: registers to shared memory" not in cuda  # the general path's staging of P
 
 
+def test_the_warpgroup_attention_synchronises_once_an_iteration():
+    """Three barriers in all: after Q's copy, the pipeline's one an iteration
+    (its tiles have landed, the stage it refills is free), and after the loop;
+    no layout change or operand staging through shared memory adds one."""
+    cuda = cuda_of(attention_options(**H200, arch="sm_90a"))
+    assert cuda.count("__syncthreads()") == 3
+    assert "convert_layout" not in cuda
+
+
 def test_a_dot_rs_on_wgmma_whose_a_is_not_in_the_accumulator_layout_is_a_located_error():
     options = attention_options(**H200, arch="sm_90a")
     text = print_kernel(laid_out(options))
