@@ -107,9 +107,9 @@ def test_tiles_over_the_shared_memory_budget_are_refused_before_emitting():
                      shared_budget=48 * 1024)
 
 
-# Scaling a loaded tile before the dot leaves the canonical pattern: the
-# stage-dots pass keeps this dot, and the CUDA backend's general path writes
-# both operand tiles from registers to shared memory.
+# Scaling a loaded tile before the dot leaves the canonical pattern for A:
+# the stage-dots pass stages B alone (a dot_rs, A in registers), and the CUDA
+# backend writes the A tile from registers to shared scratch.
 SCALED = '''
     @mytriton.jit
     def scaled_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
@@ -127,10 +127,11 @@ SCALED = '''
 '''
 
 
-def test_a_dot_of_computed_tiles_takes_the_general_path():
+def test_a_dot_of_a_computed_a_stages_b_alone_and_a_through_scratch():
     cuda = compile_text(kernel_source(SCALED), "cuda", defines={"BM": 32, "BN": 32, "BK": 16})
     assert "dot operand a: registers to shared memory" in cuda
-    assert "copy_to_shared" not in cuda
+    assert "dot operand b: registers to shared memory" not in cuda
+    assert "copy_to_shared" in cuda and "// dot_rs" in cuda
 
 
 def run_scaled(kernel_module, backend):

@@ -1176,6 +1176,12 @@ def _dot_shared(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     return _matmul(st, op, _shared_tiles(st.env[a]), _shared_tiles(st.env[b]))
 
 
+@handles("dot_rs")
+def _dot_rs(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    a, b, _ = op.operands
+    return _matmul(st, op, st.get(a, np_dtype(a.type), 2), _shared_tiles(st.env[b]))
+
+
 # ---- pipelined K loops (the pipeline pass) --------------------------------------------------------
 # A stage view is the buffer and each program's stage; copies write through it
 # into the buffer, and a dot reads each program's stage out of it. An async

@@ -414,7 +414,7 @@ def _dot_rule(name: str, a: Type | None, b: Type | None, acc: Type | None,
               attrs: dict[str, Any]) -> list[Type]:
     """``a @ b (+ acc)`` for blocks (``dot``) or shared buffers (``dot_shared``),
     with Triton's rules for operand dtypes, precision and result dtype."""
-    what = "shared buffers" if name == "dot_shared" else "blocks"
+    what = {"dot_shared": "shared buffers", "dot_rs": "operands"}.get(name, "blocks")
     sa, sb = _tile_shape(a), _tile_shape(b)
     if len(sa) != 2 or len(sb) != 2:
         raise _err(f"'{name}' needs two rank-2 {what}, got {a} and {b}")
@@ -1567,6 +1567,26 @@ _register(OpDef("scan", ("inputs",), _scan, attrs=("axis", "reverse"), optional_
                 doc="tl.associative_scan: the inclusive scans of the N tiles (one shape) along axis, from the "
                     "end when reverse, by the combine region (N left then N right scalars, yields N)"))
 
+# ---- dots with a register operand (issue 10, attention) ----------------------------
+# Attention's P @ V: P is computed in registers (the softmax of Q @ K^T), V is
+# a tile load that stage-dots copies into shared memory (and pipelines with
+# K's copies). ``dot_rs`` multiplies the register tile ``a`` by the shared
+# buffer ``b``: on Hopper, wgmma reads A from registers and B through a
+# matrix descriptor; elsewhere A goes through shared scratch as a general
+# dot's operands do.
+
+
+def _dot_rs(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    a, b, acc = types
+    if not (isinstance(a, BlockType) and isinstance(b, SharedType)):
+        raise _err(f"'dot_rs' multiplies a register tile by a shared buffer, got {a} and {b}")
+    return _dot_rule("dot_rs", a, b, acc, attrs)
+
+
+_register(OpDef("dot_rs", ("a", "b", "acc?"), _dot_rs, attrs=DOT_ATTRS, optional_attrs=DOT_ATTRS,
+                reads_shared=True, shared_operands=("b",), materialised=True,
+                doc="dot of the register tile a and the shared buffer b (plus acc), with dot's attributes"))
+
 # ---- layout rules ---------------------------------------------------------------
 # "elementwise": tile operands are read in the result's layout (sliced for a
 #     lower-rank operand, which broadcasts); cheap enough to recompute in
@@ -1596,7 +1616,7 @@ for _name, _rule in (("expand_dims", "expand_dims"), ("load", "load"), ("store",
                      ("device_print", "store"), ("device_assert", "store"), ("sum", "reduce"),
                      ("atomic_rmw", "load"), ("atomic_cas", "load"),
                      ("max", "reduce"), ("min", "reduce"), ("reduce", "reduce"), ("scan", "scan"),
-                     ("dot", "dot"), ("dot_shared", "dot"),
+                     ("dot", "dot"), ("dot_shared", "dot"), ("dot_rs", "dot"),
                      ("convert_layout", "convert"), ("trans", "convert"), ("permute", "convert"),
                      ("reshape", "convert"), ("split", "convert"), ("join", "convert")):
     _set_layout_rule(_name, _rule)

@@ -38,13 +38,20 @@ On Hopper (``sm_90``/``sm_90a``) a dot of f16 or bf16 shared buffers whose
 tile fits whole warpgroup instructions (``wgmma_layout``: M a multiple of 16
 per warp, N and K of 64) gets a ``version=3`` mma layout instead, and its two
 buffers ``nvmma_shared`` layouts (128-byte swizzle), which ``wgmma`` reads
-through matrix descriptors without any ldmatrix.
+through matrix descriptors without any ldmatrix. A ``dot_rs`` (A in
+registers, B a staged buffer) gets one too where it fits; its A is asked for
+in a version-3 mma layout over [M, K], wgmma's A register fragment
+(``register_a_layout``), which attention's P already has.
 
 A dot computed with FMAs anchors its result's layout (Triton's anchors
 again): its result gets a register-tiled layout (``fma_dot_layout``), and
 that choice flows forwards, before the backward walk, to what is computed
 elementwise from it at its shape and through the loops that carry it, so the
-accumulator of ``acc += tl.dot(a, b)`` stays in it across the K loop. A use
+accumulator of ``acc += tl.dot(a, b)`` stays in it across the K loop. A
+reduction of a tensor-core accumulator anchors its result in the slice of
+the mma layout, which flows the same way (attention's row max and sum, and
+the m_i and l_i its loop carries, stay where acc * alpha[:, None] reads
+them). A use
 that wants a held anchored tile in another layout gets a ``convert_layout``
 (after the loop, for a loop's result) instead of moving the anchor.
 
@@ -135,13 +142,17 @@ def wgmma_layout(op: Op, num_warps: int) -> Mma | None:
     if opdefs.lookup(op.name).layout_rule != "dot":
         return None
     a, b = op.operands[0], op.operands[1]
-    if not (isinstance(a.type, SharedType) and isinstance(b.type, SharedType)):
+    # A from registers (``dot_rs``): wgmma reads it as the register fragment
+    # ``register_a_layout`` gives, with no swizzle of its own.
+    a_in_registers = op.name == "dot_rs" and isinstance(a.type, BlockType)
+    if not ((isinstance(a.type, SharedType) or a_in_registers) and isinstance(b.type, SharedType)):
         return None
-    element = a.type.element
+    element = _operand_element(a)
     if element != b.type.element or element not in WGMMA_K or num_warps % 4:
         return None
     (m, k), n = a.type.shape, b.type.shape[1]
-    a_swizzle, b_swizzle = wgmma_swizzle(k, element.nbytes), wgmma_swizzle(n, element.nbytes)
+    a_swizzle = SWIZZLE_BYTES[0] if a_in_registers else wgmma_swizzle(k, element.nbytes)
+    b_swizzle = wgmma_swizzle(n, element.nbytes)
     if m % (16 * num_warps) or k % WGMMA_K[element] or a_swizzle is None or b_swizzle is None:
         return None
     # An instruction's N: whole column blocks of B, at most 256; with a narrower
@@ -154,6 +165,22 @@ def wgmma_layout(op: Op, num_warps: int) -> Mma | None:
     else:
         instr_n = next(w for w in range(min(n, WGMMA_MAX_N), 0, -block) if n % w == 0)
     return Mma(3, (num_warps, 1), (16, instr_n, WGMMA_K[element]))
+
+
+def register_a_layout(result: Mma, a: Value, held: TileLayout | None) -> Mma:
+    """The layout a warpgroup dot reads its register A operand [M, K] in:
+    wgmma's m64nNk16 A fragment (PTX ISA, "Register Fragments" of
+    wgmma.mma_async: per warp 16 rows; registers (g, 2t..2t+1), (g+8, ..),
+    (g, 2t+8..), (g+8, ..)) is, k16 step by k16 step, the m64nK accumulator
+    fragment of the same warps (Triton's dot_operand<op_idx=0, parent=#mma(v3),
+    k_width=2>): a version-3 mma layout over [M, K]. A tile already held in
+    one (attention's P, computed from the Q @ K^T accumulator) is read where
+    it is, whatever its instruction N (the slots do not depend on it)."""
+    if isinstance(held, Mma) and held.version == 3 and tuple(held.warps_per_cta) == tuple(result.warps_per_cta):
+        return held
+    k = a.type.shape[1]
+    instr_n = next(w for w in range(min(k, WGMMA_MAX_N) // 8 * 8, 0, -8) if k % w == 0)
+    return Mma(3, tuple(result.warps_per_cta), (16, instr_n, result.instr_shape[2]))
 
 
 def wgmma_shared_layout(buffer: Value) -> NvmmaShared:
@@ -323,6 +350,16 @@ class _Assigner:
         result = op.results[0]
         if definition.layout_rule == "dot" and len(result.type.shape) == 2:
             self.anchored.setdefault(result, self.dot_layout(op))
+        elif definition.layout_rule == "reduce" and isinstance(self.anchored.get(op.operands[0]), Mma):
+            # A reduction of a tensor-core accumulator (attention's row max and
+            # row sum of Q @ K^T) anchors its result in the slice of that mma
+            # layout, so that the row statistics computed from it and the
+            # values a loop carries for them (m_i, l_i) stay there: the acc
+            # rescale and the next iteration read them with no layout change.
+            domain = self.anchored[op.operands[0]]
+            for tile in op.results:
+                if is_tile(tile):
+                    self.anchored.setdefault(tile, Slice(op.attrs.get("axis"), domain))
         elif definition.layout_rule == "elementwise":
             for operand in op.operands:
                 self.anchor_to(result, operand)
@@ -409,7 +446,11 @@ class _Assigner:
             for index in (0, 1):
                 operand = op.operands[index]
                 if is_tile(operand):
-                    self.request(op, index, self.layout(operand))
+                    wanted = self.layout(operand)
+                    if index == 0 and op.name == "dot_rs" and isinstance(layout, Mma) and layout.version == 3:
+                        wanted = register_a_layout(layout, operand, self.layouts.get(operand)
+                                                   or self.anchored.get(operand))
+                    self.request(op, index, wanted)
             self.request(op, 2, layout)
             return
         for index, operand in enumerate(op.operands):
@@ -623,15 +664,17 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
     used = sum(r.type.numel * r.type.element.nbytes for r in allocs) + scratch_reserve(kernel)
     layouts: dict[Value, SharedLayout] = {}
     for op in walk(kernel.body):
-        if op.name != "dot_shared":
+        if op.name not in ("dot_shared", "dot_rs"):
             continue
+        # A dot_rs's A is in registers: its B alone is a buffer.
+        shared = [i for i in (0, 1) if isinstance(op.operands[i].type, SharedType)]
         if wgmma and wgmma_layout(op, num_warps) is not None:
-            for index in (0, 1):
+            for index in shared:
                 buffer = buffer_of(op.operands[index])
                 layouts.setdefault(buffer, wgmma_shared_layout(buffer))
             continue
         on_tensor_cores = mma_layout(op, num_warps) is not None
-        for index in (0, 1) if on_tensor_cores else (0,):
+        for index in [i for i in ((0, 1) if on_tensor_cores else (0,)) if i in shared]:
             buffer = buffer_of(op.operands[index])
             if buffer in layouts:
                 continue

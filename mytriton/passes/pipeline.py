@@ -78,6 +78,9 @@ class _Plan:
     dot: Op
     last_barrier: Op
     allocations: list[Op]  # the shared_alloc of each copy's buffer, in copy order
+    # Later dot_rs ops of the body whose B buffer is copied with the dot's
+    # (attention's P @ V beside Q @ K^T), each with the barrier after it.
+    riders: tuple[tuple[Op, Op], ...] = ()
 
     @property
     def strided(self) -> bool:
@@ -108,6 +111,8 @@ def requested_stages(loop: Op, default: int | None) -> int:
 def _plan(loop: Op, allocation_of: dict[Value, Op], counts: dict[Value, int]) -> _Plan:
     ops = for_body(loop).ops
     found = [i for i, op in enumerate(ops) if op.name == "dot_shared"]
+    if not found:  # a dot_rs alone (A computed in registers)
+        found = [i for i, op in enumerate(ops) if op.name == "dot_rs"][:1]
     if len(found) != 1:
         raise _NotPipelinable
     at = found[0]
@@ -119,12 +124,15 @@ def _plan(loop: Op, allocation_of: dict[Value, Op], counts: dict[Value, int]) ->
         start -= 1
     copies = ops[start:at - 1]
     buffers = [op.operands[0] for op in copies]
-    # Two copies, or one where stage-dots copied the other operand once before the loop.
-    if not copies or not set(buffers) <= set(dot.operands[:2]) or len(set(buffers)) != len(copies):
+    riders = _riders(ops, at, set(buffers) - set(dot.operands[:2]))
+    read = set(dot.operands[:2]) | {rider.operands[1] for rider, _ in riders}
+    # Two copies, or one where stage-dots copied the other operand once before
+    # the loop (or A of a dot_rs stays in registers); a rider's B besides.
+    if not copies or not set(buffers) <= read or len(set(buffers)) != len(copies):
         raise _NotPipelinable
-    if len(copies) == 1:
-        (other,) = set(dot.operands[:2]) - set(buffers) or {None}
-        if other is None or other not in allocation_of or _written_in(loop, other):
+    dot_buffers = [x for x in dot.operands[:2] if isinstance(x.type, SharedType)]
+    for other in set(dot_buffers) - set(buffers):
+        if other not in allocation_of or _written_in(loop, other):
             raise _NotPipelinable
     allocations = []
     for buffer in buffers:
@@ -134,7 +142,22 @@ def _plan(loop: Op, allocation_of: dict[Value, Op], counts: dict[Value, int]) ->
     for copy in copies:
         for operand in copy.operands[1:]:
             _check_clonable(loop, operand)
-    return _Plan(loop, copies, ops[at - 1], dot, ops[at + 1], allocations)
+    return _Plan(loop, copies, ops[at - 1], dot, ops[at + 1], allocations, riders)
+
+
+def _riders(ops: list[Op], at: int, buffers: set) -> tuple[tuple[Op, Op], ...]:
+    """The dot_rs ops after ``ops[at]`` reading one of ``buffers`` as B, each
+    followed by a barrier (as stage-dots writes them); every buffer read so."""
+    riders = []
+    for i in range(at + 2, len(ops)):
+        op = ops[i]
+        if op.name == "dot_rs" and op.operands[1] in buffers:
+            if i + 1 >= len(ops) or ops[i + 1].name != "barrier":
+                raise _NotPipelinable
+            riders.append((op, ops[i + 1]))
+    if {op.operands[1] for op, _ in riders} != buffers:
+        raise _NotPipelinable
+    return tuple(riders)
 
 
 def _written_in(loop: Op, buffer: Value) -> bool:
@@ -295,10 +318,13 @@ def _pipeline(plan: _Plan, stages: int) -> None:
     _issue(steady, plan, ahead, steady.before_end(ahead, stop, down), refill, stages)
     reads = [_view(steady, allocation, slot, stages, dot.loc) for allocation in plan.allocations]
     by_buffer = {copy.operands[0]: view for copy, view in zip(plan.copies, reads)}
-    dot.operands = [by_buffer.get(dot.operands[0], dot.operands[0]), by_buffer.get(dot.operands[1], dot.operands[1]),
-                    dot.operands[2]]
+    for reader in [dot, *(rider for rider, _ in plan.riders)]:
+        reader.operands = [by_buffer.get(reader.operands[0], reader.operands[0]),
+                           by_buffer.get(reader.operands[1], reader.operands[1]), reader.operands[2]]
     insert_before(dot, *steady.ops)
-    for op in [*plan.copies, plan.first_barrier, plan.last_barrier]:
+    # A rider's barrier goes too: the next refill of its stage comes after
+    # the next iteration's first barrier, as the dot's does.
+    for op in [*plan.copies, plan.first_barrier, plan.last_barrier, *(barrier for _, barrier in plan.riders)]:
         erase_op(op)
     terminator = for_yield(loop)
     after = _Builder(dot.loc)

@@ -34,6 +34,16 @@ buffers that threads are still reading. The loads, and every op only they
 needed, are erased; ops also used elsewhere (the output's offsets and masks)
 stay.
 
+A dot whose A operand is computed in registers (not a load: attention's
+P = softmax(Q @ K^T)) and whose B is a canonical tile load stages B alone:
+
+    %c = dot_rs %p, %sb, %acc          (a register tile times a shared buffer)
+    barrier
+
+In a loop body that already stages a dot_shared (attention's Q @ K^T), B's
+copy joins that dot's copies before its first barrier, so the pipeline pass
+multi-buffers V with K (and drops the barrier after the dot_rs).
+
 A dot whose operands are not canonical is left as it is (the CUDA backend has
 a general path for it); ``match_dot`` says why. All shared buffers together
 must fit in the target's shared-memory budget (``shared_budget``, sm_90's
@@ -116,17 +126,27 @@ class TilePlan:
 @dataclass(frozen=True, eq=False)
 class DotPlan:
     dot: Op
-    a: "TilePlan | StridedPlan"
+    a: "TilePlan | StridedPlan | None"  # None: A is a register tile (``dot_rs``)
     b: "TilePlan | StridedPlan"
 
     @property
+    def tiles(self) -> list["TilePlan | StridedPlan"]:
+        """The operands staged through shared memory."""
+        return [self.b] if self.a is None else [self.a, self.b]
+
+    @property
     def nbytes(self) -> int:
-        return self.a.buffer_type.nbytes + self.b.buffer_type.nbytes
+        return sum(tile.buffer_type.nbytes for tile in self.tiles)
 
     @property
     def strided(self) -> bool:
-        """Whether an operand is in a tutorial form (``copy_strided_to_shared``)."""
-        return not (isinstance(self.a, TilePlan) and isinstance(self.b, TilePlan))
+        """Whether an operand is in a tutorial form (``copy_strided_to_shared``),
+        or A stays in registers (attention's P @ V, beside its Q @ K^T)."""
+        return not all(isinstance(tile, TilePlan) for tile in self.tiles) or self.a is None
+
+    def describe(self) -> str:
+        """The tiles staged, for messages."""
+        return " and ".join(str(tile.load.result.type) for tile in self.tiles)
 
 
 @dataclass(frozen=True)
@@ -151,18 +171,33 @@ class _Mismatch(Exception):
 
 
 def match_dot(defs: Definitions, dot: Op) -> DotPlan | NotCanonical:
-    """The plan to stage ``dot``'s operands, or why they are not canonical."""
+    """The plan to stage ``dot``'s operands, or why they are not canonical.
+    An A operand computed in registers (not a load: attention's P) stays
+    there when B is a canonical tile load: B alone is staged (``dot_rs``)."""
     a, b, _ = dot.operands
-    tiles: list[TilePlan] = []
+    tiles: list[TilePlan | StridedPlan | None] = []
+    a_reason: NotCanonical | None = None
     for value, label in ((a, "A"), (b, "B")):
         tile = match_operand(defs, value)
         if isinstance(tile, NotCanonical):
-            return NotCanonical(f"operand {label}: {tile.reason}")
+            if label == "A" and _in_registers(defs, value):
+                a_reason = tile
+                tiles.append(None)
+                continue
+            # Neither operand stages: A's reason says the most (it is the first).
+            return NotCanonical(f"operand A: {a_reason}" if a_reason is not None else f"operand {label}: {tile}")
         writer = _store_between(defs, tile.load, dot)
         if writer is not None:
             return NotCanonical(f"operand {label}: a {writer.name} may run between the load and the dot")
         tiles.append(tile)
     return DotPlan(dot, tiles[0], tiles[1])
+
+
+def _in_registers(defs: Definitions, value: Operand) -> bool:
+    """A rank-2 tile computed in registers: not a load (a load that is not
+    canonical keeps the general path, as before) nor a literal."""
+    return isinstance(value, Value) and isinstance(value.type, BlockType) and len(value.type.shape) == 2 \
+        and defs.defined_by(value, "load") is None
 
 
 def match_operand(defs: Definitions, value: Operand) -> TilePlan | StridedPlan | NotCanonical:
@@ -802,7 +837,8 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
     # buffers leave room for the scratch of what stays unstaged (attention's
     # P @ V, its reductions): otherwise it keeps the general path, as before.
     while True:
-        reserve = _scratch_reserve(kernel, frozenset(plan.dot for plan in matched))
+        # (A dot_rs off wgmma stages its register A through scratch: not "staged" here.)
+        reserve = _scratch_reserve(kernel, frozenset(plan.dot for plan in matched if plan.a is not None))
         taken, room = [], used
         for plan in matched:
             # (The layouts stage pads the buffers' rows, and the back end's
@@ -811,6 +847,12 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
                 continue
             room += plan.nbytes
             taken.append(plan)
+        # P @ V is staged only beside a staged Q @ K^T: a dot_rs whose loop
+        # body keeps another dot on the general path would read P converted
+        # from that dot's layout through shared memory (and crowd the budget).
+        staged = {plan.dot for plan in taken}
+        taken = [plan for plan in taken if plan.a is not None or all(
+            op in staged for op in plan.dot.parent.ops if op.name == "dot")]
         if len(taken) == len(matched):
             break
         matched = taken
@@ -820,8 +862,8 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
         if used + plan.nbytes > budget:
             earlier = f", and {used} bytes are already allocated" if used else ""
             raise CompileError(
-                f"tl.dot needs {plan.nbytes} bytes of shared memory to stage {plan.a.load.result.type} and "
-                f"{plan.b.load.result.type}{earlier}, over the {budget_text(budget)} budget", op.loc)
+                f"tl.dot needs {plan.nbytes} bytes of shared memory to stage {plan.describe()}{earlier}, "
+                f"over the {budget_text(budget)} budget", op.loc)
         used += plan.nbytes
         plans.append(plan)
     return plans
@@ -844,11 +886,18 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
     allocations: list[Op] = []
     loads: list[Op] = []
     index = 0
+    # The first copy and the first barrier of each staged dot_shared, by the
+    # dot it replaced: a later dot_rs of the same loop body copies its B with
+    # that dot's copies (the ops computing its operands before the first).
+    groups: dict[Op, tuple[Op, Op]] = {}
     for plan in plans:
         while f"dot_a{index}" in taken or f"dot_b{index}" in taken:
             index += 1
-        buffers = []
+        buffers: list[Value | None] = []
         for tile, letter in ((plan.a, "a"), (plan.b, "b")):
+            if tile is None:  # A stays in registers
+                buffers.append(None)
+                continue
             attrs = {"name": f"dot_{letter}{index}", "shape": tile.shape, "dtype": tile.element}
             allocation = Op("shared_alloc", [], [tile.buffer_type], attrs, tile.load.loc)
             allocations.append(allocation)
@@ -856,12 +905,16 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
         index += 1
         dot = plan.dot
         # The precision and out dtype go with the product (dot_shared has dot's attributes).
-        staged = Op("dot_shared", [*buffers, dot.operands[2]], [dot.result.type], dict(dot.attrs), loc=dot.loc)
+        name = "dot_rs" if plan.a is None else "dot_shared"
+        operands = [dot.operands[0] if plan.a is None else buffers[0], buffers[1], dot.operands[2]]
+        staged = Op(name, operands, [dot.result.type], dict(dot.attrs), loc=dot.loc)
         # The ops that compute a copy's operands first, so that the copies stay
         # together before the barrier (the pipeline pass finds them there).
         in_place: list[Op] = []
         copies: list[Op] = []
         for tile, buffer in ((plan.a, buffers[0]), (plan.b, buffers[1])):
+            if tile is None:
+                continue
             *prelude, copy = tile.copy_ops(buffer)
             outside = _loop_around(dot, tile.load) if isinstance(tile, StridedPlan) else None
             if outside is not None:
@@ -871,19 +924,63 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
             else:
                 in_place += prelude
                 copies.append(copy)
-        insert_before(dot,
-                      *in_place, *copies,
-                      Op("barrier", [], [], loc=dot.loc),
-                      staged,
-                      Op("barrier", [], [], loc=dot.loc))
+        barrier = Op("barrier", [], [], loc=dot.loc)
+        group = _group_of(defs, plan, groups, in_place + copies) if copies else None
+        if group is not None:
+            # Attention's V: copied (and pipelined) with K, before Q @ K^T's
+            # barrier; the barrier after P @ V keeps the next iteration's copy
+            # from overwriting V while it is read (the pipeline drops it).
+            first_copy, first_barrier = group
+            insert_before(first_copy, *in_place)
+            insert_before(first_barrier, *copies)
+            insert_before(dot, staged, Op("barrier", [], [], loc=dot.loc))
+        else:
+            insert_before(dot,
+                          *in_place, *copies,
+                          barrier,
+                          staged,
+                          Op("barrier", [], [], loc=dot.loc))
+            if name == "dot_shared":
+                groups[dot] = ((copies or [barrier])[0], barrier)
         replace_uses(kernel.body, dot.result, staged.result)
         erase_op(dot)
-        loads += [plan.a.load, plan.b.load]
+        loads += [tile.load for tile in plan.tiles]
     # Allocations first in the kernel, after any it already had.
     body = kernel.body
     first = next(op for op in body.ops if not _allocates(op))
     insert_before(first, *allocations)
     _erase_staging_only(kernel, defs, loads)
+
+
+def _group_of(defs: Definitions, plan: DotPlan, groups: dict[Op, tuple[Op, Op]],
+              ops: list[Op]) -> tuple[Op, Op] | None:
+    """For a ``dot_rs`` whose B is copied in the loop body of an earlier
+    staged dot_shared: that dot's first copy and first barrier, where B's
+    copy can join its copies, if the copy's operands are all computed before
+    the first copy and nothing between it and the original load writes memory
+    or synchronises."""
+    if plan.a is not None:
+        return None
+    dot = plan.dot
+    for earlier, group in groups.items():
+        first_copy, barrier = group
+        if barrier.parent is not dot.parent or barrier.parent is None:
+            continue
+        body = barrier.parent
+        at = body.ops.index(first_copy)
+        made = {result for op in ops for result in op.results}
+        for op in ops:
+            for operand in op.operands:
+                if isinstance(operand, OpResult) and operand not in made and operand.op.parent is body \
+                        and body.ops.index(operand.op) >= at:
+                    return None
+        first = min(defs.position[earlier], defs.position[plan.b.load])
+        last = defs.position[dot]
+        if any(_orders_memory(op) and first < position < last for op, position in defs.position.items()
+               if op is not earlier):
+            return None
+        return group
+    return None
 
 
 def _loop_around(dot: Op, load: Op) -> Op | None:
@@ -929,7 +1026,7 @@ class StageDotsPass:
         if plans:
             _stage(kernel, defs, plans)
         if any(isinstance(tile, StridedPlan) and (tile.advance is not None or tile.carried)
-               for p in plans for tile in (p.a, p.b)):
+               for p in plans for tile in p.tiles):
             # The pointer tiles the loop carried now feed only their own
             # advance: dce drops those lanes (and the tiles' arithmetic).
             from mytriton.passes.dce import DCEPass

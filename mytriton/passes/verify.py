@@ -271,6 +271,7 @@ class Verifier:
             wanted = {i: broadcast_view(pointer, len(o.type.shape)) for i, o in tiles[1:]}
         elif rule == "dot" and result is not None:
             wanted = {i: result.layout for i, _ in tiles if i == 2}
+            self.register_a(op, result)
         elif rule in ("reduce", "scan") and tiles:
             domain = tiles[0][1].type.layout
             wanted = {i: domain for i, _ in tiles[1:]}  # a combine op reads all its tiles in one layout
@@ -285,6 +286,21 @@ class Verifier:
                 name = opdef.operands[i].rstrip("?") if i < len(opdef.operands) else str(i)
                 raise self.error(f"operand '{name}' of '{op.name}' is in {operand.type.layout.text()} but is read "
                                  f"in {wanted[i].text()}; a tile changes layout only through convert_layout", op)
+
+    def register_a(self, op: Op, result: BlockType) -> None:
+        """A warpgroup ``dot_rs`` reads its A tile as wgmma's register
+        fragment: A must be held in a version-3 mma layout of the result's warps."""
+        from mytriton.ir.layouts import Mma
+
+        layout, a = result.layout, op.operands[0]
+        if op.name != "dot_rs" or not (isinstance(layout, Mma) and layout.version == 3) \
+                or not isinstance(a.type, BlockType):
+            return
+        held = a.type.layout
+        if not (isinstance(held, Mma) and held.version == 3 and tuple(held.warps_per_cta) == tuple(layout.warps_per_cta)):
+            raise self.error(f"operand 'a' of a warpgroup 'dot_rs' is read as wgmma's register fragment: it must be in "
+                             f"a version-3 mma layout with warps_per_cta={list(layout.warps_per_cta)}, not "
+                             f"{held.text()}", op)
 
     def allocation(self, op: Op, in_loop: bool) -> None:
         if in_loop:

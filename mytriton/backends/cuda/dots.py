@@ -462,7 +462,7 @@ def emit_dot(em: "CudaEmitter", op: Op) -> None:
         a_pitch, b_pitch = pitch(a.type), pitch(b.type)
     else:
         a_name, b_name, a_t, b_t, a_pitch = stage_operands(em, op)
-        b_pitch = n
+        b_pitch = pitch(b.type) if isinstance(b.type, SharedType) else n  # dot_rs: B is a staged buffer
     precision = dot_input_precision(op.attrs)
     out_t = element_of(result.type)
     work_t = dot_work_type(a_t)  # what products accumulate in
@@ -639,18 +639,22 @@ def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object,
     """Write a general dot's operand tiles to scratch shared memory; A's rows
     padded as a staged A buffer's are (``fma_operand_pad``), where that still
     fits the budget, for the FMA loop's 16-byte reads across rows. Returns the
-    tiles' names, their element types and A's row pitch."""
+    tiles' names, their element types and A's row pitch. A ``dot_rs``'s B is
+    a staged buffer already: it is read where it is."""
     a, b, _ = op.operands
     names = []
     offset = 0
     (rows, k), nbytes = a.type.shape, element_of(a.type).nbytes
-    plain = _aligned(a.type.numel * nbytes) + _aligned(b.type.numel * nbytes)
+    plain = _aligned(a.type.numel * nbytes) + (0 if isinstance(b.type, SharedType) else _aligned(b.type.numel * nbytes))
     pad = fma_operand_pad(k, nbytes)
     if em.staged_bytes() + plain + rows * pad * nbytes > em.shared_budget:
         pad = 0
     pitches = {"a": k + pad, "b": b.type.shape[1]}
     em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
     for value, label in ((a, "a"), (b, "b")):
+        if isinstance(value.type, SharedType):
+            names.append(em.storage[value])
+            continue
         element = c_element(value.type)
         name = f"{label}{em.name(op.results[0])[1:]}_tile"
         em.line(f"{element}* const {name} = reinterpret_cast<{element}*>(smem + {offset});")
@@ -665,7 +669,11 @@ def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object,
         names.append(name)
     em.line(em.lang.barrier)
     em.need_shared(offset, op)
-    return names[0], names[1], element_of(a.type), element_of(b.type), pitches["a"]
+    return names[0], names[1], element_of(a.type), _element(b.type), pitches["a"]
+
+
+def _element(t) -> ScalarType:
+    return t.element if isinstance(t, SharedType) else element_of(t)
 
 
 def _aligned(nbytes: int) -> int:

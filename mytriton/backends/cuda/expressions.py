@@ -67,6 +67,7 @@ STATEMENT_OPS = {
     "min": "reductions.py, with reduce_identity and reduce_combine",
     "dot": "dots.py: operands through shared scratch, then an FMA loop",
     "dot_shared": "dots.py: a product of two shared buffers",
+    "dot_rs": "dots.py: a register tile times a shared buffer (wgmma.py: A from registers on Hopper)",
     "shared_alloc": "dots.py: a pointer into the dynamic shared array at kernel scope",
     "copy_to_shared": "dots.py: a cooperative copy",
     "barrier": "emitter.py: __syncthreads()",

@@ -45,7 +45,7 @@ from mytriton.backends.cuda.expressions import CValue, as_type
 from mytriton.backends.cuda.layout import Layout, MmaLayout
 from mytriton.backends.cuda.wgmma import emit_wgmma_products
 from mytriton.ir.ssa import Op
-from mytriton.ir.layouts import NvmmaShared
+from mytriton.ir.layouts import Mma, NvmmaShared
 from mytriton.types import BF16, F16, F32, I8, ScalarType, SharedType, element_of
 
 if TYPE_CHECKING:
@@ -142,16 +142,23 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
     n = b.type.shape[1]
     storage = em.storage[result]
     where = em.where(op)
+    registers_a = op.name == "dot_rs" and result.type.layout.version == 3
     if op.name == "dot_shared":
         a_name, b_name = em.storage[a], em.storage[b]
         element = a.type.element
         a_pitch, b_pitch = pitch(a.type), pitch(b.type)
+    elif registers_a:  # wgmma reads A from the registers the tile is held in
+        a_name, b_name = None, em.storage[b]
+        element = b.type.element
+        a_pitch, b_pitch = 0, pitch(b.type)
+        _check_register_a(em, op)
     else:
         # A's rows may be padded by 16 bytes (stage_operands), which keeps ldmatrix's rows aligned.
         a_name, b_name, element, _, a_pitch = stage_operands(em, op)
-        b_pitch = n
+        b_pitch = pitch(b.type) if isinstance(b.type, SharedType) else n  # dot_rs: B is a staged buffer
     if result.type.layout.version == 3 and not all(
-            isinstance(x.type, SharedType) and isinstance(x.type.layout, NvmmaShared) for x in (a, b)):
+            isinstance(x.type, SharedType) and isinstance(x.type.layout, NvmmaShared)
+            for x in ((b,) if registers_a else (a, b))):
         raise em.error_at(op, "a dot in a version-3 (wgmma) mma layout needs two shared buffers in "
                               "nvmma_shared layouts")
     instr = INSTRUCTIONS.get(element)
@@ -190,6 +197,8 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
         em.close_loop(init, f"{op.name}: the accumulator")
 
     if result.type.layout.version == 3:
+        if registers_a:
+            _materialise_register_a(em, op)
         emit_wgmma_products(em, op, layout, storage, a_name, b_name)
     else:
         _emit_mma_sync_products(em, op, layout, storage, instr, (a_name, a_pitch), (b_name, b_pitch), split)
@@ -197,6 +206,30 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
         em.line(f"{c_element(result.type)} {final}[{layout.slots}];")
         em.line(em.lang.unroll)
         em.line(f"for (int k = 0; k < {layout.slots}; ++k) {final}[k] = {as_type(CValue(f'{storage}[k]', F32), F16)};")
+
+
+def _check_register_a(em: "CudaEmitter", op: Op) -> None:
+    """A dot_rs on wgmma reads its A tile as the register fragment: the tile
+    must be in a version-3 mma layout of the result's warps (the layouts
+    stage puts it there) and of 16-bit elements."""
+    a, result = op.operands[0], op.results[0]
+    attr, wanted = a.type.layout, result.type.layout
+    if not (isinstance(attr, Mma) and attr.version == 3 and tuple(attr.warps_per_cta) == tuple(wanted.warps_per_cta)):
+        raise em.error_at(op, f"a dot_rs in a version-3 (wgmma) mma layout reads A in a version-3 mma layout "
+                              f"with warps_per_cta={list(wanted.warps_per_cta)}, not {attr.text()}")
+    if element_of(a.type) not in (F16, BF16) or not isinstance(op.operands[1].type.layout, NvmmaShared):
+        raise em.error_at(op, "a dot_rs on wgmma needs an f16 or bf16 A tile and a B buffer in an nvmma_shared layout")
+
+
+def _materialise_register_a(em: "CudaEmitter", op: Op) -> None:
+    """``a_values``: this thread's elements of the A tile, slot by slot (where
+    it is a cast of the accumulator of another dot, the f32 -> f16 rounding
+    of its registers: no data moves between threads)."""
+    a = op.operands[0]
+    loop = em.open_loop(em.layout_of(a), op)
+    value = loop.value(a, loop.coords())
+    loop.lines.append(f"a_values[k] = {as_type(value, element_of(a.type))};")
+    em.close_loop(loop, "dot_rs: A's registers, the wgmma fragment", [f"{c_element(a.type)} a_values[{loop.domain.slots}];"])
 
 
 def _emit_mma_sync_products(em: "CudaEmitter", op: Op, layout: Layout, storage: str, instr: Instruction,

@@ -18,6 +18,13 @@ offsets, swizzle mode; PTX ISA "Matrix Descriptor Format"):
   offset), the column blocks ``K * S`` bytes apart (leading byte offset),
   and a k16 step starts 16 rows (16 S bytes) further.
 
+A ``dot_rs`` (attention's P @ V) reads A from registers instead: the tile is
+held in a version-3 mma layout over [M, K] (``layouts.register_a_layout``),
+whose slots for k16 step s are the A fragment of ``m64nNk16`` (PTX ISA,
+wgmma "Register Fragments": (g, 2t..2t+1), (g+8, ..), (g, 2t+8..), (g+8, ..)
+of the warp's 16 rows, ``a_register_slots``); each thread packs its own pairs
+into four .b32 registers per k16 step, with no data exchanged.
+
 The accumulator registers of an m64nN instruction are, warp by warp, the
 m16n8 fragments of ``mma.sync`` side by side along N, so the ``version=3``
 layout's slots are those of the version-2 layout with warps ``[W, 1]``
@@ -37,7 +44,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mytriton.ir.layouts import Mma
-from mytriton.ir.ssa import Op
+from mytriton.ir.ssa import Op, walk
 from mytriton.types import BF16, F16
 
 if TYPE_CHECKING:
@@ -70,6 +77,41 @@ def wgmma_asm(ptx: str, accumulators: list[str], desc_a: str, desc_b: str) -> st
             f': {outs} : "l"({desc_a}), "l"({desc_b}), "n"(1));')
 
 
+def wgmma_register_a_asm(ptx: str, accumulators: list[str], a_regs: list[str], desc_b: str) -> str:
+    """``wgmma.mma_async`` with A from four .b32 registers (two 16-bit
+    elements each, the lower column in the low half): operands d, a, b-desc,
+    scale-d, imm-scale-a, imm-scale-b, imm-trans-b (no imm-trans-a: A in
+    registers is K-major by definition)."""
+    count = len(accumulators)
+    d = ", ".join(f"%{i}" for i in range(count))
+    a = ", ".join(f"%{count + i}" for i in range(4))
+    outs = ", ".join(f'"+f"({x})' for x in accumulators)
+    ins = ", ".join(f'"r"({r})' for r in a_regs)
+    return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{count + 5}, 0;\\n'
+            f'{ptx} {{{d}}}, {{{a}}}, %{count + 4}, p, 1, 1, 1;\\n}}\\n" '
+            f': {outs} : {ins}, "l"({desc_b}), "n"(1));')
+
+
+# The bits of a 16-bit element, for packing two into an A register.
+BITS = {F16: "__half_as_ushort", BF16: "__bfloat16_as_ushort"}
+
+
+def a_register_slots(a_layout: "Layout", rm: int, kk: int) -> list[tuple[str, str]]:
+    """The A tile's slots (low, high) packed into the four registers of
+    k16 step ``kk`` for the warp's 16-row block ``rm``: the A fragment's
+    (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..) are the m16n8
+    accumulator registers (c0, c1), (c2, c3) of n8 blocks kk/8 and kk/8 + 1
+    of a version-3 layout over [M, K] (``layouts.register_a_layout``)."""
+    rows_dim, cols_dim = a_layout.dims
+    pairs = []
+    for block in (kk // 8, kk // 8 + 1):
+        for half in (0, 1):  # rows g, then g + 8
+            slots = [a_layout.slot_of({rows_dim: str(2 * rm + half), cols_dim: str(2 * block + column)})
+                     for column in (0, 1)]
+            pairs.append((slots[0], slots[1]))
+    return pairs
+
+
 def wait_asm(pending: int, registers: list[str]) -> str:
     """``wgmma.wait_group pending`` naming the accumulator registers the
     waited-for groups write ("+f"): nvcc then cannot move a read of them
@@ -86,10 +128,12 @@ def emit_wgmma_products(em: "CudaEmitter", op: Op, layout: "Layout", storage: st
     attr: Mma = op.results[0].type.layout
     m, k = a.type.shape
     n = b.type.shape[1]
-    element = a.type.element
+    element = b.type.element
     num_warps = attr.warps_per_cta[0]
     instr_n, instr_k = attr.instr_shape[1], attr.instr_shape[2]
-    a_row, b_row = a.type.layout.swizzle, b.type.layout.swizzle  # bytes in a row of a column block
+    registers_a = a_name is None  # dot_rs: A is a register tile (its values are in a_values)
+    a_row = 0 if registers_a else a.type.layout.swizzle  # bytes in a row of a column block
+    b_row = b.type.layout.swizzle
     a_block, b_block = a_row // element.nbytes, b_row // element.nbytes  # its elements
     rows_dim, cols_dim = layout.dims
     reps_m = m // (16 * num_warps)  # the warpgroups' 64-row blocks each one computes
@@ -97,20 +141,48 @@ def emit_wgmma_products(em: "CudaEmitter", op: Op, layout: "Layout", storage: st
     b_leading, b_stride = k * b_row, 8 * b_row  # N-major: column blocks K rows apart
     tid = em.lang.thread_id
     em.line(f"// wgmma: {reps_m} row block(s) of 64 per warpgroup x {n // instr_n} of m64n{instr_n}k{instr_k}, "
-            f"{k // instr_k} k step(s)")
+            f"{k // instr_k} k step(s){', A from registers' if registers_a else ''}")
     em.line("{")
     em.depth += 1
-    em.line(f"const unsigned a_base = (unsigned)__cvta_generic_to_shared({a_name});")
+    if registers_a:
+        a_layout = em.layout_of(a)
+        pack = BITS[element]
+    else:
+        em.line(f"const unsigned a_base = (unsigned)__cvta_generic_to_shared({a_name});")
     em.line(f"const unsigned b_base = (unsigned)__cvta_generic_to_shared({b_name});")
-    em.line(f"const unsigned group_row = {tid} / {32 * WARPGROUP} * 64;  // this warpgroup's first row")
+    if not registers_a:
+        em.line(f"const unsigned group_row = {tid} / {32 * WARPGROUP} * 64;  // this warpgroup's first row")
     em.line('asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");  // the copies, to the tensor cores')
-    em.line('asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");')
+    # wgmma.fence names the accumulator registers ("+f") and any A registers
+    # ("+r"), all written before it, so that nvcc keeps their writes above it
+    # (the accumulator's zeros, attention's rescaled acc, the packed P): ptxas
+    # then injects no warpgroup.arrive of its own before a wgmma (C7519).
+    # Not where a dot is kept in flight (the overlap-wgmma pass): the fence
+    # would then name registers an earlier group may still be writing.
+    fenced = [] if any(x.attrs.get("in_flight") for x in walk(em.kernel.body)) else \
+        [f'"+f"({storage}[{slot}])' for slot in range(layout.slots)]
+    fragments: list[str] = []
+    if registers_a:
+        for kk in range(0, k, instr_k):
+            for rm in range(reps_m):
+                packed = ", ".join(f"(unsigned){pack}(a_values[{low}]) | ((unsigned){pack}(a_values[{high}]) << 16)"
+                                   for low, high in a_register_slots(a_layout, rm, kk))
+                em.line(f"unsigned a_frag_{kk // instr_k}_{rm}[4] = {{{packed}}};")
+                fragments += [f"a_frag_{kk // instr_k}_{rm}[{i}]" for i in range(4)]
+    fenced += [f'"+r"({r})' for r in fragments]
+    if fenced:
+        em.line(f'asm volatile("wgmma.fence.sync.aligned;\\n" : {", ".join(fenced)} :: "memory");')
+    else:
+        em.line('asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");')
     ptx = instruction(element, instr_n)
     for kk in range(0, k, instr_k):
-        a_column = (kk // a_block) * m * a_row + (kk % a_block) * element.nbytes
         for rm in range(reps_m):
-            row0 = rm * 16 * num_warps
-            a_address = f"a_base + {a_column} + (group_row + {row0}) * {a_row}"
+            if registers_a:
+                a_regs = [f"a_frag_{kk // instr_k}_{rm}[{i}]" for i in range(4)]
+            else:
+                a_column = (kk // a_block) * m * a_row + (kk % a_block) * element.nbytes
+                row0 = rm * 16 * num_warps
+                a_address = f"a_base + {a_column} + (group_row + {row0}) * {a_row}"
             for nb in range(n // instr_n):
                 b_address = f"b_base + {(nb * instr_n // b_block) * k * b_row + kk * b_row}"
                 accumulators = []
@@ -119,8 +191,11 @@ def emit_wgmma_products(em: "CudaEmitter", op: Op, layout: "Layout", storage: st
                     reg = i % 4
                     digits = {rows_dim: str(2 * rm + reg // 2), cols_dim: str(2 * rn + reg % 2)}
                     accumulators.append(f"{storage}[{layout.slot_of(digits)}]")
-                em.line(wgmma_asm(ptx, accumulators, descriptor(a_address, a_row, a_leading, a_stride),
-                                  descriptor(b_address, b_row, b_leading, b_stride)))
+                desc_b = descriptor(b_address, b_row, b_leading, b_stride)
+                if registers_a:
+                    em.line(wgmma_register_a_asm(ptx, accumulators, a_regs, desc_b))
+                else:
+                    em.line(wgmma_asm(ptx, accumulators, descriptor(a_address, a_row, a_leading, a_stride), desc_b))
     in_flight = op.attrs.get("in_flight", 0)
     em.line('asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");')
     if in_flight:

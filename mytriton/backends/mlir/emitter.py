@@ -584,7 +584,7 @@ class _Emitter(RegionEmitter):
 
         self.per_element(op, compute)
 
-    op_dot = op_dot_shared = _dot
+    op_dot = op_dot_shared = op_dot_rs = _dot
 
     # ---- shared memory ---------------------------------------------------------------
 

@@ -93,6 +93,7 @@ STRUCTURED: dict[str, str] = {
     "min": "scf.for over the reduced axis carrying the accumulator (arith.minnumf / minsi / minui)",
     "dot": "per result element: scf.for over K carrying the sum of math.fma",
     "dot_shared": "as dot, reading both operands with memref.load from the shared buffers",
+    "dot_rs": "as dot, reading b with memref.load from its shared buffer",
     "shared_alloc": "memref.global in workgroup memory (address space 3) and memref.get_global",
     "copy_to_shared": "per buffer element: a guarded memref.load from global memory, memref.store into the buffer",
     "copy_strided_to_shared": "as copy_to_shared, the coordinates wrapped by arith.remsi, columns scaled by their stride",

@@ -77,7 +77,7 @@ STRUCTURED: dict[str, str] = {
     "device_assert": "tt.assert cond, \"msg\" (cond | ~mask where masked)",
 }
 
-_STAGED = ("shared_alloc", "copy_to_shared", "dot_shared", "shared_alloc_stages", "stage_view",
+_STAGED = ("shared_alloc", "copy_to_shared", "dot_shared", "dot_rs", "shared_alloc_stages", "stage_view",
            "async_copy_to_shared", "async_commit", "async_wait", "copy_strided_to_shared",
            "async_copy_strided_to_shared", "wgmma_wait")
 REFUSED: dict[str, str] = {
