@@ -5,6 +5,7 @@ which fails with lit's report for that file (the commands it ran and what
 FileCheck said). `make lit` runs lit on its own."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -31,9 +32,11 @@ def lit_reports(request, tmp_path_factory) -> dict[str, str | None]:
     selected = [item.callspec.params["name"] for item in request.session.items
                 if getattr(item, "originalname", None) == "test_lit"]
     xml = tmp_path_factory.mktemp("lit") / "results.xml"
+    # This session's own %t folder: another xdist worker runs lit over the same files at once.
+    env = {**os.environ, "MYTRITON_LIT_EXEC_ROOT": str(tmp_path_factory.mktemp("lit-exec"))}
     run = subprocess.run([sys.executable, "-c", "import lit.main; lit.main.main()", "-q",
                           "--xunit-xml-output", str(xml), *(str(LIT_DIR / name) for name in selected)],
-                         capture_output=True, text=True, timeout=LIT_SECONDS)
+                         capture_output=True, text=True, timeout=LIT_SECONDS, env=env)
     assert xml.exists(), f"lit wrote no results (exit {run.returncode}):\n{run.stdout}\n{run.stderr}"
     reports: dict[str, str | None] = {}
     for case in ElementTree.parse(xml).iter("testcase"):

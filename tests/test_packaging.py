@@ -10,6 +10,7 @@ unpacked sdist, where the sdist's own list of files stands in for git's.
 from __future__ import annotations
 
 import email
+import fcntl
 import importlib.metadata
 import os
 import subprocess
@@ -39,8 +40,14 @@ NOT_SHIPPED = {".gitignore"}
 def dists(tmp_path_factory) -> dict[str, Path]:
     """The sdist, and the wheel pip would build from it (build's default)."""
     out = tmp_path_factory.mktemp("dist")
-    result = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
-                            capture_output=True, text=True, timeout=600)
+    # setuptools stages the sdist in the checkout itself (mytriton-<version>/): two
+    # xdist workers building at once would delete each other's, so they take turns.
+    lock_path = ROOT / "build" / "packaging.lock"
+    lock_path.parent.mkdir(exist_ok=True)
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
+                                capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     (sdist,) = out.glob("mytriton-*.tar.gz")
     (wheel,) = out.glob("mytriton-*.whl")
