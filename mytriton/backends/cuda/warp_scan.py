@@ -386,7 +386,7 @@ def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str
     combined in order by every thread: a reduce's all of them (into ``accs``);
     a scan's those of the warps before this one, on the left of the lanes'
     prefix, and where there are several blocks, all of them (the block's total)."""
-    from mytriton.backends.cuda.scans import _aligned, combine_lines
+    from mytriton.backends.cuda.scans import combine_lines
 
     scan = op.name == "scan"
     dim, warps, blocks, runs = plan_.dim, plan_.warps, plan_.blocks, plan_.runs
@@ -398,17 +398,9 @@ def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str
     row_layout = plan_.row_layout()
     row_index, terms = _row_writers(em, plan_, dim, warps, warp_pos, f"{lane_pos} == {writer_lane}")
     qw = f"m{tag}"
-    names, offset = [], 0
     line = em.line
     line(f"// {op.name}: {warps} warps along the axis, through shared memory (one value per run and warp)")
-    line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
-    for i, x in enumerate(op.operands):
-        ct = elements[i]
-        name = f"w{i}_{tag}"
-        line(f"{ct}* const {name} = reinterpret_cast<{ct}*>(smem + {offset});")
-        names.append(name)
-        offset += _aligned(prod(row_layout.shape) * blocks * warps * element_of(x.type).nbytes)
-    em.need_shared(offset, op)
+    names = _exchange_arrays(em, op, elements, tag, prod(row_layout.shape) * blocks * warps)
 
     def run_header() -> None:
         line(em.lang.unroll)
@@ -492,7 +484,7 @@ def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[s
     lanes left. The lanes' block values go to shared memory ([row][block]
     [warp], the order of the axis); the lanes of each row read them back a
     chunk each, combine it in order, and finish with an ordered butterfly."""
-    from mytriton.backends.cuda.scans import _aligned, combine_lines
+    from mytriton.backends.cuda.scans import combine_lines
 
     parent = plan_.domain.parent
     dim, blocks, lanes, warps, rows = plan_.dim, plan_.blocks, plan_.lanes, plan_.warps, plan_.rows
@@ -563,15 +555,7 @@ def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[s
     row_layout = plan_.row_layout()
     row_index, terms = _row_writers(em, plan_, dim, warps, warp_pos, f"{lane_pos} < {1 << rounds}")
     start = " + ".join(f"(({ql} >> {i}) & 1) * {blocks >> (i + 1)}" for i in range(rounds)) or "0"
-    names, offset = [], 0
-    line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
-    for i, x in enumerate(op.operands):
-        ct = elements[i]
-        name = f"w{i}_{tag}"
-        line(f"{ct}* const {name} = reinterpret_cast<{ct}*>(smem + {offset});")
-        names.append(name)
-        offset += _aligned(prod(row_layout.shape) * blocks * warps * element_of(x.type).nbytes)
-    em.need_shared(offset, op)
+    names = _exchange_arrays(em, op, elements, tag, prod(row_layout.shape) * blocks * warps)
     line(f"const int b{tag} = {start};  // the first block this lane holds")
     line(em.lang.unroll)
     line(f"for (int r = 0; r < {rows}; ++r) {{")
@@ -644,3 +628,21 @@ def _row_writers(em: "CudaEmitter", plan_, dim: int, warps: int, warp_pos: str, 
         if term:
             terms.append(term)
     return row_index, terms
+
+
+def _exchange_arrays(em: "CudaEmitter", op: Op, elements: list[str], tag: str, count: int) -> list[str]:
+    """After a barrier, one shared array of ``count`` values per operand of
+    ``op`` (C element types ``elements``), one after another from byte 0;
+    their names."""
+    from mytriton.backends.cuda.scans import _aligned  # scans imports this module
+
+    em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
+    names, offset = [], 0
+    for i, x in enumerate(op.operands):
+        ct = elements[i]
+        name = f"w{i}_{tag}"
+        em.line(f"{ct}* const {name} = reinterpret_cast<{ct}*>(smem + {offset});")
+        names.append(name)
+        offset += _aligned(count * element_of(x.type).nbytes)
+    em.need_shared(offset, op)
+    return names
