@@ -20,7 +20,9 @@ repeats over a larger tile and is replicated over a smaller one.
   (S / 16)`` (the hardware XORs address bits 4.. with bits 7..; conflict-free
   for row writes and column reads alike). A row of A ([M, K], K-major) and a
   row of B ([K, N], N-major) are both a block's row: one address rule serves
-  both operands.
+  both operands. ``order=[0, 1]`` stores the tile's transpose that way (its
+  columns are the pattern's rows): B [K, N] K-major, for a tile contiguous
+  along K in memory (attention's K^T, ``a @ b.T``), copied in 16-byte chunks.
 
 - ``mma``: the accumulator of tensor-core ``mma.sync`` instructions
   (``version=2``: Ampere/Hopper ``mma.sync``): each warp computes
@@ -183,9 +185,14 @@ class NvmmaShared:
     def problem(self, num_warps: int) -> str | None:
         if self.swizzle not in SWIZZLE_BYTES:
             return f"{self.text()}: swizzle is 128, 64 or 32 (bytes)"
-        if self.order != (1, 0):
-            return f"{self.text()}: only row-major buffers (order=[1, 0]) are supported"
+        if self.order not in ((1, 0), (0, 1)):
+            return f"{self.text()}: order is [1, 0] (row-major) or [0, 1] (column-major)"
         return None
+
+    @property
+    def transposed(self) -> bool:
+        """Whether the buffer holds its tile column-major (order [0, 1])."""
+        return self.order == (0, 1)
 
     def row_pitch(self, columns: int) -> int:
         return columns  # no padding: the swizzle keeps the banks apart
@@ -198,10 +205,11 @@ class NvmmaShared:
 
     def buffer_problem(self, shape: tuple[int, ...], element_bytes: int) -> str | None:
         """Why a buffer of ``shape`` cannot be stored this way, or None."""
-        rows, cols = shape
+        rows, cols = shape[::-1] if self.transposed else shape
+        line = "columns" if self.transposed else "rows"
         if (cols * element_bytes) % self.swizzle or rows % 8:
-            return (f"{self.text()} needs rows of whole {self.swizzle}-byte blocks and a multiple of 8 "
-                    f"rows, got {rows}x{cols} of {element_bytes}-byte elements")
+            return (f"{self.text()} needs {line} of whole {self.swizzle}-byte blocks and a multiple of 8 "
+                    f"{line}, got {shape[0]}x{shape[1]} of {element_bytes}-byte elements")
         return None
 
     @staticmethod

@@ -84,7 +84,7 @@ from mytriton.ir.layouts import (
     default_blocked, fma_dot_layout, fma_operand_pad,
 )
 from mytriton.ir.ssa import (
-    Block, BlockArg, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, insert_before, walk,
+    Block, BlockArg, Const, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, insert_before, walk,
 )
 from mytriton.target import DEFAULT_ARCH, SHARED_MEMORY_BUDGET, has_wgmma
 from mytriton.types import BF16, F16, F32, I8, BlockType, SharedType, element_of
@@ -132,13 +132,36 @@ def wgmma_swizzle(columns: int, element_bytes: int) -> int | None:
     return next((s for s in SWIZZLE_BYTES if (columns * element_bytes) % s == 0), None)
 
 
-def wgmma_layout(op: Op, num_warps: int) -> Mma | None:
+COPIES = ("copy_to_shared", "copy_strided_to_shared", "async_copy_to_shared", "async_copy_strided_to_shared")
+
+
+def column_contiguous_buffers(kernel: Kernel) -> frozenset[Value]:
+    """The shared buffers every copy into which reads a tile contiguous down
+    its columns (row stride 1, column stride not: attention's K^T, ``a @
+    b.T``). Stored column-major (``nvmma_shared<order=[0, 1]>``), such a
+    tile is copied in 16-byte chunks, and wgmma reads it as a K-major B."""
+    verdict: dict[Value, bool] = {}
+    for op in walk(kernel.body):
+        if op.name not in COPIES:
+            continue
+        buffer = buffer_of(op.operands[0])
+        strided = op.name.endswith("strided_to_shared")
+        stride, col_stride = op.operands[4], op.operands[5] if strided else Const(1)
+        down_columns = (isinstance(stride, Const) and stride.value == 1
+                        and not (isinstance(col_stride, Const) and col_stride.value == 1))
+        verdict[buffer] = verdict.get(buffer, True) and down_columns
+    return frozenset(buffer for buffer, yes in verdict.items() if yes)
+
+
+def wgmma_layout(op: Op, num_warps: int, k_major: frozenset[Value] = frozenset()) -> Mma | None:
     """The accumulator layout of a dot of two shared buffers that Hopper's
     warpgroup instructions compute, or None: f16/bf16 operands (wgmma reads
     B N-major only for 16-bit types; tf32 and int8 need K-major B, which a
     row-major [K, N] tile is not), whole warpgroups, M a multiple of 16 per
     warp, K a multiple of the instruction's 16, and rows of both buffers
-    whole swizzle rows (``wgmma_swizzle``)."""
+    whole swizzle rows (``wgmma_swizzle``). A B buffer in ``k_major``
+    (``column_contiguous_buffers``) is read K-major: its swizzle rows run
+    along K, and an instruction's N is any multiple of 8 up to 256."""
     if opdefs.lookup(op.name).layout_rule != "dot":
         return None
     a, b = op.operands[0], op.operands[1]
@@ -152,9 +175,15 @@ def wgmma_layout(op: Op, num_warps: int) -> Mma | None:
         return None
     (m, k), n = a.type.shape, b.type.shape[1]
     a_swizzle = SWIZZLE_BYTES[0] if a_in_registers else wgmma_swizzle(k, element.nbytes)
-    b_swizzle = wgmma_swizzle(n, element.nbytes)
+    b_k_major = buffer_of(b) in k_major
+    b_swizzle = wgmma_swizzle(k if b_k_major else n, element.nbytes)
     if m % (16 * num_warps) or k % WGMMA_K[element] or a_swizzle is None or b_swizzle is None:
         return None
+    if b_k_major:
+        if n % 8:
+            return None
+        instr_n = next(w for w in range(min(n, WGMMA_MAX_N) // 8 * 8, 0, -8) if n % w == 0)
+        return Mma(3, (num_warps, 1), (16, instr_n, WGMMA_K[element]))
     # An instruction's N: whole column blocks of B, at most 256; with a narrower
     # swizzle than 128 bytes, one block (untested on the GPU across several such
     # blocks, which power-of-two tiles never need: a row of 64 or more halves
@@ -183,18 +212,23 @@ def register_a_layout(result: Mma, a: Value, held: TileLayout | None) -> Mma:
     return Mma(3, tuple(result.warps_per_cta), (16, instr_n, result.instr_shape[2]))
 
 
-def wgmma_shared_layout(buffer: Value) -> NvmmaShared:
-    rows, cols = buffer.type.shape
-    return NvmmaShared(wgmma_swizzle(cols, buffer.type.element.nbytes))
+def wgmma_shared_layout(op: Op, index: int, k_major: frozenset[Value]) -> NvmmaShared:
+    """Operand ``index`` of a warpgroup dot: swizzled rows along K for A and a
+    K-major B (column-major), along N for an N-major B."""
+    operand = op.operands[index]
+    nbytes = operand.type.element.nbytes
+    if index == 1 and buffer_of(operand) in k_major:
+        return NvmmaShared(wgmma_swizzle(operand.type.shape[0], nbytes), (0, 1))
+    return NvmmaShared(wgmma_swizzle(operand.type.shape[1], nbytes))
 
 
-def mma_layout(op: Op, num_warps: int, wgmma: bool = False) -> Mma | None:
+def mma_layout(op: Op, num_warps: int, wgmma: bool = False, k_major: frozenset[Value] = frozenset()) -> Mma | None:
     """The accumulator layout of a dot the tensor cores compute, or None
     (with ``wgmma``, Hopper's warpgroup layout where it applies)."""
     if opdefs.lookup(op.name).layout_rule != "dot":
         return None
     if wgmma:
-        layout = wgmma_layout(op, num_warps)
+        layout = wgmma_layout(op, num_warps, k_major)
         if layout is not None:
             return layout
     a, b = op.operands[0], op.operands[1]
@@ -285,6 +319,7 @@ class _Assigner:
         self.widths = widths or {}  # the elements each load and store may move at once (axis info)
         self.num_warps = num_warps
         self.wgmma = wgmma  # the target has Hopper's warpgroup instructions
+        self.k_major = column_contiguous_buffers(kernel) if wgmma else frozenset()
         self.layouts: dict[Value, TileLayout] = {}
         # (value, layout) -> the value standing for it there (a copy or a conversion)
         self.variants: dict[tuple[Value, TileLayout], Value] = {}
@@ -299,7 +334,7 @@ class _Assigner:
         """A dot's result layout: an ``mma`` layout where the tensor cores
         compute it (``mma_layout``), else a register tile per thread whose
         column runs are 16 bytes of the operands' and result's elements."""
-        mma = mma_layout(op, self.num_warps, self.wgmma)
+        mma = mma_layout(op, self.num_warps, self.wgmma, self.k_major)
         if mma is not None:
             return mma
         types = (op.operands[0].type, op.operands[1].type, op.results[0].type)
@@ -663,15 +698,15 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
     # The scratch the pipeline pass left room for stays free: padding never takes it.
     used = sum(r.type.numel * r.type.element.nbytes for r in allocs) + scratch_reserve(kernel)
     layouts: dict[Value, SharedLayout] = {}
+    k_major = column_contiguous_buffers(kernel) if wgmma else frozenset()
     for op in walk(kernel.body):
         if op.name not in ("dot_shared", "dot_rs"):
             continue
         # A dot_rs's A is in registers: its B alone is a buffer.
         shared = [i for i in (0, 1) if isinstance(op.operands[i].type, SharedType)]
-        if wgmma and wgmma_layout(op, num_warps) is not None:
+        if wgmma and wgmma_layout(op, num_warps, k_major) is not None:
             for index in shared:
-                buffer = buffer_of(op.operands[index])
-                layouts.setdefault(buffer, wgmma_shared_layout(buffer))
+                layouts.setdefault(buffer_of(op.operands[index]), wgmma_shared_layout(op, index, k_major))
             continue
         on_tensor_cores = mma_layout(op, num_warps) is not None
         for index in [i for i in ((0, 1) if on_tensor_cores else (0,)) if i in shared]:

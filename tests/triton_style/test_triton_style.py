@@ -109,6 +109,17 @@ def case_matmul(m, rng) -> Result:
             ("c leaky_relu", m.matmul(a, b, activation="leaky_relu").astype(np.float32), leaky, 2e-2, 2e-2)]
 
 
+def case_matmul_transposed_b(m, rng) -> Result:
+    out: Result = []
+    # ragged (a row of w not a multiple of 16 bytes: no chunks), whole tiles, K < BK
+    for M, N, K in ((83, 95, 70), (128, 64, 96), (20, 33, 9)):
+        x = rng.standard_normal((M, K)).astype(np.float16)
+        w = rng.standard_normal((N, K)).astype(np.float16)
+        exact = x.astype(np.float32) @ w.astype(np.float32).T
+        out.append((f"x @ w.T {M}x{N}x{K}", m.linear(x, w).astype(np.float32), exact, 2e-2, 2e-2))
+    return out
+
+
 def case_block_ptr_matmul(m, rng) -> Result:
     out: Result = []
     for shape in ((83, 95, 70), (128, 64, 96), (20, 33, 9)):  # ragged; whole blocks; K < BLOCK_SIZE_K

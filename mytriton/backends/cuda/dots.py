@@ -33,6 +33,7 @@ scratch memory, then the same FMA loop runs.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element, c_literal, c_scalar
@@ -41,7 +42,7 @@ from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.ir.layouts import Mma, NvmmaShared, fma_operand_pad
 from mytriton.ir.opdefs import dot_input_precision
-from mytriton.ir.ssa import BlockArg, Const, Op, OpResult, walk
+from mytriton.ir.ssa import BlockArg, Const, Op, OpResult, Value, walk
 from mytriton.types import BOOL, F32, F64, I8, I32, ScalarType, SharedType, element_of
 
 if TYPE_CHECKING:
@@ -68,12 +69,20 @@ def place(buffer: SharedType, row: str, col: str) -> str:
     row, col = (x if x.isidentifier() else f"({x})" for x in (row, col))
     if not isinstance(layout, NvmmaShared):
         return f"{row} * {pitch(buffer)} + {col}"
+    if layout.transposed:  # column-major: the transpose's (col, row), row-major
+        return place(transposed(buffer), col, row)
     rows = buffer.shape[0]
     per_block = layout.swizzle // buffer.element.nbytes  # elements in a 128-byte row of a block
     per_chunk = 16 // buffer.element.nbytes
     swizzled = f"(({col} % {per_block} / {per_chunk}) ^ {layout.xor_of_row(row)}) * {per_chunk} + {col} % {per_chunk}"
     block = f"{col} / {per_block} * {rows * per_block} + " if buffer.shape[1] > per_block else ""
     return f"{block}{row} * {per_block} + {swizzled}"
+
+
+def transposed(buffer: SharedType) -> SharedType:
+    """The row-major buffer of the transposed tile that an ``order=[0, 1]``
+    buffer is, element for element."""
+    return replace(buffer, shape=buffer.shape[::-1], layout=replace(buffer.layout, order=(1, 0)))
 
 
 def buffer_elements(buffer: SharedType) -> int:
@@ -100,33 +109,69 @@ def declare_shared(op: Op, offset: int) -> tuple[str, str]:
     element = c_scalar(op.attrs["dtype"])
     name = shared_array_name(op)
     padding = f", {buffer.layout.pad} padding element(s) per row" if getattr(buffer.layout, "pad", 0) else ""
+    major = "row-major"
     if isinstance(buffer.layout, NvmmaShared):
         padding = f", {buffer.layout.swizzle}-byte swizzle (nvmma_shared)"
+        major = "column-major" if buffer.layout.transposed else major
     return name, (CUDA.shared_view(element, name, "smem", offset)
-                  + f"  // {rows}x{cols}, row-major{padding}, {buffer_bytes(op)} bytes")
+                  + f"  // {rows}x{cols}, {major}{padding}, {buffer_bytes(op)} bytes")
 
 
 COPY_OPS = ("copy_to_shared", "copy_strided_to_shared")  # what emit_copies takes
 
 
-def copy_operands(em: "CudaEmitter", op: Op) -> tuple:
-    """A copy's buffer, base and fill, and its index operands as C
-    expressions: ``copy_to_shared``'s with column stride 1 and no wraps."""
+@dataclass(frozen=True)
+class CopyGeometry:
+    """A copy's operands as the threads walk the tile: row by row, along the
+    buffer's rows. For a column-major (``order=[0, 1]``) buffer, that is the
+    transposed tile (``view_type``, row-major): rows and columns, offsets,
+    bounds and wraps swap, and its row stride is the tile's column stride,
+    so that a tile contiguous down its columns is copied in chunks."""
+    view: Value
+    view_type: SharedType
+    base: object
+    row_offset: object
+    col_offset: object
+    stride: object  # between the walked rows
+    col_stride: object  # between the walked columns
+    row_bound: object
+    col_bound: object
+    row_wrap: object
+    col_wrap: object
+    fill: object
+
+
+def copy_geometry(op: Op) -> CopyGeometry:
     if op.name in ("copy_to_shared", "async_copy_to_shared"):
         buffer, base, row_offset, col_offset, stride, row_bound, col_bound, fill = op.operands[:8]
         col_stride, row_wrap, col_wrap = Const(1), Const(0), Const(0)
     else:
         (buffer, base, row_offset, col_offset, stride, col_stride, row_bound, col_bound, row_wrap, col_wrap,
          fill) = op.operands[:11]
-    args = {label: as_type(em.scalar_arg(value), I32) for label, value in (
-        ("row_offset", row_offset), ("col_offset", col_offset), ("stride", stride),
-        ("row_bound", row_bound), ("col_bound", col_bound))}
+    layout = buffer.type.layout
+    if isinstance(layout, NvmmaShared) and layout.transposed:
+        return CopyGeometry(buffer, transposed(buffer.type), base, col_offset, row_offset, col_stride, stride,
+                            col_bound, row_bound, col_wrap, row_wrap, fill)
+    return CopyGeometry(buffer, buffer.type, base, row_offset, col_offset, stride, col_stride, row_bound,
+                        col_bound, row_wrap, col_wrap, fill)
+
+
+def _walked(g: CopyGeometry) -> str:
+    return ", column by column (a column-major buffer)" if g.view_type is not g.view.type else ""
+
+
+def copy_operands(em: "CudaEmitter", op: Op) -> tuple:
+    """A copy's geometry and its index operands as C expressions
+    (``copy_to_shared``'s with column stride 1 and no wraps)."""
+    g = copy_geometry(op)
+    args = {label: as_type(em.scalar_arg(getattr(g, label)), I32)
+            for label in ("row_offset", "col_offset", "stride", "row_bound", "col_bound")}
     # A literal 1 stride and 0 wraps are left out of the C; a runtime wrap of 0 is none too.
-    for label, value, absent in (("col_stride", col_stride, 1), ("row_wrap", row_wrap, 0),
-                                 ("col_wrap", col_wrap, 0)):
+    for label, absent in (("col_stride", 1), ("row_wrap", 0), ("col_wrap", 0)):
+        value = getattr(g, label)
         args[label] = None if isinstance(value, Const) and value.value == absent else \
             as_type(em.scalar_arg(value), I32)
-    return buffer, base, fill, args
+    return g, args
 
 
 def wrapped(coordinate: str, wrap: str | None) -> str:
@@ -152,8 +197,9 @@ def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
     alias; so loads written one after a store would wait on each other.)"""
     plans = []
     for op in ops:
-        buffer, base, fill, args = copy_operands(em, op)
-        rows, cols = buffer.type.shape
+        g, args = copy_operands(em, op)
+        buffer, base, fill = g.view, g.base, g.fill
+        rows, cols = g.view_type.shape
         total = rows * cols
         steps = max(1, total // em.threads)
         name = em.storage[buffer]
@@ -165,7 +211,8 @@ def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
         base_name = em.scalar_ref(base)
         where = em.where(op).replace(f"  // {op.name}", "")
         em.line(f"// {op.name}{where}: the {rows}x{cols} tile of {base_name} at "
-                f"({args['row_offset']}, {args['col_offset']}) into {name}, {steps} element(s) per thread")
+                f"({args['row_offset']}, {args['col_offset']}) into {name}{_walked(g)}, "
+                f"{steps} element(s) per thread")
         em.line(f"{element} {stage}[{steps}];")
         em.line(f"{em.lang.unroll}")
         em.line(f"for (int s = 0; s < {steps}; ++s) {{")
@@ -176,7 +223,7 @@ def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
         em.line(f"  {stage}[s] = ({in_bounds}) ? {base_name}[{element_offset(args)}] : "
                 f"{as_type(em.scalar_arg(fill), buffer.type.element)};")
         em.line("}")
-        plans.append((name, stage, steps, index, guard, total, cols, buffer.type))
+        plans.append((name, stage, steps, index, guard, total, cols, g.view_type))
     for name, stage, steps, index, guard, total, cols, buffer_type in plans:
         em.line(f"{em.lang.unroll}")
         at = index if pitch(buffer_type) == cols and not isinstance(buffer_type.layout, NvmmaShared) \
@@ -254,30 +301,31 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
     element by element (4- and 8-byte elements by cp.async, others, and
     non-zero fills, by plain loads and shared stores, which the same wait and
     barrier order)."""
-    view, base, fill, args = copy_operands(em, op)
+    g, args = copy_operands(em, op)
+    view, base, fill, view_type = g.view, g.base, g.fill, g.view_type
     pred = op.operands[-1]
-    rows, cols = view.type.shape
-    row_pitch = pitch(view.type)
-    element = view.type.element
+    rows, cols = view_type.shape
+    row_pitch = pitch(view_type)
+    element = view_type.element
     nbytes = element.nbytes
     dst = em.storage[view]
     base_name = em.scalar_ref(base)
-    width = vector_width(view.type, fill)
+    width = vector_width(view_type, fill)
     where = em.where(op).replace(f"  // {op.name}", "")
 
     def chunk(i, in_bounds, row, col, r, c):
         if whole_chunks:  # the column bound cuts no chunk: each is all in or all out
-            return [CUDA.cp_async_or_zeros(f"&{dst}[{place(view.type, r, c)}]",
+            return [CUDA.cp_async_or_zeros(f"&{dst}[{place(view_type, r, c)}]",
                                            f"{base_name} + ({row} * {args['stride']} + {col})",
                                            width * nbytes, in_bounds)]
         return [f"const int n = {row} < {args['row_bound']} ? "
                 f"min(max({args['col_bound']} - {col}, 0), {width}) : 0;",
-                CUDA.cp_async(f"&{dst}[{place(view.type, r, c)}]",
+                CUDA.cp_async(f"&{dst}[{place(view_type, r, c)}]",
                               f"n > 0 ? {base_name} + ({row} * {args['stride']} + {col}) : {base_name}",  # col_stride 1
                               width * nbytes, f"n * {nbytes}")]
 
     em.line(f"// {op.name}{where}: the {rows}x{cols} tile of {base_name} at "
-            f"({args['row_offset']}, {args['col_offset']}) into {dst}")
+            f"({args['row_offset']}, {args['col_offset']}) into {dst}{_walked(g)}")
     em.line(f"if ({as_type(em.scalar_arg(pred), BOOL)}) {{")
     em.depth += 1
     proven = width > 1 and proven_aligned(em, op, width)
@@ -303,7 +351,7 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
     fill_c = as_type(em.scalar_arg(fill), element)
 
     def one(i, in_bounds, row, col, r, c):
-        at = f"{dst}[{place(view.type, r, c)}]"
+        at = f"{dst}[{place(view_type, r, c)}]"
         if nbytes in (4, 8) and _zero(fill):
             return [f"const bool in = {in_bounds};",
                     CUDA.cp_async(f"&{at}", f"in ? {base_name} + ({element_offset(args, row, col)}) : {base_name}",
@@ -328,32 +376,29 @@ def proven_aligned(em: "CudaEmitter", op: Op, width: int) -> bool:
     """Whether the axis analysis proves what the run-time check of a copy's
     ``width``-element chunks asks: the base address a multiple of the chunk's
     bytes, the row stride and the column offset multiples of ``width``,
-    columns contiguous and any wrap a multiple of ``width``."""
-    if op.name == "async_copy_to_shared":
-        base, col_offset, stride = op.operands[1], op.operands[3], op.operands[4]
-        col_stride = col_wrap = None
-    else:
-        base, col_offset, stride, col_stride = op.operands[1], op.operands[3], op.operands[4], op.operands[5]
-        col_wrap = op.operands[9]
-    nbytes = op.operands[0].type.element.nbytes
+    columns contiguous and any wrap a multiple of ``width`` (rows and
+    columns as the copy walks them, ``copy_geometry``)."""
+    g = copy_geometry(op)
+    nbytes = g.view_type.element.nbytes
     facts = em.axis_info()
 
     def multiple(value, of: int) -> bool:
         return facts.of(value).scalar_divisibility % of == 0
 
-    if col_stride is not None and not (isinstance(col_stride, Const) and col_stride.value == 1):
+    if not (isinstance(g.col_stride, Const) and g.col_stride.value == 1):
         return False
-    if col_wrap is not None and not multiple(col_wrap, width):
+    if not (isinstance(g.col_wrap, Const) and g.col_wrap.value == 0) and not multiple(g.col_wrap, width):
         return False  # a wrap of 0 (none) is divisible by everything
-    return multiple(base, width * nbytes) and multiple(stride, width) and multiple(col_offset, width)
+    return multiple(g.base, width * nbytes) and multiple(g.stride, width) and multiple(g.col_offset, width)
 
 
 def bound_multiple(em: "CudaEmitter", op: Op, width: int) -> bool:
     from mytriton.passes.stage_dots import NO_BOUND
 
-    """Whether the axis analysis proves a copy's column bound a multiple of
-    ``width``: then (the column offset being one too) no chunk straddles it."""
-    col_bound = op.operands[6] if op.name == "async_copy_to_shared" else op.operands[7]
+    """Whether the axis analysis proves a copy's column bound (as it walks
+    the tile) a multiple of ``width``: then (the column offset being one
+    too) no chunk straddles it."""
+    col_bound = copy_geometry(op).col_bound
     if col_bound == NO_BOUND:
         return True  # stage-dots' bound for an unmasked dimension: every column passes
     return em.axis_info().of(col_bound).scalar_divisibility % width == 0
@@ -365,7 +410,7 @@ def bound_multiple(em: "CudaEmitter", op: Op, width: int) -> bool:
 # branches and divisions an iteration for 128x128x32. The wrapped coordinates
 # of a thread's chunks do not change from one iteration to the next, so they
 # are worked out once, before the loop.
-WRAPPED_COPY_OPERANDS = {"row": (2, 8), "col": (3, 9)}  # (offset, wrap) of async_copy_strided_to_shared
+WRAPPED_COPY_OPERANDS = {"row": ("row_offset", "row_wrap"), "col": ("col_offset", "col_wrap")}  # of its geometry
 
 
 def hoist_wrapped_coordinates(em: "CudaEmitter", loop: Op) -> None:
@@ -383,16 +428,16 @@ def hoist_wrapped_coordinates(em: "CudaEmitter", loop: Op) -> None:
     for op in body.ops:
         if op.name != "async_copy_strided_to_shared":
             continue
-        view, fill = op.operands[0], op.operands[10]
-        width = vector_width(view.type, fill)
+        g = copy_geometry(op)
+        width = vector_width(g.view_type, g.fill)
         if width < 2 or not proven_aligned(em, op, width):
             continue  # the element-by-element path keeps its own coordinates
-        rows, cols = view.type.shape
+        rows, cols = g.view_type.shape
         per_row = cols // width
         steps = max(1, rows * per_row // em.threads)
         hoisted = {}
         for axis, (at_offset, at_wrap) in WRAPPED_COPY_OPERANDS.items():
-            offset, wrap = op.operands[at_offset], op.operands[at_wrap]
+            offset, wrap = getattr(g, at_offset), getattr(g, at_wrap)
             if isinstance(wrap, Const) and wrap.value == 0 or not (invariant(offset) and invariant(wrap)):
                 continue
             em.hoisted_copies += 1

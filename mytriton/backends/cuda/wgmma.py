@@ -17,6 +17,8 @@ offsets, swizzle mode; PTX ISA "Matrix Descriptor Format"):
   K rows of S bytes; 8-row groups along K are 8 S bytes apart (stride byte
   offset), the column blocks ``K * S`` bytes apart (leading byte offset),
   and a k16 step starts 16 rows (16 S bytes) further.
+- B, [K, N] K-major (``imm-trans-b`` = 0; a column-major buffer,
+  ``nvmma_shared<order=[0, 1]>``): addressed as A is, N taking M's place.
 
 A ``dot_rs`` (attention's P @ V) reads A from registers instead: the tile is
 held in a version-3 mma layout over [M, K] (``layouts.register_a_layout``),
@@ -68,16 +70,17 @@ def instruction(element, n: int) -> str:
     return f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t}"
 
 
-def wgmma_asm(ptx: str, accumulators: list[str], desc_a: str, desc_b: str) -> str:
+def wgmma_asm(ptx: str, accumulators: list[str], desc_a: str, desc_b: str, trans_b: int = 1) -> str:
     count = len(accumulators)
     d = ", ".join(f"%{i}" for i in range(count))
     outs = ", ".join(f'"+f"({x})' for x in accumulators)
     return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{count + 2}, 0;\\n'
-            f'{ptx} {{{d}}}, %{count}, %{count + 1}, p, 1, 1, 0, 1;\\n}}\\n" '
+            f'{ptx} {{{d}}}, %{count}, %{count + 1}, p, 1, 1, 0, {trans_b};\\n}}\\n" '
             f': {outs} : "l"({desc_a}), "l"({desc_b}), "n"(1));')
 
 
-def wgmma_register_a_asm(ptx: str, accumulators: list[str], a_regs: list[str], desc_b: str) -> str:
+def wgmma_register_a_asm(ptx: str, accumulators: list[str], a_regs: list[str], desc_b: str,
+                         trans_b: int = 1) -> str:
     """``wgmma.mma_async`` with A from four .b32 registers (two 16-bit
     elements each, the lower column in the low half): operands d, a, b-desc,
     scale-d, imm-scale-a, imm-scale-b, imm-trans-b (no imm-trans-a: A in
@@ -88,7 +91,7 @@ def wgmma_register_a_asm(ptx: str, accumulators: list[str], a_regs: list[str], d
     outs = ", ".join(f'"+f"({x})' for x in accumulators)
     ins = ", ".join(f'"r"({r})' for r in a_regs)
     return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{count + 5}, 0;\\n'
-            f'{ptx} {{{d}}}, {{{a}}}, %{count + 4}, p, 1, 1, 1;\\n}}\\n" '
+            f'{ptx} {{{d}}}, {{{a}}}, %{count + 4}, p, 1, 1, {trans_b};\\n}}\\n" '
             f': {outs} : {ins}, "l"({desc_b}), "n"(1));')
 
 
@@ -134,11 +137,19 @@ def emit_wgmma_products(em: "CudaEmitter", op: Op, layout: "Layout", storage: st
     registers_a = a_name is None  # dot_rs: A is a register tile (its values are in a_values)
     a_row = 0 if registers_a else a.type.layout.swizzle  # bytes in a row of a column block
     b_row = b.type.layout.swizzle
+    b_k_major = b.type.layout.transposed
     a_block, b_block = a_row // element.nbytes, b_row // element.nbytes  # its elements
     rows_dim, cols_dim = layout.dims
     reps_m = m // (16 * num_warps)  # the warpgroups' 64-row blocks each one computes
     a_leading, a_stride = 0, 8 * a_row  # K-major: a k step never leaves its row
-    b_leading, b_stride = k * b_row, 8 * b_row  # N-major: column blocks K rows apart
+    # N-major: column blocks K rows apart; K-major: as A
+    b_leading, b_stride = (0, 8 * b_row) if b_k_major else (k * b_row, 8 * b_row)
+
+    def b_offset(nb: int, kk: int) -> int:
+        """Bytes from B's start to k16 step ``kk`` of the instruction's N block ``nb``."""
+        if b_k_major:  # column blocks of S bytes along K, N rows each
+            return (kk // b_block) * n * b_row + (kk % b_block) * element.nbytes + nb * instr_n * b_row
+        return (nb * instr_n // b_block) * k * b_row + kk * b_row
     tid = em.lang.thread_id
     em.line(f"// wgmma: {reps_m} row block(s) of 64 per warpgroup x {n // instr_n} of m64n{instr_n}k{instr_k}, "
             f"{k // instr_k} k step(s){', A from registers' if registers_a else ''}")
@@ -184,7 +195,7 @@ def emit_wgmma_products(em: "CudaEmitter", op: Op, layout: "Layout", storage: st
                 row0 = rm * 16 * num_warps
                 a_address = f"a_base + {a_column} + (group_row + {row0}) * {a_row}"
             for nb in range(n // instr_n):
-                b_address = f"b_base + {(nb * instr_n // b_block) * k * b_row + kk * b_row}"
+                b_address = f"b_base + {b_offset(nb, kk)}"
                 accumulators = []
                 for i in range(instr_n // 2):
                     rn = nb * instr_n // 8 + i // 4
@@ -192,10 +203,12 @@ def emit_wgmma_products(em: "CudaEmitter", op: Op, layout: "Layout", storage: st
                     digits = {rows_dim: str(2 * rm + reg // 2), cols_dim: str(2 * rn + reg % 2)}
                     accumulators.append(f"{storage}[{layout.slot_of(digits)}]")
                 desc_b = descriptor(b_address, b_row, b_leading, b_stride)
+                trans_b = 0 if b_k_major else 1
                 if registers_a:
-                    em.line(wgmma_register_a_asm(ptx, accumulators, a_regs, desc_b))
+                    em.line(wgmma_register_a_asm(ptx, accumulators, a_regs, desc_b, trans_b))
                 else:
-                    em.line(wgmma_asm(ptx, accumulators, descriptor(a_address, a_row, a_leading, a_stride), desc_b))
+                    em.line(wgmma_asm(ptx, accumulators, descriptor(a_address, a_row, a_leading, a_stride), desc_b,
+                                      trans_b))
     in_flight = op.attrs.get("in_flight", 0)
     em.line('asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");')
     if in_flight:
