@@ -122,8 +122,8 @@ def mma_warps(m: int, n: int, num_warps: int) -> tuple[int, int] | None:
     return wm, wn
 
 
-# wgmma's K per instruction for the operand types it reads N-major.
-WGMMA_K = {F16: 16, BF16: 16}
+# wgmma's K per instruction (f32 operands: TF32 dots, both operands K-major).
+WGMMA_K = {F16: 16, BF16: 16, F32: 8}
 
 
 def wgmma_swizzle(columns: int, element_bytes: int) -> int | None:
@@ -153,11 +153,26 @@ def column_contiguous_buffers(kernel: Kernel) -> frozenset[Value]:
     return frozenset(buffer for buffer, yes in verdict.items() if yes)
 
 
+def is_tf32(op: Op) -> bool:
+    return _operand_element(op.operands[0]) == F32 and op.attrs.get("input_precision") == "tf32"
+
+
+def k_major_buffers(kernel: Kernel) -> frozenset[Value]:
+    """The B buffers a warpgroup dot reads K-major: those filled from tiles
+    contiguous down their columns (``column_contiguous_buffers``). Not every
+    B of a TF32 dot, though wgmma reads tf32 operands K-major only: one
+    contiguous along N in memory would be copied element by element, 4
+    bytes a cp.async, and that copy, not the tensor cores, set the pace on
+    the H200 (128x128x32 at 4096^3: 78.9 TFLOP/s against mma.sync's 111.7;
+    Triton's TF32 is at 81 the same way). Such a dot stays on mma.sync."""
+    return column_contiguous_buffers(kernel)
+
+
 def wgmma_layout(op: Op, num_warps: int, k_major: frozenset[Value] = frozenset()) -> Mma | None:
     """The accumulator layout of a dot of two shared buffers that Hopper's
-    warpgroup instructions compute, or None: f16/bf16 operands (wgmma reads
-    B N-major only for 16-bit types; tf32 and int8 need K-major B, which a
-    row-major [K, N] tile is not), whole warpgroups, M a multiple of 16 per
+    warpgroup instructions compute, or None: f16/bf16 operands, or f32 ones
+    of a TF32 dot whose B is read K-major (wgmma reads B N-major only for
+    16-bit types), whole warpgroups, M a multiple of 16 per
     warp, K a multiple of the instruction's 16, and rows of both buffers
     whole swizzle rows (``wgmma_swizzle``). A B buffer in ``k_major``
     (``column_contiguous_buffers``) is read K-major: its swizzle rows run
@@ -176,6 +191,8 @@ def wgmma_layout(op: Op, num_warps: int, k_major: frozenset[Value] = frozenset()
     (m, k), n = a.type.shape, b.type.shape[1]
     a_swizzle = SWIZZLE_BYTES[0] if a_in_registers else wgmma_swizzle(k, element.nbytes)
     b_k_major = buffer_of(b) in k_major
+    if element == F32 and not (is_tf32(op) and b_k_major and not a_in_registers):
+        return None
     b_swizzle = wgmma_swizzle(k if b_k_major else n, element.nbytes)
     if m % (16 * num_warps) or k % WGMMA_K[element] or a_swizzle is None or b_swizzle is None:
         return None
@@ -319,7 +336,7 @@ class _Assigner:
         self.widths = widths or {}  # the elements each load and store may move at once (axis info)
         self.num_warps = num_warps
         self.wgmma = wgmma  # the target has Hopper's warpgroup instructions
-        self.k_major = column_contiguous_buffers(kernel) if wgmma else frozenset()
+        self.k_major = k_major_buffers(kernel) if wgmma else frozenset()
         self.layouts: dict[Value, TileLayout] = {}
         # (value, layout) -> the value standing for it there (a copy or a conversion)
         self.variants: dict[tuple[Value, TileLayout], Value] = {}
@@ -698,7 +715,7 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
     # The scratch the pipeline pass left room for stays free: padding never takes it.
     used = sum(r.type.numel * r.type.element.nbytes for r in allocs) + scratch_reserve(kernel)
     layouts: dict[Value, SharedLayout] = {}
-    k_major = column_contiguous_buffers(kernel) if wgmma else frozenset()
+    k_major = k_major_buffers(kernel) if wgmma else frozenset()
     for op in walk(kernel.body):
         if op.name not in ("dot_shared", "dot_rs"):
             continue

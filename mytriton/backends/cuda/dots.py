@@ -122,11 +122,13 @@ COPY_OPS = ("copy_to_shared", "copy_strided_to_shared")  # what emit_copies take
 
 @dataclass(frozen=True)
 class CopyGeometry:
-    """A copy's operands as the threads walk the tile: row by row, along the
-    buffer's rows. For a column-major (``order=[0, 1]``) buffer, that is the
-    transposed tile (``view_type``, row-major): rows and columns, offsets,
-    bounds and wraps swap, and its row stride is the tile's column stride,
-    so that a tile contiguous down its columns is copied in chunks."""
+    """A copy's operands as the threads walk the tile: row by row. Into a
+    column-major (``order=[0, 1]``) buffer from a tile contiguous down its
+    columns (row stride 1), the walk is the transposed tile's (``view_type``,
+    row-major): rows and columns, offsets, bounds and wraps swap, and its row
+    stride is the tile's column stride, so that the copy moves chunks. From
+    any other tile, the walk is the tile's own, element by element (its rows
+    are not runs of the buffer), coalesced in global memory."""
     view: Value
     view_type: SharedType
     base: object
@@ -149,7 +151,7 @@ def copy_geometry(op: Op) -> CopyGeometry:
         (buffer, base, row_offset, col_offset, stride, col_stride, row_bound, col_bound, row_wrap, col_wrap,
          fill) = op.operands[:11]
     layout = buffer.type.layout
-    if isinstance(layout, NvmmaShared) and layout.transposed:
+    if isinstance(layout, NvmmaShared) and layout.transposed and isinstance(stride, Const) and stride.value == 1:
         return CopyGeometry(buffer, transposed(buffer.type), base, col_offset, row_offset, col_stride, stride,
                             col_bound, row_bound, col_wrap, row_wrap, fill)
     return CopyGeometry(buffer, buffer.type, base, row_offset, col_offset, stride, col_stride, row_bound,
@@ -157,7 +159,13 @@ def copy_geometry(op: Op) -> CopyGeometry:
 
 
 def _walked(g: CopyGeometry) -> str:
-    return ", column by column (a column-major buffer)" if g.view_type is not g.view.type else ""
+    if g.view_type is not g.view.type:
+        return ", column by column (a column-major buffer)"
+    return ", element by element (a column-major buffer)" if _column_major(g.view_type) else ""
+
+
+def _column_major(buffer: SharedType) -> bool:
+    return isinstance(buffer.layout, NvmmaShared) and buffer.layout.transposed
 
 
 def copy_operands(em: "CudaEmitter", op: Op) -> tuple:
@@ -281,7 +289,7 @@ def vector_width(buffer: SharedType, fill: object) -> int:
     threads themselves: cp.async fills with zeros."""
     nbytes = buffer.element.nbytes
     rows, cols = buffer.shape
-    if not _zero(fill):
+    if not _zero(fill) or _column_major(buffer):  # a row of a column-major buffer is no run
         return 1
     for chunk in (16, 8):
         width = chunk // nbytes
@@ -362,9 +370,11 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
         em.depth -= 1
         em.line("}")
         return
-    # The slow path stays a loop: unrolled, its loads would all be in flight
-    # at once, in registers the loop's accumulators need.
-    _copy_loop(em, rows, cols, 1, row_pitch, args, one, unroll=False)
+    # The slow path's plain loads stay a loop: unrolled, they would all be in
+    # flight at once, in registers the loop's accumulators need. cp.async's
+    # hold none, but each its 64-bit address: unrolled by 4 (wholly, the
+    # 32 of a 32x128 f32 tile spill).
+    _copy_loop(em, rows, cols, 1, row_pitch, args, one, unroll=4 if nbytes in (4, 8) and _zero(fill) else 1)
     if width > 1:
         em.depth -= 1
         em.line("}")
@@ -457,7 +467,7 @@ def hoist_wrapped_coordinates(em: "CudaEmitter", loop: Op) -> None:
 
 
 def _copy_loop(em: "CudaEmitter", rows: int, cols: int, width: int, row_pitch: int, args: dict[str, str],
-               body, unroll: bool = True, hoisted: dict[str, str] | None = None) -> None:
+               body, unroll: int | None = None, hoisted: dict[str, str] | None = None) -> None:
     """A loop over a thread's chunks of ``width`` elements of a row-major tile
     (``hoisted``: arrays of the chunks' wrapped rows or columns, by axis)."""
     hoisted = hoisted or {}
@@ -466,7 +476,7 @@ def _copy_loop(em: "CudaEmitter", rows: int, cols: int, width: int, row_pitch: i
     steps = max(1, total // em.threads)
     guard = total < em.threads
     tid = em.lang.thread_id
-    em.line(em.lang.unroll if unroll else f"{em.lang.unroll} 1")
+    em.line(em.lang.unroll if unroll is None else f"{em.lang.unroll} {unroll}")  # None: wholly
     em.line(f"for (int s = 0; s < {steps}; ++s) {{")
     em.line(f"  const int i = {tid} + s * {em.threads};")
     if guard:

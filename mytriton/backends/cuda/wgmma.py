@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 from mytriton.ir.layouts import Mma
 from mytriton.ir.ssa import Op, walk
-from mytriton.types import BF16, F16
+from mytriton.types import BF16, F16, F32
 
 if TYPE_CHECKING:
     from mytriton.backends.cuda.emitter import CudaEmitter
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 WARPGROUP = 4  # warps that issue one wgmma together
 LAYOUT_TYPE = {128: 1, 64: 2, 32: 3}  # the descriptor's layout type of each swizzle
-TYPES = {F16: "f16", BF16: "bf16"}
+TYPES = {F16: "f16", BF16: "bf16", F32: "tf32"}  # f32 operands: a TF32 dot
 
 
 def descriptor(address: str, swizzle: int, leading: int, stride: int) -> str:
@@ -67,15 +67,18 @@ def descriptor(address: str, swizzle: int, leading: int, stride: int) -> str:
 
 def instruction(element, n: int) -> str:
     t = TYPES[element]
-    return f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t}"
+    return f"wgmma.mma_async.sync.aligned.m64n{n}k{32 // element.nbytes}.f32.{t}.{t}"
 
 
-def wgmma_asm(ptx: str, accumulators: list[str], desc_a: str, desc_b: str, trans_b: int = 1) -> str:
+def wgmma_asm(ptx: str, accumulators: list[str], desc_a: str, desc_b: str, trans_b: int | None = 1) -> str:
+    """``trans_b`` None: the tf32 form, which has no transpose operands (both
+    operands K-major)."""
     count = len(accumulators)
     d = ", ".join(f"%{i}" for i in range(count))
     outs = ", ".join(f'"+f"({x})' for x in accumulators)
+    transposes = "" if trans_b is None else f", 0, {trans_b}"
     return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{count + 2}, 0;\\n'
-            f'{ptx} {{{d}}}, %{count}, %{count + 1}, p, 1, 1, 0, {trans_b};\\n}}\\n" '
+            f'{ptx} {{{d}}}, %{count}, %{count + 1}, p, 1, 1{transposes};\\n}}\\n" '
             f': {outs} : "l"({desc_a}), "l"({desc_b}), "n"(1));')
 
 
@@ -203,7 +206,7 @@ def emit_wgmma_products(em: "CudaEmitter", op: Op, layout: "Layout", storage: st
                     digits = {rows_dim: str(2 * rm + reg // 2), cols_dim: str(2 * rn + reg % 2)}
                     accumulators.append(f"{storage}[{layout.slot_of(digits)}]")
                 desc_b = descriptor(b_address, b_row, b_leading, b_stride)
-                trans_b = 0 if b_k_major else 1
+                trans_b = None if element == F32 else 0 if b_k_major else 1
                 if registers_a:
                     em.line(wgmma_register_a_asm(ptx, accumulators, a_regs, desc_b, trans_b))
                 else:
