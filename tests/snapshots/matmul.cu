@@ -29,7 +29,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v16[r * 36 + c])), "l"(n > 0 ? a_ptr + (row * K + col) : a_ptr), "r"(n * 4) : "memory");
       }
     } else {  // element by element
-      #pragma unroll 1
+      #pragma unroll 4
       for (int s = 0; s < 16; ++s) {
         const int i = threadIdx.x + s * 128;
         const int r = i / 32;
@@ -56,7 +56,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v17[r * 72 + c])), "l"(n > 0 ? b_ptr + (row * N + col) : b_ptr), "r"(n * 4) : "memory");
       }
     } else {  // element by element
-      #pragma unroll 1
+      #pragma unroll 4
       for (int s = 0; s < 16; ++s) {
         const int i = threadIdx.x + s * 128;
         const int r = i / 64;
@@ -85,7 +85,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v19[r * 36 + c])), "l"(n > 0 ? a_ptr + (row * K + col) : a_ptr), "r"(n * 4) : "memory");
       }
     } else {  // element by element
-      #pragma unroll 1
+      #pragma unroll 4
       for (int s = 0; s < 16; ++s) {
         const int i = threadIdx.x + s * 128;
         const int r = i / 32;
@@ -112,7 +112,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v20[r * 72 + c])), "l"(n > 0 ? b_ptr + (row * N + col) : b_ptr), "r"(n * 4) : "memory");
       }
     } else {  // element by element
-      #pragma unroll 1
+      #pragma unroll 4
       for (int s = 0; s < 16; ++s) {
         const int i = threadIdx.x + s * 128;
         const int r = i / 64;
@@ -155,7 +155,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
           asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v28[r * 36 + c])), "l"(n > 0 ? a_ptr + (row * K + col) : a_ptr), "r"(n * 4) : "memory");
         }
       } else {  // element by element
-        #pragma unroll 1
+        #pragma unroll 4
         for (int s = 0; s < 16; ++s) {
           const int i = threadIdx.x + s * 128;
           const int r = i / 32;
@@ -182,7 +182,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
           asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v29[r * 72 + c])), "l"(n > 0 ? b_ptr + (row * N + col) : b_ptr), "r"(n * 4) : "memory");
         }
       } else {  // element by element
-        #pragma unroll 1
+        #pragma unroll 4
         for (int s = 0; s < 16; ++s) {
           const int i = threadIdx.x + s * 128;
           const int r = i / 64;
