@@ -86,6 +86,22 @@ def test_p_at_v_is_staged_only_beside_a_staged_q_at_k(config):
             assert "dot_shared" in inside and "dot" not in inside
 
 
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_the_causal_kernels_two_loops_read_q_from_one_buffer_copied_once(head_dim):
+    """Q is loop-invariant and loaded once: staged once, before the first
+    loop, for both loops' Q @ K^T (two copies took 16 KiB more at HEAD_DIM
+    64, which left one block per SM on the H200, and kept HEAD_DIM 128's dots
+    unstaged)."""
+    kernel = staged(attention_options("fp16", 3, 128, 64, head_dim))
+    q_buffers = {op.operands[0] for op in walk(kernel.body) if op.name == "dot_shared"}
+    loops = [op for op in walk(kernel.body) if op.name == "for"]
+    assert len(loops) == 2 and all("dot_shared" in [o.name for o in loop.regions[0].ops] for loop in loops)
+    assert len(q_buffers) == 1
+    (q,) = q_buffers
+    writes = [op for op in walk(kernel.body) if op.name.endswith("to_shared") and op.operands[0] is q]
+    assert len(writes) == 1 and kernel.body.ops.index(writes[0]) < kernel.body.ops.index(loops[0])
+
+
 def test_without_pipelining_a_barrier_follows_p_at_v():
     kernel = staged(attention_options(num_stages=1))
     loop = the_op(kernel, "for")

@@ -839,13 +839,15 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
     while True:
         # (A dot_rs off wgmma stages its register A through scratch: not "staged" here.)
         reserve = _scratch_reserve(kernel, frozenset(plan.dot for plan in matched if plan.a is not None))
-        taken, room = [], used
+        taken, room, once = [], used, set()
         for plan in matched:
             # (The layouts stage pads the buffers' rows, and the back end's
             # scratch is known only while emitting: a margin for both.)
-            if plan.strided and room + plan.nbytes * 5 // 4 + 2 * reserve > budget:
+            nbytes = _new_bytes(plan, once)
+            if plan.strided and room + nbytes * 5 // 4 + 2 * reserve > budget:
                 continue
-            room += plan.nbytes
+            room += nbytes
+            once |= _copied_once(plan)
             taken.append(plan)
         # P @ V is staged only beside a staged Q @ K^T: a dot_rs whose loop
         # body keeps another dot on the general path would read P converted
@@ -857,16 +859,31 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
             break
         matched = taken
     plans: list[DotPlan] = []
+    once = set()
     for plan in matched:
         op = plan.dot
-        if used + plan.nbytes > budget:
+        nbytes = _new_bytes(plan, once)
+        if used + nbytes > budget:
             earlier = f", and {used} bytes are already allocated" if used else ""
             raise CompileError(
-                f"tl.dot needs {plan.nbytes} bytes of shared memory to stage {plan.describe()}{earlier}, "
+                f"tl.dot needs {nbytes} bytes of shared memory to stage {plan.describe()}{earlier}, "
                 f"over the {budget_text(budget)} budget", op.loc)
-        used += plan.nbytes
+        used += nbytes
+        once |= _copied_once(plan)
         plans.append(plan)
     return plans
+
+
+def _copied_once(plan: DotPlan) -> set[Op]:
+    """The loads of ``plan``'s tiles copied once before their loop (``_stage``
+    gives a later dot of the same load the same buffer)."""
+    return {tile.load for tile in plan.tiles if _loop_around(plan.dot, tile.load) is not None}
+
+
+def _new_bytes(plan: DotPlan, once: set[Op]) -> int:
+    """The shared bytes ``plan`` adds: not those of a tile an earlier plan copies once."""
+    return sum(tile.buffer_type.nbytes for tile in plan.tiles
+               if not (tile.load in once and _loop_around(plan.dot, tile.load) is not None))
 
 
 def _scratch_reserve(kernel: Kernel, staged: frozenset[Op]) -> int:
@@ -890,6 +907,11 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
     # dot it replaced: a later dot_rs of the same loop body copies its B with
     # that dot's copies (the ops computing its operands before the first).
     groups: dict[Op, tuple[Op, Op]] = {}
+    # A loop-invariant tile copied before a loop (attention's Q), by its
+    # load: a later loop's dot of the same tile (the causal kernel's second
+    # loop) reads the same buffer, which nothing between overwrote (the
+    # dot's match found no store after the load).
+    copied_once: dict[Op, Value] = {}
     for plan in plans:
         while f"dot_a{index}" in taken or f"dot_b{index}" in taken:
             index += 1
@@ -897,6 +919,9 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
         for tile, letter in ((plan.a, "a"), (plan.b, "b")):
             if tile is None:  # A stays in registers
                 buffers.append(None)
+                continue
+            if tile.load in copied_once and _loop_around(plan.dot, tile.load) is not None:
+                buffers.append(copied_once[tile.load])
                 continue
             attrs = {"name": f"dot_{letter}{index}", "shape": tile.shape, "dtype": tile.element}
             allocation = Op("shared_alloc", [], [tile.buffer_type], attrs, tile.load.loc)
@@ -920,7 +945,10 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
             if outside is not None:
                 # A tile loaded before the loop (attention's Q) is copied once,
                 # there: nothing in the loop writes memory (_store_between).
+                if copied_once.get(tile.load) is buffer:
+                    continue  # before an earlier loop
                 insert_before(outside, *prelude, copy, Op("barrier", [], [], loc=tile.load.loc))
+                copied_once[tile.load] = buffer
             else:
                 in_place += prelude
                 copies.append(copy)
