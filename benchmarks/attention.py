@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from common import ROOT, load_as_triton, load_module, time_cuda, triton_available
+from common import ROOT, load_as_triton, load_module, time_cuda, timing_columns, triton_available
 
 KERNEL = ROOT / "tests" / "triton_style" / "fused_attention.py"
 
@@ -65,11 +65,7 @@ def main() -> None:
             if not error < 2e-2:
                 raise SystemExit(f"{name} at ctx {n_ctx}: max abs error {error:.2e}")
             results[name] = time_cuda(lambda: launch(kernel, o, m, **extra), repeat=args.repeat)
-        ms = results["mytriton"]
-        line = f"{n_ctx:<6} {ms:>11.3f}  {flops / ms / 1e9:>7.1f}"
-        if "triton" in results:
-            line += f"  {flops / results['triton'] / 1e9:>14.1f}  {results['triton'] / ms:>5.2f}"
-        print(line, flush=True)
+        print(f"{n_ctx:<6} {timing_columns(flops, results)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -61,6 +61,16 @@ def time_cuda(fn, warmup: int = 5, repeat: int = 30, inner: int = 10) -> float:
     return statistics.median(times)
 
 
+def timing_columns(flops: float, results: dict[str, float], ms_width: int = 11) -> str:
+    """mytriton's milliseconds and TFLOP/s, then, where Triton ran, its
+    TFLOP/s and mytriton's ratio to it (``results``: milliseconds by name)."""
+    ms = results["mytriton"]
+    line = f"{ms:>{ms_width}.3f}  {flops / ms / 1e9:>7.1f}"
+    if "triton" in results:
+        line += f"  {flops / results['triton'] / 1e9:>14.1f}  {results['triton'] / ms:>5.2f}"
+    return line
+
+
 def triton_available() -> bool:
     try:
         import triton  # noqa: F401

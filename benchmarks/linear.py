@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from common import ROOT, load_as_triton, load_module, time_cuda, triton_available
+from common import ROOT, load_as_triton, load_module, time_cuda, timing_columns, triton_available
 
 KERNEL = ROOT / "tests" / "triton_style" / "matmul_transposed_b.py"
 
@@ -59,11 +59,7 @@ def main() -> None:
                 if not error < 1e-2:
                     raise SystemExit(f"{name} {text} at {size}: relative error {error:.2e}")
                 results[name] = time_cuda(launch, repeat=args.repeat)
-            flops = 2.0 * M * N * K
-            line = f"{size:<5} {text:<12} {results['mytriton']:>10.3f}  {flops / results['mytriton'] / 1e9:>7.1f}"
-            if "triton" in results:
-                line += f"  {flops / results['triton'] / 1e9:>14.1f}  {results['triton'] / results['mytriton']:>5.2f}"
-            print(line, flush=True)
+            print(f"{size:<5} {text:<12} {timing_columns(2.0 * M * N * K, results, ms_width=10)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -70,7 +70,8 @@ def test_a_b_row_stride_not_known_to_be_1_keeps_b_row_major():
     assert "order=[0, 1]" not in text
 
 
-@pytest.mark.parametrize("config,num_warps,instr", [((64, 64, 64), 4, "[16, 64, 16]"), ((128, 256, 64), 8, "[16, 256, 16]"),
+@pytest.mark.parametrize("config,num_warps,instr", [((64, 64, 64), 4, "[16, 64, 16]"),
+                                                    ((128, 256, 64), 8, "[16, 256, 16]"),
                                                     ((64, 32, 16), 4, "[16, 32, 16]")])
 def test_a_k_major_b_takes_any_n_multiple_of_8_up_to_256(config, num_warps, instr):
     """N is not cut into swizzle-wide column blocks: wgmma's N runs over B's

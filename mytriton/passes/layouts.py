@@ -84,7 +84,8 @@ from mytriton.ir.layouts import (
     default_blocked, fma_dot_layout, fma_operand_pad,
 )
 from mytriton.ir.ssa import (
-    Block, BlockArg, Const, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, insert_before, walk,
+    Block, BlockArg, Const, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, insert_before,
+    walk,
 )
 from mytriton.target import DEFAULT_ARCH, SHARED_MEMORY_BUDGET, has_wgmma
 from mytriton.types import BF16, F16, F32, I8, BlockType, SharedType, element_of
