@@ -168,6 +168,55 @@ def test_the_tf32_wgmma_builds_for_sm_90a(tmp_path):
     assert "C7514" not in notes and "C7515" not in notes
 
 
+# ---- edited IR the back end refuses ----------------------------------------------------------------------
+
+
+def emitted(text: str):
+    from mytriton.ir.ssa_text import parse_kernel
+    from mytriton.pipeline import emit_cuda
+    return emit_cuda(parse_kernel(text, "k.ssa"))
+
+
+def test_a_column_major_a_of_a_wgmma_dot_is_a_located_error():
+    from mytriton.diagnostics import CompileError
+    text = compiled("layouts")
+    rows, cols = "nvmma_shared<swizzle=128, order=[1, 0]>", "nvmma_shared<swizzle=128, order=[0, 1]>"
+    edited = text.replace(rows, "\0").replace(cols, rows).replace("\0", cols)  # A and B swap orders
+    with pytest.raises(CompileError, match=r"reads A K-major: its buffer needs order=\[1, 0\]") as info:
+        emitted(edited)
+    assert info.value.loc is not None
+
+
+def test_a_tf32_wgmma_dot_of_a_row_major_b_is_a_located_error():
+    from mytriton.diagnostics import CompileError
+    text = compiled("layouts", (64, 64, 32), dtype="fp32")
+    edited = text.replace("order=[0, 1]", "order=[1, 0]")
+    with pytest.raises(CompileError, match=r"TF32 wgmma dot reads B K-major"):
+        emitted(edited)
+
+
+def test_an_mma_sync_dot_of_swizzled_buffers_is_a_located_error():
+    from mytriton.diagnostics import CompileError
+    text = compile_text(SOURCE, "layouts", signature=signature(), defines={"BM": 64, "BN": 64, "BK": 64},
+                        arch="sm_80")
+    edited = text.replace("padded_shared<pad=8, order=[1, 0]>", "nvmma_shared<swizzle=128, order=[1, 0]>")
+    assert edited != text
+    with pytest.raises(CompileError, match="only a dot in a version-3 .wgmma. mma layout reads nvmma_shared"):
+        emitted(edited)
+
+
+def test_an_fma_dot_of_swizzled_buffers_is_a_located_error():
+    from mytriton.diagnostics import CompileError
+    source = SOURCE.replace("acc = tl.dot(a, b, acc)", 'acc = tl.dot(a, b, acc, input_precision="ieee")')
+    text = compile_text(source, "layouts", signature=signature("fp32"), defines={"BM": 64, "BN": 64, "BK": 32},
+                        arch="sm_90a")
+    edited = re.sub(r"(#padded_shared\d+ = )padded_shared<pad=\d+, order=\[1, 0\]>",
+                    r"\1nvmma_shared<swizzle=128, order=[1, 0]>", text)
+    assert edited != text
+    with pytest.raises(CompileError, match="only a dot in a version-3 .wgmma. mma layout reads nvmma_shared"):
+        emitted(edited)
+
+
 # ---- the H200 ------------------------------------------------------------------------------------------------
 
 

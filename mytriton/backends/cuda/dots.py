@@ -505,6 +505,8 @@ def emit_dot(em: "CudaEmitter", op: Op) -> None:
         emit_mma_dot(em, op)  # tensor cores (the layouts stage chose an mma layout)
         return
     a, b, acc = op.operands
+    if any(isinstance(x.type, SharedType) and isinstance(x.type.layout, NvmmaShared) for x in (a, b)):
+        raise em.error_at(op, "only a dot in a version-3 (wgmma) mma layout reads nvmma_shared buffers")
     result = op.results[0]
     m, k = a.type.shape
     n = b.type.shape[1]

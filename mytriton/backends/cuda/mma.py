@@ -156,11 +156,11 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
         # A's rows may be padded by 16 bytes (stage_operands), which keeps ldmatrix's rows aligned.
         a_name, b_name, element, _, a_pitch = stage_operands(em, op)
         b_pitch = pitch(b.type) if isinstance(b.type, SharedType) else n  # dot_rs: B is a staged buffer
-    if result.type.layout.version == 3 and not all(
-            isinstance(x.type, SharedType) and isinstance(x.type.layout, NvmmaShared)
-            for x in ((b,) if registers_a else (a, b))):
-        raise em.error_at(op, "a dot in a version-3 (wgmma) mma layout needs two shared buffers in "
-                              "nvmma_shared layouts")
+    if result.type.layout.version == 3:
+        _check_wgmma_buffers(em, op, registers_a)
+    elif any(isinstance(x.type, SharedType) and isinstance(x.type.layout, NvmmaShared) for x in (a, b)):
+        raise em.error_at(op, "only a dot in a version-3 (wgmma) mma layout reads nvmma_shared buffers "
+                              "(mma.sync reads padded_shared ones)")
     instr = INSTRUCTIONS.get(element)
     if instr is None:
         raise em.error_at(op, f"a dot of {element} operands cannot run on tensor cores (an mma layout "
@@ -206,6 +206,23 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
         em.line(f"{c_element(result.type)} {final}[{layout.slots}];")
         em.line(em.lang.unroll)
         em.line(f"for (int k = 0; k < {layout.slots}; ++k) {final}[k] = {as_type(CValue(f'{storage}[k]', F32), F16)};")
+
+
+def _check_wgmma_buffers(em: "CudaEmitter", op: Op, registers_a: bool) -> None:
+    """wgmma reads its shared operands through descriptors: nvmma_shared
+    buffers, A row-major (K-major), and B of a TF32 dot column-major (tf32
+    operands are K-major only)."""
+    a, b = op.operands[0], op.operands[1]
+    if not all(isinstance(x.type, SharedType) and isinstance(x.type.layout, NvmmaShared)
+               for x in ((b,) if registers_a else (a, b))):
+        raise em.error_at(op, "a dot in a version-3 (wgmma) mma layout needs two shared buffers in "
+                              "nvmma_shared layouts")
+    if not registers_a and a.type.layout.transposed:
+        raise em.error_at(op, "a wgmma dot reads A K-major: its buffer needs order=[1, 0], not "
+                              f"{a.type.layout.text()}")
+    if b.type.element == F32 and not b.type.layout.transposed:
+        raise em.error_at(op, "a TF32 wgmma dot reads B K-major: its buffer needs order=[0, 1], not "
+                              f"{b.type.layout.text()}")
 
 
 def _check_register_a(em: "CudaEmitter", op: Op) -> None:
