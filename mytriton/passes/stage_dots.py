@@ -874,16 +874,22 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
     return plans
 
 
+def _before_loop(plan: DotPlan, tile: "TilePlan | StridedPlan") -> bool:
+    """Whether ``_stage`` copies ``tile`` once, before the loop around the dot
+    (a loop-invariant tile in a tutorial form: attention's Q)."""
+    return isinstance(tile, StridedPlan) and _loop_around(plan.dot, tile.load) is not None
+
+
 def _copied_once(plan: DotPlan) -> set[Op]:
     """The loads of ``plan``'s tiles copied once before their loop (``_stage``
-    gives a later dot of the same load the same buffer)."""
-    return {tile.load for tile in plan.tiles if _loop_around(plan.dot, tile.load) is not None}
+    gives a later such dot of the same load the same buffer)."""
+    return {tile.load for tile in plan.tiles if _before_loop(plan, tile)}
 
 
 def _new_bytes(plan: DotPlan, once: set[Op]) -> int:
     """The shared bytes ``plan`` adds: not those of a tile an earlier plan copies once."""
     return sum(tile.buffer_type.nbytes for tile in plan.tiles
-               if not (tile.load in once and _loop_around(plan.dot, tile.load) is not None))
+               if not (tile.load in once and _before_loop(plan, tile)))
 
 
 def _scratch_reserve(kernel: Kernel, staged: frozenset[Op]) -> int:
@@ -920,7 +926,7 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
             if tile is None:  # A stays in registers
                 buffers.append(None)
                 continue
-            if tile.load in copied_once and _loop_around(plan.dot, tile.load) is not None:
+            if tile.load in copied_once and _before_loop(plan, tile):
                 buffers.append(copied_once[tile.load])
                 continue
             attrs = {"name": f"dot_{letter}{index}", "shape": tile.shape, "dtype": tile.element}
