@@ -512,6 +512,14 @@ def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[s
             line(f"const {ct} {z} = {lo} ? {g} : {k};")
         combine(left, right, out)
 
+    def butterfly_round(o: int, values: list[str]) -> None:
+        """A plain round: every lane keeps and sends all of ``values``."""
+        line("{")
+        em.depth += 1
+        exchange(o, values, values, values)
+        em.depth -= 1
+        line("}")
+
     rounds = min(blocks, lanes).bit_length() - 1
     held = blocks >> rounds  # blocks a lane holds after the halving rounds
     line(f"// {op.name}: {lanes} lanes along the axis over {blocks} blocks: {rounds} halving round(s), "
@@ -540,12 +548,7 @@ def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[s
             line("}")
             size = half
         else:
-            cur = [f"{acc}[r * {blocks}]" for acc in accs]
-            line("{")
-            em.depth += 1
-            exchange(o, cur, cur, cur)
-            em.depth -= 1
-            line("}")
+            butterfly_round(o, [f"{acc}[r * {blocks}]" for acc in accs])
         o *= 2
     em.depth -= 1
     line("}")
@@ -593,11 +596,7 @@ def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[s
     o = 1
     while o < sharing:
         line(f"const bool f{o}_{tag} = ({ql} & {o}) == 0;  // the lower lane of the pair")
-        line("{")
-        em.depth += 1
-        exchange(o, cur, cur, cur)
-        em.depth -= 1
-        line("}")
+        butterfly_round(o, cur)
         o *= 2
     em.depth -= 1
     line("}")
