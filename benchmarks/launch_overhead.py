@@ -1,32 +1,29 @@
-"""Host time per launch of a tiny kernel, split by layer: PyCUDA's launch
-with the parameters packed once (the floor), its prepared call, mytriton's
+"""Host time per launch of a tiny kernel, split by layer: the driver's
+cuLaunchKernel with the parameters packed once (the floor), mytriton's
 CudaKernel.launch, the full ``kernel[grid](...)`` path (positional
 arguments only, and with keywords as the matmul benchmark passes them), and
 Triton's launch of the same source. Each is timed over many back-to-back
-launches on the host clock (the kernel itself takes ~2 us).
+launches on the host clock (the kernel itself takes ~2 us). Every mytriton
+launch goes on PyTorch's current stream, as Triton's does.
 
     python benchmarks/launch_overhead.py
     python benchmarks/launch_overhead.py --stand-in   # no GPU: see below
 
 ``--stand-in`` measures the host path on a machine without a GPU (or
-without PyCUDA and torch): PyCUDA's driver module is replaced by one whose
-``prepared_async_call`` does what PyCUDA's Python wrapper does and whose
-launch does nothing, and the tensors by objects with torch's attributes
-(``data_ptr()``, ``dtype``, ``is_cuda``, a ``__cuda_array_interface__``
-built on each access), timed on this process's CPU clock. Absolute numbers
-are this machine's; the differences between layers are what mytriton's
-Python adds.
+without torch): the driver is replaced by one whose calls do nothing
+(tests/fake_driver.py's, without its recording), and the tensors by objects
+with a tensor's attributes (``data_ptr()``, ``dtype``, ``is_cuda``),
+timed on this process's CPU clock. Absolute numbers are this machine's;
+the differences between layers are what mytriton's Python adds.
 """
 from __future__ import annotations
 
 import argparse
 import statistics
-import struct
 import sys
 import time
-import types
 
-from common import load_as_triton, load_sample, triton_available
+from common import ROOT, load_as_triton, load_sample, triton_available
 
 
 def per_call_us(fn, count: int = 2000, synchronize=lambda: None, clock=time.perf_counter) -> float:
@@ -40,16 +37,19 @@ def per_call_us(fn, count: int = 2000, synchronize=lambda: None, clock=time.perf
     return (clock() - start) / count * 1e6
 
 
-def layers(add, matmul, x, y, out, n, kernel):
+def layers(add, matmul, x, y, out, n, kernel, stream=0):
     """(name, launch) for each layer; ``kernel`` is a CudaKernel of ``add``."""
-    pointers = [x.data_ptr(), y.data_ptr(), out.data_ptr()]
-    buffer = struct.pack("@PPPi", *pointers, n)
+    drv = kernel.driver
+    device = 0
+    function = kernel.function(device) if drv.current_context() else None
+    with_context = kernel.launch  # makes the context current and loads the function
+    with_context((4, 1, 1), [x, y, out, n])
+    function = kernel.function(device)
+    kernel._struct.pack_into(kernel._buffer, 0, x.data_ptr(), y.data_ptr(), out.data_ptr(), n)
     grid = (4,)
     return [
-        ("PyCUDA _launch_kernel, packed once", lambda: kernel.function._launch_kernel(
-            (4, 1, 1), (128, 1, 1), buffer, 0, None)),
-        ("PyCUDA prepared_async_call", lambda: kernel.function.prepared_async_call(
-            (4, 1, 1), (128, 1, 1), None, *pointers, n)),
+        ("driver cuLaunchKernel, packed once", lambda: drv.launch(function, (4, 1, 1), 128, 0, stream,
+                                                                  kernel._extra)),
         ("CudaKernel.launch", lambda: kernel.launch((4, 1, 1), [x, y, out, n])),
         ("kernel[grid](...)", lambda: add[grid](x, y, out, n, backend="cuda")),
         ("kernel[grid](..., BLOCK=, num_warps=)", lambda: add[grid](x, y, out, n, BLOCK=256, num_warps=4,
@@ -83,7 +83,8 @@ def on_the_gpu(repeat: int, count: int) -> None:
     x, y, out = (torch.randn(n, device="cuda") for _ in range(3))
     add = load_sample("add").add_kernel
     matmul = load_sample("matmul").matmul_kernel
-    rows = layers(add, matmul, x, y, out, n, compiled_add(add))
+    torch.cuda.synchronize()  # the primary context is current on this thread, as in any torch program
+    rows = layers(add, matmul, x, y, out, n, compiled_add(add), torch.cuda.current_stream().cuda_stream)
     if triton_available():
         tadd = load_as_triton("add").add_kernel
         rows.append(("triton kernel[grid](...)", lambda: tadd[(4,)](x, y, out, n, BLOCK=256)))
@@ -124,64 +125,28 @@ class StandInTensor:
     def is_cuda(self) -> bool:
         return True
 
-    @property
-    def __cuda_array_interface__(self) -> dict:
-        # torch builds this dict (shape, strides, typestr, version) on each access
-        return {"data": (self._address, False), "shape": (1024,), "strides": None, "typestr": "<f4",
-                "version": 2}
+    def get_device(self) -> int:
+        return 0
 
 
-class StandInFunction:
-    """PyCUDA's Function: prepare() keeps the format, prepared_async_call() is
-    PyCUDA's Python wrapper (pycuda/driver.py) around a launch that does nothing."""
+def install_stand_ins():
+    """The stand-in driver, whose launch does nothing; nvcc skipped."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fake_driver import FakeDriver
 
-    def prepare(self, arg_format):
-        self.arg_format = arg_format
-        self.texrefs = []
-        return self
+    from mytriton.runtime import cuda_driver, driver_api, placement
 
-    def set_attribute(self, attribute, value) -> None:
-        pass
+    class QuietDriver(FakeDriver):
+        def launch(self, function, grid, threads, shared_bytes, stream, extra) -> None:
+            return None
 
-    def _set_block_shape(self, *block) -> None:
-        pass
-
-    def _launch_kernel(self, grid, block, arg_buf, shared_size, stream) -> None:
-        pass
-
-    def prepared_async_call(self, grid, block, stream, *args, **kwargs):
-        if isinstance(block, tuple):
-            self._set_block_shape(*block)
-        shared_size = kwargs.pop("shared_size", 0)
-        if kwargs:
-            raise TypeError("unknown keyword arguments: " + ", ".join(kwargs.keys()))
-        from struct import pack
-
-        arg_buf = pack(self.arg_format, *args)
-        for texref in self.texrefs:
-            texref()
-        self._launch_kernel(grid, block, arg_buf, shared_size, stream)
-
-
-def install_stand_ins() -> None:
-    """PyCUDA's driver module, replaced; nvcc and module loading skipped."""
-    driver = types.ModuleType("pycuda.driver")
-    driver.init = lambda: None
-    driver.Device = types.SimpleNamespace(count=lambda: 1)
-    driver.Context = types.SimpleNamespace(synchronize=lambda: None)
-    driver.function_attribute = types.SimpleNamespace(MAX_DYNAMIC_SHARED_SIZE_BYTES=8)
-    driver.device_attribute = types.SimpleNamespace()
-    package = types.ModuleType("pycuda")
-    package.driver = driver
-    sys.modules["pycuda"] = package
-    sys.modules["pycuda.driver"] = driver
-
-    from mytriton.runtime import cuda_driver
-
+    driver_api._driver = QuietDriver()
     cuda_driver.compile_cubin = lambda source, arch: source.encode()
-    cuda_driver._load_module = lambda cubin: types.SimpleNamespace(get_function=lambda name: StandInFunction())
-    cuda_driver._context = object()  # context() finds it made
-    cuda_driver.cuda_status.cache_clear()
+    cuda_driver.cuda_status = lambda: (True, "a stand-in GPU")
+    driver_api._driver.set_current(driver_api._driver.primary_context(0))
+    # The tensors take torch's path (placement.TORCH_TENSORS), on a stand-in current stream.
+    placement.TORCH_TENSORS.add(StandInTensor)
+    placement._torch_raw_stream = lambda device: 0
 
 
 def with_stand_ins(repeat: int, count: int) -> None:
@@ -191,14 +156,13 @@ def with_stand_ins(repeat: int, count: int) -> None:
     add = load_sample("add").add_kernel
     matmul = load_sample("matmul").matmul_kernel
     rows = layers(add, matmul, x, y, out, n, compiled_add(add))
-    rows.insert(2, ("struct pack alone", lambda: struct.pack("PPPi", 1, 2, 3, n)))
     # This process's CPU time: on a shared machine, less of the others' load than the wall clock.
     report(rows, repeat, count, clock=time.process_time)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stand-in", action="store_true", help="no GPU: stand-in PyCUDA and tensors")
+    parser.add_argument("--stand-in", action="store_true", help="no GPU: a stand-in driver and tensors")
     parser.add_argument("--repeat", type=int, default=5, help="runs per layer (the median is shown)")
     parser.add_argument("--count", type=int, default=20000, help="launches per run")
     args = parser.parse_args()

@@ -1,9 +1,9 @@
 """mytriton: a small Triton-like GPU kernel compiler.
 
 ``@mytriton.jit`` kernels are read from source (never run), compiled stage by
-stage through textual IRs to CUDA C++, and launched with PyCUDA, or run by a
+stage through textual IRs to CUDA C++, and launched through the CUDA driver, or run by a
 NumPy interpreter where there is no GPU. Importing this package loads
-neither NumPy nor PyCUDA. Triton's host names are here too, so that
+neither NumPy nor the CUDA driver. Triton's host names are here too, so that
 ``import mytriton as triton`` is the only change a Triton file needs:
 ``triton.jit``, ``triton.autotune``, ``triton.Config``, ``triton.heuristics``,
 ``triton.cdiv``, ``triton.next_power_of_2``, ``triton.language``, ``triton.testing``.

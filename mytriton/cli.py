@@ -491,7 +491,7 @@ def run(input: str, grid: str, args: tuple[str, ...], kernel: str | None, define
 
 @main.command()
 def doctor() -> None:
-    """Report Python, mytriton, NumPy, Lark, click, PyCUDA, nvcc, the GPUs,
+    """Report Python, mytriton, NumPy, Lark, click, the CUDA driver, nvcc, the GPUs,
     the cache, and which backend 'auto' picks and why."""
     from mytriton.doctor import render, report
 

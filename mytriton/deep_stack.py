@@ -5,8 +5,8 @@ recursive walks deep. ``run_deep`` runs a stage in a worker thread with a
 large stack and a raised recursion limit (limits.DEEP_STACK_BYTES,
 DEEP_RECURSION_LIMIT), so those inputs compile, and turns a RecursionError or
 MemoryError that still escapes into an error that names the limit instead of
-a traceback. GPU work stays on the caller's thread (PyCUDA ties a context to
-the thread that made it).
+a traceback. GPU work stays on the caller's thread (the launch makes its
+device's context current there for each call).
 """
 from __future__ import annotations
 

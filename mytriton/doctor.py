@@ -4,7 +4,7 @@ is not used.
 Each check is a (name, finding) row; a check that fails says exactly what
 failed (the import error, the missing program) instead of stopping the
 report. Versions come from the installed distributions' metadata, so the
-report imports only what it has to probe (PyCUDA, to see the GPUs).
+report imports only what it has to probe (the driver library, to see the GPUs).
 """
 from __future__ import annotations
 
@@ -48,13 +48,14 @@ def mytriton_row() -> Row:
     return "mytriton", f"{_version('mytriton')} ({os.path.dirname(mytriton.__file__)})"
 
 
-def pycuda_row() -> Row:
-    from mytriton.runtime.cuda_driver import INSTALL_HINT, pycuda_import_error
+def driver_row() -> Row:
+    from mytriton.runtime.driver_api import DriverUnavailable, driver
 
-    problem = pycuda_import_error()
-    if problem is not None:
-        return "PyCUDA", f"not importable: {problem} (install: {INSTALL_HINT})"
-    return "PyCUDA", _version("pycuda")
+    try:
+        version = driver().version()
+    except DriverUnavailable as err:
+        return "driver", f"CUDA driver not usable: {err}"
+    return "driver", f"libcuda, CUDA {version // 1000}.{version % 1000 // 10}"
 
 
 def nvcc_row() -> Row:
@@ -81,15 +82,15 @@ def gpu_rows() -> list[Row]:
     usable, why = cuda_status()
     if not usable:
         return [("GPUs", f"none usable: {why}")]
-    import pycuda.driver as drv
+    from mytriton.runtime.driver_api import driver
 
+    drv = driver()
     rows = []
-    for index in range(drv.Device.count()):
-        device = drv.Device(index)
-        major, minor = device.compute_capability()
-        memory = device.total_memory() / 2**30
-        rows.append((f"GPU {index}", f"{device.name()}, compute capability {major}.{minor} (sm_{major}{minor}), "
-                                     f"{memory:.0f} GiB"))
+    for index in range(drv.device_count()):
+        major, minor = drv.compute_capability(index)
+        memory = drv.total_memory(index) / 2**30
+        rows.append((f"GPU {index}", f"{drv.device_name(index)}, compute capability {major}.{minor} "
+                                     f"(sm_{major}{minor}), {memory:.0f} GiB"))
     return rows
 
 
@@ -127,7 +128,7 @@ def report() -> list[Row]:
         lambda: _module_row("NumPy", "numpy", "numpy"),
         lambda: _module_row("Lark", "lark", "lark"),
         lambda: _module_row("click", "click", "click"),
-        pycuda_row, nvcc_row, gpu_rows, cache_row, backend_row]
+        driver_row, nvcc_row, gpu_rows, cache_row, backend_row]
     rows: list[Row] = []
     for check in checks:
         try:

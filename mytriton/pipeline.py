@@ -2,7 +2,7 @@
 
 Each stage is a function from one IR to the next; the CLI's subcommands call
 them one at a time over text, ``compile`` calls them in one process, and both
-print the same bytes. Nothing here imports NumPy, PyCUDA or nvcc's wrapper
+print the same bytes. Nothing here imports NumPy, the CUDA driver or nvcc's wrapper
 until a stage needs it.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``mytriton.testing``: Triton's ``do_bench`` and ``assert_close``.
 
 ``do_bench`` times with CUDA events where a GPU is in use (PyTorch's when
-PyTorch sees the GPU, else PyCUDA's) and with the wall clock otherwise (the
+PyTorch sees the GPU, else the driver's) and with the wall clock otherwise (the
 interpreter), in milliseconds, as Triton's does.
 """
 from __future__ import annotations
@@ -48,27 +48,38 @@ class _TorchEvents:
         return [s.elapsed_time(e) for s, e in zip(starts, ends)]
 
 
-class _PyCudaEvents:
+class _DriverEvents:
+    """CUDA events through the driver, on the legacy default stream (where
+    launches without tensors go), on the device a launch would use."""
+
     def __init__(self) -> None:
-        from mytriton.runtime.cuda_driver import context
+        from mytriton.runtime.cuda_driver import on_device
+        from mytriton.runtime.driver_api import driver
+        from mytriton.runtime.placement import default_device
 
-        context()
-        import pycuda.driver as drv
-
-        self.drv = drv
+        self.device = on_device(default_device(driver()))
 
     def synchronize(self) -> None:
-        self.drv.Context.synchronize()
+        with self.device as drv:
+            drv.synchronize_context()
 
     def timed(self, fn: Callable[[], Any], times: int) -> list[float]:
-        starts = [self.drv.Event() for _ in range(times)]
-        ends = [self.drv.Event() for _ in range(times)]
-        for start, end in zip(starts, ends):
-            start.record()
-            fn()
-            end.record()
-        self.drv.Context.synchronize()
-        return [end.time_since(start) for start, end in zip(starts, ends)]
+        with self.device as drv:
+            events = [(drv.event(), drv.event()) for _ in range(times)]
+        try:
+            for start, end in events:
+                with self.device as drv:
+                    drv.record(start)
+                fn()
+                with self.device as drv:
+                    drv.record(end)
+            with self.device as drv:
+                return [drv.elapsed_ms(start, end) for start, end in events]
+        finally:
+            with self.device as drv:
+                for pair in events:
+                    for event in pair:
+                        drv.destroy_event(event)
 
 
 def _timer() -> Any:
@@ -83,7 +94,7 @@ def _timer() -> Any:
             return _TorchEvents(torch)
     except ImportError:
         pass
-    return _PyCudaEvents()
+    return _DriverEvents()
 
 
 def _quantiles(values: Sequence[float], qs: Sequence[float]) -> list[float]:

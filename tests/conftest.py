@@ -87,10 +87,10 @@ def tmp_kernel(tmp_path):
 
 
 def pytest_collection_modifyitems(config, items):
-    """GPU tests run only where PyCUDA sees a device; nvcc tests only where nvcc is."""
+    """GPU tests run only where the CUDA driver sees a device; nvcc tests only where nvcc is."""
     from mytriton.runtime.cuda_driver import cuda_available
 
-    skip_gpu = None if cuda_available() else pytest.mark.skip(reason="no CUDA GPU with PyCUDA here")
+    skip_gpu = None if cuda_available() else pytest.mark.skip(reason="no CUDA GPU (or its driver) here")
     from mytriton.backends.cuda.nvcc import find_nvcc
     from mytriton.diagnostics import CompileError
 

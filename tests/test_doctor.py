@@ -1,6 +1,6 @@
 """``mytriton doctor`` and why the GPU is or is not used: the report, the
 backend ``auto`` picks and its reason, and a clear error (never a raw
-ModuleNotFoundError) when ``cuda`` is asked for without PyCUDA."""
+OSError) when ``cuda`` is asked for where the CUDA driver is missing."""
 from __future__ import annotations
 
 import subprocess
@@ -17,14 +17,19 @@ from mytriton.runtime.jit import BackendUnavailable, explain_backend, select_bac
 from mytriton.user_cache import write_private
 
 ADD = str(ROOT / "samples" / "add.py")
-BLOCKED = "halted; None in sys.modules"  # what Python says of a blocked import
+MISSING = "libcuda-absent.so.1: cannot open shared object file"  # what the loader says of a missing library
+# The code that makes the driver missing in a fresh process, on any machine.
+NO_DRIVER = "import mytriton.runtime.driver_api as d; d._LIBRARY_NAMES = ('libcuda-absent.so.1',); "
 
 
 @pytest.fixture
-def no_pycuda(monkeypatch):
-    """PyCUDA cannot be imported, on any machine (as on one without it)."""
-    monkeypatch.setitem(sys.modules, "pycuda", None)
-    monkeypatch.setitem(sys.modules, "pycuda.driver", None)
+def no_driver(monkeypatch):
+    """The CUDA driver library cannot be loaded, on any machine (as on one without it)."""
+    from mytriton.runtime import driver_api
+
+    monkeypatch.setattr(driver_api, "_LIBRARY_NAMES", ("libcuda-absent.so.1",))
+    monkeypatch.setattr(driver_api, "_driver", None)
+    monkeypatch.setattr(driver_api, "_failure", None)
     monkeypatch.delenv("MYTRITON_BACKEND", raising=False)
     cuda_driver.cuda_status.cache_clear()
     yield
@@ -39,7 +44,7 @@ def doctor() -> dict[str, str]:
 
 
 def test_doctor_reports_every_component():
-    assert {"Python", "mytriton", "NumPy", "Lark", "click", "PyCUDA", "nvcc", "cache", "backend"} <= set(doctor())
+    assert {"Python", "mytriton", "NumPy", "Lark", "click", "driver", "nvcc", "cache", "backend"} <= set(doctor())
 
 
 def test_doctor_reports_the_versions_of_the_python_packages():
@@ -51,13 +56,13 @@ def test_doctor_reports_the_versions_of_the_python_packages():
     assert rows["Python"].startswith(sys.version.split()[0])
 
 
-def test_doctor_gives_pycudas_exact_import_error(no_pycuda):
-    assert BLOCKED in doctor()["PyCUDA"]
+def test_doctor_gives_the_loaders_exact_error_for_the_driver(no_driver):
+    assert MISSING in doctor()["driver"]
 
 
-def test_doctor_says_auto_picks_the_interpreter_and_why(no_pycuda):
+def test_doctor_says_auto_picks_the_interpreter_and_why(no_driver):
     backend = doctor()["backend"]
-    assert backend.startswith("interp (auto: PyCUDA cannot be imported") and BLOCKED in backend
+    assert backend.startswith("interp (auto: the CUDA driver library cannot be loaded") and MISSING in backend
 
 
 def test_doctor_honours_the_backend_variable(monkeypatch):
@@ -82,23 +87,23 @@ def test_doctor_reports_nvccs_path_and_release():
 def test_doctor_lists_each_gpu_with_its_compute_capability():
     rows = doctor()
     assert "GPU 0" in rows and "compute capability" in rows["GPU 0"]
-    assert rows["backend"].startswith("cuda (auto: PyCUDA sees")
+    assert rows["backend"].startswith("cuda (auto: the CUDA driver sees")
 
 
-# ---- asking for cuda without PyCUDA -----------------------------------------------------------
+# ---- asking for cuda without the driver -----------------------------------------------------------
 
 
-def test_auto_falls_back_to_the_interpreter_without_pycuda(no_pycuda):
+def test_auto_falls_back_to_the_interpreter_without_the_driver(no_driver):
     assert select_backend() == "interp"
 
 
-def test_cuda_without_pycuda_is_a_mytriton_error_saying_how_to_install_it(no_pycuda):
-    with pytest.raises(BackendUnavailable, match=r"pip install 'mytriton\[cuda\]'") as err:
+def test_cuda_without_the_driver_is_a_mytriton_error_saying_what_is_missing(no_driver):
+    with pytest.raises(BackendUnavailable, match=r"the CUDA driver library cannot be loaded") as err:
         explain_backend("cuda")
-    assert isinstance(err.value, CompileError) and BLOCKED in err.value.message
+    assert isinstance(err.value, CompileError) and MISSING in err.value.message
 
 
-def test_a_launch_on_cuda_without_pycuda_raises_backend_unavailable(no_pycuda, kernel_module):
+def test_a_launch_on_cuda_without_the_driver_raises_backend_unavailable(no_driver, kernel_module):
     import numpy as np
 
     module = kernel_module("""
@@ -110,27 +115,27 @@ def k(out_ptr):
         module.k[(1,)](np.zeros(4, np.float32), backend="cuda")
 
 
-def test_run_backend_cuda_without_pycuda_is_a_usage_error_naming_the_option(no_pycuda):
+def test_run_backend_cuda_without_the_driver_is_a_usage_error_naming_the_option(no_driver):
     result = CliRunner().invoke(main, ["run", ADD, "--grid", "1", "--backend", "cuda"], catch_exceptions=False)
     assert result.exit_code == 2
-    assert "Invalid value for '--backend'" in result.stderr and "pip install 'mytriton[cuda]'" in result.stderr
+    assert "Invalid value for '--backend'" in result.stderr and MISSING in result.stderr
 
 
-def test_the_backend_variable_asking_for_cuda_without_pycuda_is_an_error(no_pycuda, monkeypatch, tmp_path):
+def test_the_backend_variable_asking_for_cuda_without_the_driver_is_an_error(no_driver, monkeypatch, tmp_path):
     monkeypatch.setenv("MYTRITON_BACKEND", "cuda")
     result = CliRunner().invoke(main, ["run", ADD, "--grid", "1", "-D", "BLOCK=4", "--arg", "x_ptr=rand:4",
                                        "--arg", "y_ptr=rand:4", "--arg", "out_ptr=zeros:4", "--arg", "n=4",
                                        "--out-dir", str(tmp_path)],
                                 catch_exceptions=False)
     assert result.exit_code == 1
-    assert "error: MYTRITON_BACKEND=cuda asks for the GPU, but PyCUDA cannot be imported" in result.stderr
+    assert "error: MYTRITON_BACKEND=cuda asks for the GPU, but the CUDA driver library cannot be loaded" in result.stderr
     assert "internal compiler error" not in result.stderr
 
 
 def test_the_demo_says_why_it_runs_in_the_interpreter():
-    code = ("import sys, runpy; sys.modules['pycuda'] = None; "
+    code = (NO_DRIVER + "import runpy; "
             f"runpy.run_path({str(ROOT / 'samples' / 'demo.py')!r}, run_name='__main__')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert result.returncode == 0, result.stderr
-    assert "running in the NumPy interpreter: auto: PyCUDA cannot be imported" in result.stdout
+    assert "running in the NumPy interpreter: auto: the CUDA driver library cannot be loaded" in result.stdout

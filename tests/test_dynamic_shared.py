@@ -5,8 +5,7 @@ the launcher raises the kernel's limit before launching with them."""
 from __future__ import annotations
 
 import json
-import sys
-import types
+import struct
 
 import numpy as np
 import pytest
@@ -164,80 +163,54 @@ def test_the_kernel_past_48_kib_builds_with_dynamic_shared_memory():
 # ---- the launcher -----------------------------------------------------------------------------------
 
 
-class FakeFunction:
-    """Records what the launcher asks of a PyCUDA function."""
-
-    def __init__(self) -> None:
-        self.attributes: dict[str, int] = {}
-        self.launches: list[tuple] = []
-
-    def set_attribute(self, attribute, value) -> None:
-        self.attributes[attribute] = value
-
-    def prepare(self, formats) -> None:
-        self.formats = formats
-
-    def prepared_async_call(self, grid, block, stream, *args, shared_size=0) -> None:
-        self.launches.append((grid, block, args, shared_size))
-
-
 class FakeDeviceArray:
     def __init__(self, address: int) -> None:
         self.__cuda_array_interface__ = {"data": (address, False), "shape": (1,), "typestr": "<f4", "version": 3}
 
 
 @pytest.fixture
-def fake_pycuda(monkeypatch):
-    """A pycuda.driver that knows the two attribute names and a device allowing 227 KiB."""
-    driver = types.ModuleType("pycuda.driver")
-    driver.function_attribute = types.SimpleNamespace(MAX_DYNAMIC_SHARED_SIZE_BYTES="MAX_DYNAMIC_SHARED_SIZE_BYTES")
-    driver.device_attribute = types.SimpleNamespace(
-        MAX_SHARED_MEMORY_PER_BLOCK_OPTIN="MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
-    device = types.SimpleNamespace(get_attribute=lambda attribute: 232448)
-    driver.Context = types.SimpleNamespace(get_device=lambda: device, synchronize=lambda: None)
-    package = types.ModuleType("pycuda")
-    package.driver = driver
-    monkeypatch.setitem(sys.modules, "pycuda", package)
-    monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
-    return driver
+def gpu(monkeypatch):
+    """A stand-in driver (tests/fake_driver.py) for a device allowing 227 KiB a block."""
+    from fake_driver import FakeDriver, install
+
+    return install(monkeypatch, FakeDriver(shared_limit=232448))
 
 
-def fake_kernel(monkeypatch, cuda: str):
-    from mytriton.runtime import cuda_driver
-
-    function = FakeFunction()
-    module = types.SimpleNamespace(get_function=lambda name: function)
-    monkeypatch.setattr(cuda_driver, "compile_cubin", lambda source, arch: b"cubin")
-    monkeypatch.setattr(cuda_driver, "_load_module", lambda cubin: module)
-    monkeypatch.setattr(cuda_driver, "context", lambda: None)
-    return cuda_driver.CudaKernel(cuda), function
+def launched(kernel, grid, args):
+    """Launch on the stand-in driver; (grid, threads, the matmul's parameters, shared bytes)."""
+    kernel.launch(grid, args)
+    (launch,) = kernel.driver.launches
+    return launch.grid, launch.threads, list(struct.unpack("<QQQiii", launch.params)), launch.shared_bytes
 
 
-def test_the_launcher_raises_the_limit_and_launches_with_the_headers_bytes(monkeypatch, fake_pycuda):
-    kernel, function = fake_kernel(monkeypatch, matmul_text("cuda"))
-    assert function.attributes == {"MAX_DYNAMIC_SHARED_SIZE_BYTES": 98304}
+def test_the_launcher_raises_the_limit_and_launches_with_the_headers_bytes(gpu):
+    from mytriton.runtime.cuda_driver import CudaKernel
+
+    kernel = CudaKernel(matmul_text("cuda"))
     args = [FakeDeviceArray(4096), FakeDeviceArray(8192), FakeDeviceArray(12288), 300, 200, 100]
-    kernel.launch((3, 2), args)
-    ((grid, block, packed, shared),) = function.launches
-    assert (grid, block, shared) == ((3, 2, 1), (256, 1, 1), 98304)
-    assert list(packed) == [4096, 8192, 12288, 300, 200, 100]
+    grid, threads, words, shared = launched(kernel, (3, 2), args)
+    assert (grid, threads, shared) == ((3, 2, 1), 256, 98304)
+    assert list(gpu.attributes.values()) == [98304]
+    assert words == [4096, 8192, 12288, 300, 200, 100]
 
 
-def test_the_launcher_leaves_the_limit_alone_within_48_kib(monkeypatch, fake_pycuda):
+def test_the_launcher_leaves_the_limit_alone_within_48_kib(gpu):
+    from mytriton.runtime.cuda_driver import CudaKernel
+
     small = matmul_text("cuda", defines={"BM": 32, "BN": 32, "BK": 32}, num_warps=4)
     assert 0 < header_of(small)["shared_bytes"] <= 48 * 1024
-    kernel, function = fake_kernel(monkeypatch, small)
-    kernel.launch((1,), [FakeDeviceArray(16)] * 3 + [32, 32, 32])
-    assert function.attributes == {}
-    assert function.launches[0][3] == header_of(small)["shared_bytes"]
+    _, _, _, shared = launched(CudaKernel(small), (1,), [FakeDeviceArray(16)] * 3 + [32, 32, 32])
+    assert gpu.attributes == {} and shared == header_of(small)["shared_bytes"]
 
 
-def test_more_than_the_device_allows_is_an_error_naming_the_kernel(monkeypatch, fake_pycuda):
-    from mytriton.runtime import cuda_driver
+def test_more_than_the_device_allows_is_an_error_naming_the_kernel(monkeypatch):
+    from fake_driver import FakeDriver, install
+    from mytriton.runtime.cuda_driver import CudaKernel
 
-    with pytest.raises(CompileError, match=r"kernel 'matmul_kernel' needs 107520 bytes of shared memory, more "
-                                           r"than this GPU allows a block \(101376\)"):
-        cuda_driver.allow_dynamic_shared(FakeFunction(), 107520, "matmul_kernel", limit=99 * 1024)
+    install(monkeypatch, FakeDriver(shared_limit=64 * 1024))
+    with pytest.raises(CompileError, match=r"kernel 'matmul_kernel' needs 98304 bytes of shared memory, more "
+                                           r"than this GPU allows a block \(65536\)"):
+        launched(CudaKernel(matmul_text("cuda")), (1,), [FakeDeviceArray(16)] * 3 + [32, 32, 32])
 
 
 # ---- the GPU against the interpreter ----------------------------------------------------------------

@@ -336,7 +336,7 @@ def test_an_environment_value_reads_a_replaced_os_environ(monkeypatch):
     assert value.get() == "plain"
 
 
-# ---- the GPU launch, on a stand-in PyCUDA ----------------------------------------------------------
+# ---- the GPU launch, on a stand-in driver (tests/fake_driver.py) ---------------------------------
 
 
 class StandInDtype:
@@ -351,7 +351,7 @@ FLOAT32, FLOAT16 = StandInDtype("float32"), StandInDtype("float16")
 
 
 class StandInTensor:
-    """What the launch path reads of a torch tensor (class attributes, as torch's)."""
+    """What the launch path reads of a tensor-like (an address, a dtype, whether on a GPU)."""
 
     def __init__(self, address, dtype=FLOAT32, cuda=True):
         self.address, self._dtype, self.cuda = address, dtype, cuda
@@ -368,61 +368,12 @@ class StandInTensor:
         return self.cuda
 
 
-class StandInCpuTensor(StandInTensor):
-    """A CPU tensor: NumPy reads it (as torch's CPU tensors), the launch copies it."""
-
-    def __array__(self, dtype=None, copy=None):
-        return np.ones(300, np.float32)
-
-
-class StandInFunction:
-    """Records PyCUDA launches: the direct one (_launch_kernel) and the prepared call."""
-
-    def __init__(self, direct=True):
-        self.launches, self.prepared = [], []
-        if not direct:
-            self._launch_kernel = None
-
-    def prepare(self, arg_format):
-        self.arg_format = arg_format
-
-    def set_attribute(self, attribute, value):
-        pass
-
-    def _launch_kernel(self, grid, block, buffer, shared_size, stream):
-        self.launches.append((grid, block, bytes(buffer), shared_size, stream))
-
-    def prepared_async_call(self, grid, block, stream, *args, shared_size=0):
-        self.prepared.append((grid, block, args, shared_size))
-
-
 @pytest.fixture
 def gpu(monkeypatch):
-    """A stand-in GPU: PyCUDA's status says usable, nvcc and module loading
-    are skipped, each kernel's function records its launches (the list)."""
-    from mytriton.runtime import cuda_driver
+    """A stand-in GPU: the driver records launches and module loads, nvcc is skipped."""
+    from fake_driver import FakeDriver, install
 
-    functions = []
-
-    def load_module(cubin):
-        function = StandInFunction()
-        functions.append(function)
-        return types.SimpleNamespace(get_function=lambda name: function)
-
-    driver = types.ModuleType("pycuda.driver")
-    driver.Context = types.SimpleNamespace(synchronize=lambda: None)
-    driver.mem_alloc = lambda size: 0xD0000
-    driver.memcpy_htod = driver.memcpy_dtoh = lambda *args: None
-    package = types.ModuleType("pycuda")
-    package.driver = driver
-    monkeypatch.setitem(sys.modules, "pycuda", package)
-    monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
-    monkeypatch.setattr(cuda_driver, "cuda_status", lambda: (True, "a stand-in GPU"))
-    monkeypatch.setattr(cuda_driver, "compile_cubin", lambda source, arch: source.encode())
-    monkeypatch.setattr(cuda_driver, "_load_module", load_module)
-    monkeypatch.setattr(cuda_driver, "context", lambda: None)
-    monkeypatch.delenv("MYTRITON_BACKEND", raising=False)
-    return functions
+    return install(monkeypatch, FakeDriver())
 
 
 def test_a_repeated_gpu_launch_packs_the_arguments_as_c_lays_them_out(kernel_module, gpu):
@@ -430,10 +381,10 @@ def test_a_repeated_gpu_launch_packs_the_arguments_as_c_lays_them_out(kernel_mod
     x, out = StandInTensor(0x10000), StandInTensor(0x20000)
     handle = twice(lambda: scale[(5,)](x, 300, out, 2.5))
     assert handle.backend == "cuda" and handle.metadata["signature"] == "*fp32:16, i32, *fp32:16, fp32"
-    (function,) = gpu
     expected = struct.pack("<QiiQf", 0x10000, 300, 0, 0x20000, 2.5)  # 4 bytes of padding before out
-    assert function.launches == [((5, 1, 1), (128, 1, 1), expected, 0, None)] * 2
-    assert function.prepared == []
+    assert [(l.grid, l.threads, l.params, l.shared_bytes, l.stream) for l in gpu.launches] == \
+        [((5, 1, 1), 128, expected, 0, 0)] * 2
+    assert len(gpu.loads) == 1
 
 
 def test_a_misaligned_tensor_after_a_repeated_gpu_launch_compiles_and_launches_its_own_kernel(kernel_module, gpu):
@@ -442,9 +393,8 @@ def test_a_misaligned_tensor_after_a_repeated_gpu_launch_compiles_and_launches_i
     twice(lambda: scale[(5,)](StandInTensor(0x10000), 300, out, 2.5))
     handle = scale[(5,)](StandInTensor(0x10004), 300, out, 2.5)
     assert handle.metadata["signature"] == "*fp32, i32, *fp32:16, fp32"
-    aligned, shifted = gpu
-    assert len(aligned.launches) == 2 and len(shifted.launches) == 1
-    assert shifted.launches[0][2][:8] == struct.pack("<Q", 0x10004)
+    aligned, _, shifted = gpu.launches
+    assert aligned.function != shifted.function and shifted.params[:8] == struct.pack("<Q", 0x10004)
 
 
 def test_a_new_tensor_dtype_after_a_repeated_gpu_launch_compiles_its_own_kernel(kernel_module, gpu):
@@ -452,7 +402,7 @@ def test_a_new_tensor_dtype_after_a_repeated_gpu_launch_compiles_its_own_kernel(
     twice(lambda: scale[(5,)](StandInTensor(0x10000), 300, StandInTensor(0x20000), 2.5))
     handle = scale[(5,)](StandInTensor(0x10000, FLOAT16), 300, StandInTensor(0x20000, FLOAT16), 2.5)
     assert handle.metadata["signature"] == "*fp16:16, i32, *fp16:16, fp32"
-    assert [len(function.launches) for function in gpu] == [2, 1]
+    assert len({launch.function for launch in gpu.launches}) == 2
 
 
 def test_an_integer_equal_to_one_after_a_repeated_gpu_launch_leaves_the_arguments(kernel_module, gpu):
@@ -461,95 +411,92 @@ def test_an_integer_equal_to_one_after_a_repeated_gpu_launch_leaves_the_argument
     twice(lambda: scale[(5,)](x, 300, out, 2.5))
     handle = scale[(1,)](x, 1, out, 2.5)
     assert handle.runtime_params == ["x", "out", "s"]
-    assert gpu[1].launches[0][2] == struct.pack("<QQf", 0x10000, 0x20000, 2.5)
+    assert gpu.launches[-1].params == struct.pack("<QQf", 0x10000, 0x20000, 2.5)
 
 
-def test_a_host_array_on_a_repeated_gpu_launch_is_copied_through_the_prepared_call(kernel_module, gpu):
+def test_a_host_array_on_a_repeated_gpu_launch_is_copied_in_and_its_buffer_freed(kernel_module, gpu):
     scale = kernel_module(SCALE).scale
     out = StandInTensor(0x20000)
     x = np.ones(300, np.float32)
     twice(lambda: scale[(5,)](x, 300, out, 2.5))
-    (function,) = gpu
-    assert function.launches == []
-    assert [call[2] for call in function.prepared] == [(0xD0000, 300, 0x20000, 2.5)] * 2
+    copies = [launch.params[:8] for launch in gpu.launches]
+    assert len(copies) == 2 and all(struct.unpack("<Q", c)[0] in gpu.freed for c in copies)
+    assert gpu.memory == {} and gpu.synchronized == [0, 0]
 
 
-def test_a_cpu_tensor_on_a_repeated_gpu_launch_takes_the_prepared_call(kernel_module, gpu):
+def test_a_host_array_the_kernel_stores_to_comes_back(kernel_module, gpu):
+    scale = kernel_module(SCALE).scale
+    out = np.zeros(300, np.float32)
+
+    def write_back(array, address):  # the stand-in kernel wrote 7s
+        array[...] = 7.0
+
+    gpu.copy_to_host = write_back
+    scale[(5,)](StandInTensor(0x10000), 300, out, 2.5)
+    assert (out == 7.0).all()
+
+
+def test_a_tensor_not_on_a_gpu_is_refused_by_name_at_the_launch(kernel_module, gpu):
     scale = kernel_module(SCALE).scale
     out = StandInTensor(0x20000)
-    cpu = StandInCpuTensor(0x30000, cuda=False)
     scale[(5,)](StandInTensor(0x10000), 300, out, 2.5)
-    scale[(5,)](cpu, 300, out, 2.5)
-    (function,) = gpu
-    assert len(function.launches) == 1 and function.prepared[0][2][0] == 0xD0000
+    with pytest.raises(CompileError, match=r"kernel 'scale': argument 'x' is a tensor on .*reads GPU memory only") as err:
+        scale[(5,)](StandInTensor(0x30000, cuda=False), 300, out, 2.5)
+    assert err.value.loc.file == __file__ and len(gpu.launches) == 1
+
+
+def test_a_tensor_like_pointing_at_host_memory_is_refused_by_name(kernel_module, gpu):
+    scale = kernel_module(SCALE).scale
+    gpu.device_of = lambda address: None if address == 0x30000 else 0
+    with pytest.raises(CompileError, match=r"argument 'x' \(StandInTensor\) does not point into GPU memory"):
+        scale[(5,)](StandInTensor(0x30000), 300, StandInTensor(0x20000), 2.5)
+    assert gpu.launches == []
 
 
 # ---- CudaKernel.launch3 --------------------------------------------------------------------------
 
 
-def cuda_kernel(monkeypatch, tmp_path, signature, function):
-    """A CudaKernel of SCALE for ``signature`` whose PyCUDA function is ``function``."""
+def cuda_kernel(tmp_path, signature, source=SCALE, name="scale"):
+    """A CudaKernel of ``source`` for ``signature`` (on the installed stand-in driver)."""
     from mytriton import pipeline
     from mytriton.runtime import cuda_driver
 
-    monkeypatch.setattr(cuda_driver, "compile_cubin", lambda text, arch: b"cubin")
-    module = types.SimpleNamespace(get_function=lambda name: function)
-    monkeypatch.setattr(cuda_driver, "_load_module", lambda cubin: module)
-    monkeypatch.setattr(cuda_driver, "context", lambda: None)
-    options = pipeline.Options(kernel="scale", signature=signature)
-    ssa = pipeline.source_to_ssa(kernel_source(SCALE), str(tmp_path / "scale.py"), options)
+    options = pipeline.Options(kernel=name, signature=signature)
+    ssa = pipeline.source_to_ssa(kernel_source(source), str(tmp_path / f"{name}.py"), options)
     return cuda_driver.CudaKernel(pipeline.to_cuda(ssa, options))
 
 
-def test_launch_packs_a_bf16_scalar_as_its_rounded_bits(monkeypatch, tmp_path):
+def test_launch_packs_a_bf16_scalar_as_its_rounded_bits(gpu, tmp_path):
     from mytriton.runtime.cuda_driver import bf16_bits
 
-    function = StandInFunction()
-    kernel = cuda_kernel(monkeypatch, tmp_path, "*bf16, i32, *bf16, bf16", function)
+    kernel = cuda_kernel(tmp_path, "*bf16, i32, *bf16, bf16")
     kernel.launch((2,), [StandInTensor(0x10000), 100, StandInTensor(0x20000), 1.00390625])
-    assert function.launches[0][2] == struct.pack("<QiiQH", 0x10000, 100, 0, 0x20000, bf16_bits(1.00390625))
+    assert gpu.launches[0].params == struct.pack("<QiiQH", 0x10000, 100, 0, 0x20000, bf16_bits(1.00390625))
 
 
-def test_launch_packs_an_f16_scalar_beyond_its_range_as_infinity(monkeypatch, tmp_path):
-    function = StandInFunction()
-    kernel = cuda_kernel(monkeypatch, tmp_path, "*fp16, i32, *fp16, fp16", function)
+def test_launch_packs_an_f16_scalar_beyond_its_range_as_infinity(gpu, tmp_path):
+    kernel = cuda_kernel(tmp_path, "*fp16, i32, *fp16, fp16")
     kernel.launch((2,), [StandInTensor(0x10000), 100, StandInTensor(0x20000), 1e6])
-    assert function.launches[0][2][-2:] == struct.pack("<e", float("inf"))
+    assert gpu.launches[0].params[-2:] == struct.pack("<e", float("inf"))
 
 
-def test_a_value_struct_refuses_takes_the_prepared_call_which_converts_it(monkeypatch, tmp_path):
-    function = StandInFunction()
-    kernel = cuda_kernel(monkeypatch, tmp_path, "*fp32, i32, *fp32, fp32", function)
+def test_a_value_struct_refuses_is_converted_to_its_parameter_type(gpu, tmp_path):
+    kernel = cuda_kernel(tmp_path, "*fp32, i32, *fp32, fp32")
     kernel.launch((2,), [StandInTensor(0x10000), 100.0, StandInTensor(0x20000), 2.0])  # a float for the i32
-    assert function.launches == [] and function.prepared[0][2] == (0x10000, 100, 0x20000, 2.0)
+    assert gpu.launches[0].params == struct.pack("<QiiQf", 0x10000, 100, 0, 0x20000, 2.0)
 
 
-def test_a_pycuda_without_the_direct_launch_takes_the_prepared_call(monkeypatch, tmp_path):
-    function = StandInFunction(direct=False)
-    kernel = cuda_kernel(monkeypatch, tmp_path, "*fp32, i32, *fp32, fp32", function)
-    kernel.launch((2,), [StandInTensor(0x10000), 100, StandInTensor(0x20000), 2.0])
-    assert function.prepared == [((2, 1, 1), (128, 1, 1), (0x10000, 100, 0x20000, 2.0), 0)]
+def test_a_scalar_that_does_not_fit_its_parameter_is_refused_by_name(gpu, tmp_path):
+    kernel = cuda_kernel(tmp_path, "*fp32, i32, *fp32, fp32")
+    with pytest.raises(CompileError, match=r"argument 'n' = 4294967296 does not fit its parameter type i32"):
+        kernel.launch((2,), [StandInTensor(0x10000), 2**32, StandInTensor(0x20000), 2.0])
 
 
-def test_a_direct_launch_that_refuses_its_arguments_leaves_the_prepared_call_for_good(monkeypatch, tmp_path):
-    function = StandInFunction()
-    refused = []
-
-    def other_signature(*args):
-        refused.append(args)
-        raise TypeError("Python argument types did not match C++ signature")
-
-    function._launch_kernel = other_signature
-    kernel = cuda_kernel(monkeypatch, tmp_path, "*fp32, i32, *fp32, fp32", function)
-    for _ in range(2):
-        kernel.launch((2,), [StandInTensor(0x10000), 100, StandInTensor(0x20000), 2.0])
-    assert len(refused) == 1 and len(function.prepared) == 2
-
-
-def test_launch_still_checks_the_argument_count(monkeypatch, tmp_path):
-    kernel = cuda_kernel(monkeypatch, tmp_path, "*fp32, i32, *fp32, fp32", StandInFunction())
+def test_launch_still_checks_the_argument_count(gpu, tmp_path):
+    kernel = cuda_kernel(tmp_path, "*fp32, i32, *fp32, fp32")
     with pytest.raises(CompileError, match=r"kernel 'scale' takes 4 argument\(s\), got 3"):
         kernel.launch((2,), [StandInTensor(0x10000), 100, StandInTensor(0x20000)])
+
 
 
 MANY = '''
@@ -584,9 +531,9 @@ def test_the_packed_parameters_sit_where_nvcc_puts_the_kernels_parameters(monkey
     options = pipeline.Options(kernel="many", signature="*fp32, i1, fp64, i8, bf16, i32, fp16, i64, u16")
     cuda = pipeline.to_cuda(pipeline.source_to_ssa(kernel_source(MANY), str(tmp_path / "many.py"), options), options)
     expected = ptx_parameter_offsets(compile_ptx(cuda, "sm_90"))
-    monkeypatch.setattr(cuda_driver, "compile_cubin", lambda text, arch: b"cubin")
-    module = types.SimpleNamespace(get_function=lambda name: StandInFunction())
-    monkeypatch.setattr(cuda_driver, "_load_module", lambda cubin: module)
+    from fake_driver import FakeDriver, install
+
+    install(monkeypatch, FakeDriver())
     layout = cuda_driver.CudaKernel(cuda).function_format
     packed = [struct.calcsize("@" + layout[:k] + "0" + layout[k]) for k in range(len(layout))]
     assert len(expected) == 9 and packed == expected

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mytriton.diagnostics import CompileError
+from mytriton.diagnostics import CompileError, printable
 from mytriton.types import (
     BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, PointerType, ScalarType, Type,
 )
@@ -27,12 +27,34 @@ _SIGNATURE = {F16: "fp16", BF16: "bf16", F32: "fp32", F64: "fp64", I8: "i8", I16
 
 
 def is_tensor(value: Any) -> bool:
-    return hasattr(value, "data_ptr") and hasattr(value, "dtype") and hasattr(value, "is_cuda")
+    """A tensor, or a tensor-like: Triton passes anything with ``data_ptr``
+    (and a dtype) by that address."""
+    return hasattr(value, "data_ptr") and hasattr(value, "dtype")
+
+
+def tensor_view(tensor: Any) -> Any:
+    """A CPU tensor's memory as a NumPy array sharing it, for the interpreter:
+    detached from autograd; a strided view as the flat span its elements lie
+    in (a kernel reaches them through its strides); bf16 as ml_dtypes' bfloat16."""
+    if getattr(tensor, "is_cuda", False) or getattr(getattr(tensor, "device", None), "type", "cpu") != "cpu":
+        raise CompileError(f"the interpreter reads host memory only; got a tensor on {tensor.device}")
+    view = tensor.detach()
+    if not view.is_contiguous():
+        extent = 1 + sum((size - 1) * stride for size, stride in zip(view.shape, view.stride())) \
+            if view.numel() else 0
+        view = view.as_strided((extent,), (1,))
+    if str(view.dtype) == "torch.bfloat16":
+        import ml_dtypes
+        import torch
+
+        return view.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return view.numpy()
 
 
 def is_device_array(value: Any) -> bool:
     if is_tensor(value):
-        return bool(value.is_cuda)
+        cuda = getattr(value, "is_cuda", None)
+        return bool(cuda) if cuda is not None else getattr(getattr(value, "device", None), "type", "") == "cuda"
     return hasattr(value, "__cuda_array_interface__")
 
 
@@ -54,7 +76,7 @@ _PLAIN_CONSTANTS = (int, str, float, bool, type(None))
 _I32_RANGE = range(-2**31, 2**31)
 
 # Whether every instance of a class is a tensor (is_tensor): true where
-# data_ptr, dtype and is_cuda are attributes of the class itself
+# data_ptr and dtype are attributes of the class itself
 # (torch.Tensor), so a launch asks the class once. Where false, instances
 # may still carry them: those are asked one by one.
 TENSOR_CLASS: dict[type, bool] = {}
@@ -68,7 +90,7 @@ def is_tensor_class(cls: type) -> bool:
     """Whether every instance of ``cls`` is a tensor (see TENSOR_CLASS)."""
     known = TENSOR_CLASS.get(cls)
     if known is None:
-        known = hasattr(cls, "data_ptr") and hasattr(cls, "dtype") and hasattr(cls, "is_cuda")
+        known = hasattr(cls, "data_ptr") and hasattr(cls, "dtype")
         if len(TENSOR_CLASS) < _CLASS_CACHE_LIMIT:
             TENSOR_CLASS[cls] = known
     return known
@@ -159,8 +181,10 @@ def arg_type(value: Any, name: str) -> Type:
         return element_type(value, name)  # a NumPy scalar
     if hasattr(value, "__array_interface__") or hasattr(value, "__cuda_array_interface__"):
         return PointerType(element_type(value, name))
-    raise CompileError(f"argument '{name}': cannot pass {type(value).__name__} to a kernel "
-                       "(use an array, a tensor, an int, a float or a bool)")
+    from mytriton.runtime.placement import launch_site
+
+    raise CompileError(f"argument '{name}': cannot pass {printable(type(value).__name__)} to a kernel "
+                       "(use an array, a tensor, an int, a float or a bool)", launch_site())
 
 
 def address_of(value: Any) -> int | None:

@@ -117,9 +117,9 @@ class CompiledKernel:
                                f"got {len(args)}")
         self._launch(normalize_grid(grid, dict(constants)), list(args))
 
-    def _launch(self, grid3: tuple[int, int, int], values: list[Any]) -> None:
+    def _launch(self, grid3: tuple[int, int, int], values: list[Any], stream: Any = None) -> None:
         if self.backend == "cuda":
-            self.launcher.launch(grid3, values)
+            self.launcher.launch(grid3, values, stream)
         else:
             from mytriton.backends.interp import run_kernel
             from mytriton.runtime.jit import host_array

@@ -6,7 +6,7 @@ each launch, compiled, cached in memory, and launched on the chosen backend.
 A launch that repeats an earlier one's call shape and specialisation takes a
 short path (``JITFunction._launch``): the host's work per launch is what
 bounds small problems.
-The backend is ``cuda`` (PyCUDA) when a GPU is usable, else ``interp`` (the
+The backend is ``cuda`` (the CUDA driver) when a GPU is usable, else ``interp`` (the
 NumPy interpreter); ``MYTRITON_BACKEND`` or ``backend=`` choose explicitly.
 A launch returns the compiled kernel (runtime/compiled.py), as Triton's does.
 """
@@ -25,6 +25,8 @@ from mytriton.runtime.arguments import coded_launch_key, specialisation_codes
 
 BACKENDS = ("auto", "cuda", "interp")
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")
+# Keywords of a launch that are ``run``'s own, never a kernel parameter's.
+RUN_KEYWORDS = ("backend", "warmup", "stream")
 
 # Triton's @jit options, and what each does here. Any other is an error:
 # an option silently ignored would hide a typo or a feature mytriton lacks.
@@ -49,7 +51,7 @@ JIT_OPTIONS = {
 
 class BackendUnavailable(CompileError):
     """The backend asked for cannot run here (``backend="cuda"`` without
-    PyCUDA or a GPU); the message says why and how to install what is missing."""
+    a GPU and its driver); the message says why."""
 
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
@@ -99,7 +101,7 @@ _cuda_driver: Any = None
 
 def _known_backend(requested: str | None) -> str | None:
     """explain_backend's choice where it is plain, without its reason: the
-    environment read cheaply (EnvironmentValue), PyCUDA's status asked of
+    environment read cheaply (EnvironmentValue), the driver's status asked of
     cuda_driver each time (its answer is cached there); None where this
     cannot say (the first GPU check, an unknown name, a GPU asked for and
     missing: explain_backend's errors)."""
@@ -213,7 +215,7 @@ class JITFunction:
             return self._run_and_plan(grid, args, kwargs)
         pick, tail, runtime_of, constants_of, codes = plan
         picked = pick(args + tuple(kwargs.values()) + tail if kwargs else args + tail)
-        num_warps, num_stages, num_ctas, requested, warmup = picked[-5:]
+        num_warps, num_stages, num_ctas, requested, warmup, stream = picked[-6:]
         if num_ctas != 1:
             return self.run(*args, **{"grid": grid, **kwargs})  # its error
         backend = launch_backend(requested)
@@ -230,12 +232,12 @@ class JITFunction:
         if grid3 is None:
             grid3 = normalize_grid(grid, dict(zip(self._names, picked)))
             if not warmup:
-                compiled._launch(grid3, list(values_of(picked)))
+                compiled._launch(grid3, list(values_of(picked)), stream)
         elif not warmup:
             if compiled.launcher is not None:
-                compiled.launcher.launch3(grid3, values_of(picked))
+                compiled.launcher.launch3(grid3, values_of(picked), stream)
             else:
-                compiled._launch(grid3, list(values_of(picked)))
+                compiled._launch(grid3, list(values_of(picked)), stream)
         return compiled
 
     def _run_and_plan(self, grid: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
@@ -251,7 +253,7 @@ class JITFunction:
         """How to pick, from ``args + tuple(kwargs.values()) + tail``, every
         parameter's value (in declaration order) and then the launch options,
         for a call shape that ``run`` has bound: a positional argument, else
-        a keyword (``backend`` and ``warmup`` are ``run``'s own), else the
+        a keyword (RUN_KEYWORDS are ``run``'s own), else the
         default, which ``tail`` holds; the options from their keywords, else
         their defaults (in ``tail`` too). Launch options that are also
         parameters go to both, as ``run`` gives them."""
@@ -266,12 +268,12 @@ class JITFunction:
         for position, name in enumerate(self._names):
             if position < count:
                 indices.append(position)
-            elif name in at and name not in ("backend", "warmup"):
+            elif name in at and name not in RUN_KEYWORDS:
                 indices.append(at[name])
             else:
                 indices.append(from_tail(self._defaults[name]))
         for name, default in (("num_warps", 4), ("num_stages", None), ("num_ctas", 1),
-                              ("backend", None), ("warmup", False)):
+                              ("backend", None), ("warmup", False), ("stream", None)):
             indices.append(at[name] if name in at else from_tail(default))
         _, runtime, constexpr = self.source()
         return (operator.itemgetter(*indices), tuple(tail),
@@ -370,7 +372,6 @@ class JITFunction:
             if backend == "cuda":
                 from mytriton.runtime.cuda_driver import CudaKernel
 
-                # here: the CUDA context is this thread's
                 compiled.launcher = CudaKernel(compiled.asm["cuda"], options.arch)
             self._compiled[key] = compiled
         if fast is not None:
@@ -378,12 +379,14 @@ class JITFunction:
         return compiled
 
     def run(self, *args: Any, grid: Any, backend: str | None = None, warmup: bool = False,
-            **kwargs: Any) -> Any:
+            stream: Any = None, **kwargs: Any) -> Any:
         """Launch on ``grid`` (compile only when ``warmup``); the compiled
         kernel is returned either way. The launch options ``num_warps``,
         ``num_stages`` and ``num_ctas`` are keywords too; one that is also
         a parameter of the kernel goes to both, as in Triton (tutorial 02's
-        ``num_stages: tl.constexpr``)."""
+        ``num_stages: tl.constexpr``). On the GPU the launch goes on
+        ``stream`` where given, else on the current stream of the tensors'
+        framework (runtime/placement.py)."""
         launch = {name: kwargs[name] if name in self._names else kwargs.pop(name)
                   for name in LAUNCH_OPTIONS if name in kwargs}
         num_warps = launch.get("num_warps", 4)
@@ -398,7 +401,7 @@ class JITFunction:
         if warmup:
             return compiled
         values = [bound[name] for name in compiled.runtime_params]
-        compiled._launch(grid3, values)
+        compiled._launch(grid3, values, stream)
         return compiled
 
     def warmup(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
@@ -451,13 +454,14 @@ def _positive_grid(grid: Any) -> tuple[int, int, int] | None:
 
 
 def host_array(value: Any) -> Any:
-    """Host arrays for the interpreter (CPU tensors share their memory)."""
-    from mytriton.runtime.arguments import is_device_array, is_tensor
+    """Host arrays for the interpreter: a CPU tensor as a NumPy view of its
+    memory (runtime/arguments.py, tensor_view)."""
+    from mytriton.runtime.arguments import is_device_array, is_tensor, tensor_view
 
     if is_device_array(value):
         raise CompileError("the interpreter backend cannot read GPU memory; pass host arrays")
     if is_tensor(value):
-        return value.numpy()
+        return tensor_view(value)
     return value
 
 

@@ -33,7 +33,7 @@ class addressable:
         self.requested = backend
         self.backend: str | None = None
         self._addresses: dict[int, int] = {}
-        self._device: list[tuple[Any, Any]] = []  # (host array, device allocation)
+        self._device: list[tuple[Any, int]] = []  # (host array, device address)
         self._interp: Any = None
 
     def __enter__(self) -> "addressable":
@@ -46,16 +46,17 @@ class addressable:
             self._interp = addressable_arrays(*self.arrays).__enter__()
             self._addresses = {id(a): int(a.ctypes.data) for a in self.arrays}
             return self
-        import pycuda.driver as drv
+        from mytriton.runtime.cuda_driver import on_device
+        from mytriton.runtime.driver_api import driver
+        from mytriton.runtime.placement import default_device
 
-        from mytriton.runtime.cuda_driver import context
-
-        context()
-        for a in self.arrays:
-            buffer = drv.mem_alloc(max(a.nbytes, 1))
-            self._device.append((a, buffer))
-            drv.memcpy_htod(buffer, a)
-            self._addresses[id(a)] = int(buffer)
+        self._on_device = on_device(default_device(driver()))
+        with self._on_device as drv:
+            for a in self.arrays:
+                address = drv.allocate(a.nbytes)
+                self._device.append((a, address))
+                drv.copy_to_device(address, a)
+                self._addresses[id(a)] = address
         return self
 
     def address(self, array: Any) -> int:
@@ -69,10 +70,12 @@ class addressable:
         if self._interp is not None:
             self._interp.__exit__(*exc)
             return
-        import pycuda.driver as drv
-
-        drv.Context.synchronize()
-        for array, buffer in self._device:
-            drv.memcpy_dtoh(array, buffer)
-            buffer.free()
-        self._device.clear()
+        with self._on_device as drv:
+            try:
+                drv.synchronize_context()
+                for array, address in self._device:
+                    drv.copy_to_host(array, address)
+            finally:
+                for _, address in self._device:
+                    drv.free(address)
+                self._device.clear()

@@ -1,0 +1,182 @@
+"""A stand-in for the CUDA driver (runtime/driver_api.py's Driver), for
+testing the launch path without a GPU: each device has its primary context,
+each thread its current context, modules belong to the context current when
+they were loaded, and a launch is refused (as CUDA refuses it) unless its
+function's context is current. Launches are recorded with their parameter
+bytes, read back from cuLaunchKernel's ``extra`` array as the driver reads them.
+"""
+from __future__ import annotations
+
+import ctypes
+import itertools
+import threading
+from dataclasses import dataclass
+
+from mytriton.runtime.driver_api import CudaError
+
+CUDA_ERROR_INVALID_CONTEXT = 201
+CUDA_ERROR_INVALID_HANDLE = 400
+
+
+@dataclass
+class Launch:
+    function: int
+    device: int
+    grid: tuple[int, int, int]
+    threads: int
+    shared_bytes: int
+    stream: int
+    params: bytes
+    thread: str
+
+
+class FakeDriver:
+    def __init__(self, devices: int = 1, device_of=None, shared_limit: int = 227 * 1024) -> None:
+        self.devices = devices
+        self.contexts = {d: 0xC0000 + d for d in range(devices)}
+        self._current = threading.local()
+        self._ids = itertools.count(1)
+        self.modules: dict[int, int] = {}  # module -> its context
+        self.functions: dict[int, int] = {}  # function -> its context
+        self.loads: list[int] = []  # the device of each module load
+        self.launches: list[Launch] = []
+        self.memory: dict[int, bytes] = {}
+        self.freed: list[int] = []
+        self.synchronized: list[int] = []
+        self.attributes: dict[int, int] = {}
+        self.context_switches = 0
+        self.shared_limit = shared_limit
+        # Which device holds an address (None: host memory); every nonzero
+        # address is device 0's unless told otherwise.
+        self.device_of = device_of or (lambda address: 0 if address else None)
+        self._lock = threading.Lock()
+
+    # contexts
+    def primary_context(self, ordinal: int) -> int:
+        if not 0 <= ordinal < self.devices:
+            raise CudaError(f"there is no GPU {ordinal} (this machine has {self.devices})", 101)
+        return self.contexts[ordinal]
+
+    def current_context(self) -> int:
+        return getattr(self._current, "context", 0)
+
+    def set_current(self, context: int) -> None:
+        self.context_switches += 1
+        self._current.context = context
+
+    def current_device(self) -> int | None:
+        context = self.current_context()
+        return None if not context else context - 0xC0000
+
+    def _require_context(self, call: str) -> int:
+        context = self.current_context()
+        if not context:
+            raise CudaError(f"{call} failed: CUDA_ERROR_INVALID_CONTEXT", CUDA_ERROR_INVALID_CONTEXT)
+        return context
+
+    # devices
+    def device_count(self) -> int:
+        return self.devices
+
+    def attribute(self, ordinal: int, attribute: int) -> int:
+        return self.shared_limit
+
+    def version(self) -> int:
+        return 13000
+
+    def device_name(self, ordinal: int) -> str:
+        return "Stand-in GPU"
+
+    def total_memory(self, ordinal: int) -> int:
+        return 2**30
+
+    def compute_capability(self, ordinal: int) -> tuple[int, int]:
+        return (9, 0)
+
+    # modules and launches
+    def load_module(self, image: bytes) -> int:
+        context = self._require_context("cuModuleLoadData")
+        with self._lock:
+            module = next(self._ids)
+            self.modules[module] = context
+            self.loads.append(context - 0xC0000)
+        return module
+
+    def function(self, module: int, name: str) -> int:
+        self._require_context("cuModuleGetFunction")
+        with self._lock:
+            function = next(self._ids)
+            self.functions[function] = self.modules[module]
+        return function
+
+    def set_max_dynamic_shared(self, function: int, nbytes: int) -> None:
+        self.attributes[function] = nbytes
+
+    def launch(self, function, grid, threads, shared_bytes, stream, extra) -> None:
+        context = self._require_context("cuLaunchKernel")
+        if self.functions[function] != context:
+            raise CudaError("cuLaunchKernel failed: CUDA_ERROR_INVALID_HANDLE (a function of another context)",
+                            CUDA_ERROR_INVALID_HANDLE)
+        params = b""
+        if extra is not None:
+            slots = (ctypes.c_void_p * 5).from_address(extra)
+            size = ctypes.c_size_t.from_address(slots[3]).value
+            params = ctypes.string_at(slots[1], size)
+        with self._lock:
+            self.launches.append(Launch(function, context - 0xC0000, tuple(grid), threads, shared_bytes,
+                                        int(stream or 0), params, threading.current_thread().name))
+
+    # memory and streams
+    def allocate(self, nbytes: int) -> int:
+        self._require_context("cuMemAlloc")
+        with self._lock:
+            address = 0xD0000 + 0x10000 * next(self._ids)
+        self.memory[address] = bytes(nbytes)
+        return address
+
+    def free(self, address: int) -> None:
+        self.freed.append(address)
+        del self.memory[address]
+
+    def copy_to_device(self, address: int, array) -> None:
+        self.memory[address] = array.tobytes()
+
+    def copy_to_host(self, array, address: int) -> None:
+        data = self.memory[address]
+        ctypes.memmove(array.ctypes.data, data, len(data))
+
+    def synchronize_stream(self, stream: int) -> None:
+        self.synchronized.append(int(stream or 0))
+
+    def synchronize_context(self) -> None:
+        self._require_context("cuCtxSynchronize")
+
+    def pointer_device(self, address: int):
+        return self.device_of(address)
+
+    # events
+    def event(self) -> int:
+        return next(self._ids)
+
+    def record(self, event: int, stream: int = 0) -> None:
+        pass
+
+    def elapsed_ms(self, start: int, end: int) -> float:
+        return 0.001
+
+    def destroy_event(self, event: int) -> None:
+        pass
+
+
+def install(monkeypatch, fake: FakeDriver) -> FakeDriver:
+    """Make ``fake`` the process's driver, skip nvcc (a kernel's cubin is its
+    CUDA text), and start from no loaded modules."""
+    from mytriton.runtime import cuda_driver, driver_api
+
+    monkeypatch.setattr(driver_api, "_driver", fake)
+    monkeypatch.setattr(cuda_driver, "cuda_status", lambda: (True, "a stand-in GPU"))
+    monkeypatch.setattr(cuda_driver, "compile_cubin", lambda source, arch: source.encode())
+    monkeypatch.setattr(cuda_driver, "_MODULES", {})
+    monkeypatch.delenv("MYTRITON_BACKEND", raising=False)
+    monkeypatch.delenv("MYTRITON_DEVICE", raising=False)
+    return fake
