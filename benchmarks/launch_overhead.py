@@ -39,17 +39,13 @@ def per_call_us(fn, count: int = 2000, synchronize=lambda: None, clock=time.perf
 
 def layers(add, matmul, x, y, out, n, kernel, stream=0):
     """(name, launch) for each layer; ``kernel`` is a CudaKernel of ``add``."""
-    drv = kernel.driver
-    device = 0
-    function = kernel.function(device) if drv.current_context() else None
-    with_context = kernel.launch  # makes the context current and loads the function
-    with_context((4, 1, 1), [x, y, out, n])
-    function = kernel.function(device)
+    kernel.launch((4, 1, 1), [x, y, out, n])  # loads the module
+    function = kernel.function(0)
     kernel._struct.pack_into(kernel._buffer, 0, x.data_ptr(), y.data_ptr(), out.data_ptr(), n)
+    launch, extra = kernel.driver.launch_raw, kernel._extra
     grid = (4,)
     return [
-        ("driver cuLaunchKernel, packed once", lambda: drv.launch(function, (4, 1, 1), 128, 0, stream,
-                                                                  kernel._extra)),
+        ("driver cuLaunchKernel, packed once", lambda: launch(function, 4, 1, 1, 128, 1, 1, 0, stream, None, extra)),
         ("CudaKernel.launch", lambda: kernel.launch((4, 1, 1), [x, y, out, n])),
         ("kernel[grid](...)", lambda: add[grid](x, y, out, n, backend="cuda")),
         ("kernel[grid](..., BLOCK=, num_warps=)", lambda: add[grid](x, y, out, n, BLOCK=256, num_warps=4,
@@ -61,10 +57,16 @@ def layers(add, matmul, x, y, out, n, kernel, stream=0):
 
 
 def report(rows, repeat: int, count: int, synchronize=lambda: None, clock=time.perf_counter) -> None:
+    """Each layer's median over ``repeat`` runs, the layers taking turns run
+    by run: a slow spell of a shared machine then falls on every layer, not
+    on the one whose runs it happened to cover."""
+    runs: dict[str, list[float]] = {name: [] for name, _ in rows}
+    for _ in range(repeat):
+        for name, fn in rows:
+            runs[name].append(per_call_us(fn, count, synchronize, clock))
     print(f"layer                                   us per launch (median of {repeat} runs of {count})")
-    for name, fn in rows:
-        runs = [per_call_us(fn, count, synchronize, clock) for _ in range(repeat)]
-        print(f"{name:<40} {statistics.median(runs):8.2f}   (min {min(runs):.2f})", flush=True)
+    for name, _ in rows:
+        print(f"{name:<40} {statistics.median(runs[name]):8.2f}   (min {min(runs[name]):.2f})", flush=True)
 
 
 def compiled_add(add):
@@ -137,8 +139,8 @@ def install_stand_ins():
     from mytriton.runtime import cuda_driver, driver_api, placement
 
     class QuietDriver(FakeDriver):
-        def launch(self, function, grid, threads, shared_bytes, stream, extra) -> None:
-            return None
+        def launch_raw(self, function, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra) -> int:
+            return 0
 
     driver_api._driver = QuietDriver()
     cuda_driver.compile_cubin = lambda source, arch: source.encode()
@@ -146,7 +148,7 @@ def install_stand_ins():
     driver_api._driver.set_current(driver_api._driver.primary_context(0))
     # The tensors take torch's path (placement.TORCH_TENSORS), on a stand-in current stream.
     placement.TORCH_TENSORS.add(StandInTensor)
-    placement._torch_raw_stream = lambda device: 0
+    placement.torch_raw_stream = lambda device: 0
 
 
 def with_stand_ins(repeat: int, count: int) -> None:

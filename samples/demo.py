@@ -1,5 +1,5 @@
 """The demo: launch the vector-add sample from Python, Triton-style, and check it
-against NumPy. Runs on the GPU when PyCUDA sees one, else in the NumPy interpreter."""
+against NumPy. Runs on the GPU when the CUDA driver sees one, else in the NumPy interpreter."""
 import importlib.util
 import pathlib
 import time

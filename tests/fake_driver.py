@@ -40,6 +40,7 @@ class FakeDriver:
         self.functions: dict[int, int] = {}  # function -> its context
         self.loads: list[int] = []  # the device of each module load
         self.launches: list[Launch] = []
+        self.refused: list[int] = []  # launches CUDA would refuse (compute-sanitizer reports each)
         self.memory: dict[int, bytes] = {}
         self.freed: list[int] = []
         self.synchronized: list[int] = []
@@ -112,19 +113,29 @@ class FakeDriver:
     def set_max_dynamic_shared(self, function: int, nbytes: int) -> None:
         self.attributes[function] = nbytes
 
-    def launch(self, function, grid, threads, shared_bytes, stream, extra) -> None:
-        context = self._require_context("cuLaunchKernel")
-        if self.functions[function] != context:
-            raise CudaError("cuLaunchKernel failed: CUDA_ERROR_INVALID_HANDLE (a function of another context)",
-                            CUDA_ERROR_INVALID_HANDLE)
-        params = b""
+    def launch_raw(self, function, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra) -> int:
+        """cuLaunchKernel: its CUresult, as the driver's."""
+        context = self.current_context()
+        if not context or self.functions[function] != context:
+            self.refused.append(function)  # none current, or a function of another context
+            return CUDA_ERROR_INVALID_CONTEXT if not context else CUDA_ERROR_INVALID_HANDLE
+        data = b""
         if extra is not None:
             slots = (ctypes.c_void_p * 5).from_address(extra)
             size = ctypes.c_size_t.from_address(slots[3]).value
-            params = ctypes.string_at(slots[1], size)
+            data = ctypes.string_at(slots[1], size)
         with self._lock:
-            self.launches.append(Launch(function, context - 0xC0000, tuple(grid), threads, shared_bytes,
-                                        int(stream or 0), params, threading.current_thread().name))
+            self.launches.append(Launch(function, context - 0xC0000, (gx, gy, gz), bx, shared_bytes,
+                                        int(stream or 0), data, threading.current_thread().name))
+        return 0
+
+    def launch(self, function, grid, threads, shared_bytes, stream, extra) -> None:
+        code = self.launch_raw(function, *grid, threads, 1, 1, shared_bytes, stream, None, extra)
+        if code:
+            raise CudaError(f"cuLaunchKernel failed: CUDA error {code}", code)
+
+    def error_name(self, code: int) -> str:
+        return f"CUDA error {code}"
 
     # memory and streams
     def allocate(self, nbytes: int) -> int:

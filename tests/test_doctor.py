@@ -3,6 +3,7 @@ backend ``auto`` picks and its reason, and a clear error (never a raw
 OSError) when ``cuda`` is asked for where the CUDA driver is missing."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -136,6 +137,6 @@ def test_the_demo_says_why_it_runs_in_the_interpreter():
     code = (NO_DRIVER + "import runpy; "
             f"runpy.run_path({str(ROOT / 'samples' / 'demo.py')!r}, run_name='__main__')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                            env={"PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path[1:]]), "PATH": "/usr/bin:/bin"})
     assert result.returncode == 0, result.stderr
     assert "running in the NumPy interpreter: auto: the CUDA driver library cannot be loaded" in result.stdout

@@ -1,4 +1,4 @@
-"""Every sample on the GPU through PyCUDA, against NumPy (skipped without a GPU)."""
+"""Every sample on the GPU through the CUDA driver, against NumPy (skipped without a GPU)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Every sample on the H200 through PyCUDA matches NumPy (skipped without a GPU)."""
+"""Every sample on the H200 through the CUDA driver matches NumPy (skipped without a GPU)."""
 import pytest
 
 from sample_cases import CASES

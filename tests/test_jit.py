@@ -75,7 +75,7 @@ def test_auto_picks_the_interpreter_without_a_gpu(monkeypatch):
     from mytriton.runtime import cuda_driver
 
     monkeypatch.delenv("MYTRITON_BACKEND", raising=False)
-    monkeypatch.setattr(cuda_driver, "cuda_status", lambda: (False, "PyCUDA sees no GPU"))
+    monkeypatch.setattr(cuda_driver, "cuda_status", lambda: (False, "the CUDA driver sees no GPU"))
     assert select_backend() == "interp"
 
 

@@ -69,6 +69,14 @@ def test_a_launch_on_another_device_restores_the_context_that_was_current(gpus, 
     assert gpus.launches[0].device == 0 and gpus.current_context() == gpus.contexts[1]
 
 
+def test_no_launch_is_ever_tried_in_the_wrong_context(gpus, scale):
+    for current in (0, gpus.contexts[1], gpus.contexts[0]):
+        gpus.set_current(current)
+        launch(scale)
+        launch(scale, GPU1 + 0x10000, GPU1 + 0x20000)
+    assert gpus.refused == [] and len(gpus.launches) == 6
+
+
 def test_a_launch_on_the_current_device_switches_no_context(gpus, scale):
     gpus.set_current(gpus.contexts[0])
     switches = gpus.context_switches

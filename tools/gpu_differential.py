@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         from mytriton.runtime.cuda_driver import cuda_available
 
         if not cuda_available():
-            print("error: no CUDA GPU usable through PyCUDA here (use --build-only to stop after nvcc)",
+            print("error: no CUDA GPU usable here (use --build-only to stop after nvcc)",
                   file=sys.stderr)
             return 1
         for case in cases:

@@ -3,7 +3,7 @@
 # memcheck (out-of-bounds and misaligned accesses) and once with racecheck (shared-memory
 # hazards between threads), and fails if either reports anything.
 #   tools/sanitize_samples.sh [KERNEL ...]     (default: every kernel of samples/Makefile)
-# Needs a GPU, PyCUDA and compute-sanitizer on PATH (the H200 machine has them).
+# Needs a GPU, its driver and compute-sanitizer on PATH (the H200 machine has them).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}

@@ -84,6 +84,9 @@ _CLASS_CACHE_LIMIT = 256
 # dtype classes whose instances are equal only to themselves (torch.dtype):
 # the dtype object itself tells launches apart, without str() on each.
 _IDENTITY_DTYPES: dict[type, bool] = {}
+# Tensor classes (TENSOR_CLASS) seen with such dtypes: a launch key takes
+# their dtype as it is, without asking the class again.
+_KEYED_TENSORS: set[type] = set()
 
 
 def is_tensor_class(cls: type) -> bool:
@@ -131,6 +134,7 @@ def coded_launch_key(values: Any, codes: tuple[int, ...], constants: Any, rest: 
     (once per kernel): an int is one number, its width (0 i32, 4 i64, 8 u64)
     plus its hint (1 the value 1, 2 divisible by 16)."""
     parts: list[Any] = []
+    append = parts.append
     for value, code in zip(values, codes):
         cls = type(value)
         if cls is int:
@@ -140,13 +144,20 @@ def coded_launch_key(values: Any, codes: tuple[int, ...], constants: Any, rest: 
                     part += 1
                 elif code == 2 and value % 16 == 0:
                     part += 2
-            parts.append(part)
+            append(part)
+        elif cls in _KEYED_TENSORS:
+            append((cls, value.dtype, code == 2 and value.data_ptr() % 16 == 0))
         elif cls is float or cls is bool:
-            parts.append(cls)
+            append(cls)
         else:
             if TENSOR_CLASS.get(cls) or is_tensor_class(cls) or is_tensor(value):
                 address, dtype = value.data_ptr(), value.dtype
-                typestr = dtype if _IDENTITY_DTYPES.get(type(dtype)) else _dtype_tag(dtype)
+                if _IDENTITY_DTYPES.get(type(dtype)):
+                    typestr = dtype
+                    if TENSOR_CLASS.get(cls) and len(_KEYED_TENSORS) < _CLASS_CACHE_LIMIT:
+                        _KEYED_TENSORS.add(cls)
+                else:
+                    typestr = _dtype_tag(dtype)
             else:
                 interface = getattr(value, "__cuda_array_interface__", None)
                 if isinstance(interface, dict):
@@ -158,11 +169,11 @@ def coded_launch_key(values: Any, codes: tuple[int, ...], constants: Any, rest: 
                         return None
                     address, typestr = interface["data"][0], interface["typestr"]
                     typestr = f"{typestr}{getattr(value, 'dtype', '')}"  # bf16's typestr is a plain "<V2"
-            parts.append((cls, typestr, code == 2 and address % 16 == 0))
+            append((cls, typestr, code == 2 and address % 16 == 0))
     for value in constants:
         if type(value) not in _PLAIN_CONSTANTS:
             return None
-        parts.append((type(value), value))
+        append((type(value), value))
     return (*parts, *rest)
 
 

@@ -171,6 +171,7 @@ class CudaKernel:
             LAUNCH_PARAM_BUFFER_SIZE, ctypes.addressof(self._size), LAUNCH_PARAM_END)
         self._extra = ctypes.addressof(self._extra_array) if self._struct.size else None
         self._lock = threading.Lock()
+        self._launch_raw = self.driver.launch_raw
 
     @property
     def function_format(self) -> str:
@@ -210,12 +211,13 @@ class CudaKernel:
         kinds = 0
         host = None
         first = 0
+        torch_tensors = placement.TORCH_TENSORS
         for i in self._pointers:
             value = values[i]
-            if type(value) in placement.TORCH_TENSORS:
-                if not value.is_cuda:
+            if type(value) in torch_tensors:
+                where = value.get_device()  # -1 on the CPU
+                if where < 0:
                     raise placement.not_on_gpu(self.name, self.params[i][0], value)
-                where = value.get_device()
                 values[i] = value.data_ptr()
                 kinds |= placement.TORCH
             else:
@@ -233,7 +235,10 @@ class CudaKernel:
                 device, first = where, i
         if device < 0:
             device = placement.default_device(self.driver)
-        handle = placement.launch_stream(stream, kinds, device)
+        if stream is None and kinds == placement.TORCH and placement.torch_raw_stream is not None:
+            handle = placement.torch_raw_stream(device)
+        else:
+            handle = placement.launch_stream(stream, kinds, device)
         drv = self.driver
         context = drv.primary_context(device)
         previous = drv.current_context()
@@ -257,7 +262,10 @@ class CudaKernel:
                 self._struct.pack_into(self._buffer, 0, *values)
             except (struct.error, OverflowError, TypeError, ValueError):
                 self._struct.pack_into(self._buffer, 0, *self._converted(values))
-            self.driver.launch(function, grid3, self.threads, self.shared_bytes, stream, self._extra)
+            code = self._launch_raw(function, grid3[0], grid3[1], grid3[2], self.threads, 1, 1, self.shared_bytes,
+                                    stream, None, self._extra)
+        if code:
+            raise CudaError(f"cuLaunchKernel of '{self.name}' failed: {self.driver.error_name(code)}", code)
 
     def _converted(self, values: list[Any]) -> list[Any]:
         """The scalars as their parameters' Python types (a NumPy scalar, an

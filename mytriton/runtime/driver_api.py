@@ -123,10 +123,12 @@ class Driver:
         self._check(self.lib.cuInit(0), "cuInit")
         self._primary: dict[int, int] = {}
         self._lock = threading.Lock()
+        self._thread = threading.local()
         # The hot calls, bound once.
         self._get_current = self.lib.cuCtxGetCurrent
         self._set_current = self.lib.cuCtxSetCurrent
-        self._launch = self.lib.cuLaunchKernel
+        # cuLaunchKernel itself, its CUresult unchecked: the launcher's hot call.
+        self.launch_raw = self.lib.cuLaunchKernel
 
     # ---- errors ---------------------------------------------------------------------
     def error_name(self, code: int) -> str:
@@ -197,8 +199,13 @@ class Driver:
 
     def current_context(self) -> int:
         """The calling thread's current context (0: none)."""
-        current = _V()  # a local: threads share the Driver
-        self._get_current(ctypes.byref(current))
+        try:
+            current, reference = self._thread.slot
+        except AttributeError:  # this thread's first call: its own slot for the answer
+            current = _V()
+            reference = ctypes.byref(current)
+            self._thread.slot = (current, reference)
+        self._get_current(reference)
         return current.value or 0
 
     def set_current(self, context: int) -> None:
@@ -236,8 +243,8 @@ class Driver:
         """cuLaunchKernel with the parameters packed in one buffer (``extra``:
         the address of {BUFFER_POINTER, buffer, BUFFER_SIZE, &size, END}, or
         None for a kernel without parameters)."""
-        code = self._launch(function, grid[0], grid[1], grid[2], threads, 1, 1, shared_bytes,
-                            stream or None, None, extra)
+        code = self.launch_raw(function, grid[0], grid[1], grid[2], threads, 1, 1, shared_bytes,
+                               stream or None, None, extra)
         if code:
             self._check(code, "cuLaunchKernel")
 

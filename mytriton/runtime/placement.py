@@ -138,17 +138,19 @@ def default_device(driver: Any) -> int:
     return 0 if current is None else current
 
 
-_torch_raw_stream: Any = None
+# PyTorch's current stream of a device as a CUstream handle (the function
+# Triton's launcher calls too), once a launch has looked it up.
+torch_raw_stream: Any = None
 
 
 def torch_stream(device: int) -> int:
     """PyTorch's current stream on ``device``, as a CUstream handle."""
-    global _torch_raw_stream
-    if _torch_raw_stream is None:
+    global torch_raw_stream
+    if torch_raw_stream is None:
         torch = _torch()
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        _torch_raw_stream = raw or (lambda index: torch.cuda.current_stream(index).cuda_stream)
-    return _torch_raw_stream(device)
+        torch_raw_stream = raw or (lambda index: torch.cuda.current_stream(index).cuda_stream)
+    return torch_raw_stream(device)
 
 
 def cupy_stream(device: int) -> int:
