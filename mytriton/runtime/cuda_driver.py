@@ -8,6 +8,7 @@ calls go straight to the driver library (runtime/driver_api.py).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -18,7 +19,7 @@ from typing import Any, Sequence
 
 from mytriton.backends.cuda.emitter import read_header
 from mytriton.backends.cuda.nvcc import compile_cubin
-from mytriton.diagnostics import CompileError
+from mytriton.diagnostics import CompileError, printable
 from mytriton.ir.text_common import parse_type
 from mytriton.runtime import placement
 from mytriton.runtime.driver_api import (
@@ -278,8 +279,8 @@ class CudaKernel:
                 out[i] = _converter(t)(values[i])
                 struct.pack("@" + _FORMAT[t], out[i])
             except (struct.error, OverflowError, TypeError, ValueError):
-                raise CompileError(f"kernel '{self.name}': argument '{name}' = {values[i]!r} does not fit "
-                                   f"its parameter type {t}") from None
+                raise CompileError(f"kernel '{self.name}': argument '{name}' = {printable(repr(values[i]))} does "
+                                   f"not fit its parameter type {t}", placement.launch_site()) from None
         return out
 
     def _launch_with_copies(self, function: int, grid3: tuple[int, int, int], stream: int,
@@ -299,9 +300,12 @@ class CudaKernel:
             for i, array in host:
                 if self.params[i][0] in self.stores:
                     drv.copy_to_host(array, values[i])
-        finally:
-            for address in buffers:
-                try:
+        except BaseException:
+            # The launch's own error says what went wrong; a context it broke
+            # refuses the frees too, and those errors would only hide it.
+            with contextlib.suppress(CudaError):
+                for address in buffers:
                     drv.free(address)
-                except CudaError:
-                    pass  # the context is broken already; the launch's own error says why
+            raise
+        for address in buffers:
+            drv.free(address)
