@@ -1030,7 +1030,7 @@ def _combine(t: Tracer, node: ast.Call, name: str, op: str, input: Any, axis: An
         axis %= len(shape)
     attrs = {"axis": axis, **attrs}
     elements = [concrete(element_of(ty)) for ty in types]
-    fn = t.module.functions[combine_fn.name]
+    fn = (combine_fn.module or t.module).functions[combine_fn.name]
     params = [a.arg for a in fn.args.args]
     required = len(params) - len(fn.args.defaults)
     count = 2 * len(tiles)
@@ -1043,9 +1043,9 @@ def _combine(t: Tracer, node: ast.Call, name: str, op: str, input: Any, axis: An
     for arg, element in zip(args, elements * 2):
         region.own(arg)
         t.budget.types[id(arg)] = (arg, element)
-    body = Tracer(t.module, t.kernel, region, {}, t.depth, t.budget)
+    body = Tracer(t.module, t.kernel, region, {}, t.depth, t.budget, t.site)
     try:
-        values = body.call_jit(combine_fn.name, node, list(args), {})
+        values = body.call_jit(combine_fn.name, node, list(args), {}, combine_fn.module)
     except CompileError:
         if not t.budget.probing:
             raise

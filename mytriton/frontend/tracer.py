@@ -18,9 +18,10 @@ from __future__ import annotations
 import ast
 import contextlib
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from mytriton.as_triton.modules import kernel_path
 from mytriton.diagnostics import CompileError, Location
 from mytriton.frontend.source import KernelModule, Unresolved
 from mytriton.ir import opdefs
@@ -74,7 +75,11 @@ class Builtin:
 
 @dataclass(frozen=True)
 class JitRef:
+    """A @jit function: by name in the module being traced, or in another
+    module (one imported from elsewhere, read from its own source)."""
+
     name: str
+    module: KernelModule | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,15 @@ TENSOR_METHODS = frozenset((
 @dataclass(frozen=True)
 class ModuleRef:
     qualified: str
+
+
+@dataclass(frozen=True)
+class PyModuleRef:
+    """A Python module that is not mytriton's, bound in a launched kernel's
+    namespace (``import mylib.consts as C``): its attributes resolve as the
+    module's globals do."""
+
+    module: Any
 
 
 class _Return(Exception):
@@ -158,20 +172,26 @@ class TraceBudget:
 
 class Tracer:
     def __init__(self, module: KernelModule, kernel: TreeKernel, region: Region,
-                 env: dict[str, Any], depth: int = 0, budget: TraceBudget | None = None) -> None:
+                 env: dict[str, Any], depth: int = 0, budget: TraceBudget | None = None,
+                 site: Location | None = None) -> None:
         self.module = module
         self.kernel = kernel
         self.region = region
         self.env = env
         self.depth = depth
         self.budget = budget if budget is not None else TraceBudget()
+        # Where the IR made here is located when ``module`` is another file's
+        # (a @jit helper imported from elsewhere): at the kernel's call of it,
+        # since the IR names the kernel's file alone. Errors keep the helper's
+        # own lines.
+        self.site = site
 
     # ---- helpers ----------------------------------------------------------------
     def loc(self, node: ast.AST) -> Location:
-        return self.module.loc(node)
+        return self.site or self.module.loc(node)
 
     def error(self, message: str, node: ast.AST) -> CompileError:
-        return CompileError(message, self.loc(node))
+        return CompileError(message, self.module.loc(node))
 
     def make(self, op: str, args: tuple[Arg, ...], node: ast.AST, **attrs: Any) -> Node:
         for arg in args:
@@ -400,7 +420,7 @@ class Tracer:
         environment; a ``return`` ends it (the kernel's rest is not in it)."""
         region = Region(self.region)
         env = dict(self.env)
-        tracer = Tracer(self.module, self.kernel, region, env, self.depth, self.budget)
+        tracer = Tracer(self.module, self.kernel, region, env, self.depth, self.budget, self.site)
         try:
             tracer.run(stmts)
         except _Return:
@@ -482,7 +502,7 @@ class Tracer:
             before_region.own(arg)
             body_region.own(arg)
         before_env = {**self.env, **self.rebuild_carried(carried, templates, carried_args)}
-        before = Tracer(self.module, self.kernel, before_region, before_env, self.depth, self.budget)
+        before = Tracer(self.module, self.kernel, before_region, before_env, self.depth, self.budget, self.site)
         condition = before.eval(stmt.test)
         if not isinstance(condition, Expr):
             if condition:
@@ -494,7 +514,7 @@ class Tracer:
             self.check_literal(value, assigned[n])
             self.region.reference(value)
         body_env = {**self.env, **self.rebuild_carried(carried, templates, carried_args)}
-        body = Tracer(self.module, self.kernel, body_region, body_env, self.depth, self.budget)
+        body = Tracer(self.module, self.kernel, body_region, body_env, self.depth, self.budget, self.site)
         body.run(stmt.body)
         outputs = self.carried_outputs(carried, templates, body_env, assigned, "this loop")
         for n, value in zip(owners, outputs):
@@ -625,7 +645,7 @@ class Tracer:
         self._carried_types(carried_args, inputs, stmt)
         body_env = dict(self.env)
         body_env.update(self.rebuild_carried(carried, templates, carried_args))
-        body = Tracer(self.module, self.kernel, body_region, body_env, self.depth, self.budget)
+        body = Tracer(self.module, self.kernel, body_region, body_env, self.depth, self.budget, self.site)
         body_env[name] = body.make("sub", (stop, body.make("sub", (index, start), stmt.target)), stmt.target) \
             if descending else index
         body.run(stmt.body)
@@ -681,16 +701,9 @@ class Tracer:
         return self.global_name(node.id, node)
 
     def global_name(self, name: str, node: ast.AST) -> Any:
-        module = self.module
-        if name in module.aliases:
-            return self.qualified(module.aliases[name], node)
-        if name in module.functions:
-            return JitRef(name)
-        if name in module.constants:
-            value = module.constants[name]
-            if isinstance(value, Unresolved):
-                raise self.error(f"'{name}' cannot be used in a kernel: {value.reason}", node)
-            return value
+        found = self.module.lookup(name)
+        if found is not None:
+            return self.bound_value(name, found, node)
         if name in _PY_BUILTINS:
             return _PY_BUILTINS[name]
         if name == "print":  # as in Triton, Python's print in a kernel is tl.device_print
@@ -699,8 +712,24 @@ class Tracer:
             return BUILTINS["device_print"]
         raise self.error(f"'{name}' is not defined", node)
 
+    def bound_value(self, name: str, found: tuple[str, Any], node: ast.AST) -> Any:
+        """The value of a global name from its binding (KernelModule.lookup)."""
+        kind, value = found
+        if kind == "alias":
+            return self.qualified(value, node)
+        if kind == "function":
+            module, fn_name = value
+            return JitRef(fn_name, None if module is self.module else module)
+        if kind == "module":
+            return PyModuleRef(value)
+        if isinstance(value, Unresolved):
+            raise self.error(f"'{name}' cannot be used in a kernel: {value.reason}", node)
+        return value
+
     def qualified(self, qualified: str, node: ast.AST) -> Any:
         from mytriton.frontend.builtins import BUILTINS
+
+        qualified = kernel_path(qualified)  # tl.core.X is tl.X
 
         if qualified in ("mytriton", "mytriton.language", "mytriton.language.math", "mytriton.language.random",
                          *libdevice.NAMESPACES):
@@ -740,6 +769,13 @@ class Tracer:
         attr = node.attr
         if isinstance(base, ModuleRef):
             return self.qualified(f"{base.qualified}.{attr}", node)
+        if isinstance(base, PyModuleRef):
+            from mytriton.frontend.namespace import binding_of
+
+            if not hasattr(base.module, attr):
+                raise self.error(f"module '{base.module.__name__}' has no attribute '{attr}'", node)
+            return self.bound_value(f"{base.module.__name__}.{attr}",
+                                    binding_of(self.module, attr, getattr(base.module, attr)), node)
         if isinstance(base, Expr):
             if attr == "to":
                 return Method("to", base)
@@ -778,7 +814,7 @@ class Tracer:
         if isinstance(func, Builtin):
             return func.impl(self, node, args, kwargs)
         if isinstance(func, JitRef):
-            return self.call_jit(func.name, node, args, kwargs)
+            return self.call_jit(func.name, node, args, kwargs, func.module)
         if isinstance(func, Method):
             return self.call_method(func, node, args, kwargs)
         if callable(func) and func in _PY_BUILTINS.values():
@@ -838,7 +874,12 @@ class Tracer:
         return cast_value(self, node, method.receiver, bound["dtype"], bound["fp_downcast_rounding"],
                           bound["bitcast"], ".to()")
 
-    def call_jit(self, name: str, node: ast.Call, args: list, kwargs: dict) -> Any:
+    def call_jit(self, name: str, node: ast.Call, args: list, kwargs: dict,
+                 module: KernelModule | None = None) -> Any:
+        """A call of the @jit function ``name`` of this module (or of
+        ``module``, another file's), traced inline."""
+        if module is not None and module is not self.module:
+            return self.call_elsewhere(module, name, node, args, kwargs)
         fn = self.module.functions[name]
         if self.depth > 32:
             raise self.error(f"@jit calls nest too deeply (recursion in '{name}'?)", node)
@@ -863,12 +904,28 @@ class Tracer:
                     and self.module.qualname(arg.annotation) == "mytriton.language.constexpr":
                 raise self.error(f"'{name}': parameter '{arg.arg}' is a tl.constexpr, but its argument is a "
                                  "value computed at run time", node)
-        helper = Tracer(self.module, self.kernel, self.region, env, self.depth + 1, self.budget)
+        helper = Tracer(self.module, self.kernel, self.region, env, self.depth + 1, self.budget, self.site)
         try:
             helper.run(fn.body)
         except _Return as ret:
             return ret.value
         return None
+
+    def call_elsewhere(self, module: KernelModule, name: str, node: ast.Call, args: list, kwargs: dict) -> Any:
+        """A call of a @jit function defined in another file: its syntax is
+        checked there once, it is traced with that module's names, and an
+        error in it says where it was called from."""
+        from mytriton.frontend.syntax import check_function
+
+        site = self.loc(node)
+        try:
+            if name not in module.checked:
+                check_function(module, module.functions[name], entry=False)
+                module.checked.add(name)
+            helper = Tracer(module, self.kernel, self.region, {}, self.depth, self.budget, site)
+            return helper.call_jit(name, node, args, kwargs)
+        except CompileError as err:
+            raise err.note(self.module.loc(node), f"in the call of '{name}' ({module.file}) from here") from None
 
     def expr_BinOp(self, node: ast.BinOp) -> Any:
         return self.binary(node.op, self.eval(node.left), self.eval(node.right), node)
@@ -1074,6 +1131,8 @@ def describe(value: Any) -> str:
         return f"the @jit function '{value.name}'"
     if isinstance(value, ModuleRef):
         return f"the module '{value.qualified}'"
+    if isinstance(value, PyModuleRef):
+        return f"the module '{getattr(value.module, '__name__', '?')}'"
     from mytriton.frontend.block_pointers import BlockPointer, TensorDescriptor
 
     if isinstance(value, BlockPointer):
