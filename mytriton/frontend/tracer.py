@@ -613,8 +613,6 @@ class Tracer:
                 raise self.error("range step cannot be zero", step_node)
             if step < 0:
                 descending, step = True, -step
-            if step >= 2**31:  # the induction variable is i32
-                raise self.error(f"the step of a runtime loop must fit i32, got {_short(step)}", step_node)
         elif not isinstance(step, Expr):
             raise self.error(f"the loop step must be an integer, got {describe(step)}", step_node)
         for bound, what in ((start, "start"), (stop, "stop")):
