@@ -249,13 +249,18 @@ class Signature:
 SIGNATURE_HINTS = (1, 16)
 
 
+_NO_VALUE = object()
+
+
 def _signature_value(text: str) -> Any:
-    """A number in a signature entry (Triton's AOT ``constexpr(s)``), or None."""
+    """The value a signature entry binds: a number (Triton's AOT
+    ``constexpr(s)``) or ``None`` (an argument passed as None, which Triton
+    compiles in as a constant); _NO_VALUE for a type."""
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    return value if type(value) in (int, float, bool) else None
+        return _NO_VALUE
+    return value if value is None or type(value) in (int, float, bool) else _NO_VALUE
 
 
 def resolve_signature(module: KernelModule, entry: str, signature: str | None) -> Signature | None:
@@ -278,7 +283,7 @@ def resolve_signature(module: KernelModule, entry: str, signature: str | None) -
     for name, text in zip(named, entries):
         arg = next(a for a in fn.args.args if a.arg == name)
         value = _signature_value(text)
-        if value is not None:
+        if value is not _NO_VALUE:
             out.values[name] = value
             continue
         if name in constexpr:

@@ -30,7 +30,7 @@ _EXPRESSIONS = (
 _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr,
            ast.BitXor, ast.LShift, ast.RShift)
 _UNARY = (ast.USub, ast.UAdd, ast.Not, ast.Invert)
-_COMPARE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+_COMPARE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq, ast.Is, ast.IsNot)
 
 _NAMED = {
     ast.Break: "'break' is not supported in kernels (as in Triton); put the exit test in the loop's condition",

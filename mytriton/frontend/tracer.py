@@ -965,6 +965,10 @@ class Tracer:
     def expr_Compare(self, node: ast.Compare) -> Any:
         a, b = self.eval(node.left), self.eval(node.comparators[0])
         op = type(node.ops[0])
+        if op in (ast.Is, ast.IsNot):  # ``ptr is None``: a question about constants, answered here
+            if (isinstance(a, Expr) or isinstance(b, Expr)) and a is not None and b is not None:
+                raise self.error("'is' compares with None or other constants; use '==' on runtime values", node)
+            return (a is b) == (op is ast.Is)
         if is_number(a) and is_number(b):
             return _PY_COMPARE[op](a, b)
         if op in (ast.Eq, ast.NotEq) and not isinstance(a, Expr) and not isinstance(b, Expr):

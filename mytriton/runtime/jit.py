@@ -357,9 +357,10 @@ class JITFunction:
                                        signature=signature_of(types, hints), num_warps=num_warps,
                                        num_stages=num_stages, f32_default=f32_default,
                                        namespace=self.fn.__globals__)
-            # An integer equal to 1 is compiled in (Triton's ("constexpr", 1)):
-            # the kernel no longer takes it.
+            # An integer equal to 1 is compiled in (Triton's ("constexpr", 1)),
+            # and so is None: the kernel no longer takes them.
             ones = {name: 1 for name, hint in zip(runtime, hints) if hint == "1"}
+            ones.update({name: None for name, t in zip(runtime, types) if t is None})
             # On a large stack, as the CLI does (deep_stack.run_deep).
             kernel = run_deep(pipeline.source_to_ssa, text, self.file, options)
             metadata = {"name": self.fn.__name__, "num_warps": num_warps, "num_stages": num_stages,
