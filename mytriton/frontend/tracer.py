@@ -38,7 +38,7 @@ from mytriton.limits import (
     constant_value_error,
 )
 from mytriton.types import (
-    F32, I32, PointerType, ScalarType, Type, TypeRuleError, broadcast_shapes, concrete, element_of,
+    BOOL, F32, I32, PointerType, ScalarType, Type, TypeRuleError, broadcast_shapes, concrete, element_of,
     int_literal_type, shape_of, with_element,
 )
 
@@ -951,16 +951,23 @@ class Tracer:
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
         value = self.eval(node.operand)
+        if isinstance(node.op, ast.Not) and not isinstance(value, Expr):
+            return not value  # a constant flag (or None)
         if is_number(value):
-            return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
-                    ast.Invert: operator.invert}[type(node.op)](value)
+            return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(node.op)](value)
+        if not isinstance(value, Expr):
+            raise self.error(f"{describe(value)} has no unary operators", node)
         if isinstance(node.op, ast.UAdd):
             return value
         if isinstance(node.op, ast.USub):
             return self.make("neg", (value,), node)
         if isinstance(node.op, ast.Invert):
             return self.make("not", (value,), node)
-        raise self.error("'not' works on constants only; use '~' on tiles", node)
+        # ``not`` on a runtime value, as Triton's: the inverse of a boolean,
+        # and of any other value its comparison with zero.
+        if element_of(self.type_of(value, node)) == BOOL:
+            return self.make("not", (value,), node)
+        return self.make("cmp_eq", (value, 0), node)
 
     def expr_Compare(self, node: ast.Compare) -> Any:
         a, b = self.eval(node.left), self.eval(node.comparators[0])
