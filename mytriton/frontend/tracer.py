@@ -468,6 +468,7 @@ class Tracer:
                                  "between branches", assigned[n])
         templates = {n: then_env[n] for n in names}
         _, hints, _ = self.carry_plan(names, templates)
+        yielded = []
         for region, env in ((then_region, then_env), (else_region, else_env)):
             values = self.carried_outputs(names, templates, env, assigned, "the branches of this runtime 'if'",
                                           branches=True)
@@ -475,13 +476,30 @@ class Tracer:
                 self.check_literal(value, stmt)
                 region.reference(value)
             region.stmts.append(Yield(values, loc))
+            yielded.append(values)
+        results = self.if_node(condition, then_region, else_region, yielded[0], yielded[1], hints, stmt)
+        self.env.update(self.rebuild_carried(names, templates, results))
+
+    def if_node(self, condition: Expr, then_region: Region, else_region: Region, then_values: tuple,
+                else_values: tuple, hints: list[str | None], node: ast.AST) -> tuple[LoopResult, ...]:
+        """The IfStmt of two traced branches (each ending in its Yield), added
+        to this region; its results, each of the type its branches yield
+        (recorded for what asks: ``x.dtype`` after the if)."""
         captures = {**then_region.captures, **else_region.captures}
-        node = IfStmt(condition, tuple(captures.values()), then_region.stmts, else_region.stmts, (), loc)
-        node.results = tuple(LoopResult(node, i, hint=h) for i, h in enumerate(hints))
-        for result in node.results:
+        stmt = IfStmt(condition, tuple(captures.values()), then_region.stmts, else_region.stmts, (), self.loc(node))
+        stmt.results = tuple(LoopResult(stmt, i, hint=h) for i, h in enumerate(hints))
+        for result in stmt.results:
             self.region.own(result)
-        self.region.stmts.append(node)
-        self.env.update(self.rebuild_carried(names, templates, node.results))
+        self.region.stmts.append(stmt)
+        for result, a, b in zip(stmt.results, then_values, else_values):
+            typed = b if is_number(a) and not is_number(b) else a  # a literal takes the other side's type
+            try:
+                t = self.type_of(typed, node)
+            except CompileError:
+                continue  # lowering reports a type error
+            if t is not None:
+                self.budget.types[id(result)] = (result, concrete(t))
+        return stmt.results
 
     def stmt_While(self, stmt: ast.While) -> None:
         """A ``while`` on a runtime condition: a ``WhileLoop`` carrying the
@@ -1013,11 +1031,31 @@ class Tracer:
         return combined
 
     def expr_IfExp(self, node: ast.IfExp) -> Any:
+        """``a if c else b``: Python's on a constant ``c``; on a runtime
+        scalar, as Triton's, an if whose branches each evaluate one side and
+        yield it (only the side ``c`` picks runs)."""
         condition = self.eval(node.test)
-        if isinstance(condition, Expr):
-            raise self.error("a conditional expression on a runtime value is not supported; "
-                             "use tl.where(condition, a, b)", node.test)
-        return self.eval(node.body if condition else node.orelse)
+        if not isinstance(condition, Expr):
+            return self.eval(node.body if condition else node.orelse)
+        if self.nesting() >= MAX_LOOP_NESTING:
+            raise self.error(f"runtime loops and ifs nest more than {MAX_LOOP_NESTING} deep (MAX_LOOP_NESTING)",
+                             node)
+        self.region.reference(condition)
+        regions, values = [], []
+        for side in (node.body, node.orelse):
+            region = Region(self.region)
+            value = Tracer(self.module, self.kernel, region, dict(self.env), self.depth, self.budget,
+                           self.site).eval(side)
+            if not (is_number(value) or isinstance(value, Expr)):
+                raise self.error(f"a conditional expression on a runtime value gives numbers or tiles, got "
+                                 f"{describe(value)}", side)
+            self.check_literal(value, side)
+            region.reference(value)
+            region.stmts.append(Yield((value,), self.loc(node)))
+            regions.append(region)
+            values.append(value)
+        (result,) = self.if_node(condition, regions[0], regions[1], (values[0],), (values[1],), [None], node)
+        return result
 
     def expr_Subscript(self, node: ast.Subscript) -> Any:
         base = self.eval(node.value)
