@@ -227,6 +227,59 @@ def run_op(op: str, args: argparse.Namespace) -> dict:
     return result
 
 
+# ---- the CLI on the library's kernel files ------------------------------------------------------
+
+# Each @triton.jit kernel of liger_kernel/ops with the signature, constexprs and warps of a
+# launch: recorded (JITFunction.specialize's metadata) from Liger's tests and host functions run
+# in mytriton's interpreter on CPU tensors.
+KERNELS = Path(__file__).with_name("liger_kernels.json")
+
+# The @triton.jit functions of liger_kernel/ops that are not kernels to compile on their own.
+NOT_KERNELS = {
+    ("fused_moe_kernels.py", "_keyed_add"): "a helper (it returns a value): compiled inside the kernels calling it",
+    ("swiglu.py", "silu"): "a helper (it returns a value): compiled inside the kernels calling it",
+    ("softmax.py", "_softmax_multi_block_forward_kernel"):
+        "never launched (calculate_settings makes BLOCK_SIZE >= n_cols); tl.float32(x) calls a dtype, which "
+        "Triton refuses too ('dtype' object is not callable)",
+    ("softmax.py", "_softmax_multi_block_backward_kernel"): "never launched, as the forward one",
+}
+
+
+def jit_functions() -> set[tuple[str, str]]:
+    """Every @triton.jit function at the top level of liger_kernel/ops (and experimental/)."""
+    import ast
+
+    root = SOURCE / "src" / "liger_kernel" / "ops"
+    found = set()
+    for path in [*root.glob("*.py"), *(root / "experimental").glob("*.py")]:
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and any("triton.jit" in ast.unparse(d) for d in node.decorator_list):
+                found.add((str(path.relative_to(root)), node.name))
+    return found
+
+
+def cli_compile(emit: str, only: str | None) -> list[tuple[dict, str]]:
+    """``mytriton compile`` of each kernel of KERNELS as its file is, to
+    ``emit``; each entry with its error (empty where it compiled)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    results = []
+    for entry in json.loads(KERNELS.read_text()):
+        if only and entry["file"].removesuffix(".py") not in only.split(","):
+            continue
+        path = SOURCE / "src" / "liger_kernel" / "ops" / entry["file"]
+        command = [sys.executable, "-m", "mytriton", "compile", str(path), "-k", entry["kernel"],
+                   "-s", entry["signature"], f"--emit={emit}", "--num-warps", str(entry["num_warps"]),
+                   "-o", os.devnull]
+        for name, value in entry["defines"].items():
+            command += ["-D", f"{name}={value}"]
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        error = "" if done.returncode == 0 else (done.stderr.strip().splitlines() or ["exit " + str(done.returncode)])[0]
+        results.append((entry, error))
+        print(f"{entry['file']}:{entry['kernel']} ({entry['signature'][:40]}...): {error or 'ok'}", flush=True)
+    return results
+
+
 # ---- the table ----------------------------------------------------------------------------------
 
 
@@ -273,6 +326,9 @@ def main(argv: list[str]) -> int:
     prep.add_argument("--mirror", type=Path, required=True, help="a clone of linkedin/Liger-Kernel")
     prep.add_argument("--tag", default=RELEASE)
     prep.add_argument("--python-version", default="3.12", help="the GPU machine's Python")
+    cli = sub.add_parser("cli", help="compile every kernel of liger_kernel/ops through the CLI (tools/liger_kernels.json)")
+    cli.add_argument("--emit", default="cuda", help="the stage to reach (cuda; ptx needs nvcc)")
+    cli.add_argument("--files", help="comma-separated op files (default: all), e.g. rms_norm,cross_entropy")
     parser.add_argument("--ops", help=f"comma-separated ops (default: all): {', '.join(OPS)}")
     parser.add_argument("--json", type=Path, help="write every test's outcome here")
     parser.add_argument("--report", type=Path, help="write the table here too")
@@ -285,6 +341,14 @@ def main(argv: list[str]) -> int:
     if args.command == "prepare":
         prepare(args.mirror, args.tag, args.python_version)
         return 0
+    if args.command == "cli":
+        listed = {(e["file"], e["kernel"]) for e in json.loads(KERNELS.read_text())}
+        unlisted = sorted(jit_functions() - listed - set(NOT_KERNELS))
+        for file, kernel in unlisted:
+            print(f"{file}:{kernel}: no launch recorded in {KERNELS.name}")
+        failed = [entry for entry, error in cli_compile(args.emit, args.files) if error]
+        print(f"{len(failed)} kernel launch(es) the CLI did not compile to {args.emit}; {len(unlisted)} unlisted")
+        return 1 if failed or unlisted else 0
     if args.merge:
         results = [r for path in args.merge for r in json.loads(path.read_text())]
     else:
