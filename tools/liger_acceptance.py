@@ -40,7 +40,10 @@ or a few ops per command, the table built from every run's JSON at the end:
 
 ``--sample N`` keeps N tests per file (every k-th, the same on both sides),
 ``--timeout S`` bounds each test (pytest-timeout), ``-n N`` runs N pytest
-workers per side (pytest-xdist; nvcc builds are what take mytriton's time).
+workers per side (pytest-xdist; nvcc builds are what take mytriton's time),
+``--env NAME=VALUE`` sets a variable for both sides. ``cli`` compiles every
+kernel of liger_kernel/ops through ``mytriton compile`` (``--emit=ptx``: and
+nvcc) with the launches recorded in tools/liger_kernels.json.
 """
 from __future__ import annotations
 
@@ -192,6 +195,7 @@ def run_side(side: str, files: list[str], workdir: Path, args: argparse.Namespac
         env["LIGER_ACCEPTANCE_SAMPLE"] = str(args.sample)
     env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.setdefault("MYTRITON_CACHE_DIR", str(LIGER / "cache"))
+    env.update(dict(item.split("=", 1) for item in args.env))
     log = workdir / f"{side}.log"
     with open(log, "w") as handle:
         subprocess.run(command, cwd=SOURCE, env=env, stdout=handle, stderr=subprocess.STDOUT,
@@ -337,6 +341,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--timeout", type=int, default=300, help="seconds per test (0: none)")
     parser.add_argument("--file-timeout", type=int, default=None, help="seconds per pytest run")
     parser.add_argument("-n", "--workers", type=int, default=1, help="pytest-xdist workers per side")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="set for both sides (LIGER_FUSED_MOE_AUTOTUNE=0: one config instead of 32)")
     args = parser.parse_args(argv)
     if args.command == "prepare":
         prepare(args.mirror, args.tag, args.python_version)
