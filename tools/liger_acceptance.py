@@ -133,10 +133,13 @@ def prepare(mirror: Path, tag: str, python_version: str) -> None:
 def plugin_path() -> str:
     """A folder holding the plugins this Python lacks, installed from
     .liger/wheels without touching the environment (pip --target)."""
-    import importlib.util
+    missing = [dist for module, dist in PLUGINS.items() if not available(module, str(SITE))]
+    import pytest
 
-    missing = [dist for module, dist in PLUGINS.items() if importlib.util.find_spec(module) is None]
-    if missing and not all((SITE / module).exists() for module, dist in PLUGINS.items() if dist in missing):
+    if tuple(int(part) for part in pytest.__version__.split(".")[:2] if part.isdigit()) < (8, 2):
+        # its wheel needs pytest 8.2; without it Liger's flaky marks only warn, on both sides
+        missing = [dist for dist in missing if dist != "pytest-rerunfailures"]
+    if missing:
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
                         "--find-links", str(WHEELS), "--target", str(SITE), *missing], check=True)
     return str(SITE)
@@ -146,9 +149,12 @@ def plugin_path() -> str:
 
 
 def available(module: str, plugins: str) -> bool:
+    """Whether ``module`` imports here or from the plugins folder."""
+    import importlib.machinery
     import importlib.util
 
-    return importlib.util.find_spec(module) is not None or (Path(plugins) / module).exists()
+    return (importlib.util.find_spec(module) is not None
+            or importlib.machinery.PathFinder.find_spec(module, [plugins]) is not None)
 
 
 # A pytest plugin (written beside the run) that keeps every k-th of a file's
