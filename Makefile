@@ -11,7 +11,7 @@ MYTRITON := $(PYTHON) -m mytriton
 LIT := $(PYTHON) -c "import lit.main; lit.main.main()"
 PIP_INSTALL := $(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
-.PHONY: install demo test lit docs dist fuzz samples clean distclean
+.PHONY: install demo test lit docs dist fuzz samples liger-prepare liger-acceptance clean distclean
 
 ifeq ($(PYTHON),$(VENV)/bin/python)
 # pip runs again only when pyproject.toml changes (the install is editable).
@@ -63,6 +63,16 @@ fuzz: install
 # $(PYTHON) is made absolute for samples/Makefile).
 samples: install
 	$(MAKE) -C samples PYTHON=$(if $(findstring /,$(PYTHON)),$(abspath $(PYTHON)),$(PYTHON))
+
+# Liger-Kernel's own tests per op, on real Triton and on mytriton, in one run (a GPU, torch
+# and triton; tools/liger_acceptance.py says what to carry there). liger-prepare makes its
+# inputs, .liger/src and .liger/wheels, from a clone (LIGER_MIRROR) where there is network.
+LIGER_ARGS ?=
+liger-prepare: install
+	$(PYTHON) tools/liger_acceptance.py prepare --mirror $(LIGER_MIRROR)
+
+liger-acceptance:
+	$(PYTHON) tools/liger_acceptance.py $(LIGER_ARGS)
 
 clean:
 	$(MAKE) -C samples clean

@@ -28,6 +28,16 @@ def next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
+def install_as_triton() -> None:
+    """Make ``import triton`` give mytriton for the rest of this process,
+    so that Triton code as it is published runs on mytriton unchanged; call
+    it before the library that imports triton is imported (README, "Porting
+    Triton code"; mytriton/as_triton)."""
+    from mytriton.as_triton import install_as_triton as install
+
+    install()
+
+
 def __getattr__(name: str) -> Any:
     # mytriton.testing imports NumPy when used; loaded on first access only.
     if name == "testing":
@@ -38,5 +48,5 @@ def __getattr__(name: str) -> Any:
 
 
 __version__ = "0.1.0"
-__all__ = ["jit", "JITFunction", "autotune", "Autotuner", "Config", "heuristics", "Heuristics",
+__all__ = ["jit", "JITFunction", "install_as_triton", "autotune", "Autotuner", "Config", "heuristics", "Heuristics",
            "cdiv", "next_power_of_2", "language", "testing", "CompileError", "__version__"]

@@ -178,7 +178,22 @@ class Lowerer:
             self.scopes[-1][id(result)] = value
 
     def loop(self, loop: ForRange) -> None:
-        start, stop, step = (self.expr(b) for b in (loop.start, loop.stop, loop.step))
+        bounds = [self.expr(b) for b in (loop.start, loop.stop, loop.step)]
+        try:
+            index_type = opdefs.loop_index_type([operand_type(b) for b in bounds])
+        except TypeRuleError as err:
+            raise CompileError(str(err), loop.loc) from None
+
+        def in_index_type(bound: Operand) -> Operand:
+            """A bound in the index's type, as Triton casts them (an i32 stop
+            of a loop that starts at an i64)."""
+            if isinstance(bound, Const) or concrete(bound.type) == index_type:
+                return bound
+            cast = Op("cast", [bound], [index_type], {"dtype": index_type}, loop.loc)
+            self.block.append(cast)
+            return cast.results[0]
+
+        start, stop, step = (in_index_type(b) for b in bounds)
         for capture in loop.captures:
             self.expr(capture)
         inits = [self.expr(v) for v in loop.carried_inputs]
@@ -187,7 +202,7 @@ class Lowerer:
             if init is None:
                 raise CompileError("a loop cannot carry None", loop.loc)
             types.append(concrete(init.type))
-        op = make_for(start, stop, step, inits, types, loop.loc, I32)
+        op = make_for(start, stop, step, inits, types, loop.loc, index_type)
         op.attrs = dict(loop.attrs)
         body = op.regions[0]
         scope: dict[int, Operand] = {id(loop.index): body.args[0]}
@@ -210,15 +225,8 @@ class Lowerer:
                     f"and the body makes it {got}", where)
         body.append(Op("yield", yields, [], loc=loop.loc))
         self.block.append(op)
-        self._check_loop_header(op, loop)
         for result, value in zip(loop.results, op.results):
             self.scopes[-1][id(result)] = value
-
-    def _check_loop_header(self, op: Op, loop: ForRange) -> None:
-        for operand, what in zip(op.operands[:3], ("start", "stop", "step")):
-            t = operand_type(operand)
-            if t is None or isinstance(t, BlockType) or concrete(t) != I32:
-                raise CompileError(f"the loop {what} must be an i32 scalar, got {t}", loop.loc)
 
     # ---- expressions ----------------------------------------------------------------
     def lookup(self, expr: Expr) -> Operand | None:

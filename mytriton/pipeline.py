@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 
 from dataclasses import dataclass, replace, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import Kernel
@@ -41,6 +41,10 @@ class Options:
     # (tf32, or ieee with allow_tf32=False). The CLI and the JIT read it from
     # MYTRITON_F32_DEFAULT (f32_default_from_env).
     f32_default: str | None = None
+    # The globals of the kernel's module, for a kernel launched from Python:
+    # its names resolve there, as Python resolved them (frontend/namespace.py).
+    # None (the CLI): names resolve from the file's text alone.
+    namespace: Mapping[str, Any] | None = None
     after_each: Callable[[str, Kernel], None] | None = None
     before_each: Callable[[str, Kernel], None] | None = None
     # Called with each stage's name and result as compile_source makes it
@@ -84,16 +88,17 @@ def _checked_f32_default(value: str) -> str:
 # ---- the stages ------------------------------------------------------------------------
 
 
-def parse(text: str, file: str, kernel: str | None = None) -> str:
+def parse(text: str, file: str, kernel: str | None = None, namespace: Mapping[str, Any] | None = None) -> str:
     from mytriton.frontend.stages import parse_stage
 
-    return parse_stage(text, file, kernel)
+    return parse_stage(text, file, kernel, namespace)
 
 
 def trace(text: str, file: str, options: Options) -> TreeKernel:
     from mytriton.frontend.stages import trace_stage
 
-    return trace_stage(text, file, options.defines, options.signature, options.kernel, options.f32_default)
+    return trace_stage(text, file, options.defines, options.signature, options.kernel, options.f32_default,
+                       options.namespace)
 
 
 def lower(tree: TreeKernel) -> Kernel:
@@ -237,7 +242,7 @@ def compile_source(text: str, file: str, emit: str, options: Options) -> str | b
     if emit not in EMITS:
         raise CompileError(f"unknown stage '{emit}' (stages: {', '.join(EMITS)})")
     reached = options.on_stage or (lambda name, value: None)
-    bundle = parse(text, file, options.kernel)
+    bundle = parse(text, file, options.kernel, options.namespace)
     reached("ast", bundle)
     if emit == "ast":
         return bundle
@@ -281,5 +286,5 @@ def compile_source(text: str, file: str, emit: str, options: Options) -> str | b
 
 
 def source_to_ssa(text: str, file: str, options: Options, optimized: bool = True) -> Kernel:
-    kernel = lower(trace(parse(text, file, options.kernel), "<bundle>", options))
+    kernel = lower(trace(parse(text, file, options.kernel, options.namespace), "<bundle>", options))
     return optimize(kernel, options) if optimized else kernel

@@ -1,5 +1,6 @@
 """Kernels with runtime control flow (if/elif/else, while, early return,
-runtime and negative loop steps, a rebound loop variable), each with the
+runtime and negative loop steps, a rebound loop variable, conditional
+expressions), each with the
 arguments of one launch and a NumPy reference of what it stores. Shared by
 the interpreter, nvcc and GPU tests (tests/test_control_flow*.py)."""
 from __future__ import annotations
@@ -153,6 +154,33 @@ def _steps_expected(args):
     return {1: out, 2: order}
 
 
+# ---- a conditional expression on runtime scalars: only the side it picks runs ------------------
+
+CONDITIONAL_EXPRESSION = """
+@mytriton.jit
+def pick(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    first = tl.load(x_ptr + pid * BLOCK) if pid * BLOCK < n else 0.0  # past the end: not loaded
+    scale = 2.0 if pid % 2 == 0 else -1.0
+    tile = x * 3.0 if first > 0.0 else x - 1.0
+    tl.store(out_ptr + offs, tile.to(tile.dtype) * scale + first, mask=mask)
+"""
+
+
+def _pick_expected(args):
+    x, out, n = args
+    out = out.copy()
+    for pid in range(5):
+        s = slice(pid * 32, min(n, pid * 32 + 32))
+        first = x[pid * 32] if pid * 32 < n else 0.0
+        tile = x[s] * 3.0 if first > 0.0 else x[s] - 1.0
+        out[s] = tile * (2.0 if pid % 2 == 0 else -1.0) + first
+    return {1: out}
+
+
 CASES = {
     "if_elif_else": Case(IF_ELIF_ELSE, "branches", {"BLOCK": 32}, (7,),
                          lambda rng: [_rand(rng, 200), np.zeros(200, np.float32), 200], _if_expected),
@@ -164,4 +192,6 @@ CASES = {
     "loop_steps": Case(LOOP_STEPS, "steps", {"BLOCK": 32}, (4,),
                        lambda rng: [_rand(rng, 300), np.zeros(128, np.float32), np.zeros(300, np.int32), 300, 96],
                        _steps_expected, signature="*fp32, *fp32, *i32, i32, i32"),
+    "conditional_expression": Case(CONDITIONAL_EXPRESSION, "pick", {"BLOCK": 32}, (5,),
+                                   lambda rng: [_rand(rng, 100), np.zeros(100, np.float32), 100], _pick_expected),
 }

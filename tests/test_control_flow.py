@@ -1,8 +1,8 @@
 """Runtime control flow: if/elif/else, while, early return, runtime and
-negative loop steps, a rebound loop variable. Each kernel runs in the
-interpreter against NumPy (programs taking different branches and trip
-counts), its tree and SSA round-trip, and its CUDA builds with nvcc; the GPU
-tests compare the GPU with the interpreter."""
+negative loop steps, a rebound loop variable, conditional expressions. Each
+kernel runs in the interpreter against NumPy (programs taking different
+branches and trip counts), its tree and SSA round-trip, and its CUDA builds
+with nvcc; the GPU tests compare the GPU with the interpreter."""
 from __future__ import annotations
 
 import numpy as np

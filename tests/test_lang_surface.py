@@ -918,3 +918,33 @@ def test_tensor_methods_are_the_tl_functions_of_the_tensor():
     """), "ssa")
     ops = [line.split(" = ")[1].split()[0] for line in ssa.splitlines() if " = " in line]
     assert ops[-7:] == ["cast", "cast", "exp", "sum", "abs", "max", "add"]
+
+
+# ---- not ------------------------------------------------------------------------------------------
+
+
+def test_not_of_a_runtime_boolean_is_its_inverse_and_of_a_number_its_test_for_zero(rng):
+    kernel = build("""
+    @mytriton.jit
+    def k(x_ptr, out_ptr, n, lo, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n)
+        outside = (x < lo) | (x > 0.5)
+        if not (lo > 0.0):  # a runtime scalar condition
+            x = x + 1.0
+        tl.store(out_ptr + offs, tl.where(not outside, x, 0.0) + (not n) * 100.0, mask=offs < n)
+    """, signature="*fp32, *fp32, i32, fp32", BLOCK=32)
+    x = randf(rng, 20)
+    out = np.zeros(20, np.float32)
+    run_kernel(kernel, (1,), [x, out, 20, -0.25])
+    np.testing.assert_array_equal(out, np.where((x < -0.25) | (x > 0.5), 0.0, x + 1.0).astype(np.float32))
+
+
+def test_not_of_a_constant_is_pythons():
+    kernel = build("""
+    @mytriton.jit
+    def k(out_ptr, FLAG: tl.constexpr, EMPTY: tl.constexpr = None):
+        if not FLAG and not EMPTY:
+            tl.store(out_ptr, 1.0)
+    """, FLAG=False)
+    assert "store" in ops_of(kernel)

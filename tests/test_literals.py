@@ -209,23 +209,35 @@ def test_a_tree_ir_literal_of_thousands_of_digits_is_an_error_not_a_crash():
     assert_cli_error(result, "integer literal out of range: an integer of 4300 digits")
 
 
-def test_a_runtime_loop_step_beyond_i32_is_a_located_error():
+def test_a_runtime_loop_step_beyond_i32_makes_the_loop_count_in_i64():
     source = kernel_source("""
     @mytriton.jit
     def k(out_ptr, n):
-        acc = 0
+        acc = tl.zeros((), tl.int64)
         for i in range(0, n, 4294967296):
             acc = acc + i
         tl.store(out_ptr, acc)
     """)
-    with pytest.raises(CompileError, match="the step of a runtime loop must fit i32") as err:
-        ssa_of(source)
-    assert err.value.loc.line == 7
+    kernel = ssa_of(source, signature="*i64, i64")
+    loop = next(op for op in kernel.body.ops if op.name == "for")
+    assert loop.regions[0].args[0].type == I64
+    out = np.zeros(1, np.int64)
+    run_kernel(kernel, (1, 1, 1), [out, 3 * 2**32 + 5])
+    assert out[0] == 0 + 2**32 + 2 * 2**32 + 3 * 2**32
 
 
-def test_verify_rejects_a_loop_step_beyond_i32():
+def test_verify_accepts_a_loop_step_beyond_i32_as_an_i64_loop():
+    text = ('kernel k(n: i64) @"a.py":1:1 {\n'
+            '  for %0 in range(0, n, 4294967296) @2:3 {\n'
+            '    yield @2:3\n  }\n}\n')
+    result = mytriton("verify", "-", stdin=text)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == text
+
+
+def test_verify_rejects_an_i32_bound_of_an_i64_loop():
     text = ('kernel k(n: i32) @"a.py":1:1 {\n'
             '  for %0 in range(0, n, 4294967296) @2:3 {\n'
             '    yield @2:3\n  }\n}\n')
     result = mytriton("verify", "-", stdin=text)
-    assert_cli_error(result, "invalid SSA: the loop step must fit i32, got 4294967296")
+    assert_cli_error(result, "invalid SSA: the loop stop is i32, but the loop counts in i64 (cast it)")

@@ -65,9 +65,10 @@ def _axis(tracer: Tracer, node: ast.AST, value: Any, what: str) -> int:
     return value
 
 
-def _shape(tracer: Tracer, node: ast.AST, value: Any) -> tuple[int, ...]:
-    shape = (value,) if type(value) is int else value
-    if not isinstance(shape, tuple) or not shape or not all(type(d) is int for d in shape):
+def _shape(tracer: Tracer, node: ast.AST, value: Any, zero_d: bool = False) -> tuple[int, ...]:
+    """A tile shape; ``()`` too where ``zero_d`` (a 0-d tensor: a scalar)."""
+    shape = (value,) if type(value) is int else tuple(value) if isinstance(value, list) else value
+    if not isinstance(shape, tuple) or not (shape or zero_d) or not all(type(d) is int for d in shape):
         raise tracer.error("a shape must be an integer constant or a tuple of them", node)
     return shape
 
@@ -349,8 +350,7 @@ def _fill_literal(dtype: ScalarType, value: Any) -> Any:
 
 @builtin("zeros", "shape", "dtype")
 def _zeros(t: Tracer, node: ast.Call, shape: Any, dtype: Any) -> Any:
-    dtype = _dtype(t, node, dtype)
-    return t.make("full", (_fill_literal(dtype, 0),), node, shape=_shape(t, node, shape), dtype=dtype)
+    return _full(t, node, shape, 0, dtype)
 
 
 @builtin("empty", "shape", "dtype")
@@ -366,7 +366,14 @@ def _full(t: Tracer, node: ast.Call, shape: Any, value: Any, dtype: Any) -> Any:
         fill = _fill_literal(dtype, value) if is_number(value) else value
     except OverflowError:  # float(1 << 2000)
         raise t.error(f"tl.full: the fill value is too large for {dtype.name}", node) from None
-    return t.make("full", (fill,), node, shape=_shape(t, node, shape), dtype=dtype)
+    shape = _shape(t, node, shape, zero_d=True)
+    if not shape:  # a 0-d tensor, as Triton's: a scalar of the dtype
+        if not (is_number(fill) or isinstance(fill, Expr)):
+            raise t.error(f"tl.full: the value must be a number or a scalar, got {describe(fill)}", node)
+        if isinstance(fill, Expr) and shape_of(t.type_of(fill, node)):
+            raise t.error("tl.full: the value of a 0-d tensor must be a scalar, not a tile", node)
+        return t.make("cast", (fill,), node, dtype=dtype)
+    return t.make("full", (fill,), node, shape=shape, dtype=dtype)
 
 
 @builtin("expand_dims", "input", "axis")
@@ -840,10 +847,7 @@ def _full_like(t: Tracer, node: ast.Call, input: Any, value: Any, dtype: Any) ->
         raise t.error(f"tl.full_like needs a tile, got {describe(input)}", node)
     like = t.type_of(input, node)
     dtype = concrete(element_of(like)) if dtype is None else _dtype(t, node, dtype)
-    shape = shape_of(like)
-    if not shape:
-        raise t.error("tl.full_like needs a tile, got a scalar", node)
-    return _full(t, node, shape, value, dtype)
+    return _full(t, node, shape_of(like), value, dtype)
 
 
 @builtin("full_like", "input", "value", dtype=None)
@@ -1030,7 +1034,7 @@ def _combine(t: Tracer, node: ast.Call, name: str, op: str, input: Any, axis: An
         axis %= len(shape)
     attrs = {"axis": axis, **attrs}
     elements = [concrete(element_of(ty)) for ty in types]
-    fn = t.module.functions[combine_fn.name]
+    fn = (combine_fn.module or t.module).functions[combine_fn.name]
     params = [a.arg for a in fn.args.args]
     required = len(params) - len(fn.args.defaults)
     count = 2 * len(tiles)
@@ -1043,9 +1047,9 @@ def _combine(t: Tracer, node: ast.Call, name: str, op: str, input: Any, axis: An
     for arg, element in zip(args, elements * 2):
         region.own(arg)
         t.budget.types[id(arg)] = (arg, element)
-    body = Tracer(t.module, t.kernel, region, {}, t.depth, t.budget)
+    body = Tracer(t.module, t.kernel, region, {}, t.depth, t.budget, t.site)
     try:
-        values = body.call_jit(combine_fn.name, node, list(args), {})
+        values = body.call_jit(combine_fn.name, node, list(args), {}, combine_fn.module)
     except CompileError:
         if not t.budget.probing:
             raise

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import ast
 import warnings
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
 
+from mytriton.as_triton.modules import is_language_path, kernel_path, provides
 from mytriton.diagnostics import (
     SOURCES, CompileError, Location, is_digest, source_digest, source_lines,
 )
@@ -20,6 +21,8 @@ from mytriton.language import DTYPES
 from mytriton.limits import MAX_EXPRESSION_DEPTH, MAX_SOURCE_LINES, constant_result_error, constant_value_error
 
 MODULES = ("mytriton", "mytriton.language")
+# The decorators that make a function a kernel (Triton's spellings are read as these).
+JIT_DECORATORS = ("mytriton.jit", "mytriton.runtime.jit.jit")
 BUNDLE_MARKER = "__mytriton_bundle__"
 
 
@@ -39,25 +42,85 @@ class KernelModule:
     functions: dict[str, ast.FunctionDef]  # the @jit functions, by name
     kernel_name: str | None = None  # chosen by a bundle
     digest: str | None = None  # of the original source text (a bundle's header carries it)
+    # The module's globals as Python bound them, for a kernel launched from
+    # Python (frontend/namespace.py reads them); None where nothing runs (the
+    # CLI), and the names are what the file's text binds.
+    namespace: Mapping[str, Any] | None = None
+    checked: set[str] = field(default_factory=set)  # functions whose syntax is checked (another file's helpers)
 
     def loc(self, node: ast.AST) -> Location:
         return Location(self.file, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1)
 
+    def lookup(self, name: str) -> tuple[str, Any] | None:
+        """What a global name is bound to: ("alias", a mytriton path),
+        ("function", (its KernelModule, its name)) for a @jit function,
+        ("module", a Python module that is not mytriton's), ("value", a
+        constant or Unresolved); None where the module binds no such name."""
+        if self.namespace is not None and name in self.namespace:
+            from mytriton.frontend.namespace import binding_of
+
+            return binding_of(self, name, self.namespace[name])
+        return self.binding(name)
+
+    def binding(self, name: str) -> tuple[str, Any] | None:
+        """What the file's text binds ``name`` to (lookup without the namespace)."""
+        if name in self.aliases:
+            return ("alias", self.aliases[name])
+        if name in self.functions:
+            return ("function", (self, name))
+        if name in self.constants:
+            return ("value", self.constants[name])
+        return None
+
     def qualname(self, expr: ast.expr) -> str | None:
         """``tl.load`` -> ``mytriton.language.load`` when ``tl`` is an alias."""
         if isinstance(expr, ast.Name):
-            return self.aliases.get(expr.id)
+            found = self.lookup(expr.id)
+            return found[1] if found is not None and found[0] == "alias" else None
         if isinstance(expr, ast.Attribute):
             base = self.qualname(expr.value)
-            return f"{base}.{expr.attr}" if base else None
+            return kernel_path(f"{base}.{expr.attr}") if base else None
         return None
 
     def is_jit_decorator(self, decorator: ast.expr) -> bool:
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        return self.qualname(target) == "mytriton.jit"
+        return self.qualname(target) in JIT_DECORATORS
+
+    # ---- binding names while reading (one binding per name, the last one) ---------
+    def bind_alias(self, name: str, path: str) -> None:
+        self._unbind(name)
+        self.aliases[name] = path
+
+    def bind_value(self, name: str, value: Any) -> None:
+        self._unbind(name)
+        self.constants[name] = value
+
+    def bind_function(self, fn: ast.FunctionDef) -> None:
+        self._unbind(fn.name)
+        self.functions[fn.name] = fn
+
+    def rebind(self, name: str, found: tuple[str, Any] | None) -> None:
+        """Bind ``name`` as ``binding`` reported it in another reading."""
+        if found is None:
+            self._unbind(name)
+        elif found[0] == "alias":
+            self.bind_alias(name, found[1])
+        elif found[0] == "function":
+            self.bind_function(found[1][0].functions[found[1][1]])
+        else:
+            self.bind_value(name, found[1])
+
+    def _unbind(self, name: str) -> None:
+        for table in (self.aliases, self.constants, self.functions):
+            table.pop(name, None)
+
+    def scratch(self) -> "KernelModule":
+        """A copy whose bindings can change without changing this module's."""
+        return replace(self, aliases=dict(self.aliases), constants=dict(self.constants),
+                       functions=dict(self.functions))
 
 
-def read_module(text: str, file: str) -> KernelModule:
+def read_module(text: str, file: str, namespace: Mapping[str, Any] | None = None) -> KernelModule:
     lines = text.count("\n") + 1
     if lines > MAX_SOURCE_LINES:
         raise CompileError(f"the file has {lines} lines, over the limit of {MAX_SOURCE_LINES} (MAX_SOURCE_LINES)",
@@ -73,7 +136,7 @@ def read_module(text: str, file: str) -> KernelModule:
         loc = Location(file, err.lineno or 1, err.offset or 1)
         raise CompileError(f"invalid Python syntax: {err.msg}", loc) from None
     SOURCES.register(file, text)
-    module = KernelModule(file, tree, {}, {}, {}, digest=source_digest(text))
+    module = KernelModule(file, tree, {}, {}, {}, digest=source_digest(text), namespace=namespace)
     bundle = _bundle_header(tree, file)
     if bundle is not None:
         _remap_bundle(module, bundle, text)
@@ -85,32 +148,178 @@ def read_module(text: str, file: str) -> KernelModule:
 def _read_statement(module: KernelModule, stmt: ast.stmt) -> None:
     if isinstance(stmt, ast.Import):
         for alias in stmt.names:
-            if alias.name.split(".")[0] != "mytriton":
-                module.aliases.pop(alias.asname or alias.name.split(".")[0], None)
-                continue
-            if alias.asname:
-                module.aliases[alias.asname] = alias.name
+            name = alias.asname or alias.name.split(".")[0]
+            if is_language_path(alias.name):
+                module.bind_alias(name, kernel_path(alias.name if alias.asname else name))
             else:
-                module.aliases["mytriton"] = "mytriton"
+                module.bind_value(name, Unresolved(_imported(name, alias.name)))
     elif isinstance(stmt, ast.ImportFrom):
-        if stmt.level == 0 and stmt.module and stmt.module.split(".")[0] == "mytriton":
-            for alias in stmt.names:
-                module.aliases[alias.asname or alias.name] = f"{stmt.module}.{alias.name}"
+        source = stmt.module or ""
+        for alias in stmt.names:
+            if alias.name == "*":
+                continue
+            name = alias.asname or alias.name
+            if stmt.level == 0 and is_language_path(source):
+                module.bind_alias(name, kernel_path(f"{source}.{alias.name}"))
+            else:
+                module.bind_value(name, Unresolved(_imported(name, "." * stmt.level + source)))
     elif isinstance(stmt, ast.FunctionDef):
         if any(module.is_jit_decorator(d) for d in stmt.decorator_list):
-            module.functions[stmt.name] = stmt
+            module.bind_function(stmt)
         else:
-            module.constants[stmt.name] = Unresolved(f"'{stmt.name}' is a Python function, not a @jit function")
+            module.bind_value(stmt.name, Unresolved(python_function(stmt.name)))
     elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         if stmt.value is None:
             return
         value = constant_value(module, stmt.value)
+        # ``rsqrt = libdevice.rsqrt``: another name for a function of the language.
+        path = module.qualname(stmt.value) if isinstance(value, Unresolved) else None
         for target in targets:
             if isinstance(target, ast.Name) and target.id != BUNDLE_MARKER:
-                module.constants[target.id] = value
+                if path is not None:
+                    module.bind_alias(target.id, path)
+                else:
+                    module.bind_value(target.id, value)
     elif isinstance(stmt, ast.ClassDef):
-        module.constants[stmt.name] = Unresolved(f"'{stmt.name}' is a class")
+        module.bind_value(stmt.name, Unresolved(f"'{stmt.name}' is a class"))
+    elif isinstance(stmt, ast.Try):
+        _read_try(module, stmt)
+    elif isinstance(stmt, ast.If):
+        _read_if(module, stmt)
+
+
+def python_function(name: str) -> str:
+    """Why a plain Python function cannot be used in a kernel."""
+    return f"'{name}' is a Python function, not a @jit function"
+
+
+def _imported(name: str, source: str) -> str:
+    return (f"'{name}' comes from {source}, which is imported only when the file runs (mytriton reads the file "
+            "without running it); launch the kernel from Python, where its module is imported")
+
+
+# ---- imports under try and if --------------------------------------------------------------
+#
+# Libraries choose their imports at run time: ``try: from triton.language.extra.libdevice import
+# rsqrt`` with ``except ModuleNotFoundError:`` fallbacks, under ``if`` on the Triton version.
+# Read without running the file, a ``try`` takes its first alternative whose Triton imports
+# mytriton provides (what Python would do with ``triton`` resolved to mytriton); an ``if`` on a
+# constant takes its branch; an ``if`` on anything else binds a name only where every branch
+# that can run binds it alike (or imports the same function of the language under two paths,
+# as Triton's versions move libdevice), and leaves it unresolved otherwise.
+
+
+def _read_try(module: KernelModule, stmt: ast.Try) -> None:
+    alternatives = [[*stmt.body, *stmt.orelse], *(handler.body for handler in stmt.handlers)]
+    chosen = next((body for body in alternatives if not _fails(module, body)), None)
+    if chosen is None:
+        for name in _bound_names(alternatives):
+            module.bind_value(name, Unresolved(
+                f"'{name}' is imported at line {stmt.lineno} by imports of which mytriton provides none"))
+    else:
+        for inner in chosen:
+            _read_statement(module, inner)
+    for inner in stmt.finalbody:
+        _read_statement(module, inner)
+
+
+def _read_if(module: KernelModule, stmt: ast.If) -> None:
+    condition = constant_value(module, stmt.test)
+    if not isinstance(condition, Unresolved):
+        for inner in stmt.body if condition else stmt.orelse:
+            _read_statement(module, inner)
+        return
+    branches = [body for body in (stmt.body, stmt.orelse) if not _fails(module, body)]
+    if not branches:
+        branches = [stmt.body, stmt.orelse]
+    readings = []
+    for body in branches:
+        reading = module.scratch()
+        for inner in body:
+            _read_statement(reading, inner)
+        readings.append(reading)
+    for name in _bound_names([stmt.body, stmt.orelse]):
+        found = [reading.binding(name) for reading in readings]
+        if all(_alike(found[0], other) for other in found[1:]):
+            module.rebind(name, found[0])
+        else:
+            module.bind_value(name, Unresolved(
+                f"'{name}' is bound by the branches of the 'if' at line {stmt.lineno}, whose condition is "
+                "computed when the file runs (mytriton reads the file without running it); launch the kernel "
+                "from Python, where its module is imported"))
+
+
+def _alike(a: tuple[str, Any] | None, b: tuple[str, Any] | None) -> bool:
+    """Whether two bindings of a name are the same for a kernel: equal, or
+    one function of the language imported under two module paths."""
+    if a is None or b is None:
+        return a is b
+    if a[0] != b[0]:
+        return False
+    if a[0] == "alias":
+        return a[1].rsplit(".", 1)[-1] == b[1].rsplit(".", 1)[-1]
+    if a[0] == "function":
+        return a[1] is b[1]
+    return type(a[1]) is type(b[1]) and a[1] == b[1]
+
+
+def _fails(module: KernelModule, body: list[ast.stmt]) -> bool:
+    """Whether running ``body`` would stop at an import of Triton (or
+    mytriton) that mytriton does not provide; other imports are the user's
+    and assumed to succeed."""
+    for stmt in body:
+        if isinstance(stmt, ast.Import):
+            if any(is_language_path(a.name) and not provides(a.name) for a in stmt.names):
+                return True
+        elif isinstance(stmt, ast.ImportFrom):
+            source = stmt.module or ""
+            if stmt.level == 0 and is_language_path(source) and not all(
+                    provides(source, None if a.name == "*" else a.name) for a in stmt.names):
+                return True
+        elif isinstance(stmt, ast.Try):
+            alternatives = [[*stmt.body, *stmt.orelse], *(h.body for h in stmt.handlers)]
+            if all(_fails(module, alternative) for alternative in alternatives):
+                return True
+        elif isinstance(stmt, ast.If):
+            condition = constant_value(module, stmt.test)
+            if isinstance(condition, Unresolved):
+                if _fails(module, stmt.body) and _fails(module, stmt.orelse):
+                    return True
+            elif _fails(module, stmt.body if condition else stmt.orelse):
+                return True
+    return False
+
+
+def _bound_names(bodies: list[list[ast.stmt]]) -> list[str]:
+    """The names the module-level statements of ``bodies`` may bind, in order."""
+    names: dict[str, None] = {}
+
+    def visit(body: list[ast.stmt]) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                for alias in stmt.names:
+                    if alias.name != "*":
+                        bound = alias.asname or (alias.name.split(".")[0] if isinstance(stmt, ast.Import)
+                                                 else alias.name)
+                        names[bound] = None
+            elif isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+                names[stmt.name] = None
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                    if isinstance(target, ast.Name):
+                        names[target.id] = None
+            elif isinstance(stmt, ast.Try):
+                visit([*stmt.body, *stmt.orelse, *stmt.finalbody])
+                for handler in stmt.handlers:
+                    visit(handler.body)
+            elif isinstance(stmt, ast.If):
+                visit(stmt.body)
+                visit(stmt.orelse)
+
+    for body in bodies:
+        visit(body)
+    return list(names)
 
 
 def constant_value(module: KernelModule, expr: ast.expr) -> Any:
@@ -192,13 +401,14 @@ def _fold(module: KernelModule, expr: ast.expr) -> Any:
             return _COMPARES[type(expr.ops[0])](left, right)
         except TypeError as err:
             raise _NotConstant(f"constant comparison failed: {err}") from None
-    if isinstance(expr, ast.Name) and expr.id not in module.aliases:
-        value = module.constants.get(expr.id)
-        if value is None and expr.id not in module.constants:
+    if isinstance(expr, ast.Name):
+        found = module.lookup(expr.id)
+        if found is None or found[0] in ("function", "module"):
             raise _NotConstant(f"'{expr.id}' is not a constant")
-        if isinstance(value, Unresolved):
-            raise _NotConstant(value.reason)
-        return value
+        if found[0] == "value":
+            if isinstance(found[1], Unresolved):
+                raise _NotConstant(found[1].reason)
+            return found[1]
     qualified = module.qualname(expr)
     if qualified and qualified.startswith("mytriton.language.") and qualified.split(".")[-1] in DTYPES:
         return DTYPES[qualified.split(".")[-1]]

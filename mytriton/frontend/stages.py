@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from mytriton.diagnostics import SOURCES, CompileError, Location
 from mytriton.frontend.source import (
@@ -65,10 +65,13 @@ def select_kernel(module: KernelModule, name: str | None) -> str:
     return entries[0]
 
 
-def load_kernel(text: str, file: str, name: str | None = None) -> tuple[KernelModule, str]:
+def load_kernel(text: str, file: str, name: str | None = None,
+                namespace: Mapping[str, Any] | None = None) -> tuple[KernelModule, str]:
     """Read a kernel file or bundle, choose the kernel and check its syntax
-    and that of every @jit function it calls."""
-    module = read_module(text, file)
+    and that of every @jit function of the file it calls. ``namespace``:
+    the module's globals, for a kernel launched from Python (source.py's
+    KernelModule.namespace)."""
+    module = read_module(text, file, namespace)
     entry = select_kernel(module, name)
     for fn_name in reachable(module, entry):
         check_function(module, module.functions[fn_name], entry=fn_name == entry)
@@ -78,8 +81,9 @@ def load_kernel(text: str, file: str, name: str | None = None) -> tuple[KernelMo
 # ---- parse: write a bundle --------------------------------------------------------------
 
 
-def parse_stage(text: str, file: str, name: str | None = None) -> str:
-    module, entry = load_kernel(text, file, name)
+def parse_stage(text: str, file: str, name: str | None = None,
+                namespace: Mapping[str, Any] | None = None) -> str:
+    module, entry = load_kernel(text, file, name, namespace)
     functions = reachable(module, entry)
     lines = [
         "# mytriton kernel bundle: one checked kernel and the @jit functions it calls, copied",
@@ -245,13 +249,18 @@ class Signature:
 SIGNATURE_HINTS = (1, 16)
 
 
+_NO_VALUE = object()
+
+
 def _signature_value(text: str) -> Any:
-    """A number in a signature entry (Triton's AOT ``constexpr(s)``), or None."""
+    """The value a signature entry binds: a number (Triton's AOT
+    ``constexpr(s)``) or ``None`` (an argument passed as None, which Triton
+    compiles in as a constant); _NO_VALUE for a type."""
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    return value if type(value) in (int, float, bool) else None
+        return _NO_VALUE
+    return value if value is None or type(value) in (int, float, bool) else _NO_VALUE
 
 
 def resolve_signature(module: KernelModule, entry: str, signature: str | None) -> Signature | None:
@@ -274,7 +283,7 @@ def resolve_signature(module: KernelModule, entry: str, signature: str | None) -
     for name, text in zip(named, entries):
         arg = next(a for a in fn.args.args if a.arg == name)
         value = _signature_value(text)
-        if value is not None:
+        if value is not _NO_VALUE:
             out.values[name] = value
             continue
         if name in constexpr:
@@ -308,8 +317,8 @@ def resolve_signature(module: KernelModule, entry: str, signature: str | None) -
 
 def trace_stage(text: str, file: str, defines: dict[str, Any] | None = None,
                 signature: str | None = None, name: str | None = None,
-                f32_default: str | None = None) -> TreeKernel:
-    module, entry = load_kernel(text, file, name)
+                f32_default: str | None = None, namespace: Mapping[str, Any] | None = None) -> TreeKernel:
+    module, entry = load_kernel(text, file, name, namespace)
     sig = resolve_signature(module, entry, signature)
     defines = dict(defines or {})
     runtime, constexpr, _ = kernel_params(module, entry)

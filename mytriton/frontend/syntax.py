@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 
 from mytriton.diagnostics import CompileError
-from mytriton.frontend.source import KernelModule
+from mytriton.frontend.source import KernelModule, Unresolved, python_function
 from mytriton.language import CONSTANTS, DTYPES, FUNCTIONS, RANDOM_FUNCTIONS
 from mytriton.language.extra import libdevice
 from mytriton.language.math import FUNCTIONS as MATH_NAMESPACE
@@ -30,7 +30,7 @@ _EXPRESSIONS = (
 _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr,
            ast.BitXor, ast.LShift, ast.RShift)
 _UNARY = (ast.USub, ast.UAdd, ast.Not, ast.Invert)
-_COMPARE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+_COMPARE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq, ast.Is, ast.IsNot)
 
 _NAMED = {
     ast.Break: "'break' is not supported in kernels (as in Triton); put the exit test in the loop's condition",
@@ -231,16 +231,21 @@ class SyntaxChecker(ast.NodeVisitor):
                 raise self.error("'**' arguments are not supported in kernels", keyword.value)
         if isinstance(node.func, ast.Name) and not self._callable_name(node.func.id):
             name = node.func.id
-            if name in self.module.constants:
-                raise self.error(f"'{name}' is not a @jit function", node.func)
-            raise self.error(f"unknown function '{name}'", node.func)
+            found = self.module.lookup(name)
+            if found is None:
+                raise self.error(f"unknown function '{name}'", node.func)
+            if isinstance(found[1], Unresolved) and found[1].reason != python_function(name):
+                raise self.error(f"'{name}' cannot be used in a kernel: {found[1].reason}", node.func)
+            raise self.error(f"'{name}' is not a @jit function", node.func)
         self.generic_visit(node)
 
     def _callable_name(self, name: str) -> bool:
         """@jit functions, Python's constant builtins, mytriton names imported
-        directly, and locals (checked when traced)."""
-        return (name in self.module.functions or name in PYTHON_BUILTINS or self._local(name)
-                or self.module.aliases.get(name, "").startswith("mytriton"))
+        directly, modules, and locals (checked when traced)."""
+        if name in PYTHON_BUILTINS or self._local(name):
+            return True
+        found = self.module.lookup(name)
+        return found is not None and found[0] != "value"
 
     def _local(self, name: str) -> bool:
         return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)

@@ -18,9 +18,10 @@ from __future__ import annotations
 import ast
 import contextlib
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from mytriton.as_triton.modules import kernel_path
 from mytriton.diagnostics import CompileError, Location
 from mytriton.frontend.source import KernelModule, Unresolved
 from mytriton.ir import opdefs
@@ -37,7 +38,7 @@ from mytriton.limits import (
     constant_value_error,
 )
 from mytriton.types import (
-    F32, I32, PointerType, ScalarType, Type, TypeRuleError, broadcast_shapes, concrete, element_of,
+    BOOL, F32, I32, PointerType, ScalarType, Type, TypeRuleError, broadcast_shapes, concrete, element_of,
     int_literal_type, shape_of, with_element,
 )
 
@@ -74,7 +75,11 @@ class Builtin:
 
 @dataclass(frozen=True)
 class JitRef:
+    """A @jit function: by name in the module being traced, or in another
+    module (one imported from elsewhere, read from its own source)."""
+
     name: str
+    module: KernelModule | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,15 @@ TENSOR_METHODS = frozenset((
 @dataclass(frozen=True)
 class ModuleRef:
     qualified: str
+
+
+@dataclass(frozen=True)
+class PyModuleRef:
+    """A Python module that is not mytriton's, bound in a launched kernel's
+    namespace (``import mylib.consts as C``): its attributes resolve as the
+    module's globals do."""
+
+    module: Any
 
 
 class _Return(Exception):
@@ -158,20 +172,26 @@ class TraceBudget:
 
 class Tracer:
     def __init__(self, module: KernelModule, kernel: TreeKernel, region: Region,
-                 env: dict[str, Any], depth: int = 0, budget: TraceBudget | None = None) -> None:
+                 env: dict[str, Any], depth: int = 0, budget: TraceBudget | None = None,
+                 site: Location | None = None) -> None:
         self.module = module
         self.kernel = kernel
         self.region = region
         self.env = env
         self.depth = depth
         self.budget = budget if budget is not None else TraceBudget()
+        # Where the IR made here is located when ``module`` is another file's
+        # (a @jit helper imported from elsewhere): at the kernel's call of it,
+        # since the IR names the kernel's file alone. Errors keep the helper's
+        # own lines.
+        self.site = site
 
     # ---- helpers ----------------------------------------------------------------
     def loc(self, node: ast.AST) -> Location:
-        return self.module.loc(node)
+        return self.site or self.module.loc(node)
 
     def error(self, message: str, node: ast.AST) -> CompileError:
-        return CompileError(message, self.loc(node))
+        return CompileError(message, self.module.loc(node))
 
     def make(self, op: str, args: tuple[Arg, ...], node: ast.AST, **attrs: Any) -> Node:
         for arg in args:
@@ -400,7 +420,7 @@ class Tracer:
         environment; a ``return`` ends it (the kernel's rest is not in it)."""
         region = Region(self.region)
         env = dict(self.env)
-        tracer = Tracer(self.module, self.kernel, region, env, self.depth, self.budget)
+        tracer = Tracer(self.module, self.kernel, region, env, self.depth, self.budget, self.site)
         try:
             tracer.run(stmts)
         except _Return:
@@ -448,6 +468,7 @@ class Tracer:
                                  "between branches", assigned[n])
         templates = {n: then_env[n] for n in names}
         _, hints, _ = self.carry_plan(names, templates)
+        yielded = []
         for region, env in ((then_region, then_env), (else_region, else_env)):
             values = self.carried_outputs(names, templates, env, assigned, "the branches of this runtime 'if'",
                                           branches=True)
@@ -455,13 +476,30 @@ class Tracer:
                 self.check_literal(value, stmt)
                 region.reference(value)
             region.stmts.append(Yield(values, loc))
+            yielded.append(values)
+        results = self.if_node(condition, then_region, else_region, yielded[0], yielded[1], hints, stmt)
+        self.env.update(self.rebuild_carried(names, templates, results))
+
+    def if_node(self, condition: Expr, then_region: Region, else_region: Region, then_values: tuple,
+                else_values: tuple, hints: list[str | None], node: ast.AST) -> tuple[LoopResult, ...]:
+        """The IfStmt of two traced branches (each ending in its Yield), added
+        to this region; its results, each of the type its branches yield
+        (recorded for what asks: ``x.dtype`` after the if)."""
         captures = {**then_region.captures, **else_region.captures}
-        node = IfStmt(condition, tuple(captures.values()), then_region.stmts, else_region.stmts, (), loc)
-        node.results = tuple(LoopResult(node, i, hint=h) for i, h in enumerate(hints))
-        for result in node.results:
+        stmt = IfStmt(condition, tuple(captures.values()), then_region.stmts, else_region.stmts, (), self.loc(node))
+        stmt.results = tuple(LoopResult(stmt, i, hint=h) for i, h in enumerate(hints))
+        for result in stmt.results:
             self.region.own(result)
-        self.region.stmts.append(node)
-        self.env.update(self.rebuild_carried(names, templates, node.results))
+        self.region.stmts.append(stmt)
+        for result, a, b in zip(stmt.results, then_values, else_values):
+            typed = b if is_number(a) and not is_number(b) else a  # a literal takes the other side's type
+            try:
+                t = self.type_of(typed, node)
+            except CompileError:
+                continue  # lowering reports a type error
+            if t is not None:
+                self.budget.types[id(result)] = (result, concrete(t))
+        return stmt.results
 
     def stmt_While(self, stmt: ast.While) -> None:
         """A ``while`` on a runtime condition: a ``WhileLoop`` carrying the
@@ -482,7 +520,7 @@ class Tracer:
             before_region.own(arg)
             body_region.own(arg)
         before_env = {**self.env, **self.rebuild_carried(carried, templates, carried_args)}
-        before = Tracer(self.module, self.kernel, before_region, before_env, self.depth, self.budget)
+        before = Tracer(self.module, self.kernel, before_region, before_env, self.depth, self.budget, self.site)
         condition = before.eval(stmt.test)
         if not isinstance(condition, Expr):
             if condition:
@@ -494,7 +532,7 @@ class Tracer:
             self.check_literal(value, assigned[n])
             self.region.reference(value)
         body_env = {**self.env, **self.rebuild_carried(carried, templates, carried_args)}
-        body = Tracer(self.module, self.kernel, body_region, body_env, self.depth, self.budget)
+        body = Tracer(self.module, self.kernel, body_region, body_env, self.depth, self.budget, self.site)
         body.run(stmt.body)
         outputs = self.carried_outputs(carried, templates, body_env, assigned, "this loop")
         for n, value in zip(owners, outputs):
@@ -593,8 +631,6 @@ class Tracer:
                 raise self.error("range step cannot be zero", step_node)
             if step < 0:
                 descending, step = True, -step
-            if step >= 2**31:  # the induction variable is i32
-                raise self.error(f"the step of a runtime loop must fit i32, got {_short(step)}", step_node)
         elif not isinstance(step, Expr):
             raise self.error(f"the loop step must be an integer, got {describe(step)}", step_node)
         for bound, what in ((start, "start"), (stop, "stop")):
@@ -625,7 +661,7 @@ class Tracer:
         self._carried_types(carried_args, inputs, stmt)
         body_env = dict(self.env)
         body_env.update(self.rebuild_carried(carried, templates, carried_args))
-        body = Tracer(self.module, self.kernel, body_region, body_env, self.depth, self.budget)
+        body = Tracer(self.module, self.kernel, body_region, body_env, self.depth, self.budget, self.site)
         body_env[name] = body.make("sub", (stop, body.make("sub", (index, start), stmt.target)), stmt.target) \
             if descending else index
         body.run(stmt.body)
@@ -681,16 +717,9 @@ class Tracer:
         return self.global_name(node.id, node)
 
     def global_name(self, name: str, node: ast.AST) -> Any:
-        module = self.module
-        if name in module.aliases:
-            return self.qualified(module.aliases[name], node)
-        if name in module.functions:
-            return JitRef(name)
-        if name in module.constants:
-            value = module.constants[name]
-            if isinstance(value, Unresolved):
-                raise self.error(f"'{name}' cannot be used in a kernel: {value.reason}", node)
-            return value
+        found = self.module.lookup(name)
+        if found is not None:
+            return self.bound_value(name, found, node)
         if name in _PY_BUILTINS:
             return _PY_BUILTINS[name]
         if name == "print":  # as in Triton, Python's print in a kernel is tl.device_print
@@ -699,8 +728,24 @@ class Tracer:
             return BUILTINS["device_print"]
         raise self.error(f"'{name}' is not defined", node)
 
+    def bound_value(self, name: str, found: tuple[str, Any], node: ast.AST) -> Any:
+        """The value of a global name from its binding (KernelModule.lookup)."""
+        kind, value = found
+        if kind == "alias":
+            return self.qualified(value, node)
+        if kind == "function":
+            module, fn_name = value
+            return JitRef(fn_name, None if module is self.module else module)
+        if kind == "module":
+            return PyModuleRef(value)
+        if isinstance(value, Unresolved):
+            raise self.error(f"'{name}' cannot be used in a kernel: {value.reason}", node)
+        return value
+
     def qualified(self, qualified: str, node: ast.AST) -> Any:
         from mytriton.frontend.builtins import BUILTINS
+
+        qualified = kernel_path(qualified)  # tl.core.X is tl.X
 
         if qualified in ("mytriton", "mytriton.language", "mytriton.language.math", "mytriton.language.random",
                          *libdevice.NAMESPACES):
@@ -740,6 +785,13 @@ class Tracer:
         attr = node.attr
         if isinstance(base, ModuleRef):
             return self.qualified(f"{base.qualified}.{attr}", node)
+        if isinstance(base, PyModuleRef):
+            from mytriton.frontend.namespace import binding_of
+
+            if not hasattr(base.module, attr):
+                raise self.error(f"module '{base.module.__name__}' has no attribute '{attr}'", node)
+            return self.bound_value(f"{base.module.__name__}.{attr}",
+                                    binding_of(self.module, attr, getattr(base.module, attr)), node)
         if isinstance(base, Expr):
             if attr == "to":
                 return Method("to", base)
@@ -778,7 +830,7 @@ class Tracer:
         if isinstance(func, Builtin):
             return func.impl(self, node, args, kwargs)
         if isinstance(func, JitRef):
-            return self.call_jit(func.name, node, args, kwargs)
+            return self.call_jit(func.name, node, args, kwargs, func.module)
         if isinstance(func, Method):
             return self.call_method(func, node, args, kwargs)
         if callable(func) and func in _PY_BUILTINS.values():
@@ -838,7 +890,12 @@ class Tracer:
         return cast_value(self, node, method.receiver, bound["dtype"], bound["fp_downcast_rounding"],
                           bound["bitcast"], ".to()")
 
-    def call_jit(self, name: str, node: ast.Call, args: list, kwargs: dict) -> Any:
+    def call_jit(self, name: str, node: ast.Call, args: list, kwargs: dict,
+                 module: KernelModule | None = None) -> Any:
+        """A call of the @jit function ``name`` of this module (or of
+        ``module``, another file's), traced inline."""
+        if module is not None and module is not self.module:
+            return self.call_elsewhere(module, name, node, args, kwargs)
         fn = self.module.functions[name]
         if self.depth > 32:
             raise self.error(f"@jit calls nest too deeply (recursion in '{name}'?)", node)
@@ -863,12 +920,28 @@ class Tracer:
                     and self.module.qualname(arg.annotation) == "mytriton.language.constexpr":
                 raise self.error(f"'{name}': parameter '{arg.arg}' is a tl.constexpr, but its argument is a "
                                  "value computed at run time", node)
-        helper = Tracer(self.module, self.kernel, self.region, env, self.depth + 1, self.budget)
+        helper = Tracer(self.module, self.kernel, self.region, env, self.depth + 1, self.budget, self.site)
         try:
             helper.run(fn.body)
         except _Return as ret:
             return ret.value
         return None
+
+    def call_elsewhere(self, module: KernelModule, name: str, node: ast.Call, args: list, kwargs: dict) -> Any:
+        """A call of a @jit function defined in another file: its syntax is
+        checked there once, it is traced with that module's names, and an
+        error in it says where it was called from."""
+        from mytriton.frontend.syntax import check_function
+
+        site = self.loc(node)
+        try:
+            if name not in module.checked:
+                check_function(module, module.functions[name], entry=False)
+                module.checked.add(name)
+            helper = Tracer(module, self.kernel, self.region, {}, self.depth, self.budget, site)
+            return helper.call_jit(name, node, args, kwargs)
+        except CompileError as err:
+            raise err.note(self.module.loc(node), f"in the call of '{name}' ({module.file}) from here") from None
 
     def expr_BinOp(self, node: ast.BinOp) -> Any:
         return self.binary(node.op, self.eval(node.left), self.eval(node.right), node)
@@ -896,20 +969,31 @@ class Tracer:
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
         value = self.eval(node.operand)
+        if isinstance(node.op, ast.Not) and not isinstance(value, Expr):
+            return not value  # a constant flag (or None)
         if is_number(value):
-            return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
-                    ast.Invert: operator.invert}[type(node.op)](value)
+            return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(node.op)](value)
+        if not isinstance(value, Expr):
+            raise self.error(f"{describe(value)} has no unary operators", node)
         if isinstance(node.op, ast.UAdd):
             return value
         if isinstance(node.op, ast.USub):
             return self.make("neg", (value,), node)
         if isinstance(node.op, ast.Invert):
             return self.make("not", (value,), node)
-        raise self.error("'not' works on constants only; use '~' on tiles", node)
+        # ``not`` on a runtime value, as Triton's: the inverse of a boolean,
+        # and of any other value its comparison with zero.
+        if element_of(self.type_of(value, node)) == BOOL:
+            return self.make("not", (value,), node)
+        return self.make("cmp_eq", (value, 0), node)
 
     def expr_Compare(self, node: ast.Compare) -> Any:
         a, b = self.eval(node.left), self.eval(node.comparators[0])
         op = type(node.ops[0])
+        if op in (ast.Is, ast.IsNot):  # ``ptr is None``: a question about constants, answered here
+            if (isinstance(a, Expr) or isinstance(b, Expr)) and a is not None and b is not None:
+                raise self.error("'is' compares with None or other constants; use '==' on runtime values", node)
+            return (a is b) == (op is ast.Is)
         if is_number(a) and is_number(b):
             return _PY_COMPARE[op](a, b)
         if op in (ast.Eq, ast.NotEq) and not isinstance(a, Expr) and not isinstance(b, Expr):
@@ -947,11 +1031,31 @@ class Tracer:
         return combined
 
     def expr_IfExp(self, node: ast.IfExp) -> Any:
+        """``a if c else b``: Python's on a constant ``c``; on a runtime
+        scalar, as Triton's, an if whose branches each evaluate one side and
+        yield it (only the side ``c`` picks runs)."""
         condition = self.eval(node.test)
-        if isinstance(condition, Expr):
-            raise self.error("a conditional expression on a runtime value is not supported; "
-                             "use tl.where(condition, a, b)", node.test)
-        return self.eval(node.body if condition else node.orelse)
+        if not isinstance(condition, Expr):
+            return self.eval(node.body if condition else node.orelse)
+        if self.nesting() >= MAX_LOOP_NESTING:
+            raise self.error(f"runtime loops and ifs nest more than {MAX_LOOP_NESTING} deep (MAX_LOOP_NESTING)",
+                             node)
+        self.region.reference(condition)
+        regions, values = [], []
+        for side in (node.body, node.orelse):
+            region = Region(self.region)
+            value = Tracer(self.module, self.kernel, region, dict(self.env), self.depth, self.budget,
+                           self.site).eval(side)
+            if not (is_number(value) or isinstance(value, Expr)):
+                raise self.error(f"a conditional expression on a runtime value gives numbers or tiles, got "
+                                 f"{describe(value)}", side)
+            self.check_literal(value, side)
+            region.reference(value)
+            region.stmts.append(Yield((value,), self.loc(node)))
+            regions.append(region)
+            values.append(value)
+        (result,) = self.if_node(condition, regions[0], regions[1], (values[0],), (values[1],), [None], node)
+        return result
 
     def expr_Subscript(self, node: ast.Subscript) -> Any:
         base = self.eval(node.value)
@@ -1074,6 +1178,8 @@ def describe(value: Any) -> str:
         return f"the @jit function '{value.name}'"
     if isinstance(value, ModuleRef):
         return f"the module '{value.qualified}'"
+    if isinstance(value, PyModuleRef):
+        return f"the module '{getattr(value.module, '__name__', '?')}'"
     from mytriton.frontend.block_pointers import BlockPointer, TensorDescriptor
 
     if isinstance(value, BlockPointer):

@@ -695,7 +695,24 @@ _register(OpDef("yield", (), _none, control=True,
                 doc="ends a region, passing on its values (the next carried values, or the if's results)"))
 # ``for`` has a region and variadic operands; the verifier checks it by hand.
 _register(OpDef("for", ("start", "stop", "step"), _none, control=True,
-                doc="runs its region for i = start, start + step, ... short of stop, with carried iter_args"))
+                doc="runs its region for i = start, start + step, ... short of stop, with carried iter_args; "
+                    "i is i64 where a bound is, else i32"))
+
+
+def loop_index_type(bounds: list[Type | None]) -> ScalarType:
+    """The type of a ``for`` loop's index from its bounds' types, as Triton
+    promotes them: i64 where one of them is i64 (or u32, whose values i64
+    holds, as an integer literal in [2**31, 2**32) is), else i32. Each bound
+    is an i32, i64 or u32 scalar or an integer literal; anything else is a
+    TypeRuleError naming the first that is not."""
+    index = I32
+    for bound, what in zip(bounds, ("start", "stop", "step")):
+        t = concrete(bound) if bound is not None and not isinstance(bound, BlockType) else None
+        if t not in (I32, I64, U32):
+            raise TypeRuleError(f"the loop {what} must be an i32 or i64 scalar, got {bound or 'none'}")
+        if t != I32:
+            index = I64
+    return index
 
 # ---- control flow ----
 # ``if`` and ``while`` have regions and variadic results; the verifier checks

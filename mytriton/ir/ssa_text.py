@@ -21,7 +21,7 @@ from mytriton.ir.ssa import (
 from mytriton.ir.text_common import (
     TextReader, check_text_limits, format_attr, format_header, format_literal, format_loc, format_loop_attrs,
 )
-from mytriton.types import I32, ScalarType, Type, concrete, element_of
+from mytriton.types import I32, ScalarType, Type, TypeRuleError, concrete, element_of
 
 INDENT = "  "
 
@@ -410,7 +410,11 @@ class _SSAReader(TextReader):
                 f"{len(pairs)} and {len(types)}", index_token)
         bounds = [self.operand(b) for b in (start, stop, step)]
         inits = [self.operand(init) for _, init in pairs]
-        op = make_for(bounds[0], bounds[1], bounds[2], inits, types, self.loc(loc_tree), I32)
+        try:
+            index_type = opdefs.loop_index_type([b.type if b is not None else None for b in bounds])
+        except TypeRuleError:
+            index_type = I32  # the verifier says what is wrong with the bounds
+        op = make_for(bounds[0], bounds[1], bounds[2], inits, types, self.loc(loc_tree), index_type)
         op.attrs = self.loop_attrs(attrs_tree)
         body = op.regions[0]
         self.define(index_token, body.args[0])

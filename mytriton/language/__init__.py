@@ -128,3 +128,6 @@ def __getattr__(name: str):
 
 
 __all__ = ["constexpr", "dtype", "extra", "math", "PropagateNan", *DTYPES, *FUNCTIONS]
+
+# ``tl.core`` (triton.language.core) re-exports the names above, so it comes after them.
+from mytriton.language import core  # noqa: E402,F401

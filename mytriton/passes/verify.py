@@ -317,24 +317,23 @@ class Verifier:
         body = op.regions[0]
         start, stop, step = op.operands[:3]
         inits = op.operands[3:]
-        for operand, what in ((start, "start"), (stop, "stop")):
-            if operand is None or concrete(operand.type) != I32:
-                got = "none" if operand is None else operand.type
-                raise self.error(f"the loop {what} must be an i32 scalar, got {got}", op)
-        # A runtime step (an i32 value) is positive by contract, as in Triton's
-        # scf.for; a literal step is checked here.
-        if not isinstance(step, Const):
-            if step is None or isinstance(step.type, (BlockType, SharedType)) or concrete(step.type) != I32:
-                got = "none" if step is None else step.type
-                raise self.error(f"a runtime loop step must be an i32 scalar, got {got}", op)
-        elif type(step.value) is not int:
-            raise self.error("the loop step must be an integer", op)
-        elif step.value <= 0:
-            raise self.error(f"the loop step must be positive, got {step.value}", op)
-        elif step.value >= 2**31:  # the induction variable is i32
-            raise self.error(f"the loop step must fit i32, got {step.value}", op)
-        if not body.args or body.args[0].type != I32:
-            raise self.error("the induction variable must be i32", op)
+        try:
+            index_type = opdefs.loop_index_type([None if o is None else o.type for o in (start, stop, step)])
+        except TypeRuleError as err:
+            raise self.error(str(err), op) from None
+        for operand, what in ((start, "start"), (stop, "stop"), (step, "step")):
+            if not isinstance(operand, Const) and concrete(operand.type) != index_type:
+                raise self.error(f"the loop {what} is {operand.type}, but the loop counts in {index_type} "
+                                 "(cast it)", op)
+        # A runtime step is positive by contract, as in Triton's scf.for; a
+        # literal step is checked here.
+        if isinstance(step, Const):
+            if type(step.value) is not int:
+                raise self.error("the loop step must be an integer", op)
+            if step.value <= 0:
+                raise self.error(f"the loop step must be positive, got {step.value}", op)
+        if not body.args or body.args[0].type != index_type:
+            raise self.error(f"the induction variable must be {index_type}, the type of the loop's bounds", op)
         problem = opdefs.loop_attrs_problem(op.attrs)
         if problem:
             raise self.error(problem, op)

@@ -147,7 +147,7 @@ def coded_launch_key(values: Any, codes: tuple[int, ...], constants: Any, rest: 
             append(part)
         elif cls in _KEYED_TENSORS:
             append((cls, value.dtype, code == 2 and value.data_ptr() % 16 == 0))
-        elif cls is float or cls is bool:
+        elif cls is float or cls is bool or value is None:
             append(cls)
         else:
             if TENSOR_CLASS.get(cls) or is_tensor_class(cls) or is_tensor(value):
@@ -177,7 +177,12 @@ def coded_launch_key(values: Any, codes: tuple[int, ...], constants: Any, rest: 
     return (*parts, *rest)
 
 
-def arg_type(value: Any, name: str) -> Type:
+def arg_type(value: Any, name: str) -> Type | None:
+    """The type an argument is passed as; None for None, which Triton
+    compiles in as a constant (a pointer the kernel does not use, or a
+    scalar it tests with ``is None``)."""
+    if value is None:
+        return None
     if isinstance(value, bool):
         return BOOL
     if isinstance(value, int):
@@ -231,11 +236,15 @@ def specialization(value: Any, t: Type, on_value: bool = True, on_alignment: boo
     return ""
 
 
-def signature_of(types: list[Type], hints: list[str] | None = None) -> str:
+def signature_of(types: list[Type | None], hints: list[str] | None = None) -> str:
     """A Triton AOT signature string for these types (``*fp32:16, i32``),
-    with each argument's specialisation as its hint."""
+    with each argument's specialisation as its hint; ``None`` for an
+    argument passed as None (arg_type), which the signature binds."""
     parts = []
     for index, t in enumerate(types):
+        if t is None:
+            parts.append("None")
+            continue
         text = "*" + _SIGNATURE[t.pointee] if isinstance(t, PointerType) else _SIGNATURE[t]
         hint = hints[index] if hints else ""
         parts.append(f"{text}:{hint}" if hint else text)

@@ -94,6 +94,10 @@ class EnvironmentValue:
 
 
 _BACKEND_ENV = EnvironmentValue("MYTRITON_BACKEND")
+# Triton's switch to its interpreter selects mytriton's (MYTRITON_BACKEND wins
+# where both are set), so that Triton code's own instructions hold.
+_TRITON_INTERPRET = EnvironmentValue(
+    "TRITON_INTERPRET", lambda: os.environ.get("TRITON_INTERPRET", "").strip().lower() in ("1", "true", "yes", "on"))
 # mytriton.runtime.cuda_driver, once explain_backend has imported it (it is
 # not imported for the interpreter, nor by the CLI's other commands).
 _cuda_driver: Any = None
@@ -105,7 +109,7 @@ def _known_backend(requested: str | None) -> str | None:
     cuda_driver each time (its answer is cached there); None where this
     cannot say (the first GPU check, an unknown name, a GPU asked for and
     missing: explain_backend's errors)."""
-    name = requested or _BACKEND_ENV.get() or "auto"
+    name = requested or _BACKEND_ENV.get() or ("interp" if _TRITON_INTERPRET.get() else "auto")
     if name == "interp":
         return "interp"
     if _cuda_driver is not None and (name == "auto" or name == "cuda"):
@@ -124,11 +128,14 @@ def launch_backend(requested: str | None = None) -> str:
 
 def explain_backend(requested: str | None = None) -> tuple[str, str]:
     """(the backend a launch uses, why): ``requested``, else
-    ``MYTRITON_BACKEND``, else ``auto`` (cuda when a GPU is usable)."""
+    ``MYTRITON_BACKEND``, else the interpreter if ``TRITON_INTERPRET`` is
+    set (1, true, yes, on), else ``auto`` (cuda when a GPU is usable)."""
     global _cuda_driver
     from_env = os.environ.get("MYTRITON_BACKEND")
-    name = requested or from_env or "auto"
-    chooser = f"backend='{requested}'" if requested else f"MYTRITON_BACKEND={from_env}" if from_env else "auto"
+    interpret = not requested and not from_env and _TRITON_INTERPRET.parse()
+    name = requested or from_env or ("interp" if interpret else "auto")
+    chooser = (f"backend='{requested}'" if requested else f"MYTRITON_BACKEND={from_env}" if from_env
+               else "TRITON_INTERPRET=1" if interpret else "auto")
     if name not in BACKENDS:
         raise CompileError(f"unknown backend '{printable(name)}' (backends: {', '.join(BACKENDS)})")
     if name == "interp":
@@ -283,13 +290,15 @@ class JITFunction:
 
     # ---- specialisation -------------------------------------------------------------
     def source(self) -> tuple[str, list[str], list[str]]:
-        """(source text, runtime parameters, constexpr parameters)."""
+        """(source text, runtime parameters, constexpr parameters). The text
+        is the whole file's (or notebook cell's) as linecache keeps it; its
+        names resolve in the module's globals, as Python resolved them."""
         if self._static is None:
+            from mytriton.frontend.namespace import function_source
             from mytriton.frontend.stages import kernel_params, load_kernel
 
-            with open(self.file, encoding="utf-8") as handle:
-                text = handle.read()
-            module, entry = load_kernel(text, self.file, self.fn.__name__)
+            self.file, text = function_source(self.fn)
+            module, entry = load_kernel(text, self.file, self.fn.__name__, self.fn.__globals__)
             runtime, constexpr, _ = kernel_params(module, entry)
             self._static = (text, runtime, constexpr)
         return self._static
@@ -348,10 +357,12 @@ class JITFunction:
                 raise CompileError(f"num_stages must be an integer from 1 to 16, got {num_stages!r}")
             options = pipeline.Options(kernel=self.fn.__name__, defines=constexprs,
                                        signature=signature_of(types, hints), num_warps=num_warps,
-                                       num_stages=num_stages, f32_default=f32_default)
-            # An integer equal to 1 is compiled in (Triton's ("constexpr", 1)):
-            # the kernel no longer takes it.
+                                       num_stages=num_stages, f32_default=f32_default,
+                                       namespace=self.fn.__globals__)
+            # An integer equal to 1 is compiled in (Triton's ("constexpr", 1)),
+            # and so is None: the kernel no longer takes them.
             ones = {name: 1 for name, hint in zip(runtime, hints) if hint == "1"}
+            ones.update({name: None for name, t in zip(runtime, types) if t is None})
             # On a large stack, as the CLI does (deep_stack.run_deep).
             kernel = run_deep(pipeline.source_to_ssa, text, self.file, options)
             metadata = {"name": self.fn.__name__, "num_warps": num_warps, "num_stages": num_stages,

@@ -697,23 +697,25 @@ class CudaEmitter:
         for arg, init in zip(carried, op.operands[3:]):
             self.assign_carried(arg, init, declare=True)
         index = self.name(body.args[0])
+        index_type = body.args[0].type  # i32, or i64 where a bound is
         hoist_wrapped_coordinates(self, op)
         if "loop_unroll_factor" in op.attrs:  # tl.range(..., loop_unroll_factor=N)
             self.line(f"{self.lang.unroll} {op.attrs['loop_unroll_factor']}")
         # A runtime step is positive by contract; one that is not runs no
         # iteration rather than forever.
-        guard = "" if isinstance(step, Const) else f" && {as_type(step, _i32())} > 0"
+        guard = "" if isinstance(step, Const) else f" && {as_type(step, index_type)} > 0"
         # A loop that leaves a wgmma group in flight is entered only when it
         # iterates, with the wait for that group inside the same branch: on a
         # path that skips the loop and reaches the wait, ptxas serialises the
         # loop's wgmma (its note C7514).
         wait = self.wait_after(op)
         if wait is not None:
-            self.line(f"if ({as_type(start, _i32())} < {as_type(stop, _i32())}{guard}) {{"
+            self.line(f"if ({as_type(start, index_type)} < {as_type(stop, index_type)}{guard}) {{"
                       f"  // the loop and the wait for its last group")
             self.depth += 1
-        self.line(f"for (int {index} = {as_type(start, _i32())}; {index} < {as_type(stop, _i32())}{guard}; "
-                  f"{index} += {as_type(step, _i32())}) {{{self.where(op)}")
+        self.line(f"for ({c_element(index_type)} {index} = {as_type(start, index_type)}; "
+                  f"{index} < {as_type(stop, index_type)}{guard}; "
+                  f"{index} += {as_type(step, index_type)}) {{{self.where(op)}")
         self.depth += 1
         self.block(self.groups[id(body)])
         self.yield_values(body.ops[-1], carried)
@@ -834,12 +836,6 @@ def load_expr(op: Op, args: list) -> str:
         return read
     fill = as_type(other, pointee) if other is not None else c_literal(0, pointee)
     return f"({as_type(mask, BOOL)} ? {read} : {fill})"
-
-
-def _i32():
-    from mytriton.types import I32
-
-    return I32
 
 
 def _element_bytes(t) -> int:

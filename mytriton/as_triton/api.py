@@ -1,0 +1,33 @@
+"""The ``triton`` module as mytriton gives it (install_as_triton): Triton's
+top-level names that libraries use, each mytriton's own, and a
+``__version__`` that says which Triton API mytriton implements (with
+mytriton's version as its local part: ``3.6.0+mytriton.0.1.0``). Any other
+name is an AttributeError that names it."""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import mytriton
+from mytriton import Config, JITFunction, autotune, cdiv, heuristics, jit, language, next_power_of_2
+from mytriton.as_triton import runtime
+from mytriton.diagnostics import CompileError as CompilationError
+from mytriton.runtime.autotuner import KernelInterface
+
+# A package, as Triton's is, so that a submodule mytriton does not give is
+# refused by name (as_triton's finder), not as "triton is not a package".
+__path__: list[str] = []
+
+# The Triton release whose kernel language and host API mytriton follows.
+TRITON_API_LEVEL = "3.6.0"
+__version__ = f"{TRITON_API_LEVEL}+mytriton.{mytriton.__version__}"
+
+__all__ = ["CompilationError", "Config", "JITFunction", "KernelInterface", "autotune", "cdiv", "heuristics", "jit",
+           "language", "next_power_of_2", "runtime", "testing", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "testing":  # its timers load on first use, as mytriton.testing's do
+        return importlib.import_module("mytriton.as_triton.testing")
+    raise AttributeError(f"mytriton does not provide triton.{name} (it implements Triton {TRITON_API_LEVEL}'s "
+                         f"kernel language and these host names: {', '.join(__all__)})")
