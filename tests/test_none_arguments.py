@@ -67,3 +67,20 @@ def test_is_compares_runtime_values_with_none_only():
             if n is 3:
                 tl.store(x_ptr, 1.0)
         """), "ssa")
+
+
+def test_a_none_argument_launches_on_the_gpu_launcher(kernel_module, rng, monkeypatch):
+    """The CUDA header carries the None constant (JSON null), which the launcher reads back."""
+    from fake_driver import FakeDriver, install
+
+    gpu = install(monkeypatch, FakeDriver())
+    k = kernel_module(SCALED).k
+
+    class DeviceArray:
+        def __init__(self, address):
+            self.__cuda_array_interface__ = {"data": (address, False), "shape": (20,), "typestr": "<f4",
+                                             "version": 3}
+
+    handle = k[(1,)](DeviceArray(0x10000), None, DeviceArray(0x20000), None, 20, HAS_W=False, BLOCK=32)
+    assert handle.backend == "cuda" and '"w_ptr": null' in handle.asm["cuda"].splitlines()[0]
+    assert len(gpu.launches) == 1

@@ -164,7 +164,7 @@ def with_header(text: str, **changes) -> str:
     ({"stores": ["nowhere"]}, "'stores' names \"nowhere\", which is not a parameter"),
     ({"kernel": 7}, "'kernel' must be a C identifier"),
     ({"kernel": "add(); evil"}, "'kernel' must be a C identifier"),
-    ({"constexprs": [1]}, "'constexprs' must map names to numbers or dtype names"),
+    ({"constexprs": [1]}, "'constexprs' must map names to numbers, dtype names or null"),
 ])
 def test_a_cu_header_with_a_wrongly_typed_field_is_an_error(tmp_path, add_cu, changes, message):
     cu = tmp_path / "add.cu"

@@ -948,8 +948,8 @@ def _check_header(header: dict, where: Location) -> None:
         raise bad(f"'shared_bytes' must be an integer from 0 to {MAX_SHARED_BYTES}, got {json.dumps(shared)[:80]}")
     constexprs = header.get("constexprs", {})
     if not isinstance(constexprs, dict) or not all(
-            isinstance(v, (bool, int, float, str)) for v in constexprs.values()):
-        raise bad("'constexprs' must map names to numbers or dtype names")
+            v is None or isinstance(v, (bool, int, float, str)) for v in constexprs.values()):
+        raise bad("'constexprs' must map names to numbers, dtype names or null")
 
 
 def late_ops(kernel: Kernel) -> set:
