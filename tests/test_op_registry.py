@@ -47,6 +47,12 @@ def test_cuda_names_no_op_table_lacks():
 
 
 @pytest.mark.parametrize("name", OPS)
+def test_every_attribute_has_a_kind(name):
+    opdef = opdefs.OPS[name]
+    assert set(opdef.attrs) | set(opdef.optional_attrs) <= set(opdefs.ATTR_KINDS)
+
+
+@pytest.mark.parametrize("name", OPS)
 def test_memory_effects_and_purity_agree(name):
     d = opdefs.OPS[name]
     if d.writes_global or d.writes_shared or d.synchronises or d.control or d.talks_to_host:

@@ -288,13 +288,21 @@ def test_malformed_shape_ops_in_ssa_text_are_located_errors(text, words):
     assert words in str(info.value) and info.value.loc is not None, str(info.value)
 
 
-@pytest.mark.parametrize("index", [2, -1, True])
+@pytest.mark.parametrize("index", [2, -1])
 def test_the_index_of_split_is_0_or_1(index):
     from mytriton.ir import opdefs
     from mytriton.types import F32, BlockType, TypeRuleError
 
     with pytest.raises(TypeRuleError, match="index of 'split' is 0 or 1"):
         opdefs.OPS["split"].infer([BlockType((8, 2), F32)], {"index": index})
+
+
+def test_the_index_of_split_is_an_integer_not_a_bool():
+    from mytriton.ir import opdefs
+    from mytriton.types import F32, BlockType, TypeRuleError
+
+    with pytest.raises(TypeRuleError, match="the attribute index of 'split' must be an integer, got true"):
+        opdefs.OPS["split"].infer([BlockType((8, 2), F32)], {"index": True})
 
 
 # ---- CUDA ------------------------------------------------------------------------------------------------

@@ -151,7 +151,7 @@ def test_the_ops_read_back_with_their_operands_attributes_and_types():
      "a shared buffer has two dimensions"),
     ('name="dot_b0"', 'name="dot_a0"', "two shared buffers are named 'dot_a0'"),
     ('name="dot_b0"', 'name="dot b0"', "must be an identifier"),
-    ('name="dot_b0"', "name=3", "must be an identifier"),
+    ('name="dot_b0"', "name=3", "the attribute name of 'shared_alloc' must be a string"),
     # dot_shared
     ("dot_shared %0, %1, none", "dot_shared %1, %0, none",
      "declares block<32x32 x f32> but its operands give block<16x16 x f32>"),

@@ -125,19 +125,82 @@ class OpDef:
 OPS: dict[str, OpDef] = {}
 
 
+@dataclass(frozen=True)
+class AttrKind:
+    """The Python type an attribute's value has; what the value may be
+    within that type is the op's type rule's to say."""
+
+    text: str
+    accepts: Callable[[Any], bool]
+
+
+def _ints(value: Any) -> bool:
+    return isinstance(value, tuple) and all(type(v) is int for v in value)
+
+
+_INT = AttrKind("an integer", lambda v: type(v) is int)
+_INT_OR_NONE = AttrKind("an integer or none", lambda v: v is None or type(v) is int)
+_BOOL = AttrKind("true or false", lambda v: type(v) is bool)
+_STRING = AttrKind("a string", lambda v: type(v) is str)
+_DTYPE = AttrKind("a dtype", lambda v: isinstance(v, ScalarType))
+_INTS = AttrKind("a tuple of integers", _ints)
+
+# Every attribute name means one kind of value in every op that has it. The
+# type rules compare values (``axis in (0, 1, 2)``), and Python's 0.0 == 0
+# and True == 1 would let a float or a bool through to the back ends, which
+# index and format with it: so the kind is checked before any rule runs.
+ATTR_KINDS: dict[str, AttrKind] = {
+    "axis": _INT_OR_NONE, "dims": _INTS, "dtype": _DTYPE, "start": _INT, "end": _INT, "hex": _BOOL,
+    "in_flight": _INT, "index": _INT, "input_precision": _STRING, "out_dtype": _DTYPE, "kind": _STRING,
+    "msg": _STRING, "prefix": _STRING, "name": _STRING, "num_bins": _INT, "pending": _INT, "reverse": _BOOL,
+    "scope": _STRING, "sem": _STRING, "shape": _INTS, "stages": _INT, "values": _INTS, "vector": _INT,
+    # A loop's options (loop_attrs_problem says more: a flag is true when given).
+    "num_stages": _INT, "loop_unroll_factor": _INT, "pipeline_stages": _INT, "flatten": _BOOL,
+    "warp_specialize": _BOOL, "disallow_acc_multi_buffer": _BOOL, "disable_licm": _BOOL,
+}
+
+
+def attrs_problem(op_name: str, attrs: dict[str, Any]) -> str | None:
+    """Which attribute of ``op_name`` has a value of the wrong kind, or None."""
+    for key, value in attrs.items():
+        kind = ATTR_KINDS.get(key)
+        if kind is not None and not kind.accepts(value):
+            return f"the attribute {key} of '{op_name}' must be {kind.text}, got {_attr_description(value)}"
+    return None
+
+
+def _attr_description(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return f"{type(value).__name__} {value!r}"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, tuple):
+        return "a tuple" if _ints(value) or not value else "a tuple that is not all integers"
+    if isinstance(value, ScalarType):
+        return f"the dtype {value.name}"
+    return f"a {type(value).__name__}"
+
+
 def _register(opdef: OpDef) -> None:
     OPS[opdef.name] = replace(opdef, infer=_checked(opdef))
 
 
 def _checked(opdef: OpDef) -> InferFn:
-    """``opdef``'s type rule, refusing an absent operand the op needs and a
-    shared buffer where the op takes none (the rules below only know
-    values), and results over
+    """``opdef``'s type rule, refusing attributes of the wrong kind, an
+    absent operand the op needs and a shared buffer where the op takes none
+    (the rules below only know values), and results over
     MAX_TILE_ELEMENTS: every way a tile grows (arange, full, broadcasting,
     expand_dims, dot) goes through a rule."""
     infer = opdef.infer
 
     def checked(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+        problem = attrs_problem(opdef.name, attrs)
+        if problem:
+            raise _err(problem)
         for name, t in zip(opdef.operands, types):
             if t is None and not name.endswith("?"):
                 raise _err(f"operand '{name}' of '{opdef.name}' cannot be none")
