@@ -171,6 +171,8 @@ class TextReader:
         t = self.type(tree)
         if isinstance(t, BlockType):
             raise self.error("a block cannot hold blocks", tree)
+        if not isinstance(t, (ScalarType, PointerType)):
+            raise self.error(f"a tile holds scalars or pointers, not {t}", tree)
         return t
 
     def integer(self, text: str, where: Any, what: str, low: int, high: int) -> int:
