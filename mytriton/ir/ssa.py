@@ -228,10 +228,16 @@ def yield_types(terminator: Op) -> list[Type]:
 def walk(block: Block) -> Iterator[Op]:
     """Every op in ``block`` and its nested regions, in program order (an op
     before the ops of its regions)."""
-    for op in block.ops:
+    # An explicit stack: nested generators would cost each op one step per
+    # level it is nested at (a chain of 1,000 elifs, quadratic).
+    stack = [iter(block.ops)]
+    while stack:
+        op = next(stack[-1], None)
+        if op is None:
+            stack.pop()
+            continue
         yield op
-        for region in op.regions:
-            yield from walk(region)
+        stack.extend(iter(region.ops) for region in reversed(op.regions))
 
 
 def values_used(op: Op) -> Iterator[Value]:
@@ -283,6 +289,17 @@ def erase_op(op: Op) -> None:
     assert op.parent is not None, f"{op.name} is not in a block"
     op.parent.ops.remove(op)
     op.parent = None
+
+
+def erase_ops(ops: list[Op]) -> None:
+    """``erase_op`` for each of ``ops``, each block rebuilt once (removing
+    ops one by one from a block of n ops costs n each)."""
+    gone = {id(op) for op in ops}
+    blocks = {id(op.parent): op.parent for op in ops if op.parent is not None}
+    for block in blocks.values():
+        block.ops = [op for op in block.ops if id(op) not in gone]
+    for op in ops:
+        op.parent = None
 
 
 def insert_before(anchor: Op, *ops: Op) -> None:

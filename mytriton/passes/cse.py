@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Hashable
 
 from mytriton.ir import opdefs
-from mytriton.ir.ssa import Const, Kernel, Op, Operand, Value, enclosing_combine, erase_op, is_within, walk
+from mytriton.ir.ssa import Const, Kernel, Op, Operand, Value, enclosing_combine, erase_ops, is_within, walk
 
 
 def _operand_key(operand: Operand) -> Hashable:
@@ -72,6 +72,5 @@ class CSEPass:
             for mine, theirs in zip(op.results, leader.results):
                 replaced[mine] = theirs
             dead.append(op)
-        for op in dead:
-            erase_op(op)
+        erase_ops(dead)
         return kernel

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import (
-    BlockArg, Kernel, Op, OpResult, Operand, drop_if_results, drop_loop_lanes, erase_op, for_inits, for_yield,
+    BlockArg, Kernel, Op, OpResult, Operand, drop_if_results, drop_loop_lanes, erase_ops, for_inits, for_yield,
     is_combine, walk,
 )
 
@@ -113,14 +113,15 @@ class DCEPass:
         ops = list(walk(kernel.body))
         live = _Liveness()
         live.run([op for op in ops if _has_effect(op)])
+        dead: list[Op] = []
         for op in ops:
             if op.name in ("yield", "condition"):
                 continue
             if op not in live.ops:
-                if op.parent is not None:  # not already gone with an enclosing region
-                    erase_op(op)  # its regions go with it
+                dead.append(op)  # its regions go with it
             elif op.name in ("for", "if"):
-                dead = {i for i in range(len(op.results)) if (op, i) not in live.lanes}
-                if dead:
-                    (drop_loop_lanes if op.name == "for" else drop_if_results)(op, dead)
+                unread = {i for i in range(len(op.results)) if (op, i) not in live.lanes}
+                if unread:
+                    (drop_loop_lanes if op.name == "for" else drop_if_results)(op, unread)
+        erase_ops(dead)
         return kernel
