@@ -127,6 +127,9 @@ _TREE_BINOPS = {
     ast.Mod: "mod", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
     ast.LShift: "shl", ast.RShift: "shr",
 }
+_PY_UNARY: dict[type, Callable[[Any], Any]] = {
+    ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert,
+}
 _PY_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
                ast.Eq: operator.eq, ast.NotEq: operator.ne}
 _TREE_COMPARE = {ast.Lt: "cmp_lt", ast.LtE: "cmp_le", ast.Gt: "cmp_gt", ast.GtE: "cmp_ge",
@@ -958,6 +961,8 @@ class Tracer:
                 raise self.error("division by zero in a constant expression", node) from None
             except (ArithmeticError, ValueError) as err:  # 1e308 / 1e-308, 1 << -1, big int / int
                 raise self.error(f"constant arithmetic failed: {err}", node) from None
+            except TypeError as err:  # a shift or bitwise operator on a float, as Python refuses it
+                raise self.error(f"constant arithmetic: {err}", node) from None
             too_large = constant_value_error(result)
             if too_large:
                 raise self.error(f"constant arithmetic: {too_large}", node)
@@ -972,7 +977,10 @@ class Tracer:
         if isinstance(node.op, ast.Not) and not isinstance(value, Expr):
             return not value  # a constant flag (or None)
         if is_number(value):
-            return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(node.op)](value)
+            try:
+                return _PY_UNARY[type(node.op)](value)
+            except TypeError as err:  # ~2.5, as Python refuses it
+                raise self.error(f"constant arithmetic: {err}", node) from None
         if not isinstance(value, Expr):
             raise self.error(f"{describe(value)} has no unary operators", node)
         if isinstance(node.op, ast.UAdd):
