@@ -38,10 +38,13 @@ MAX_CONSTANT_LENGTH = 1 << 16
 # Brackets open at once in IR text (tree or SSA).
 MAX_IR_NESTING = 25_000
 
-# Loops nested in one another (Python allows about 100 levels of indentation,
-# so no kernel source gets near; IR text could, and the verifier's and
-# interpreter's costs grow with the square of the nesting).
-MAX_LOOP_NESTING = 128
+# Runtime loops and ifs nested in one another. Python allows about 100
+# levels of indentation, but an if/elif chain nests one if in the else of the
+# one before without indenting, and Triton kernels dispatch on a value with
+# chains of a hundred branches and more. The NumPy interpreter runs a nest on
+# the caller's stack, two Python frames a level, under Python's default
+# recursion limit of 1,000.
+MAX_LOOP_NESTING = 256
 
 # Inputs: bytes of one input file or stdin; the highest source line a header
 # may name; bytes of a source file read back to quote a line in a diagnostic.

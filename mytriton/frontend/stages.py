@@ -10,7 +10,7 @@ from mytriton.diagnostics import SOURCES, CompileError, Location
 from mytriton.frontend.source import (
     BUNDLE_MARKER, MODULES, KernelModule, Unresolved, function_first_line, read_module,
 )
-from mytriton.frontend.syntax import check_function
+from mytriton.frontend.syntax import check_function, is_constexpr
 from mytriton.frontend.tracer import trace_kernel
 from mytriton.ir import opdefs
 from mytriton.ir.tree import (
@@ -196,7 +196,7 @@ def kernel_params(module: KernelModule, entry: str) -> tuple[list[str], list[str
     defaults = dict(zip([a.arg for a in args[len(args) - len(fn.args.defaults):]], fn.args.defaults))
     runtime, constexpr = [], []
     for arg in args:
-        if arg.annotation is not None and module.qualname(arg.annotation) == "mytriton.language.constexpr":
+        if is_constexpr(module, arg):
             constexpr.append(arg.arg)
         else:
             runtime.append(arg.arg)

@@ -75,13 +75,26 @@ class SyntaxChecker(ast.NodeVisitor):
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
             raise self.error("kernel parameters must be plain positional names", self.fn)
         self.check_depth()
+        self.check_jit_options()
         for stmt in self.fn.body:
             self.visit(stmt)
-        if not self.entry:
-            returns = [s for s in ast.walk(self.fn) if isinstance(s, ast.Return)]
-            for ret in returns:
-                if ret is not self.fn.body[-1]:
-                    raise self.error("a @jit helper may return only at the end of its body", ret)
+
+    def check_jit_options(self) -> None:
+        """``@jit(...)`` takes Triton's options by keyword, as the Python API
+        (``mytriton.jit``) does; an unknown one is refused here as it is there."""
+        from mytriton.runtime.jit import JIT_OPTIONS
+
+        for decorator in self.fn.decorator_list:
+            if not (isinstance(decorator, ast.Call) and self.module.is_jit_decorator(decorator)):
+                continue
+            if decorator.args:
+                raise self.error("@jit(...) takes its options by keyword", decorator.args[0])
+            for keyword in decorator.keywords:
+                if keyword.arg is None:
+                    raise self.error("'**' options are not supported in @jit(...)", keyword.value)
+                if keyword.arg not in JIT_OPTIONS:
+                    raise self.error(f"@jit of '{self.fn.name}': unknown option '{keyword.arg}' "
+                                     f"(options: {', '.join(JIT_OPTIONS)})", keyword)
 
     def check_depth(self) -> None:
         """Refuse expressions nested deeper than MAX_EXPRESSION_DEPTH (an
@@ -264,3 +277,16 @@ def _op_text(op: ast.AST) -> str:
 
 def check_function(module: KernelModule, fn: ast.FunctionDef, entry: bool) -> None:
     SyntaxChecker(module, fn, entry).check()
+
+
+def is_constexpr(module: KernelModule, arg: ast.arg) -> bool:
+    """Whether a parameter is annotated ``tl.constexpr``, spelled as a name or
+    as a string (every annotation is one under ``from __future__ import
+    annotations``, and Triton reads them both)."""
+    annotation = arg.annotation
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value.strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False  # Python does not read a string annotation either
+    return annotation is not None and module.qualname(annotation) == "mytriton.language.constexpr"

@@ -24,6 +24,7 @@ from typing import Any, Callable
 from mytriton.as_triton.modules import kernel_path
 from mytriton.diagnostics import CompileError, Location
 from mytriton.frontend.source import KernelModule, Unresolved
+from mytriton.frontend.syntax import is_constexpr
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import Const
 from mytriton.ir.tree import (
@@ -306,6 +307,10 @@ class Tracer:
                     pending, i = [*(stmt.body if condition else stmt.orelse), *rest], 0
                     continue
                 if _may_return(stmt):
+                    if self.depth > 0:
+                        raise self.error("a @jit helper may return inside an 'if' only when its condition is a "
+                                         "compile-time constant; assign the result in both branches and return "
+                                         "it at the end", stmt)
                     self.runtime_if(stmt, condition, rest)
                     return  # the rest was traced inside the branches
                 self.runtime_if(stmt, condition, [])
@@ -427,8 +432,6 @@ class Tracer:
         try:
             tracer.run(stmts)
         except _Return:
-            if self.depth > 0:  # the syntax check allows a helper's return only at its end
-                raise
             env.clear()  # the kernel ended on this path: nothing flows out of it
         return region, env
 
@@ -919,8 +922,7 @@ class Tracer:
                     raise self.error(f"'{name}' is missing the argument '{param}'", node)
                 env[param] = self.eval(defaults[param])
         for arg in fn.args.args:
-            if arg.annotation is not None and isinstance(env[arg.arg], Expr) \
-                    and self.module.qualname(arg.annotation) == "mytriton.language.constexpr":
+            if isinstance(env[arg.arg], Expr) and is_constexpr(self.module, arg):
                 raise self.error(f"'{name}': parameter '{arg.arg}' is a tl.constexpr, but its argument is a "
                                  "value computed at run time", node)
         helper = Tracer(self.module, self.kernel, self.region, env, self.depth + 1, self.budget, self.site)
