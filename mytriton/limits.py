@@ -22,8 +22,13 @@ MAX_TILE_ELEMENTS = 1 << 20
 MAX_STATIC_UNROLL = 10_000
 
 # Tree IR nodes one kernel's trace may create (bounds what unrolled bodies
-# times iterations can build).
-MAX_TRACED_NODES = 500_000
+# times iterations can build). Every later stage costs about as much per op
+# as tracing (a few thousand ops a second through to CUDA, on one core), so
+# this bounds the whole compile: 30,000 nodes take about 5 s to CUDA. A
+# helper called again with the same arguments reuses the first call's nodes
+# (Tracer.call_jit), so the count is what the kernel builds, not how often
+# its source spells it.
+MAX_TRACED_NODES = 30_000
 
 # How deeply one expression may nest, in kernel source (an a + b + ... chain
 # is as deep as it has terms) and in the traced tree.

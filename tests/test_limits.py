@@ -174,6 +174,42 @@ def test_the_traced_node_limit_is_a_located_error(monkeypatch):
     assert (info.value.loc.line, info.value.loc.col) == (10, 13)
 
 
+def test_a_big_unrolled_body_is_refused_at_the_node_limit_before_building_it(tmp_path):
+    # 10,000 iterations of a 12-op body: 120,000 ops, minutes through every stage.
+    body = "a = tl.load(x_ptr + offs + i)\n    b = a * 2.0 + 1.0\n    c = b - 3.0\n    d = c * c\n" \
+           "    e = d / 5.0\n    f = e + i\n    tl.store(out_ptr + offs + i, f * 0.5)"
+    start = time.monotonic()
+    refused(tmp_path, "k.py", kernel(f"for i in tl.static_range(10000):\n    {body}"),
+            ["compile", "{in}", "-o", "{out}", "--emit=cuda"], "MAX_TRACED_NODES", 12, 13)
+    assert time.monotonic() - start < 5
+
+
+HELPERS = """
+@mytriton.jit
+def twice(x, DEPTH: tl.constexpr):
+    if DEPTH == 0:
+        return x
+    return twice(x, DEPTH - 1) + twice(x, DEPTH - 1)
+
+"""
+
+
+def test_a_helper_called_twice_per_level_is_traced_once_per_level():
+    # 2^24 calls as spelled; a call with the same arguments reuses the first's result.
+    source = kernel(f"y = twice(x, 24)\n{STORE}").replace("@mytriton.jit\ndef k", HELPERS + "@mytriton.jit\ndef k")
+    start = time.monotonic()
+    ssa = compile_text(source, "opt")
+    assert time.monotonic() - start < 5
+    assert ssa.count(" add ") == 24
+
+
+def test_a_helper_call_that_stores_is_traced_at_every_call():
+    helper = "@mytriton.jit\ndef put(p, offs, v):\n    tl.store(p + offs, v)\n    return v\n\n"
+    source = kernel("y = put(out_ptr, offs, x) + put(out_ptr, offs, x)\nput(out_ptr, offs, y)")
+    ssa = compile_text(source.replace("@mytriton.jit\ndef k", helper + "@mytriton.jit\ndef k"), "ssa")
+    assert ssa.count("store ") == 3
+
+
 def test_an_unrolled_chain_deeper_than_the_expression_limit_is_a_located_error(tmp_path):
     lines = f"y = x\nfor i in tl.static_range(10000):\n    y = y * 2.0 + x\n{STORE}"
     refused(tmp_path, "k.py", kernel(lines), ["trace", "{in}", "-o", "{out}"], "MAX_EXPRESSION_DEPTH", 10, 13)

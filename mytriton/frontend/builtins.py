@@ -612,6 +612,7 @@ def _static_print(t: Tracer, node: ast.Call, args: list, kwargs: dict) -> Any:
     if not isinstance(sep, str) or not isinstance(end, str):
         raise t.error("tl.static_print: sep and end must be strings", node)
     text = sep.join(_static_text(t, node, v) for v in args) + end
+    t.budget.prints += 1  # a helper that prints is traced at every call (Tracer.call_jit)
     if t.budget.probing:
         t.budget.asked_types = True
         return None  # printed by the trace with the real parameter types

@@ -19,7 +19,7 @@ import ast
 import contextlib
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Hashable
 
 from mytriton.as_triton.modules import kernel_path
 from mytriton.diagnostics import CompileError, Location
@@ -53,6 +53,9 @@ class Region:
         self.stmts: list[Stmt] = []
         self.owned: set[int] = set()
         self.captures: dict[int, Expr] = {}
+        # @jit helper calls traced in this region: their arguments' key ->
+        # (the arguments, kept so that their ids stay theirs; the result).
+        self.calls: dict[tuple, tuple[tuple[Any, ...], Any]] = {}
 
     def own(self, expr: Expr) -> None:
         self.owned.add(id(expr))
@@ -172,6 +175,9 @@ class TraceBudget:
         # tl.dot's precision for f32 operands where the call names none
         # (pipeline.Options.f32_default).
         self.f32_default: str | None = None
+        # tl.static_print calls traced (a helper that prints is not reused).
+        self.prints = 0
+        self.facts = StatementFacts()
 
 
 class Tracer:
@@ -306,7 +312,7 @@ class Tracer:
                     # Resolved while tracing: the chosen branch, then the rest.
                     pending, i = [*(stmt.body if condition else stmt.orelse), *rest], 0
                     continue
-                if _may_return(stmt):
+                if self.budget.facts.may_return(stmt):
                     if self.depth > 0:
                         raise self.error("a @jit helper may return inside an 'if' only when its condition is a "
                                          "compile-time constant; assign the result in both branches and return "
@@ -450,7 +456,7 @@ class Tracer:
         else_region, else_env = self.branch(else_stmts)
         loc = self.loc(stmt)
         names: list[str] = []
-        assigned = assigned_names([*stmt.body, *stmt.orelse]) if not rest else {}
+        assigned = self.budget.facts.assigned([*stmt.body, *stmt.orelse]) if not rest else {}
         from mytriton.frontend.block_pointers import BlockPointer, carry_mismatch
 
         for n in assigned:
@@ -514,7 +520,7 @@ class Tracer:
         loop could never end)."""
         if self.nesting() >= MAX_LOOP_NESTING:
             raise self.error(f"runtime loops nest more than {MAX_LOOP_NESTING} deep (MAX_LOOP_NESTING)", stmt)
-        assigned = assigned_names(stmt.body)
+        assigned = self.budget.facts.assigned(stmt.body)
         carried = [n for n in assigned if n in self.env]
         self.check_carried(carried, assigned, "a while loop")
         templates = {n: self.env[n] for n in carried}
@@ -645,7 +651,7 @@ class Tracer:
         if self.nesting() >= MAX_LOOP_NESTING:  # reachable through @jit helpers that loop
             raise self.error(f"runtime loops nest more than {MAX_LOOP_NESTING} deep (MAX_LOOP_NESTING)", stmt)
         name = stmt.target.id
-        assigned = assigned_names(stmt.body)
+        assigned = self.budget.facts.assigned(stmt.body)
         carried = [n for n in assigned if n in self.env and n != name]
         self.check_carried(carried, assigned, "a runtime loop")
         if descending:
@@ -925,12 +931,28 @@ class Tracer:
             if isinstance(env[arg.arg], Expr) and is_constexpr(self.module, arg):
                 raise self.error(f"'{name}': parameter '{arg.arg}' is a tl.constexpr, but its argument is a "
                                  "value computed at run time", node)
+        # A call whose arguments are the same values as an earlier call's in
+        # this region gives that call's result: a helper that calls itself
+        # twice per level costs one trace per level, not 2^depth. Only calls
+        # that added no statement (no load, store, loop or print: nothing
+        # whose place or repetition matters) are reused.
+        key = _call_key(self.module, name, params, env)
+        if key is not None and key in self.region.calls:
+            return self.region.calls[key][1]
+        # Kept with the result, so that the ids in the key stay theirs (the
+        # helper may rebind its parameters' names).
+        arguments = (self.module, *(env[p] for p in params))
+        stmts, prints = len(self.region.stmts), self.budget.prints
         helper = Tracer(self.module, self.kernel, self.region, env, self.depth + 1, self.budget, self.site)
+        result = None
         try:
             helper.run(fn.body)
         except _Return as ret:
-            return ret.value
-        return None
+            result = ret.value
+        if key is not None and len(self.region.stmts) == stmts and self.budget.prints == prints \
+                and _value_key(result) is not None:
+            self.region.calls[key] = (arguments, result)
+        return result
 
     def call_elsewhere(self, module: KernelModule, name: str, node: ast.Call, args: list, kwargs: dict) -> Any:
         """A call of a @jit function defined in another file: its syntax is
@@ -1114,8 +1136,29 @@ _PY_BUILTINS: dict[str, Callable[..., Any]] = {
 }
 
 
-def _may_return(stmt: ast.stmt) -> bool:
-    return any(isinstance(node, ast.Return) for node in ast.walk(stmt))
+def _value_key(value: Any) -> Hashable | None:
+    """A key equal for two values only if a helper cannot tell them apart:
+    runtime values by identity, constants by type and value (1, 1.0 and True
+    differ); None for a value with no such key."""
+    if isinstance(value, Expr):
+        return ("expr", id(value))
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return (type(value).__name__, repr(value))
+    if isinstance(value, tuple):
+        keys = tuple(_value_key(v) for v in value)
+        return None if any(k is None for k in keys) else ("tuple", keys)
+    if isinstance(value, JitRef):  # equal by name alone: the module is part of the key
+        return ("JitRef", value.name, id(value.module))
+    if isinstance(value, (ScalarType, PointerType, Builtin, ModuleRef)):
+        return (type(value).__name__, value)
+    return None
+
+
+def _call_key(module: KernelModule, name: str, params: list[str], env: dict[str, Any]) -> tuple | None:
+    """The key of a call of ``module``'s @jit function ``name`` (a helper of
+    another file may share its name) with the arguments in ``env``."""
+    keys = tuple(_value_key(env[p]) for p in params)
+    return None if any(k is None for k in keys) else (id(module), name, keys)
 
 
 def _always_returns(stmts: list[ast.stmt]) -> bool:
@@ -1137,40 +1180,62 @@ def _range_parts(parts: list[Any]) -> tuple[Any, Any, Any]:
     return parts[0], parts[1], parts[2]
 
 
-def assigned_names(body: list[ast.stmt]) -> dict[str, ast.AST]:
-    """Names assigned anywhere in ``body``, in source order, with the first
-    assigning node (carried values keep this order all the way down)."""
-    found: dict[str, ast.AST] = {}
+class StatementFacts:
+    """What statements' syntax says, found once per statement. A chain of
+    elifs is each ``if`` nested in the previous one's ``else``: asked of
+    every link about all the links below it, the questions would cost the
+    square of the chain's length."""
 
-    class Collector(ast.NodeVisitor):
-        def add(self, target: ast.expr) -> None:
-            if isinstance(target, ast.Name):
-                found.setdefault(target.id, target)
-            elif isinstance(target, (ast.Tuple, ast.List)):
-                for element in target.elts:
-                    self.add(element)
+    def __init__(self) -> None:
+        # id(stmt) -> (stmt, the answer): the statement is kept so that its id stays its own.
+        self._returns: dict[int, tuple[ast.stmt, bool]] = {}
+        self._assigned: dict[int, tuple[ast.stmt, dict[str, ast.AST]]] = {}
 
-        def visit_Assign(self, node: ast.Assign) -> None:
-            self.generic_visit(node)
-            for target in node.targets:
-                self.add(target)
+    def may_return(self, stmt: ast.stmt) -> bool:
+        known = self._returns.get(id(stmt))
+        if known is not None and known[0] is stmt:
+            return known[1]
+        found = isinstance(stmt, ast.Return) or any(self.may_return(s) for s in _inner_statements(stmt))
+        self._returns[id(stmt)] = (stmt, found)
+        return found
 
-        def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-            self.generic_visit(node)
-            self.add(node.target)
+    def assigned(self, body: list[ast.stmt]) -> dict[str, ast.AST]:
+        """Names assigned anywhere in ``body``, in source order, with the first
+        assigning node (carried values keep this order all the way down)."""
+        found: dict[str, ast.AST] = {}
+        for stmt in body:
+            for name, node in self._assigned_by(stmt).items():
+                found.setdefault(name, node)
+        return found
 
-        def visit_AugAssign(self, node: ast.AugAssign) -> None:
-            self.generic_visit(node)
-            self.add(node.target)
+    def _assigned_by(self, stmt: ast.stmt) -> dict[str, ast.AST]:
+        known = self._assigned.get(id(stmt))
+        if known is not None and known[0] is stmt:
+            return known[1]
+        found: dict[str, ast.AST] = {}
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+            [stmt.target] if isinstance(stmt, (ast.AnnAssign, ast.AugAssign, ast.For)) else []
+        for target in targets:
+            _add_names(found, target)
+        for name, node in self.assigned(_inner_statements(stmt)).items():
+            found.setdefault(name, node)
+        self._assigned[id(stmt)] = (stmt, found)
+        return found
 
-        def visit_For(self, node: ast.For) -> None:
-            self.add(node.target)
-            self.generic_visit(node)
 
-    collector = Collector()
-    for stmt in body:
-        collector.visit(stmt)
-    return found
+def _inner_statements(stmt: ast.stmt) -> list[ast.stmt]:
+    """The statements directly inside ``stmt`` (kernels nest statements only in if, for and while)."""
+    if isinstance(stmt, (ast.If, ast.For, ast.While)):
+        return [*stmt.body, *stmt.orelse]
+    return []
+
+
+def _add_names(found: dict[str, ast.AST], target: ast.expr) -> None:
+    if isinstance(target, ast.Name):
+        found.setdefault(target.id, target)
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            _add_names(found, element)
 
 
 def describe(value: Any) -> str:
