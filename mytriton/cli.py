@@ -20,7 +20,7 @@ from typing import Any, Callable
 import click
 
 from mytriton import pipeline
-from mytriton.diagnostics import CompileError, Location, printable
+from mytriton.diagnostics import CompileError, Location, decode_source, printable
 from mytriton.deep_stack import ResourceError, run_deep
 from mytriton.limits import MAX_INPUT_BYTES
 from mytriton.output_files import write_output as write_file
@@ -50,11 +50,7 @@ def read_input(path: str) -> tuple[str, str]:
         raise CompileError(f"cannot read {name}: {getattr(err, 'strerror', None) or err}") from None
     if len(data) > MAX_INPUT_BYTES:
         raise CompileError(f"cannot read {name}: larger than {MAX_INPUT_BYTES >> 20} MiB")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise CompileError(f"cannot read {name}: not UTF-8 (byte {err.start})") from None
-    return text.replace("\r\n", "\n").replace("\r", "\n"), name
+    return decode_source(data, name), name
 
 
 def write_output(path: str, data: str | bytes) -> None:

@@ -6,6 +6,7 @@ Columns are 1-based, as in GCC and clang.
 """
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 import stat
@@ -33,6 +34,30 @@ def source_lines(text: str) -> list[str]:
     if lines[-1] == "":
         lines.pop()
     return lines
+
+
+def decode_source(data: bytes, file: str) -> str:
+    """``data`` as UTF-8 text, newlines as text mode reads them; bytes that
+    are not UTF-8 are an error at the line and column of the first of them
+    (the line is quoted, bad bytes shown as U+FFFD), as Python's own
+    SyntaxError points at it. A leading byte order mark is dropped, as
+    Python drops it."""
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        text = data[bom:].decode("utf-8")
+    except UnicodeDecodeError as err:
+        before = _as_text_mode(data[bom:bom + err.start].decode("utf-8"))
+        line = before.count("\n") + 1
+        col = len(before) - (before.rfind("\n") + 1) + 1
+        SOURCES.register(file, _as_text_mode(data[bom:].decode("utf-8", "replace")))
+        raise CompileError(f"the file is not UTF-8: byte 0x{data[bom + err.start]:02x} at offset {bom + err.start} "
+                           f"({err.reason})", Location(file, line, col)) from None
+    return _as_text_mode(text)
+
+
+def _as_text_mode(text: str) -> str:
+    """Newlines as a file opened in text mode reads them."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def is_digest(value: object) -> bool:
@@ -150,11 +175,9 @@ def _read_vouched(file: str, digest: str) -> list[str] | None:
     if size > MAX_SOURCE_BYTES:
         return None
     try:
-        text = b"".join(chunks).decode("utf-8")
+        text = _as_text_mode(b"".join(chunks).removeprefix(codecs.BOM_UTF8).decode("utf-8"))
     except UnicodeDecodeError:
         return None
-    # As a file opened in text mode reads it (how the source was read).
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
     if source_digest(text) != digest:
         return None
     return source_lines(text)

@@ -14,10 +14,10 @@ from mytriton.limits import MAX_INPUT_BYTES
 from mytriton.diagnostics import CompileError
 
 
-def mytriton(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+def mytriton(*args: str, stdin: bytes | None = None, cwd=None) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "mytriton", *args], input=stdin, capture_output=True,
-                          env=env, timeout=120)
+                          env=env, timeout=120, cwd=cwd)
 
 
 def test_endless_input_is_refused_at_the_size_limit():
@@ -31,10 +31,20 @@ def test_directory_input_is_an_error(tmp_path):
         read_input(str(tmp_path))
 
 
-def test_input_that_is_not_utf8_is_an_error(tmp_path):
-    (tmp_path / "k.ssa").write_bytes(b"kernel k() \xff")
-    with pytest.raises(CompileError, match=r"k\.ssa: not UTF-8 \(byte 11\)"):
-        read_input(str(tmp_path / "k.ssa"))
+def test_input_that_is_not_utf8_is_an_error_at_the_first_bad_byte(tmp_path):
+    (tmp_path / "k.py").write_bytes(b"import mytriton\r\n\r\n# caf\xc3\xa9 \xff\xfe\n")
+    result = mytriton("parse", "k.py", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.decode().splitlines() == [
+        "k.py:3:8: error: the file is not UTF-8: byte 0xff at offset 27 (invalid start byte)",
+        "# caf\u00e9 \ufffd\ufffd",
+        "       ^",
+    ]
+
+
+def test_a_leading_byte_order_mark_is_dropped_as_python_drops_it(tmp_path):
+    (tmp_path / "k.py").write_bytes(b"\xef\xbb\xbfa = 1\n")
+    assert read_input(str(tmp_path / "k.py")) == ("a = 1\n", str(tmp_path / "k.py"))
 
 
 def test_carriage_returns_read_as_newlines(tmp_path):
