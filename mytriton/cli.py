@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
 import traceback
 from typing import Any, Callable
 
 import click
 
-from mytriton import pipeline
+from mytriton import pipeline, scratch
 from mytriton.diagnostics import CompileError, Location, decode_source, printable
 from mytriton.deep_stack import ResourceError, run_deep
 from mytriton.limits import MAX_INPUT_BYTES
@@ -91,7 +92,11 @@ def reports_errors(fn: Callable[..., None] | None = None, *, deep: bool = True) 
         except BrokenPipeError:
             sys.exit(EXIT_INPUT)
         except KeyboardInterrupt:
-            sys.exit(130)
+            scratch.clean_up()
+            sys.exit(128 + signal.SIGINT)
+        except scratch.Interrupted as stop:
+            scratch.clean_up()
+            sys.exit(128 + stop.signum)
         except Exception as err:  # a compiler bug, not the user's input
             if os.environ.get("MYTRITON_DEBUG", "") not in ("", "0"):
                 traceback.print_exc()
@@ -182,6 +187,7 @@ def main() -> None:
       mytriton parse k.py | mytriton trace -D BLOCK=256 | mytriton lower \\
         | mytriton verify | mytriton opt | mytriton stage-dots | mytriton layouts | mytriton emit-cuda -o k.cu
     """
+    scratch.handle_signals()
 
 
 @main.command()

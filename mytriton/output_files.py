@@ -21,6 +21,7 @@ import secrets
 import stat
 from typing import BinaryIO, Callable
 
+from mytriton import scratch
 from mytriton.diagnostics import CompileError
 
 Writer = Callable[[BinaryIO], None]
@@ -105,8 +106,9 @@ def _replace(target: str, write: Writer, previous: os.stat_result | None, shown:
         for _ in range(100):
             partial = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.partial")
             try:
-                # 0o666: the umask makes it what a new file usually gets.
-                fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+                # 0o666: the umask makes it what a new file usually gets. Registered
+                # with scratch, so that an interrupted run removes it.
+                fd = scratch.create_file(partial, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
                 break
             except FileExistsError:
                 partial = None
@@ -120,6 +122,7 @@ def _replace(target: str, write: Writer, previous: os.stat_result | None, shown:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(partial, target)
+        scratch.release(partial)
         partial = None
     except OSError as err:
         raise _cannot_write(shown, err) from None
@@ -129,6 +132,7 @@ def _replace(target: str, write: Writer, previous: os.stat_result | None, shown:
         if partial is not None:
             with contextlib.suppress(OSError):
                 os.unlink(partial)
+            scratch.release(partial)
 
 
 def _keep_owner_and_mode(fd: int, previous: os.stat_result) -> None:

@@ -32,13 +32,16 @@ def cuda_of(name: str) -> str:
 def nvcc_runs(monkeypatch):
     """Count the processes the nvcc module starts from now on (each still runs)."""
     calls: list[list[str]] = []
-    real_run = subprocess.run
+    real_run, real_scratch_run = subprocess.run, nvcc.scratch.run
 
-    def counting_run(cmd, *args, **kwargs):
-        calls.append(list(cmd))
-        return real_run(cmd, *args, **kwargs)
+    def counting(real):
+        def run(cmd, *args, **kwargs):
+            calls.append(list(cmd))
+            return real(cmd, *args, **kwargs)
+        return run
 
-    monkeypatch.setattr(nvcc.subprocess, "run", counting_run)
+    monkeypatch.setattr(nvcc.subprocess, "run", counting(real_run))
+    monkeypatch.setattr(nvcc.scratch, "run", counting(real_scratch_run))
     return calls
 
 

@@ -1,11 +1,11 @@
 """The nvcc cache checks what it reads and writes whole entries only: a
 truncated, empty or overwritten entry is rebuilt and rewritten, a failed
-write leaves no partial file, and PTX does not depend on where nvcc ran."""
+write leaves no partial file, and builds do not depend on where nvcc ran."""
 from __future__ import annotations
 
 import errno
-import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -29,14 +29,13 @@ def relu_cuda() -> str:
 def nvcc_builds(monkeypatch):
     """The nvcc builds (not version queries) started from now on."""
     calls: list[list[str]] = []
-    real_run = subprocess.run
+    real_run = nvcc.scratch.run
 
     def counting_run(cmd, *args, **kwargs):
-        if "--version" not in cmd:
-            calls.append(list(cmd))
+        calls.append(list(cmd))
         return real_run(cmd, *args, **kwargs)
 
-    monkeypatch.setattr(nvcc.subprocess, "run", counting_run)
+    monkeypatch.setattr(nvcc.scratch, "run", counting_run)
     return calls
 
 
@@ -103,17 +102,25 @@ def test_a_full_disk_leaves_no_partial_file_and_still_returns_the_build(cache, r
     assert list(cache.iterdir()) == []
 
 
-def test_ptx_is_the_same_whatever_temporary_directory_nvcc_ran_in(tmp_path, relu_cuda, monkeypatch):
+@pytest.mark.parametrize("kind", ["ptx", "cubin"])
+def test_builds_are_byte_identical_whatever_directory_nvcc_ran_in_and_in_parallel(tmp_path, monkeypatch, kind):
+    # softmax's reductions inline CUDA's static __shfl_xor_sync, whose
+    # internal name nvcc derives from the source's path.
+    source = pipeline.compile_source((SAMPLES / "softmax.py").read_text(), "samples/softmax.py", "cuda", Options())
+    monkeypatch.setenv("MYTRITON_ALWAYS_COMPILE", "1")
     builds = []
     for name in ("first", "second"):
         workdir = tmp_path / name
         workdir.mkdir()
         monkeypatch.setenv("MYTRITON_CACHE_DIR", str(tmp_path / f"cache-{name}"))
         monkeypatch.setattr(tempfile, "tempdir", str(workdir))
-        builds.append(nvcc.compile_ptx(relu_cuda))
-    assert builds[0] == builds[1]
-    assert str(tmp_path) not in builds[0]
-    assert f'"{nvcc.SOURCE_NAME}"' in builds[0]
+        builds.append(nvcc.build(source, "sm_90", kind))
+    with ThreadPoolExecutor(2) as pool:
+        builds += pool.map(lambda _: nvcc.build(source, "sm_90", kind), range(2))
+    assert builds[1:] == builds[:1] * 3
+    assert str(tmp_path).encode() not in builds[0]
+    if kind == "ptx":
+        assert f'"{nvcc.SOURCE_NAME}"'.encode() in builds[0]
 
 
 def test_a_full_temporary_directory_is_an_error_that_leaves_nothing_behind(tmp_path, cache, relu_cuda,
@@ -125,7 +132,7 @@ def test_a_full_temporary_directory_is_an_error_that_leaves_nothing_behind(tmp_p
     def full_disk(self, *args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(nvcc.Path, "write_text", full_disk)
+    monkeypatch.setattr(Path, "write_text", full_disk)
     with pytest.raises(CompileError, match="cannot build with nvcc in a temporary directory: .*No space left"):
         nvcc.compile_ptx(relu_cuda)
     assert list(workdir.iterdir()) == []

@@ -12,9 +12,17 @@ written to a ``*.partial`` file in the cache directory and renamed into place,
 so a reader never sees half an entry; a failed write (a full disk) removes its
 partial file and only costs time.
 
-Builds are reproducible: nvcc runs in a fresh temporary directory, but the
-source starts with a ``#line`` directive naming a fixed file, so
-``-lineinfo`` records that name and not the temporary path.
+Builds are reproducible: the same source, options and nvcc give the same
+PTX and cubin, byte for byte, in any directory and in parallel. nvcc runs in
+a fresh private directory (its own temporary files go there too, through
+``TMPDIR``), but the source starts with a ``#line`` directive naming a fixed
+file, so ``-lineinfo`` records that name and not the temporary path, and
+cicc is told the same fixed name as the source's path: it derives the
+internal names of static functions (in ``-lineinfo``'s debug strings) from
+that path, which would otherwise be the random directory's.
+
+An interrupted build (Ctrl-C, SIGTERM, SIGHUP) leaves nothing behind: the
+directory and nvcc's process group are registered with ``mytriton.scratch``.
 """
 from __future__ import annotations
 
@@ -23,9 +31,8 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
-from pathlib import Path
 
+from mytriton import scratch
 from mytriton.diagnostics import CompileError
 from mytriton.user_cache import always_compile, cache_root, read_private, write_private
 
@@ -34,6 +41,8 @@ _MAGIC = b"mytriton-cache-1"
 # The file name -lineinfo records (an absolute one: nvcc would prefix a
 # relative one with its working directory, a random temporary path).
 SOURCE_NAME = "/mytriton/kernel.cu"
+# cicc takes the last --orig_src_path_name it is given: this one, after nvcc's.
+FIXED_PATH = ["-Xcicc", "--orig_src_path_name", "-Xcicc", SOURCE_NAME]
 
 
 def cache_dir() -> Path:
@@ -67,7 +76,7 @@ def build(source: str, arch: str, kind: str) -> bytes:
     # sm_90a by -gencode: the -arch shorthand of some nvcc releases also runs a plain sm_90 pass.
     target = f"-gencode=arch=compute_{arch[3:]},code={arch}" if arch.endswith("a") and kind == "cubin" \
         else f"-arch={arch}"
-    options = [target, "-O3", "-lineinfo"]
+    options = [target, "-O3", "-lineinfo", *FIXED_PATH]
     key_text = "\n".join([VERSION, nvcc_version(nvcc), kind, *options, source])
     key = hashlib.sha256(key_text.encode()).hexdigest()
     cached = cache_dir() / f"{key}.{kind}"
@@ -93,14 +102,15 @@ def build_arch(source: str, arch: str) -> str:
 
 def run_nvcc(nvcc: str, source: str, kind: str, options: list[str]) -> bytes:
     try:
-        with tempfile.TemporaryDirectory(prefix="mytriton-") as tmp:
-            src = Path(tmp) / "kernel.cu"
-            out = Path(tmp) / f"kernel.{kind}"
+        with scratch.directory() as tmp:
+            src = tmp / "kernel.cu"
+            out = tmp / f"kernel.{kind}"
             src.write_text(f'#line 1 "{SOURCE_NAME}"\n{source}')
             cmd = [nvcc, f"--{kind}", *options, "-o", str(out), str(src)]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
+            proc = scratch.run(cmd, env={**os.environ, "TMPDIR": str(tmp)})
             if proc.returncode != 0:
-                raise CompileError(f"nvcc failed ({' '.join(cmd[1:-3])}):\n{proc.stderr.strip()}")
+                shown = [o for o in cmd[1:-3] if o not in FIXED_PATH]
+                raise CompileError(f"nvcc failed ({' '.join(shown)}):\n{proc.stderr.strip()}")
             return out.read_bytes()
     except OSError as err:
         raise CompileError(f"cannot build with nvcc in a temporary directory: {err}") from None
