@@ -14,7 +14,7 @@ import operator
 import os
 from typing import Any
 
-from mytriton import pipeline
+from mytriton import npy_files, pipeline
 from mytriton.diagnostics import CompileError
 from mytriton.deep_stack import run_deep
 from mytriton.limits import MAX_GENERATED_ELEMENTS, MAX_GRID_TEXT, grid_error
@@ -97,11 +97,7 @@ def make_array(name: str, spec: str, pointee: ScalarType | None, rng: Any) -> tu
     import numpy as np
 
     if spec.endswith(".npy"):
-        try:
-            array = np.load(spec)
-        except (OSError, ValueError) as err:
-            raise CompileError(f"--arg {name}: cannot load {spec}: {err}") from None
-        return np.ascontiguousarray(array), False
+        return np.ascontiguousarray(npy_files.load(spec, f"--arg {name}")), False
     kind, *rest = spec.split(":")
     if not rest:
         raise CompileError(f"--arg {name}: '{spec}' needs a size, e.g. {kind}:1024")
@@ -320,10 +316,7 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pip
 def check_expected(name: str, actual: Any, reference: str) -> str:
     import numpy as np
 
-    try:
-        expected = np.load(reference)
-    except (OSError, ValueError) as err:
-        raise CompileError(f"--expect {name}: cannot load {reference}: {err}") from None
+    expected = npy_files.load(reference, f"--expect {name}")
     if expected.shape != actual.shape:
         raise CompileError(f"{name} has shape {actual.shape} but {reference} has {expected.shape}")
     if np.issubdtype(actual.dtype, np.floating):
