@@ -1,6 +1,7 @@
 """The tracer computes operators on compile-time constants (constexprs,
-literals) as Python does: the same value and type, or, where Python raises,
-a located error that says what Python says."""
+literals: numbers, strings, tuples, None, dtypes) as Python does, as Triton's
+constexprs do: the same value and type, or, where Python raises, a located
+error that says what Python says."""
 from __future__ import annotations
 
 import itertools
@@ -8,6 +9,7 @@ import operator
 
 import pytest
 
+import mytriton.language as tl
 from conftest import kernel_source
 from mytriton import pipeline
 from mytriton.diagnostics import CompileError
@@ -18,6 +20,9 @@ BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator
           "//": operator.floordiv, "%": operator.mod, "&": operator.and_, "|": operator.or_,
           "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift}
 UNARY = {"-": operator.neg, "+": operator.pos, "~": operator.invert, "not ": operator.not_}
+COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+           "!=": operator.ne}
+OTHER_CONSTANTS = ("''", "'ab'", "()", "(1, 2)", "None", "tl.float32", "3", "2.5", "True")
 
 
 def stored_constant(expression: str):
@@ -73,3 +78,27 @@ def test_a_shift_of_a_float_constexpr_is_a_located_error_as_in_python():
     with pytest.raises(CompileError, match=r"unsupported operand type\(s\) for >>: 'float' and 'int'") as info:
         stored_constant("(BLOCK / 2) >> 5")
     assert (info.value.loc.line, info.value.loc.col) == (6, 21)
+
+
+@pytest.mark.parametrize("op", [*BINARY, *COMPARE])
+def test_an_operator_on_strings_tuples_none_and_dtypes_is_pythons(op):
+    fn = {**BINARY, **COMPARE}[op]
+    for a, b in itertools.product(OTHER_CONSTANTS, repeat=2):
+        expression = f"({a}) {op} ({b})"
+        kind, value = python_outcome(fn, eval(a, {"tl": tl}), eval(b, {"tl": tl}))
+        if kind == "value":
+            # What the tracer computed must equal Python's value: 1 when it does.
+            assert stored_constant(f"({expression}) == {value!r}") is True, expression
+        else:
+            check(expression, (kind, value))
+
+
+@pytest.mark.parametrize("op", UNARY)
+def test_a_unary_operator_on_a_string_tuple_none_or_dtype_is_pythons(op):
+    for a in OTHER_CONSTANTS[:6]:
+        expression = f"{op}({a})"
+        kind, value = python_outcome(UNARY[op], eval(a, {"tl": tl}))
+        if kind == "value":
+            assert stored_constant(f"({expression}) == {value!r}") is True, expression
+        else:
+            check(expression, (kind, value))

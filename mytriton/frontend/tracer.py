@@ -152,6 +152,15 @@ def is_number(value: Any) -> bool:
     return isinstance(value, (bool, int, float))
 
 
+def is_constant(value: Any) -> bool:
+    """A compile-time value that Python's own operators apply to, as they do
+    to Triton's constexprs: a number, a string, None, a dtype, or a tuple of
+    them."""
+    if is_number(value) or value is None or isinstance(value, (str, ScalarType, PointerType)):
+        return True
+    return isinstance(value, tuple) and all(is_constant(v) for v in value)
+
+
 class TraceBudget:
     """What one kernel's trace has used of the limits on work: unrolled
     iterations, tree nodes, and the depth of each node's expression."""
@@ -974,7 +983,7 @@ class Tracer:
         return self.binary(node.op, self.eval(node.left), self.eval(node.right), node)
 
     def binary(self, op: ast.operator, a: Any, b: Any, node: ast.AST) -> Any:
-        if is_number(a) and is_number(b):
+        if is_constant(a) and is_constant(b):
             # Judged before computing: 1 << 10**12 would take hours and gigabytes.
             too_large = constant_result_error(type(op), a, b)
             if too_large:
@@ -1000,8 +1009,8 @@ class Tracer:
         value = self.eval(node.operand)
         if isinstance(node.op, ast.Not) and not isinstance(value, Expr):
             return not value  # a constant flag (or None)
-        if is_number(value):
-            try:
+        if is_constant(value):
+            try:  # -tl.float32 is Python's TypeError
                 return _PY_UNARY[type(node.op)](value)
             except TypeError as err:  # ~2.5, as Python refuses it
                 raise self.error(f"constant arithmetic: {err}", node) from None
@@ -1026,8 +1035,11 @@ class Tracer:
             if (isinstance(a, Expr) or isinstance(b, Expr)) and a is not None and b is not None:
                 raise self.error("'is' compares with None or other constants; use '==' on runtime values", node)
             return (a is b) == (op is ast.Is)
-        if is_number(a) and is_number(b):
-            return _PY_COMPARE[op](a, b)
+        if is_constant(a) and is_constant(b):
+            try:
+                return _PY_COMPARE[op](a, b)
+            except TypeError as err:  # 'ab' < 1, as Python refuses it
+                raise self.error(f"constant comparison: {err}", node) from None
         if op in (ast.Eq, ast.NotEq) and not isinstance(a, Expr) and not isinstance(b, Expr):
             return _PY_COMPARE[op](a, b)
         return self.make(_TREE_COMPARE[op], (a, b), node)
