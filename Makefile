@@ -54,10 +54,12 @@ docs: install
 dist: install
 	$(PYTHON) -m build --no-isolation --outdir dist .
 
-# The long fuzzing run: 10,000 generated kernels and 20,000 mutated inputs
-# (tools/fuzz.py --help for counts, seeds and where reproducers go).
+# The long fuzzing run: 10,000 generated kernels, 10,000 cases of each
+# spelling generator (operators over constants, recursive helpers, elif
+# chains, string annotations), 10,000 corrupted .npy files and 20,000 mutated
+# inputs (tools/fuzz.py --help for counts, seeds and where reproducers go).
 fuzz: install
-	$(PYTHON) tools/fuzz.py --kernels 10000 --mutations 20000
+	$(PYTHON) tools/fuzz.py --kernels 10000 --spellings 10000 --npy 10000 --mutations 20000
 
 # Every sample built stage by stage through the CLI (samples/out/; a relative
 # $(PYTHON) is made absolute for samples/Makefile).

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-FAMILIES = ("elementwise", "integer", "tile2d", "loop", "dot")
+FAMILIES = ("elementwise", "integer", "tile2d", "loop", "dot", "scan")
 BLOCKS = (16, 32, 64, 128, 256, 512, 1024)
 
 
@@ -646,8 +646,124 @@ def _dot(ch: Any, index: int) -> GeneratedKernel:
                            description={"epilogue": epilogue, "accumulate": accumulate, "precision": precision})
 
 
+SCAN_COMBINES = {
+    "add": ("return a + b", np.add),
+    "max": ("return tl.maximum(a, b)", np.maximum),
+}
+
+
+def _sequential_scan(values: np.ndarray, axis: int, reverse: bool, step: Callable[[Any, Any], Any]) -> np.ndarray:
+    """An inclusive scan along ``axis``, one element after the other, in float64."""
+    values = np.moveaxis(values.astype(np.float64), axis, 0)
+    if reverse:
+        values = values[::-1]
+    out = values.copy()
+    for i in range(1, len(out)):
+        out[i] = step(out[i - 1], values[i])
+    if reverse:
+        out = out[::-1]
+    return np.moveaxis(out, 0, axis)
+
+
+def _scan(ch: Any, index: int) -> GeneratedKernel:
+    """Scans and index reductions over a tile of rows: tl.cumsum, tl.cumprod,
+    tl.associative_scan (with a @jit combine, or a first-order recurrence
+    over a tuple), tl.argmax and tl.argmin, along either axis, either way."""
+    bm = ch.choice((1, 2, 4, 8, 16))
+    bn = ch.choice((16, 32, 64, 128))
+    m = ch.integer(1, 3 * bm + 2)
+    n = ch.integer(1, bn)
+    grid = (-(-m // bm),)
+    op = ch.choice(("cumsum", "cumprod", "associative_scan", "recurrence", "argmax", "argmin"))
+    axis = ch.choice((0, 1))
+    reverse = ch.boolean() and op not in ("argmax", "argmin")
+    combine = ch.choice(tuple(SCAN_COMBINES))
+    # What masked elements hold: the identity of the scan, which a reverse
+    # scan meets before any element in range.
+    fill = {"cumprod": "1.0", "argmax": "-float('inf')", "argmin": "float('inf')"}.get(op, "0.0")
+    if op == "associative_scan" and combine == "max":
+        fill = "-float('inf')"
+    helper = ""
+    body = [
+        "    rows = tl.program_id(0) * BM + tl.arange(0, BM)",
+        "    cols = tl.arange(0, BN)",
+        "    mask = (rows[:, None] < M) & (cols[None, :] < N)",
+        "    offs = rows[:, None] * N + cols[None, :]",
+        f"    x = tl.load(x_ptr + offs, mask=mask, other={fill})",
+    ]
+    flag = f", reverse={reverse}" if reverse or ch.boolean() else ""
+    if op in ("cumsum", "cumprod"):
+        body.append(f"    r = tl.{op}(x, axis={axis}{flag})")
+    elif op == "associative_scan":
+        helper = f"@mytriton.jit\ndef combine(a, b):\n    {SCAN_COMBINES[combine][0]}\n\n\n"
+        body.append(f"    r = tl.associative_scan(x, {axis}, combine{flag})")
+    elif op == "recurrence":
+        # h_t = a_t * h_(t-1) + b_t, with a_t = y_t (in [0.5, 1]) and b_t = x_t
+        helper = ("@mytriton.jit\ndef first_order(l_a, l_b, r_a, r_b):\n"
+                  "    return r_a * l_a, r_a * l_b + r_b\n\n\n")
+        body.append("    y = tl.load(y_ptr + offs, mask=mask, other=1.0)")
+        body.append(f"    _, r = tl.associative_scan((y, x), axis={axis}, combine_fn=first_order{flag})")
+    else:
+        body.append(f"    r = tl.{op}(x, axis={axis})")
+    if op in ("argmax", "argmin"):
+        if axis == 1:
+            body.append("    tl.store(out_ptr + rows, r, mask=rows < M)")
+        else:
+            body.append("    tl.store(out_ptr + tl.program_id(0) * N + cols, r, mask=cols < N)")
+    else:
+        body.append("    tl.store(out_ptr + offs, r, mask=mask)")
+    params = [Param("x_ptr", "*fp32"), Param("y_ptr", "*fp32"),
+              Param("out_ptr", "*i32" if op in ("argmax", "argmin") else "*fp32"), Param("M", "i32"), Param("N", "i32")]
+    out_size = m if op in ("argmax", "argmin") and axis == 1 else grid[0] * n if op in ("argmax", "argmin") else m * n
+
+    def make_args(rng: np.random.Generator) -> list[Any]:
+        x = rng.uniform(0.9, 1.1, m * n).astype(np.float32) if op == "cumprod" else _f32(rng, m * n)
+        y = rng.uniform(0.5, 1.0, m * n).astype(np.float32)
+        out = _int(rng, out_size + 2, 99, np.int32) if op in ("argmax", "argmin") else _f32(rng, out_size + 2)
+        return [x, y, out, m, n]
+
+    def reference(args: list[Any]) -> dict[int, np.ndarray]:
+        x, y, out, _, _ = args
+        x, y = x.reshape(m, n), y.reshape(m, n)
+        result = out.copy()
+        # A program scans its own BM rows: along axis 0 the rows of each program form one scan.
+        blocks = [slice(p * bm, min((p + 1) * bm, m)) for p in range(grid[0])]
+        if op in ("argmax", "argmin"):
+            pick = np.argmax if op == "argmax" else np.argmin
+            if axis == 1:
+                result[:m] = pick(x, axis=1)
+            else:
+                result[:grid[0] * n] = np.concatenate([pick(x[b], axis=0) for b in blocks])
+            return {2: result}
+        step = {"cumsum": np.add, "cumprod": np.multiply, "associative_scan": SCAN_COMBINES[combine][1]}.get(op)
+        scanned = np.empty((m, n))
+        for b in (blocks if axis == 0 else [slice(0, m)]):
+            if op == "recurrence":
+                h = np.moveaxis(x[b].astype(np.float64), axis, 0)
+                a = np.moveaxis(y[b].astype(np.float64), axis, 0)
+                if reverse:
+                    h, a = h[::-1], a[::-1]
+                h = h.copy()
+                for i in range(1, len(h)):
+                    h[i] = a[i] * h[i - 1] + h[i]
+                if reverse:
+                    h = h[::-1]
+                scanned[b] = np.moveaxis(h, 0, axis)
+            else:
+                scanned[b] = _sequential_scan(x[b], axis, reverse, step)
+        result[:m * n] = scanned.astype(np.float32).reshape(-1)
+        return {2: result}
+
+    name = f"fz_scan_{index}"
+    source = (HEADER + helper + f"@mytriton.jit\ndef {name}(x_ptr, y_ptr, out_ptr, M, N, BM: tl.constexpr, "
+              "BN: tl.constexpr):\n" + "\n".join(body) + "\n")
+    return GeneratedKernel("scan", name, source, params, {"BM": bm, "BN": bn}, grid, [2], make_args, reference,
+                           rtol=1e-4, atol=1e-4, num_warps=ch.choice((1, 2, 4, 8)),
+                           description={"op": op, "axis": axis, "reverse": reverse})
+
+
 BUILDERS: dict[str, Callable[[Any, int], GeneratedKernel]] = {
-    "elementwise": _elementwise, "integer": _integer, "tile2d": _tile2d, "loop": _loop, "dot": _dot,
+    "elementwise": _elementwise, "integer": _integer, "tile2d": _tile2d, "loop": _loop, "dot": _dot, "scan": _scan,
 }
 
 

