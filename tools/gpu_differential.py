@@ -4,7 +4,7 @@ use, seeded), each compiled to CUDA, built with nvcc (in parallel), launched
 on the GPU and in the interpreter on the same random inputs, outputs compared
 with the kernel's tolerance.
 
-    python tools/gpu_differential.py                  # 1,000 kernels on the GPU
+    python tools/gpu_differential.py                  # 1,000 kernels on the GPU, every family (dots, scans...)
     python tools/gpu_differential.py -n 50 --build-only --jobs 2   # no GPU needed
 
 ``--build-only`` stops after nvcc: it fills the build cache
@@ -149,6 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     mismatches = by_stage.get("mismatch", 0)
     others = ", ".join(f"{n} {stage} failures" for stage, n in sorted(by_stage.items()) if stage != "mismatch")
     verb = "built" if options.build_only else "ran"
+    families: dict[str, list[int]] = {}  # family -> [kernels, problems]
+    for c in cases:
+        counts = families.setdefault(c.kernel.family, [0, 0])
+        counts[0] += 1
+        counts[1] += bool(c.problem)
+    print("by family: " + ", ".join(f"{family} {n} ({bad} with problems)" for family, (n, bad) in families.items()))
     print(f"{len(cases)} kernels, {mismatches} mismatches" + (f" ({others})" if others else "")
           + f"; {verb} in {time.monotonic() - start:.1f} s")
     for case in problems[:options.show]:
