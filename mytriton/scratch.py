@@ -28,8 +28,9 @@ _paths: dict[str, bool] = {}  # registered path -> whether it is a directory
 _children: set[subprocess.Popen] = set()
 _closing = False
 
-# Signals that end a run as Ctrl-C does: their clean-up runs, then the exit.
-SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+# Signals that end a run: Ctrl-C's, and those a `timeout`, a CI cancel or a
+# closed terminal send. Each raises Interrupted in the main thread.
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Interrupted(BaseException):
@@ -105,8 +106,11 @@ def _kill(child: subprocess.Popen) -> None:
 
 def clean_up() -> None:
     """Kill every registered child and remove every registered file; make
-    nothing new from now on."""
+    nothing new from now on. Signals are ignored from here on: `timeout`
+    sends SIGTERM to the process and then to its whole group, and the
+    second must not cut the clean-up short."""
     global _closing
+    _ignore_signals()
     with _lock:
         _closing = True
         for child in list(_children):
@@ -122,13 +126,20 @@ def clean_up() -> None:
 
 
 def _raise(signum: int, frame: object) -> None:
+    _ignore_signals()  # one interruption is enough: a second one would cut the first's clean-up short
     raise Interrupted(signum)
 
 
+def _ignore_signals() -> None:
+    if threading.current_thread() is threading.main_thread():
+        for signum in SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
+
+
 def handle_signals() -> None:
-    """End the run on SIGTERM and SIGHUP by raising ``Interrupted`` in the
-    main thread, as Ctrl-C raises KeyboardInterrupt (the CLI then calls
-    ``clean_up``). Only the main thread can set handlers; elsewhere, nothing."""
+    """End the run on SIGINT, SIGTERM and SIGHUP by raising ``Interrupted``
+    in the main thread (the CLI then calls ``clean_up``). Only the main
+    thread can set handlers; elsewhere, nothing."""
     if threading.current_thread() is not threading.main_thread():
         return
     for signum in SIGNALS:
