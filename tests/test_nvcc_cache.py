@@ -4,6 +4,7 @@ write leaves no partial file, and builds do not depend on where nvcc ran."""
 from __future__ import annotations
 
 import errno
+import os
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -151,3 +152,15 @@ def test_always_compile_still_rewrites_the_entry(cache, nvcc_builds, relu_cuda, 
     builds = len(nvcc_builds)
     nvcc.compile_ptx(relu_cuda)
     assert len(nvcc_builds) == builds
+
+
+def test_an_nvcc_whose_cicc_refuses_the_fixed_source_path_still_builds(tmp_path, cache, monkeypatch):
+    # An older toolkit's cicc might not take --orig_src_path_name: nvcc runs again without it.
+    fake = tmp_path / "nvcc"
+    fake.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "release 0.1"; exit 0; fi\n'
+                    'for a in "$@"; do case "$a" in --orig_src_path_name) echo "cicc: unknown option '
+                    '--orig_src_path_name" >&2; exit 1;; esac; done\n'
+                    'while [ "$1" != "-o" ]; do shift; done; echo ptx > "$2"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert nvcc.compile_ptx("// a kernel\n") == "ptx\n"
