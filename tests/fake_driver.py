@@ -129,11 +129,6 @@ class FakeDriver:
                                         int(stream or 0), data, threading.current_thread().name))
         return 0
 
-    def launch(self, function, grid, threads, shared_bytes, stream, extra) -> None:
-        code = self.launch_raw(function, *grid, threads, 1, 1, shared_bytes, stream, None, extra)
-        if code:
-            raise CudaError(f"cuLaunchKernel failed: CUDA error {code}", code)
-
     def error_name(self, code: int) -> str:
         return f"CUDA error {code}"
 

@@ -127,7 +127,9 @@ class Driver:
         # The hot calls, bound once.
         self._get_current = self.lib.cuCtxGetCurrent
         self._set_current = self.lib.cuCtxSetCurrent
-        # cuLaunchKernel itself, its CUresult unchecked: the launcher's hot call.
+        # cuLaunchKernel itself, its CUresult unchecked (the launcher checks it):
+        # called with the parameters packed in one buffer, ``extra`` holding the
+        # address of {BUFFER_POINTER, buffer, BUFFER_SIZE, &size, END}.
         self.launch_raw = self.lib.cuLaunchKernel
 
     # ---- errors ---------------------------------------------------------------------
@@ -222,7 +224,7 @@ class Driver:
     def synchronize_context(self) -> None:
         self._check(self.lib.cuCtxSynchronize(), "cuCtxSynchronize")
 
-    # ---- modules and launches (the calling thread's current context) ----------------
+    # ---- modules (the calling thread's current context) -----------------------------
     def load_module(self, image: bytes) -> int:
         handle = _V()
         self._check(self.lib.cuModuleLoadData(ctypes.byref(handle), image), "cuModuleLoadData")
@@ -237,16 +239,6 @@ class Driver:
     def set_max_dynamic_shared(self, function: int, nbytes: int) -> None:
         self._check(self.lib.cuFuncSetAttribute(function, FUNCTION_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                 nbytes), "cuFuncSetAttribute")
-
-    def launch(self, function: int, grid: tuple[int, int, int], threads: int, shared_bytes: int,
-               stream: int, extra: int | None) -> None:
-        """cuLaunchKernel with the parameters packed in one buffer (``extra``:
-        the address of {BUFFER_POINTER, buffer, BUFFER_SIZE, &size, END}, or
-        None for a kernel without parameters)."""
-        code = self.launch_raw(function, grid[0], grid[1], grid[2], threads, 1, 1, shared_bytes,
-                               stream or None, None, extra)
-        if code:
-            self._check(code, "cuLaunchKernel")
 
     # ---- memory and streams ---------------------------------------------------------
     def allocate(self, nbytes: int) -> int:
