@@ -28,10 +28,9 @@ What it needs (all in ignored folders, so they travel with the working tree):
   installed into ``.liger/site`` (``--target``, nothing global) on first use.
 
 On the H200, from the repository root (the device tool's ``carry``:
-``[".liger/src", ".liger/wheels"]``), all ops in about ten minutes each for
-Triton and mytriton:
+``[".liger/src", ".liger/wheels"]``), all ops, four at a time:
 
-    python tools/liger_acceptance.py --json $OUT/liger.json --report $OUT/liger.md
+    python tools/liger_acceptance.py -j 4 -n 4 --json $OUT/liger.json --report $OUT/liger.md
 
 or a few ops per command, the table built from every run's JSON at the end:
 
@@ -329,6 +328,24 @@ def details(results: list[dict]) -> str:
     return "\n".join(out)
 
 
+def run_ops(ops: list[str], args: argparse.Namespace) -> list[dict]:
+    """Each op's two sides, ``args.jobs`` ops at a time (most of an op's time
+    is pytest importing torch and transformers, not the GPU); the JSON is
+    rewritten as each op ends, so a run cut short keeps what it finished."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    results: list[dict] = []
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for future in as_completed([pool.submit(run_op, op, args) for op in ops]):
+            result = future.result()
+            results.append(result)
+            results.sort(key=lambda r: ops.index(r["op"]))
+            print(table([result]).splitlines()[-1], flush=True)
+            if args.json:
+                args.json.write_text(json.dumps(results, indent=1))
+    return results
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
@@ -347,6 +364,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--timeout", type=int, default=300, help="seconds per test (0: none)")
     parser.add_argument("--file-timeout", type=int, default=None, help="seconds per pytest run")
     parser.add_argument("-n", "--workers", type=int, default=1, help="pytest-xdist workers per side")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="ops run at once")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="set for both sides (LIGER_FUSED_MOE_AUTOTUNE=0: one config instead of 32)")
     args = parser.parse_args(argv)
@@ -374,12 +392,7 @@ def main(argv: list[str]) -> int:
             print(f"unknown op(s): {', '.join(unknown)} (ops: {', '.join(OPS)})", file=sys.stderr)
             return 2
         args.plugins = plugin_path()
-        results = []
-        for op in ops:
-            results.append(run_op(op, args))
-            print(table(results[-1:]).splitlines()[-1], flush=True)
-        if args.json:
-            args.json.write_text(json.dumps(results, indent=1))
+        results = run_ops(ops, args)
     text = table(results) + "\n" + details(results)
     print(text)
     if args.report:
