@@ -68,13 +68,24 @@ def test_shared_memory_over_48_kib_is_refused_at_the_source_line():
 
 
 def test_a_tile_too_large_for_the_threads_is_refused():
-    with pytest.raises(CompileError, match=r"puts 512 elements on each of 128 threads, over the limit of 256"):
+    with pytest.raises(CompileError, match=r"puts 1024 elements on each of 128 threads, over the limit of 512"):
         compile_text(kernel_source('''
             @mytriton.jit
             def big(x_ptr, BLOCK: tl.constexpr):
                 offs = tl.arange(0, BLOCK)
                 tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1.0)
-        '''), "cuda", defines={"BLOCK": 65536})
+        '''), "cuda", defines={"BLOCK": 131072})
+
+
+def test_a_65536_element_row_on_four_warps_compiles():
+    # 512 elements per thread, as Liger-Kernel's group norm launches it.
+    cuda = compile_text(kernel_source('''
+        @mytriton.jit
+        def row(x_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1.0)
+    '''), "cuda", defines={"BLOCK": 65536})
+    assert "512 slot(s) per thread" in cuda
 
 
 def test_layout_conversions_match_numpy_in_the_interpreter(kernel_module):
