@@ -3,6 +3,7 @@ Triton's type rules, the interpreter's one-element-at-a-time order, the CUDA
 that nvcc builds, and (on the GPU) agreement with the interpreter."""
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -11,9 +12,9 @@ from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import walk
 
-# Which element types each kind takes (Triton's atom_red_typechecking_impl).
+# Which element types each kind takes (Triton's _validate_atomic_rmw_element_type).
 DTYPES = {
-    "add": ("i32", "u32", "i64", "u64", "f32", "f16", "f64"),
+    "add": ("i32", "u32", "i64", "u64", "f32", "f16", "bf16", "f64"),
     "max": ("i32", "u32", "i64", "u64", "f32", "f64"),
     "min": ("i32", "u32", "i64", "u64", "f32", "f64"),
     "and": ("i32", "u32", "i64", "u64"),
@@ -22,7 +23,7 @@ DTYPES = {
     "xchg": ("i32", "u32", "i64", "u64", "f32", "f64"),
 }
 NP = {"i32": np.int32, "u32": np.uint32, "i64": np.int64, "u64": np.uint64, "f32": np.float32, "f16": np.float16,
-      "f64": np.float64}
+      "bf16": ml_dtypes.bfloat16, "f64": np.float64}
 CASES = [(kind, dtype) for kind, dtypes in DTYPES.items() for dtype in dtypes]
 
 RMW = """
@@ -41,10 +42,14 @@ def _signature(dtype: str) -> str:
     return f"*{dtype}, *{dtype}, *i32, *{dtype}, i32"
 
 
+def _is_float(dtype: str) -> bool:
+    return dtype.startswith(("f", "bf"))
+
+
 def _values(rng, dtype: str, n: int) -> np.ndarray:
     """Random non-zero values: small integers of both signs where signed,
     normal floats (negative ones too, for the float max/min bit order)."""
-    if dtype.startswith("f"):
+    if _is_float(dtype):
         x = rng.standard_normal(n).astype(NP[dtype])
         x[x == 0] = 1
         return x
@@ -84,18 +89,19 @@ def _error(body: str, signature: str) -> str:
     return str(info.value)
 
 
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("kind", ["max", "min", "and", "or", "xor", "xchg"])
-def test_only_atomic_add_takes_f16(kind):
+def test_only_atomic_add_takes_16_bit_floats(kind, dtype):
     message = _error(f"""
     @mytriton.jit
     def k(p):
         tl.atomic_{kind}(p, 1.0)
-    """, "*fp16")
-    assert f"atomic_{kind} does not support f16" in message
+    """, f"*{dtype.replace('f', 'fp', 1) if dtype == 'f16' else dtype}")
+    assert f"atomic_{kind} does not support {dtype}" in message
 
 
-@pytest.mark.parametrize("dtype", ["i8", "i16", "bf16"])
-def test_narrow_integers_and_bf16_take_no_atomic(dtype):
+@pytest.mark.parametrize("dtype", ["i8", "i16"])
+def test_narrow_integers_take_no_atomic(dtype):
     message = _error("""
     @mytriton.jit
     def k(p):
@@ -519,8 +525,9 @@ def test_gpu_atomics_on_repeated_addresses_lose_no_update(kernel_module, kind, d
         m, olds = memory.copy(), np.zeros(n, NP[dtype])
         module.k[(-(-n // 256),)](m, values, idx, olds, n, BLOCK=256, backend=backend)
         results.append(m)
-    if dtype.startswith("f") and kind == "add":
-        tol = 2.0 if dtype == "f16" else 1e-3  # ~700 f16 roundings per bin, in another order
+    if _is_float(dtype) and kind == "add":
+        # ~700 roundings per bin, in another order: f16 keeps 11 bits, bf16 8.
+        tol = {"f16": 2.0, "bf16": 8.0}.get(dtype, 1e-3)
         np.testing.assert_allclose(results[0].astype(np.float64), results[1].astype(np.float64), rtol=tol, atol=tol)
     else:
         np.testing.assert_array_equal(results[0], results[1])

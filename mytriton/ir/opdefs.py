@@ -1411,13 +1411,13 @@ ATOMIC_SCOPES = ("gpu", "cta", "sys")
 
 def atomic_dtype_problem(kind: str, pointee: ScalarType) -> str | None:
     """Why ``kind`` cannot act on ``pointee``, as Triton's
-    atom_red_typechecking_impl says (f16 only adds; i1, i8, i16 and bf16
-    none; max/min of floats only f32 and f64; bitwise ops integers only),
-    or None."""
-    if pointee.is_bool or pointee == BF16 or (pointee.is_int and pointee.bits < 32):
+    _validate_atomic_rmw_element_type says (f16 and bf16 only add; i1, i8
+    and i16 none; max/min of floats only f32 and f64; bitwise ops integers
+    only), or None."""
+    if pointee.is_bool or (pointee.is_int and pointee.bits < 32):
         return f"atomic_{kind} does not support {pointee}"
-    if pointee == F16 and kind != "add":
-        return f"atomic_{kind} does not support f16 (only atomic_add does)"
+    if pointee in (F16, BF16) and kind != "add":
+        return f"atomic_{kind} does not support {pointee} (only atomic_add does)"
     if kind in ("and", "or", "xor") and pointee.is_float:
         return f"atomic_{kind} needs integers, not {pointee}"
     return None

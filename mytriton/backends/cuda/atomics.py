@@ -11,7 +11,8 @@ Triton's layer-norm backward: ``while tl.atomic_cas(lock, 0, 1) == 1``).
 CUDA's functions do the work: ``atomicAdd``, ``atomicMax``, ``atomicMin``,
 ``atomicAnd``, ``atomicOr``, ``atomicXor``, ``atomicExch``, ``atomicCAS``,
 with the ``_block`` and ``_system`` variants for ``scope="cta"`` and
-``"sys"`` (f16 adds have no variants: theirs is always the device's scope).
+``"sys"`` (f16 and bf16 adds have no variants: theirs is always the device's
+scope; bf16's needs sm_80).
 64-bit integers go through the ``unsigned long long`` overloads, floats'
 ``max``/``min`` through the integer order of their bits (as Triton does:
 a non-negative value by signed ``atomicMax``, a negative one by unsigned
@@ -29,7 +30,7 @@ from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.language import CUDA
 from mytriton.backends.cuda.slots import SlotLoop, linear_index
 from mytriton.ir.ssa import Op, walk
-from mytriton.types import BOOL, F16, F64, ScalarType, element_of
+from mytriton.types import BF16, BOOL, F16, F64, ScalarType, element_of
 
 if TYPE_CHECKING:
     from mytriton.backends.cuda.emitter import CudaEmitter
@@ -50,7 +51,7 @@ def _carrier(kind: str, t: ScalarType) -> str:
     if t.is_float and kind in ("add", "xchg") and t.bits == 32:
         return "float"
     if t.is_float and kind == "add":
-        return "double" if t == F64 else "__half"
+        return {F64: "double", BF16: "__nv_bfloat16"}.get(t, "__half")
     if t.bits == 64:
         if kind in ("max", "min") and t.is_int:
             return _U64 if t.unsigned else "long long"
@@ -61,7 +62,7 @@ def _carrier(kind: str, t: ScalarType) -> str:
 
 
 def _call(function: str, scope: str, t: ScalarType, carrier: str, ptr: str, args: list[str]) -> str:
-    suffix = "" if t == F16 else _SCOPE_SUFFIX[scope]
+    suffix = "" if t in (F16, BF16) else _SCOPE_SUFFIX[scope]
     own = CUDA.scalar_type(t)
     if carrier == own:
         return f"{function}{suffix}({ptr}, {', '.join(args)})"
