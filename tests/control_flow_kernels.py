@@ -1,6 +1,6 @@
 """Kernels with runtime control flow (if/elif/else, while, early return,
 runtime and negative loop steps, a rebound loop variable, conditional
-expressions), each with the
+expressions, long constant ranges), each with the
 arguments of one launch and a NumPy reference of what it stores. Shared by
 the interpreter, nvcc and GPU tests (tests/test_control_flow*.py)."""
 from __future__ import annotations
@@ -181,6 +181,36 @@ def _pick_expected(args):
     return {1: out}
 
 
+# ---- a range with constant bounds and more than 8 iterations: a loop, as in Triton ------------
+# A ragged walk over a 1000-wide row in 64-wide steps, and a descending one whose order matters.
+
+LONG_CONSTANT_RANGES = """
+@mytriton.jit
+def walk(x_ptr, out_ptr, N: tl.constexpr, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for start in range(0, N, BLOCK):
+        acc += tl.load(x_ptr + start + cols, mask=start + cols < N, other=0.0)
+    tl.store(out_ptr + cols, acc)
+    h = 0.0
+    for i in range(N - 1, N - 13, -1):
+        h = h * 0.5 + tl.load(x_ptr + i)
+    tl.store(out_ptr + BLOCK, h)
+"""
+
+
+def _walk_expected(args):
+    x, out = args
+    out = out.copy()
+    padded = np.concatenate([x, np.zeros(-len(x) % 64, np.float32)])
+    out[:64] = padded.reshape(-1, 64).sum(axis=0)
+    h = np.float32(0.0)
+    for i in range(len(x) - 1, len(x) - 13, -1):
+        h = h * np.float32(0.5) + x[i]
+    out[64] = h
+    return {1: out}
+
+
 CASES = {
     "if_elif_else": Case(IF_ELIF_ELSE, "branches", {"BLOCK": 32}, (7,),
                          lambda rng: [_rand(rng, 200), np.zeros(200, np.float32), 200], _if_expected),
@@ -194,4 +224,6 @@ CASES = {
                        _steps_expected, signature="*fp32, *fp32, *i32, i32, i32"),
     "conditional_expression": Case(CONDITIONAL_EXPRESSION, "pick", {"BLOCK": 32}, (5,),
                                    lambda rng: [_rand(rng, 100), np.zeros(100, np.float32), 100], _pick_expected),
+    "long_constant_ranges": Case(LONG_CONSTANT_RANGES, "walk", {"N": 1000, "BLOCK": 64}, (1,),
+                                 lambda rng: [_rand(rng, 1000), np.zeros(65, np.float32)], _walk_expected),
 }

@@ -57,6 +57,18 @@ def test_ssa_shows_the_if_and_while_regions():
     assert " = while (" in text and "  condition " in text and "} do (" in text
 
 
+def test_a_long_constant_range_is_a_loop_and_a_short_one_unrolls():
+    assert emit("long_constant_ranges", "ssa").count(" for ") == 2
+    short = kernel_source("""
+        @mytriton.jit
+        def k(x_ptr, N: tl.constexpr):
+            for i in range(0, N):
+                tl.store(x_ptr + i, 1.0)
+    """)
+    assert " for " not in compile_text(short, "ssa", defines={"N": 8})
+    assert " for " in compile_text(short, "ssa", defines={"N": 9})
+
+
 def test_early_return_makes_the_rest_of_the_kernel_the_else_branch():
     text = emit("early_return", "tree")
     first_if = next(i for i, line in enumerate(text.splitlines()) if line.strip().startswith("if "))

@@ -124,7 +124,7 @@ def test_repeated_squaring_in_a_kernel_stops_at_the_limit(tmp_path):
 
 
 def test_repeated_doubling_by_addition_stops_at_the_limit(tmp_path):
-    lines = f"c = 1\nfor i in range(5000):\n    c += c\ny = x + c\n{STORE}"
+    lines = f"c = 1\nfor i in tl.static_range(5000):\n    c += c\ny = x + c\n{STORE}"
     refused(tmp_path, "k.py", kernel(lines), ["trace", "{in}", "-o", "{out}"], "MAX_CONSTANT_BITS", 10, 9)
 
 
@@ -146,19 +146,19 @@ def test_a_fill_value_too_large_for_its_dtype_is_a_located_error(tmp_path):
 # ---- unrolled loops -----------------------------------------------------------------------------
 
 
-def test_a_billion_iteration_constant_loop_is_refused_before_unrolling(tmp_path):
-    stderr = refused(tmp_path, "k.py", kernel(f"y = x\nfor i in range(1000000000):\n    y += x\n{STORE}"),
+def test_a_billion_iteration_static_range_is_refused_before_unrolling(tmp_path):
+    stderr = refused(tmp_path, "k.py", kernel(f"y = x\nfor i in tl.static_range(1000000000):\n    y += x\n{STORE}"),
                      ["compile", "{in}", "-o", "{out}"], "MAX_STATIC_UNROLL", 9, 14)
-    assert "runtime" in stderr
+    assert "use range(...) for a loop" in stderr
 
 
-def test_nested_constant_loops_count_every_unrolled_iteration(tmp_path):
-    lines = f"y = x\nfor i in range(200):\n    for j in tl.static_range(200):\n        y += x\n{STORE}"
+def test_nested_static_ranges_count_every_unrolled_iteration(tmp_path):
+    lines = f"y = x\nfor i in tl.static_range(200):\n    for j in tl.static_range(200):\n        y += x\n{STORE}"
     refused(tmp_path, "k.py", kernel(lines), ["trace", "{in}", "-o", "{out}"], "MAX_STATIC_UNROLL", 10, 18)
 
 
 def test_a_loop_at_the_unroll_limit_traces(tmp_path):
-    lines = f"y = x\nfor i in range(100):\n    for j in range(99):\n        y = tl.maximum(y, x)\n{STORE}"
+    lines = f"y = x\nfor i in tl.static_range(100):\n    for j in tl.static_range(99):\n        y = tl.maximum(y, x)\n{STORE}"
     (tmp_path / "k.py").write_text(kernel(lines))
     result = cli(["trace", "k.py"], tmp_path)
     assert result.returncode == 0, result.stderr.decode()
@@ -168,7 +168,7 @@ def test_the_traced_node_limit_is_a_located_error(monkeypatch):
     import mytriton.frontend.tracer as tracer
 
     monkeypatch.setattr(tracer, "MAX_TRACED_NODES", 50)
-    source = kernel(f"y = x\nfor i in range(40):\n    y = y * 2.0 + x\n{STORE}")
+    source = kernel(f"y = x\nfor i in tl.static_range(40):\n    y = y * 2.0 + x\n{STORE}")
     with pytest.raises(CompileError, match="MAX_TRACED_NODES") as info:
         compile_text(source, "tree")
     assert (info.value.loc.line, info.value.loc.col) == (10, 13)
@@ -240,8 +240,8 @@ def test_a_1500_term_sum_compiles():
     assert ssa.count(" add ") == 1499
 
 
-def test_a_400_iteration_constant_loop_compiles():
-    ssa = deep_stack.run_deep(compile_text, kernel(f"y = x\nfor i in range(400):\n    y += x\n{STORE}"), "ssa")
+def test_a_400_iteration_static_range_compiles():
+    ssa = deep_stack.run_deep(compile_text, kernel(f"y = x\nfor i in tl.static_range(400):\n    y += x\n{STORE}"), "ssa")
     assert ssa.count(" add ") == 400
 
 

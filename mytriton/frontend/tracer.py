@@ -69,6 +69,18 @@ class Region:
         self.parent.reference(expr)
 
 
+# A ``range`` with constant bounds and at most this many iterations unrolls
+# while tracing (its index a constant in the body); a longer one is a loop, as
+# every ``range`` is in Triton: unrolling a 32-step walk over a 64000-wide row
+# puts every step's tile in registers at once and takes nvcc minutes.
+# ``tl.static_range`` always unrolls.
+RANGE_UNROLL_LIMIT = 8
+
+
+def _iterations(start: int, stop: int, step: int) -> int:
+    return max(0, (stop - start + step + (-1 if step > 0 else 1)) // step)
+
+
 @dataclass(frozen=True)
 class Builtin:
     """A function a kernel can call; ``impl(tracer, call, args, kwargs)``."""
@@ -589,9 +601,9 @@ class Tracer:
             raise self.error("tl.static_range needs compile-time integer bounds; "
                              "use range(...) for a runtime loop", bad)
         name = stmt.target.id
-        if constant:
-            if step == 0:
-                raise self.error("range step cannot be zero", call)
+        if constant and step == 0:
+            raise self.error("range step cannot be zero", call)
+        if constant and (static or _iterations(start, stop, step) <= RANGE_UNROLL_LIMIT):
             self.unroll(stmt, name, start, stop, step)
             return
         self.runtime_loop(stmt, start, stop, step, options)
@@ -623,12 +635,12 @@ class Tracer:
         """A constant-bound loop, unrolled: its body traced once per
         iteration, all of them (nested loops' too) counted against
         MAX_STATIC_UNROLL before any is traced."""
-        iterations = max(0, (stop - start + step + (-1 if step > 0 else 1)) // step)
+        iterations = _iterations(start, stop, step)
         if self.budget.unrolled + iterations > MAX_STATIC_UNROLL:
             already = f" (after {self.budget.unrolled} already unrolled)" if self.budget.unrolled else ""
             raise self.error(f"this loop would unroll {iterations} iterations{already}, over the limit of "
-                             f"{MAX_STATIC_UNROLL} (MAX_STATIC_UNROLL); loops with constant bounds unroll "
-                             "while tracing: pass the bound as a runtime argument to get a runtime loop",
+                             f"{MAX_STATIC_UNROLL} (MAX_STATIC_UNROLL); tl.static_range unrolls while "
+                             "tracing: use range(...) for a loop",
                              stmt.iter)
         self.budget.unrolled += iterations
         for value in range(start, stop, step):
