@@ -183,7 +183,8 @@ def run_side(side: str, files: list[str], workdir: Path, args: argparse.Namespac
     """Run ``files`` on one side; each test's outcome (passed, failed, error,
     skipped) by its id."""
     report = workdir / f"{side}.xml"
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", SEVERAL_GPUS,
+    select = f"({args.select}) and {SEVERAL_GPUS}" if args.select else SEVERAL_GPUS
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", select,
                f"--junitxml={report}", "-o", "junit_family=xunit1", *(f"test/transformers/{f}" for f in files)]
     if side == "mytriton":
         command[3:3] = ["-p", "mytriton.as_triton"]
@@ -361,6 +362,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--report", type=Path, help="write the table here too")
     parser.add_argument("--merge", type=Path, nargs="+", help="build the table from earlier --json files")
     parser.add_argument("--sample", type=int, default=0, help="keep N tests per file (0: all)")
+    parser.add_argument("-k", "--select", help="only the tests pytest -k EXPR selects (both sides)")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per test (0: none)")
     parser.add_argument("--file-timeout", type=int, default=None, help="seconds per pytest run")
     parser.add_argument("-n", "--workers", type=int, default=1, help="pytest-xdist workers per side")
