@@ -2,7 +2,10 @@
 
 ``do_bench`` times with CUDA events where a GPU is in use (PyTorch's when
 PyTorch sees the GPU, else the driver's) and with the wall clock otherwise (the
-interpreter), in milliseconds, as Triton's does.
+interpreter), in milliseconds, as Triton's does: before each timed call the
+gradients of ``grad_to_none`` are cleared and the GPU's L2 cache is flushed
+(a 256 MiB buffer zeroed), so that a kernel timed here and the same kernel
+timed by Triton's do_bench start from the same cold cache.
 """
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ from typing import Any, Callable, Sequence
 from mytriton.diagnostics import CompileError
 
 RETURN_MODES = ("min", "max", "mean", "median", "all")
+# Triton's get_empty_cache_for_benchmark: more than any GPU's L2 (the H200's is 60 MiB).
+FLUSH_BYTES = 256 * 1024 * 1024
 
 
 class _WallClock:
@@ -20,9 +25,13 @@ class _WallClock:
     def synchronize(self) -> None:
         return None
 
-    def timed(self, fn: Callable[[], Any], times: int) -> list[float]:
+    def flush(self) -> None:
+        return None
+
+    def timed(self, fn: Callable[[], Any], times: int, before: Callable[[], None] = lambda: None) -> list[float]:
         out = []
         for _ in range(times):
+            before()
             start = time.perf_counter()
             fn()
             out.append((time.perf_counter() - start) * 1e3)
@@ -32,15 +41,22 @@ class _WallClock:
 class _TorchEvents:
     def __init__(self, torch: Any) -> None:
         self.torch = torch
+        self._cache: Any = None
 
     def synchronize(self) -> None:
         self.torch.cuda.synchronize()
 
-    def timed(self, fn: Callable[[], Any], times: int) -> list[float]:
+    def flush(self) -> None:
+        if self._cache is None:
+            self._cache = self.torch.empty(FLUSH_BYTES // 4, dtype=self.torch.int, device="cuda")
+        self._cache.zero_()
+
+    def timed(self, fn: Callable[[], Any], times: int, before: Callable[[], None] = lambda: None) -> list[float]:
         cuda = self.torch.cuda
         starts = [cuda.Event(enable_timing=True) for _ in range(times)]
         ends = [cuda.Event(enable_timing=True) for _ in range(times)]
         for start, end in zip(starts, ends):
+            before()
             start.record()
             fn()
             end.record()
@@ -58,16 +74,30 @@ class _DriverEvents:
         from mytriton.runtime.placement import default_device
 
         self.device = on_device(default_device(driver()))
+        self._cache = 0
 
     def synchronize(self) -> None:
         with self.device as drv:
             drv.synchronize_context()
 
-    def timed(self, fn: Callable[[], Any], times: int) -> list[float]:
+    def flush(self) -> None:
+        with self.device as drv:
+            if not self._cache:
+                self._cache = drv.allocate(FLUSH_BYTES)
+            drv.memset32(self._cache, 0, FLUSH_BYTES // 4)
+
+    def release(self) -> None:
+        if self._cache:
+            with self.device as drv:
+                drv.free(self._cache)
+            self._cache = 0
+
+    def timed(self, fn: Callable[[], Any], times: int, before: Callable[[], None] = lambda: None) -> list[float]:
         with self.device as drv:
             events = [(drv.event(), drv.event()) for _ in range(times)]
         try:
             for start, end in events:
+                before()
                 with self.device as drv:
                     drv.record(start)
                 fn()
@@ -117,17 +147,10 @@ def do_bench(fn: Callable[[], Any], warmup: float = 25, rep: float = 100,
     if not warmup >= 0 or not rep >= 0:
         raise CompileError(f"do_bench: warmup and rep are non-negative milliseconds, got {warmup}, {rep}")
     timer = _timer()
-    fn()
-    timer.synchronize()
-    # An estimate of one call from five, to turn milliseconds into counts.
-    estimate = max(sum(timer.timed(fn, 5)) / 5, 1e-6)
-    n_warmup = max(1, int(warmup / estimate))
-    n_repeat = max(1, int(rep / estimate))
-    for _ in range(n_warmup):
-        fn()
-    for tensor in grad_to_none or ():
-        tensor.grad = None
-    times = timer.timed(fn, n_repeat)
+    try:
+        times = _timed_runs(timer, fn, warmup, rep, grad_to_none or ())
+    finally:
+        getattr(timer, "release", lambda: None)()
     if quantiles is not None:
         result = _quantiles(times, quantiles)
         return result[0] if len(result) == 1 else result
@@ -140,6 +163,25 @@ def do_bench(fn: Callable[[], Any], warmup: float = 25, rep: float = 100,
     if return_mode == "median":
         return _quantiles(times, [0.5])[0]
     return sum(times) / len(times)
+
+
+def _timed_runs(timer: Any, fn: Callable[[], Any], warmup: float, rep: float,
+                grad_to_none: Sequence[Any]) -> list[float]:
+    fn()
+    timer.synchronize()
+    # An estimate of one call from five (each from a cold cache), to turn milliseconds into counts.
+    estimate = max(sum(timer.timed(fn, 5, timer.flush)) / 5, 1e-6)
+    n_warmup = max(1, int(warmup / estimate))
+    n_repeat = max(1, int(rep / estimate))
+    for _ in range(n_warmup):
+        fn()
+
+    def before() -> None:
+        for tensor in grad_to_none:
+            tensor.grad = None
+        timer.flush()
+
+    return timer.timed(fn, n_repeat, before)
 
 
 def _as_numpy(value: Any) -> Any:

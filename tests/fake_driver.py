@@ -144,6 +144,9 @@ class FakeDriver:
         self.freed.append(address)
         del self.memory[address]
 
+    def memset32(self, address: int, value: int, count: int) -> None:
+        self.memory[address] = value.to_bytes(4, "little") * count
+
     def copy_to_device(self, address: int, array) -> None:
         self.memory[address] = array.tobytes()
 

@@ -449,6 +449,39 @@ def test_do_bench_gives_quantiles_and_return_modes(monkeypatch):
         do_bench(lambda: None, return_mode="fastest")
 
 
+def test_do_bench_flushes_the_cache_and_clears_grads_before_each_timed_call(monkeypatch):
+    # As Triton's do_bench: each timed call starts from a cold L2 and with no gradients.
+    import time
+
+    import mytriton.testing as testing
+
+    calls: list = []
+
+    class Recorder(testing._WallClock):
+        def flush(self) -> None:
+            calls.append("flush")
+
+    class Leaf:
+        grad = None
+
+    leaf = Leaf()
+
+    def fn() -> None:
+        calls.append(("call", leaf.grad))
+        leaf.grad = 1
+        time.sleep(0.002)
+
+    monkeypatch.setattr(testing, "_timer", Recorder)
+    testing.do_bench(fn, warmup=1, rep=10, grad_to_none=[leaf])
+    assert calls[0] == ("call", None)  # the first call, untimed
+    assert calls[1:11] == ["flush", ("call", 1)] * 5  # the estimate: cold cache, gradients kept
+    rest = calls[11:]
+    warmups = next(i for i, c in enumerate(rest) if c == "flush")
+    assert warmups >= 1 and rest[:warmups] == [("call", 1)] * warmups
+    timed = rest[warmups:]
+    assert len(timed) >= 2 and timed == ["flush", ("call", None)] * (len(timed) // 2)
+
+
 def test_assert_close_uses_tritons_default_tolerance():
     from mytriton.testing import assert_close
 

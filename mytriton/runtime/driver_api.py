@@ -77,6 +77,7 @@ _SIGNATURES: dict[str, list[Any]] = {
     "cuLaunchKernel": [_V, _U, _U, _U, _U, _U, _U, _U, _V, _V, _V],
     "cuMemAlloc_v2": [_P(ctypes.c_uint64), _SIZE],
     "cuMemFree_v2": [ctypes.c_uint64],
+    "cuMemsetD32_v2": [ctypes.c_uint64, ctypes.c_uint, _SIZE],
     "cuMemcpyHtoD_v2": [ctypes.c_uint64, _V, _SIZE],
     "cuMemcpyDtoH_v2": [_V, ctypes.c_uint64, _SIZE],
     "cuStreamSynchronize": [_V],
@@ -248,6 +249,10 @@ class Driver:
 
     def free(self, address: int) -> None:
         self._check(self.lib.cuMemFree_v2(address), "cuMemFree")
+
+    def memset32(self, address: int, value: int, count: int) -> None:
+        """Set ``count`` 32-bit words at ``address`` to ``value``."""
+        self._check(self.lib.cuMemsetD32_v2(address, value, count), "cuMemsetD32")
 
     def copy_to_device(self, address: int, array: Any) -> None:
         """Copy a C-contiguous NumPy array to ``address`` (synchronous)."""
