@@ -11,7 +11,7 @@ MYTRITON := $(PYTHON) -m mytriton
 LIT := $(PYTHON) -c "import lit.main; lit.main.main()"
 PIP_INSTALL := $(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
-.PHONY: install demo test lit docs dist fuzz samples liger-prepare liger-acceptance clean distclean
+.PHONY: install demo test lit docs dist fuzz samples liger-prepare liger-acceptance liger-speed clean distclean
 
 ifeq ($(PYTHON),$(VENV)/bin/python)
 # pip runs again only when pyproject.toml changes (the install is editable).
@@ -75,6 +75,10 @@ liger-prepare: install
 
 liger-acceptance:
 	$(PYTHON) tools/liger_acceptance.py $(LIGER_ARGS)
+
+# Liger's benchmark scripts, Triton then mytriton, each Liger row's ratio (tools/liger_speed.py).
+liger-speed:
+	$(PYTHON) tools/liger_speed.py $(LIGER_ARGS)
 
 clean:
 	$(MAKE) -C samples clean

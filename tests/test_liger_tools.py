@@ -1,0 +1,37 @@
+"""tools/liger_speed.py's table: the Liger rows of the two sides paired by
+kernel, provider, mode, size and config, each ratio Triton's time over
+mytriton's."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import liger_speed  # noqa: E402
+
+
+def row(provider: str, mode: str, x: str, ms: float) -> dict:
+    return {"kernel_name": "rms_norm", "kernel_provider": provider, "kernel_operation_mode": mode,
+            "x_value": x, "extra_benchmark_config_str": "{}", "y_value_50": str(ms), "metric_name": "speed"}
+
+
+def test_rows_pair_by_provider_mode_and_size_and_give_tritons_time_over_mytritons():
+    result = {"op": "rms_norm",
+              "triton": [row("liger", "forward", "1024", 1.0), row("liger", "backward", "1024", 3.0),
+                         row("liger", "forward", "2048", 2.0)],
+              "mytriton": [row("liger", "forward", "1024", 0.5), row("liger", "backward", "1024", 4.0)]}
+    ratios = {k[2]: t / m for k, t, m in liger_speed.pairs(result)}
+    assert ratios == {"forward": 2.0, "backward": 0.75}  # the 2048 row has no mytriton side
+
+
+def test_the_summary_names_the_slowest_row():
+    result = {"op": "rms_norm",
+              "triton": [row("liger", "forward", "1024", 1.0), row("liger", "full", "4096", 2.0)],
+              "mytriton": [row("liger", "forward", "1024", 1.0), row("liger", "full", "4096", 4.0)]}
+    line = liger_speed.summary([result]).splitlines()[-1]
+    assert line == "| rms_norm | 2 | 0.71 | 0.50 | liger full x=4096 |"
+
+
+def test_an_op_that_timed_out_says_so():
+    result = {"op": "tvd", "triton": [], "mytriton": [], "mytriton_timed_out": True}
+    assert "tvd (timed out: mytriton) | 0 |" in liger_speed.summary([result])

@@ -1,0 +1,194 @@
+"""Liger-Kernel's own benchmark scripts, op by op, on real Triton and on
+mytriton (``python -m mytriton.as_triton``), in one invocation: the speed
+half of running Triton code as it is published.
+
+Each script under Liger's benchmark/scripts/ times its op's forward,
+backward and full pass for Liger's provider and a reference (Hugging Face or
+torch) over a sweep of sizes with ``triton.testing.do_bench`` (mytriton's
+do_bench flushes the L2 cache and clears gradients before each timed call as
+Triton's does), and writes the medians to benchmark/data/ as CSV
+(``LIGER_BENCH_TARGET`` names the file). Here each script runs twice, one
+side after the other so that they never share the GPU: once as it is, once
+under ``python -m mytriton.as_triton``. The Liger rows of the two CSVs are
+paired by (kernel, mode, size, config) and each pair's ratio printed:
+Triton's milliseconds over mytriton's, so 1.0 is parity and above 1.0 is
+faster. Exit status 0 when every ratio is at least ``--target`` (0.9).
+
+What it needs: .liger/src made by ``tools/liger_acceptance.py prepare``
+(src/ and benchmark/scripts/); the GPU machine's torch, triton and
+transformers. Liger's scripts read their version from the installed
+distribution's metadata, which a source folder lacks: a metadata-only
+dist-info for it is written into .liger/meta (nothing else is installed).
+
+On the H200, from the repository root (carry ``[".liger/src"]``), a few ops
+per device call (each script takes about a minute a side):
+
+    python tools/liger_speed.py --ops rms_norm,layer_norm,swiglu --json $OUT/s1.json
+    python tools/liger_speed.py --merge s1.json s2.json ... --report table.md
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from liger_acceptance import LIGER, OPS, RELEASE, ROOT, SIDES, SOURCE  # noqa: E402
+
+SCRIPTS = SOURCE / "benchmark" / "scripts"
+DATA = SOURCE / "benchmark" / "data"
+META = LIGER / "meta"
+
+# The ops whose benchmark script is not benchmark_<op>.py.
+SCRIPT_NAMES = {"experimental/embedding": "benchmark_embedding.py"}
+
+
+def script_of(op: str) -> Path:
+    return SCRIPTS / SCRIPT_NAMES.get(op, f"benchmark_{op}.py")
+
+
+def write_metadata() -> Path:
+    """A dist-info holding only METADATA, so that importlib.metadata finds
+    liger-kernel's version for the source folder on PYTHONPATH."""
+    info = META / f"liger_kernel-{RELEASE.lstrip('v')}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: liger-kernel\nVersion: {RELEASE.lstrip('v')}\n")
+    return META
+
+
+def run_side(side: str, script: Path, args: argparse.Namespace) -> tuple[list[dict], str, bool]:
+    """The script on one side: its Liger rows from the side's CSV, the log's
+    tail, and whether it timed out."""
+    out = DATA / f"all_benchmark_data_{side}.csv"
+    if out.exists():
+        out.unlink()
+    env = dict(os.environ)
+    paths = [str(SOURCE / "src"), str(SOURCE), str(ROOT), str(write_metadata())]
+    env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["LIGER_BENCH_TARGET"] = side
+    env.update(dict(item.split("=", 1) for item in args.env))
+    command = [sys.executable, str(script), *args.script_args]
+    if side == "mytriton":
+        command[1:1] = ["-m", "mytriton.as_triton"]
+    timed_out = False
+    try:
+        done = subprocess.run(command, cwd=SCRIPTS, env=env, capture_output=True, text=True,
+                              timeout=args.script_timeout)
+        log = done.stdout + done.stderr
+    except subprocess.TimeoutExpired as expired:
+        timed_out = True
+        log = str(expired.stdout or "") + str(expired.stderr or "")
+    return liger_rows(out), log[-3000:], timed_out
+
+
+def liger_rows(path: Path) -> list[dict]:
+    """The speed rows of Liger's providers ("liger", "liger-fp32-accum", ...)."""
+    if not path.exists():
+        return []
+    with open(path, newline="") as handle:
+        return [row for row in csv.DictReader(handle)
+                if row["kernel_provider"].startswith("liger") and row["metric_name"] == "speed"]
+
+
+def key(row: dict) -> tuple:
+    return (row["kernel_name"], row["kernel_provider"], row["kernel_operation_mode"], row["x_value"],
+            row["extra_benchmark_config_str"])
+
+
+def pairs(result: dict) -> list[tuple[tuple, float, float]]:
+    """(key, Triton's ms, mytriton's ms) for every row both sides measured."""
+    mine = {key(r): float(r["y_value_50"]) for r in result.get("mytriton", [])}
+    out = []
+    for row in result.get("triton", []):
+        k = key(row)
+        if k in mine and mine[k] > 0:
+            out.append((k, float(row["y_value_50"]), mine[k]))
+    return out
+
+
+def run_op(op: str, args: argparse.Namespace) -> dict:
+    script = script_of(op)
+    result: dict = {"op": op, "script": script.name}
+    if not script.exists():
+        result["missing"] = True
+        return result
+    for side in SIDES:
+        rows, tail, timed_out = run_side(side, script, args)
+        result[side], result[f"{side}_tail"] = rows, tail
+        if timed_out:
+            result[f"{side}_timed_out"] = True
+    return result
+
+
+def summary(results: list[dict]) -> str:
+    lines = ["| op | rows | geomean (Triton ms / mytriton ms) | min | mode and size of the min |",
+             "| --- | ---: | ---: | ---: | --- |"]
+    for result in results:
+        matched = pairs(result)
+        note = " (no script)" if result.get("missing") else ""
+        note += "".join(f" (timed out: {side})" for side in SIDES if result.get(f"{side}_timed_out"))
+        if not matched:
+            lines.append(f"| {result['op']}{note} | 0 | | | |")
+            continue
+        ratios = [t / m for _, t, m in matched]
+        geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        worst = min(zip(ratios, matched), key=lambda item: item[0])
+        (_, provider, mode, x, _), _, _ = worst[1]
+        lines.append(f"| {result['op']}{note} | {len(ratios)} | {geomean:.2f} | {worst[0]:.2f} | "
+                     f"{provider} {mode} x={x} |")
+    return "\n".join(lines)
+
+
+def details(results: list[dict]) -> str:
+    out = []
+    for result in results:
+        for (kernel, provider, mode, x, config), t, m in pairs(result):
+            out.append(f"{result['op']:<28} {provider:<18} {mode:<10} x={x:<10} triton {t:9.4f} ms  "
+                       f"mytriton {m:9.4f} ms  {t / m:5.2f}")
+    return "\n".join(out)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ops", help=f"comma-separated ops (default: all): {', '.join(OPS)}")
+    parser.add_argument("--json", type=Path, help="write every row here")
+    parser.add_argument("--report", type=Path, help="write the tables here too")
+    parser.add_argument("--merge", type=Path, nargs="+", help="build the tables from earlier --json files")
+    parser.add_argument("--target", type=float, default=0.9, help="the lowest ratio that passes")
+    parser.add_argument("--script-timeout", type=int, default=600, help="seconds per script and side")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="set for both sides")
+    parser.add_argument("script_args", nargs="*", help="after --: arguments for every script")
+    args = parser.parse_args(argv)
+    if args.merge:
+        results = [r for path in args.merge for r in json.loads(path.read_text())]
+    else:
+        if not SCRIPTS.is_dir():
+            print(f"no Liger benchmark scripts in {SCRIPTS}: run 'python tools/liger_acceptance.py prepare "
+                  "--mirror DIR' where there is network, and carry .liger/src", file=sys.stderr)
+            return 2
+        ops = args.ops.split(",") if args.ops else list(OPS)
+        unknown = [op for op in ops if op not in OPS]
+        if unknown:
+            print(f"unknown op(s): {', '.join(unknown)} (ops: {', '.join(OPS)})", file=sys.stderr)
+            return 2
+        results = []
+        for op in ops:
+            results.append(run_op(op, args))
+            print(summary(results[-1:]).splitlines()[-1], flush=True)
+            if args.json:
+                args.json.write_text(json.dumps(results, indent=1))
+    text = summary(results) + "\n\n" + details(results)
+    print(text)
+    if args.report:
+        args.report.write_text(text + "\n")
+    ratios = [t / m for r in results for _, t, m in pairs(r)]
+    return 0 if ratios and min(ratios) >= args.target else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
