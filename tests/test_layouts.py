@@ -14,7 +14,7 @@ from conftest import compile_text, kernel_source, sample_names, sample_options
 from mytriton import pipeline
 from mytriton.diagnostics import CompileError
 from mytriton.backends.cuda.emitter import HEADER_PREFIX
-from mytriton.backends.cuda.layout import tile_layout
+from mytriton.backends.cuda.thread_coordinates import tile_layout
 from mytriton.ir.layouts import Blocked, PaddedShared, Slice, default_blocked, fma_dot_layout
 from mytriton.ir.ssa import walk
 from mytriton.types import BlockType, SharedType

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element, c_literal
 from mytriton.backends.cuda.expressions import as_type
-from mytriton.backends.cuda.language import CUDA
+from mytriton.backends.cuda.spelling import CUDA
 from mytriton.backends.cuda.slots import SlotLoop, linear_index
 from mytriton.ir.ssa import Op, walk
 from mytriton.types import BOOL, F16, F64, ScalarType, element_of

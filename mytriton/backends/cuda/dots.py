@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element, c_literal, c_scalar
-from mytriton.backends.cuda.language import CUDA
+from mytriton.backends.cuda.spelling import CUDA
 from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.ir.layouts import Mma, NvmmaShared, fma_operand_pad

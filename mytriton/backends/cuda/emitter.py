@@ -5,7 +5,7 @@ Its input is laid-out SSA: the layouts stage has given every tile a layout
 (``mytriton/passes/layouts.py``) and put a ``convert_layout`` wherever a tile
 changes layout; this module renders those decisions and makes none. Scalars
 are locals every thread computes alike. Tiles are spread over the threads as
-their layouts say (``layout.py`` spells that in C); each thread handles its
+their layouts say (``thread_coordinates.py`` spells that in C); each thread handles its
 elements, its *slots*, in loops that nvcc unrolls:
 
 - consecutive loads and stores over one layout share one slot loop;
@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 
 from mytriton.backends.cuda.ctypes import c_element, c_literal
 from mytriton.backends.cuda.dots import ASYNC_OPS, COPY_OPS, emit_async, hoist_wrapped_coordinates
-from mytriton.backends.cuda.language import CUDA
+from mytriton.backends.cuda.spelling import CUDA
 from mytriton.backends.cuda.expressions import CValue, as_type, assert_lines, print_call, render
-from mytriton.backends.cuda.layout import BlockedLayout, Layout, tile_layout
+from mytriton.backends.cuda.thread_coordinates import BlockedLayout, Layout, tile_layout
 from mytriton.backends.cuda.names import kernel_symbol, param_c_names
 from mytriton.backends.cuda.slots import SlotLoop, linear_index
 from mytriton.diagnostics import CompileError, Location

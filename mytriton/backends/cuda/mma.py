@@ -3,7 +3,7 @@
 The layouts stage gives a dot the tensor cores can compute an ``mma``
 result layout (``mytriton/ir/layouts.py``); this module renders it. Each
 warp owns the 16x8 accumulator blocks the layout gives it (``MmaLayout`` in
-``layout.py``: slot digits ``2 * rep + element`` along each dimension), and for
+``thread_coordinates.py``: slot digits ``2 * rep + element`` along each dimension), and for
 each K step of the instruction it
 
 1. loads the A fragment of each of its block rows and the B fragment of each
@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 from mytriton.backends.cuda.ctypes import c_element
 from mytriton.backends.cuda.dots import pitch, stage_operands
 from mytriton.backends.cuda.expressions import CValue, as_type
-from mytriton.backends.cuda.layout import Layout, MmaLayout
+from mytriton.backends.cuda.thread_coordinates import Layout, MmaLayout
 from mytriton.backends.cuda.wgmma import emit_wgmma_products
 from mytriton.ir.ssa import Op
 from mytriton.ir.layouts import Mma, NvmmaShared

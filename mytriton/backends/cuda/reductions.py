@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_cast, c_element, c_scalar
 from mytriton.backends.cuda.expressions import as_type, compute_type, reduce_combine, reduce_identity
-from mytriton.backends.cuda.layout import Layout
+from mytriton.backends.cuda.thread_coordinates import Layout
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.ir.analysis import is_tile
 from mytriton.ir.ssa import Op

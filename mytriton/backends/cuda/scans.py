@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element
 from mytriton.backends.cuda.expressions import CValue, as_type, render
-from mytriton.backends.cuda.layout import Layout
+from mytriton.backends.cuda.thread_coordinates import Layout
 from mytriton.backends.cuda.slots import SlotLoop, linear_index
 from mytriton.backends.cuda.warp_scan import emit_warp_combine
 from mytriton.backends.cuda.warp_scan import plan as warp_plan

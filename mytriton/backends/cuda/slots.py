@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element
 from mytriton.backends.cuda.expressions import Arg, CValue, render
-from mytriton.backends.cuda.layout import Layout
+from mytriton.backends.cuda.thread_coordinates import Layout
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile
 from mytriton.ir.ssa import Const, Op, Operand, Value

@@ -54,7 +54,7 @@ from math import prod
 from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element
-from mytriton.backends.cuda.layout import BlockedLayout, Layout
+from mytriton.backends.cuda.thread_coordinates import BlockedLayout, Layout
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.ir.analysis import is_tile
 from mytriton.ir.ssa import Op

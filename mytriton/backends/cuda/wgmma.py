@@ -51,7 +51,7 @@ from mytriton.types import BF16, F16, F32
 
 if TYPE_CHECKING:
     from mytriton.backends.cuda.emitter import CudaEmitter
-    from mytriton.backends.cuda.layout import Layout
+    from mytriton.backends.cuda.thread_coordinates import Layout
 
 WARPGROUP = 4  # warps that issue one wgmma together
 LAYOUT_TYPE = {128: 1, 64: 2, 32: 3}  # the descriptor's layout type of each swizzle
