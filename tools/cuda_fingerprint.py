@@ -8,7 +8,7 @@ Two sources of kernels:
   that compiles with default options, each for sm_90 and sm_80 (wgmma and
   mma.sync paths) with 4 and 8 warps;
 - ``pytest``: the given test files run under a plugin that records the
-  CUDA of every ``emit_cuda`` call (keyed by test id and call number) and,
+  CUDA of every ``pipeline.emit_cuda`` call (keyed by test id and call number) and,
   through ``MYTRITON_DUMP_DIR``, of every kernel the JIT compiles.
 
 Each kernel's key maps to the sha256 of its CUDA text, or of the error it
@@ -27,6 +27,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -36,9 +37,18 @@ ROOT = Path(__file__).resolve().parent.parent
 VARIANTS = [("sm_90", 4), ("sm_90", 8), ("sm_80", 4), ("sm_80", 8)]
 # Set in the pytest processes the plugin records from: the JSON-lines file to append to.
 RECORD_ENV = "MYTRITON_FINGERPRINT_FILE"
+TEXTS_ENV = "MYTRITON_FINGERPRINT_TEXTS"  # and the folder it writes each kernel's CUDA to (--keep-texts)
+
+
+# pytest's temporary directories differ from run to run (and a test's own is
+# numbered by the tests of its worker before it); kernels written there name
+# them in their CUDA (the header's source, the first comment).
+PYTEST_TEMP = re.compile(r"/[^\s\"]*?/pytest-of-[^/]+/pytest-\d+(/popen-gw\d+)?(/[^/\s\"]*?\d+)?")
 
 
 def digest(text: str | bytes) -> str:
+    if isinstance(text, str):  # the checkout's own path too: kernels name their files
+        text = PYTEST_TEMP.sub("<tmp>", text).replace(str(ROOT), "<root>")
     data = text.encode() if isinstance(text, str) else text
     return hashlib.sha256(data).hexdigest()[:20]
 
@@ -84,10 +94,13 @@ def static_kernels() -> dict[str, str]:
     return found
 
 
-def kernels_from_tests(files: list[str], workers: int) -> dict[str, str]:
+def kernels_from_tests(files: list[str], workers: int, keep_texts: str | None = None) -> dict[str, str]:
     with tempfile.TemporaryDirectory() as scratch:
         record = Path(scratch) / "record.jsonl"
         env = dict(os.environ, **{RECORD_ENV: str(record), "MYTRITON_DUMP_DIR": str(Path(scratch) / "dumps")})
+        if keep_texts:
+            Path(keep_texts).mkdir(parents=True, exist_ok=True)
+            env[TEXTS_ENV] = str(Path(keep_texts).resolve())
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "tools"), env.get("PYTHONPATH")]))
         command = [sys.executable, "-m", "pytest", "-q", "-p", "cuda_fingerprint", *files]
         if workers > 1:
@@ -105,9 +118,9 @@ def kernels_from_tests(files: list[str], workers: int) -> dict[str, str]:
 def pytest_configure(config) -> None:
     if not os.environ.get(RECORD_ENV):
         return
-    from mytriton.backends.cuda import emitter
+    from mytriton import pipeline
 
-    original = emitter.emit_cuda
+    original = pipeline.emit_cuda
     state = {"test": "<collection>", "calls": 0}
 
     def recording(kernel, *args, **kwargs):
@@ -121,9 +134,13 @@ def pytest_configure(config) -> None:
             _append(key, "error:" + digest(f"{err.loc}: {err.message}"))
             raise
         _append(key, digest(text))
+        keep = os.environ.get(TEXTS_ENV)
+        if keep:  # the text itself, to diff a changed kernel
+            name = re.sub(r"[^A-Za-z0-9_.#-]+", "_", key)[-200:]
+            Path(keep, name + ".cu").write_text(text)
         return text
 
-    emitter.emit_cuda = recording
+    pipeline.emit_cuda = recording
     config._fingerprint_state = state
 
 
@@ -163,6 +180,7 @@ def main() -> int:
     rec.add_argument("--pytest", nargs="+", metavar="TEST_FILE", help="record the CUDA these tests generate")
     rec.add_argument("--no-static", action="store_true", help="skip the samples, lit and Triton-style kernels")
     rec.add_argument("-n", type=int, default=2, help="pytest-xdist workers (default 2)")
+    rec.add_argument("--keep-texts", metavar="DIR", help="also write each test kernel's CUDA into DIR")
     rec.add_argument("--select", metavar="EXPR", help="pytest's -m marker expression (\"not nvcc\" skips the builds)")
     cmp = sub.add_parser("compare", help="exit 1 if a kernel in both files changed")
     cmp.add_argument("before")
@@ -172,7 +190,7 @@ def main() -> int:
         return compare(json.loads(Path(args.before).read_text()), json.loads(Path(args.after).read_text()))
     found = {} if args.no_static else static_kernels()
     if args.pytest:
-        found.update(kernels_from_tests(args.pytest + (["-m", args.select] if args.select else []), args.n))
+        found.update(kernels_from_tests(args.pytest + (["-m", args.select] if args.select else []), args.n, args.keep_texts))
     Path(args.output).write_text(json.dumps(found, indent=0, sort_keys=True) + "\n")
     print(f"{len(found)} kernels, {sum(v.startswith('error:') for v in found.values())} of them errors")
     return 0

@@ -530,6 +530,10 @@ def _shared_alloc(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]
     shape = _shape_attr(attrs, "shared buffer")
     if len(shape) != 2:
         raise _err(f"a shared buffer has two dimensions, got {shape}")
+    offset = attrs.get("offset", 0)
+    # 16: the alignment of cp.async's chunks and ldmatrix's rows, the least any buffer gets.
+    if not (isinstance(offset, int) and not isinstance(offset, bool) and 0 <= offset < 2**31 and offset % 16 == 0):
+        raise _err(f"a shared buffer's offset must be a non-negative multiple of 16 bytes, got {offset!r}")
     return [SharedType(shape, _dtype_attr(attrs))]  # type: ignore[arg-type]
 
 
@@ -741,8 +745,10 @@ for _name in ("sum", "max", "min"):
 _register(OpDef("dot", ("a", "b", "acc?"), _dot, attrs=DOT_ATTRS, optional_attrs=DOT_ATTRS, materialised=True,
                 doc="tl.dot: the matrix product of rank-2 tiles a and b, plus acc when given; input_precision "
                     "and out_dtype as in Triton (absent: 'ieee' and the operands' default)"))
-_register(OpDef("shared_alloc", (), _shared_alloc, attrs=("name", "shape", "dtype"), allocates=True,
-                doc="a zero-filled row-major buffer in the program's shared memory"))
+_register(OpDef("shared_alloc", (), _shared_alloc, attrs=("name", "shape", "dtype", "offset"),
+                optional_attrs=("offset",), allocates=True,
+                doc="a zero-filled row-major buffer in the program's shared memory (at byte offset of the "
+                    "shared array, once allocate-shared has placed it)"))
 _register(OpDef("copy_to_shared", ("buffer", "base", "row_offset", "col_offset", "row_stride", "row_bound",
                                    "col_bound", "fill"), _copy_to_shared, reads_global=True,
                 writes_shared=True, address_operand="base", shared_operands=("buffer",),
@@ -1183,8 +1189,10 @@ def _async_wait(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     return []
 
 
-_register(OpDef("shared_alloc_stages", (), _shared_alloc_stages, attrs=("name", "shape", "dtype", "stages"),
-                allocates=True, doc="a zero-filled buffer of stages buffers of shape, one above the other"))
+_register(OpDef("shared_alloc_stages", (), _shared_alloc_stages, attrs=("name", "shape", "dtype", "stages", "offset"),
+                optional_attrs=("offset",), allocates=True,
+                doc="a zero-filled buffer of stages buffers of shape, one above the other (at byte offset, "
+                    "as shared_alloc)"))
 _register(OpDef("stage_view", ("buffer", "stage"), _stage_view, attrs=("stages",), reads_shared=True,
                 shared_operands=("buffer",),
                 doc="rows [stage * R, (stage + 1) * R) of a buffer of stages * R rows, as an R-row buffer"))

@@ -4,8 +4,8 @@ The stage-dots pass turns the canonical pair of masked tile loads into
 explicit ops, and each becomes CUDA here:
 
 - ``shared_alloc``: a pointer into the kernel's one dynamic shared array
-  (``smem``), declared once at kernel scope at an offset the emitter lays out
-  (``CudaEmitter.shared_offsets``), row-major with the padding its
+  (``smem``), declared once at kernel scope at the offset the allocate-shared
+  pass gave it (its ``offset`` attribute), row-major with the padding its
   ``padded_shared`` layout gives;
 - ``copy_to_shared``: every thread copies elements ``threadIdx.x``,
   ``threadIdx.x + threads``, ... of the row-major tile, consecutive threads
@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from mytriton.backends.cuda.ctypes import c_element, c_literal, c_scalar
 from mytriton.backends.cuda.spelling import CUDA
 from mytriton.backends.cuda.expressions import as_type
+from mytriton.backends.cuda.shared_memory import buffer_bytes
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.ir.layouts import Mma, NvmmaShared, fma_operand_pad
 from mytriton.ir.opdefs import dot_input_precision
@@ -83,22 +84,6 @@ def transposed(buffer: SharedType) -> SharedType:
     """The row-major buffer of the transposed tile that an ``order=[0, 1]``
     buffer is, element for element."""
     return replace(buffer, shape=buffer.shape[::-1], layout=replace(buffer.layout, order=(1, 0)))
-
-
-def buffer_elements(buffer: SharedType) -> int:
-    return buffer.shape[0] * pitch(buffer)
-
-
-def buffer_bytes(op: Op) -> int:
-    """The bytes a ``shared_alloc`` (every stage of a ``shared_alloc_stages``) takes, padding included."""
-    return buffer_elements(op.results[0].type) * op.attrs["dtype"].nbytes
-
-
-def buffer_alignment(op: Op) -> int:
-    """The byte boundary a buffer starts on in the shared array: 1024 for a
-    swizzled one (wgmma applies the swizzle to address bits 4-9, so a buffer
-    must start where the pattern does), else 16."""
-    return 1024 if isinstance(op.results[0].type.layout, NvmmaShared) else 16
 
 
 def declare_shared(op: Op, offset: int) -> tuple[str, str]:

@@ -18,12 +18,13 @@ elements, its *slots*, in loops that nvcc unrolls:
 - a runtime ``for`` becomes a C ``for`` whose carried values are locals (or
   per-thread arrays) that the loop's results share, as in the first chapter.
 
-Shared memory is one dynamic array, ``extern __shared__ smem[]``: scratch
+Shared memory is one dynamic array, ``extern __shared__ smem[]``, divided
+as the allocate-shared pass decided (``allocate_shared.py``): scratch
 (reductions, layout conversions, unstaged dots) from byte 0, then the
-stage-dots buffers at 16-byte aligned offsets (``shared_offsets``); scratch
-needed only after the buffers' last use (past a K loop's drain and the
-barrier after it: an epilogue's layout change) overlays them from byte 0
-(``late_ops``). All of it is checked against the target's budget (sm_90: 227 KiB). The first output line
+stage-dots buffers at their ``offset`` attributes; scratch needed only after
+the buffers' last use overlays them from byte 0. The pass learns what
+scratch each statement addresses by running this emitter in its measuring
+mode (``measure_scratch``), which writes nothing. The first output line
 is a JSON header that names the kernel, its parameters, the buffers it stores
 to, its threads per block and the shared bytes a launch must give
 (``shared_bytes``; past 48 KiB the launcher raises the kernel's limit), so a
@@ -36,6 +37,9 @@ from dataclasses import dataclass, field
 
 from mytriton.backends.cuda.ctypes import c_element, c_literal
 from mytriton.backends.cuda.dots import ASYNC_OPS, COPY_OPS, emit_async, hoist_wrapped_coordinates
+from mytriton.backends.cuda.shared_memory import (
+    aligned, buffer_alignment, buffer_offsets, buffers_end, late_ops,
+)
 from mytriton.backends.cuda.spelling import CUDA
 from mytriton.backends.cuda.expressions import CValue, as_type, assert_lines, print_call, render
 from mytriton.backends.cuda.thread_coordinates import BlockedLayout, Layout, tile_layout
@@ -44,9 +48,7 @@ from mytriton.backends.cuda.slots import SlotLoop, linear_index
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile, stored_params
-from mytriton.target import (
-    MAX_ELEMENTS_PER_THREAD, OPT_IN_SHARED_MEMORY, SHARED_MEMORY_BUDGET, WGMMA_BUILD_ARCH, budget_text,
-)
+from mytriton.target import MAX_ELEMENTS_PER_THREAD, OPT_IN_SHARED_MEMORY, SHARED_MEMORY_BUDGET, WGMMA_BUILD_ARCH
 from mytriton.ir.ssa import Block, BlockArg, Const, Kernel, Op, OpResult, Operand, Value, for_yield, is_combine, use_counts, walk
 from mytriton.ir.ssa_text import ValueNames
 from mytriton.ir.layouts import Mma
@@ -68,16 +70,34 @@ class Group:
     domain: Layout | None = None
 
 
+@dataclass(frozen=True)
+class ScratchNeed:
+    """Scratch that one statement addresses from byte 0 of the shared array:
+    ``nbytes``, the op a message about it names, and whether the statement
+    comes after the buffers' last use (``late_ops``)."""
+
+    nbytes: int
+    op: Op | None
+    late: bool
+
+
 def _rule(op: Op) -> str:
     opdef = opdefs.lookup(op.name)
     return opdef.layout_rule if opdef is not None else "none"
 
 
 class CudaEmitter:
-    def __init__(self, kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET) -> None:
+    """Renders a laid-out, allocated kernel; with ``measure``, a kernel not
+    allocated yet, only to record the scratch its statements need
+    (``scratch_needs``)."""
+
+    def __init__(self, kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET, measure: bool = False) -> None:
         if kernel.num_warps is None:
             raise CompileError(f"kernel '{kernel.name}' is not laid out: run the layouts stage before emit-cuda",
                                kernel.loc)
+        if kernel.shared_memory is None and not measure:
+            raise CompileError(f"kernel '{kernel.name}' has no shared-memory plan: run allocate-shared "
+                               "before rendering it", kernel.loc)
         self.kernel = kernel
         self.shared_budget = shared_budget  # bytes of shared memory a block may use (the target's)
         self.num_warps = kernel.num_warps
@@ -92,10 +112,13 @@ class CudaEmitter:
         self.group_of: dict[Op, int] = {}
         self.parents: dict[tuple, tuple[str, BlockedLayout]] = {}  # placement -> (name, a layout with it)
         self.shared: dict[Value, str] = {}  # tiles copied to shared memory for the current group
-        self.shared_bytes = 0  # scratch: reductions, layout changes, unstaged dots
+        # Measuring: the scratch so far and what each statement needs; else the plan's.
+        self.scratch_needs: list[ScratchNeed] | None = [] if measure else None
+        plan = kernel.shared_memory
+        self.shared_bytes = plan.scratch if plan and not measure else 0  # reductions, layout changes, unstaged dots
         # Scratch used only after the staged buffers' last use (an epilogue's
-        # layout change), which may overlay them: see ``late_ops``.
-        self.late_shared_bytes = 0
+        # layout change), which overlays them.
+        self.late_shared_bytes = plan.late_scratch if plan and not measure else 0
         self.late = False  # emitting such an op now
         self.late_ops = late_ops(kernel)
         self.held: set = set()  # tiles computed into registers though not materialised (hold_narrower)
@@ -288,49 +311,27 @@ class CudaEmitter:
         for op in self.shared_allocs:
             self.storage[op.results[0]] = shared_array_name(op)
         self.block(top)
-        total = self.total_shared_bytes()
-        if total > self.shared_budget:
-            staged = self.staged_bytes()
-            parts = f"{staged} for staged dot tiles and {self.shared_bytes} of scratch" if staged \
-                else "for reductions and layout changes"
-            loc = self.budget_loc if self.shared_bytes else self.shared_allocs[0].loc
-            raise CompileError(f"kernel '{self.kernel.name}' needs {total} bytes of shared "
-                               f"memory ({parts}), over the {budget_text(self.shared_budget)} budget; "
-                               "use smaller tiles", loc)
-        return self.render()
+        return self.render() if self.scratch_needs is None else ""
 
     def staged_bytes(self) -> int:
         """The bytes the stage-dots buffers take in the shared array, from the
         end of the scratch: each from its alignment's boundary (16 bytes; a
         swizzled wgmma buffer 1024, its swizzle's period)."""
-        return self._buffers_end() - _aligned(self.shared_bytes) if self.shared_allocs else 0
+        if not self.shared_allocs:
+            return 0
+        return buffers_end(self.shared_allocs, self.shared_offsets(), self.shared_bytes) - aligned(self.shared_bytes)
 
     def shared_offsets(self) -> list[int]:
-        """Where each stage-dots buffer starts in the shared array, in
-        allocation order: after the scratch (which every slot loop, reduction
-        and unstaged dot addresses from byte 0), each at a multiple of 16
-        bytes (cp.async's 16-byte chunks, ldmatrix rows) or of 1024 (an
-        ``nvmma_shared`` buffer: the hardware swizzles by address bits). Nothing
-        overlaps, so the offsets are a function of the IR's buffer types alone."""
-        from mytriton.backends.cuda.dots import buffer_alignment, buffer_bytes
-
-        offsets, offset = [], _aligned(self.shared_bytes)
-        for op in self.shared_allocs:
-            offset = _aligned(offset, buffer_alignment(op))
-            offsets.append(offset)
-            offset += _aligned(buffer_bytes(op))
-        return offsets
-
-    def _buffers_end(self) -> int:
-        from mytriton.backends.cuda.dots import buffer_bytes
-
-        offsets = self.shared_offsets()
-        return offsets[-1] + _aligned(buffer_bytes(self.shared_allocs[-1])) if offsets else _aligned(self.shared_bytes)
+        """Where each stage-dots buffer starts in the shared array: the plan's
+        offsets; while measuring, where they would start after the scratch
+        needed so far."""
+        if self.scratch_needs is not None:
+            return buffer_offsets(self.shared_allocs, self.shared_bytes)
+        return [op.attrs["offset"] for op in self.shared_allocs]
 
     def total_shared_bytes(self) -> int:
-        """The dynamic shared bytes a launch must give: scratch and buffers
-        (and the late scratch over them)."""
-        return max(self._buffers_end(), _aligned(self.late_shared_bytes))
+        """The dynamic shared bytes a launch must give (the plan's)."""
+        return self.kernel.shared_memory.bytes
 
     def axis_info(self):
         """The kernel's axis analysis (divisibility facts), computed when first asked."""
@@ -367,8 +368,6 @@ class CudaEmitter:
                    for op in walk(self.kernel.body) for r in op.results)
 
     def shared_alignment(self) -> int:
-        from mytriton.backends.cuda.dots import buffer_alignment
-
         return max([16] + [buffer_alignment(op) for op in self.shared_allocs])
 
     def render(self) -> str:
@@ -673,21 +672,28 @@ class CudaEmitter:
             for text in writer.body():
                 self.line(INDENT + text)
             self.line("}")
-            offset += _aligned(value.type.numel * _element_bytes(value.type))
+            offset += aligned(value.type.numel * _element_bytes(value.type))
         self.line(self.lang.barrier)
         self.need_shared(offset, loop.staged[0])
 
     def need_shared(self, nbytes: int, value_or_op) -> None:
+        """The statement being written addresses ``nbytes`` of scratch from
+        byte 0: recorded while measuring, else checked against the plan (which
+        an edit of the laid-out SSA after allocate-shared may have made stale)."""
+        op = value_or_op if isinstance(value_or_op, Op) else getattr(value_or_op, "op", None)
+        if self.scratch_needs is None:
+            granted = self.late_shared_bytes if self.late else self.shared_bytes
+            if nbytes > granted:
+                raise CompileError(f"this needs {nbytes} bytes of shared scratch, but the kernel's shared_memory "
+                                   f"plan gives {granted}: run allocate-shared (the layouts stage) again",
+                                   op.loc if op is not None and op.loc else self.kernel.loc)
+            return
+        self.scratch_needs.append(ScratchNeed(nbytes, op, self.late))
+        # An unstaged dot's operand padding asks how much room the buffers leave (staged_bytes).
         if self.late:
             self.late_shared_bytes = max(self.late_shared_bytes, nbytes)
-            if nbytes > self.shared_bytes:
-                op = value_or_op if isinstance(value_or_op, Op) else getattr(value_or_op, "op", None)
-                self.budget_loc = op.loc if op is not None and op.loc else self.kernel.loc
-            return
-        if nbytes > self.shared_bytes:
-            self.shared_bytes = nbytes
-            op = value_or_op if isinstance(value_or_op, Op) else getattr(value_or_op, "op", None)
-            self.budget_loc = op.loc if op is not None and op.loc else self.kernel.loc
+        else:
+            self.shared_bytes = max(self.shared_bytes, nbytes)
 
     # ---- loops --------------------------------------------------------------------------------------------
     def loop(self, op: Op) -> None:
@@ -845,10 +851,6 @@ def _element_bytes(t) -> int:
     return 8 if isinstance(element, PointerType) else element.nbytes
 
 
-def _aligned(nbytes: int, alignment: int = 16) -> int:
-    return (nbytes + alignment - 1) // alignment * alignment
-
-
 def c_comment(text: str) -> str:
     """``text`` safe inside a ``//`` comment: printable ASCII but for the
     backslash (which continues a comment onto the next line before a newline)
@@ -866,9 +868,18 @@ def c_comment(text: str) -> str:
 
 
 def emit_cuda(kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET) -> str:
-    """CUDA C++ for laid-out SSA (the layouts stage's output), its shared
-    memory within ``shared_budget`` bytes (the target's)."""
+    """CUDA C++ for laid-out SSA with its shared-memory plan (allocate-shared);
+    ``shared_budget`` (the target's) bounds what an unstaged dot's operand
+    padding may add."""
     return CudaEmitter(kernel, shared_budget).emit()
+
+
+def measure_scratch(kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET) -> list[ScratchNeed]:
+    """What scratch each statement of laid-out ``kernel`` addresses, in
+    program order: the emitter run without writing anything."""
+    emitter = CudaEmitter(kernel, shared_budget, measure=True)
+    emitter.emit()
+    return emitter.scratch_needs
 
 
 def header_of(source: str) -> dict | None:
@@ -950,29 +961,3 @@ def _check_header(header: dict, where: Location) -> None:
     if not isinstance(constexprs, dict) or not all(
             v is None or isinstance(v, (bool, int, float, str)) for v in constexprs.values()):
         raise bad("'constexprs' must map names to numbers, dtype names or null")
-
-
-def late_ops(kernel: Kernel) -> set:
-    """The top-level ops after the staged buffers' last use: past the last op
-    that touches a shared buffer or an asynchronous copy or wgmma group, and
-    past the barrier after it (every thread's copies have landed, every
-    group's reads are done), so their scratch may overlay the buffers."""
-    ops = kernel.body.ops
-    last = -1
-    for index, op in enumerate(ops):
-        if _touches_staged(op):
-            last = index
-    if last < 0:
-        return set()
-    barrier = next((i for i in range(last + 1, len(ops)) if ops[i].name == "barrier"), None)
-    return set(ops[barrier + 1:]) if barrier is not None else set()
-
-
-def _touches_staged(op: Op) -> bool:
-    for inner in [op, *(o for region in op.regions for o in walk(region))]:
-        if inner.name in ("async_wait", "async_commit", "wgmma_wait") or inner.attrs.get("in_flight"):
-            return True
-        values = [*inner.operands, *inner.results]
-        if any(isinstance(getattr(v, "type", None), SharedType) for v in values):
-            return True
-    return False
