@@ -40,6 +40,7 @@ from mytriton.backends.cuda.ctypes import c_element, c_literal, c_scalar
 from mytriton.backends.cuda.spelling import CUDA
 from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.shared_memory import buffer_bytes
+from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.ir.layouts import Mma, NvmmaShared, fma_operand_pad
 from mytriton.ir.opdefs import dot_input_precision
@@ -47,7 +48,7 @@ from mytriton.ir.ssa import BlockArg, Const, Op, OpResult, Value, walk
 from mytriton.types import BOOL, F32, F64, I8, I32, ScalarType, SharedType, element_of
 
 if TYPE_CHECKING:
-    from mytriton.backends.cuda.emitter import CudaEmitter
+    from mytriton.backends.cuda.context import EmitContext
 
 
 def shared_array_name(op: Op) -> str:
@@ -153,7 +154,7 @@ def _column_major(buffer: SharedType) -> bool:
     return isinstance(buffer.layout, NvmmaShared) and buffer.layout.transposed
 
 
-def copy_operands(em: "CudaEmitter", op: Op) -> tuple:
+def copy_operands(em: "EmitContext", op: Op) -> tuple:
     """A copy's geometry and its index operands as C expressions
     (``copy_to_shared``'s with column stride 1 and no wraps)."""
     g = copy_geometry(op)
@@ -182,7 +183,12 @@ def element_offset(args: dict, row: str = "row", col: str = "col") -> str:
     return f"{row} * {args['stride']} + {scaled}"
 
 
-def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
+@renders("copies")
+def render_copies(em: "EmitContext", group: Group) -> None:
+    emit_copies(em, group.ops)
+
+
+def emit_copies(em: "EmitContext", ops: list[Op]) -> None:
     """Consecutive ``copy_to_shared`` ops: every thread first loads all its
     elements of every tile into registers, so the loads are in flight
     together, then writes them to shared memory. (A load cannot move past a
@@ -233,7 +239,7 @@ ASYNC_OPS = ("stage_view", "async_copy_to_shared", "async_copy_strided_to_shared
              "wgmma_wait")
 
 
-def emit_async(em: "CudaEmitter", op: Op) -> None:
+def emit_async(em: "EmitContext", op: Op) -> None:
     """One op of a pipelined K loop: a stage view is a pointer into its
     buffer; a copy is cp.async; commit and wait are cp.async's groups."""
     where = em.where(op)
@@ -283,7 +289,7 @@ def vector_width(buffer: SharedType, fill: object) -> int:
     return 1
 
 
-def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
+def emit_async_copy(em: "EmitContext", op: Op) -> None:
     """``async_copy_to_shared``, where its predicate holds: each thread
     issues cp.async for its chunks of the row-major tile, consecutive
     threads on consecutive chunks; the elements out of bounds are
@@ -367,7 +373,7 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
     em.line("}")
 
 
-def proven_aligned(em: "CudaEmitter", op: Op, width: int) -> bool:
+def proven_aligned(em: "EmitContext", op: Op, width: int) -> bool:
     """Whether the axis analysis proves what the run-time check of a copy's
     ``width``-element chunks asks: the base address a multiple of the chunk's
     bytes, the row stride and the column offset multiples of ``width``,
@@ -387,7 +393,7 @@ def proven_aligned(em: "CudaEmitter", op: Op, width: int) -> bool:
     return multiple(g.base, width * nbytes) and multiple(g.stride, width) and multiple(g.col_offset, width)
 
 
-def bound_multiple(em: "CudaEmitter", op: Op, width: int) -> bool:
+def bound_multiple(em: "EmitContext", op: Op, width: int) -> bool:
     from mytriton.passes.stage_dots import NO_BOUND
 
     """Whether the axis analysis proves a copy's column bound (as it walks
@@ -408,7 +414,7 @@ def bound_multiple(em: "CudaEmitter", op: Op, width: int) -> bool:
 WRAPPED_COPY_OPERANDS = {"row": ("row_offset", "row_wrap"), "col": ("col_offset", "col_wrap")}  # of its geometry
 
 
-def hoist_wrapped_coordinates(em: "CudaEmitter", loop: Op) -> None:
+def hoist_wrapped_coordinates(em: "EmitContext", loop: Op) -> None:
     """Before ``loop``: each thread's wrapped chunk rows (and columns) of every
     chunked copy in its body whose offset and wrap the loop does not change."""
     body = loop.regions[0]
@@ -451,7 +457,7 @@ def hoist_wrapped_coordinates(em: "CudaEmitter", loop: Op) -> None:
             em.hoisted_coordinates[op] = hoisted
 
 
-def _copy_loop(em: "CudaEmitter", rows: int, cols: int, width: int, row_pitch: int, args: dict[str, str],
+def _copy_loop(em: "EmitContext", rows: int, cols: int, width: int, row_pitch: int, args: dict[str, str],
                body, unroll: int | None = None, hoisted: dict[str, str] | None = None) -> None:
     """A loop over a thread's chunks of ``width`` elements of a row-major tile
     (``hoisted``: arrays of the chunks' wrapped rows or columns, by axis)."""
@@ -478,17 +484,9 @@ def _copy_loop(em: "CudaEmitter", rows: int, cols: int, width: int, row_pitch: i
     em.line("}")
 
 
-def emit_dot(em: "CudaEmitter", op: Op) -> None:
+def emit_fma_dot(em: "EmitContext", op: Op) -> None:
     """``dot_shared`` (buffers from the stage-dots pass) or a general ``dot``
-    (operand tiles staged here through scratch shared memory)."""
-    from mytriton.backends.cuda.mma import emit_mma_dot, is_mma
-
-    layout = op.results[0].type.layout
-    if op.attrs.get("in_flight") and not (isinstance(layout, Mma) and layout.version == 3):
-        raise em.error_at(op, "only a dot in a version-3 (wgmma) mma layout can be in flight")
-    if is_mma(em.layout_of(op.results[0])):
-        emit_mma_dot(em, op)  # tensor cores (the layouts stage chose an mma layout)
-        return
+    (operand tiles staged here through scratch shared memory) on CUDA cores."""
     a, b, acc = op.operands
     if any(isinstance(x.type, SharedType) and isinstance(x.type.layout, NvmmaShared) for x in (a, b)):
         raise em.error_at(op, "only a dot in a version-3 (wgmma) mma layout reads nvmma_shared buffers")
@@ -577,7 +575,7 @@ def dot_work_type(operand: object) -> ScalarType:
     return F64 if operand == F64 else I32 if operand == I8 else F32
 
 
-def _operand_reads(em: "CudaEmitter", name: str, index: str, count: int, read: str, element: object,
+def _operand_reads(em: "EmitContext", name: str, index: str, count: int, read: str, element: object,
                    work_t: ScalarType, precision: str) -> None:
     """Declare ``name[count]`` and fill it with this K step's operand values,
     converted per the dot's precision (``name``_lo too for tf32x3)."""
@@ -613,7 +611,7 @@ def _vector_width(acc_t, pitch: int, run: int) -> int:
     return 1 if pitch % width or run % width else width
 
 
-def _vector_fma_loop(em: "CudaEmitter", op: Op, storage: str, layout, positions: dict,
+def _vector_fma_loop(em: "EmitContext", op: Op, storage: str, layout, positions: dict,
                      a: tuple[str, object, int], b: tuple[str, object, int], k: int) -> bool:
     """The FMA loop over k where 16-byte shared reads serve it (operands of
     the accumulator's own float type, and a layout and row pitches that keep
@@ -677,7 +675,7 @@ def _vector_fma_loop(em: "CudaEmitter", op: Op, storage: str, layout, positions:
     return True
 
 
-def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object, int]:
+def stage_operands(em: "EmitContext", op: Op) -> tuple[str, str, object, object, int]:
     """Write a general dot's operand tiles to scratch shared memory; A's rows
     padded as a staged A buffer's are (``fma_operand_pad``), where that still
     fits the budget, for the FMA loop's 16-byte reads across rows. Returns the

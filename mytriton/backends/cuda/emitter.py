@@ -3,7 +3,15 @@
 One CUDA block runs one program instance with ``num_warps * 32`` threads.
 Its input is laid-out SSA: the layouts stage has given every tile a layout
 (``mytriton/passes/layouts.py``) and put a ``convert_layout`` wherever a tile
-changes layout; this module renders those decisions and makes none. Scalars
+changes layout; the allocate-shared pass has placed everything in shared
+memory. This module groups each block's ops into statements and renders
+each through the function registered for its kind (``renderers.py``; the
+helper modules register theirs and see this printer only as an
+``EmitContext``), writing lines through a C builder whose scopes own the
+indentation (``c_builder.py``). Some decisions are still made while
+rendering: which tiles get per-thread arrays (``plan_storage``), pure tile
+ops recomputed where they are used, ``hold_narrower``, the cp.async chunk
+width (``dots.py``) and the scan path (``scans.py``). Scalars
 are locals every thread computes alike. Tiles are spread over the threads as
 their layouts say (``thread_coordinates.py`` spells that in C); each thread handles its
 elements, its *slots*, in loops that nvcc unrolls:
@@ -33,10 +41,18 @@ to, its threads per block and the shared bytes a launch must give
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass
 
 from mytriton.backends.cuda.ctypes import c_element, c_literal
-from mytriton.backends.cuda.dots import ASYNC_OPS, COPY_OPS, emit_async, hoist_wrapped_coordinates
+# The helpers register their statements' renderers as they are imported.
+from mytriton.backends.cuda import atomics, histogram, mma, reductions, scans  # noqa: F401
+from mytriton.backends.cuda.atomics import emit_scalar_atomic
+from mytriton.backends.cuda.c_builder import CBuilder, INDENT
+from mytriton.backends.cuda.dots import (
+    ASYNC_OPS, COPY_OPS, declare_shared, emit_async, hoist_wrapped_coordinates, shared_array_name,
+)
+from mytriton.backends.cuda.renderers import Group, renderer_of, renders
 from mytriton.backends.cuda.shared_memory import (
     aligned, buffer_alignment, buffer_offsets, buffers_end, late_ops,
 )
@@ -52,22 +68,11 @@ from mytriton.target import MAX_ELEMENTS_PER_THREAD, OPT_IN_SHARED_MEMORY, SHARE
 from mytriton.ir.ssa import Block, BlockArg, Const, Kernel, Op, OpResult, Operand, Value, for_yield, is_combine, use_counts, walk
 from mytriton.ir.ssa_text import ValueNames
 from mytriton.ir.layouts import Mma
-from mytriton.types import BOOL, BlockType, PointerType, ScalarType, SharedType, element_of
+from mytriton.types import BOOL, BlockType, PointerType, ScalarType, element_of
 
 HEADER_PREFIX = "// mytriton-kernel: "
 # The most shared memory a header may ask a launch for: any GPU's opt-in limit.
 MAX_SHARED_BYTES = max(OPT_IN_SHARED_MEMORY.values())
-INDENT = "  "
-
-
-@dataclass
-class Group:
-    """Statements emitted together: a scalar op, loads/stores sharing one
-    slot loop, a reduction, or a loop."""
-
-    kind: str  # "scalar", "tile", "convert", "reduce", "for", "copies", "barrier", "async", "dot"
-    ops: list[Op] = field(default_factory=list)
-    domain: Layout | None = None
 
 
 @dataclass(frozen=True)
@@ -123,14 +128,13 @@ class CudaEmitter:
         self.late_ops = late_ops(kernel)
         self.held: set = set()  # tiles computed into registers though not materialised (hold_narrower)
         self.shared_allocs: list[Op] = []  # buffers the stage-dots pass allocated
-        self.lines: list[str] = []
+        self.out = CBuilder(depth=1)  # the kernel body's lines, inside its braces
         self.vector_stores = 0  # staging arrays of vector stores, numbered
         # Copies in loops whose wrapped chunk coordinates were worked out before
         # the loop (dots.hoist_wrapped_coordinates): op -> {"row"|"col": array}.
         self.hoisted_copies = 0
         self.early: set = set()  # ops emitted before their place (a loop's wgmma_wait)
         self.hoisted_coordinates: dict = {}
-        self.depth = 1
         self._param_names()
 
     # ---- names ---------------------------------------------------------------------------
@@ -183,7 +187,15 @@ class CudaEmitter:
         return self.shared[value]
 
     def line(self, text: str) -> None:
-        self.lines.append(INDENT * self.depth + text)
+        self.out.line(text)
+
+    @property
+    def depth(self) -> int:  # for the helpers that still indent by hand
+        return self.out.depth
+
+    @depth.setter
+    def depth(self, value: int) -> None:
+        self.out.depth = value
 
     def error_at(self, op: Op, message: str) -> CompileError:
         return CompileError(message, op.loc or self.kernel.loc)
@@ -304,8 +316,6 @@ class CudaEmitter:
 
     # ---- output --------------------------------------------------------------------------------
     def emit(self) -> str:
-        from mytriton.backends.cuda.dots import shared_array_name
-
         top = self.plan_groups(self.kernel.body)
         self.plan_storage()
         for op in self.shared_allocs:
@@ -371,8 +381,6 @@ class CudaEmitter:
         return max([16] + [buffer_alignment(op) for op in self.shared_allocs])
 
     def render(self) -> str:
-        from mytriton.backends.cuda.dots import declare_shared
-
         header = {
             "kernel": self.kernel.name,
             "params": [[p.name, str(p.type)] for p in self.kernel.params],
@@ -413,7 +421,7 @@ class CudaEmitter:
             out.append(f"{INDENT}// {name}: {parent.describe()}")
             for d in range(parent.rank):
                 out.append(f"{INDENT}const int {name}_p{d} = {parent.thread_position(d, self.lang.thread_id)};")
-        out += self.lines
+        out += self.out.lines
         out.append("}")
         return "\n".join(out) + "\n"
 
@@ -421,47 +429,7 @@ class CudaEmitter:
     def block(self, groups: list[Group]) -> None:
         for group in groups:
             self.late = group.ops[0] in self.late_ops
-            if group.kind == "scalar":
-                self.scalar(group.ops[0])
-            elif group.kind == "tile":
-                self.tile_group(group)
-            elif group.kind == "convert" and group.ops[0].name == "histogram":
-                from mytriton.backends.cuda.histogram import emit_histogram
-
-                emit_histogram(self, group.ops[0])
-            elif group.kind == "convert":
-                self.convert_group(group)
-            elif group.kind == "reduce":
-                from mytriton.backends.cuda.reductions import emit_reduction
-
-                emit_reduction(self, group.ops[0], group.domain)
-            elif group.kind == "combine":
-                from mytriton.backends.cuda.scans import emit_combine
-
-                emit_combine(self, group.ops[0], group.domain)
-            elif group.kind == "copies":
-                from mytriton.backends.cuda.dots import emit_copies
-
-                emit_copies(self, group.ops)
-            elif group.kind == "barrier":
-                self.line(f"{self.lang.barrier}{self.where(group.ops[0])}")
-            elif group.kind == "async":
-                if group.ops[0] not in self.early:  # a wait emitted with its loop (loop())
-                    emit_async(self, group.ops[0])
-            elif group.kind == "dot":
-                from mytriton.backends.cuda.dots import emit_dot
-
-                emit_dot(self, group.ops[0])
-            elif group.kind == "atomic":
-                from mytriton.backends.cuda.atomics import emit_tile_atomic
-
-                emit_tile_atomic(self, group.ops[0], group.domain)
-            elif group.kind == "if":
-                self.if_op(group.ops[0])
-            elif group.kind == "while":
-                self.while_op(group.ops[0])
-            else:
-                self.loop(group.ops[0])
+            renderer_of(group)(self, group)
 
     def host_call(self, op: Op, args: list, coords: list[str], owner: str | None) -> list[str]:
         """The lines of a ``device_print`` or ``device_assert`` for one element
@@ -481,8 +449,6 @@ class CudaEmitter:
                 self.line(text + self.where(op))
             return
         if op.name in opdefs.ATOMIC_OPS:
-            from mytriton.backends.cuda.atomics import emit_scalar_atomic
-
             emit_scalar_atomic(self, op, args)
             return
         if op.name == "store":
@@ -519,19 +485,14 @@ class CudaEmitter:
         memory there) with its declarations before it."""
         for text in declare or []:
             self.line(text)
-        if loop.staged:
-            self.line("{  // the shared-memory copies below are this loop's alone")
-            self.depth += 1
-        self.stage_shared(loop)
-        self.line(f"// {comment}")
-        self.line(self.lang.unroll)
-        self.line(f"for (int k = 0; k < {loop.domain.slots}; ++k) {{")
-        for text in loop.body():
-            self.line(INDENT + text)
-        self.line("}")
-        if loop.staged:
-            self.depth -= 1
-            self.line("}")
+        own = self.out.scope("{  // the shared-memory copies below are this loop's alone")
+        with own if loop.staged else nullcontext():
+            self.stage_shared(loop)
+            self.line(f"// {comment}")
+            self.line(self.lang.unroll)
+            with self.out.scope(f"for (int k = 0; k < {loop.domain.slots}; ++k) {{"):
+                for text in loop.body():
+                    self.line(text)
 
     def tile_group(self, group: Group) -> None:
         loop = self.open_loop(group.domain, group.ops[0])
@@ -668,10 +629,9 @@ class CudaEmitter:
             index = linear_index([writer.use(c) for c in writer.coords()], value.type.shape)
             writer.lines.append(f"{name}[{index}] = {self.storage[value]}[k];")
             self.line(self.lang.unroll)
-            self.line(f"for (int k = 0; k < {layout.slots}; ++k) {{")
-            for text in writer.body():
-                self.line(INDENT + text)
-            self.line("}")
+            with self.out.scope(f"for (int k = 0; k < {layout.slots}; ++k) {{"):
+                for text in writer.body():
+                    self.line(text)
             offset += aligned(value.type.numel * _element_bytes(value.type))
         self.line(self.lang.barrier)
         self.need_shared(offset, loop.staged[0])
@@ -715,23 +675,17 @@ class CudaEmitter:
         # path that skips the loop and reaches the wait, ptxas serialises the
         # loop's wgmma (its note C7514).
         wait = self.wait_after(op)
-        if wait is not None:
-            self.line(f"if ({as_type(start, index_type)} < {as_type(stop, index_type)}{guard}) {{"
-                      f"  // the loop and the wait for its last group")
-            self.depth += 1
-        self.line(f"for ({c_element(index_type)} {index} = {as_type(start, index_type)}; "
-                  f"{index} < {as_type(stop, index_type)}{guard}; "
-                  f"{index} += {as_type(step, index_type)}) {{{self.where(op)}")
-        self.depth += 1
-        self.block(self.groups[id(body)])
-        self.yield_values(body.ops[-1], carried)
-        self.depth -= 1
-        self.line("}")
-        if wait is not None:
-            emit_async(self, wait)
-            self.early.add(wait)
-            self.depth -= 1
-            self.line("}")
+        entered = self.out.scope(f"if ({as_type(start, index_type)} < {as_type(stop, index_type)}{guard}) {{"
+                                 f"  // the loop and the wait for its last group")
+        with entered if wait is not None else nullcontext():
+            with self.out.scope(f"for ({c_element(index_type)} {index} = {as_type(start, index_type)}; "
+                                f"{index} < {as_type(stop, index_type)}{guard}; "
+                                f"{index} += {as_type(step, index_type)}) {{{self.where(op)}"):
+                self.block(self.groups[id(body)])
+                self.yield_values(body.ops[-1], carried)
+            if wait is not None:
+                emit_async(self, wait)
+                self.early.add(wait)
 
     def wait_after(self, loop: Op) -> Op | None:
         """The ``wgmma_wait`` (pending=0) of one of ``loop``'s results right
@@ -763,26 +717,22 @@ class CudaEmitter:
         for index, region in enumerate(op.regions):
             if index == 1:
                 self.line("} else {")
-            self.depth += 1
-            self.block(self.groups[id(region)])
-            for result, value in zip(op.results, region.ops[-1].operands):
-                self.assign_carried(result, value)
-            self.depth -= 1
+            with self.out.indented():
+                self.block(self.groups[id(region)])
+                for result, value in zip(op.results, region.ops[-1].operands):
+                    self.assign_carried(result, value)
         self.line("}")
 
     def while_op(self, op: Op) -> None:
         before, after = op.regions
         for result, init in zip(op.results, op.operands):
             self.assign_carried(result, init, declare=True)
-        self.line(f"while (true) {{{self.where(op)}")
-        self.depth += 1
-        self.block(self.groups[id(before)])
-        cond = as_type(self.scalar_arg(before.ops[-1].operands[0]), BOOL)
-        self.line(f"if (!({cond})) break;")
-        self.block(self.groups[id(after)])
-        self.yield_values(after.ops[-1], after.args)
-        self.depth -= 1
-        self.line("}")
+        with self.out.scope(f"while (true) {{{self.where(op)}"):
+            self.block(self.groups[id(before)])
+            cond = as_type(self.scalar_arg(before.ops[-1].operands[0]), BOOL)
+            self.line(f"if (!({cond})) break;")
+            self.block(self.groups[id(after)])
+            self.yield_values(after.ops[-1], after.args)
 
     def assign_carried(self, arg: Value, value: Operand, declare: bool = False, target: str | None = None) -> None:
         target = target or self.storage[arg]
@@ -832,6 +782,47 @@ class CudaEmitter:
                     and v.op.name not in ("for", "if", "while"):
                 work.extend(v.op.operands)
         return False
+
+
+@renders("scalar")
+def _scalar(em: CudaEmitter, group: Group) -> None:
+    em.scalar(group.ops[0])
+
+
+@renders("tile")
+def _tile(em: CudaEmitter, group: Group) -> None:
+    em.tile_group(group)
+
+
+@renders("convert")
+def _convert(em: CudaEmitter, group: Group) -> None:
+    em.convert_group(group)
+
+
+@renders("barrier")
+def _barrier(em: CudaEmitter, group: Group) -> None:
+    em.line(f"{em.lang.barrier}{em.where(group.ops[0])}")
+
+
+@renders("async")
+def _async(em: CudaEmitter, group: Group) -> None:
+    if group.ops[0] not in em.early:  # a wait emitted with its loop (CudaEmitter.loop)
+        emit_async(em, group.ops[0])
+
+
+@renders("if")
+def _if(em: CudaEmitter, group: Group) -> None:
+    em.if_op(group.ops[0])
+
+
+@renders("while")
+def _while(em: CudaEmitter, group: Group) -> None:
+    em.while_op(group.ops[0])
+
+
+@renders("for")
+def _for(em: CudaEmitter, group: Group) -> None:
+    em.loop(group.ops[0])
 
 
 def load_expr(op: Op, args: list) -> str:

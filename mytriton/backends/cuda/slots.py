@@ -23,7 +23,7 @@ from mytriton.ir.ssa import Const, Op, Operand, Value
 from mytriton.types import PointerType, element_of
 
 if TYPE_CHECKING:
-    from mytriton.backends.cuda.emitter import CudaEmitter
+    from mytriton.backends.cuda.context import EmitContext
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ ZERO = Coord(None, "0")
 
 @dataclass
 class SlotLoop:
-    emitter: "CudaEmitter"
+    emitter: "EmitContext"
     domain: Layout
     index: str = "k"
     lines: list[str] = field(default_factory=list)

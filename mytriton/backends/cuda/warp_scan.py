@@ -55,13 +55,15 @@ from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element
 from mytriton.backends.cuda.thread_coordinates import BlockedLayout, Layout
+from mytriton.backends.cuda.combine_region import combine_lines
+from mytriton.backends.cuda.shared_memory import aligned
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.ir.analysis import is_tile
 from mytriton.ir.ssa import Op
 from mytriton.types import element_of
 
 if TYPE_CHECKING:
-    from mytriton.backends.cuda.emitter import CudaEmitter
+    from mytriton.backends.cuda.context import EmitContext
 
 # Element types a warp shuffle moves as they are; narrower ones travel as int.
 _WIDENED = ("bool", "signed char", "short", "unsigned char", "unsigned short")
@@ -108,7 +110,7 @@ def _power_of_two(n: int) -> bool:
     return n >= 1 and n & (n - 1) == 0
 
 
-def plan(em: "CudaEmitter", op: Op, domain: Layout) -> WarpPlan | None:
+def plan(em: "EmitContext", op: Op, domain: Layout) -> WarpPlan | None:
     """The fast path's plan for ``op`` over ``domain``, or None where the
     layouts do not allow it (the shared-memory path then handles it)."""
     axis = op.attrs.get("axis")
@@ -166,7 +168,7 @@ def _same_placement(a: Layout, b: Layout) -> bool:
     return all(a.parent.signature(d) == b.parent.signature(d) for d in a.spread_dims())
 
 
-def shuffle(em: "CudaEmitter", kind: str, ct: str, value: str, amount: int) -> str:
+def shuffle(em: "EmitContext", kind: str, ct: str, value: str, amount: int) -> str:
     """``value`` (of C type ``ct``) from another lane: ``xor``, ``up`` or ``down`` by ``amount``."""
     spell = {"xor": em.lang.shuffle_xor, "up": em.lang.shuffle_up, "down": em.lang.shuffle_down}[kind]
     if ct in _WIDENED:
@@ -174,7 +176,7 @@ def shuffle(em: "CudaEmitter", kind: str, ct: str, value: str, amount: int) -> s
     return spell(value, amount)
 
 
-def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str]) -> None:
+def emit_warp_combine(em: "EmitContext", op: Op, plan_: WarpPlan, held: list[str]) -> None:
     """The fast path, after step 0 of ``scans.emit_combine`` put the
     operands' elements of this thread in the arrays ``held`` (domain slots).
 
@@ -184,8 +186,6 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
     names.py keeps user names away from). Steps 1-3 treat each run apart
     (the threads split a block in order); then the blocks of a row are
     combined in order: a reduce's totals, a scan's block totals as prefixes."""
-    from mytriton.backends.cuda.scans import combine_lines
-
     scan = op.name == "scan"
     reverse = scan and bool(op.attrs.get("reverse", False))
     parent = plan_.domain.parent
@@ -380,14 +380,12 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
             line(f"const {ct} {em.name(result)} = {accs[i]}[0];")
 
 
-def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str], prefix: list[str],
+def emit_across_warps(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[str], prefix: list[str],
                       totals: list[str], has: str, reverse: bool, lane_pos: str, warp_pos: str, tag: str) -> None:
     """Step 3: each warp's value per run through shared memory ([row][block][warp]),
     combined in order by every thread: a reduce's all of them (into ``accs``);
     a scan's those of the warps before this one, on the left of the lanes'
     prefix, and where there are several blocks, all of them (the block's total)."""
-    from mytriton.backends.cuda.scans import combine_lines
-
     scan = op.name == "scan"
     dim, warps, blocks, runs = plan_.dim, plan_.warps, plan_.blocks, plan_.runs
     n = len(op.operands)
@@ -470,7 +468,7 @@ def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str
     line(f"{em.lang.barrier}  // later users of shared memory wait for these reads")
 
 
-def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str], lane_pos: str, warp_pos: str,
+def emit_reduce_scatter(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[str], lane_pos: str, warp_pos: str,
                         tag: str) -> None:
     """Steps 2-4 of a reduce whose rows have several blocks split by several
     lanes. A butterfly per block would take blocks x log2(lanes) shuffles;
@@ -484,8 +482,6 @@ def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[s
     lanes left. The lanes' block values go to shared memory ([row][block]
     [warp], the order of the axis); the lanes of each row read them back a
     chunk each, combine it in order, and finish with an ordered butterfly."""
-    from mytriton.backends.cuda.scans import combine_lines
-
     parent = plan_.domain.parent
     dim, blocks, lanes, warps, rows = plan_.dim, plan_.blocks, plan_.lanes, plan_.warps, plan_.rows
     stride = parent.lane_stride(dim)
@@ -603,7 +599,7 @@ def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[s
     line(f"{em.lang.barrier}  // later users of shared memory wait for these reads")
 
 
-def _row_writers(em: "CudaEmitter", plan_, dim: int, warps: int, warp_pos: str, lane_term: str) -> tuple[str, list[str]]:
+def _row_writers(em: "EmitContext", plan_, dim: int, warps: int, warp_pos: str, lane_term: str) -> tuple[str, list[str]]:
     """The row's index in the shared exchange and the conditions that pick
     its writers: ``lane_term``, a warp among the ``warps`` along ``dim``, and
     one copy of the row where the layout repeats it across threads."""
@@ -629,12 +625,10 @@ def _row_writers(em: "CudaEmitter", plan_, dim: int, warps: int, warp_pos: str, 
     return row_index, terms
 
 
-def _exchange_arrays(em: "CudaEmitter", op: Op, elements: list[str], tag: str, count: int) -> list[str]:
+def _exchange_arrays(em: "EmitContext", op: Op, elements: list[str], tag: str, count: int) -> list[str]:
     """After a barrier, one shared array of ``count`` values per operand of
     ``op`` (C element types ``elements``), one after another from byte 0;
     their names."""
-    from mytriton.backends.cuda.scans import _aligned  # scans imports this module
-
     em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
     names, offset = [], 0
     for i, x in enumerate(op.operands):
@@ -642,6 +636,6 @@ def _exchange_arrays(em: "CudaEmitter", op: Op, elements: list[str], tag: str, c
         name = f"w{i}_{tag}"
         em.line(f"{ct}* const {name} = reinterpret_cast<{ct}*>(smem + {offset});")
         names.append(name)
-        offset += _aligned(count * element_of(x.type).nbytes)
+        offset += aligned(count * element_of(x.type).nbytes)
     em.need_shared(offset, op)
     return names
