@@ -2,8 +2,7 @@
 
 The CUDA printer and its helpers write through one builder: ``line`` at
 the current depth, and ``scope`` for a braced block, which indents what is
-written inside it and closes it however the writing leaves (so no helper
-counts depths by hand)::
+written inside it and closes it (so no helper counts depths by hand)::
 
     with out.scope("for (int k = 0; k < 4; ++k) {"):
         out.line("acc += x[k];")
@@ -28,10 +27,25 @@ class CBuilder:
     def scope(self, opening: str, closing: str = "}") -> Iterator[None]:
         """``opening`` (which ends in its brace, and may carry a comment),
         the block written inside, one level deeper, then ``closing``."""
+        self.open(opening)
+        yield
+        self.close(closing)
+
+    # Where a block's end is not where the code that opened it ends (a
+    # branch closes it, or a helper's own ``end``), these write the two
+    # halves of a scope.
+    def open(self, opening: str) -> None:
         self.line(opening)
-        with self.indented():
-            yield
+        self.depth += 1
+
+    def close(self, closing: str = "}") -> None:
+        self.depth -= 1
         self.line(closing)
+
+    def switch(self, text: str) -> None:
+        """Close the open block and open the next on one line (``} else {``)."""
+        self.close(text)
+        self.depth += 1
 
     @contextmanager
     def indented(self) -> Iterator[None]:

@@ -22,7 +22,6 @@ class EmitContext(Protocol):
     kernel: Kernel
     lang: CStyleLanguage  # every target spelling
     out: CBuilder  # where the lines go, at the current scope's depth
-    depth: int  # out's depth, for the helpers that still open scopes by hand (dots, mma, warp_scan)
     threads: int
     shared_budget: int
     ssa_names: ValueNames

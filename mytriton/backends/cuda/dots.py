@@ -325,8 +325,7 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
 
     em.line(f"// {op.name}{where}: the {rows}x{cols} tile of {base_name} at "
             f"({args['row_offset']}, {args['col_offset']}) into {dst}{_walked(g)}")
-    em.line(f"if ({as_type(em.scalar_arg(pred), BOOL)}) {{")
-    em.depth += 1
+    em.out.open(f"if ({as_type(em.scalar_arg(pred), BOOL)}) {{")
     proven = width > 1 and proven_aligned(em, op, width)
     whole_chunks = proven and bound_multiple(em, op, width)
     if proven:
@@ -341,12 +340,9 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
             aligned += f" && {args['col_stride']} == 1"
         if args["col_wrap"] is not None:
             aligned += f" && {args['col_wrap']} % {width} == 0"
-        em.line(f"if ({aligned}) {{  // {width * nbytes}-byte chunks")
-        em.depth += 1
+        em.out.open(f"if ({aligned}) {{  // {width * nbytes}-byte chunks")
         _copy_loop(em, rows, cols, width, row_pitch, args, chunk)
-        em.depth -= 1
-        em.line("} else {  // element by element")
-        em.depth += 1
+        em.out.switch("} else {  // element by element")
     fill_c = as_type(em.scalar_arg(fill), element)
 
     def one(i, in_bounds, row, col, r, c):
@@ -358,8 +354,7 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
         return [f"{at} = ({in_bounds}) ? {base_name}[{element_offset(args, row, col)}] : {fill_c};"]
 
     if proven:
-        em.depth -= 1
-        em.line("}")
+        em.out.close()
         return
     # The slow path's plain loads stay a loop: unrolled, they would all be in
     # flight at once, in registers the loop's accumulators need. cp.async's
@@ -367,10 +362,8 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
     # 32 of a 32x128 f32 tile spill).
     _copy_loop(em, rows, cols, 1, row_pitch, args, one, unroll=4 if nbytes in (4, 8) and _zero(fill) else 1)
     if width > 1:
-        em.depth -= 1
-        em.line("}")
-    em.depth -= 1
-    em.line("}")
+        em.out.close()
+    em.out.close()
 
 
 def proven_aligned(em: "EmitContext", op: Op, width: int) -> bool:

@@ -189,14 +189,6 @@ class CudaEmitter:
     def line(self, text: str) -> None:
         self.out.line(text)
 
-    @property
-    def depth(self) -> int:  # for the helpers that still indent by hand
-        return self.out.depth
-
-    @depth.setter
-    def depth(self, value: int) -> None:
-        self.out.depth = value
-
     def error_at(self, op: Op, message: str) -> CompileError:
         return CompileError(message, op.loc or self.kernel.loc)
 

@@ -274,14 +274,12 @@ def _emit_mma_sync_products(em: "EmitContext", op: Op, layout: Layout, storage: 
     reps_m, reps_n = parent.reps(0), parent.reps(1)
     rows_dim, cols_dim = layout.dims
     tid = em.lang.thread_id
-    em.line("{")
-    em.depth += 1
+    em.out.open("{")
     em.line(f"const int lane = {tid} % 32;")
     em.line(f"const int warp_m = {tid} / 32 / {wn};" if wm > 1 else "const int warp_m = 0;")
     em.line(f"const int warp_n = {tid} / 32 % {wn};" if wn > 1 else "const int warp_n = 0;")
     em.line(em.lang.unroll)
-    em.line(f"for (int kk = 0; kk < {k}; kk += {instr.k}) {{")
-    em.depth += 1
+    em.out.open(f"for (int kk = 0; kk < {k}; kk += {instr.k}) {{")
     em.line(f"unsigned a_frag[{reps_m}][4];")
     em.line(f"unsigned b_frag[{reps_n}][2];")
     if split:
@@ -343,10 +341,8 @@ def _emit_mma_sync_products(em: "EmitContext", op: Op, layout: Layout, storage: 
     em.line(f"    {mma_asm(instr, c, 'a_frag[rm]', 'b_frag[rn]')}")
     em.line("  }")
     em.line("}")
-    em.depth -= 1
-    em.line("}")
-    em.depth -= 1
-    em.line("}")
+    em.out.close()
+    em.out.close()
 
 
 def ldmatrix(ptx: str, regs: list[str], address: str) -> str:

@@ -207,12 +207,10 @@ def emit_warp_combine(em: "EmitContext", op: Op, plan_: WarpPlan, held: list[str
             em.line(text)
 
     def open_(header: str) -> None:
-        line(header)
-        em.depth += 1
+        em.out.open(header)
 
     def end() -> None:
-        em.depth -= 1
-        line("}")
+        em.out.close()
 
     def each_run() -> None:
         line(em.lang.unroll)
@@ -402,14 +400,12 @@ def emit_across_warps(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[str
 
     def run_header() -> None:
         line(em.lang.unroll)
-        line(f"for (int q = 0; q < {runs}; ++q) {{")
-        em.depth += 1
+        em.out.open(f"for (int q = 0; q < {runs}; ++q) {{")
         line(f"const int r = q / {blocks};")
         line(f"const int at = (({row_index}) * {blocks} + q % {blocks}) * {warps};")
 
     def end() -> None:
-        em.depth -= 1
-        line("}")
+        em.out.close()
 
     def combine(left: list[str], right: list[str], out: list[str]) -> None:
         for text in combine_lines(em, op, left, right, out):
@@ -426,8 +422,7 @@ def emit_across_warps(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[str
     if not scan:
         for name, acc in zip(names, accs):
             line(f"{acc}[q] = {name}[at];")
-        line(f"for (int w = 1; w < {warps}; ++w) {{")
-        em.depth += 1
+        em.out.open(f"for (int w = 1; w < {warps}; ++w) {{")
         cur = [f"{acc}[q]" for acc in accs]
         combine(cur, [f"{name}[at + w]" for name in names], cur)
         end()
@@ -435,18 +430,15 @@ def emit_across_warps(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[str
         before = f"{qw} < {warps - 1}" if reverse else f"{qw} > 0"
         start = warps - 1 if reverse else 0
         loop = f"int w = {warps - 2}; w > {qw}; --w" if reverse else f"int w = 1; w < {qw}; ++w"
-        line(f"if ({before}) {{  // the warps before this one, combined in order")
-        em.depth += 1
+        em.out.open(f"if ({before}) {{  // the warps before this one, combined in order")
         got = [f"q{i}_{tag}" for i in range(n)]
         for ct, g, name in zip(elements, got, names):
             line(f"{ct} {g} = {name}[at + {start}];")
-        line(f"for ({loop}) {{")
-        em.depth += 1
+        em.out.open(f"for ({loop}) {{")
         combine(got, [f"{name}[at + w]" for name in names], got)
         end()
         cur = [f"{p}[q]" for p in prefix]
-        line(f"if ({has}[q]) {{")
-        em.depth += 1
+        em.out.open(f"if ({has}[q]) {{")
         combine(got, cur, cur)
         end()
         line("else {")
@@ -459,8 +451,7 @@ def emit_across_warps(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[str
             for total, name in zip(totals, names):
                 line(f"{total}[q] = {name}[at + {start}];")
             loop = f"int w = {warps - 2}; w >= 0; --w" if reverse else f"int w = 1; w < {warps}; ++w"
-            line(f"for ({loop}) {{")
-            em.depth += 1
+            em.out.open(f"for ({loop}) {{")
             cur = [f"{total}[q]" for total in totals]
             combine(cur, [f"{name}[at + w]" for name in names], cur)
             end()
@@ -510,19 +501,16 @@ def emit_reduce_scatter(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[s
 
     def butterfly_round(o: int, values: list[str]) -> None:
         """A plain round: every lane keeps and sends all of ``values``."""
-        line("{")
-        em.depth += 1
+        em.out.open("{")
         exchange(o, values, values, values)
-        em.depth -= 1
-        line("}")
+        em.out.close()
 
     rounds = min(blocks, lanes).bit_length() - 1
     held = blocks >> rounds  # blocks a lane holds after the halving rounds
     line(f"// {op.name}: {lanes} lanes along the axis over {blocks} blocks: {rounds} halving round(s), "
          f"then {(lanes >> rounds).bit_length() - 1} butterfly round(s), by warp shuffles")
     line(em.lang.unroll)
-    line(f"for (int r = 0; r < {rows}; ++r) {{")
-    em.depth += 1
+    em.out.open(f"for (int r = 0; r < {rows}; ++r) {{")
     size = blocks
     o = 1
     while o < lanes:
@@ -530,8 +518,7 @@ def emit_reduce_scatter(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[s
         if size > 1:
             half = size // 2
             line(em.lang.unroll)
-            line(f"for (int j = 0; j < {half}; ++j) {{")
-            em.depth += 1
+            em.out.open(f"for (int j = 0; j < {half}; ++j) {{")
             first = [f"{acc}[r * {blocks} + j]" for acc in accs]
             second = [f"{acc}[r * {blocks} + {half} + j]" for acc in accs]
             keep = [f"k{i}_{o}_{tag}" for i in range(n)]
@@ -540,14 +527,12 @@ def emit_reduce_scatter(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[s
                 line(f"const {ct} {k} = f{o}_{tag} ? {a} : {b};")
                 line(f"const {ct} {s_} = f{o}_{tag} ? {b} : {a};")
             exchange(o, keep, send, first)
-            em.depth -= 1
-            line("}")
+            em.out.close()
             size = half
         else:
             butterfly_round(o, [f"{acc}[r * {blocks}]" for acc in accs])
         o *= 2
-    em.depth -= 1
-    line("}")
+    em.out.close()
     assert size == held
 
     # Shared memory: [row][block][warp]; the lanes of distinct places below 2^rounds write.
@@ -575,8 +560,7 @@ def emit_reduce_scatter(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[s
     chunk = total // sharing
     line(f"// {op.name}: the {total} values of each row, {chunk} a lane, then a butterfly over {sharing} lanes")
     line(em.lang.unroll)
-    line(f"for (int r = 0; r < {rows}; ++r) {{")
-    em.depth += 1
+    em.out.open(f"for (int r = 0; r < {rows}; ++r) {{")
     place = ql if sharing == lanes else f"({ql} % {sharing})"
     line(f"const int at = ({row_index}) * {total} + {place} * {chunk};")
     cur = [f"{acc}[r * {blocks}]" for acc in accs]
@@ -584,18 +568,15 @@ def emit_reduce_scatter(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[s
         line(f"{c} = {name}[at];")
     if chunk > 1:
         line(em.lang.unroll)
-        line(f"for (int w = 1; w < {chunk}; ++w) {{")
-        em.depth += 1
+        em.out.open(f"for (int w = 1; w < {chunk}; ++w) {{")
         combine(cur, [f"{name}[at + w]" for name in names], cur)
-        em.depth -= 1
-        line("}")
+        em.out.close()
     o = 1
     while o < sharing:
         line(f"const bool f{o}_{tag} = ({ql} & {o}) == 0;  // the lower lane of the pair")
         butterfly_round(o, cur)
         o *= 2
-    em.depth -= 1
-    line("}")
+    em.out.close()
     line(f"{em.lang.barrier}  // later users of shared memory wait for these reads")
 
 
