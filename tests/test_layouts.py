@@ -38,11 +38,13 @@ def cuda_of(text: str) -> str:
 
 
 def replanned_cuda_of(text: str) -> str:
-    """CUDA for laid-out SSA whose shared buffers were edited, placed again
-    in shared memory as ``mytriton opt -p allocate-shared`` places them."""
+    """CUDA for laid-out SSA whose shared buffers were edited: their copies'
+    chunks and their places decided again, as ``mytriton opt -p
+    copy-widths,allocate-shared`` decides them."""
     from mytriton.backends.cuda.allocate_shared import AllocateSharedPass
+    from mytriton.backends.cuda.copy_widths import CopyWidthsPass
 
-    return pipeline.emit_cuda(AllocateSharedPass().apply(read(text)))
+    return pipeline.emit_cuda(AllocateSharedPass().apply(CopyWidthsPass().apply(read(text))))
 
 
 # ---- what the stage writes ----------------------------------------------------------------

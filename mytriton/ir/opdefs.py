@@ -1162,6 +1162,13 @@ def _stage_view(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     return [SharedType((rows // stages, cols), buffer.element)]
 
 
+# The copy-widths pass's answer (laid-out SSA): elements per cp.async, and
+# what of the chunks' alignment is proven ("whole", "aligned") or checked at run time.
+ASYNC_COPY_ATTRS = ("chunk", "chunks")
+ASYNC_COPY_DOC = ("; chunk elements per cp.async, chunks 'whole', 'aligned' (proven) or 'checked' "
+                  "(at run time), once copy-widths has decided")
+
+
 def _shared_alloc_stages(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     stages = attrs.get("stages")
     if not (isinstance(stages, int) and not isinstance(stages, bool) and 1 <= stages <= 64):
@@ -1199,8 +1206,9 @@ _register(OpDef("stage_view", ("buffer", "stage"), _stage_view, attrs=("stages",
 _register(OpDef("async_copy_to_shared", ("buffer", "base", "row_offset", "col_offset", "row_stride", "row_bound",
                                          "col_bound", "fill", "pred"), _async_copy_to_shared,
                 reads_global=True, writes_shared=True, address_operand="base", shared_operands=("buffer",),
+                attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,
                 doc="where pred holds, copy_to_shared without waiting for it; visible after "
-                    "async_commit, async_wait and a barrier"))
+                    "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC))
 _register(OpDef("async_commit", (), _none, synchronises=True,
                 doc="closes this thread's group of async copies issued since the last commit"))
 _register(OpDef("async_wait", (), _async_wait, attrs=("pending",), synchronises=True,
@@ -1531,8 +1539,9 @@ _register(OpDef("copy_strided_to_shared", COPY_STRIDED_OPERANDS, _copy_strided_t
                     "? base[R * row_stride + C * col_stride] : fill"))
 _register(OpDef("async_copy_strided_to_shared", (*COPY_STRIDED_OPERANDS, "pred"), _async_copy_strided_to_shared,
                 reads_global=True, writes_shared=True, address_operand="base", shared_operands=("buffer",),
+                attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,
                 doc="where pred holds, copy_strided_to_shared without waiting for it; visible after "
-                    "async_commit, async_wait and a barrier"))
+                    "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC))
 
 # ---- sort and histogram ----------------------------------------------------------
 # tl.histogram(x, num_bins, mask=None): Triton's tt.histogram. The counts of

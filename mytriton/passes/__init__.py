@@ -33,7 +33,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "pipeline": ("mytriton.passes.pipeline", "PipelinePass"),
     # After the layouts stage (which runs it): wgmma dots overlap the next tiles' copies.
     "overlap-wgmma": ("mytriton.passes.overlap_wgmma", "OverlapWgmmaPass"),
-    # The layouts stage's last pass; the CUDA back end's own (what scratch each op needs is its emitter's).
+    # The layouts stage's last passes, the CUDA back end's own: they decide for its printer.
+    "copy-widths": ("mytriton.backends.cuda.copy_widths", "CopyWidthsPass"),
     "allocate-shared": ("mytriton.backends.cuda.allocate_shared", "AllocateSharedPass"),
 }
 

@@ -84,6 +84,22 @@ class Verifier:
         visible = set(self.kernel.params)
         self.block(self.kernel.body, visible, in_loop=False)
         self.shared_memory_plan()
+        self.copy_chunks()
+
+    def copy_chunks(self) -> None:
+        """An async copy's ``chunk`` (copy-widths'): a power of two of at most
+        16 bytes of its elements; ``chunks`` with it where it is over 1."""
+        for op in walk(self.kernel.body):
+            if "chunk" not in op.attrs and "chunks" not in op.attrs:
+                continue
+            chunk, chunks = op.attrs.get("chunk"), op.attrs.get("chunks")
+            nbytes = op.operands[0].type.element.nbytes
+            if type(chunk) is not int or chunk < 1 or chunk & (chunk - 1) or chunk * nbytes > 16:
+                raise self.error(f"chunk={chunk!r} is not a power of two of at most 16 bytes "
+                                 f"({nbytes}-byte elements)", op)
+            if (chunk > 1) != (chunks is not None) or chunks not in (None, "whole", "aligned", "checked"):
+                raise self.error(f"a copy of chunk={chunk} has chunks={chunks!r}: 'whole', 'aligned' or "
+                                 "'checked' with chunks over 1 element, none with 1", op)
 
     def shared_memory_plan(self) -> None:
         """With a ``shared_memory`` plan (allocate-shared's), every buffer has

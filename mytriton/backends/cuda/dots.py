@@ -294,9 +294,10 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
     issues cp.async for its chunks of the row-major tile, consecutive
     threads on consecutive chunks; the elements out of bounds are
     zero-filled by cp.async (src-size short of the chunk, 0 for a chunk
-    wholly outside). Whole chunks of ``vector_width`` elements need the base
-    address, the row stride and the column offset aligned to them, which the
-    kernel checks at run time (the same answer for every thread); otherwise,
+    wholly outside). Whole chunks of ``chunk`` elements (the copy-widths
+    pass's attribute) need the base address, the row stride and the column
+    offset aligned to them, which the pass proved or the kernel checks at
+    run time (the same answer for every thread); otherwise,
     element by element (4- and 8-byte elements by cp.async, others, and
     non-zero fills, by plain loads and shared stores, which the same wait and
     barrier order)."""
@@ -309,7 +310,7 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
     nbytes = element.nbytes
     dst = em.storage[view]
     base_name = em.scalar_ref(base)
-    width = vector_width(view_type, fill)
+    width = op.attrs["chunk"]
     where = em.where(op).replace(f"  // {op.name}", "")
 
     def chunk(i, in_bounds, row, col, r, c):
@@ -326,8 +327,8 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
     em.line(f"// {op.name}{where}: the {rows}x{cols} tile of {base_name} at "
             f"({args['row_offset']}, {args['col_offset']}) into {dst}{_walked(g)}")
     em.out.open(f"if ({as_type(em.scalar_arg(pred), BOOL)}) {{")
-    proven = width > 1 and proven_aligned(em, op, width)
-    whole_chunks = proven and bound_multiple(em, op, width)
+    proven = width > 1 and op.attrs["chunks"] in ("aligned", "whole")
+    whole_chunks = width > 1 and op.attrs["chunks"] == "whole"
     if proven:
         em.line(f"// {width * nbytes}-byte chunks: the base, row stride and column offset are multiples (axis info)")
         _copy_loop(em, rows, cols, width, row_pitch, args, chunk, hoisted=em.hoisted_coordinates.get(op))
@@ -366,38 +367,6 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
     em.out.close()
 
 
-def proven_aligned(em: "EmitContext", op: Op, width: int) -> bool:
-    """Whether the axis analysis proves what the run-time check of a copy's
-    ``width``-element chunks asks: the base address a multiple of the chunk's
-    bytes, the row stride and the column offset multiples of ``width``,
-    columns contiguous and any wrap a multiple of ``width`` (rows and
-    columns as the copy walks them, ``copy_geometry``)."""
-    g = copy_geometry(op)
-    nbytes = g.view_type.element.nbytes
-    facts = em.axis_info()
-
-    def multiple(value, of: int) -> bool:
-        return facts.of(value).scalar_divisibility % of == 0
-
-    if not (isinstance(g.col_stride, Const) and g.col_stride.value == 1):
-        return False
-    if not (isinstance(g.col_wrap, Const) and g.col_wrap.value == 0) and not multiple(g.col_wrap, width):
-        return False  # a wrap of 0 (none) is divisible by everything
-    return multiple(g.base, width * nbytes) and multiple(g.stride, width) and multiple(g.col_offset, width)
-
-
-def bound_multiple(em: "EmitContext", op: Op, width: int) -> bool:
-    from mytriton.passes.stage_dots import NO_BOUND
-
-    """Whether the axis analysis proves a copy's column bound (as it walks
-    the tile) a multiple of ``width``: then (the column offset being one
-    too) no chunk straddles it."""
-    col_bound = copy_geometry(op).col_bound
-    if col_bound == NO_BOUND:
-        return True  # stage-dots' bound for an unmasked dimension: every column passes
-    return em.axis_info().of(col_bound).scalar_divisibility % width == 0
-
-
 # Tutorial 03 wraps a tile's rows and columns (``% M``, ``% N``) outside its K
 # loop; staged, the wrap sits in each copy, behind the copy's predicate, where
 # nvcc keeps C's % (it may not run a division the program would skip): 8
@@ -423,8 +392,8 @@ def hoist_wrapped_coordinates(em: "EmitContext", loop: Op) -> None:
         if op.name != "async_copy_strided_to_shared":
             continue
         g = copy_geometry(op)
-        width = vector_width(g.view_type, g.fill)
-        if width < 2 or not proven_aligned(em, op, width):
+        width = op.attrs["chunk"]
+        if width < 2 or op.attrs["chunks"] == "checked":
             continue  # the element-by-element path keeps its own coordinates
         rows, cols = g.view_type.shape
         per_row = cols // width

@@ -3,15 +3,15 @@
 One CUDA block runs one program instance with ``num_warps * 32`` threads.
 Its input is laid-out SSA: the layouts stage has given every tile a layout
 (``mytriton/passes/layouts.py``) and put a ``convert_layout`` wherever a tile
-changes layout; the allocate-shared pass has placed everything in shared
-memory. This module groups each block's ops into statements and renders
+changes layout; the copy-widths pass has chosen each async copy's chunks
+and the allocate-shared pass has placed everything in shared memory. This module groups each block's ops into statements and renders
 each through the function registered for its kind (``renderers.py``; the
 helper modules register theirs and see this printer only as an
 ``EmitContext``), writing lines through a C builder whose scopes own the
 indentation (``c_builder.py``). Some decisions are still made while
 rendering: which tiles get per-thread arrays (``plan_storage``), pure tile
-ops recomputed where they are used, ``hold_narrower``, the cp.async chunk
-width (``dots.py``) and the scan path (``scans.py``). Scalars
+ops recomputed where they are used, ``hold_narrower``, the FMA dot's read
+widths and the scan path (``scans.py``). Scalars
 are locals every thread computes alike. Tiles are spread over the threads as
 their layouts say (``thread_coordinates.py`` spells that in C); each thread handles its
 elements, its *slots*, in loops that nvcc unrolls:
@@ -109,7 +109,6 @@ class CudaEmitter:
         self.threads = 32 * kernel.num_warps
         self.ssa_names = ValueNames(kernel)
         self._use_counts: dict | None = None  # value -> its uses, when first asked
-        self._axis_info = None
         self.lang = CUDA  # every target spelling goes through it
         self.cnames: dict[Value, str] = {}
         self.storage: dict[Value, str] = {}  # tiles held in per-thread arrays; loop-carried locals
@@ -334,14 +333,6 @@ class CudaEmitter:
     def total_shared_bytes(self) -> int:
         """The dynamic shared bytes a launch must give (the plan's)."""
         return self.kernel.shared_memory.bytes
-
-    def axis_info(self):
-        """The kernel's axis analysis (divisibility facts), computed when first asked."""
-        from mytriton.ir.axis_info import AxisAnalysis
-
-        if self._axis_info is None:
-            self._axis_info = AxisAnalysis(self.kernel)
-        return self._axis_info
 
     def carried_in_place(self, op: Op) -> str | None:
         """The array of the loop-carried accumulator that ``op`` (a dot
