@@ -155,7 +155,7 @@ ATTR_KINDS: dict[str, AttrKind] = {
     "msg": _STRING, "prefix": _STRING, "name": _STRING, "num_bins": _INT, "pending": _INT, "reverse": _BOOL,
     "scope": _STRING, "sem": _STRING, "shape": _INTS, "stages": _INT, "values": _INTS, "vector": _INT,
     # The CUDA back end's passes' decisions (copy-widths, allocate-shared).
-    "chunk": _INT, "chunks": _STRING, "offset": _INT,
+    "chunk": _INT, "chunks": _STRING, "offset": _INT, "strategy": _STRING,
     # A loop's options (loop_attrs_problem says more: a flag is true when given).
     "num_stages": _INT, "loop_unroll_factor": _INT, "pipeline_stages": _INT, "flatten": _BOOL,
     "warp_specialize": _BOOL, "disallow_acc_multi_buffer": _BOOL, "disable_licm": _BOOL,
@@ -1658,10 +1658,12 @@ def _scan(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     return [BlockType(shape, e) for e in elements]
 
 
-_register(OpDef("reduce", ("inputs",), _reduce_combine, attrs=("axis",), combine=True, materialised=True,
+_register(OpDef("reduce", ("inputs",), _reduce_combine, attrs=("axis", "strategy"), optional_attrs=("strategy",),
+                combine=True, materialised=True,
                 doc="tl.reduce: the N tiles (one shape) reduced along axis (none: all of it) by the combine "
                     "region, which takes N left then N right scalars and yields N; N results"))
-_register(OpDef("scan", ("inputs",), _scan, attrs=("axis", "reverse"), optional_attrs=("reverse",), combine=True,
+_register(OpDef("scan", ("inputs",), _scan, attrs=("axis", "reverse", "strategy"),
+                optional_attrs=("reverse", "strategy"), combine=True,
                 materialised=True,
                 doc="tl.associative_scan: the inclusive scans of the N tiles (one shape) along axis, from the "
                     "end when reverse, by the combine region (N left then N right scalars, yields N)"))

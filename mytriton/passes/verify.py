@@ -26,6 +26,8 @@
 - shared buffers are allocated at the kernel's top level (never in a loop),
   each under its own name, and are operands only where an op expects one
   (``copy_to_shared``, ``dot_shared``): no loop carries one;
+- the CUDA back end's decisions have their values: an async copy's ``chunk``
+  a power of two of at most 16 bytes, a combine's ``strategy`` shuffle or shared;
 - a laid-out kernel's ``shared_memory`` plan gives every buffer an offset past
   its scratch, within its bytes and apart from the other buffers; without a
   plan no buffer has an offset;
@@ -88,8 +90,11 @@ class Verifier:
 
     def copy_chunks(self) -> None:
         """An async copy's ``chunk`` (copy-widths'): a power of two of at most
-        16 bytes of its elements; ``chunks`` with it where it is over 1."""
+        16 bytes of its elements; ``chunks`` with it where it is over 1. A
+        combine's ``strategy`` (combine-strategy's): shuffle or shared."""
         for op in walk(self.kernel.body):
+            if op.attrs.get("strategy", "shared") not in ("shuffle", "shared"):
+                raise self.error(f"strategy={op.attrs['strategy']!r} is neither 'shuffle' nor 'shared'", op)
             if "chunk" not in op.attrs and "chunks" not in op.attrs:
                 continue
             chunk, chunks = op.attrs.get("chunk"), op.attrs.get("chunks")

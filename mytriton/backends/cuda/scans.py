@@ -77,7 +77,10 @@ def emit_combine(em: "EmitContext", op: Op, domain: Layout) -> None:
     where = f"@{op.loc.line}:{op.loc.col}" if op.loc else ""
     tid, barrier = em.lang.thread_id, em.lang.barrier
     what = f"along axis {axis}" if axis is not None else "over the whole tile"
-    fast = warp_plan(em, op, domain)
+    fast = warp_plan(op, domain) if op.attrs["strategy"] == "shuffle" else None
+    if op.attrs["strategy"] == "shuffle" and fast is None:
+        raise em.error_at(op, f"this {op.name} cannot run by warp shuffles in its operands' layout: "
+                              'its strategy must be "shared" (run combine-strategy again)')
     if fast is not None:
         em.line(f"// {op.name} {where} {what}{' from the end' if reverse else ''}: {rows} row(s) of {length}, "
                 f"{fast.blocks} block(s) of {fast.per_thread} slot(s) x {fast.lanes} lane(s) x {fast.warps} warp(s) "

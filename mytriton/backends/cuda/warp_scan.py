@@ -54,7 +54,7 @@ from math import prod
 from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element
-from mytriton.backends.cuda.thread_coordinates import BlockedLayout, Layout
+from mytriton.backends.cuda.thread_coordinates import BlockedLayout, Layout, tile_layout
 from mytriton.backends.cuda.combine_region import combine_lines
 from mytriton.backends.cuda.shared_memory import aligned
 from mytriton.backends.cuda.slots import linear_index
@@ -106,11 +106,15 @@ class WarpPlan:
         return self.domain.drop(self.axis)
 
 
+def _layout_of(value) -> Layout:
+    return tile_layout(value.type.layout, value.type.shape)
+
+
 def _power_of_two(n: int) -> bool:
     return n >= 1 and n & (n - 1) == 0
 
 
-def plan(em: "EmitContext", op: Op, domain: Layout) -> WarpPlan | None:
+def plan(op: Op, domain: Layout) -> WarpPlan | None:
     """The fast path's plan for ``op`` over ``domain``, or None where the
     layouts do not allow it (the shared-memory path then handles it)."""
     axis = op.attrs.get("axis")
@@ -150,9 +154,9 @@ def plan(em: "EmitContext", op: Op, domain: Layout) -> WarpPlan | None:
     if result.per_thread * result.blocks > result.slots_along:
         return None
     for value in op.results:
-        if op.name == "scan" and em.layout_of(value) != domain:
+        if op.name == "scan" and _layout_of(value) != domain:
             return None
-        if op.name == "reduce" and is_tile(value) and not _same_placement(em.layout_of(value), result.row_layout()):
+        if op.name == "reduce" and is_tile(value) and not _same_placement(_layout_of(value), result.row_layout()):
             return None
     return result
 
