@@ -9,7 +9,7 @@ table gives it (f32 and f64 for most; a Python float is an f32, a Python int
 an i32); anything else is a located error, as Triton's "input arg type does
 not match". The ops and their NumPy semantics are in ir/opdefs.py (the
 ``libdevice`` section, and the math group for the ones ``tl`` has too);
-their CUDA spellings in backends/cuda/language.py.
+their CUDA spellings in backends/cuda/spelling.py.
 """
 from __future__ import annotations
 
