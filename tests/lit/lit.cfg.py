@@ -22,8 +22,8 @@ config.excludes = ["lit.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 # %t files go under build/ (ignored by git, removed by `make clean`), not
 # beside the tests; a run that shares the checkout with another lit run at
-# the same time (each pytest-xdist worker runs the suite) gives its own folder,
-# so that no run reads a %t file the other is writing.
+# the same time (two test runs in one checkout) gives its own folder, so that
+# no run reads a %t file the other is writing.
 config.test_exec_root = os.environ.get("MYTRITON_LIT_EXEC_ROOT") or \
     os.path.join(os.path.dirname(__file__), "..", "..", "build", "lit")
 
