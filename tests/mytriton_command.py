@@ -35,8 +35,10 @@ def process_env() -> dict[str, str]:
 
 
 def run(*args: str, stdin: bytes | None = None, cwd: str | os.PathLike | None = ROOT,
-        env: dict[str, str | None] | None = None) -> subprocess.CompletedProcess:
-    """``mytriton ARGS`` in this process, in ``cwd``, reading ``stdin``."""
+        env: dict[str, str | None] | None = None, text: bool = False) -> subprocess.CompletedProcess:
+    """``mytriton ARGS`` in this process, in ``cwd``, reading ``stdin``, with
+    ``env``'s variables set (None: unset); with ``text``, stdout and stderr
+    decoded as ``subprocess.run(..., text=True)`` decodes them."""
     runner = CliRunner(env={"MYTRITON_DEBUG": None, **(env or {})})
     handlers = {signum: signal.getsignal(signum) for signum in scratch.SIGNALS}  # the CLI sets its own
     here = os.getcwd()
@@ -53,7 +55,10 @@ def run(*args: str, stdin: bytes | None = None, cwd: str | os.PathLike | None = 
         # What the interpreter does with an exception nothing caught: its traceback on stderr, exit 1.
         stderr += "".join(traceback.format_exception(*result.exc_info)).encode()
         code = 1
-    return subprocess.CompletedProcess(["mytriton", *args], code, result.stdout_bytes, stderr)
+    stdout: bytes | str = result.stdout_bytes
+    if text:
+        stdout, stderr = stdout.decode(), stderr.decode()
+    return subprocess.CompletedProcess(["mytriton", *args], code, stdout, stderr)
 
 
 def command_line(*args: str, python_flags: Sequence[str] = ()) -> list[str]:

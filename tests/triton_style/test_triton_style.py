@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
+from conftest import tiered
 from mytriton.diagnostics import CompileError
 from mytriton.testing import assert_close
 
@@ -431,7 +432,7 @@ def _compiled_kernels(module: Any) -> list[Any]:
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("name", WORKING)
+@pytest.mark.parametrize("name", tiered(WORKING, fast=("matmul",)))
 def test_the_kernels_cuda_builds_with_nvcc(name, monkeypatch):
     monkeypatch.setenv("MYTRITON_BACKEND", "interp")
     module = load(name)
@@ -442,7 +443,7 @@ def test_the_kernels_cuda_builds_with_nvcc(name, monkeypatch):
         assert ".entry" in kernel.asm["ptx"], kernel.name
 
 
-@pytest.mark.parametrize("name", WORKING)
+@pytest.mark.parametrize("name", tiered(WORKING, slow=("sort_rows", "fused_attention")))
 def test_every_stage_of_the_kernels_prints_back_as_it_parses(name, monkeypatch):
     from mytriton import pipeline
 
