@@ -40,9 +40,8 @@ demo: install
 # minutes on two cores; `make test-slow` the exhaustive cases (marker `slow`: deep kernels,
 # sweeps over every config, nvcc builds of every sample, the fuzz-style tests); `make test-all`
 # both in one run. pytest runs the lit suite too (tests/lit: the pass and stage tests as text,
-# checked by FileCheck): tests/test_lit.py makes each lit file one test and runs lit once;
-# --dist loadgroup keeps its tests on one worker, so that the others go on meanwhile.
-PYTEST := $(PYTHON) -m pytest -q -n auto --dist loadgroup
+# checked by FileCheck): tests/test_lit.py makes each lit file one test, and runs lit once.
+PYTEST := $(PYTHON) -m pytest -q -n auto
 
 test: install
 	$(PYTEST) -m "not slow"

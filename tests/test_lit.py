@@ -6,9 +6,8 @@ FileCheck said). `make lit` runs lit on its own.
 
 Under pytest-xdist every worker collects every file, but lit runs once: the
 first worker to need the results runs it and leaves them in the run's shared
-temporary folder, and the others read them there. The lit tests are one
-xdist group, so that with `--dist loadgroup` (make test) one worker waits on
-lit while the other runs the rest."""
+temporary folder, and the others read them there (a worker that needs them
+meanwhile waits; lit runs its files in parallel, so the cores stay busy)."""
 from __future__ import annotations
 
 import fcntl
@@ -76,7 +75,6 @@ def test_the_lit_suite_has_a_file_per_pass_and_stage():
     assert folders >= {"cse", "dce", "fold", "licm", "opt", "stage-dots", "verify", "lower", "trace"}
 
 
-@pytest.mark.xdist_group("lit")
 @pytest.mark.parametrize("name", lit_files())
 def test_lit(name, lit_reports):
     assert name in lit_reports, f"lit did not run tests/lit/{name}"
