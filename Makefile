@@ -41,9 +41,12 @@ demo: install
 # sweeps over every config, nvcc builds of every sample, the fuzz-style tests); `make test-all`
 # both in one run. pytest runs the lit suite too (tests/lit: the pass and stage tests as text,
 # checked by FileCheck): tests/test_lit.py makes each lit file one test, and runs lit once.
+# `make test` runs ruff first (a second); `make lint` adds mypy (pyproject.toml configures both).
 PYTEST := $(PYTHON) -m pytest -q -n auto
+RUFF := $(PYTHON) -m ruff check --quiet .
 
 test: install
+	$(RUFF)
 	$(PYTEST) -m "not slow"
 
 test-slow: install
@@ -51,6 +54,10 @@ test-slow: install
 
 test-all: install
 	$(PYTEST)
+
+lint: install
+	$(RUFF)
+	$(PYTHON) -m mypy
 
 # The lit suite on its own (-v prints each failing file's commands and FileCheck's report).
 lit: install
@@ -93,7 +100,7 @@ liger-speed:
 
 clean:
 	$(MAKE) -C samples clean
-	rm -rf build dist *.egg-info .pytest_cache
+	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache
 
 # clean, and the virtual environment too.
 distclean: clean

@@ -19,7 +19,7 @@ from mytriton.ir.tree import (
     Arg, CombineStmt, Effect, Expr, ForRange, IfStmt, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
     TreeKernel, WhileLoop, Yield,
 )
-from mytriton.types import BOOL, I32, BlockType, PointerType, TypeRuleError, concrete, element_of
+from mytriton.types import BOOL, BlockType, PointerType, TypeRuleError, concrete, element_of
 
 
 class Lowerer:

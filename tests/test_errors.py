@@ -11,16 +11,14 @@ several tests look at, one behaviour each.
 """
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from textwrap import dedent
 from typing import Callable
 
 import pytest
 
-from conftest import ROOT, kernel_source
+from conftest import kernel_source
 from mytriton_command import run
 from mytriton import pipeline
 from mytriton.diagnostics import source_digest

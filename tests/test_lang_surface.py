@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import mytriton
 from conftest import build, cdiv, compile_text, kernel_source, randf, ssa_of
 from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError

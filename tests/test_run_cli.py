@@ -3,7 +3,6 @@ line, with generated or .npy inputs, writing outputs as .npy."""
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import numpy as np
 import pytest
