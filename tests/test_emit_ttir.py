@@ -1,4 +1,4 @@
-"""The TTIR back end (issue 12, part 3): ``--emit=ttir`` and ``mytriton
+"""The TTIR back end: ``--emit=ttir`` and ``mytriton
 emit-ttir`` write optimised SSA in Triton's ``tt`` dialect. Where Triton is
 installed, ``triton.compile`` of the text builds a cubin for sm_90 (no GPU
 needed) for every sample, the control-flow and shape-op kernels, generated

@@ -1,4 +1,4 @@
-"""Triton's language surface (issue 9, part 1): hints, tl.math, casts and
+"""Triton's language surface: hints, tl.math, casts and
 bitcasts, dtypes of values, compile-time checks and prints, device prints and
 assertions, Python min/max on runtime values. Each through tracing, SSA, the
 interpreter, and CUDA that nvcc builds; the GPU tests compare the GPU with

@@ -1,4 +1,4 @@
-"""Triton's math functions and dtypes (issue 9, part 5): tl.clamp, tl.fma,
+"""Triton's math functions and dtypes: tl.clamp, tl.fma,
 tl.maximum/minimum with propagate_nan, tl.div_rn, tl.fdiv, tl.umulhi,
 tl.softmax, reductions with keep_dims, integer // and % as in C, and the
 dtypes f64, i8, i16, u8, u16, u32, u64 and bf16: their promotion (Triton's

@@ -1,4 +1,4 @@
-"""Pointers from memory (issue 11, part 5): an address loaded as an i64 and
+"""Pointers from memory: an address loaded as an i64 and
 cast to a pointer (``x.to(tl.pointer_type(T))``, a scalar or a tile of
 them), a pointer cast to i64/u64 and to a pointer of another element type;
 the interpreter maps addresses into the arrays of the launch (and those

@@ -1,4 +1,4 @@
-"""Block pointers and tensor descriptors (issue 11, part 4), as Triton 3.x has them.
+"""Block pointers and tensor descriptors, as Triton 3.x has them.
 
 ``tl.make_block_ptr(base, shape, strides, offsets, block_shape, order)`` and
 ``tl.make_tensor_descriptor(base, shape, strides, block_shape)`` make frontend

@@ -1,7 +1,7 @@
 # The lit suite: pass and stage tests as IR text checked by FileCheck, as
 # MLIR and xDSL test theirs. Each file holds one behaviour: its input, the
 # `RUN:` lines that run a stage over it, and the `CHECK:` lines its output
-# must match (README, "Tests"). pytest runs it (tests/test_lit.py); on its own:
+# must match (docs/contributing.md, "lit and FileCheck"). pytest runs it (tests/test_lit.py); on its own:
 #
 #   python -c "import lit.main; lit.main.main()" -v tests/lit
 #

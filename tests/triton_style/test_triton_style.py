@@ -29,8 +29,8 @@ from mytriton.testing import assert_close
 
 HERE = Path(__file__).resolve().parent
 
-# What each waiting kernel file needs; "(issue 11)" marks the second language
-# issue (atomics, scans, random numbers).
+# Each kernel file that does not compile yet, with what it waits for (none today):
+# test_a_waiting_kernel_still_fails_with_a_located_error keeps the list honest.
 NEEDS: dict[str, str] = {
 }
 
