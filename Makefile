@@ -11,7 +11,7 @@ MYTRITON := $(PYTHON) -m mytriton
 LIT := $(PYTHON) -c "import lit.main; lit.main.main()"
 PIP_INSTALL := $(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
-.PHONY: install demo test lit docs dist fuzz samples liger-prepare liger-acceptance liger-speed clean distclean
+.PHONY: install demo test test-slow test-all lint lit docs dist fuzz samples liger-prepare liger-acceptance liger-speed clean distclean
 
 ifeq ($(PYTHON),$(VENV)/bin/python)
 # pip runs again only when pyproject.toml changes (the install is editable).
@@ -36,10 +36,28 @@ demo: install
 	$(MYTRITON) compile samples/add.py --emit=cuda
 	$(PYTHON) samples/demo.py
 
-# pytest runs the lit suite too (tests/lit: the pass and stage tests as text,
-# checked by FileCheck): tests/test_lit.py makes each lit file one test.
+# The tests in two tiers (docs/contributing.md, "Tests"): `make test` is the fast one, a few
+# minutes on two cores; `make test-slow` the exhaustive cases (marker `slow`: deep kernels,
+# sweeps over every config, nvcc builds of every sample, the fuzz-style tests); `make test-all`
+# both in one run. pytest runs the lit suite too (tests/lit: the pass and stage tests as text,
+# checked by FileCheck): tests/test_lit.py makes each lit file one test, and runs lit once.
+# `make test` runs ruff first (a second); `make lint` adds mypy (pyproject.toml configures both).
+PYTEST := $(PYTHON) -m pytest -q -n auto
+RUFF := $(PYTHON) -m ruff check --quiet .
+
 test: install
-	$(PYTHON) -m pytest -q -n auto
+	$(RUFF)
+	$(PYTEST) -m "not slow"
+
+test-slow: install
+	$(PYTEST) -m slow
+
+test-all: install
+	$(PYTEST)
+
+lint: install
+	$(RUFF)
+	$(PYTHON) -m mypy
 
 # The lit suite on its own (-v prints each failing file's commands and FileCheck's report).
 lit: install
@@ -82,7 +100,7 @@ liger-speed:
 
 clean:
 	$(MAKE) -C samples clean
-	rm -rf build dist *.egg-info .pytest_cache
+	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache
 
 # clean, and the virtual environment too.
 distclean: clean

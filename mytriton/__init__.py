@@ -31,8 +31,8 @@ def next_power_of_2(n: int) -> int:
 def install_as_triton() -> None:
     """Make ``import triton`` give mytriton for the rest of this process,
     so that Triton code as it is published runs on mytriton unchanged; call
-    it before the library that imports triton is imported (README, "Porting
-    Triton code"; mytriton/as_triton)."""
+    it before the library that imports triton is imported (docs/porting.md, "The one
+    step"; mytriton/as_triton)."""
     from mytriton.as_triton import install_as_triton as install
 
     install()

@@ -484,7 +484,7 @@ def run(input: str, grid: str, args: tuple[str, ...], kernel: str | None, define
         try:
             explain_backend("cuda")
         except BackendUnavailable as err:
-            raise click.BadParameter(f"cuda needs a usable GPU, but {err.reason}", param_hint="'--backend'")
+            raise click.BadParameter(f"cuda needs a usable GPU, but {err.reason}", param_hint="'--backend'") from None
 
     options = make_options(kernel, defines, signature, num_warps)
     for line in run_file(input, grid, args, options, backend, out_dir, seed, expects):

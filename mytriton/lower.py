@@ -3,7 +3,7 @@
 Expressions are lowered lazily, when a statement needs them, and memoised by
 identity; loads are anchored where the kernel wrote them. A loop lowers its
 captures and carried inputs in the enclosing block before entering its body,
-so nothing defined inside a body is needed outside it (first seed chapter).
+so nothing defined inside a body is needed outside it: regions are closed, as MLIR's are.
 Type rules come from the op table (``ir/opdefs.py``); a broken rule is
 reported at the kernel source line of the expression.
 """
@@ -19,7 +19,7 @@ from mytriton.ir.tree import (
     Arg, CombineStmt, Effect, Expr, ForRange, IfStmt, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
     TreeKernel, WhileLoop, Yield,
 )
-from mytriton.types import BOOL, I32, BlockType, PointerType, TypeRuleError, concrete, element_of
+from mytriton.types import BOOL, BlockType, PointerType, TypeRuleError, concrete, element_of
 
 
 class Lowerer:

@@ -24,7 +24,7 @@ from typing import BinaryIO, Callable
 from mytriton import scratch
 from mytriton.diagnostics import CompileError
 
-Writer = Callable[[BinaryIO], None]
+Writer = Callable[[BinaryIO], object]  # what it returns (a count of bytes, None) is not read
 
 # Paths that name the process's own files through the kernel (/dev/stdout ->
 # /proc/self/fd/1): always written in place, never replaced.

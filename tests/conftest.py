@@ -16,6 +16,21 @@ SAMPLES = ROOT / "samples"
 
 
 
+def tiered(cases, *, fast=None, slow=None) -> list:
+    """An exhaustive sweep's cases for ``parametrize``: those named in ``fast``
+    (or all but those in ``slow``) run in every tier; the others are marked
+    slow, for ``make test-slow`` and ``make test-all``. Test ids stay as
+    ``parametrize`` gives them to the plain cases."""
+    assert (fast is None) != (slow is None), "name the fast cases or the slow ones"
+    cases = list(cases)
+    named = fast if fast is not None else slow
+    assert all(case in cases for case in named), f"not a case: {[c for c in named if c not in cases]}"
+    in_fast_tier = (lambda case: case in fast) if fast is not None else (lambda case: case not in slow)
+    return [case if in_fast_tier(case)
+            else pytest.param(*(case if isinstance(case, tuple) else (case,)), marks=pytest.mark.slow)
+            for case in cases]
+
+
 def sample_names() -> list[str]:
     """Every sample kernel file in samples/ (not the demo script)."""
     return sorted(p.stem for p in SAMPLES.glob("*.py") if p.stem != "demo")
@@ -86,8 +101,12 @@ def tmp_kernel(tmp_path):
     return write
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the marks this adds
 def pytest_collection_modifyitems(config, items):
-    """GPU tests run only where the CUDA driver sees a device; nvcc tests only where nvcc is."""
+    """GPU tests run only where the CUDA driver sees a device; nvcc tests only where nvcc is.
+    An nvcc build swept over parameters is an exhaustive case: its first case runs in every
+    tier and the others are slow, unless the test chose its tiers itself (``tiered``)."""
+    mark_nvcc_sweeps_slow(items)
     from mytriton.runtime.cuda_driver import cuda_available
 
     skip_gpu = None if cuda_available() else pytest.mark.skip(reason="no CUDA GPU (or its driver) here")
@@ -104,6 +123,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_gpu)
         if skip_nvcc and "nvcc" in item.keywords:
             item.add_marker(skip_nvcc)
+
+
+def mark_nvcc_sweeps_slow(items) -> None:
+    sweeps: dict[tuple, list] = {}
+    for item in items:
+        if "nvcc" in item.keywords and "gpu" not in item.keywords and hasattr(item, "callspec"):
+            sweeps.setdefault((item.path, item.cls, item.originalname), []).append(item)
+    for cases in sweeps.values():
+        if not any(case.get_closest_marker("slow") for case in cases):
+            for case in cases[1:]:
+                case.add_marker(pytest.mark.slow)
 
 
 def load_sample(name: str):

@@ -212,7 +212,7 @@ def with_leaf(expr: Expr, leaf: Expr) -> Expr:
     store a scalar where a tile is meant)."""
     if re.search(r"[A-Za-z_]", expr.text.replace("tl.", "")):
         return expr
-    return Expr(f"({expr.text} + {leaf.text})", lambda env, e=expr, l=leaf: e.ref(env) + l.ref(env),
+    return Expr(f"({expr.text} + {leaf.text})", lambda env, e=expr, f=leaf: e.ref(env) + f.ref(env),
                 expr.bound + leaf.bound)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import ROOT, cdiv, kernel_source, ssa_of
+from conftest import ROOT, cdiv, kernel_source, ssa_of, tiered
 from mytriton import pipeline
 from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError
@@ -390,9 +390,10 @@ def test_a_dot_rs_on_wgmma_whose_a_is_not_in_the_accumulator_layout_is_a_located
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("config", [dict(H200), dict(H200, dtype="bf16"), dict(H200, stage=3),
-                                    dict(block_m=64, block_n=64, head_dim=64),
-                                    dict(block_m=128, block_n=64, head_dim=128, num_warps=8)])
+@pytest.mark.parametrize("config", tiered([dict(H200), dict(H200, dtype="bf16"), dict(H200, stage=3),
+                                           dict(block_m=64, block_n=64, head_dim=64),
+                                           dict(block_m=128, block_n=64, head_dim=128, num_warps=8)],
+                                          fast=[dict(H200)]))
 def test_the_warpgroup_attention_builds_for_sm_90a_with_no_serialised_wgmma(config):
     """ptxas notes C7514/C7515 (wgmma serialised), C7517/C7519 (warpgroup
     waits or arrives injected): none, for P @ V from registers and Q @ K^T."""

@@ -1,4 +1,4 @@
-"""Block pointers and tensor descriptors (issue 11, part 4): tl.make_block_ptr,
+"""Block pointers and tensor descriptors: tl.make_block_ptr,
 tl.advance, tl.load/tl.store with boundary_check and padding_option,
 tl.make_tensor_descriptor with desc.load/desc.store, as Triton 3.x defines
 them; lowered in the frontend to masked tile accesses, carried by loops as

@@ -1,4 +1,4 @@
-"""Where the cache lives and ``mytriton cache info | clear`` (README, "The cache")."""
+"""Where the cache lives and ``mytriton cache info | clear`` (docs/cli.md, "The cache")."""
 from __future__ import annotations
 
 import os

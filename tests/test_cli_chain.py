@@ -1,24 +1,20 @@
-"""The CLI's stages chained through real pipes print what ``compile`` prints.
+"""The CLI's stages chained stage by stage print what ``compile`` prints.
 
 For every sample, ``mytriton parse F | mytriton trace | mytriton lower |
 mytriton verify | mytriton opt | mytriton stage-dots | mytriton layouts | mytriton emit-cuda``
-(each a separate process reading the previous one's stdout) gives the same
-bytes, stage by stage, as ``mytriton compile F --emit=ast|tree|ssa|opt|staged|cuda``. Then the
+(each stage reading the previous one's stdout) gives the same bytes, stage by
+stage, as ``mytriton compile F --emit=ast|tree|ssa|opt|staged|cuda``. Then the
 options every stage shares: ``-o``, a file argument instead of stdin,
 ``verify`` passing its input through, ``opt -p`` and ``--print-ir-after-all``,
 ``mytriton passes``, and that compile-only commands load neither NumPy nor
-PyCUDA.
+the CUDA driver.
 
-Each process costs a few tenths of a second, so the chains and the
-``compile`` runs they are compared with are all started once, two at a time,
-by a module fixture; the tests only compare what they printed.
+The chains run the command in this process (tests/mytriton_command.py); one
+sample's chain also runs as real processes joined by pipes, to the same bytes.
 """
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from textwrap import dedent
 
 import pytest
@@ -26,6 +22,10 @@ import pytest
 from conftest import ROOT, sample_names, sample_trace_args
 from mytriton import pipeline
 from mytriton.passes import DEFAULT_PIPELINE, REGISTRY
+from mytriton_command import command_line, ok, process_env, run, run_process
+
+# The stages' tests elsewhere run the command the same way.
+cli = run
 
 # Trace options per sample, given alike to `trace` and to `compile`.
 SAMPLE_TRACE_OPTIONS = {name: sample_trace_args(name) for name in sample_names()}
@@ -35,25 +35,6 @@ SAMPLE_TRACE_OPTIONS["relu"] = ["-D", "BLOCK=256"]  # the same value as its defa
 CHAIN = [("parse", "ast"), ("trace", "tree"), ("lower", "ssa"), ("verify", None), ("opt", "opt"),
          ("stage-dots", "staged"), ("layouts", "layouts"), ("emit-cuda", "cuda")]
 EMITS = [emit for _, emit in CHAIN if emit is not None]
-
-
-def cli_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("MYTRITON_DEBUG", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env
-
-
-def cli(*args: str, stdin: bytes | None = None, cwd=ROOT, python_flags: tuple[str, ...] = ()):
-    """Run ``mytriton ARGS`` as a process; stdout and stderr as bytes."""
-    return subprocess.run([sys.executable, *python_flags, "-m", "mytriton.cli", *args], input=stdin,
-                          capture_output=True, cwd=cwd, env=cli_env(), timeout=60)
-
-
-def ok(result: subprocess.CompletedProcess) -> bytes:
-    assert result.returncode == 0, result.stderr.decode()
-    assert result.stderr == b""
-    return result.stdout
 
 
 def run_chain(name: str) -> dict[str, bytes]:
@@ -74,14 +55,28 @@ def run_compile(name: str, emit: str) -> bytes:
 
 @pytest.fixture(scope="module")
 def runs():
-    """{sample: {"chain": {stage: bytes}, "compile": {emit: bytes}}}, run two at a time."""
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        chains = {name: pool.submit(run_chain, name) for name in SAMPLE_TRACE_OPTIONS}
-        compiles = {(name, emit): pool.submit(run_compile, name, emit)
-                    for name in SAMPLE_TRACE_OPTIONS for emit in EMITS}
-        return {name: {"chain": chains[name].result(),
-                       "compile": {emit: compiles[name, emit].result() for emit in EMITS}}
-                for name in SAMPLE_TRACE_OPTIONS}
+    """{sample: {"chain": {stage: bytes}, "compile": {emit: bytes}}}."""
+    return {name: {"chain": run_chain(name), "compile": {emit: run_compile(name, emit) for emit in EMITS}}
+            for name in SAMPLE_TRACE_OPTIONS}
+
+
+def test_a_chain_of_processes_joined_by_pipes_prints_what_the_in_process_chain_prints(runs):
+    """The shell's own pipeline: each stage a process reading the one before it through a pipe."""
+    stages = [["parse", "samples/matmul.py"]] + [
+        [stage, *(SAMPLE_TRACE_OPTIONS["matmul"] if stage == "trace" else [])] for stage, _ in CHAIN[1:]]
+    processes: list[subprocess.Popen] = []
+    for args in stages:
+        source = processes[-1].stdout if processes else subprocess.DEVNULL
+        processes.append(subprocess.Popen(command_line(*args), stdin=source, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, cwd=ROOT, env=process_env()))
+        if source is not subprocess.DEVNULL:
+            source.close()  # the next stage alone holds the pipe: a stage that dies ends the chain
+    cuda, last_stderr = processes[-1].communicate(timeout=120)
+    for process in processes:
+        process.wait(timeout=120)
+        stderr = last_stderr if process is processes[-1] else process.stderr.read()
+        assert (process.returncode, stderr) == (0, b""), (process.args, stderr.decode())
+    assert cuda == runs["matmul"]["chain"]["emit-cuda"] == runs["matmul"]["compile"]["cuda"]
 
 
 # ---- the chain against compile ----------------------------------------------------------
@@ -227,7 +222,7 @@ def test_passes_lists_every_registered_pass():
 
 
 def imported_modules(*args: str) -> set[str]:
-    result = cli(*args, python_flags=("-X", "importtime"))
+    result = run_process(*args, python_flags=("-X", "importtime"))
     assert result.returncode == 0, result.stderr.decode()
     lines = [line for line in result.stderr.decode().splitlines() if line.startswith("import time:")]
     assert lines, "no import log"

@@ -1,6 +1,6 @@
 """Seeing inside a compile: ``compile --dump-dir``, ``MYTRITON_DUMP_DIR``,
 ``--print-ir-after-all``, ``--print-ir-after/-before=PASS``, ``--time-passes``
-and ``--emit=cubin`` (README, "Dumps, IR printing and timing")."""
+and ``--emit=cubin`` (docs/cli.md, "Dumps, IR printing and timing")."""
 from __future__ import annotations
 
 import os

@@ -10,7 +10,6 @@ import struct
 import numpy as np
 import pytest
 
-import mytriton
 from conftest import cdiv, compile_text, load_sample, randf, sample_names, sample_options
 from mytriton.backends.cuda.emitter import HEADER_PREFIX, read_header
 from mytriton.diagnostics import CompileError

@@ -1,4 +1,4 @@
-"""The MLIR back end (issue 12): ``--emit=mlir`` and ``mytriton emit-mlir``
+"""The MLIR back end: ``--emit=mlir`` and ``mytriton emit-mlir``
 write upstream MLIR that xDSL parses and verifies, for every sample, the
 control-flow and shape-op kernels, generated kernels and a kernel calling
 every tl function; each op keeps its source location; what the back end
@@ -56,7 +56,7 @@ def test_xdsl_verifies_every_shape_op_kernel(name):
     parse_and_verify(text)
 
 
-# The MLIR back end refuses a reduce or scan with a combine region (README), which scan kernels are made of.
+# The MLIR back end refuses a reduce or scan with a combine region (docs/backends.md), which scan kernels are made of.
 @pytest.mark.parametrize("family", [family for family in FAMILIES if family != "scan"])
 @pytest.mark.parametrize("seed", range(3))
 def test_xdsl_verifies_generated_kernels(family, seed):

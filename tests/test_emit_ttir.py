@@ -1,4 +1,4 @@
-"""The TTIR back end (issue 12, part 3): ``--emit=ttir`` and ``mytriton
+"""The TTIR back end: ``--emit=ttir`` and ``mytriton
 emit-ttir`` write optimised SSA in Triton's ``tt`` dialect. Where Triton is
 installed, ``triton.compile`` of the text builds a cubin for sm_90 (no GPU
 needed) for every sample, the control-flow and shape-op kernels, generated
@@ -169,7 +169,7 @@ def test_triton_compiles_atomics_of_every_kind_dtype_sem_and_scope(tmp_path):
 def test_a_float_atomic_max_is_tritons_signed_max_and_unsigned_min_on_the_bits():
     text = compile_text(kernel_source(ATOMICS), "ttir", defines={"BLOCK": 64},
                         signature="*fp32, *fp64, *i32, *u32, *fp16, i32")
-    line = next(i for i, l in enumerate(text.splitlines()) if "tt.atomic_rmw max, acq_rel, gpu" in l)
+    line = next(i for i, row in enumerate(text.splitlines()) if "tt.atomic_rmw max, acq_rel, gpu" in row)
     pair = text.splitlines()[line:line + 2]
     assert "tensor<64x!tt.ptr<i32>>" in pair[0]
     assert "tt.atomic_rmw umin, acq_rel, gpu" in pair[1]

@@ -11,16 +11,15 @@ several tests look at, one behaviour each.
 """
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from textwrap import dedent
 from typing import Callable
 
 import pytest
 
-from conftest import ROOT, kernel_source
+from conftest import kernel_source
+from mytriton_command import run
 from mytriton import pipeline
 from mytriton.diagnostics import source_digest
 
@@ -28,11 +27,7 @@ from mytriton.diagnostics import source_digest
 
 
 def cli(args: list[str], cwd, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.pop("MYTRITON_DEBUG", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return subprocess.run([sys.executable, "-m", "mytriton.cli", *args], input=stdin, capture_output=True,
-                          cwd=cwd, env=env, timeout=60)
+    return run(*args, stdin=stdin, cwd=cwd)
 
 
 def kernel(lines: str, params: str = "x_ptr, out_ptr, n, BLOCK: tl.constexpr = 64") -> str:

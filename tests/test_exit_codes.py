@@ -1,5 +1,5 @@
 """Exit codes a Makefile can tell apart: 0 success, 1 an error in the input,
-2 a usage error, 3 an internal compiler error (README, "Exit codes")."""
+2 a usage error, 3 an internal compiler error (docs/cli.md, "Exit codes")."""
 from __future__ import annotations
 
 import os

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import mytriton
-from conftest import compile_text, kernel_source, load_sample
+from conftest import compile_text, kernel_source, load_sample, tiered
 
 MATMUL = Path(load_sample("matmul").__file__).read_text()
 
@@ -74,7 +74,8 @@ def ptxas_report(cuda: str) -> str:
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("config, most_registers", [((64, 64, 32, 4), 168), ((128, 128, 32, 4), 255)],
+@pytest.mark.parametrize("config, most_registers", tiered([((64, 64, 32, 4), 168), ((128, 128, 32, 4), 255)],
+                                                          fast=[((64, 64, 32, 4), 168)]),
                          ids=["64x64x32-w4", "128x128x32-w4"])
 def test_the_benchmark_tiles_build_without_local_memory(config, most_registers):
     # 64x64x32: 128 threads x 168 registers lets three blocks share an SM's 64 K registers.

@@ -11,44 +11,47 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fuzz_checks as checks
+from conftest import tiered
 from fuzz_kernels import FAMILIES, generate_kernel, kernels
+from mytriton_command import ok, run
 
 EXAMPLES = int(os.environ.get("MYTRITON_FUZZ_EXAMPLES", "6"))
+
+# Every family in the slow tier; two in every tier.
+SWEEP = tiered(FAMILIES, fast=("elementwise", "loop"))
 
 fuzz_settings = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", SWEEP)
 @fuzz_settings
 @given(data=st.data())
 def test_every_ir_prints_back_as_it_parses(family, data):
     checks.check_roundtrip(data.draw(kernels(family)))
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", SWEEP)
 @fuzz_settings
 @given(data=st.data())
 def test_the_chain_of_stages_through_text_equals_compile(family, data):
     checks.check_text_chain(data.draw(kernels(family)))
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", SWEEP)
 @fuzz_settings
 @given(data=st.data(), seed=st.integers(0, 2 ** 16))
 def test_the_verifier_accepts_the_ssa_after_every_pass_in_any_order(family, data, seed):
     checks.check_passes(data.draw(kernels(family)), random.Random(seed))
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", SWEEP)
 @fuzz_settings
 @given(data=st.data(), seed=st.integers(0, 2 ** 16))
 def test_the_interpreter_agrees_across_the_pipeline_and_with_numpy(family, data, seed):
@@ -79,7 +82,8 @@ def test_generated_inputs_hold_no_zeros():
 
 
 def test_the_cli_chain_equals_compile_for_generated_kernels(tmp_path):
-    """A few kernels through the real command, one process per stage."""
+    """A few kernels through the command's stages (tests/test_cli_chain.py runs
+    a chain as processes joined by pipes)."""
     for seed in (3, 8):
         gk = generate_kernel(seed)
         path = tmp_path / gk.file
@@ -89,14 +93,9 @@ def test_the_cli_chain_equals_compile_for_generated_kernels(tmp_path):
         steps = [["parse", str(path), *common], ["trace", "-", *define, "-s", gk.signature, *common],
                  ["lower"], ["verify"], ["opt"], ["stage-dots"], ["layouts", "--num-warps", str(gk.num_warps)],
                  ["emit-cuda"]]
-        text = ""
+        text = b""
         for step in steps:
-            proc = subprocess.run([sys.executable, "-m", "mytriton", *step], input=text, capture_output=True,
-                                  text=True, timeout=60)
-            assert proc.returncode == 0, f"{step[0]}: {proc.stderr}"
-            text = proc.stdout
-        direct = subprocess.run([sys.executable, "-m", "mytriton", "compile", str(path), "--emit=cuda",
-                                 "--num-warps", str(gk.num_warps), "-s", gk.signature, *define, *common],
-                                capture_output=True, text=True, timeout=60)
-        assert direct.returncode == 0, direct.stderr
-        assert text == direct.stdout, gk.source
+            text = ok(run(*step, stdin=text))
+        direct = ok(run("compile", str(path), "--emit=cuda", "--num-warps", str(gk.num_warps), "-s", gk.signature,
+                        *define, *common))
+        assert text == direct, gk.source

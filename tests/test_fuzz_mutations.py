@@ -24,6 +24,7 @@ def corpus():
     return fm.sample_seeds() + fm.generated_seeds(range(4))
 
 
+@pytest.mark.slow  # a few hundred inputs; the fast tier has the few through the real command below
 @pytest.mark.parametrize("kind", sorted(fm.COMMANDS))
 def test_mutated_inputs_keep_the_contract_for_bad_input(kind, corpus, tmp_path):
     failures = fm.run_campaign(corpus, COUNT, seed=sorted(fm.COMMANDS).index(kind), directory=tmp_path,

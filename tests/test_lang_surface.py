@@ -1,4 +1,4 @@
-"""Triton's language surface (issue 9, part 1): hints, tl.math, casts and
+"""Triton's language surface: hints, tl.math, casts and
 bitcasts, dtypes of values, compile-time checks and prints, device prints and
 assertions, Python min/max on runtime values. Each through tracing, SSA, the
 interpreter, and CUDA that nvcc builds; the GPU tests compare the GPU with
@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import mytriton
 from conftest import build, cdiv, compile_text, kernel_source, randf, ssa_of
 from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import struct
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -382,7 +380,7 @@ def test_a_repeated_gpu_launch_packs_the_arguments_as_c_lays_them_out(kernel_mod
     handle = twice(lambda: scale[(5,)](x, 300, out, 2.5))
     assert handle.backend == "cuda" and handle.metadata["signature"] == "*fp32:16, i32, *fp32:16, fp32"
     expected = struct.pack("<QiiQf", 0x10000, 300, 0, 0x20000, 2.5)  # 4 bytes of padding before out
-    assert [(l.grid, l.threads, l.params, l.shared_bytes, l.stream) for l in gpu.launches] == \
+    assert [(run.grid, run.threads, run.params, run.shared_bytes, run.stream) for run in gpu.launches] == \
         [((5, 1, 1), 128, expected, 0, 0)] * 2
     assert len(gpu.loads) == 1
 

@@ -88,7 +88,7 @@ def test_a_launch_on_the_current_device_switches_no_context(gpus, scale):
 def test_a_module_is_loaded_once_per_device(gpus, scale):
     for base in (0, GPU1, 0, GPU1, 0):
         launch(scale, base + 0x10000, base + 0x20000)
-    assert sorted(gpus.loads) == [0, 1] and [l.device for l in gpus.launches] == [0, 1, 0, 1, 0]
+    assert sorted(gpus.loads) == [0, 1] and [run.device for run in gpus.launches] == [0, 1, 0, 1, 0]
 
 
 def test_kernels_first_launched_from_several_threads_at_once_all_run(gpus, scale):
@@ -110,7 +110,7 @@ def test_kernels_first_launched_from_several_threads_at_once_all_run(gpus, scale
     for thread in threads:
         thread.join()
     assert errors == [] and len(gpus.launches) == 20
-    assert sorted(gpus.loads) == [0, 1] and len({l.thread for l in gpus.launches}) == 4
+    assert sorted(gpus.loads) == [0, 1] and len({run.thread for run in gpus.launches}) == 4
 
 
 def test_the_parameters_of_concurrent_launches_do_not_mix(gpus, scale):
@@ -169,7 +169,7 @@ def test_device_arrays_of_no_known_framework_go_on_the_legacy_default_stream(gpu
 def test_stream_takes_a_handle(gpus, scale):
     launch(scale, stream=0x5EA)
     launch(scale, stream=0x5EB)
-    assert [l.stream for l in gpus.launches] == [0x5EA, 0x5EB]
+    assert [run.stream for run in gpus.launches] == [0x5EA, 0x5EB]
 
 
 class TorchLikeStream:

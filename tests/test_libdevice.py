@@ -1,4 +1,4 @@
-"""libdevice (issue 11, part 6): ``tl.extra.libdevice`` and its import
+"""libdevice: ``tl.extra.libdevice`` and its import
 paths, Triton's dtype dispatch (f32 and f64; located errors otherwise),
 each function in the interpreter against NumPy (f32 and f64, random
 non-zero data), the CUDA math-library calls they become, built by nvcc,

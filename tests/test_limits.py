@@ -245,6 +245,7 @@ def test_a_400_iteration_static_range_compiles():
     assert ssa.count(" add ") == 400
 
 
+@pytest.mark.slow  # a minute of compiling; test_a_1500_term_sum_compiles is the fast tier's deep kernel
 @pytest.mark.parametrize("source", [sum_kernel(10000), STATIC_LOOP], ids=["sum_10000", "static_range_5000"])
 def test_deep_kernels_compile_alone_and_through_the_chain_to_the_same_cuda(tmp_path, source):
     (tmp_path / "k.py").write_text(source)

@@ -2,9 +2,16 @@
 FileCheck) inside pytest, so that every run of the test suite runs it too:
 lit runs once over the whole folder, and each of its files is one test here,
 which fails with lit's report for that file (the commands it ran and what
-FileCheck said). `make lit` runs lit on its own."""
+FileCheck said). `make lit` runs lit on its own.
+
+Under pytest-xdist every worker collects every file, but lit runs once: the
+first worker to need the results runs it and leaves them in the run's shared
+temporary folder, and the others read them there (a worker that needs them
+meanwhile waits; lit runs its files in parallel, so the cores stay busy)."""
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -28,11 +35,25 @@ def lit_files() -> list[str]:
 @pytest.fixture(scope="session")
 def lit_reports(request, tmp_path_factory) -> dict[str, str | None]:
     """Each file lit ran: None when it passed, else lit's report. lit runs
-    the files this session selected (all of them unless `-k` chose fewer)."""
+    the files this run selected (all of them unless `-k` chose fewer), once
+    for all xdist workers."""
+    base = tmp_path_factory.getbasetemp()
+    # An xdist worker's folder lies in the run's own, beside the other workers'.
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    results = shared / "lit-reports.json"
+    with open(shared / "lit-reports.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # held while the first worker runs lit
+        if not results.exists():
+            reports = run_lit(request, tmp_path_factory)
+            results.write_text(json.dumps(reports))
+    return json.loads(results.read_text())
+
+
+def run_lit(request, tmp_path_factory) -> dict[str, str | None]:
     selected = [item.callspec.params["name"] for item in request.session.items
                 if getattr(item, "originalname", None) == "test_lit"]
     xml = tmp_path_factory.mktemp("lit") / "results.xml"
-    # This session's own %t folder: another xdist worker runs lit over the same files at once.
+    # This run's own %t folder: another run of the suite in the same checkout may run lit at once.
     env = {**os.environ, "MYTRITON_LIT_EXEC_ROOT": str(tmp_path_factory.mktemp("lit-exec"))}
     run = subprocess.run([sys.executable, "-c", "import lit.main; lit.main.main()", "-q",
                           "--xunit-xml-output", str(xml), *(str(LIT_DIR / name) for name in selected)],

@@ -1,4 +1,4 @@
-"""Triton's math functions and dtypes (issue 9, part 5): tl.clamp, tl.fma,
+"""Triton's math functions and dtypes: tl.clamp, tl.fma,
 tl.maximum/minimum with propagate_nan, tl.div_rn, tl.fdiv, tl.umulhi,
 tl.softmax, reductions with keep_dims, integer // and % as in C, and the
 dtypes f64, i8, i16, u8, u16, u32, u64 and bf16: their promotion (Triton's
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import build, cdiv, compile_text, kernel_source
+from conftest import build, cdiv, compile_text, kernel_source, tiered
 from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError
 from mytriton.frontend.stages import parse_signature_type
@@ -412,7 +412,7 @@ INT_EXPR = "(a + b) // 3 - a % b + (a < b) + tl.maximum(a, b) + tl.abs(a) + (-a)
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("t", ["fp64", "fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("t", tiered(["fp64", "fp32", "fp16", "bf16"], fast=("bf16",)))
 def test_cuda_of_the_float_functions_builds(cache, t):
     from mytriton.backends.cuda.nvcc import compile_ptx
 
@@ -422,7 +422,7 @@ def test_cuda_of_the_float_functions_builds(cache, t):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("t", ["i8", "i16", "u8", "u16", "u32", "u64", "i64"])
+@pytest.mark.parametrize("t", tiered(["i8", "i16", "u8", "u16", "u32", "u64", "i64"], fast=("i8", "u64")))
 def test_cuda_of_integer_arithmetic_builds(cache, t):
     from mytriton.backends.cuda.nvcc import compile_ptx
 
@@ -562,7 +562,7 @@ def test_bf16_scalar_arguments_are_packed_as_rounded_bf16_bits():
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("t", ["fp64", "fp16", "bf16"])
+@pytest.mark.parametrize("t", tiered(["fp64", "fp16", "bf16"], fast=("fp16",)))
 def test_cuda_of_a_2d_softmax_builds(cache, t):
     from mytriton.backends.cuda.nvcc import compile_ptx
 

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, SAMPLES, sample_names, sample_options
+from conftest import ROOT, SAMPLES, sample_names, sample_options, tiered
 from mytriton import pipeline
 from mytriton.backends.cuda import nvcc
 from mytriton.pipeline import Options
@@ -45,7 +45,7 @@ def nvcc_runs(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("name", SAMPLE_OPTIONS)
+@pytest.mark.parametrize("name", tiered(SAMPLE_OPTIONS, fast=("add", "matmul")))
 def test_sample_cuda_builds_a_cubin_for_sm_90(cache, name):
     cubin = nvcc.compile_cubin(cuda_of(name), "sm_90")
     assert cubin.startswith(ELF_MAGIC)

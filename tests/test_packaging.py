@@ -26,7 +26,7 @@ from conftest import ROOT
 
 # Files the sdist's own test run cannot do without, whatever git says.
 NEEDED = [
-    "pyproject.toml", "MANIFEST.in", "README.md", "LICENSE", "CHANGELOG.md", "CONTRIBUTING.md", "Makefile",
+    "pyproject.toml", "MANIFEST.in", "README.md", "LICENSE", "CHANGELOG.md", "Makefile",
     "mytriton/__init__.py", "mytriton/py.typed", "grammars/__init__.py", "grammars/common.lark",
     "grammars/ssa.lark", "grammars/tree.lark", "docs/ir.md", "samples/Makefile", "samples/demo.py",
     "samples/add.py", "tests/conftest.py", "tests/sample_cases.py", "tests/sample_signatures.py",

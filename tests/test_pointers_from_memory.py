@@ -1,4 +1,4 @@
-"""Pointers from memory (issue 11, part 5): an address loaded as an i64 and
+"""Pointers from memory: an address loaded as an i64 and
 cast to a pointer (``x.to(tl.pointer_type(T))``, a scalar or a tile of
 them), a pointer cast to i64/u64 and to a pointer of another element type;
 the interpreter maps addresses into the arrays of the launch (and those
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import build, compile_text, kernel_source
+from conftest import build, compile_text, kernel_source, tiered
 from mytriton.backends.interp import addressable_arrays, run_kernel
 from mytriton.diagnostics import CompileError
 from mytriton.types import I64, U64, BlockType, PointerType, F32, F16
@@ -240,10 +240,10 @@ def test_cuda_casts_the_address_to_a_pointer():
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("source,sig,defines", [
+@pytest.mark.parametrize("source,sig,defines", tiered([
     (GATHER, GATHER_SIG, {"BLOCK": 8}), (TILE_OF_POINTERS, "*i64, *fp32, *fp32, *fp32", {"G": 2, "BLOCK": 16}),
     (ROUND_TRIP, "*fp32, *i64, *fp32", {"BLOCK": 16}), (POINTER_TO_POINTER, "*i32, *i16", {"BLOCK": 16}),
-])
+], fast=[(TILE_OF_POINTERS, "*i64, *fp32, *fp32, *fp32", {"G": 2, "BLOCK": 16})]))
 def test_cuda_of_pointers_from_memory_builds(cache, source, sig, defines):
     from mytriton.backends.cuda.nvcc import compile_ptx
 

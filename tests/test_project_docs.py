@@ -1,9 +1,10 @@
-"""What README.md, CONTRIBUTING.md, CHANGELOG.md, LICENSE and the Makefile
-promise a new user and a maintainer, checked against the code: the set-up
-starts with a virtual environment, every command and every environment
-variable the package reads is documented, completion works as written, and
-the README keeps to the user's own machine (maintainers' notes live in
-CONTRIBUTING.md).
+"""What README.md, docs/, CHANGELOG.md, LICENSE and the Makefile promise a new
+user and a maintainer, checked against the code: the README is a short front
+page whose example runs and which links every page of docs/, the set-up starts
+with a virtual environment, every command and every environment variable the
+package reads is documented (docs/cli.md), completion works as written, the
+pages' links lead somewhere, and the README keeps to the user's own machine
+(maintainers' notes live in docs/contributing.md).
 """
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ import re
 import subprocess
 import sys
 
-
 from conftest import ROOT
 from mytriton.cli import main
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-CONTRIBUTING = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+CLI = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+CONTRIBUTING = (ROOT / "docs" / "contributing.md").read_text(encoding="utf-8")
 
 
 def section(text: str, heading: str) -> str:
@@ -54,25 +55,52 @@ def test_the_readme_has_no_section_about_machines_outside_the_users_own():
     assert "../shared" not in README and ".whl/" not in README
 
 
-def test_every_environment_variable_the_package_reads_is_in_the_readme_table():
-    table = section(README, "Environment variables")
+def test_the_readme_is_a_front_page_of_about_150_lines():
+    assert len(README.splitlines()) <= 180
+
+
+def test_the_readme_example_runs_as_written(tmp_path):
+    """The first Python block, saved as a file and run (in the interpreter, so that it runs anywhere)."""
+    example = README.split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "example.py").write_text(example)
+    env = dict(os.environ, MYTRITON_BACKEND="interp",
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    result = subprocess.run([sys.executable, "example.py"], capture_output=True, text=True, cwd=tmp_path, env=env,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_readme_links_every_page_of_docs():
+    pages = {f"docs/{path.name}" for path in (ROOT / "docs").glob("*.md")}
+    assert {page for page in pages if f"]({page})" not in README} == set()
+
+
+def test_every_relative_link_of_the_readme_and_docs_leads_to_a_file():
+    for page in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
+        # Markdown links to pages and files ([text](docs/cli.md)), not a launch's kernel[grid](args).
+        for target in re.findall(r"\]\(((?:[\w.-]+/)*(?:[\w.-]+\.md|LICENSE))(?:#[\w-]*)?\)", page.read_text(encoding="utf-8")):
+            assert (page.parent / target).exists(), f"{page.relative_to(ROOT)} links to a missing {target}"
+
+
+def test_every_environment_variable_the_package_reads_is_in_the_cli_pages_table():
+    table = section(CLI, "Environment variables")
     documented = set(re.findall(r"^\| `(\w+)` \|", table, re.MULTILINE))
     assert environment_variables("mytriton") - documented == set()
 
 
 def test_every_environment_variable_of_the_tests_and_tools_is_documented():
     for name in environment_variables("tests") | environment_variables("tools"):
-        assert f"`{name}`" in CONTRIBUTING or f"`{name}`" in README, name
+        assert f"`{name}`" in CONTRIBUTING or f"`{name}`" in CLI, name
 
 
-def test_every_command_is_in_the_readme_command_table():
-    table = section(README, "The stages")
+def test_every_command_is_in_the_cli_pages_command_table():
+    table = section(CLI, "The stages")
     for name in main.commands:
         assert re.search(rf"^\| `{re.escape(name)}\b", table, re.MULTILINE), f"'{name}' is not in the table"
 
 
 def test_shell_completion_is_documented_for_bash_zsh_and_fish():
-    completion = section(README, "Shell completion")
+    completion = section(CLI, "Shell completion")
     for shell in ("bash", "zsh", "fish"):
         assert f"_MYTRITON_COMPLETE={shell}_source mytriton" in completion
 
@@ -98,8 +126,8 @@ def test_make_demo_on_a_fresh_checkout_makes_a_virtual_environment_first(tmp_pat
 
 
 def test_contributing_holds_the_maintainers_notes():
-    for heading in ("## Tests", "### lit and FileCheck", "### Snapshots", "### Fuzzing", "## GPU tests on a GPU machine",
-                    "## Benchmarks", "## Packaging"):
+    for heading in ("## Tests", "### Lint", "### lit and FileCheck", "### Snapshots", "### Fuzzing",
+                    "## GPU tests on a GPU machine", "## Benchmarks", "## Packaging"):
         assert heading in CONTRIBUTING
     assert "UPDATE_SNAPSHOTS=1" in CONTRIBUTING and "python -m pytest -m gpu" in CONTRIBUTING
 

@@ -1,4 +1,4 @@
-"""Random numbers (issue 11, part 3): tl.rand, tl.randn, tl.randint,
+"""Random numbers: tl.rand, tl.randn, tl.randint,
 tl.randint4x, tl.philox and the rest of Triton's random.py, written in the
 kernel language (mytriton/language/random.py) and traced as helpers.
 

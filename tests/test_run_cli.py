@@ -3,21 +3,19 @@ line, with generated or .npy inputs, writing outputs as .npy."""
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from conftest import ROOT
+from mytriton_command import run
 
 ADD_ARGS = ["--arg", "x_ptr=rand:1000", "--arg", "y_ptr=randn:1000", "--arg", "out_ptr=zeros:1000",
             "--arg", "n=1000"]
 
 
 def mytriton(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
-    env = {"PYTHONPATH": str(ROOT), "MYTRITON_BACKEND": "interp", "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-m", "mytriton", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=60)
+    return run(*args, cwd=cwd, env={"MYTRITON_BACKEND": "interp", "PATH": "/usr/bin:/bin"}, text=True)
 
 
 def test_run_writes_outputs_and_generated_inputs(tmp_path):

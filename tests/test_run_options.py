@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from conftest import ROOT
+from mytriton_command import run
 from mytriton.limits import MAX_GENERATED_ELEMENTS
 from mytriton.runtime.launch_cli import eval_grid
 
@@ -20,9 +20,7 @@ INPUTS = {"x_ptr": "rand:100", "y_ptr": "rand:100", "out_ptr": "zeros:100", "n":
 
 
 def mytriton(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
-    env = {"PYTHONPATH": str(ROOT), "MYTRITON_BACKEND": "interp", "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-m", "mytriton", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=60)
+    return run(*args, cwd=cwd, env={"MYTRITON_BACKEND": "interp", "PATH": "/usr/bin:/bin"}, text=True)
 
 
 def run_add(tmp_path, *extra: str, grid: str = "cdiv(n, BLOCK)", file: str = "samples/add.py",

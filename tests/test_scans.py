@@ -1,4 +1,4 @@
-"""Scans and index reductions (issue 11, part 2): tl.reduce and
+"""Scans and index reductions: tl.reduce and
 tl.associative_scan with a @jit combine function over a tile or a tuple of
 tiles, and the library over them (tl.cumsum, tl.cumprod, tl.argmax,
 tl.argmin, tl.max/tl.min with return_indices): the interpreter against

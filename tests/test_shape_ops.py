@@ -1,4 +1,4 @@
-"""Triton's shape ops (issue 9, part 4): tl.reshape / tl.view, tl.permute and
+"""Triton's shape ops: tl.reshape / tl.view, tl.permute and
 tl.trans with dims, tl.split, tl.join, tl.interleave, tl.cat, tl.broadcast_to,
 tl.zeros_like and tl.full_like, and the tensor methods that spell them. Each
 moves elements without computing on them: checked against NumPy in the

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import compile_text, kernel_source
+from conftest import compile_text, kernel_source, tiered
 from mytriton.diagnostics import CompileError
 
 NP = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "u32": np.uint32,
@@ -593,7 +593,7 @@ def test_histograms_of_sliced_layouts_and_in_loops_build_with_nvcc(source, signa
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("dtype", ["i8", "i32", "u64", "f16", "f32", "f64"])
+@pytest.mark.parametrize("dtype", tiered(["i8", "i32", "u64", "f16", "f32", "f64"], fast=("f32",)))
 @pytest.mark.parametrize("rows,n,warps", [(1, 64, 4), (8, 16, 4), (4, 128, 8), (2, 2, 1)])
 def test_sort_and_flip_build_with_nvcc(dtype, rows, n, warps):
     from mytriton.backends.cuda.nvcc import compile_ptx

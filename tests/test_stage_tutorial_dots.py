@@ -1,4 +1,4 @@
-"""stage-dots and the pipeline pass on Triton's tutorial forms (issue 10):
+"""stage-dots and the pipeline pass on Triton's tutorial forms:
 pointer tiles carried by the K loop and advanced each step, runtime strides
 on both axes, rows and columns taken modulo the matrix size, masks on K
 only. The rewrite itself, SSA before and after, is in

@@ -4,7 +4,6 @@ import pytest
 
 from conftest import ROOT
 from mytriton.diagnostics import CompileError
-from mytriton.ir import opdefs
 from mytriton.ir.ssa import walk
 from mytriton.ir.ssa_text import parse_kernel
 from mytriton.passes.verify import verify

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import mytriton
-from conftest import ROOT, compile_text
+from conftest import ROOT, compile_text, tiered
 from test_mma import KINDS, matmul_source, operands, reference, signature
 
 from mytriton.backends.cuda.dots import place
@@ -369,8 +369,9 @@ def ptxas_notes(cuda: str, tmp_path) -> str:
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("bm,bn,bk,num_warps,num_stages", [(128, 128, 32, 4, 3), (64, 64, 32, 4, 4),
-                                                           (128, 128, 64, 8, 3), (128, 256, 64, 8, 3)])
+@pytest.mark.parametrize("bm,bn,bk,num_warps,num_stages", tiered([(128, 128, 32, 4, 3), (64, 64, 32, 4, 4),
+                                                                  (128, 128, 64, 8, 3), (128, 256, 64, 8, 3)],
+                                                                 fast=[(64, 64, 32, 4, 4)]))
 def test_ptxas_keeps_the_wgmma_pipeline_of_tutorial_03(tmp_path, bm, bn, bk, num_warps, num_stages):
     # C7514/C7515: ptxas serialised every wgmma (each waited for before the next)
     notes = ptxas_notes(tutorial_03_cuda(bm, bn, bk, num_warps, num_stages), tmp_path)
@@ -378,7 +379,8 @@ def test_ptxas_keeps_the_wgmma_pipeline_of_tutorial_03(tmp_path, bm, bn, bk, num
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("config,num_warps", [((128, 128, 64), 4), ((128, 256, 64), 8), ((64, 64, 32), 4)])
+@pytest.mark.parametrize("config,num_warps", tiered([((128, 128, 64), 4), ((128, 256, 64), 8), ((64, 64, 32), 4)],
+                                                    fast=[((128, 128, 64), 4)]))
 def test_ptxas_keeps_the_wgmma_pipeline_of_the_matmul_sample(tmp_path, config, num_warps):
     notes = ptxas_notes(compile_matmul("f16", config, num_warps, "cuda"), tmp_path)
     assert "C7514" not in notes and "C7515" not in notes

@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import ROOT, cdiv, compile_text
+from conftest import ROOT, cdiv, compile_text, tiered
 from test_wgmma import _compile, ptxas_notes
 
 from mytriton.backends.cuda.dots import place
@@ -112,8 +112,8 @@ def test_wgmma_reads_the_column_major_b_k_major():
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("config,num_warps", [((64, 64, 64), 4), ((128, 128, 32), 4), ((128, 256, 64), 8),
-                                              ((64, 64, 128), 4), ((64, 32, 16), 4)])
+@pytest.mark.parametrize("config,num_warps", tiered([((64, 64, 64), 4), ((128, 128, 32), 4), ((128, 256, 64), 8),
+                                                     ((64, 64, 128), 4), ((64, 32, 16), 4)], fast=[((64, 64, 64), 4)]))
 def test_the_k_major_matmul_builds_for_sm_90a_with_its_wgmma_pipelined(tmp_path, config, num_warps):
     notes = ptxas_notes(compiled("cuda", config, num_warps), tmp_path)
     assert "C7514" not in notes and "C7515" not in notes

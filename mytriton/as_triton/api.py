@@ -23,7 +23,7 @@ TRITON_API_LEVEL = "3.6.0"
 __version__ = f"{TRITON_API_LEVEL}+mytriton.{mytriton.__version__}"
 
 __all__ = ["CompilationError", "Config", "JITFunction", "KernelInterface", "autotune", "cdiv", "heuristics", "jit",
-           "language", "next_power_of_2", "runtime", "testing", "__version__"]
+           "language", "next_power_of_2", "runtime", "testing", "__version__"]  # noqa: F822 (__getattr__ loads testing)
 
 
 def __getattr__(name: str) -> Any:

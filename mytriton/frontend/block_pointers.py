@@ -1,4 +1,4 @@
-"""Block pointers and tensor descriptors (issue 11, part 4), as Triton 3.x has them.
+"""Block pointers and tensor descriptors, as Triton 3.x has them.
 
 ``tl.make_block_ptr(base, shape, strides, offsets, block_shape, order)`` and
 ``tl.make_tensor_descriptor(base, shape, strides, block_shape)`` make frontend
@@ -128,7 +128,7 @@ def _sequence(t: Tracer, node: ast.AST, value: Any, what: str, name: str) -> tup
 def _constants(t: Tracer, node: ast.AST, value: Any, what: str, name: str) -> tuple[int, ...]:
     items = value if isinstance(value, tuple) else (value,)
     if not items or not all(type(item) is int for item in items):
-        shown = ", ".join(describe(i) if not type(i) is int else str(i) for i in items)
+        shown = ", ".join(describe(i) if type(i) is not int else str(i) for i in items)
         raise t.error(f"{name}: {what} must be integer constants (tl.constexpr), got ({shown})", node)
     return items
 
@@ -197,7 +197,7 @@ def make_tensor_descriptor(t: Tracer, node: ast.Call, base: Any, shape: Any, str
             raise t.error(f"{name}: block_shape has {len(block)} dimension(s) but {what} has {len(items)}", node)
     if not (type(strides[-1]) is int and strides[-1] == 1):
         raise t.error(f"{name}: the last dimension must be contiguous (its stride the constant 1), got "
-                      f"{describe(strides[-1]) if not type(strides[-1]) is int else strides[-1]}", node)
+                      f"{describe(strides[-1]) if type(strides[-1]) is not int else strides[-1]}", node)
     if padding_option not in ("zero", "nan"):
         raise t.error(f"{name}: padding_option must be 'zero' or 'nan', got {_shown(padding_option)}", node)
     pointee = _pointee(t, node, base)

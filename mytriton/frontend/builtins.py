@@ -143,7 +143,7 @@ def _store(t: Tracer, node: ast.Call, pointer: Any, value: Any, mask: Any, bound
     return None
 
 
-# ---- block pointers and tensor descriptors (issue 11, part 4) ---------------------------------
+# ---- block pointers and tensor descriptors ---------------------------------
 # Frontend values (frontend/block_pointers.py): loads and stores through them
 # become the ordinary masked tile accesses above.
 
@@ -274,7 +274,7 @@ def _cdiv(t: Tracer, node: ast.Call, x: Any, div: Any) -> Any:
     return t.binary(ast.FloorDiv(), total, div, node)
 
 
-# ---- math and dtypes (issue 9, part 5) ----------------------------------------------------
+# ---- math and dtypes ----------------------------------------------------
 
 
 def _propagates_nan(t: Tracer, node: ast.Call, value: Any, name: str) -> bool:
@@ -669,7 +669,7 @@ def _device_assert(t: Tracer, node: ast.Call, cond: Any, msg: Any, mask: Any) ->
     return None
 
 
-# ---- shape ops (issue 9, part 4) -------------------------------------------------------
+# ---- shape ops -------------------------------------------------------
 # Triton's signatures: the shape or dims may be spelled as one tuple or as
 # several arguments (``tl.reshape(x, (M, N))``, ``x.reshape(M, N)``).
 
@@ -897,7 +897,7 @@ for _name in ("trans", "permute", "reshape", "view", "split", "join", "interleav
     _decided_by_the_real_trace(_name)
 
 
-# ---- libdevice (issue 11, part 6) ----------------------------------------------------------
+# ---- libdevice ----------------------------------------------------------
 # ``libdevice.<name>(...)`` (``tl.extra.libdevice``, ``tl.extra.cuda.libdevice``):
 # each function makes its op (language/extra/libdevice.py's SIGNATURES) after
 # Triton's dispatch: the operand dtypes (a Python float is f32, an int i32)
@@ -965,7 +965,7 @@ def _register_libdevice() -> None:
 _register_libdevice()
 
 
-# ---- sort and histogram (issue 11, part 2b) ---------------------------------------------
+# ---- sort and histogram ---------------------------------------------
 # tl.sort and tl.flip are library functions (language/sorting.py, registered
 # below with random's); tl.histogram is one op.
 
@@ -990,7 +990,7 @@ def _histogram(t: Tracer, node: ast.Call, input: Any, num_bins: Any, mask: Any) 
     return t.make("histogram", (input, mask), node, num_bins=num_bins)
 
 
-# ---- random (issue 11, part 3) ------------------------------------------------------------
+# ---- random ------------------------------------------------------------
 # tl.rand, tl.randn, tl.randint, tl.randint4x, tl.philox...: @jit helpers in the
 # kernel language (mytriton/language/random.py), traced at the call.
 from mytriton.frontend import library as _library  # noqa: E402
@@ -998,7 +998,7 @@ from mytriton.frontend import library as _library  # noqa: E402
 BUILTINS.update(_library.builtins())
 
 
-# ---- scans (issue 11, part 2) ----------------------------------------------------------------
+# ---- scans ----------------------------------------------------------------
 # tl.reduce and tl.associative_scan: the combine function, a @jit function of the
 # calling module, is traced once on scalars (of the tiles' element types) into
 # the closed region of a ``reduce`` or ``scan`` op (tree.CombineStmt). The

@@ -4,7 +4,7 @@ Python values (constexprs, literals, tuples, dtypes) are computed here, as
 Python; everything that depends on runtime data becomes a tree expression.
 ``range`` with constant bounds and ``tl.static_range`` unroll; ``range`` with a
 runtime bound becomes a ``ForRange`` region, traced in its own ``Region``
-that records what it captures from outside (first seed chapter).
+that records what it captures from outside, so that the loop's region is closed.
 
 Control flow on runtime values is structured: ``if`` becomes an ``IfStmt``
 whose branches yield the names they assign that exist after it; ``while``

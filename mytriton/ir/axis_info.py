@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from math import gcd
 from typing import Any
 
-from mytriton.ir.ssa import BlockArg, Const, Kernel, Op, Operand, OpResult, Param, Value, walk
+from mytriton.ir.ssa import Const, Kernel, Op, Operand, walk
 from mytriton.types import BlockType, PointerType, ScalarType, element_of
 
 # What "divisible by everything" (the literal 0, arange from 0) is capped at.

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import prod
-from typing import Any, Callable, Union
+from typing import Any, Callable
 
 WARP = 32  # threads in a warp
 
@@ -300,9 +300,9 @@ class DotOperand:
         return DotOperand(op_idx, parent, k_width)
 
 
-TileLayout = Union[Blocked, Slice, Mma]
-SharedLayout = Union[PaddedShared, NvmmaShared]
-Layout = Union[Blocked, Slice, Mma, DotOperand, PaddedShared, NvmmaShared]
+TileLayout = Blocked | Slice | Mma
+SharedLayout = PaddedShared | NvmmaShared
+Layout = Blocked | Slice | Mma | DotOperand | PaddedShared | NvmmaShared
 KINDS: dict[str, Any] = {"blocked": Blocked, "slice": Slice, "padded_shared": PaddedShared, "mma": Mma,
                          "dot_operand": DotOperand, "nvmma_shared": NvmmaShared}
 SHARED_KINDS = (PaddedShared, NvmmaShared)

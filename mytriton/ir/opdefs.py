@@ -908,7 +908,7 @@ def loop_attrs_problem(attrs: dict[str, Any]) -> str | None:
 OPS["for"] = replace(OPS["for"], attrs=LOOP_ATTRS)
 
 
-# ---- math and dtypes (issue 9, part 5) ------------------------------------------------
+# ---- math and dtypes ------------------------------------------------
 # Triton's elementwise functions beyond the one-float math group. Each is an
 # op with NumPy semantics (the interpreter and folding) and a CUDA spelling
 # in the language object (``CStyleLanguage.nan_aware``, ``fma``, ``div_rn``,
@@ -1033,7 +1033,7 @@ _register(OpDef("shr", ("lhs", "rhs"), _shift_rule("shr"), elementwise=True,
                 semantics=lambda np, a, b: np.right_shift(a, b), folds=True, fold_refuses=_shift_out_of_range,
                 doc="x >> y: arithmetic for signed x, logical for unsigned; undefined for y < 0 or y >= the width"))
 
-# ---- shape ops (issue 9, part 4) ------------------------------------------------------
+# ---- shape ops ------------------------------------------------------
 # Ops that move elements without computing on them. Each result element is
 # one operand element at coordinates ``source_coords`` maps it to (a remap of
 # indices, as ``trans`` swaps two): the interpreter moves NumPy axes, and the
@@ -1137,7 +1137,7 @@ _register(OpDef("join", ("a", "b"), _join, materialised=True,
 _register(OpDef("broadcast_to", ("x",), _broadcast_to, attrs=("shape",), elementwise=True,
                 doc="x broadcast to shape (tl.broadcast_to)"))
 
-# ---- pipelined K loop (issue 10, part 2b) --------------------------------------------
+# ---- pipelined K loop --------------------------------------------
 # The pipeline pass turns a staged dot's loop into a multi-buffered one: each
 # shared buffer holds ``stages`` tiles one above the other, ``stage_view``
 # names one of them, ``async_copy_to_shared`` fills one without waiting
@@ -1221,7 +1221,7 @@ _register(OpDef("async_wait", (), _async_wait, attrs=("pending",), synchronises=
 LOOP_ATTRS = LOOP_ATTRS + ("pipeline_stages",)
 OPS["for"] = replace(OPS["for"], attrs=LOOP_ATTRS)
 
-# ---- warpgroup dots (issue 10) ---------------------------------------------------------
+# ---- warpgroup dots ---------------------------------------------------------
 # A dot_shared with ``in_flight=1`` (the overlap-wgmma pass sets it on a
 # pipelined loop's warpgroup dot) issues its tensor-core group and returns at
 # once: its result is complete only after a later ``wgmma_wait`` of it, which
@@ -1498,7 +1498,7 @@ _register(OpDef("atomic_cas", ("ptr", "cmp", "value"), _atomic_cas, attrs=("sem"
                 reads_global=True, writes_global=True, address_operand="ptr", materialised=True,
                 doc="tl.atomic_cas: at each address, old = *ptr; if old == cmp then *ptr = value; the result is old"))
 ATOMIC_OPS = ("atomic_rmw", "atomic_cas")
-# ---- stage Triton-tutorial dots (issue 10) ----------------------------------------
+# ---- stage Triton-tutorial dots ----------------------------------------
 # Triton's tutorials address a dot's operand through pointer tiles with
 # runtime strides on both axes, rows taken modulo the matrix height
 # (``(pid_m * BM + arange) % M``) and masks on one axis only; stage-dots copies
@@ -1668,7 +1668,7 @@ _register(OpDef("scan", ("inputs",), _scan, attrs=("axis", "reverse", "strategy"
                 doc="tl.associative_scan: the inclusive scans of the N tiles (one shape) along axis, from the "
                     "end when reverse, by the combine region (N left then N right scalars, yields N)"))
 
-# ---- dots with a register operand (issue 10, attention) ----------------------------
+# ---- dots with a register operand ----------------------------
 # Attention's P @ V: P is computed in registers (the softmax of Q @ K^T), V is
 # a tile load that stage-dots copies into shared memory (and pipelines with
 # K's copies). ``dot_rs`` multiplies the register tile ``a`` by the shared

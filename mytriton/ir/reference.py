@@ -143,7 +143,7 @@ Every op of the tree IR and the SSA is one definition in `mytriton/ir/opdefs.py`
 its operands, attributes, traits and type rule, and for the ops that compute on
 elements the NumPy semantics that constant folding and the interpreter share.
 This page lists them; `mytriton ops` prints the same from the command line, and
-README.md ("The text formats") shows whole kernels.
+docs/architecture.md ("The text formats") shows whole kernels.
 
 In SSA an op reads `%r = NAME operand, ..., attr=value, ... : result-type @line:col`:
 operands are values (`%3`), kernel parameters (`n`), literals (`1.0`, `-inf`, `true`)

@@ -22,7 +22,7 @@ from mytriton.ir.ssa import (
 from mytriton.ir.text_common import (
     TextReader, check_text_limits, format_attr, format_header, format_literal, format_loc, format_loop_attrs,
 )
-from mytriton.types import I32, ScalarType, Type, TypeRuleError, concrete, element_of
+from mytriton.types import I32, ScalarType, Type, TypeRuleError, element_of
 
 INDENT = "  "
 

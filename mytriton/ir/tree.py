@@ -5,7 +5,7 @@ is shared by identity). A region is a list of statements: stores, loops,
 ``Let`` anchors that fix where a load happens relative to stores, and a loop
 body's final ``Yield``. Types are inferred later, when lowering to SSA.
 
-Loops follow the first seed chapter: a ``ForRange`` lists the outer
+A loop is a closed region, as in the SSA: a ``ForRange`` lists the outer
 expressions its body reads (``captures``), the carried values' initial
 expressions, the body's view of them (``LoopCarry``) and what each iteration
 yields, and the values visible after the loop (``LoopResult``).

@@ -53,8 +53,7 @@ from dataclasses import dataclass
 
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import (
-    BlockArg, Const, Kernel, Op, OpResult, Operand, Value, erase_op, for_body, for_bounds, for_carried,
-    for_index, for_yield, insert_before, use_counts, values_used, walk,
+    BlockArg, Const, Kernel, Op, OpResult, Operand, Value, erase_op, for_body, for_bounds, for_index, for_yield, insert_before, use_counts, values_used, walk,
 )
 from mytriton.target import SHARED_MEMORY_BUDGET
 from mytriton.types import BOOL, I32, BlockType, PointerType, SharedType

@@ -50,7 +50,7 @@ from mytriton.ir.ssa_text import op_text
 from mytriton.limits import MAX_EXPRESSION_DEPTH, tile_error
 from mytriton.ir.layouts import SHARED_KINDS, NvmmaShared, Slice, broadcast_view, shape_problem
 from mytriton.ir.literals import carried_type_fits, literal_conversion_error
-from mytriton.types import BOOL, I32, BlockType, SharedType, TypeRuleError, concrete, element_of, without_layout
+from mytriton.types import BOOL, BlockType, SharedType, TypeRuleError, concrete, element_of, without_layout
 
 
 class Verifier:

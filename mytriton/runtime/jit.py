@@ -253,7 +253,8 @@ class JITFunction:
         then, since this call shape binds, a plan for it."""
         compiled = self.run(*args, **{"grid": grid, **kwargs})
         if len(self._plans) < _PLAN_LIMIT and "grid" not in kwargs:
-            self._plans[(len(args), *kwargs)] = self._plan(len(args), tuple(kwargs))
+            shape = (len(args), *kwargs)  # mypy reads a starred subscript as 3.11 syntax
+            self._plans[shape] = self._plan(len(args), tuple(kwargs))
         return compiled
 
     def _plan(self, count: int, keywords: tuple[str, ...]) -> tuple:

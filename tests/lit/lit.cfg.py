@@ -1,7 +1,7 @@
 # The lit suite: pass and stage tests as IR text checked by FileCheck, as
 # MLIR and xDSL test theirs. Each file holds one behaviour: its input, the
 # `RUN:` lines that run a stage over it, and the `CHECK:` lines its output
-# must match (README, "Tests"). pytest runs it (tests/test_lit.py); on its own:
+# must match (docs/contributing.md, "lit and FileCheck"). pytest runs it (tests/test_lit.py); on its own:
 #
 #   python -c "import lit.main; lit.main.main()" -v tests/lit
 #
@@ -22,8 +22,8 @@ config.excludes = ["lit.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 # %t files go under build/ (ignored by git, removed by `make clean`), not
 # beside the tests; a run that shares the checkout with another lit run at
-# the same time (each pytest-xdist worker runs the suite) gives its own folder,
-# so that no run reads a %t file the other is writing.
+# the same time (two test runs in one checkout) gives its own folder, so that
+# no run reads a %t file the other is writing.
 config.test_exec_root = os.environ.get("MYTRITON_LIT_EXEC_ROOT") or \
     os.path.join(os.path.dirname(__file__), "..", "..", "build", "lit")
 

@@ -24,7 +24,7 @@ elements, its *slots*, in loops that nvcc unrolls:
 - a ``convert_layout`` fills a per-thread array in the new layout, through
   shared memory unless both layouts place the elements alike;
 - a runtime ``for`` becomes a C ``for`` whose carried values are locals (or
-  per-thread arrays) that the loop's results share, as in the first chapter.
+  per-thread arrays) that the loop's results share.
 
 Shared memory is one dynamic array, ``extern __shared__ smem[]``, divided
 as the allocate-shared pass decided (``allocate_shared.py``): scratch

@@ -31,6 +31,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 from mytriton import scratch
 from mytriton.diagnostics import CompileError

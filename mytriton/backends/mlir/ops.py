@@ -132,7 +132,7 @@ REFUSED.update({name: "pointers from memory (int_to_ptr, ptr_to_int) are not cov
                 for name in ("int_to_ptr", "ptr_to_int")})
 
 
-# libdevice's functions (issue 11) that upstream math or arith has, per element;
+# libdevice's functions that upstream math or arith has, per element;
 # f16 and bf16 compute in f32 and round back once.
 LIBDEVICE: dict[str, str] = {
     **{name: f"math.{name}" for name in (

@@ -1,1 +1,1 @@
-"""The TTIR back end: optimised SSA as Triton's own ``tt`` dialect (issue 12, part 3)."""
+"""The TTIR back end: optimised SSA as Triton's own ``tt`` dialect."""
