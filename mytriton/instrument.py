@@ -2,7 +2,7 @@
 
 ``compile --dump-dir``, ``MYTRITON_DUMP_DIR``, ``--print-ir-after-all``,
 ``--print-ir-after/-before=PASS`` and ``--time-passes`` are all observers
-hooked onto ``pipeline.Options`` (``on_stage`` after each stage,
+hooked onto ``compiler.Options`` (``on_stage`` after each stage,
 ``before_each``/``after_each`` around each opt pass); the pipeline itself
 does not know which are listening.
 
@@ -55,14 +55,14 @@ def printable_passes() -> tuple[str, ...]:
 
 def stage_text(name: str, value: Any) -> str | bytes:
     """A stage's result as its command prints it."""
-    from mytriton import pipeline
+    from mytriton import compiler
     from mytriton.ir.ssa import Kernel
     from mytriton.ir.tree import TreeKernel
 
     if isinstance(value, Kernel):
-        return pipeline.print_ssa(value)
+        return compiler.print_ssa(value)
     if isinstance(value, TreeKernel):
-        return pipeline.print_tree(value)
+        return compiler.print_tree(value)
     return value
 
 
@@ -102,10 +102,10 @@ class Dumper:
         self._write(STAGE_FILES[name], stage_text(name, value))
 
     def after_pass(self, name: str, kernel: Any) -> None:
-        from mytriton import pipeline
+        from mytriton import compiler
 
         self.passes += 1
-        self._write(f"03-opt.{self.passes:02d}-{_safe(name)}.ssa", pipeline.print_ssa(kernel))
+        self._write(f"03-opt.{self.passes:02d}-{_safe(name)}.ssa", compiler.print_ssa(kernel))
 
     def _write(self, file_name: str, data: str | bytes) -> None:
         from mytriton.output_files import replace_in_directory
@@ -149,12 +149,12 @@ def dump_jit_kernel(root: str, text: str, file: str, options: Any, key: Any, bac
     source for the interpreter (which needs no nvcc). Returns the folder."""
     import dataclasses
 
-    from mytriton import pipeline
+    from mytriton import compiler
 
     dumper = jit_dump_dir(root, options.kernel or "kernel", key)
     watched = dataclasses.replace(options, on_stage=None, before_each=None, after_each=None)
     attach(watched, dumper)
-    pipeline.compile_source(text, file, "cubin" if backend == "cuda" else "cuda", watched)
+    compiler.compile_source(text, file, "cubin" if backend == "cuda" else "cuda", watched)
     return dumper.directory
 
 
@@ -183,10 +183,10 @@ class IrPrinter:
         self.stream = stream
 
     def _print(self, when: str, name: str, kernel: Any) -> None:
-        from mytriton import pipeline
+        from mytriton import compiler
 
         stream = self.stream or sys.stderr
-        stream.write(dump_header(when, name) + pipeline.print_ssa(kernel))
+        stream.write(dump_header(when, name) + compiler.print_ssa(kernel))
         stream.flush()
 
     def before_pass(self, name: str, kernel: Any) -> None:

@@ -14,13 +14,13 @@ from conftest import SAMPLES, compile_text, kernel_source, sample_names, sample_
 from control_flow_kernels import CASES
 from fuzz_kernels import FAMILIES, generate_kernel
 from mlir_check import op_names, parse_and_verify
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.backends.mlir import ops as mlir_ops
 from mytriton.backends.mlir.text import float_literal, int_literal, mlir_string
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.language.extra import libdevice
-from mytriton.pipeline import Options
+from mytriton.compiler import Options
 from test_cli_chain import cli, ok
 from test_op_registry import EVERY_FUNCTION
 from test_shape_ops import M, N, REFERENCES
@@ -31,7 +31,7 @@ pytest.importorskip("xdsl")
 
 def sample_mlir(name: str) -> str:
     source = (SAMPLES / f"{name}.py").read_text()
-    return pipeline.compile_source(source, f"samples/{name}.py", "mlir", Options(**sample_options(name)))
+    return compiler.compile_source(source, f"samples/{name}.py", "mlir", Options(**sample_options(name)))
 
 
 # ---- xDSL reads and verifies every output -----------------------------------------------------
@@ -210,7 +210,7 @@ def test_a_file_name_is_escaped_in_mlir_string_syntax(name, spelled):
     # (xDSL reads a string holding both an escape and a non-ASCII character as
     # bytes, which no location takes: hence two names.)
     source = (SAMPLES / "add.py").read_text()
-    text = pipeline.compile_source(source, name, "mlir", Options())
+    text = compiler.compile_source(source, name, "mlir", Options())
     assert f"loc({spelled}:9:15)" in text
     parse_and_verify(text)
 
@@ -291,7 +291,7 @@ LIT = SAMPLES.parent / "tests" / "lit" / "emit-mlir"
 @pytest.mark.parametrize("path", sorted(p.name for p in LIT.glob("*.ssa") if "refused" not in p.name))
 def test_xdsl_verifies_what_the_lit_tests_check(path):
     text = (LIT / path).read_text()
-    parse_and_verify(pipeline.emit_mlir(pipeline.verify(pipeline.read_ssa(text, path))))
+    parse_and_verify(compiler.emit_mlir(compiler.verify(compiler.read_ssa(text, path))))
 
 
 def test_the_checker_rejects_a_generic_atomic_rmw_whose_body_does_not_yield_the_element_type():

@@ -194,7 +194,7 @@ class TraceBudget:
         # print): a probe trace is then traced again with the real types.
         self.asked_types = False
         # tl.dot's precision for f32 operands where the call names none
-        # (pipeline.Options.f32_default).
+        # (compiler.Options.f32_default).
         self.f32_default: str | None = None
         # tl.static_print calls traced (a helper that prints is not reused).
         self.prints = 0

@@ -1130,7 +1130,7 @@ _register(OpDef("broadcast_to", ("x",), _broadcast_to, attrs=("shape",), element
                 doc="x broadcast to shape (tl.broadcast_to)"))
 
 # ---- pipelined K loop (issue 10, part 2b) --------------------------------------------
-# The pipeline pass turns a staged dot's loop into a multi-buffered one: each
+# The software-pipeline pass turns a staged dot's loop into a multi-buffered one: each
 # shared buffer holds ``stages`` tiles one above the other, ``stage_view``
 # names one of them, ``async_copy_to_shared`` fills one without waiting
 # (cp.async on the GPU), ``async_commit`` closes a thread's group of such
@@ -1198,7 +1198,7 @@ _register(OpDef("async_commit", (), _none, synchronises=True,
 _register(OpDef("async_wait", (), _async_wait, attrs=("pending",), synchronises=True,
                 doc="waits until at most pending of this thread's committed copy groups are in flight"))
 
-# A loop the pipeline pass has multi-buffered says how many stages it got
+# A loop the software-pipeline pass has multi-buffered says how many stages it got
 # (fewer than num_stages asked for where shared memory does not allow more).
 LOOP_ATTRS = LOOP_ATTRS + ("pipeline_stages",)
 OPS["for"] = replace(OPS["for"], attrs=LOOP_ATTRS)
@@ -1484,7 +1484,7 @@ ATOMIC_OPS = ("atomic_rmw", "atomic_cas")
 # Triton's tutorials address a dot's operand through pointer tiles with
 # runtime strides on both axes, rows taken modulo the matrix height
 # (``(pid_m * BM + arange) % M``) and masks on one axis only; stage-dots copies
-# such tiles with ``copy_strided_to_shared`` (and the pipeline pass with its
+# such tiles with ``copy_strided_to_shared`` (and the software-pipeline pass with its
 # async form). A wrap of 0 is none; a bound the mask does not test is
 # 2147483647 (every i32 coordinate passes).
 

@@ -79,7 +79,7 @@ from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.axis_info import AxisAnalysis, vector_width
 from mytriton.ir.analysis import is_materialized, is_tile, reaches_materialized
-from mytriton.ir.layouts import (
+from mytriton.ir.layout_attributes import (
     SWIZZLE_BYTES, WGMMA_MAX_N, Blocked, Mma, NvmmaShared, PaddedShared, SharedLayout, Slice, TileLayout, broadcast_view,
     default_blocked, fma_dot_layout, fma_operand_pad,
 )
@@ -710,10 +710,10 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
     tensor cores (``mma_shared_layout``), the A buffer of an FMA dot
     (``fma_operand_pad``); both operands of a warpgroup dot are swizzled
     (``nvmma_shared``, no padding)."""
-    from mytriton.passes.pipeline import scratch_reserve
+    from mytriton.passes.software_pipeline import scratch_reserve
 
     allocs = [r for op in walk(kernel.body) if opdefs.lookup(op.name).allocates for r in op.results]
-    # The scratch the pipeline pass left room for stays free: padding never takes it.
+    # The scratch the software-pipeline pass left room for stays free: padding never takes it.
     used = sum(r.type.numel * r.type.element.nbytes for r in allocs) + scratch_reserve(kernel)
     layouts: dict[Value, SharedLayout] = {}
     k_major = k_major_buffers(kernel) if wgmma else frozenset()

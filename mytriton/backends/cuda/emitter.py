@@ -49,7 +49,7 @@ from mytriton.target import (
 )
 from mytriton.ir.ssa import Block, BlockArg, Const, Kernel, Op, OpResult, Operand, Value, for_yield, is_combine, use_counts, walk
 from mytriton.ir.ssa_text import ValueNames
-from mytriton.ir.layouts import Mma
+from mytriton.ir.layout_attributes import Mma
 from mytriton.types import BOOL, BlockType, PointerType, ScalarType, SharedType, element_of
 
 HEADER_PREFIX = "// mytriton-kernel: "

@@ -116,7 +116,7 @@ REFUSED: dict[str, str] = {
     "device_print": "printing from the device is not covered by the MLIR back end yet (gpu.printf)",
     "device_assert": "device assertions are not covered by the MLIR back end yet",
 }
-# A pipelined K loop (the pipeline pass) is not lowered yet: `compile --emit=mlir`
+# A pipelined K loop (the software-pipeline pass) is not lowered yet: `compile --emit=mlir`
 # stages dots unpipelined; staged SSA from `stage-dots --num-stages 1` reads too.
 PIPELINED = ("shared_alloc_stages", "stage_view", "async_copy_to_shared", "async_copy_strided_to_shared",
              "async_commit", "async_wait", "wgmma_wait")

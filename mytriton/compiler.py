@@ -30,7 +30,7 @@ class Options:
     defines: dict[str, Any] = field(default_factory=dict)
     signature: str | None = None
     num_warps: int = DEFAULT_NUM_WARPS
-    num_stages: int | None = None  # a launch's software-pipelining depth (None: the pipeline pass's default, 3)
+    num_stages: int | None = None  # a launch's software-pipelining depth (None: the software-pipeline pass's default, 3)
     passes: Sequence[str] | None = None  # None: the default pipeline
     arch: str = DEFAULT_ARCH
     # Bytes of shared memory one block may use; None: the arch's opt-in limit
@@ -127,21 +127,21 @@ def optimize(kernel: Kernel, options: Options) -> Kernel:
 def stage_dots(kernel: Kernel, options: Options | None = None) -> Kernel:
     """Stage canonical tl.dot operands through shared memory (the CUDA
     backend's input), then software-pipeline their K loops over
-    ``options.num_stages`` buffers (the pipeline pass's default without it);
+    ``options.num_stages`` buffers (the software-pipeline pass's default without it);
     verified before and after."""
     from mytriton.passes.manager import run_passes
-    from mytriton.passes.pipeline import PipelinePass
+    from mytriton.passes.software_pipeline import SoftwarePipelinePass
     from mytriton.passes.verify import verify as run_verifier
 
     from mytriton.passes.stage_dots import StageDotsPass
 
     options = options if options is not None else Options()
     kernel = run_passes(kernel, [StageDotsPass(shared_budget=options.budget)])
-    kernel = PipelinePass(num_stages=options.num_stages, shared_budget=options.budget).apply(kernel)
+    kernel = SoftwarePipelinePass(num_stages=options.num_stages, shared_budget=options.budget).apply(kernel)
     try:
         return run_verifier(kernel)
     except CompileError as err:
-        err.message = f"after pass 'pipeline': {err.message}"
+        err.message = f"after pass 'software-pipeline': {err.message}"
         raise
 
 
