@@ -19,6 +19,7 @@ from typing import Callable
 
 from mytriton.backends.mlir.text import Writer, conversion_op, joined, literal, scalar_type
 from mytriton.diagnostics import Location
+from mytriton.ir import math_functions
 from mytriton.types import BF16, BOOL, F16, F32, I64, ScalarType
 
 # name -> (float op, signed integer op, unsigned integer op); None where the
@@ -54,13 +55,9 @@ COMPARE: dict[str, tuple[str, str, str]] = {
     "cmp_ne": ("une", "ne", "ne"),
 }
 
-# Math functions of one float (opdefs.py's math group). ``sigmoid`` has no
-# math-dialect op: 1 / (1 + exp(-x)), as the interpreter defines it.
-MATH: dict[str, str] = {
-    "exp": "math.exp", "exp2": "math.exp2", "log": "math.log", "log2": "math.log2", "sqrt": "math.sqrt",
-    "rsqrt": "math.rsqrt", "sin": "math.sin", "cos": "math.cos", "floor": "math.floor", "ceil": "math.ceil",
-    "erf": "math.erf", "tanh": "math.tanh", "sigmoid": "1 / (1 + math.exp(-x))",
-}
+# Math functions of one float (the tl group of ir/math_functions.py); one
+# with no math-dialect op (sigmoid) is written out as its formula.
+MATH: dict[str, str] = {row.name: row.expanded or row.mlir_op for row in math_functions.TABLE if row.tl}
 
 # Other elementwise ops, spelled in ``scalar_op``.
 OTHER_ELEMENTWISE = {
@@ -124,26 +121,16 @@ REFUSED.update({name: "pipelined K loops are not covered by the MLIR back end ye
                 for name in PIPELINED})
 REFUSED["histogram"] = "tl.histogram is not covered by the MLIR back end yet"
 # libdevice's functions that upstream MLIR has no op for: a stated refusal.
-REFUSED["erfinv"] = "libdevice's erfinv has no upstream MLIR op (math has erf, not its inverse)"
-REFUSED["hypot"] = ("libdevice's hypot has no upstream MLIR op (math.sqrt of x * x + y * y would overflow "
-                    "where hypot does not)")
+REFUSED.update({row.name: row.mlir_refused for row in math_functions.TABLE if row.mlir_refused})
 # A pointer is an offset into its parameter's memref here: an address from memory has none.
 REFUSED.update({name: "pointers from memory (int_to_ptr, ptr_to_int) are not covered by the MLIR back end"
                 for name in ("int_to_ptr", "ptr_to_int")})
 
 
-# libdevice's functions (issue 11) that upstream math or arith has, per element;
-# f16 and bf16 compute in f32 and round back once.
-LIBDEVICE: dict[str, str] = {
-    **{name: f"math.{name}" for name in (
-        "log1p", "expm1", "round", "trunc", "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh", "acosh",
-        "atanh", "log10", "cbrt", "atan2", "copysign")},
-    "rint": "math.roundeven",
-    "pow": "math.powf",
-    "fmod": "arith.remf",
-    "fast_expf": "math.exp",  # the approximation is the lowering's business, as for tl.exp
-    "fast_dividef": "arith.divf",
-}
+# libdevice's functions that upstream math or arith has, per element; f16
+# and bf16 compute in f32 and round back once.
+LIBDEVICE: dict[str, str] = {row.name: row.mlir_op for row in math_functions.TABLE
+                             if not row.tl and row.answers == "float" and not row.mlir_refused}
 # libdevice's predicates and llrint, written by hand in ``scalar_op``.
 LIBDEVICE_OTHER: dict[str, str] = {
     "isnan": "arith.cmpf uno, x, x",

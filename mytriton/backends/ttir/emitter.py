@@ -18,11 +18,12 @@ from mytriton.backends.mlir.emitter_base import RegionEmitter
 from mytriton.backends.mlir.text import conversion_op, joined, literal, mlir_loc, mlir_string, scalar_type
 from mytriton.backends.ttir import ops as table
 from mytriton.diagnostics import CompileError, Location
+from mytriton.ir import math_functions
 from mytriton.ir.ssa import (
     Block, Const, Kernel, Op, Operand, Value, is_combine, yield_types,
 )
 from mytriton.types import (
-    BF16, BOOL, F16, F32, I8, I32, I64, PointerType, ScalarType, Type, WeakType, broadcast_shapes,
+    BF16, BOOL, F16, F32, F64, I8, I32, I64, PointerType, ScalarType, Type, WeakType, broadcast_shapes,
     concrete, element_of, promote, shape_of,
 )
 
@@ -308,8 +309,8 @@ class _Emitter(RegionEmitter):
             one = self.constant(1.0, shape, wide_t, loc)
             denominator = w.op(f"arith.addf {one}, {e} : {ty}", loc)
             out = w.op(f"arith.divf {one}, {denominator} : {ty}", loc)
-        elif name == "tanh":
-            symbol = "__nv_tanhf" if wide_t == F32 else "__nv_tanh"
+        elif math_functions.BY_NAME[name].triton_extern:
+            symbol = math_functions.BY_NAME[name].symbol(wide_t == F64)
             out = w.op(f'tt.extern_elementwise {wide[0]} {{libname = "", libpath = "", pure = true, '
                        f'symbol = "{symbol}"}} : ({ty}) -> {ty}', loc)
         else:
@@ -321,25 +322,20 @@ class _Emitter(RegionEmitter):
         their float type (f16 and bf16 widened to f32), the answer rounded
         back, compared != 0 (the predicates' i32) or kept (llrint's i64)."""
         loc, w = op.loc, self.w
-        answers_float = op.name not in table.LIBDEVICE_PREDICATES and op.name != "llrint"
-        t = type_of(op.result.type)[1] if answers_float else concrete(_element(op.operands[0]))
+        answers = math_functions.BY_NAME[op.name].answers
+        t = type_of(op.result.type)[1] if answers == "float" else concrete(_element(op.operands[0]))
         assert isinstance(t, ScalarType) and t.is_float
         wide_t = F32 if t in (F16, BF16, F32) else t
         args = [self.convert(self.get(o, shape, t, loc), shape, t, wide_t, loc) for o in op.operands]
         symbol = table.LIBDEVICE[op.name][0 if wide_t == F32 else 1]
         ty = ttir_type(shape, wide_t)
-        if op.name in table.LIBDEVICE_PREDICATES:
-            answer = I32
-        elif op.name == "llrint":
-            answer = I64
-        else:
-            answer = wide_t
+        answer = {"bool": I32, "i64": I64}.get(answers, wide_t)
         out_ty = ttir_type(shape, answer)
         out = w.op(f'tt.extern_elementwise {joined(args)} {{libname = "", libpath = "", pure = true, '
                    f'symbol = "{symbol}"}} : ({joined(ty for _ in args)}) -> {out_ty}', loc)
-        if op.name in table.LIBDEVICE_PREDICATES:
+        if answers == "bool":
             return self.convert(out, shape, I32, BOOL, loc)
-        if op.name == "llrint":
+        if answers == "i64":
             return out
         return self.convert(out, shape, wide_t, t, loc)
 
