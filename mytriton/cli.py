@@ -173,6 +173,12 @@ def make_options(kernel: str | None = None, defines: tuple[str, ...] = (), signa
 # ---- the command group ---------------------------------------------------------------------
 
 
+def stage_command(stage: str) -> Callable[[Callable[..., Any]], Any]:
+    """The subcommand that runs one stage alone, named by its row of compiler.STAGES."""
+    return lambda fn: main.command(compiler.STAGE[stage].command)(fn)
+
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="mytriton")
 def main() -> None:
@@ -190,7 +196,7 @@ def main() -> None:
     scratch.handle_signals()
 
 
-@main.command()
+@stage_command("ast")
 @input_argument
 @kernel_option
 @output_option
@@ -201,7 +207,7 @@ def parse(input: str, kernel: str | None, output: str) -> None:
     write_output(output, compiler.parse(text, file, kernel))
 
 
-@main.command()
+@stage_command("tree")
 @input_argument
 @trace_options
 @kernel_option
@@ -214,7 +220,7 @@ def trace(input: str, defines: tuple[str, ...], signature: str | None, kernel: s
     write_output(output, compiler.print_tree(tree))
 
 
-@main.command()
+@stage_command("ssa")
 @input_argument
 @output_option
 @reports_errors
@@ -235,7 +241,7 @@ def verify(input: str, output: str) -> None:
     write_output(output, text)
 
 
-@main.command()
+@stage_command("opt")
 @input_argument
 @click.option("-p", "--passes", default=None, metavar="LIST",
               help="Comma-separated passes (default: fold,licm,cse,dce; see 'mytriton passes').")
@@ -253,7 +259,7 @@ def opt(input: str, passes: str | None, print_ir_after_all: bool, output: str) -
     write_output(output, compiler.print_ssa(compiler.optimize(compiler.read_ssa(text, file), options)))
 
 
-@main.command("stage-dots")
+@stage_command("staged")
 @input_argument
 @stages_option
 @budget_option
@@ -303,7 +309,7 @@ def ops(names: tuple[str, ...], markdown: bool, output: str) -> None:
     write_output(output, reference.markdown(chosen) if markdown else reference.text(chosen))
 
 
-@main.command()
+@stage_command("layouts")
 @input_argument
 @warps_option
 @arch_option
@@ -320,7 +326,7 @@ def layouts(input: str, num_warps: int, arch: str, shared_budget: int | None, ou
     write_output(output, compiler.print_ssa(compiler.layouts(kernel, options)))
 
 
-@main.command("emit-cuda")
+@stage_command("cuda")
 @input_argument
 @click.option("--num-warps", default=None, type=int,
               help="Warps per CUDA block, for SSA that is not laid out yet (laid-out SSA names its own).")
@@ -356,7 +362,7 @@ def _pass_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
     return names
 
 
-@main.command("emit-mlir")
+@stage_command("mlir")
 @input_argument
 @output_option
 @reports_errors
@@ -368,7 +374,7 @@ def emit_mlir(input: str, output: str) -> None:
     write_output(output, compiler.emit_mlir(kernel))
 
 
-@main.command("emit-ttir")
+@stage_command("ttir")
 @input_argument
 @output_option
 @reports_errors
