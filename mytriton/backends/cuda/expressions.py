@@ -38,8 +38,7 @@ _CMP = {"cmp_lt": "<", "cmp_le": "<=", "cmp_gt": ">", "cmp_ge": ">=", "cmp_eq": 
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "/", "mod": "%", "xor": "^",
            "shl": "<<", "shr": ">>"}
 # Math functions, computed in f32: one spelling per op of the op table's
-# math group, in the language object (a new ``tl.<name>`` is a row in
-# ir/opdefs.py and one in CStyleLanguage.math_f32 or a target's own table).
+# math group, in the language object (from ir/math_functions.py's rows).
 MATH_SPELLINGS = CUDA.math_f32
 
 # Math, spelled by the language object's methods (opdefs.py's "math and
