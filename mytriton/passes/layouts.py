@@ -73,7 +73,7 @@ records ``num_warps``: the SSA is then the CUDA back end's input, and
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
@@ -756,6 +756,7 @@ def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout], budget: int,
 @dataclass(frozen=True)
 class LayoutsPass:
     name: str = "layouts"
+    takes_laid_out: ClassVar[bool] = True  # to refuse it: a kernel is laid out once
     summary: str = "give every tile a layout for --num-warps warps (CUDA's input; not an optimisation)"
     num_warps: int = DEFAULT_NUM_WARPS
     shared_budget: int = SHARED_MEMORY_BUDGET  # bytes of shared memory a block may use (the target's)

@@ -31,6 +31,7 @@ nowhere else.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from mytriton.ir import opdefs
 from mytriton.ir.layout_attributes import Mma
@@ -100,6 +101,7 @@ def _overlap(loop: Op, counts: dict) -> bool:
 @dataclass(frozen=True)
 class OverlapWgmmaPass:
     name: str = "overlap-wgmma"
+    takes_laid_out: ClassVar[bool] = True
     summary: str = "let a pipelined loop's wgmma dot run while the next tiles' copies issue (laid-out SSA)"
 
     def apply(self, kernel: Kernel) -> Kernel:
