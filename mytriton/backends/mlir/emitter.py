@@ -291,11 +291,16 @@ class _Emitter(RegionEmitter):
         if not (element_type(op.result.type).is_float and self.whole_vector(op)):
             self.elementwise(op)
 
-    @lowers("program_id", "num_programs")
-    def op_grid_index(self, op: Op) -> None:
-        dim = "xyz"[op.attrs["axis"]]
-        gpu = "gpu.block_id" if op.name == "program_id" else "gpu.grid_dim"
-        raw = self.w.op(f'"{gpu}"() <{{dimension = #gpu<dim {dim}>}}> : () -> index', op.loc)
+    @lowers("program_id")
+    def op_program_id(self, op: Op) -> None:
+        self.grid_index(op, "gpu.block_id")
+
+    @lowers("num_programs")
+    def op_num_programs(self, op: Op) -> None:
+        self.grid_index(op, "gpu.grid_dim")
+
+    def grid_index(self, op: Op, gpu: str) -> None:
+        raw = self.w.op(f'"{gpu}"() <{{dimension = #gpu<dim {"xyz"[op.attrs["axis"]]}>}}> : () -> index', op.loc)
         self.names[op.result] = self.w.op(f"arith.index_cast {raw} : index to i32", op.loc)
 
     @lowers("hint")

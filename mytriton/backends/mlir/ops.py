@@ -379,22 +379,23 @@ def _in_f32(w: Writer, t: ScalarType, args: list[str], loc: Location | None,
     return convert(w, body(wide, "f32"), F32, t, loc)
 
 
-@scalar_lowering(*MATH)
+@scalar_lowering(*(name for name in MATH if name != "sigmoid"))
 def _math(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
-    (x,) = args
-    if t not in (F16, BF16) and name != "sigmoid":
-        return w.op(f"{MATH[name]} {x} : {ty}", loc)
+    if t not in (F16, BF16):
+        return w.op(f"{MATH[name]} {args[0]} : {ty}", loc)
+    return _in_f32(w, t, args, loc, lambda a, ft: w.op(f"{MATH[name]} {a[0]} : {ft}", loc))
 
+
+@scalar_lowering("sigmoid")
+def _sigmoid(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
     def body(a: list[str], ft: str) -> str:
-        if name == "sigmoid":
-            neg = w.op(f"arith.negf {a[0]} : {ft}", loc)
-            e = w.op(f"math.exp {neg} : {ft}", loc)
-            one = w.op(f"arith.constant 1.0 : {ft}", loc)
-            denominator = w.op(f"arith.addf {one}, {e} : {ft}", loc)
-            return w.op(f"arith.divf {one}, {denominator} : {ft}", loc)
-        return w.op(f"{MATH[name]} {a[0]} : {ft}", loc)
+        neg = w.op(f"arith.negf {a[0]} : {ft}", loc)
+        e = w.op(f"math.exp {neg} : {ft}", loc)
+        one = w.op(f"arith.constant 1.0 : {ft}", loc)
+        denominator = w.op(f"arith.addf {one}, {e} : {ft}", loc)
+        return w.op(f"arith.divf {one}, {denominator} : {ft}", loc)
 
-    return _in_f32(w, t, [x], loc, body)
+    return _in_f32(w, t, args, loc, body)
 
 
 def reduce_combine(w: Writer, name: str, a: str, b: str, t: ScalarType, loc: Location | None) -> str:
