@@ -311,6 +311,12 @@ def stage_text(value: Any) -> str | bytes:
 def compile_source(text: str, file: str, emit: str, options: Options) -> str | bytes:
     """The pipeline up to ``emit``, printed as that stage prints it (bytes
     for a binary stage, ``BINARY_EMITS``)."""
+    return stage_text(run_stages(text, file, emit, options))
+
+
+def run_stages(text: str, file: str, emit: str, options: Options) -> Any:
+    """The result of stage ``emit`` for the kernel source ``text``: the
+    stages on the way run in order, each reported to ``options.on_stage``."""
     if emit not in STAGE:
         raise CompileError(f"unknown stage '{emit}' (stages: {', '.join(EMITS)})")
     reached = options.on_stage or (lambda name, value: None)
@@ -320,9 +326,8 @@ def compile_source(text: str, file: str, emit: str, options: Options) -> str | b
         results[stage.name] = value
         if stage.dump_file is not None:
             reached(stage.name, value)
-    return stage_text(results[emit])
+    return results[emit]
 
 
 def source_to_ssa(text: str, file: str, options: Options, optimized: bool = True) -> Kernel:
-    kernel = lower(trace(parse(text, file, options.kernel, options.namespace), "<bundle>", options))
-    return optimize(kernel, options) if optimized else kernel
+    return run_stages(text, file, "opt" if optimized else "ssa", options)
