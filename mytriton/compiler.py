@@ -29,7 +29,7 @@ class Options:
     defines: dict[str, Any] = field(default_factory=dict)
     signature: str | None = None
     num_warps: int = DEFAULT_NUM_WARPS
-    num_stages: int | None = None  # a launch's software-pipelining depth (None: the software-pipeline pass's default, 3)
+    num_stages: int | None = None  # a launch's software-pipelining depth (None: the pass's default, 3)
     passes: Sequence[str] | None = None  # None: the default pipeline
     arch: str = DEFAULT_ARCH
     # Bytes of shared memory one block may use; None: the arch's opt-in limit
@@ -44,10 +44,11 @@ class Options:
     # its names resolve there, as Python resolved them (frontend/namespace.py).
     # None (the CLI): names resolve from the file's text alone.
     namespace: Mapping[str, Any] | None = None
+    # Called with a pass's name and its output (input) around each pass of
+    # every stage, and with each stage's name and result as run_stages makes
+    # it (dumps, --print-ir-*, --time-passes: mytriton/instrument.py).
     after_each: Callable[[str, Kernel], None] | None = None
     before_each: Callable[[str, Kernel], None] | None = None
-    # Called with each stage's name and result as compile_source makes it
-    # (dumps, --time-passes: mytriton/instrument.py).
     on_stage: Callable[[str, Any], None] | None = None
 
 

@@ -242,7 +242,7 @@ def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
         em.line(f"for (int s = 0; s < {steps}; ++s) {store}")
 
 
-# ---- the pipelined K loop's ops (the software-pipeline pass) ------------------------------------------
+# ---- the pipelined K loop's ops (the software-pipeline pass) ---------------------------------
 
 ASYNC_OPS = ("stage_view", "async_copy_to_shared", "async_copy_strided_to_shared", "async_commit", "async_wait",
              "wgmma_wait")
