@@ -129,8 +129,9 @@ def stage_dots(kernel: Kernel, options: Options | None = None) -> Kernel:
 
 def layouts(kernel: Kernel, options: Options) -> Kernel:
     """Give every tile a layout for ``options.num_warps`` warps (CUDA's
-    input) on ``options.arch``, and let wgmma dots overlap their loops'
-    copies (overlap-wgmma)."""
+    input) on ``options.arch``, let wgmma dots overlap their loops' copies
+    (overlap-wgmma), and make the CUDA back end's decisions: copy widths,
+    combine strategies, the shared-memory plan (allocate-shared)."""
     return run_stage_passes("layouts", kernel, options)
 
 
@@ -157,18 +158,27 @@ def _staging_passes(options: Options) -> Sequence[Any]:
 
 
 def _layout_passes(options: Options) -> Sequence[Any]:
+    from mytriton.backends.cuda.allocate_shared import AllocateSharedPass
+    from mytriton.backends.cuda.combine_strategy import CombineStrategyPass
+    from mytriton.backends.cuda.copy_widths import CopyWidthsPass
     from mytriton.passes.layouts import LayoutsPass
     from mytriton.passes.overlap_wgmma import OverlapWgmmaPass
 
     return [LayoutsPass(num_warps=options.num_warps, shared_budget=options.budget, arch=options.arch),
-            OverlapWgmmaPass()]
+            OverlapWgmmaPass(), CopyWidthsPass(), CombineStrategyPass(),
+            AllocateSharedPass(shared_budget=options.budget)]
 
 
 def emit_cuda(kernel: Kernel, options: Options | None = None) -> str:
-    """Render laid-out SSA as CUDA C++, within the options' shared-memory budget."""
+    """Render laid-out SSA as CUDA C++, within the options' shared-memory
+    budget (placing it in shared memory first where the SSA has no plan)."""
+    from mytriton.backends.cuda.allocate_shared import allocated
+    from mytriton.backends.cuda.combine_strategy import with_combine_strategies
+    from mytriton.backends.cuda.copy_widths import with_copy_widths
     from mytriton.backends.cuda.emitter import emit_cuda as emit
 
-    return emit(kernel, (options if options is not None else Options()).budget)
+    budget = (options if options is not None else Options()).budget
+    return emit(allocated(with_combine_strategies(with_copy_widths(kernel)), budget), budget)
 
 
 def emit_mlir(kernel: Kernel) -> str:

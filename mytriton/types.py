@@ -133,6 +133,12 @@ class SharedType:
     def nbytes(self) -> int:
         return self.numel * self.element.nbytes
 
+    @property
+    def allocated_bytes(self) -> int:
+        """The bytes it takes in shared memory, its layout's row padding included."""
+        pitch = self.layout.row_pitch(self.shape[1]) if self.layout is not None else self.shape[1]
+        return self.shape[0] * pitch * self.element.nbytes
+
 
 @dataclass(frozen=True)
 class WeakType:

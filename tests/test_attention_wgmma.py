@@ -307,7 +307,7 @@ def test_the_a_registers_hold_the_isa_fragment_of_each_k16_step(warps, shape):
     a3, a6, a7), columns 2 t + i % 2 (a0..a3) and 2 t + 8 + i % 2 (a4..a7),
     two to a register, the lower column in the low half."""
     from test_mma_fragments import c_eval
-    from mytriton.backends.cuda.layout import Layout, MmaLayout
+    from mytriton.backends.cuda.thread_coordinates import Layout, MmaLayout
     from mytriton.backends.cuda.wgmma import a_register_slots
     from mytriton.ir.layout_attributes import Mma
     layout = Layout.of(MmaLayout.of(Mma(3, warps, (16, shape[1], 16)), shape))

@@ -120,6 +120,20 @@ def test_a_tile_whose_buffers_pass_227_kib_is_a_located_error():
     assert info.value.loc.line == 24  # tl.dot
 
 
+def test_the_layouts_stage_refuses_buffers_past_the_budget_at_the_first_one_with_exit_1(tmp_path):
+    from click.testing import CliRunner
+
+    from mytriton.cli import main
+
+    staged = tmp_path / "matmul.ssa"
+    staged.write_text(matmul_text("staged", signature="*fp32, *fp32, *fp32, i32, i32, i32"))
+    refused = CliRunner().invoke(main, ["layouts", str(staged), "--shared-budget", "16384"])
+    assert refused.exit_code == 1
+    assert refused.output.startswith("samples/matmul.py:20:13: error: kernel 'matmul_kernel' needs 196608 bytes "
+                                     "of shared memory (196608 for staged dot tiles and 0 of scratch), over the "
+                                     "16384-byte (16 KiB) budget")
+
+
 def test_the_compile_command_takes_shared_budget(tmp_path):
     from click.testing import CliRunner
 

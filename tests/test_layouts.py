@@ -14,7 +14,7 @@ from conftest import compile_text, kernel_source, sample_names, sample_options
 from mytriton import compiler
 from mytriton.diagnostics import CompileError
 from mytriton.backends.cuda.emitter import HEADER_PREFIX
-from mytriton.backends.cuda.layout import tile_layout
+from mytriton.backends.cuda.thread_coordinates import tile_layout
 from mytriton.ir.layout_attributes import Blocked, PaddedShared, Slice, default_blocked, fma_dot_layout
 from mytriton.ir.ssa import walk
 from mytriton.types import BlockType, SharedType
@@ -35,6 +35,16 @@ def read(text: str):
 
 def cuda_of(text: str) -> str:
     return compiler.emit_cuda(read(text))
+
+
+def replanned_cuda_of(text: str) -> str:
+    """CUDA for laid-out SSA whose shared buffers were edited: their copies'
+    chunks and their places decided again, as ``mytriton opt -p
+    copy-widths,allocate-shared`` decides them."""
+    from mytriton.backends.cuda.allocate_shared import AllocateSharedPass
+    from mytriton.backends.cuda.copy_widths import CopyWidthsPass
+
+    return pipeline.emit_cuda(AllocateSharedPass().apply(CopyWidthsPass().apply(read(text))))
 
 
 # ---- what the stage writes ----------------------------------------------------------------
@@ -61,7 +71,7 @@ def test_layouts_are_defined_once_before_the_kernel_and_named_by_alias():
     head, kernel = text.split("kernel ", 1)
     assert head == ("#blocked0 = blocked<size_per_thread=[1], threads_per_warp=[32], warps_per_cta=[4], "
                     "order=[0]>\n")
-    assert "num_warps=4 @" in kernel
+    assert " num_warps=4 " in kernel
     assert ": vector<1024 x f32, #blocked0> @10:9" in kernel
 
 
@@ -214,10 +224,18 @@ def test_an_edited_blocked_layout_changes_the_cuda_slots():
 
 def test_an_edited_shared_padding_changes_the_buffers():
     text = laid_out_text("matmul", f32_default="ieee", num_stages=1).replace("pad=4", "pad=1")
-    cuda = cuda_of(text)
+    cuda = replanned_cuda_of(text)
     assert "// 64x32, row-major, 1 padding element(s) per row, 8448 bytes" in cuda  # 64 rows of 32 + 1
     # rows of 33 floats are not whole 16-byte units: A is read one value at a time
     assert "* 33 + kk]" in cuda and "reinterpret_cast<const float4*>(&shared_dot_a0" not in cuda
+
+
+def test_a_buffer_edited_past_its_place_in_the_plan_is_refused():
+    text = laid_out_text("matmul", f32_default="ieee", num_stages=1).replace("pad=4", "pad=12")
+    # dot_a0 grows to 64 rows of 44 f32 (11264 bytes), over dot_b0's place at 9216.
+    with pytest.raises(CompileError, match=r"the buffer takes bytes 9216 to 17408, which overlap 'dot_a0' "
+                                           r"\(0 to 11264\)"):
+        pipeline.verify(read(text))
 
 
 def test_an_edited_dot_layout_changes_the_register_tile_and_its_reads():

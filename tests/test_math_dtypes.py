@@ -589,7 +589,7 @@ def test_gpu_softmax_of_a_tile_matches_the_interpreter(kernel_module, t, dim):
 
 @pytest.mark.parametrize("name", sorted(opdefs.MATH_FUNCTIONS))
 def test_every_math_function_has_an_f64_spelling(name):
-    from mytriton.backends.cuda.language import CUDA
+    from mytriton.backends.cuda.spelling import CUDA
 
     spelling = CUDA.math_function(name, F64)
     assert spelling is not None and spelling.format("x") != spelling

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import mytriton
-from mytriton.backends.cuda.language import CUDA
+from mytriton.backends.cuda.spelling import CUDA
 from mytriton.backends.mlir import ops as mlir_ops
 from mytriton.backends.ttir import ops as ttir_ops
 from mytriton.frontend.tracer import TENSOR_METHODS

@@ -11,7 +11,7 @@ import operator
 import pytest
 
 from mytriton.backends.cuda import mma
-from mytriton.backends.cuda.layout import Layout, MmaLayout
+from mytriton.backends.cuda.thread_coordinates import Layout, MmaLayout
 from mytriton.ir.layout_attributes import Mma
 from mytriton.types import BF16, F16, F32, I8
 

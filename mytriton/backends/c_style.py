@@ -4,7 +4,7 @@ A back end spells everything target-specific through a ``CStyleLanguage``:
 type names, literals and conversions, thread and program indices, barriers,
 warp shuffles, shared-memory declarations, pragmas, headers, math
 functions. The base class holds the C spellings and the hooks; a target is
-a subclass that overrides what differs (``backends/cuda/language.py``), so a
+a subclass that overrides what differs (``backends/cuda/spelling.py``), so a
 HIP or Metal target would be another subclass, as tinygrad's renderers are
 small tables over one C-style base.
 """

@@ -155,6 +155,8 @@ ATTR_KINDS: dict[str, AttrKind] = {
     "in_flight": _INT, "index": _INT, "input_precision": _STRING, "out_dtype": _DTYPE, "kind": _STRING,
     "msg": _STRING, "prefix": _STRING, "name": _STRING, "num_bins": _INT, "pending": _INT, "reverse": _BOOL,
     "scope": _STRING, "sem": _STRING, "shape": _INTS, "stages": _INT, "values": _INTS, "vector": _INT,
+    # The CUDA back end's passes' decisions (copy-widths, allocate-shared).
+    "chunk": _INT, "chunks": _STRING, "offset": _INT, "strategy": _STRING,
     # A loop's options (loop_attrs_problem says more: a flag is true when given).
     "num_stages": _INT, "loop_unroll_factor": _INT, "pipeline_stages": _INT, "flatten": _BOOL,
     "warp_specialize": _BOOL, "disallow_acc_multi_buffer": _BOOL, "disable_licm": _BOOL,
@@ -531,6 +533,10 @@ def _shared_alloc(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]
     shape = _shape_attr(attrs, "shared buffer")
     if len(shape) != 2:
         raise _err(f"a shared buffer has two dimensions, got {shape}")
+    offset = attrs.get("offset", 0)
+    # 16: the alignment of cp.async's chunks and ldmatrix's rows, the least any buffer gets.
+    if not (isinstance(offset, int) and not isinstance(offset, bool) and 0 <= offset < 2**31 and offset % 16 == 0):
+        raise _err(f"a shared buffer's offset must be a non-negative multiple of 16 bytes, got {offset!r}")
     return [SharedType(shape, _dtype_attr(attrs))]  # type: ignore[arg-type]
 
 
@@ -718,8 +724,10 @@ for _name in ("sum", "max", "min"):
 _register(OpDef("dot", ("a", "b", "acc?"), _dot, attrs=DOT_ATTRS, optional_attrs=DOT_ATTRS, materialised=True,
                 doc="tl.dot: the matrix product of rank-2 tiles a and b, plus acc when given; input_precision "
                     "and out_dtype as in Triton (absent: 'ieee' and the operands' default)"))
-_register(OpDef("shared_alloc", (), _shared_alloc, attrs=("name", "shape", "dtype"), allocates=True,
-                doc="a zero-filled row-major buffer in the program's shared memory"))
+_register(OpDef("shared_alloc", (), _shared_alloc, attrs=("name", "shape", "dtype", "offset"),
+                optional_attrs=("offset",), allocates=True,
+                doc="a zero-filled row-major buffer in the program's shared memory (at byte offset of the "
+                    "shared array, once allocate-shared has placed it)"))
 _register(OpDef("copy_to_shared", ("buffer", "base", "row_offset", "col_offset", "row_stride", "row_bound",
                                    "col_bound", "fill"), _copy_to_shared, reads_global=True,
                 writes_shared=True, address_operand="base", shared_operands=("buffer",),
@@ -1133,6 +1141,13 @@ def _stage_view(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     return [SharedType((rows // stages, cols), buffer.element)]
 
 
+# The copy-widths pass's answer (laid-out SSA): elements per cp.async, and
+# what of the chunks' alignment is proven ("whole", "aligned") or checked at run time.
+ASYNC_COPY_ATTRS = ("chunk", "chunks")
+ASYNC_COPY_DOC = ("; chunk elements per cp.async, chunks 'whole', 'aligned' (proven) or 'checked' "
+                  "(at run time), once copy-widths has decided")
+
+
 def _shared_alloc_stages(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     stages = attrs.get("stages")
     if not (isinstance(stages, int) and not isinstance(stages, bool) and 1 <= stages <= 64):
@@ -1160,16 +1175,19 @@ def _async_wait(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     return []
 
 
-_register(OpDef("shared_alloc_stages", (), _shared_alloc_stages, attrs=("name", "shape", "dtype", "stages"),
-                allocates=True, doc="a zero-filled buffer of stages buffers of shape, one above the other"))
+_register(OpDef("shared_alloc_stages", (), _shared_alloc_stages, attrs=("name", "shape", "dtype", "stages", "offset"),
+                optional_attrs=("offset",), allocates=True,
+                doc="a zero-filled buffer of stages buffers of shape, one above the other (at byte offset, "
+                    "as shared_alloc)"))
 _register(OpDef("stage_view", ("buffer", "stage"), _stage_view, attrs=("stages",), reads_shared=True,
                 shared_operands=("buffer",),
                 doc="rows [stage * R, (stage + 1) * R) of a buffer of stages * R rows, as an R-row buffer"))
 _register(OpDef("async_copy_to_shared", ("buffer", "base", "row_offset", "col_offset", "row_stride", "row_bound",
                                          "col_bound", "fill", "pred"), _async_copy_to_shared,
                 reads_global=True, writes_shared=True, address_operand="base", shared_operands=("buffer",),
+                attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,
                 doc="where pred holds, copy_to_shared without waiting for it; visible after "
-                    "async_commit, async_wait and a barrier"))
+                    "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC))
 _register(OpDef("async_commit", (), _none, synchronises=True,
                 doc="closes this thread's group of async copies issued since the last commit"))
 _register(OpDef("async_wait", (), _async_wait, attrs=("pending",), synchronises=True,
@@ -1405,8 +1423,9 @@ _register(OpDef("copy_strided_to_shared", COPY_STRIDED_OPERANDS, _copy_strided_t
                     "? base[R * row_stride + C * col_stride] : fill"))
 _register(OpDef("async_copy_strided_to_shared", (*COPY_STRIDED_OPERANDS, "pred"), _async_copy_strided_to_shared,
                 reads_global=True, writes_shared=True, address_operand="base", shared_operands=("buffer",),
+                attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,
                 doc="where pred holds, copy_strided_to_shared without waiting for it; visible after "
-                    "async_commit, async_wait and a barrier"))
+                    "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC))
 
 # ---- sort and histogram ----------------------------------------------------------
 # tl.histogram(x, num_bins, mask=None): Triton's tt.histogram. The counts of
@@ -1521,10 +1540,12 @@ def _scan(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     return [BlockType(shape, e) for e in elements]
 
 
-_register(OpDef("reduce", ("inputs",), _reduce_combine, attrs=("axis",), combine=True, materialised=True,
+_register(OpDef("reduce", ("inputs",), _reduce_combine, attrs=("axis", "strategy"), optional_attrs=("strategy",),
+                combine=True, materialised=True,
                 doc="tl.reduce: the N tiles (one shape) reduced along axis (none: all of it) by the combine "
                     "region, which takes N left then N right scalars and yields N; N results"))
-_register(OpDef("scan", ("inputs",), _scan, attrs=("axis", "reverse"), optional_attrs=("reverse",), combine=True,
+_register(OpDef("scan", ("inputs",), _scan, attrs=("axis", "reverse", "strategy"),
+                optional_attrs=("reverse", "strategy"), combine=True,
                 materialised=True,
                 doc="tl.associative_scan: the inclusive scans of the N tiles (one shape) along axis, from the "
                     "end when reverse, by the combine region (N left then N right scalars, yields N)"))

@@ -129,6 +129,19 @@ class Op:
         return f"Op({self.name})"
 
 
+@dataclass(frozen=True)
+class SharedMemory:
+    """How a laid-out kernel's one dynamic shared-memory array is divided
+    (the CUDA back end's allocate-shared pass): ops' scratch from byte 0,
+    ``scratch`` bytes of it; the buffers at their ``offset`` attributes;
+    scratch needed only after the buffers' last use from byte 0 again,
+    ``late_scratch`` bytes, over them; ``bytes`` in all, what a launch gives."""
+
+    bytes: int
+    scratch: int
+    late_scratch: int
+
+
 @dataclass
 class Kernel:
     name: str
@@ -142,6 +155,7 @@ class Kernel:
     # Set by the layouts stage, which lays tiles out for this many warps per
     # program: the SSA is then the CUDA back end's input.
     num_warps: int | None = None
+    shared_memory: SharedMemory | None = None  # set by allocate-shared where the kernel uses any
 
     @property
     def laid_out(self) -> bool:

@@ -16,7 +16,8 @@ from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.grammar import parse_text, rule
 from mytriton.ir.ssa import (
-    Block, Const, Kernel, Op, Operand, Param, Value, is_combine, make_combine, make_for, make_if, make_while, walk,
+    Block, Const, Kernel, Op, Operand, Param, SharedMemory, Value, is_combine, make_combine, make_for, make_if,
+    make_while, walk,
 )
 from mytriton.ir.text_common import (
     TextReader, check_text_limits, format_attr, format_header, format_literal, format_loc, format_loop_attrs,
@@ -96,6 +97,9 @@ def print_kernel(kernel: Kernel) -> str:
     names = ValueNames(kernel)
     names.layouts = LayoutAliases(kernel)
     extra = f" num_warps={kernel.num_warps}" if kernel.num_warps is not None else ""
+    if kernel.shared_memory is not None and kernel.shared_memory.bytes:  # an empty plan is no plan's text
+        extra += " shared_memory(" + ", ".join(f"{key}={getattr(kernel.shared_memory, key)}"
+                                               for key in SHARED_MEMORY_SIZES) + ")"
     lines = names.layouts.lines + [format_header("kernel", kernel.name, [(p.name, p.type) for p in kernel.params],
                                                  kernel.constexprs, kernel.loc, kernel.digest, extra,
                                                  {p.name: p.attrs for p in kernel.params if p.attrs})]
@@ -205,6 +209,7 @@ class _SSAReader(TextReader):
         file_loc = next(c for c in rest if isinstance(c, lark.Tree) and rule(c) == "file_loc")
         items = [c for c in rest if isinstance(c, lark.Tree) and rule(c) in _ITEMS]
         warps = next((c for c in rest if isinstance(c, lark.Tree) and rule(c) == "num_warps"), None)
+        shared = next((c for c in rest if isinstance(c, lark.Tree) and rule(c) == "shared_memory"), None)
         loc = self.file_loc(file_loc)
         for pname, ptype, ptree in self.read_params(params):
             self.params[pname] = Param(pname, ptype, self.param_attrs(ptree, ptype))
@@ -216,7 +221,19 @@ class _SSAReader(TextReader):
             token = warps.children[0]
             num_warps = self.integer(str(token), token, "num_warps", 1, 1024)
         return Kernel(str(name), list(self.params.values()), self.constexprs(constexprs), body, loc,
-                      digest=self.source_digest, num_warps=num_warps)
+                      digest=self.source_digest, num_warps=num_warps, shared_memory=self.shared_memory(shared))
+
+    def shared_memory(self, tree: lark.Tree | None) -> SharedMemory | None:
+        """The kernel header's ``shared_memory(bytes=B, scratch=S, late_scratch=L)``: all three, in that order."""
+        if tree is None:
+            return None
+        sizes = [size.children for size in tree.children]
+        names = [str(key) for key, _ in sizes]
+        if names != list(SHARED_MEMORY_SIZES):
+            raise self.error(f"shared_memory gives {', '.join(SHARED_MEMORY_SIZES)}, in that order; "
+                             f"got {', '.join(names)}", sizes[0][0])
+        return SharedMemory(*(self.integer(str(value), value, f"shared_memory's {key}", 0, 2**31 - 1)
+                              for key, value in sizes))
 
     def layout_def(self, tree: lark.Tree) -> None:
         token, attr = tree.children
@@ -427,6 +444,7 @@ class _SSAReader(TextReader):
         return op
 
 
+SHARED_MEMORY_SIZES = ("bytes", "scratch", "late_scratch")  # SharedMemory's fields, as the header gives them
 _ITEMS = ("op", "for_op", "if_op", "while_op", "combine_op")
 
 

@@ -33,6 +33,10 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "software-pipeline": ("mytriton.passes.software_pipeline", "SoftwarePipelinePass"),
     # After the layouts stage (which runs it): wgmma dots overlap the next tiles' copies.
     "overlap-wgmma": ("mytriton.passes.overlap_wgmma", "OverlapWgmmaPass"),
+    # The layouts stage's last passes, the CUDA back end's own: they decide for its printer.
+    "copy-widths": ("mytriton.backends.cuda.copy_widths", "CopyWidthsPass"),
+    "combine-strategy": ("mytriton.backends.cuda.combine_strategy", "CombineStrategyPass"),
+    "allocate-shared": ("mytriton.backends.cuda.allocate_shared", "AllocateSharedPass"),
 }
 
 # licm before cse, so that hoisted copies of an op meet the ones outside the loop.

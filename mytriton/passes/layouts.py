@@ -756,7 +756,7 @@ def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout], budget: int,
 @dataclass(frozen=True)
 class LayoutsPass:
     name: str = "layouts"
-    takes_laid_out: ClassVar[bool] = True  # to refuse it: a kernel is laid out once
+    after_layouts: ClassVar[bool] = True  # to refuse it in its own words: a kernel is laid out once
     summary: str = "give every tile a layout for --num-warps warps (CUDA's input; not an optimisation)"
     num_warps: int = DEFAULT_NUM_WARPS
     shared_budget: int = SHARED_MEMORY_BUDGET  # bytes of shared memory a block may use (the target's)

@@ -101,7 +101,7 @@ def _overlap(loop: Op, counts: dict) -> bool:
 @dataclass(frozen=True)
 class OverlapWgmmaPass:
     name: str = "overlap-wgmma"
-    takes_laid_out: ClassVar[bool] = True
+    after_layouts: ClassVar[bool] = True  # it reads laid-out SSA
     summary: str = "let a pipelined loop's wgmma dot run while the next tiles' copies issue (laid-out SSA)"
 
     def apply(self, kernel: Kernel) -> Kernel:

@@ -26,6 +26,11 @@
 - shared buffers are allocated at the kernel's top level (never in a loop),
   each under its own name, and are operands only where an op expects one
   (``copy_to_shared``, ``dot_shared``): no loop carries one;
+- the CUDA back end's decisions have their values: an async copy's ``chunk``
+  a power of two of at most 16 bytes, a combine's ``strategy`` shuffle or shared;
+- a laid-out kernel's ``shared_memory`` plan gives every buffer an offset past
+  its scratch, within its bytes and apart from the other buffers; without a
+  plan no buffer has an offset;
 - a ``reduce`` or ``scan`` reads N >= 1 tiles of one shape and has one region
   taking 2N scalars (the tiles' element types, twice) and ending with a
   ``yield`` of N values of those types; the region is closed (its arguments,
@@ -80,6 +85,58 @@ class Verifier:
                 raise CompileError(f"invalid SSA: {problem}", self.kernel.loc)
         visible = set(self.kernel.params)
         self.block(self.kernel.body, visible, in_loop=False)
+        self.shared_memory_plan()
+        self.copy_chunks()
+
+    def copy_chunks(self) -> None:
+        """An async copy's ``chunk`` (copy-widths'): a power of two of at most
+        16 bytes of its elements; ``chunks`` with it where it is over 1. A
+        combine's ``strategy`` (combine-strategy's): shuffle or shared."""
+        for op in walk(self.kernel.body):
+            if op.attrs.get("strategy", "shared") not in ("shuffle", "shared"):
+                raise self.error(f"strategy={op.attrs['strategy']!r} is neither 'shuffle' nor 'shared'", op)
+            if "chunk" not in op.attrs and "chunks" not in op.attrs:
+                continue
+            chunk, chunks = op.attrs.get("chunk"), op.attrs.get("chunks")
+            nbytes = op.operands[0].type.element.nbytes
+            if type(chunk) is not int or chunk < 1 or chunk & (chunk - 1) or chunk * nbytes > 16:
+                raise self.error(f"chunk={chunk!r} is not a power of two of at most 16 bytes "
+                                 f"({nbytes}-byte elements)", op)
+            if (chunk > 1) != (chunks is not None) or chunks not in (None, "whole", "aligned", "checked"):
+                raise self.error(f"a copy of chunk={chunk} has chunks={chunks!r}: 'whole', 'aligned' or "
+                                 "'checked' with chunks over 1 element, none with 1", op)
+
+    def shared_memory_plan(self) -> None:
+        """With a ``shared_memory`` plan (allocate-shared's), every buffer has
+        an offset and lies past the scratch, within the plan's bytes, apart
+        from the others; without one, no buffer has an offset."""
+        plan = self.kernel.shared_memory
+        buffers = [op for op in walk(self.kernel.body) if opdefs.lookup(op.name).allocates]
+        if plan is None:
+            for op in buffers:
+                if "offset" in op.attrs:
+                    raise self.error("a buffer has an offset, but the kernel has no shared_memory plan", op)
+            return
+        if not self.kernel.laid_out:
+            raise CompileError("invalid SSA: a shared_memory plan needs a laid-out kernel (num_warps)",
+                               self.kernel.loc)
+        if plan.late_scratch > plan.bytes or plan.scratch > plan.bytes:
+            raise CompileError(f"invalid SSA: shared_memory's scratch ({plan.scratch}) and late_scratch "
+                               f"({plan.late_scratch}) must fit in its bytes ({plan.bytes})", self.kernel.loc)
+        taken: list[tuple[int, int, Op]] = []
+        for op in buffers:
+            if "offset" not in op.attrs:
+                raise self.error("the kernel has a shared_memory plan, but this buffer has no offset", op)
+            start = op.attrs["offset"]
+            end = start + op.results[0].type.allocated_bytes
+            if start < plan.scratch or end > plan.bytes:
+                raise self.error(f"the buffer takes bytes {start} to {end}, but the shared_memory plan leaves "
+                                 f"buffers bytes {plan.scratch} to {plan.bytes} (past its scratch)", op)
+            for other_start, other_end, other in taken:
+                if start < other_end and other_start < end:
+                    raise self.error(f"the buffer takes bytes {start} to {end}, which overlap "
+                                     f"'{other.attrs['name']}' ({other_start} to {other_end})", op)
+            taken.append((start, end, op))
 
     def block(self, block: Block, visible: set[Value], in_loop: bool, ends_with: str | None = None,
               in_flight: set[Value] | None = None) -> None:

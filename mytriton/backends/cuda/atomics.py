@@ -27,13 +27,14 @@ from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element, c_literal
 from mytriton.backends.cuda.expressions import as_type
-from mytriton.backends.cuda.language import CUDA
+from mytriton.backends.cuda.spelling import CUDA
+from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.slots import SlotLoop, linear_index
 from mytriton.ir.ssa import Op, walk
 from mytriton.types import BF16, BOOL, F16, F64, ScalarType, element_of
 
 if TYPE_CHECKING:
-    from mytriton.backends.cuda.emitter import CudaEmitter
+    from mytriton.backends.cuda.context import EmitContext
 
 _FUNCTIONS = {"add": "atomicAdd", "max": "atomicMax", "min": "atomicMin", "and": "atomicAnd",
               "or": "atomicOr", "xor": "atomicXor", "xchg": "atomicExch", "cas": "atomicCAS"}
@@ -107,7 +108,7 @@ def _operand_args(op: Op, args: list) -> tuple[str, list[str], str | None]:
     return ptr.expr, [as_type(value, t)], (as_type(mask, BOOL) if mask is not None else None)
 
 
-def emit_scalar_atomic(em: "CudaEmitter", op: Op, args: list) -> None:
+def emit_scalar_atomic(em: "EmitContext", op: Op, args: list) -> None:
     """Thread 0 applies it; the old value reaches every thread through shared memory."""
     result = op.results[0]
     t = element_of(result.type)
@@ -128,7 +129,12 @@ def _zero(t: ScalarType) -> str:
     return c_literal(0.0 if t.is_float else 0, t)
 
 
-def emit_tile_atomic(em: "CudaEmitter", op: Op, domain) -> None:
+@renders("atomic")
+def render_tile_atomic(em: "EmitContext", group: Group) -> None:
+    emit_tile_atomic(em, group.ops[0], group.domain)
+
+
+def emit_tile_atomic(em: "EmitContext", op: Op, domain) -> None:
     """Each owned element once; copies of an element read its old value back
     through shared memory."""
     result = op.results[0]
@@ -150,25 +156,22 @@ def emit_tile_atomic(em: "CudaEmitter", op: Op, domain) -> None:
         return
     # Copies of an element on spare threads take its owner's old value.
     shared = "s" + em.name(result)[1:]
-    em.line("{  // the old values, from each element's owner to its copies")
-    em.depth += 1
-    em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
-    em.line(f"{ctype}* const {shared} = reinterpret_cast<{ctype}*>(smem);")
-    for direction in ("write", "read"):
-        loop = SlotLoop(em, domain)
-        index = linear_index([loop.use(c) for c in loop.coords()], result.type.shape)
-        if direction == "write":
-            loop.lines.append(f"if ({loop.owner()}) {shared}[{index}] = {storage}[k];")
-        else:
-            loop.lines.append(f"{storage}[k] = {shared}[{index}];")
-        em.line(em.lang.unroll)
-        em.line(f"for (int k = 0; k < {domain.slots}; ++k) {{")
-        for text in loop.body():
-            em.line("  " + text)  # the emitter's indent
-        em.line("}")
-        if direction == "write":
-            em.line(em.lang.barrier)
-    em.depth -= 1
-    em.line("}")
+    with em.out.scope("{  // the old values, from each element's owner to its copies"):
+        em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
+        em.line(f"{ctype}* const {shared} = reinterpret_cast<{ctype}*>(smem);")
+        for direction in ("write", "read"):
+            loop = SlotLoop(em, domain)
+            index = linear_index([loop.use(c) for c in loop.coords()], result.type.shape)
+            if direction == "write":
+                loop.lines.append(f"if ({loop.owner()}) {shared}[{index}] = {storage}[k];")
+            else:
+                loop.lines.append(f"{storage}[k] = {shared}[{index}];")
+            em.line(em.lang.unroll)
+            em.line(f"for (int k = 0; k < {domain.slots}; ++k) {{")
+            for text in loop.body():
+                em.line("  " + text)  # the emitter's indent
+            em.line("}")
+            if direction == "write":
+                em.line(em.lang.barrier)
     em.need_shared(result.type.numel * max(t.nbytes, 1), op)
 

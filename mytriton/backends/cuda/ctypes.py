@@ -1,8 +1,8 @@
 """How mytriton's types and literals are spelled in CUDA C++: the CUDA
-language object's methods (``language.py``) under their short names."""
+language object's methods (``spelling.py``) under their short names."""
 from __future__ import annotations
 
-from mytriton.backends.cuda.language import CUDA
+from mytriton.backends.cuda.spelling import CUDA
 
 c_scalar = CUDA.scalar_type
 c_element = CUDA.element_type

@@ -4,8 +4,8 @@ The stage-dots pass turns the canonical pair of masked tile loads into
 explicit ops, and each becomes CUDA here:
 
 - ``shared_alloc``: a pointer into the kernel's one dynamic shared array
-  (``smem``), declared once at kernel scope at an offset the emitter lays out
-  (``CudaEmitter.shared_offsets``), row-major with the padding its
+  (``smem``), declared once at kernel scope at the offset the allocate-shared
+  pass gave it (its ``offset`` attribute), row-major with the padding its
   ``padded_shared`` layout gives;
 - ``copy_to_shared``: every thread copies elements ``threadIdx.x``,
   ``threadIdx.x + threads``, ... of the row-major tile, consecutive threads
@@ -37,8 +37,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element, c_literal, c_scalar
-from mytriton.backends.cuda.language import CUDA
+from mytriton.backends.cuda.spelling import CUDA
 from mytriton.backends.cuda.expressions import as_type
+from mytriton.backends.cuda.shared_memory import buffer_bytes
+from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.ir.layout_attributes import Mma, NvmmaShared, fma_operand_pad
 from mytriton.ir.opdefs import dot_input_precision
@@ -46,7 +48,7 @@ from mytriton.ir.ssa import BlockArg, Const, Op, OpResult, Value, walk
 from mytriton.types import BOOL, F32, F64, I8, I32, ScalarType, SharedType, element_of
 
 if TYPE_CHECKING:
-    from mytriton.backends.cuda.emitter import CudaEmitter
+    from mytriton.backends.cuda.context import EmitContext
 
 
 def shared_array_name(op: Op) -> str:
@@ -83,22 +85,6 @@ def transposed(buffer: SharedType) -> SharedType:
     """The row-major buffer of the transposed tile that an ``order=[0, 1]``
     buffer is, element for element."""
     return replace(buffer, shape=buffer.shape[::-1], layout=replace(buffer.layout, order=(1, 0)))
-
-
-def buffer_elements(buffer: SharedType) -> int:
-    return buffer.shape[0] * pitch(buffer)
-
-
-def buffer_bytes(op: Op) -> int:
-    """The bytes a ``shared_alloc`` (every stage of a ``shared_alloc_stages``) takes, padding included."""
-    return buffer_elements(op.results[0].type) * op.attrs["dtype"].nbytes
-
-
-def buffer_alignment(op: Op) -> int:
-    """The byte boundary a buffer starts on in the shared array: 1024 for a
-    swizzled one (wgmma applies the swizzle to address bits 4-9, so a buffer
-    must start where the pattern does), else 16."""
-    return 1024 if isinstance(op.results[0].type.layout, NvmmaShared) else 16
 
 
 def declare_shared(op: Op, offset: int) -> tuple[str, str]:
@@ -168,7 +154,7 @@ def _column_major(buffer: SharedType) -> bool:
     return isinstance(buffer.layout, NvmmaShared) and buffer.layout.transposed
 
 
-def copy_operands(em: "CudaEmitter", op: Op) -> tuple:
+def copy_operands(em: "EmitContext", op: Op) -> tuple:
     """A copy's geometry and its index operands as C expressions
     (``copy_to_shared``'s with column stride 1 and no wraps)."""
     g = copy_geometry(op)
@@ -197,7 +183,12 @@ def element_offset(args: dict, row: str = "row", col: str = "col") -> str:
     return f"{row} * {args['stride']} + {scaled}"
 
 
-def emit_copies(em: "CudaEmitter", ops: list[Op]) -> None:
+@renders("copies")
+def render_copies(em: "EmitContext", group: Group) -> None:
+    emit_copies(em, group.ops)
+
+
+def emit_copies(em: "EmitContext", ops: list[Op]) -> None:
     """Consecutive ``copy_to_shared`` ops: every thread first loads all its
     elements of every tile into registers, so the loads are in flight
     together, then writes them to shared memory. (A load cannot move past a
@@ -248,7 +239,7 @@ ASYNC_OPS = ("stage_view", "async_copy_to_shared", "async_copy_strided_to_shared
              "wgmma_wait")
 
 
-def emit_async(em: "CudaEmitter", op: Op) -> None:
+def emit_async(em: "EmitContext", op: Op) -> None:
     """One op of a pipelined K loop: a stage view is a pointer into its
     buffer; a copy is cp.async; commit and wait are cp.async's groups."""
     where = em.where(op)
@@ -298,14 +289,15 @@ def vector_width(buffer: SharedType, fill: object) -> int:
     return 1
 
 
-def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
+def emit_async_copy(em: "EmitContext", op: Op) -> None:
     """``async_copy_to_shared``, where its predicate holds: each thread
     issues cp.async for its chunks of the row-major tile, consecutive
     threads on consecutive chunks; the elements out of bounds are
     zero-filled by cp.async (src-size short of the chunk, 0 for a chunk
-    wholly outside). Whole chunks of ``vector_width`` elements need the base
-    address, the row stride and the column offset aligned to them, which the
-    kernel checks at run time (the same answer for every thread); otherwise,
+    wholly outside). Whole chunks of ``chunk`` elements (the copy-widths
+    pass's attribute) need the base address, the row stride and the column
+    offset aligned to them, which the pass proved or the kernel checks at
+    run time (the same answer for every thread); otherwise,
     element by element (4- and 8-byte elements by cp.async, others, and
     non-zero fills, by plain loads and shared stores, which the same wait and
     barrier order)."""
@@ -318,7 +310,7 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
     nbytes = element.nbytes
     dst = em.storage[view]
     base_name = em.scalar_ref(base)
-    width = vector_width(view_type, fill)
+    width = op.attrs["chunk"]
     where = em.where(op).replace(f"  // {op.name}", "")
 
     def chunk(i, in_bounds, row, col, r, c):
@@ -334,10 +326,9 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
 
     em.line(f"// {op.name}{where}: the {rows}x{cols} tile of {base_name} at "
             f"({args['row_offset']}, {args['col_offset']}) into {dst}{_walked(g)}")
-    em.line(f"if ({as_type(em.scalar_arg(pred), BOOL)}) {{")
-    em.depth += 1
-    proven = width > 1 and proven_aligned(em, op, width)
-    whole_chunks = proven and bound_multiple(em, op, width)
+    em.out.open(f"if ({as_type(em.scalar_arg(pred), BOOL)}) {{")
+    proven = width > 1 and op.attrs["chunks"] in ("aligned", "whole")
+    whole_chunks = width > 1 and op.attrs["chunks"] == "whole"
     if proven:
         em.line(f"// {width * nbytes}-byte chunks: the base, row stride and column offset are multiples (axis info)")
         _copy_loop(em, rows, cols, width, row_pitch, args, chunk, hoisted=em.hoisted_coordinates.get(op))
@@ -350,12 +341,9 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
             aligned += f" && {args['col_stride']} == 1"
         if args["col_wrap"] is not None:
             aligned += f" && {args['col_wrap']} % {width} == 0"
-        em.line(f"if ({aligned}) {{  // {width * nbytes}-byte chunks")
-        em.depth += 1
+        em.out.open(f"if ({aligned}) {{  // {width * nbytes}-byte chunks")
         _copy_loop(em, rows, cols, width, row_pitch, args, chunk)
-        em.depth -= 1
-        em.line("} else {  // element by element")
-        em.depth += 1
+        em.out.switch("} else {  // element by element")
     fill_c = as_type(em.scalar_arg(fill), element)
 
     def one(i, in_bounds, row, col, r, c):
@@ -367,8 +355,7 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
         return [f"{at} = ({in_bounds}) ? {base_name}[{element_offset(args, row, col)}] : {fill_c};"]
 
     if proven:
-        em.depth -= 1
-        em.line("}")
+        em.out.close()
         return
     # The slow path's plain loads stay a loop: unrolled, they would all be in
     # flight at once, in registers the loop's accumulators need. cp.async's
@@ -376,42 +363,8 @@ def emit_async_copy(em: "CudaEmitter", op: Op) -> None:
     # 32 of a 32x128 f32 tile spill).
     _copy_loop(em, rows, cols, 1, row_pitch, args, one, unroll=4 if nbytes in (4, 8) and _zero(fill) else 1)
     if width > 1:
-        em.depth -= 1
-        em.line("}")
-    em.depth -= 1
-    em.line("}")
-
-
-def proven_aligned(em: "CudaEmitter", op: Op, width: int) -> bool:
-    """Whether the axis analysis proves what the run-time check of a copy's
-    ``width``-element chunks asks: the base address a multiple of the chunk's
-    bytes, the row stride and the column offset multiples of ``width``,
-    columns contiguous and any wrap a multiple of ``width`` (rows and
-    columns as the copy walks them, ``copy_geometry``)."""
-    g = copy_geometry(op)
-    nbytes = g.view_type.element.nbytes
-    facts = em.axis_info()
-
-    def multiple(value, of: int) -> bool:
-        return facts.of(value).scalar_divisibility % of == 0
-
-    if not (isinstance(g.col_stride, Const) and g.col_stride.value == 1):
-        return False
-    if not (isinstance(g.col_wrap, Const) and g.col_wrap.value == 0) and not multiple(g.col_wrap, width):
-        return False  # a wrap of 0 (none) is divisible by everything
-    return multiple(g.base, width * nbytes) and multiple(g.stride, width) and multiple(g.col_offset, width)
-
-
-def bound_multiple(em: "CudaEmitter", op: Op, width: int) -> bool:
-    from mytriton.passes.stage_dots import NO_BOUND
-
-    """Whether the axis analysis proves a copy's column bound (as it walks
-    the tile) a multiple of ``width``: then (the column offset being one
-    too) no chunk straddles it."""
-    col_bound = copy_geometry(op).col_bound
-    if col_bound == NO_BOUND:
-        return True  # stage-dots' bound for an unmasked dimension: every column passes
-    return em.axis_info().of(col_bound).scalar_divisibility % width == 0
+        em.out.close()
+    em.out.close()
 
 
 # Tutorial 03 wraps a tile's rows and columns (``% M``, ``% N``) outside its K
@@ -423,7 +376,7 @@ def bound_multiple(em: "CudaEmitter", op: Op, width: int) -> bool:
 WRAPPED_COPY_OPERANDS = {"row": ("row_offset", "row_wrap"), "col": ("col_offset", "col_wrap")}  # of its geometry
 
 
-def hoist_wrapped_coordinates(em: "CudaEmitter", loop: Op) -> None:
+def hoist_wrapped_coordinates(em: "EmitContext", loop: Op) -> None:
     """Before ``loop``: each thread's wrapped chunk rows (and columns) of every
     chunked copy in its body whose offset and wrap the loop does not change."""
     body = loop.regions[0]
@@ -439,8 +392,8 @@ def hoist_wrapped_coordinates(em: "CudaEmitter", loop: Op) -> None:
         if op.name != "async_copy_strided_to_shared":
             continue
         g = copy_geometry(op)
-        width = vector_width(g.view_type, g.fill)
-        if width < 2 or not proven_aligned(em, op, width):
+        width = op.attrs["chunk"]
+        if width < 2 or op.attrs["chunks"] == "checked":
             continue  # the element-by-element path keeps its own coordinates
         rows, cols = g.view_type.shape
         per_row = cols // width
@@ -466,7 +419,7 @@ def hoist_wrapped_coordinates(em: "CudaEmitter", loop: Op) -> None:
             em.hoisted_coordinates[op] = hoisted
 
 
-def _copy_loop(em: "CudaEmitter", rows: int, cols: int, width: int, row_pitch: int, args: dict[str, str],
+def _copy_loop(em: "EmitContext", rows: int, cols: int, width: int, row_pitch: int, args: dict[str, str],
                body, unroll: int | None = None, hoisted: dict[str, str] | None = None) -> None:
     """A loop over a thread's chunks of ``width`` elements of a row-major tile
     (``hoisted``: arrays of the chunks' wrapped rows or columns, by axis)."""
@@ -493,17 +446,9 @@ def _copy_loop(em: "CudaEmitter", rows: int, cols: int, width: int, row_pitch: i
     em.line("}")
 
 
-def emit_dot(em: "CudaEmitter", op: Op) -> None:
+def emit_fma_dot(em: "EmitContext", op: Op) -> None:
     """``dot_shared`` (buffers from the stage-dots pass) or a general ``dot``
-    (operand tiles staged here through scratch shared memory)."""
-    from mytriton.backends.cuda.mma import emit_mma_dot, is_mma
-
-    layout = op.results[0].type.layout
-    if op.attrs.get("in_flight") and not (isinstance(layout, Mma) and layout.version == 3):
-        raise em.error_at(op, "only a dot in a version-3 (wgmma) mma layout can be in flight")
-    if is_mma(em.layout_of(op.results[0])):
-        emit_mma_dot(em, op)  # tensor cores (the layouts stage chose an mma layout)
-        return
+    (operand tiles staged here through scratch shared memory) on CUDA cores."""
     a, b, acc = op.operands
     if any(isinstance(x.type, SharedType) and isinstance(x.type.layout, NvmmaShared) for x in (a, b)):
         raise em.error_at(op, "only a dot in a version-3 (wgmma) mma layout reads nvmma_shared buffers")
@@ -592,7 +537,7 @@ def dot_work_type(operand: object) -> ScalarType:
     return F64 if operand == F64 else I32 if operand == I8 else F32
 
 
-def _operand_reads(em: "CudaEmitter", name: str, index: str, count: int, read: str, element: object,
+def _operand_reads(em: "EmitContext", name: str, index: str, count: int, read: str, element: object,
                    work_t: ScalarType, precision: str) -> None:
     """Declare ``name[count]`` and fill it with this K step's operand values,
     converted per the dot's precision (``name``_lo too for tf32x3)."""
@@ -628,7 +573,7 @@ def _vector_width(acc_t, pitch: int, run: int) -> int:
     return 1 if pitch % width or run % width else width
 
 
-def _vector_fma_loop(em: "CudaEmitter", op: Op, storage: str, layout, positions: dict,
+def _vector_fma_loop(em: "EmitContext", op: Op, storage: str, layout, positions: dict,
                      a: tuple[str, object, int], b: tuple[str, object, int], k: int) -> bool:
     """The FMA loop over k where 16-byte shared reads serve it (operands of
     the accumulator's own float type, and a layout and row pitches that keep
@@ -692,7 +637,7 @@ def _vector_fma_loop(em: "CudaEmitter", op: Op, storage: str, layout, positions:
     return True
 
 
-def stage_operands(em: "CudaEmitter", op: Op) -> tuple[str, str, object, object, int]:
+def stage_operands(em: "EmitContext", op: Op) -> tuple[str, str, object, object, int]:
     """Write a general dot's operand tiles to scratch shared memory; A's rows
     padded as a staged A buffer's are (``fma_operand_pad``), where that still
     fits the budget, for the FMA loop's 16-byte reads across rows. Returns the

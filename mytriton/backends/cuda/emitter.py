@@ -3,9 +3,17 @@
 One CUDA block runs one program instance with ``num_warps * 32`` threads.
 Its input is laid-out SSA: the layouts stage has given every tile a layout
 (``mytriton/passes/layouts.py``) and put a ``convert_layout`` wherever a tile
-changes layout; this module renders those decisions and makes none. Scalars
+changes layout; the copy-widths pass has chosen each async copy's chunks
+and the allocate-shared pass has placed everything in shared memory. This module groups each block's ops into statements and renders
+each through the function registered for its kind (``renderers.py``; the
+helper modules register theirs and see this printer only as an
+``EmitContext``), writing lines through a C builder whose scopes own the
+indentation (``c_builder.py``). Some decisions are still made while
+rendering: which tiles get per-thread arrays (``plan_storage``), pure tile
+ops recomputed where they are used, ``hold_narrower``, the FMA dot's read
+widths and the scan path (``scans.py``). Scalars
 are locals every thread computes alike. Tiles are spread over the threads as
-their layouts say (``layout.py`` spells that in C); each thread handles its
+their layouts say (``thread_coordinates.py`` spells that in C); each thread handles its
 elements, its *slots*, in loops that nvcc unrolls:
 
 - consecutive loads and stores over one layout share one slot loop;
@@ -18,12 +26,13 @@ elements, its *slots*, in loops that nvcc unrolls:
 - a runtime ``for`` becomes a C ``for`` whose carried values are locals (or
   per-thread arrays) that the loop's results share, as in the first chapter.
 
-Shared memory is one dynamic array, ``extern __shared__ smem[]``: scratch
+Shared memory is one dynamic array, ``extern __shared__ smem[]``, divided
+as the allocate-shared pass decided (``allocate_shared.py``): scratch
 (reductions, layout conversions, unstaged dots) from byte 0, then the
-stage-dots buffers at 16-byte aligned offsets (``shared_offsets``); scratch
-needed only after the buffers' last use (past a K loop's drain and the
-barrier after it: an epilogue's layout change) overlays them from byte 0
-(``late_ops``). All of it is checked against the target's budget (sm_90: 227 KiB). The first output line
+stage-dots buffers at their ``offset`` attributes; scratch needed only after
+the buffers' last use overlays them from byte 0. The pass learns what
+scratch each statement addresses by running this emitter in its measuring
+mode (``measure_scratch``), which writes nothing. The first output line
 is a JSON header that names the kernel, its parameters, the buffers it stores
 to, its threads per block and the shared bytes a launch must give
 (``shared_bytes``; past 48 KiB the launcher raises the kernel's limit), so a
@@ -32,40 +41,49 @@ to, its threads per block and the shared bytes a launch must give
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass
 
 from mytriton.backends.cuda.ctypes import c_element, c_literal
-from mytriton.backends.cuda.dots import ASYNC_OPS, COPY_OPS, emit_async, hoist_wrapped_coordinates
-from mytriton.backends.cuda.language import CUDA
+# The helpers register their statements' renderers as they are imported.
+from mytriton.backends.cuda import atomics, histogram, mma, reductions, scans  # noqa: F401
+from mytriton.backends.cuda.atomics import emit_scalar_atomic
+from mytriton.backends.cuda.c_builder import CBuilder, INDENT
+from mytriton.backends.cuda.dots import (
+    ASYNC_OPS, COPY_OPS, declare_shared, emit_async, hoist_wrapped_coordinates, shared_array_name,
+)
+from mytriton.backends.cuda.renderers import Group, renderer_of, renders
+from mytriton.backends.cuda.shared_memory import (
+    aligned, buffer_alignment, buffer_offsets, buffers_end, late_ops,
+)
+from mytriton.backends.cuda.spelling import CUDA
 from mytriton.backends.cuda.expressions import CValue, as_type, assert_lines, print_call, render
-from mytriton.backends.cuda.layout import BlockedLayout, Layout, tile_layout
+from mytriton.backends.cuda.thread_coordinates import BlockedLayout, Layout, tile_layout
 from mytriton.backends.cuda.names import kernel_symbol, param_c_names
 from mytriton.backends.cuda.slots import SlotLoop, linear_index
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile, stored_params
-from mytriton.target import (
-    MAX_ELEMENTS_PER_THREAD, OPT_IN_SHARED_MEMORY, SHARED_MEMORY_BUDGET, WGMMA_BUILD_ARCH, budget_text,
-)
+from mytriton.target import MAX_ELEMENTS_PER_THREAD, OPT_IN_SHARED_MEMORY, SHARED_MEMORY_BUDGET, WGMMA_BUILD_ARCH
 from mytriton.ir.ssa import Block, BlockArg, Const, Kernel, Op, OpResult, Operand, Value, for_yield, is_combine, use_counts, walk
 from mytriton.ir.ssa_text import ValueNames
 from mytriton.ir.layout_attributes import Mma
-from mytriton.types import BOOL, BlockType, PointerType, ScalarType, SharedType, element_of
+from mytriton.types import BOOL, BlockType, PointerType, ScalarType, element_of
 
 HEADER_PREFIX = "// mytriton-kernel: "
 # The most shared memory a header may ask a launch for: any GPU's opt-in limit.
 MAX_SHARED_BYTES = max(OPT_IN_SHARED_MEMORY.values())
-INDENT = "  "
 
 
-@dataclass
-class Group:
-    """Statements emitted together: a scalar op, loads/stores sharing one
-    slot loop, a reduction, or a loop."""
+@dataclass(frozen=True)
+class ScratchNeed:
+    """Scratch that one statement addresses from byte 0 of the shared array:
+    ``nbytes``, the op a message about it names, and whether the statement
+    comes after the buffers' last use (``late_ops``)."""
 
-    kind: str  # "scalar", "tile", "convert", "reduce", "for", "copies", "barrier", "async", "dot"
-    ops: list[Op] = field(default_factory=list)
-    domain: Layout | None = None
+    nbytes: int
+    op: Op | None
+    late: bool
 
 
 def _rule(op: Op) -> str:
@@ -74,17 +92,23 @@ def _rule(op: Op) -> str:
 
 
 class CudaEmitter:
-    def __init__(self, kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET) -> None:
+    """Renders a laid-out, allocated kernel; with ``measure``, a kernel not
+    allocated yet, only to record the scratch its statements need
+    (``scratch_needs``)."""
+
+    def __init__(self, kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET, measure: bool = False) -> None:
         if kernel.num_warps is None:
             raise CompileError(f"kernel '{kernel.name}' is not laid out: run the layouts stage before emit-cuda",
                                kernel.loc)
+        if kernel.shared_memory is None and not measure:
+            raise CompileError(f"kernel '{kernel.name}' has no shared-memory plan: run allocate-shared "
+                               "before rendering it", kernel.loc)
         self.kernel = kernel
         self.shared_budget = shared_budget  # bytes of shared memory a block may use (the target's)
         self.num_warps = kernel.num_warps
         self.threads = 32 * kernel.num_warps
         self.ssa_names = ValueNames(kernel)
         self._use_counts: dict | None = None  # value -> its uses, when first asked
-        self._axis_info = None
         self.lang = CUDA  # every target spelling goes through it
         self.cnames: dict[Value, str] = {}
         self.storage: dict[Value, str] = {}  # tiles held in per-thread arrays; loop-carried locals
@@ -92,22 +116,24 @@ class CudaEmitter:
         self.group_of: dict[Op, int] = {}
         self.parents: dict[tuple, tuple[str, BlockedLayout]] = {}  # placement -> (name, a layout with it)
         self.shared: dict[Value, str] = {}  # tiles copied to shared memory for the current group
-        self.shared_bytes = 0  # scratch: reductions, layout changes, unstaged dots
+        # Measuring: the scratch so far and what each statement needs; else the plan's.
+        self.scratch_needs: list[ScratchNeed] | None = [] if measure else None
+        plan = kernel.shared_memory
+        self.shared_bytes = plan.scratch if plan and not measure else 0  # reductions, layout changes, unstaged dots
         # Scratch used only after the staged buffers' last use (an epilogue's
-        # layout change), which may overlay them: see ``late_ops``.
-        self.late_shared_bytes = 0
+        # layout change), which overlays them.
+        self.late_shared_bytes = plan.late_scratch if plan and not measure else 0
         self.late = False  # emitting such an op now
         self.late_ops = late_ops(kernel)
         self.held: set = set()  # tiles computed into registers though not materialised (hold_narrower)
         self.shared_allocs: list[Op] = []  # buffers the stage-dots pass allocated
-        self.lines: list[str] = []
+        self.out = CBuilder(depth=1)  # the kernel body's lines, inside its braces
         self.vector_stores = 0  # staging arrays of vector stores, numbered
         # Copies in loops whose wrapped chunk coordinates were worked out before
         # the loop (dots.hoist_wrapped_coordinates): op -> {"row"|"col": array}.
         self.hoisted_copies = 0
         self.early: set = set()  # ops emitted before their place (a loop's wgmma_wait)
         self.hoisted_coordinates: dict = {}
-        self.depth = 1
         self._param_names()
 
     # ---- names ---------------------------------------------------------------------------
@@ -160,7 +186,7 @@ class CudaEmitter:
         return self.shared[value]
 
     def line(self, text: str) -> None:
-        self.lines.append(INDENT * self.depth + text)
+        self.out.line(text)
 
     def error_at(self, op: Op, message: str) -> CompileError:
         return CompileError(message, op.loc or self.kernel.loc)
@@ -281,64 +307,32 @@ class CudaEmitter:
 
     # ---- output --------------------------------------------------------------------------------
     def emit(self) -> str:
-        from mytriton.backends.cuda.dots import shared_array_name
-
         top = self.plan_groups(self.kernel.body)
         self.plan_storage()
         for op in self.shared_allocs:
             self.storage[op.results[0]] = shared_array_name(op)
         self.block(top)
-        total = self.total_shared_bytes()
-        if total > self.shared_budget:
-            staged = self.staged_bytes()
-            parts = f"{staged} for staged dot tiles and {self.shared_bytes} of scratch" if staged \
-                else "for reductions and layout changes"
-            loc = self.budget_loc if self.shared_bytes else self.shared_allocs[0].loc
-            raise CompileError(f"kernel '{self.kernel.name}' needs {total} bytes of shared "
-                               f"memory ({parts}), over the {budget_text(self.shared_budget)} budget; "
-                               "use smaller tiles", loc)
-        return self.render()
+        return self.render() if self.scratch_needs is None else ""
 
     def staged_bytes(self) -> int:
         """The bytes the stage-dots buffers take in the shared array, from the
         end of the scratch: each from its alignment's boundary (16 bytes; a
         swizzled wgmma buffer 1024, its swizzle's period)."""
-        return self._buffers_end() - _aligned(self.shared_bytes) if self.shared_allocs else 0
+        if not self.shared_allocs:
+            return 0
+        return buffers_end(self.shared_allocs, self.shared_offsets(), self.shared_bytes) - aligned(self.shared_bytes)
 
     def shared_offsets(self) -> list[int]:
-        """Where each stage-dots buffer starts in the shared array, in
-        allocation order: after the scratch (which every slot loop, reduction
-        and unstaged dot addresses from byte 0), each at a multiple of 16
-        bytes (cp.async's 16-byte chunks, ldmatrix rows) or of 1024 (an
-        ``nvmma_shared`` buffer: the hardware swizzles by address bits). Nothing
-        overlaps, so the offsets are a function of the IR's buffer types alone."""
-        from mytriton.backends.cuda.dots import buffer_alignment, buffer_bytes
-
-        offsets, offset = [], _aligned(self.shared_bytes)
-        for op in self.shared_allocs:
-            offset = _aligned(offset, buffer_alignment(op))
-            offsets.append(offset)
-            offset += _aligned(buffer_bytes(op))
-        return offsets
-
-    def _buffers_end(self) -> int:
-        from mytriton.backends.cuda.dots import buffer_bytes
-
-        offsets = self.shared_offsets()
-        return offsets[-1] + _aligned(buffer_bytes(self.shared_allocs[-1])) if offsets else _aligned(self.shared_bytes)
+        """Where each stage-dots buffer starts in the shared array: the plan's
+        offsets; while measuring, where they would start after the scratch
+        needed so far."""
+        if self.scratch_needs is not None:
+            return buffer_offsets(self.shared_allocs, self.shared_bytes)
+        return [op.attrs["offset"] for op in self.shared_allocs]
 
     def total_shared_bytes(self) -> int:
-        """The dynamic shared bytes a launch must give: scratch and buffers
-        (and the late scratch over them)."""
-        return max(self._buffers_end(), _aligned(self.late_shared_bytes))
-
-    def axis_info(self):
-        """The kernel's axis analysis (divisibility facts), computed when first asked."""
-        from mytriton.ir.axis_info import AxisAnalysis
-
-        if self._axis_info is None:
-            self._axis_info = AxisAnalysis(self.kernel)
-        return self._axis_info
+        """The dynamic shared bytes a launch must give (the plan's)."""
+        return self.kernel.shared_memory.bytes
 
     def carried_in_place(self, op: Op) -> str | None:
         """The array of the loop-carried accumulator that ``op`` (a dot
@@ -367,13 +361,9 @@ class CudaEmitter:
                    for op in walk(self.kernel.body) for r in op.results)
 
     def shared_alignment(self) -> int:
-        from mytriton.backends.cuda.dots import buffer_alignment
-
         return max([16] + [buffer_alignment(op) for op in self.shared_allocs])
 
     def render(self) -> str:
-        from mytriton.backends.cuda.dots import declare_shared
-
         header = {
             "kernel": self.kernel.name,
             "params": [[p.name, str(p.type)] for p in self.kernel.params],
@@ -414,7 +404,7 @@ class CudaEmitter:
             out.append(f"{INDENT}// {name}: {parent.describe()}")
             for d in range(parent.rank):
                 out.append(f"{INDENT}const int {name}_p{d} = {parent.thread_position(d, self.lang.thread_id)};")
-        out += self.lines
+        out += self.out.lines
         out.append("}")
         return "\n".join(out) + "\n"
 
@@ -422,47 +412,7 @@ class CudaEmitter:
     def block(self, groups: list[Group]) -> None:
         for group in groups:
             self.late = group.ops[0] in self.late_ops
-            if group.kind == "scalar":
-                self.scalar(group.ops[0])
-            elif group.kind == "tile":
-                self.tile_group(group)
-            elif group.kind == "convert" and group.ops[0].name == "histogram":
-                from mytriton.backends.cuda.histogram import emit_histogram
-
-                emit_histogram(self, group.ops[0])
-            elif group.kind == "convert":
-                self.convert_group(group)
-            elif group.kind == "reduce":
-                from mytriton.backends.cuda.reductions import emit_reduction
-
-                emit_reduction(self, group.ops[0], group.domain)
-            elif group.kind == "combine":
-                from mytriton.backends.cuda.scans import emit_combine
-
-                emit_combine(self, group.ops[0], group.domain)
-            elif group.kind == "copies":
-                from mytriton.backends.cuda.dots import emit_copies
-
-                emit_copies(self, group.ops)
-            elif group.kind == "barrier":
-                self.line(f"{self.lang.barrier}{self.where(group.ops[0])}")
-            elif group.kind == "async":
-                if group.ops[0] not in self.early:  # a wait emitted with its loop (loop())
-                    emit_async(self, group.ops[0])
-            elif group.kind == "dot":
-                from mytriton.backends.cuda.dots import emit_dot
-
-                emit_dot(self, group.ops[0])
-            elif group.kind == "atomic":
-                from mytriton.backends.cuda.atomics import emit_tile_atomic
-
-                emit_tile_atomic(self, group.ops[0], group.domain)
-            elif group.kind == "if":
-                self.if_op(group.ops[0])
-            elif group.kind == "while":
-                self.while_op(group.ops[0])
-            else:
-                self.loop(group.ops[0])
+            renderer_of(group)(self, group)
 
     def host_call(self, op: Op, args: list, coords: list[str], owner: str | None) -> list[str]:
         """The lines of a ``device_print`` or ``device_assert`` for one element
@@ -482,8 +432,6 @@ class CudaEmitter:
                 self.line(text + self.where(op))
             return
         if op.name in opdefs.ATOMIC_OPS:
-            from mytriton.backends.cuda.atomics import emit_scalar_atomic
-
             emit_scalar_atomic(self, op, args)
             return
         if op.name == "store":
@@ -520,19 +468,14 @@ class CudaEmitter:
         memory there) with its declarations before it."""
         for text in declare or []:
             self.line(text)
-        if loop.staged:
-            self.line("{  // the shared-memory copies below are this loop's alone")
-            self.depth += 1
-        self.stage_shared(loop)
-        self.line(f"// {comment}")
-        self.line(self.lang.unroll)
-        self.line(f"for (int k = 0; k < {loop.domain.slots}; ++k) {{")
-        for text in loop.body():
-            self.line(INDENT + text)
-        self.line("}")
-        if loop.staged:
-            self.depth -= 1
-            self.line("}")
+        own = self.out.scope("{  // the shared-memory copies below are this loop's alone")
+        with own if loop.staged else nullcontext():
+            self.stage_shared(loop)
+            self.line(f"// {comment}")
+            self.line(self.lang.unroll)
+            with self.out.scope(f"for (int k = 0; k < {loop.domain.slots}; ++k) {{"):
+                for text in loop.body():
+                    self.line(text)
 
     def tile_group(self, group: Group) -> None:
         loop = self.open_loop(group.domain, group.ops[0])
@@ -669,25 +612,31 @@ class CudaEmitter:
             index = linear_index([writer.use(c) for c in writer.coords()], value.type.shape)
             writer.lines.append(f"{name}[{index}] = {self.storage[value]}[k];")
             self.line(self.lang.unroll)
-            self.line(f"for (int k = 0; k < {layout.slots}; ++k) {{")
-            for text in writer.body():
-                self.line(INDENT + text)
-            self.line("}")
-            offset += _aligned(value.type.numel * _element_bytes(value.type))
+            with self.out.scope(f"for (int k = 0; k < {layout.slots}; ++k) {{"):
+                for text in writer.body():
+                    self.line(text)
+            offset += aligned(value.type.numel * _element_bytes(value.type))
         self.line(self.lang.barrier)
         self.need_shared(offset, loop.staged[0])
 
     def need_shared(self, nbytes: int, value_or_op) -> None:
+        """The statement being written addresses ``nbytes`` of scratch from
+        byte 0: recorded while measuring, else checked against the plan (which
+        an edit of the laid-out SSA after allocate-shared may have made stale)."""
+        op = value_or_op if isinstance(value_or_op, Op) else getattr(value_or_op, "op", None)
+        if self.scratch_needs is None:
+            granted = self.late_shared_bytes if self.late else self.shared_bytes
+            if nbytes > granted:
+                raise CompileError(f"this needs {nbytes} bytes of shared scratch, but the kernel's shared_memory "
+                                   f"plan gives {granted}: run allocate-shared (the layouts stage) again",
+                                   op.loc if op is not None and op.loc else self.kernel.loc)
+            return
+        self.scratch_needs.append(ScratchNeed(nbytes, op, self.late))
+        # An unstaged dot's operand padding asks how much room the buffers leave (staged_bytes).
         if self.late:
             self.late_shared_bytes = max(self.late_shared_bytes, nbytes)
-            if nbytes > self.shared_bytes:
-                op = value_or_op if isinstance(value_or_op, Op) else getattr(value_or_op, "op", None)
-                self.budget_loc = op.loc if op is not None and op.loc else self.kernel.loc
-            return
-        if nbytes > self.shared_bytes:
-            self.shared_bytes = nbytes
-            op = value_or_op if isinstance(value_or_op, Op) else getattr(value_or_op, "op", None)
-            self.budget_loc = op.loc if op is not None and op.loc else self.kernel.loc
+        else:
+            self.shared_bytes = max(self.shared_bytes, nbytes)
 
     # ---- loops --------------------------------------------------------------------------------------------
     def loop(self, op: Op) -> None:
@@ -709,23 +658,17 @@ class CudaEmitter:
         # path that skips the loop and reaches the wait, ptxas serialises the
         # loop's wgmma (its note C7514).
         wait = self.wait_after(op)
-        if wait is not None:
-            self.line(f"if ({as_type(start, index_type)} < {as_type(stop, index_type)}{guard}) {{"
-                      f"  // the loop and the wait for its last group")
-            self.depth += 1
-        self.line(f"for ({c_element(index_type)} {index} = {as_type(start, index_type)}; "
-                  f"{index} < {as_type(stop, index_type)}{guard}; "
-                  f"{index} += {as_type(step, index_type)}) {{{self.where(op)}")
-        self.depth += 1
-        self.block(self.groups[id(body)])
-        self.yield_values(body.ops[-1], carried)
-        self.depth -= 1
-        self.line("}")
-        if wait is not None:
-            emit_async(self, wait)
-            self.early.add(wait)
-            self.depth -= 1
-            self.line("}")
+        entered = self.out.scope(f"if ({as_type(start, index_type)} < {as_type(stop, index_type)}{guard}) {{"
+                                 f"  // the loop and the wait for its last group")
+        with entered if wait is not None else nullcontext():
+            with self.out.scope(f"for ({c_element(index_type)} {index} = {as_type(start, index_type)}; "
+                                f"{index} < {as_type(stop, index_type)}{guard}; "
+                                f"{index} += {as_type(step, index_type)}) {{{self.where(op)}"):
+                self.block(self.groups[id(body)])
+                self.yield_values(body.ops[-1], carried)
+            if wait is not None:
+                emit_async(self, wait)
+                self.early.add(wait)
 
     def wait_after(self, loop: Op) -> Op | None:
         """The ``wgmma_wait`` (pending=0) of one of ``loop``'s results right
@@ -757,26 +700,22 @@ class CudaEmitter:
         for index, region in enumerate(op.regions):
             if index == 1:
                 self.line("} else {")
-            self.depth += 1
-            self.block(self.groups[id(region)])
-            for result, value in zip(op.results, region.ops[-1].operands):
-                self.assign_carried(result, value)
-            self.depth -= 1
+            with self.out.indented():
+                self.block(self.groups[id(region)])
+                for result, value in zip(op.results, region.ops[-1].operands):
+                    self.assign_carried(result, value)
         self.line("}")
 
     def while_op(self, op: Op) -> None:
         before, after = op.regions
         for result, init in zip(op.results, op.operands):
             self.assign_carried(result, init, declare=True)
-        self.line(f"while (true) {{{self.where(op)}")
-        self.depth += 1
-        self.block(self.groups[id(before)])
-        cond = as_type(self.scalar_arg(before.ops[-1].operands[0]), BOOL)
-        self.line(f"if (!({cond})) break;")
-        self.block(self.groups[id(after)])
-        self.yield_values(after.ops[-1], after.args)
-        self.depth -= 1
-        self.line("}")
+        with self.out.scope(f"while (true) {{{self.where(op)}"):
+            self.block(self.groups[id(before)])
+            cond = as_type(self.scalar_arg(before.ops[-1].operands[0]), BOOL)
+            self.line(f"if (!({cond})) break;")
+            self.block(self.groups[id(after)])
+            self.yield_values(after.ops[-1], after.args)
 
     def assign_carried(self, arg: Value, value: Operand, declare: bool = False, target: str | None = None) -> None:
         target = target or self.storage[arg]
@@ -828,6 +767,47 @@ class CudaEmitter:
         return False
 
 
+@renders("scalar")
+def _scalar(em: CudaEmitter, group: Group) -> None:
+    em.scalar(group.ops[0])
+
+
+@renders("tile")
+def _tile(em: CudaEmitter, group: Group) -> None:
+    em.tile_group(group)
+
+
+@renders("convert")
+def _convert(em: CudaEmitter, group: Group) -> None:
+    em.convert_group(group)
+
+
+@renders("barrier")
+def _barrier(em: CudaEmitter, group: Group) -> None:
+    em.line(f"{em.lang.barrier}{em.where(group.ops[0])}")
+
+
+@renders("async")
+def _async(em: CudaEmitter, group: Group) -> None:
+    if group.ops[0] not in em.early:  # a wait emitted with its loop (CudaEmitter.loop)
+        emit_async(em, group.ops[0])
+
+
+@renders("if")
+def _if(em: CudaEmitter, group: Group) -> None:
+    em.if_op(group.ops[0])
+
+
+@renders("while")
+def _while(em: CudaEmitter, group: Group) -> None:
+    em.while_op(group.ops[0])
+
+
+@renders("for")
+def _for(em: CudaEmitter, group: Group) -> None:
+    em.loop(group.ops[0])
+
+
 def load_expr(op: Op, args: list) -> str:
     ptr, mask, other = args
     pointee = element_of(op.operands[0].type).pointee
@@ -843,10 +823,6 @@ def _element_bytes(t) -> int:
     where a reshaped or joined tile of addresses is staged)."""
     element = element_of(t)
     return 8 if isinstance(element, PointerType) else element.nbytes
-
-
-def _aligned(nbytes: int, alignment: int = 16) -> int:
-    return (nbytes + alignment - 1) // alignment * alignment
 
 
 def c_comment(text: str) -> str:
@@ -866,9 +842,18 @@ def c_comment(text: str) -> str:
 
 
 def emit_cuda(kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET) -> str:
-    """CUDA C++ for laid-out SSA (the layouts stage's output), its shared
-    memory within ``shared_budget`` bytes (the target's)."""
+    """CUDA C++ for laid-out SSA with its shared-memory plan (allocate-shared);
+    ``shared_budget`` (the target's) bounds what an unstaged dot's operand
+    padding may add."""
     return CudaEmitter(kernel, shared_budget).emit()
+
+
+def measure_scratch(kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET) -> list[ScratchNeed]:
+    """What scratch each statement of laid-out ``kernel`` addresses, in
+    program order: the emitter run without writing anything."""
+    emitter = CudaEmitter(kernel, shared_budget, measure=True)
+    emitter.emit()
+    return emitter.scratch_needs
 
 
 def header_of(source: str) -> dict | None:
@@ -950,29 +935,3 @@ def _check_header(header: dict, where: Location) -> None:
     if not isinstance(constexprs, dict) or not all(
             v is None or isinstance(v, (bool, int, float, str)) for v in constexprs.values()):
         raise bad("'constexprs' must map names to numbers, dtype names or null")
-
-
-def late_ops(kernel: Kernel) -> set:
-    """The top-level ops after the staged buffers' last use: past the last op
-    that touches a shared buffer or an asynchronous copy or wgmma group, and
-    past the barrier after it (every thread's copies have landed, every
-    group's reads are done), so their scratch may overlay the buffers."""
-    ops = kernel.body.ops
-    last = -1
-    for index, op in enumerate(ops):
-        if _touches_staged(op):
-            last = index
-    if last < 0:
-        return set()
-    barrier = next((i for i in range(last + 1, len(ops)) if ops[i].name == "barrier"), None)
-    return set(ops[barrier + 1:]) if barrier is not None else set()
-
-
-def _touches_staged(op: Op) -> bool:
-    for inner in [op, *(o for region in op.regions for o in walk(region))]:
-        if inner.name in ("async_wait", "async_commit", "wgmma_wait") or inner.attrs.get("in_flight"):
-            return True
-        values = [*inner.operands, *inner.results]
-        if any(isinstance(getattr(v, "type", None), SharedType) for v in values):
-            return True
-    return False

@@ -2,7 +2,7 @@
 
 Which ops are expressions, statements or refused is kept here, keyed by op;
 every spelling (operators aside) comes from the target-language object
-(``language.py``), whose ``math_f32`` holds the math functions.
+(``spelling.py``), whose ``math_f32`` holds the math functions.
 
 ``render(op, args)`` spells one element of ``op``'s result given its operands
 (already C expressions of known element types, literals, or None). Operands
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mytriton.backends.cuda.ctypes import c_cast, c_literal
-from mytriton.backends.cuda.language import CUDA
+from mytriton.backends.cuda.spelling import CUDA
 from mytriton.diagnostics import CompileError
 from mytriton.ir import math_functions
 from mytriton.ir.opdefs import CMP_OPS, LIBDEVICE_OPS, MATH_FUNCTIONS, device_print_label

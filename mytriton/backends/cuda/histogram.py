@@ -17,18 +17,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.expressions import as_type
+from mytriton.backends.cuda.renderers import Group, renders_op
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.ir.ssa import Op
 from mytriton.types import BOOL, element_of
 
 if TYPE_CHECKING:
-    from mytriton.backends.cuda.emitter import CudaEmitter
+    from mytriton.backends.cuda.context import EmitContext
 
 # What the emitted code calls (a parameter of that name would hide it: names.py renames it).
 HISTOGRAM_CALLED = frozenset(["atomicAdd", "reinterpret_cast"])
 
 
-def emit_histogram(em: "CudaEmitter", op: Op) -> None:
+@renders_op("histogram")  # a layout change of its own: counts, not elements, move
+def render_histogram(em: "EmitContext", group: Group) -> None:
+    emit_histogram(em, group.ops[0])
+
+
+def emit_histogram(em: "EmitContext", op: Op) -> None:
     x, mask = op.operands
     result = op.results[0]
     num_bins = op.attrs["num_bins"]
@@ -55,24 +61,21 @@ def emit_histogram(em: "CudaEmitter", op: Op) -> None:
     # 2.-4. the counts, through shared memory
     out_loop = em.open_loop(out_layout, op)
     em.line(f"int {storage}[{out_layout.slots}];")
-    em.line(f"{{  // histogram{where}: {num_bins} bins in shared memory")
-    em.depth += 1
-    bins = f"h{name}_counts"
-    tid = em.lang.thread_id
-    em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
-    em.line(f"int* const {bins} = reinterpret_cast<int*>(smem);")
-    em.line(f"for (int k = {tid}; k < {num_bins}; k += {em.threads}) {bins}[k] = 0;")
-    em.line(em.lang.barrier)
-    em.line(em.lang.unroll)
-    em.line(f"for (int k = 0; k < {domain.slots}; ++k) if ({bin_of}[k] >= 0) atomicAdd(&{bins}[{bin_of}[k]], 1);")
-    em.line(em.lang.barrier)
-    index = linear_index([out_loop.use(c) for c in out_loop.coords()], result.type.shape)
-    out_loop.lines.append(f"{storage}[k] = {bins}[{index}];")
-    em.line(em.lang.unroll)
-    em.line(f"for (int k = 0; k < {out_layout.slots}; ++k) {{")
-    for text in out_loop.body():
-        em.line("  " + text)  # the emitter's indent
-    em.line("}")
-    em.depth -= 1
-    em.line("}")
+    with em.out.scope(f"{{  // histogram{where}: {num_bins} bins in shared memory"):
+        bins = f"h{name}_counts"
+        tid = em.lang.thread_id
+        em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
+        em.line(f"int* const {bins} = reinterpret_cast<int*>(smem);")
+        em.line(f"for (int k = {tid}; k < {num_bins}; k += {em.threads}) {bins}[k] = 0;")
+        em.line(em.lang.barrier)
+        em.line(em.lang.unroll)
+        em.line(f"for (int k = 0; k < {domain.slots}; ++k) if ({bin_of}[k] >= 0) atomicAdd(&{bins}[{bin_of}[k]], 1);")
+        em.line(em.lang.barrier)
+        index = linear_index([out_loop.use(c) for c in out_loop.coords()], result.type.shape)
+        out_loop.lines.append(f"{storage}[k] = {bins}[{index}];")
+        em.line(em.lang.unroll)
+        em.line(f"for (int k = 0; k < {out_layout.slots}; ++k) {{")
+        for text in out_loop.body():
+            em.line("  " + text)  # the emitter's indent
+        em.line("}")
     em.need_shared(num_bins * 4, op)

@@ -3,7 +3,7 @@
 The layouts stage gives a dot the tensor cores can compute an ``mma``
 result layout (``mytriton/ir/layout_attributes.py``); this module renders it. Each
 warp owns the 16x8 accumulator blocks the layout gives it (``MmaLayout`` in
-``layout.py``: slot digits ``2 * rep + element`` along each dimension), and for
+``thread_coordinates.py``: slot digits ``2 * rep + element`` along each dimension), and for
 each K step of the instruction it
 
 1. loads the A fragment of each of its block rows and the B fragment of each
@@ -40,16 +40,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element
-from mytriton.backends.cuda.dots import pitch, stage_operands
+from mytriton.backends.cuda.dots import emit_fma_dot, pitch, stage_operands
 from mytriton.backends.cuda.expressions import CValue, as_type
-from mytriton.backends.cuda.layout import Layout, MmaLayout
+from mytriton.backends.cuda.renderers import Group, renders
+from mytriton.backends.cuda.thread_coordinates import Layout, MmaLayout
 from mytriton.backends.cuda.wgmma import emit_wgmma_products
 from mytriton.ir.ssa import Op
 from mytriton.ir.layout_attributes import Mma, NvmmaShared
 from mytriton.types import BF16, F16, F32, I8, ScalarType, SharedType, element_of
 
 if TYPE_CHECKING:
-    from mytriton.backends.cuda.emitter import CudaEmitter
+    from mytriton.backends.cuda.context import EmitContext
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,20 @@ def accumulator_digits(rm: str, rn: str, reg: int) -> tuple[str, str]:
 # ---- emission --------------------------------------------------------------------------------
 
 
-def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
+@renders("dot")
+def render_dot(em: "EmitContext", group: Group) -> None:
+    """A dot on tensor cores where the layouts stage chose an mma layout, else on CUDA cores."""
+    (op,) = group.ops
+    layout = op.results[0].type.layout
+    if op.attrs.get("in_flight") and not (isinstance(layout, Mma) and layout.version == 3):
+        raise em.error_at(op, "only a dot in a version-3 (wgmma) mma layout can be in flight")
+    if is_mma(em.layout_of(op.results[0])):
+        emit_mma_dot(em, op)
+    else:
+        emit_fma_dot(em, op)
+
+
+def emit_mma_dot(em: "EmitContext", op: Op) -> None:
     a, b, acc = op.operands
     result = op.results[0]
     layout = em.layout_of(result)
@@ -208,7 +222,7 @@ def emit_mma_dot(em: "CudaEmitter", op: Op) -> None:
         em.line(f"for (int k = 0; k < {layout.slots}; ++k) {final}[k] = {as_type(CValue(f'{storage}[k]', F32), F16)};")
 
 
-def _check_wgmma_buffers(em: "CudaEmitter", op: Op, registers_a: bool) -> None:
+def _check_wgmma_buffers(em: "EmitContext", op: Op, registers_a: bool) -> None:
     """wgmma reads its shared operands through descriptors: nvmma_shared
     buffers, A row-major (K-major), and B of a TF32 dot column-major (tf32
     operands are K-major only)."""
@@ -225,7 +239,7 @@ def _check_wgmma_buffers(em: "CudaEmitter", op: Op, registers_a: bool) -> None:
                               f"{b.type.layout.text()}")
 
 
-def _check_register_a(em: "CudaEmitter", op: Op) -> None:
+def _check_register_a(em: "EmitContext", op: Op) -> None:
     """A dot_rs on wgmma reads its A tile as the register fragment: the tile
     must be in a version-3 mma layout of the result's warps (the layouts
     stage puts it there) and of 16-bit elements."""
@@ -238,7 +252,7 @@ def _check_register_a(em: "CudaEmitter", op: Op) -> None:
         raise em.error_at(op, "a dot_rs on wgmma needs an f16 or bf16 A tile and a B buffer in an nvmma_shared layout")
 
 
-def _materialise_register_a(em: "CudaEmitter", op: Op) -> None:
+def _materialise_register_a(em: "EmitContext", op: Op) -> None:
     """``a_values``: this thread's elements of the A tile, slot by slot (where
     it is a cast of the accumulator of another dot, the f32 -> f16 rounding
     of its registers: no data moves between threads)."""
@@ -249,7 +263,7 @@ def _materialise_register_a(em: "CudaEmitter", op: Op) -> None:
     em.close_loop(loop, "dot_rs: A's registers, the wgmma fragment", [f"{c_element(a.type)} a_values[{loop.domain.slots}];"])
 
 
-def _emit_mma_sync_products(em: "CudaEmitter", op: Op, layout: Layout, storage: str, instr: Instruction,
+def _emit_mma_sync_products(em: "EmitContext", op: Op, layout: Layout, storage: str, instr: Instruction,
                             a_operand: tuple[str, int], b_operand: tuple[str, int], split: bool) -> None:
     """The products of an mma.sync dot into ``storage``, K step by K step."""
     (a_name, a_pitch), (b_name, b_pitch) = a_operand, b_operand
@@ -260,14 +274,12 @@ def _emit_mma_sync_products(em: "CudaEmitter", op: Op, layout: Layout, storage: 
     reps_m, reps_n = parent.reps(0), parent.reps(1)
     rows_dim, cols_dim = layout.dims
     tid = em.lang.thread_id
-    em.line("{")
-    em.depth += 1
+    em.out.open("{")
     em.line(f"const int lane = {tid} % 32;")
     em.line(f"const int warp_m = {tid} / 32 / {wn};" if wm > 1 else "const int warp_m = 0;")
     em.line(f"const int warp_n = {tid} / 32 % {wn};" if wn > 1 else "const int warp_n = 0;")
     em.line(em.lang.unroll)
-    em.line(f"for (int kk = 0; kk < {k}; kk += {instr.k}) {{")
-    em.depth += 1
+    em.out.open(f"for (int kk = 0; kk < {k}; kk += {instr.k}) {{")
     em.line(f"unsigned a_frag[{reps_m}][4];")
     em.line(f"unsigned b_frag[{reps_n}][2];")
     if split:
@@ -329,10 +341,8 @@ def _emit_mma_sync_products(em: "CudaEmitter", op: Op, layout: Layout, storage: 
     em.line(f"    {mma_asm(instr, c, 'a_frag[rm]', 'b_frag[rn]')}")
     em.line("  }")
     em.line("}")
-    em.depth -= 1
-    em.line("}")
-    em.depth -= 1
-    em.line("}")
+    em.out.close()
+    em.out.close()
 
 
 def ldmatrix(ptx: str, regs: list[str], address: str) -> str:

@@ -14,16 +14,22 @@ from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_cast, c_element, c_scalar
 from mytriton.backends.cuda.expressions import as_type, compute_type, reduce_combine, reduce_identity
-from mytriton.backends.cuda.layout import Layout
+from mytriton.backends.cuda.thread_coordinates import Layout
+from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.ir.analysis import is_tile
 from mytriton.ir.ssa import Op
 from mytriton.types import element_of
 
 if TYPE_CHECKING:
-    from mytriton.backends.cuda.emitter import CudaEmitter
+    from mytriton.backends.cuda.context import EmitContext
 
-def emit_reduction(em: "CudaEmitter", op: Op, domain: Layout) -> None:
+@renders("reduce")
+def render_reduction(em: "EmitContext", group: Group) -> None:
+    emit_reduction(em, group.ops[0], group.domain)
+
+
+def emit_reduction(em: "EmitContext", op: Op, domain: Layout) -> None:
     (x,) = op.operands
     result = op.results[0]
     axis = op.attrs.get("axis")

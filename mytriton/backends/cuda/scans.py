@@ -34,53 +34,27 @@ from math import prod
 from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element
-from mytriton.backends.cuda.expressions import CValue, as_type, render
-from mytriton.backends.cuda.layout import Layout
+from mytriton.backends.cuda.expressions import as_type
+from mytriton.backends.cuda.thread_coordinates import Layout
+from mytriton.backends.cuda.combine_region import combine_lines
+from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.slots import SlotLoop, linear_index
 from mytriton.backends.cuda.warp_scan import emit_warp_combine
 from mytriton.backends.cuda.warp_scan import plan as warp_plan
 from mytriton.ir.analysis import is_tile
-from mytriton.ir.ssa import Const, Op, Param
+from mytriton.ir.ssa import Op
 from mytriton.types import element_of
 
 if TYPE_CHECKING:
-    from mytriton.backends.cuda.emitter import CudaEmitter
+    from mytriton.backends.cuda.context import EmitContext
 
 
-def combine_lines(em: "CudaEmitter", op: Op, left: list[str], right: list[str], outs: list[str]) -> list[str]:
-    """C lines setting ``outs[i]`` to the combine region of ``op`` applied to
-    the values ``left`` and ``right`` (C expressions of the tiles' element
-    types); every result is computed before any is assigned, so ``outs`` may
-    be among the inputs."""
-    body = op.regions[0]
-    values: dict = {arg: CValue(expr, arg.type) for arg, expr in zip(body.args, (*left, *right))}
-    lines = ["{"]
-
-    def arg_of(operand):
-        if operand is None or isinstance(operand, Const):
-            return operand
-        if operand in values:
-            return values[operand]
-        assert isinstance(operand, Param), "a combine region reads its arguments, parameters and literals"
-        return CValue(em.scalar_ref(operand), element_of(operand.type))
-
-    for inner in body.ops[:-1]:
-        result = inner.results[0]
-        name = em.name(result)
-        lines.append(f"  const {c_element(result.type)} {name} = {render(inner, [arg_of(o) for o in inner.operands])};")
-        values[result] = CValue(name, element_of(result.type))
-    yields = body.ops[-1].operands
-    temps = []
-    for i, (value, arg) in enumerate(zip(yields, body.args)):
-        temp = f"y{i}_{em.name(op.results[0])}"
-        lines.append(f"  const {c_element(arg.type)} {temp} = {as_type(arg_of(value), arg.type)};")
-        temps.append(temp)
-    lines += [f"  {out} = {temp};" for out, temp in zip(outs, temps)]
-    lines.append("}")
-    return lines
+@renders("combine")
+def render_combine(em: "EmitContext", group: Group) -> None:
+    emit_combine(em, group.ops[0], group.domain)
 
 
-def emit_combine(em: "CudaEmitter", op: Op, domain: Layout) -> None:
+def emit_combine(em: "EmitContext", op: Op, domain: Layout) -> None:
     scan = op.name == "scan"
     tiles = op.operands
     shape = tiles[0].type.shape
@@ -103,7 +77,10 @@ def emit_combine(em: "CudaEmitter", op: Op, domain: Layout) -> None:
     where = f"@{op.loc.line}:{op.loc.col}" if op.loc else ""
     tid, barrier = em.lang.thread_id, em.lang.barrier
     what = f"along axis {axis}" if axis is not None else "over the whole tile"
-    fast = warp_plan(em, op, domain)
+    fast = warp_plan(op, domain) if op.attrs["strategy"] == "shuffle" else None
+    if op.attrs["strategy"] == "shuffle" and fast is None:
+        raise em.error_at(op, f"this {op.name} cannot run by warp shuffles in its operands' layout: "
+                              'its strategy must be "shared" (run combine-strategy again)')
     if fast is not None:
         em.line(f"// {op.name} {where} {what}{' from the end' if reverse else ''}: {rows} row(s) of {length}, "
                 f"{fast.blocks} block(s) of {fast.per_thread} slot(s) x {fast.lanes} lane(s) x {fast.warps} warp(s) "
@@ -166,28 +143,22 @@ def emit_combine(em: "CudaEmitter", op: Op, domain: Layout) -> None:
 
     # 2. each chunk in order, by one thread
     em.line(f"// {op.name}: each chunk of each row in order, one thread per chunk")
-    em.line(f"for (int w = {tid}; w < {rows * chunks}; w += {threads}) {{")
-    em.depth += 1
-    em.line(f"const int row = w / {chunks};")
-    em.line(f"const int base = {row_base};")
-    em.line(f"const int first = {position(f'(w % {chunks}) * {per_chunk}')};")
-    for acc, ct, tile in zip(accs, elements, tile_arrays):
-        em.line(f"{ct} {acc} = {tile}[first];")
-    if per_chunk > 1:
-        em.line(f"for (int q = 1; q < {per_chunk}; ++q) {{")
-        em.depth += 1
-        em.line(f"const int at = {position(f'(w % {chunks}) * {per_chunk} + q')};")
-        for text in combine_lines(em, op, accs, items, accs):
-            em.line(text)
-        if scan:
-            for tile, acc in zip(tile_arrays, accs):
-                em.line(f"{tile}[at] = {acc};")
-        em.depth -= 1
-        em.line("}")
-    for total, acc in zip(total_arrays, accs):
-        em.line(f"{total}[w] = {acc};")
-    em.depth -= 1
-    em.line("}")
+    with em.out.scope(f"for (int w = {tid}; w < {rows * chunks}; w += {threads}) {{"):
+        em.line(f"const int row = w / {chunks};")
+        em.line(f"const int base = {row_base};")
+        em.line(f"const int first = {position(f'(w % {chunks}) * {per_chunk}')};")
+        for acc, ct, tile in zip(accs, elements, tile_arrays):
+            em.line(f"{ct} {acc} = {tile}[first];")
+        if per_chunk > 1:
+            with em.out.scope(f"for (int q = 1; q < {per_chunk}; ++q) {{"):
+                em.line(f"const int at = {position(f'(w % {chunks}) * {per_chunk} + q')};")
+                for text in combine_lines(em, op, accs, items, accs):
+                    em.line(text)
+                if scan:
+                    for tile, acc in zip(tile_arrays, accs):
+                        em.line(f"{tile}[at] = {acc};")
+        for total, acc in zip(total_arrays, accs):
+            em.line(f"{total}[w] = {acc};")
     em.line(barrier)
 
     # 3. the chunks' totals: their inclusive prefixes along each row, in log2(C) rounds of
@@ -196,43 +167,31 @@ def emit_combine(em: "CudaEmitter", op: Op, domain: Layout) -> None:
         news = [f"n{i}_{tag}" for i in range(len(tiles))]
         step, takes = f"d{tag}", f"p{tag}"
         em.line(f"// {op.name}: the chunk totals' prefixes along each row, in {chunks.bit_length() - 1} round(s)")
-        em.line(f"for (int {step} = 1; {step} < {chunks}; {step} *= 2) {{")
-        em.depth += 1
-        em.line(f"const bool {takes} = {tid} < {rows * chunks} && ({tid} % {chunks}) >= {step};")
-        for ct, new in zip(elements, news):
-            em.line(f"{ct} {new}{{}};")
-        em.line(f"if ({takes}) {{")
-        em.depth += 1
-        for text in combine_lines(em, op, [f"{total}[{tid} - {step}]" for total in total_arrays],
-                                  [f"{total}[{tid}]" for total in total_arrays], news):
-            em.line(text)
-        em.depth -= 1
-        em.line("}")
-        em.line(barrier)
-        em.line(f"if ({takes}) {{")
-        for total, new in zip(total_arrays, news):
-            em.line(f"  {total}[{tid}] = {new};")
-        em.line("}")
-        em.line(barrier)
-        em.depth -= 1
-        em.line("}")
+        with em.out.scope(f"for (int {step} = 1; {step} < {chunks}; {step} *= 2) {{"):
+            em.line(f"const bool {takes} = {tid} < {rows * chunks} && ({tid} % {chunks}) >= {step};")
+            for ct, new in zip(elements, news):
+                em.line(f"{ct} {new}{{}};")
+            with em.out.scope(f"if ({takes}) {{"):
+                for text in combine_lines(em, op, [f"{total}[{tid} - {step}]" for total in total_arrays],
+                                          [f"{total}[{tid}]" for total in total_arrays], news):
+                    em.line(text)
+            em.line(barrier)
+            em.line(f"if ({takes}) {{")
+            for total, new in zip(total_arrays, news):
+                em.line(f"  {total}[{tid}] = {new};")
+            em.line("}")
+            em.line(barrier)
         if scan:
             em.line(f"// {op.name}: the chunks before each chunk, combined in on the left")
-            em.line(f"for (int w = {tid}; w < {rows * chunks}; w += {threads}) {{")
-            em.depth += 1
-            em.line(f"if (w % {chunks} == 0) continue;")
-            em.line(f"const int row = w / {chunks};")
-            em.line(f"const int base = {row_base};")
-            prefixes = [f"{total}[w - 1]" for total in total_arrays]
-            em.line(f"for (int q = 0; q < {per_chunk}; ++q) {{")
-            em.depth += 1
-            em.line(f"const int at = {position(f'(w % {chunks}) * {per_chunk} + q')};")
-            for text in combine_lines(em, op, prefixes, items, items):
-                em.line(text)
-            em.depth -= 1
-            em.line("}")
-            em.depth -= 1
-            em.line("}")
+            with em.out.scope(f"for (int w = {tid}; w < {rows * chunks}; w += {threads}) {{"):
+                em.line(f"if (w % {chunks} == 0) continue;")
+                em.line(f"const int row = w / {chunks};")
+                em.line(f"const int base = {row_base};")
+                prefixes = [f"{total}[w - 1]" for total in total_arrays]
+                with em.out.scope(f"for (int q = 0; q < {per_chunk}; ++q) {{"):
+                    em.line(f"const int at = {position(f'(w % {chunks}) * {per_chunk} + q')};")
+                    for text in combine_lines(em, op, prefixes, items, items):
+                        em.line(text)
             em.line(barrier)
 
     # 4. the results back into registers

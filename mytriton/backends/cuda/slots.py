@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element
 from mytriton.backends.cuda.expressions import Arg, CValue, render
-from mytriton.backends.cuda.layout import Layout
+from mytriton.backends.cuda.thread_coordinates import Layout
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile
 from mytriton.ir.ssa import Const, Op, Operand, Value
 from mytriton.types import PointerType, element_of
 
 if TYPE_CHECKING:
-    from mytriton.backends.cuda.emitter import CudaEmitter
+    from mytriton.backends.cuda.context import EmitContext
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ ZERO = Coord(None, "0")
 
 @dataclass
 class SlotLoop:
-    emitter: "CudaEmitter"
+    emitter: "EmitContext"
     domain: Layout
     index: str = "k"
     lines: list[str] = field(default_factory=list)

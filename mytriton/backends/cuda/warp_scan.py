@@ -54,14 +54,16 @@ from math import prod
 from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element
-from mytriton.backends.cuda.layout import BlockedLayout, Layout
+from mytriton.backends.cuda.thread_coordinates import BlockedLayout, Layout, tile_layout
+from mytriton.backends.cuda.combine_region import combine_lines
+from mytriton.backends.cuda.shared_memory import aligned
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.ir.analysis import is_tile
 from mytriton.ir.ssa import Op
 from mytriton.types import element_of
 
 if TYPE_CHECKING:
-    from mytriton.backends.cuda.emitter import CudaEmitter
+    from mytriton.backends.cuda.context import EmitContext
 
 # Element types a warp shuffle moves as they are; narrower ones travel as int.
 _WIDENED = ("bool", "signed char", "short", "unsigned char", "unsigned short")
@@ -104,11 +106,15 @@ class WarpPlan:
         return self.domain.drop(self.axis)
 
 
+def _layout_of(value) -> Layout:
+    return tile_layout(value.type.layout, value.type.shape)
+
+
 def _power_of_two(n: int) -> bool:
     return n >= 1 and n & (n - 1) == 0
 
 
-def plan(em: "CudaEmitter", op: Op, domain: Layout) -> WarpPlan | None:
+def plan(op: Op, domain: Layout) -> WarpPlan | None:
     """The fast path's plan for ``op`` over ``domain``, or None where the
     layouts do not allow it (the shared-memory path then handles it)."""
     axis = op.attrs.get("axis")
@@ -148,9 +154,9 @@ def plan(em: "CudaEmitter", op: Op, domain: Layout) -> WarpPlan | None:
     if result.per_thread * result.blocks > result.slots_along:
         return None
     for value in op.results:
-        if op.name == "scan" and em.layout_of(value) != domain:
+        if op.name == "scan" and _layout_of(value) != domain:
             return None
-        if op.name == "reduce" and is_tile(value) and not _same_placement(em.layout_of(value), result.row_layout()):
+        if op.name == "reduce" and is_tile(value) and not _same_placement(_layout_of(value), result.row_layout()):
             return None
     return result
 
@@ -166,7 +172,7 @@ def _same_placement(a: Layout, b: Layout) -> bool:
     return all(a.parent.signature(d) == b.parent.signature(d) for d in a.spread_dims())
 
 
-def shuffle(em: "CudaEmitter", kind: str, ct: str, value: str, amount: int) -> str:
+def shuffle(em: "EmitContext", kind: str, ct: str, value: str, amount: int) -> str:
     """``value`` (of C type ``ct``) from another lane: ``xor``, ``up`` or ``down`` by ``amount``."""
     spell = {"xor": em.lang.shuffle_xor, "up": em.lang.shuffle_up, "down": em.lang.shuffle_down}[kind]
     if ct in _WIDENED:
@@ -174,7 +180,7 @@ def shuffle(em: "CudaEmitter", kind: str, ct: str, value: str, amount: int) -> s
     return spell(value, amount)
 
 
-def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str]) -> None:
+def emit_warp_combine(em: "EmitContext", op: Op, plan_: WarpPlan, held: list[str]) -> None:
     """The fast path, after step 0 of ``scans.emit_combine`` put the
     operands' elements of this thread in the arrays ``held`` (domain slots).
 
@@ -184,8 +190,6 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
     names.py keeps user names away from). Steps 1-3 treat each run apart
     (the threads split a block in order); then the blocks of a row are
     combined in order: a reduce's totals, a scan's block totals as prefixes."""
-    from mytriton.backends.cuda.scans import combine_lines
-
     scan = op.name == "scan"
     reverse = scan and bool(op.attrs.get("reverse", False))
     parent = plan_.domain.parent
@@ -207,12 +211,10 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
             em.line(text)
 
     def open_(header: str) -> None:
-        line(header)
-        em.depth += 1
+        em.out.open(header)
 
     def end() -> None:
-        em.depth -= 1
-        line("}")
+        em.out.close()
 
     def each_run() -> None:
         line(em.lang.unroll)
@@ -380,14 +382,12 @@ def emit_warp_combine(em: "CudaEmitter", op: Op, plan_: WarpPlan, held: list[str
             line(f"const {ct} {em.name(result)} = {accs[i]}[0];")
 
 
-def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str], prefix: list[str],
+def emit_across_warps(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[str], prefix: list[str],
                       totals: list[str], has: str, reverse: bool, lane_pos: str, warp_pos: str, tag: str) -> None:
     """Step 3: each warp's value per run through shared memory ([row][block][warp]),
     combined in order by every thread: a reduce's all of them (into ``accs``);
     a scan's those of the warps before this one, on the left of the lanes'
     prefix, and where there are several blocks, all of them (the block's total)."""
-    from mytriton.backends.cuda.scans import combine_lines
-
     scan = op.name == "scan"
     dim, warps, blocks, runs = plan_.dim, plan_.warps, plan_.blocks, plan_.runs
     n = len(op.operands)
@@ -404,14 +404,12 @@ def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str
 
     def run_header() -> None:
         line(em.lang.unroll)
-        line(f"for (int q = 0; q < {runs}; ++q) {{")
-        em.depth += 1
+        em.out.open(f"for (int q = 0; q < {runs}; ++q) {{")
         line(f"const int r = q / {blocks};")
         line(f"const int at = (({row_index}) * {blocks} + q % {blocks}) * {warps};")
 
     def end() -> None:
-        em.depth -= 1
-        line("}")
+        em.out.close()
 
     def combine(left: list[str], right: list[str], out: list[str]) -> None:
         for text in combine_lines(em, op, left, right, out):
@@ -428,8 +426,7 @@ def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str
     if not scan:
         for name, acc in zip(names, accs):
             line(f"{acc}[q] = {name}[at];")
-        line(f"for (int w = 1; w < {warps}; ++w) {{")
-        em.depth += 1
+        em.out.open(f"for (int w = 1; w < {warps}; ++w) {{")
         cur = [f"{acc}[q]" for acc in accs]
         combine(cur, [f"{name}[at + w]" for name in names], cur)
         end()
@@ -437,18 +434,15 @@ def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str
         before = f"{qw} < {warps - 1}" if reverse else f"{qw} > 0"
         start = warps - 1 if reverse else 0
         loop = f"int w = {warps - 2}; w > {qw}; --w" if reverse else f"int w = 1; w < {qw}; ++w"
-        line(f"if ({before}) {{  // the warps before this one, combined in order")
-        em.depth += 1
+        em.out.open(f"if ({before}) {{  // the warps before this one, combined in order")
         got = [f"q{i}_{tag}" for i in range(n)]
         for ct, g, name in zip(elements, got, names):
             line(f"{ct} {g} = {name}[at + {start}];")
-        line(f"for ({loop}) {{")
-        em.depth += 1
+        em.out.open(f"for ({loop}) {{")
         combine(got, [f"{name}[at + w]" for name in names], got)
         end()
         cur = [f"{p}[q]" for p in prefix]
-        line(f"if ({has}[q]) {{")
-        em.depth += 1
+        em.out.open(f"if ({has}[q]) {{")
         combine(got, cur, cur)
         end()
         line("else {")
@@ -461,8 +455,7 @@ def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str
             for total, name in zip(totals, names):
                 line(f"{total}[q] = {name}[at + {start}];")
             loop = f"int w = {warps - 2}; w >= 0; --w" if reverse else f"int w = 1; w < {warps}; ++w"
-            line(f"for ({loop}) {{")
-            em.depth += 1
+            em.out.open(f"for ({loop}) {{")
             cur = [f"{total}[q]" for total in totals]
             combine(cur, [f"{name}[at + w]" for name in names], cur)
             end()
@@ -470,7 +463,7 @@ def emit_across_warps(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str
     line(f"{em.lang.barrier}  // later users of shared memory wait for these reads")
 
 
-def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[str], lane_pos: str, warp_pos: str,
+def emit_reduce_scatter(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[str], lane_pos: str, warp_pos: str,
                         tag: str) -> None:
     """Steps 2-4 of a reduce whose rows have several blocks split by several
     lanes. A butterfly per block would take blocks x log2(lanes) shuffles;
@@ -484,8 +477,6 @@ def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[s
     lanes left. The lanes' block values go to shared memory ([row][block]
     [warp], the order of the axis); the lanes of each row read them back a
     chunk each, combine it in order, and finish with an ordered butterfly."""
-    from mytriton.backends.cuda.scans import combine_lines
-
     parent = plan_.domain.parent
     dim, blocks, lanes, warps, rows = plan_.dim, plan_.blocks, plan_.lanes, plan_.warps, plan_.rows
     stride = parent.lane_stride(dim)
@@ -514,19 +505,16 @@ def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[s
 
     def butterfly_round(o: int, values: list[str]) -> None:
         """A plain round: every lane keeps and sends all of ``values``."""
-        line("{")
-        em.depth += 1
+        em.out.open("{")
         exchange(o, values, values, values)
-        em.depth -= 1
-        line("}")
+        em.out.close()
 
     rounds = min(blocks, lanes).bit_length() - 1
     held = blocks >> rounds  # blocks a lane holds after the halving rounds
     line(f"// {op.name}: {lanes} lanes along the axis over {blocks} blocks: {rounds} halving round(s), "
          f"then {(lanes >> rounds).bit_length() - 1} butterfly round(s), by warp shuffles")
     line(em.lang.unroll)
-    line(f"for (int r = 0; r < {rows}; ++r) {{")
-    em.depth += 1
+    em.out.open(f"for (int r = 0; r < {rows}; ++r) {{")
     size = blocks
     o = 1
     while o < lanes:
@@ -534,8 +522,7 @@ def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[s
         if size > 1:
             half = size // 2
             line(em.lang.unroll)
-            line(f"for (int j = 0; j < {half}; ++j) {{")
-            em.depth += 1
+            em.out.open(f"for (int j = 0; j < {half}; ++j) {{")
             first = [f"{acc}[r * {blocks} + j]" for acc in accs]
             second = [f"{acc}[r * {blocks} + {half} + j]" for acc in accs]
             keep = [f"k{i}_{o}_{tag}" for i in range(n)]
@@ -544,14 +531,12 @@ def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[s
                 line(f"const {ct} {k} = f{o}_{tag} ? {a} : {b};")
                 line(f"const {ct} {s_} = f{o}_{tag} ? {b} : {a};")
             exchange(o, keep, send, first)
-            em.depth -= 1
-            line("}")
+            em.out.close()
             size = half
         else:
             butterfly_round(o, [f"{acc}[r * {blocks}]" for acc in accs])
         o *= 2
-    em.depth -= 1
-    line("}")
+    em.out.close()
     assert size == held
 
     # Shared memory: [row][block][warp]; the lanes of distinct places below 2^rounds write.
@@ -579,8 +564,7 @@ def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[s
     chunk = total // sharing
     line(f"// {op.name}: the {total} values of each row, {chunk} a lane, then a butterfly over {sharing} lanes")
     line(em.lang.unroll)
-    line(f"for (int r = 0; r < {rows}; ++r) {{")
-    em.depth += 1
+    em.out.open(f"for (int r = 0; r < {rows}; ++r) {{")
     place = ql if sharing == lanes else f"({ql} % {sharing})"
     line(f"const int at = ({row_index}) * {total} + {place} * {chunk};")
     cur = [f"{acc}[r * {blocks}]" for acc in accs]
@@ -588,22 +572,19 @@ def emit_reduce_scatter(em: "CudaEmitter", op: Op, plan_: WarpPlan, accs: list[s
         line(f"{c} = {name}[at];")
     if chunk > 1:
         line(em.lang.unroll)
-        line(f"for (int w = 1; w < {chunk}; ++w) {{")
-        em.depth += 1
+        em.out.open(f"for (int w = 1; w < {chunk}; ++w) {{")
         combine(cur, [f"{name}[at + w]" for name in names], cur)
-        em.depth -= 1
-        line("}")
+        em.out.close()
     o = 1
     while o < sharing:
         line(f"const bool f{o}_{tag} = ({ql} & {o}) == 0;  // the lower lane of the pair")
         butterfly_round(o, cur)
         o *= 2
-    em.depth -= 1
-    line("}")
+    em.out.close()
     line(f"{em.lang.barrier}  // later users of shared memory wait for these reads")
 
 
-def _row_writers(em: "CudaEmitter", plan_, dim: int, warps: int, warp_pos: str, lane_term: str) -> tuple[str, list[str]]:
+def _row_writers(em: "EmitContext", plan_, dim: int, warps: int, warp_pos: str, lane_term: str) -> tuple[str, list[str]]:
     """The row's index in the shared exchange and the conditions that pick
     its writers: ``lane_term``, a warp among the ``warps`` along ``dim``, and
     one copy of the row where the layout repeats it across threads."""
@@ -629,12 +610,10 @@ def _row_writers(em: "CudaEmitter", plan_, dim: int, warps: int, warp_pos: str, 
     return row_index, terms
 
 
-def _exchange_arrays(em: "CudaEmitter", op: Op, elements: list[str], tag: str, count: int) -> list[str]:
+def _exchange_arrays(em: "EmitContext", op: Op, elements: list[str], tag: str, count: int) -> list[str]:
     """After a barrier, one shared array of ``count`` values per operand of
     ``op`` (C element types ``elements``), one after another from byte 0;
     their names."""
-    from mytriton.backends.cuda.scans import _aligned  # scans imports this module
-
     em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
     names, offset = [], 0
     for i, x in enumerate(op.operands):
@@ -642,6 +621,6 @@ def _exchange_arrays(em: "CudaEmitter", op: Op, elements: list[str], tag: str, c
         name = f"w{i}_{tag}"
         em.line(f"{ct}* const {name} = reinterpret_cast<{ct}*>(smem + {offset});")
         names.append(name)
-        offset += _aligned(count * element_of(x.type).nbytes)
+        offset += aligned(count * element_of(x.type).nbytes)
     em.need_shared(offset, op)
     return names

@@ -50,8 +50,8 @@ from mytriton.ir.ssa import Op, walk
 from mytriton.types import BF16, F16, F32
 
 if TYPE_CHECKING:
-    from mytriton.backends.cuda.emitter import CudaEmitter
-    from mytriton.backends.cuda.layout import Layout
+    from mytriton.backends.cuda.context import EmitContext
+    from mytriton.backends.cuda.thread_coordinates import Layout
 
 WARPGROUP = 4  # warps that issue one wgmma together
 LAYOUT_TYPE = {128: 1, 64: 2, 32: 3}  # the descriptor's layout type of each swizzle
@@ -126,7 +126,7 @@ def wait_asm(pending: int, registers: list[str]) -> str:
     return f'asm volatile("wgmma.wait_group.sync.aligned {pending};\\n" : {outs} :: "memory");'
 
 
-def emit_wgmma_products(em: "CudaEmitter", op: Op, layout: "Layout", storage: str,
+def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: str,
                         a_name: str, b_name: str) -> None:
     """The products of ``op`` into the accumulator array ``storage`` (already
     holding the initial values), for the version-3 ``layout``."""
@@ -156,67 +156,64 @@ def emit_wgmma_products(em: "CudaEmitter", op: Op, layout: "Layout", storage: st
     tid = em.lang.thread_id
     em.line(f"// wgmma: {reps_m} row block(s) of 64 per warpgroup x {n // instr_n} of m64n{instr_n}k{instr_k}, "
             f"{k // instr_k} k step(s){', A from registers' if registers_a else ''}")
-    em.line("{")
-    em.depth += 1
-    if registers_a:
-        a_layout = em.layout_of(a)
-        pack = BITS[element]
-    else:
-        em.line(f"const unsigned a_base = (unsigned)__cvta_generic_to_shared({a_name});")
-    em.line(f"const unsigned b_base = (unsigned)__cvta_generic_to_shared({b_name});")
-    if not registers_a:
-        em.line(f"const unsigned group_row = {tid} / {32 * WARPGROUP} * 64;  // this warpgroup's first row")
-    em.line('asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");  // the copies, to the tensor cores')
-    # wgmma.fence names the accumulator registers ("+f") and any A registers
-    # ("+r"), all written before it, so that nvcc keeps their writes above it
-    # (the accumulator's zeros, attention's rescaled acc, the packed P): ptxas
-    # then injects no warpgroup.arrive of its own before a wgmma (C7519).
-    # Not where a dot is kept in flight (the overlap-wgmma pass): the fence
-    # would then name registers an earlier group may still be writing.
-    fenced = [] if any(x.attrs.get("in_flight") for x in walk(em.kernel.body)) else \
-        [f'"+f"({storage}[{slot}])' for slot in range(layout.slots)]
-    fragments: list[str] = []
-    if registers_a:
+    with em.out.scope("{"):
+        if registers_a:
+            a_layout = em.layout_of(a)
+            pack = BITS[element]
+        else:
+            em.line(f"const unsigned a_base = (unsigned)__cvta_generic_to_shared({a_name});")
+        em.line(f"const unsigned b_base = (unsigned)__cvta_generic_to_shared({b_name});")
+        if not registers_a:
+            em.line(f"const unsigned group_row = {tid} / {32 * WARPGROUP} * 64;  // this warpgroup's first row")
+        em.line('asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");  // the copies, to the tensor cores')
+        # wgmma.fence names the accumulator registers ("+f") and any A registers
+        # ("+r"), all written before it, so that nvcc keeps their writes above it
+        # (the accumulator's zeros, attention's rescaled acc, the packed P): ptxas
+        # then injects no warpgroup.arrive of its own before a wgmma (C7519).
+        # Not where a dot is kept in flight (the overlap-wgmma pass): the fence
+        # would then name registers an earlier group may still be writing.
+        fenced = [] if any(x.attrs.get("in_flight") for x in walk(em.kernel.body)) else \
+            [f'"+f"({storage}[{slot}])' for slot in range(layout.slots)]
+        fragments: list[str] = []
+        if registers_a:
+            for kk in range(0, k, instr_k):
+                for rm in range(reps_m):
+                    packed = ", ".join(f"(unsigned){pack}(a_values[{low}]) | ((unsigned){pack}(a_values[{high}]) << 16)"
+                                       for low, high in a_register_slots(a_layout, rm, kk))
+                    em.line(f"unsigned a_frag_{kk // instr_k}_{rm}[4] = {{{packed}}};")
+                    fragments += [f"a_frag_{kk // instr_k}_{rm}[{i}]" for i in range(4)]
+        fenced += [f'"+r"({r})' for r in fragments]
+        if fenced:
+            em.line(f'asm volatile("wgmma.fence.sync.aligned;\\n" : {", ".join(fenced)} :: "memory");')
+        else:
+            em.line('asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");')
+        ptx = instruction(element, instr_n)
         for kk in range(0, k, instr_k):
             for rm in range(reps_m):
-                packed = ", ".join(f"(unsigned){pack}(a_values[{low}]) | ((unsigned){pack}(a_values[{high}]) << 16)"
-                                   for low, high in a_register_slots(a_layout, rm, kk))
-                em.line(f"unsigned a_frag_{kk // instr_k}_{rm}[4] = {{{packed}}};")
-                fragments += [f"a_frag_{kk // instr_k}_{rm}[{i}]" for i in range(4)]
-    fenced += [f'"+r"({r})' for r in fragments]
-    if fenced:
-        em.line(f'asm volatile("wgmma.fence.sync.aligned;\\n" : {", ".join(fenced)} :: "memory");')
-    else:
-        em.line('asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");')
-    ptx = instruction(element, instr_n)
-    for kk in range(0, k, instr_k):
-        for rm in range(reps_m):
-            if registers_a:
-                a_regs = [f"a_frag_{kk // instr_k}_{rm}[{i}]" for i in range(4)]
-            else:
-                a_column = (kk // a_block) * m * a_row + (kk % a_block) * element.nbytes
-                row0 = rm * 16 * num_warps
-                a_address = f"a_base + {a_column} + (group_row + {row0}) * {a_row}"
-            for nb in range(n // instr_n):
-                b_address = f"b_base + {b_offset(nb, kk)}"
-                accumulators = []
-                for i in range(instr_n // 2):
-                    rn = nb * instr_n // 8 + i // 4
-                    reg = i % 4
-                    digits = {rows_dim: str(2 * rm + reg // 2), cols_dim: str(2 * rn + reg % 2)}
-                    accumulators.append(f"{storage}[{layout.slot_of(digits)}]")
-                desc_b = descriptor(b_address, b_row, b_leading, b_stride)
-                trans_b = None if element == F32 else 0 if b_k_major else 1
                 if registers_a:
-                    em.line(wgmma_register_a_asm(ptx, accumulators, a_regs, desc_b, trans_b))
+                    a_regs = [f"a_frag_{kk // instr_k}_{rm}[{i}]" for i in range(4)]
                 else:
-                    em.line(wgmma_asm(ptx, accumulators, descriptor(a_address, a_row, a_leading, a_stride), desc_b,
-                                      trans_b))
-    in_flight = op.attrs.get("in_flight", 0)
-    em.line('asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");')
-    if in_flight:
-        em.line("// in flight: the wgmma_wait of this result completes it")
-    else:
-        em.line(wait_asm(0, [f"{storage}[{k}]" for k in range(layout.slots)]))
-    em.depth -= 1
-    em.line("}")
+                    a_column = (kk // a_block) * m * a_row + (kk % a_block) * element.nbytes
+                    row0 = rm * 16 * num_warps
+                    a_address = f"a_base + {a_column} + (group_row + {row0}) * {a_row}"
+                for nb in range(n // instr_n):
+                    b_address = f"b_base + {b_offset(nb, kk)}"
+                    accumulators = []
+                    for i in range(instr_n // 2):
+                        rn = nb * instr_n // 8 + i // 4
+                        reg = i % 4
+                        digits = {rows_dim: str(2 * rm + reg // 2), cols_dim: str(2 * rn + reg % 2)}
+                        accumulators.append(f"{storage}[{layout.slot_of(digits)}]")
+                    desc_b = descriptor(b_address, b_row, b_leading, b_stride)
+                    trans_b = None if element == F32 else 0 if b_k_major else 1
+                    if registers_a:
+                        em.line(wgmma_register_a_asm(ptx, accumulators, a_regs, desc_b, trans_b))
+                    else:
+                        em.line(wgmma_asm(ptx, accumulators, descriptor(a_address, a_row, a_leading, a_stride), desc_b,
+                                          trans_b))
+        in_flight = op.attrs.get("in_flight", 0)
+        em.line('asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");')
+        if in_flight:
+            em.line("// in flight: the wgmma_wait of this result completes it")
+        else:
+            em.line(wait_asm(0, [f"{storage}[{k}]" for k in range(layout.slots)]))

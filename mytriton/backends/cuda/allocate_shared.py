@@ -1,0 +1,103 @@
+"""allocate-shared: divide the kernel's one dynamic shared-memory array and
+check it fits the budget, as Triton's Allocation analysis does.
+
+Runs last in the layouts stage, on laid-out SSA. What each statement
+needs of scratch (a reduction's per-warp partials, a layout change's copy,
+an unstaged dot's operand tiles, a scan's chunks) is what the CUDA emitter
+addresses from byte 0, measured by running it without output
+(``emitter.measure_scratch``). The pass decides the rest:
+
+- the scratch is the most any statement needs before the buffers' last use;
+- each stage-dots buffer follows it, in program order, at its alignment
+  (16 bytes; a swizzled ``nvmma_shared`` buffer 1024);
+- a statement past the buffers' last use and the barrier after it
+  (``shared_memory.late_ops``: an epilogue's layout change) has its
+  scratch from byte 0 again, over the dead buffers;
+- all of it must fit the budget (the target's: sm_90 227 KiB), else an
+  error at the statement that needs the most scratch (or the first buffer).
+
+It writes each buffer's ``offset`` and the kernel's totals into the IR,
+which the emitter then only reads:
+
+    kernel k(...) num_warps=4 @"k.py":1:1 {
+      %0 = shared_alloc_stages name="dot_a0", shape=(64, 32), dtype=f32, stages=3 : ...
+  =>
+    kernel k(...) num_warps=4 shared_memory(bytes=55296, scratch=0, late_scratch=0) @"k.py":1:1 {
+      %0 = shared_alloc_stages name="dot_a0", shape=(64, 32), dtype=f32, stages=3, offset=0 : ...
+
+A kernel that uses no shared memory gets an empty plan, which prints as
+nothing. A kernel the emitter cannot render is left without a plan:
+``emit-cuda`` reports why.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mytriton.backends.cuda.combine_strategy import with_combine_strategies
+from mytriton.backends.cuda.copy_widths import with_copy_widths
+from mytriton.backends.cuda.emitter import ScratchNeed, measure_scratch
+from mytriton.backends.cuda.shared_memory import aligned, buffer_offsets, buffers_end, shared_buffers
+from mytriton.diagnostics import CompileError
+from mytriton.ir.ssa import Kernel, SharedMemory
+from mytriton.target import SHARED_MEMORY_BUDGET, budget_text
+
+
+@dataclass(frozen=True)
+class AllocateSharedPass:
+    shared_budget: int = SHARED_MEMORY_BUDGET
+    name: str = "allocate-shared"
+    summary: str = "place shared buffers and scratch in the shared array, overlaying dead buffers; check the budget"
+    after_layouts: bool = True  # it reads the layouts: the pass manager lets it take laid-out SSA
+
+    def apply(self, kernel: Kernel) -> Kernel:
+        if not kernel.laid_out:
+            raise CompileError(f"kernel '{kernel.name}' is not laid out: allocate-shared runs after the "
+                               "layouts stage", kernel.loc)
+        # The emitter measures the copies and combines as they will be written.
+        kernel = with_combine_strategies(with_copy_widths(kernel))
+        try:
+            needs = measure_scratch(kernel, self.shared_budget)
+        except CompileError:
+            kernel.shared_memory = None
+            for op in shared_buffers(kernel):
+                op.attrs.pop("offset", None)
+            return kernel
+        return allocate(kernel, needs, self.shared_budget)
+
+
+def allocated(kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET) -> Kernel:
+    """``kernel`` with a shared-memory plan within ``shared_budget``: its own
+    where it has one that fits, else a new one (any error the emitter or the
+    budget raises on the way is raised)."""
+    if kernel.shared_memory is not None and kernel.shared_memory.bytes <= shared_budget:
+        return kernel
+    kernel = with_combine_strategies(with_copy_widths(kernel))
+    return allocate(kernel, measure_scratch(kernel, shared_budget), shared_budget)
+
+
+def allocate(kernel: Kernel, needs: list[ScratchNeed], shared_budget: int) -> Kernel:
+    scratch = late = 0
+    largest = None  # the statement needing the most scratch: where an over-budget error points
+    for need in needs:
+        if need.late:
+            late = max(late, need.nbytes)
+        if need.nbytes > scratch:
+            largest = need.op
+            if not need.late:
+                scratch = need.nbytes
+    buffers = shared_buffers(kernel)
+    offsets = buffer_offsets(buffers, scratch)
+    end = buffers_end(buffers, offsets, scratch)
+    total = max(end, aligned(late))
+    if total > shared_budget:
+        staged = end - aligned(scratch) if buffers else 0
+        parts = f"{staged} for staged dot tiles and {scratch} of scratch" if staged \
+            else "for reductions and layout changes"
+        where = largest if scratch or not buffers else buffers[0]
+        raise CompileError(f"kernel '{kernel.name}' needs {total} bytes of shared memory ({parts}), "
+                           f"over the {budget_text(shared_budget)} budget; use smaller tiles",
+                           where.loc if where is not None and where.loc else kernel.loc)
+    for op, offset in zip(buffers, offsets):
+        op.attrs["offset"] = offset
+    kernel.shared_memory = SharedMemory(total, scratch, late)
+    return kernel

@@ -1,0 +1,90 @@
+"""copy-widths: how many elements each cp.async of a pipelined loop's copy
+moves, and what the kernel must still check at run time.
+
+Runs in the layouts stage, on laid-out SSA (a buffer's row padding is a
+layout decision). A copy moves whole chunks of up to 16 bytes where its
+buffer's rows and padding allow (``dots.vector_width``: 16 bytes, else 8;
+element by element into a column-major buffer or with a non-zero fill,
+which cp.async cannot write). A chunk is one run of a row, so its
+addresses must be aligned: the base address a multiple of the chunk's
+bytes, the row stride and the column offset multiples of its elements, the
+columns contiguous and any wrap a multiple. The axis analysis
+(``ir/axis_info.py``) proves that, or the kernel checks it at run time;
+where it also proves the column bound a multiple, no chunk straddles the
+bound. The pass writes its answer on each copy:
+
+    async_copy_to_shared %15, a_ptr, %3, 0, K, M, K, 0.0, %14 @20:13
+  =>
+    async_copy_to_shared %15, a_ptr, %3, 0, K, M, K, 0.0, %14, chunk=4, chunks="checked" @20:13
+
+``chunk=1``: element by element; ``chunks="checked"``: the kernel tests
+the alignment and copies element by element where it fails; ``"aligned"``:
+proven, so no test; ``"whole"``: proven, and every chunk is wholly in or
+out of bounds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mytriton.backends.cuda.dots import copy_geometry, vector_width
+from mytriton.diagnostics import CompileError
+from mytriton.ir import opdefs
+from mytriton.ir.axis_info import AxisAnalysis
+from mytriton.ir.ssa import Const, Kernel, Op, walk
+from mytriton.passes.stage_dots import NO_BOUND  # the column bound of an unmasked dimension
+
+
+def is_async_copy(op: Op) -> bool:
+    """A copy into shared memory that completes later, behind its predicate (its last operand)."""
+    opdef = opdefs.lookup(op.name)
+    return opdef is not None and opdef.writes_shared and opdef.reads_global and opdef.operands[-1:] == ("pred",)
+
+
+@dataclass(frozen=True)
+class CopyWidthsPass:
+    name: str = "copy-widths"
+    summary: str = "give each async copy its cp.async chunk and what the kernel checks of its alignment"
+    after_layouts: bool = True  # a buffer's padding is a layout: the pass manager lets it take laid-out SSA
+
+    def apply(self, kernel: Kernel) -> Kernel:
+        if not kernel.laid_out:
+            raise CompileError(f"kernel '{kernel.name}' is not laid out: copy-widths runs after the "
+                               "layouts stage", kernel.loc)
+        facts = None
+        for op in walk(kernel.body):
+            if not is_async_copy(op):
+                continue
+            g = copy_geometry(op)
+            width = vector_width(g.view_type, g.fill)
+            op.attrs["chunk"] = width
+            op.attrs.pop("chunks", None)
+            if width > 1:
+                facts = facts or AxisAnalysis(kernel)
+                op.attrs["chunks"] = chunks(op, width, facts)
+        return kernel
+
+
+def chunks(op: Op, width: int, facts: AxisAnalysis) -> str:
+    """What the axis analysis proves of a copy's ``width``-element chunks (the module's three answers)."""
+    g = copy_geometry(op)
+    nbytes = g.view_type.element.nbytes
+
+    def multiple(value, of: int) -> bool:
+        return facts.of(value).scalar_divisibility % of == 0
+
+    if not (isinstance(g.col_stride, Const) and g.col_stride.value == 1):
+        return "checked"
+    if not (isinstance(g.col_wrap, Const) and g.col_wrap.value == 0) and not multiple(g.col_wrap, width):
+        return "checked"  # a wrap of 0 (none) is divisible by everything
+    if not (multiple(g.base, width * nbytes) and multiple(g.stride, width) and multiple(g.col_offset, width)):
+        return "checked"
+    whole = g.col_bound == NO_BOUND or multiple(g.col_bound, width)
+    return "whole" if whole else "aligned"
+
+
+def with_copy_widths(kernel: Kernel) -> Kernel:
+    """``kernel`` with every async copy's chunk decided (laid-out SSA written
+    by hand, or from before this pass, has none)."""
+    if any(is_async_copy(op) and "chunk" not in op.attrs for op in walk(kernel.body)):
+        return CopyWidthsPass().apply(kernel)
+    return kernel

@@ -1,0 +1,81 @@
+"""The facts a shared-memory plan is made of: what a buffer takes, where it
+may start, when the buffers are dead.
+
+A kernel has one dynamic shared array. Ops' scratch starts at byte 0; the
+stage-dots buffers follow it, in allocation order, each at its alignment;
+scratch needed only after the buffers' last use starts at byte 0 again,
+over them. The allocate-shared pass decides the plan from these facts and
+writes it into the IR; the printer reads it back (``buffer_offsets`` gives
+the printer no choice: it only reads the offsets the IR holds).
+"""
+from __future__ import annotations
+
+from mytriton.ir import opdefs
+from mytriton.ir.layout_attributes import NvmmaShared
+from mytriton.ir.ssa import Kernel, Op, walk
+from mytriton.types import SharedType
+
+
+def aligned(nbytes: int, alignment: int = 16) -> int:
+    return (nbytes + alignment - 1) // alignment * alignment
+
+
+def buffer_bytes(op: Op) -> int:
+    """The bytes a ``shared_alloc`` (every stage of a ``shared_alloc_stages``) takes, padding included."""
+    return op.results[0].type.allocated_bytes
+
+
+def buffer_alignment(op: Op) -> int:
+    """The byte boundary a buffer starts on in the shared array: 1024 for a
+    swizzled one (wgmma applies the swizzle to address bits 4-9, so a buffer
+    must start where the pattern does), else 16 (cp.async's 16-byte chunks,
+    ldmatrix rows)."""
+    return 1024 if isinstance(op.results[0].type.layout, NvmmaShared) else 16
+
+
+def shared_buffers(kernel: Kernel) -> list[Op]:
+    """The kernel's buffers (``shared_alloc`` and its multi-stage form), in program order."""
+    return [op for op in walk(kernel.body) if opdefs.lookup(op.name).allocates]
+
+
+def buffer_offsets(buffers: list[Op], scratch: int) -> list[int]:
+    """Where each buffer starts: after ``scratch`` bytes, one after another,
+    each at its alignment. Nothing overlaps, so the offsets are a function
+    of the scratch and the buffers' types alone."""
+    offsets, offset = [], aligned(scratch)
+    for op in buffers:
+        offset = aligned(offset, buffer_alignment(op))
+        offsets.append(offset)
+        offset += aligned(buffer_bytes(op))
+    return offsets
+
+
+def buffers_end(buffers: list[Op], offsets: list[int], scratch: int) -> int:
+    """The first byte past the last buffer (past the scratch where there is none)."""
+    return offsets[-1] + aligned(buffer_bytes(buffers[-1])) if buffers else aligned(scratch)
+
+
+def late_ops(kernel: Kernel) -> set:
+    """The top-level ops after the buffers' last use: past the last op that
+    touches a shared buffer or an asynchronous copy or wgmma group, and past
+    the barrier after it (every thread's copies have landed, every group's
+    reads are done), so their scratch may overlay the buffers."""
+    ops = kernel.body.ops
+    last = -1
+    for index, op in enumerate(ops):
+        if _touches_buffers(op):
+            last = index
+    if last < 0:
+        return set()
+    barrier = next((i for i in range(last + 1, len(ops)) if ops[i].name == "barrier"), None)
+    return set(ops[barrier + 1:]) if barrier is not None else set()
+
+
+def _touches_buffers(op: Op) -> bool:
+    for inner in [op, *(o for region in op.regions for o in walk(region))]:
+        if inner.name in ("async_wait", "async_commit", "wgmma_wait") or inner.attrs.get("in_flight"):
+            return True
+        values = [*inner.operands, *inner.results]
+        if any(isinstance(getattr(v, "type", None), SharedType) for v in values):
+            return True
+    return False
