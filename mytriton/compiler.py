@@ -287,7 +287,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("opt", "opt", "ssa", passes=_opt_passes, dump_file="03-opt.ssa"),
     Stage("staged", "stage-dots", "opt", passes=_staging_passes, dump_file="04-staged.ssa"),
     Stage("layouts", "layouts", "staged", passes=_layout_passes, dump_file="05-layouts.ssa"),
-    Stage("cuda", "emit-cuda", "layouts", emit_cuda, dump_file="06-cuda.cu"),
+    Stage("cuda", "emit-cuda", "layouts", lambda kernel, o: emit_cuda(kernel, o), dump_file="06-cuda.cu"),
     Stage("ptx", "nvcc (ptx)", "cuda", lambda cuda, o: ptx(cuda, o), dump_file="07-ptx.ptx"),
     Stage("cubin", "nvcc (cubin)", "ptx", lambda cuda, o: cubin(cuda, o), dump_file="08-cubin.cubin",
           reads="cuda", binary=True),

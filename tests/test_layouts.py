@@ -44,7 +44,7 @@ def replanned_cuda_of(text: str) -> str:
     from mytriton.backends.cuda.allocate_shared import AllocateSharedPass
     from mytriton.backends.cuda.copy_widths import CopyWidthsPass
 
-    return pipeline.emit_cuda(AllocateSharedPass().apply(CopyWidthsPass().apply(read(text))))
+    return compiler.emit_cuda(AllocateSharedPass().apply(CopyWidthsPass().apply(read(text))))
 
 
 # ---- what the stage writes ----------------------------------------------------------------
@@ -235,7 +235,7 @@ def test_a_buffer_edited_past_its_place_in_the_plan_is_refused():
     # dot_a0 grows to 64 rows of 44 f32 (11264 bytes), over dot_b0's place at 9216.
     with pytest.raises(CompileError, match=r"the buffer takes bytes 9216 to 17408, which overlap 'dot_a0' "
                                            r"\(0 to 11264\)"):
-        pipeline.verify(read(text))
+        compiler.verify(read(text))
 
 
 def test_an_edited_dot_layout_changes_the_register_tile_and_its_reads():
