@@ -70,12 +70,12 @@ def report(rows, repeat: int, count: int, synchronize=lambda: None, clock=time.p
 
 
 def compiled_add(add):
-    from mytriton import pipeline
+    from mytriton import compiler
     from mytriton.runtime.cuda_driver import CudaKernel
 
     text, _, _ = add.source()
-    options = pipeline.Options(kernel="add_kernel", signature="*fp32, *fp32, *fp32, i32")
-    return CudaKernel(pipeline.to_cuda(pipeline.source_to_ssa(text, add.file, options), options))
+    options = compiler.Options(kernel="add_kernel", signature="*fp32, *fp32, *fp32, i32")
+    return CudaKernel(compiler.to_cuda(compiler.source_to_ssa(text, add.file, options), options))
 
 
 def on_the_gpu(repeat: int, count: int, clock=time.perf_counter) -> None:

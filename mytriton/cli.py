@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import click
 
-from mytriton import pipeline, scratch
+from mytriton import compiler, scratch
 from mytriton.diagnostics import CompileError, Location, decode_source, printable
 from mytriton.deep_stack import ResourceError, run_deep
 from mytriton.limits import MAX_INPUT_BYTES
@@ -149,28 +149,34 @@ def budget_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def arch_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--arch", default=pipeline.DEFAULT_ARCH, show_default=True,
+    return click.option("--arch", default=compiler.DEFAULT_ARCH, show_default=True,
                         help="The GPU architecture: nvcc's -arch for --emit=ptx|cubin, the layouts' tensor-core "
                              "instructions (sm_90: wgmma), the default --shared-budget.")(fn)
 
 
 def warps_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--num-warps", default=pipeline.DEFAULT_NUM_WARPS, show_default=True, type=int,
+    return click.option("--num-warps", default=compiler.DEFAULT_NUM_WARPS, show_default=True, type=int,
                         help="Warps per CUDA block (a block runs one program).")(fn)
 
 
 def make_options(kernel: str | None = None, defines: tuple[str, ...] = (), signature: str | None = None,
-                 num_warps: int = pipeline.DEFAULT_NUM_WARPS, passes: str | None = None,
-                 arch: str = pipeline.DEFAULT_ARCH) -> pipeline.Options:
+                 num_warps: int = compiler.DEFAULT_NUM_WARPS, passes: str | None = None,
+                 arch: str = compiler.DEFAULT_ARCH) -> compiler.Options:
     from mytriton.frontend.stages import parse_define
 
     values = dict(parse_define(d) for d in defines)
     pass_list = None if passes is None else [p.strip() for p in passes.split(",") if p.strip()]
-    return pipeline.Options(kernel=kernel, defines=values, signature=signature, num_warps=num_warps,
-                            passes=pass_list, arch=arch, f32_default=pipeline.f32_default_from_env())
+    return compiler.Options(kernel=kernel, defines=values, signature=signature, num_warps=num_warps,
+                            passes=pass_list, arch=arch, f32_default=compiler.f32_default_from_env())
 
 
 # ---- the command group ---------------------------------------------------------------------
+
+
+def stage_command(stage: str) -> Callable[[Callable[..., Any]], Any]:
+    """The subcommand that runs one stage alone, named by its row of compiler.STAGES."""
+    return lambda fn: main.command(compiler.STAGE[stage].command)(fn)
+
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -190,7 +196,7 @@ def main() -> None:
     scratch.handle_signals()
 
 
-@main.command()
+@stage_command("ast")
 @input_argument
 @kernel_option
 @output_option
@@ -198,10 +204,10 @@ def main() -> None:
 def parse(input: str, kernel: str | None, output: str) -> None:
     """Read a kernel file (never running it), check its syntax, print the kernel bundle."""
     text, file = read_input(input)
-    write_output(output, pipeline.parse(text, file, kernel))
+    write_output(output, compiler.parse(text, file, kernel))
 
 
-@main.command()
+@stage_command("tree")
 @input_argument
 @trace_options
 @kernel_option
@@ -210,18 +216,18 @@ def parse(input: str, kernel: str | None, output: str) -> None:
 def trace(input: str, defines: tuple[str, ...], signature: str | None, kernel: str | None, output: str) -> None:
     """Interpret the kernel's AST into the expression-tree IR."""
     text, file = read_input(input)
-    tree = pipeline.trace(text, file, make_options(kernel, defines, signature))
-    write_output(output, pipeline.print_tree(tree))
+    tree = compiler.trace(text, file, make_options(kernel, defines, signature))
+    write_output(output, compiler.print_tree(tree))
 
 
-@main.command()
+@stage_command("ssa")
 @input_argument
 @output_option
 @reports_errors
 def lower(input: str, output: str) -> None:
     """Infer types and lower the tree IR to typed SSA."""
     text, file = read_input(input)
-    write_output(output, pipeline.print_ssa(pipeline.lower(pipeline.read_tree(text, file))))
+    write_output(output, compiler.print_ssa(compiler.lower(compiler.read_tree(text, file))))
 
 
 @main.command()
@@ -231,11 +237,11 @@ def lower(input: str, output: str) -> None:
 def verify(input: str, output: str) -> None:
     """Check SSA invariants; print the input unchanged when they hold."""
     text, file = read_input(input)
-    pipeline.verify(pipeline.read_ssa(text, file))
+    compiler.verify(compiler.read_ssa(text, file))
     write_output(output, text)
 
 
-@main.command()
+@stage_command("opt")
 @input_argument
 @click.option("-p", "--passes", default=None, metavar="LIST",
               help="Comma-separated passes (default: fold,licm,cse,dce; see 'mytriton passes').")
@@ -250,10 +256,10 @@ def opt(input: str, passes: str | None, print_ir_after_all: bool, output: str) -
         from mytriton.instrument import IrPrinter, attach
 
         attach(options, IrPrinter(after_all=True))
-    write_output(output, pipeline.print_ssa(pipeline.optimize(pipeline.read_ssa(text, file), options)))
+    write_output(output, compiler.print_ssa(compiler.optimize(compiler.read_ssa(text, file), options)))
 
 
-@main.command("stage-dots")
+@stage_command("staged")
 @input_argument
 @stages_option
 @budget_option
@@ -262,8 +268,8 @@ def opt(input: str, passes: str | None, print_ir_after_all: bool, output: str) -
 def stage_dots(input: str, num_stages: int | None, shared_budget: int | None, output: str) -> None:
     """Stage canonical tl.dot operand loads through shared memory and pipeline their K loops (SSA in, SSA out)."""
     text, file = read_input(input)
-    options = pipeline.Options(num_stages=num_stages, shared_budget=shared_budget)
-    write_output(output, pipeline.print_ssa(pipeline.stage_dots(pipeline.read_ssa(text, file), options)))
+    options = compiler.Options(num_stages=num_stages, shared_budget=shared_budget)
+    write_output(output, compiler.print_ssa(compiler.stage_dots(compiler.read_ssa(text, file), options)))
 
 
 @main.command()
@@ -303,7 +309,7 @@ def ops(names: tuple[str, ...], markdown: bool, output: str) -> None:
     write_output(output, reference.markdown(chosen) if markdown else reference.text(chosen))
 
 
-@main.command()
+@stage_command("layouts")
 @input_argument
 @warps_option
 @arch_option
@@ -313,14 +319,14 @@ def ops(names: tuple[str, ...], markdown: bool, output: str) -> None:
 def layouts(input: str, num_warps: int, arch: str, shared_budget: int | None, output: str) -> None:
     """Give every tile of SSA a GPU layout (the CUDA back end's input)."""
     text, file = read_input(input)
-    kernel = pipeline.read_ssa(text, file)
-    pipeline.verify(kernel)
+    kernel = compiler.read_ssa(text, file)
+    compiler.verify(kernel)
     options = make_options(num_warps=num_warps, arch=arch)
     options.shared_budget = shared_budget
-    write_output(output, pipeline.print_ssa(pipeline.layouts(kernel, options)))
+    write_output(output, compiler.print_ssa(compiler.layouts(kernel, options)))
 
 
-@main.command("emit-cuda")
+@stage_command("cuda")
 @input_argument
 @click.option("--num-warps", default=None, type=int,
               help="Warps per CUDA block, for SSA that is not laid out yet (laid-out SSA names its own).")
@@ -333,16 +339,16 @@ def emit_cuda(input: str, num_warps: int | None, arch: str, shared_budget: int |
 
     SSA that is not laid out goes through the layouts stage first."""
     text, file = read_input(input)
-    kernel = pipeline.read_ssa(text, file)
-    pipeline.verify(kernel)
-    options = make_options(num_warps=num_warps or pipeline.DEFAULT_NUM_WARPS, arch=arch)
+    kernel = compiler.read_ssa(text, file)
+    compiler.verify(kernel)
+    options = make_options(num_warps=num_warps or compiler.DEFAULT_NUM_WARPS, arch=arch)
     options.shared_budget = shared_budget
     if not kernel.laid_out:
-        kernel = pipeline.layouts(kernel, options)
+        kernel = compiler.layouts(kernel, options)
     elif num_warps is not None and num_warps != kernel.num_warps:
         raise CompileError(f"this SSA is laid out for num_warps={kernel.num_warps}, not {num_warps}; "
                            "run the layouts stage again with --num-warps", kernel.loc)
-    write_output(output, pipeline.emit_cuda(kernel, options))
+    write_output(output, compiler.emit_cuda(kernel, options))
 
 
 def _pass_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -356,33 +362,33 @@ def _pass_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
     return names
 
 
-@main.command("emit-mlir")
+@stage_command("mlir")
 @input_argument
 @output_option
 @reports_errors
 def emit_mlir(input: str, output: str) -> None:
     """Render SSA (opt or staged) as upstream MLIR: gpu, arith, math, scf, memref, vector."""
     text, file = read_input(input)
-    kernel = pipeline.read_ssa(text, file)
-    pipeline.verify(kernel)
-    write_output(output, pipeline.emit_mlir(kernel))
+    kernel = compiler.read_ssa(text, file)
+    compiler.verify(kernel)
+    write_output(output, compiler.emit_mlir(kernel))
 
 
-@main.command("emit-ttir")
+@stage_command("ttir")
 @input_argument
 @output_option
 @reports_errors
 def emit_ttir(input: str, output: str) -> None:
     """Render optimised SSA (from opt, before stage-dots) as Triton's TTIR (the tt dialect)."""
     text, file = read_input(input)
-    kernel = pipeline.read_ssa(text, file)
-    pipeline.verify(kernel)
-    write_output(output, pipeline.emit_ttir(kernel))
+    kernel = compiler.read_ssa(text, file)
+    compiler.verify(kernel)
+    write_output(output, compiler.emit_ttir(kernel))
 
 
 @main.command("compile")
 @click.argument("input", metavar="KERNEL")
-@click.option("--emit", default=None, type=click.Choice(pipeline.EMITS),
+@click.option("--emit", default=None, type=click.Choice(compiler.EMITS),
               help="The stage to stop after and print (default: cuda). cubin is binary: give -o or a pipe.")
 @kernel_option
 @trace_options
@@ -413,7 +419,7 @@ def compile_command(input: str, emit: str | None, kernel: str | None, defines: t
         printed = "cuda"
     else:
         printed = emit
-    if printed in pipeline.BINARY_EMITS and output == "-" and sys.stdout.isatty():
+    if printed in compiler.BINARY_EMITS and output == "-" and sys.stdout.isatty():
         raise click.UsageError(f"--emit={printed} is binary: write it with -o FILE or into a pipe, "
                                "not to a terminal")
     text, file = read_input(input)
@@ -431,7 +437,7 @@ def compile_command(input: str, emit: str | None, kernel: str | None, defines: t
         instrument.attach(options, instrument.IrPrinter(print_ir_after_all, print_after, print_before))
     timer = instrument.attach_timer(options) if time_passes else None
     try:
-        result = pipeline.compile_source(text, file, emit, options)
+        result = compiler.compile_source(text, file, emit, options)
     finally:
         if timer is not None:
             click.echo(timer.report(), err=True, nl=False)

@@ -2,14 +2,15 @@
 
 ``compile --dump-dir``, ``MYTRITON_DUMP_DIR``, ``--print-ir-after-all``,
 ``--print-ir-after/-before=PASS`` and ``--time-passes`` are all observers
-hooked onto ``pipeline.Options`` (``on_stage`` after each stage,
-``before_each``/``after_each`` around each opt pass); the pipeline itself
-does not know which are listening.
+hooked onto ``compiler.Options`` (``on_stage`` after each stage,
+``before_each``/``after_each`` around each pass of any stage); the pipeline
+itself does not know which are listening. Stage names, commands and dump
+files are the rows of ``compiler.STAGES``.
 
 Dump files are named so that ``ls`` lists them in pipeline order and with
 extensions the stage commands read back (``mytriton emit-cuda
-DIR/05-layouts.ssa`` resumes a dump): the opt stage's passes sort between
-``02-ssa.ssa`` and ``03-opt.ssa`` as ``03-opt.01-fold.ssa``, ...
+DIR/05-layouts.ssa`` resumes a dump): a stage's passes sort just before its
+own file, as ``03-opt.01-fold.ssa``, ..., ``04-staged.01-stage-dots.ssa``.
 """
 from __future__ import annotations
 
@@ -23,47 +24,32 @@ from typing import Any, Callable, TextIO
 
 from mytriton.diagnostics import CompileError
 
-# stage -> (file name, as compile --emit names the stage)
-STAGE_FILES = {
-    "ast": "00-ast.py",
-    "tree": "01-tree.tree",
-    "ssa": "02-ssa.ssa",
-    "opt": "03-opt.ssa",
-    "staged": "04-staged.ssa",
-    "layouts": "05-layouts.ssa",
-    "cuda": "06-cuda.cu",
-    "ptx": "07-ptx.ptx",
-    "cubin": "08-cubin.cubin",
-}
-
-# Each stage's row in the --time-passes report: the command that runs it.
-STAGE_COMMANDS = {"ast": "parse", "tree": "trace", "ssa": "lower", "opt": "opt", "staged": "stage-dots",
-                  "layouts": "layouts", "cuda": "emit-cuda", "ptx": "nvcc (ptx)", "cubin": "nvcc (cubin)"}
-
-# The stages after opt that are passes in MLIR's sense, by the name
-# --print-ir-after/--print-ir-before take: (the stage that produces their
-# input, the stage that is their output).
-STAGE_PASSES = {"stage-dots": ("opt", "staged"), "layouts": ("staged", "layouts")}
-
-
 def printable_passes() -> tuple[str, ...]:
-    """The names --print-ir-after and --print-ir-before accept."""
+    """The names --print-ir-after and --print-ir-before accept: every
+    registered pass and every pass a stage runs."""
+    from mytriton import compiler
     from mytriton.passes import REGISTRY
 
-    return tuple(name for name in REGISTRY if name not in STAGE_PASSES) + tuple(STAGE_PASSES)
+    names = dict.fromkeys(REGISTRY)
+    for stage in compiler.STAGES:
+        if stage.passes is not None:
+            names.update(dict.fromkeys(p if isinstance(p, str) else p.name
+                                       for p in stage.passes(compiler.Options())))
+    return tuple(names)
 
 
 def stage_text(name: str, value: Any) -> str | bytes:
     """A stage's result as its command prints it."""
-    from mytriton import pipeline
-    from mytriton.ir.ssa import Kernel
-    from mytriton.ir.tree import TreeKernel
+    from mytriton import compiler
 
-    if isinstance(value, Kernel):
-        return pipeline.print_ssa(value)
-    if isinstance(value, TreeKernel):
-        return pipeline.print_tree(value)
-    return value
+    return compiler.stage_text(value)
+
+
+def _stage_running_after(reached: str | None) -> Any:
+    """The stage whose passes run once ``reached`` is done (None: none yet)."""
+    from mytriton import compiler
+
+    return next((stage for stage in compiler.STAGES if stage.after == reached and stage.passes is not None), None)
 
 
 def attach(options: Any, observer: Any) -> None:
@@ -89,23 +75,32 @@ def _both(first: Callable[..., None], second: Callable[..., None]) -> Callable[.
 
 
 class Dumper:
-    """Writes each stage (and each opt pass's SSA) into ``directory``,
-    atomically, replacing (never following) whatever is there."""
+    """Writes each stage (and the SSA after each pass of a stage) into
+    ``directory``, atomically, replacing (never following) whatever is
+    there."""
 
     def __init__(self, directory: str, option: str = "--dump-dir") -> None:
         self.directory = directory
         self.option = option
         self.passes = 0
+        self.reached: str | None = None
         self.written: list[str] = []
 
     def on_stage(self, name: str, value: Any) -> None:
-        self._write(STAGE_FILES[name], stage_text(name, value))
+        from mytriton import compiler
+
+        dump_file = compiler.STAGE[name].dump_file
+        assert dump_file is not None, f"the {name} stage has no dump file"
+        self._write(dump_file, stage_text(name, value))
+        self.reached, self.passes = name, 0
 
     def after_pass(self, name: str, kernel: Any) -> None:
-        from mytriton import pipeline
+        from mytriton import compiler
 
+        stage = _stage_running_after(self.reached)
         self.passes += 1
-        self._write(f"03-opt.{self.passes:02d}-{_safe(name)}.ssa", pipeline.print_ssa(kernel))
+        stem = stage.dump_file.rsplit(".", 1)[0]
+        self._write(f"{stem}.{self.passes:02d}-{_safe(name)}.ssa", compiler.print_ssa(kernel))
 
     def _write(self, file_name: str, data: str | bytes) -> None:
         from mytriton.output_files import replace_in_directory
@@ -149,12 +144,12 @@ def dump_jit_kernel(root: str, text: str, file: str, options: Any, key: Any, bac
     source for the interpreter (which needs no nvcc). Returns the folder."""
     import dataclasses
 
-    from mytriton import pipeline
+    from mytriton import compiler
 
     dumper = jit_dump_dir(root, options.kernel or "kernel", key)
     watched = dataclasses.replace(options, on_stage=None, before_each=None, after_each=None)
     attach(watched, dumper)
-    pipeline.compile_source(text, file, "cubin" if backend == "cuda" else "cuda", watched)
+    compiler.compile_source(text, file, "cubin" if backend == "cuda" else "cuda", watched)
     return dumper.directory
 
 
@@ -183,10 +178,10 @@ class IrPrinter:
         self.stream = stream
 
     def _print(self, when: str, name: str, kernel: Any) -> None:
-        from mytriton import pipeline
+        from mytriton import compiler
 
         stream = self.stream or sys.stderr
-        stream.write(dump_header(when, name) + pipeline.print_ssa(kernel))
+        stream.write(dump_header(when, name) + compiler.print_ssa(kernel))
         stream.flush()
 
     def before_pass(self, name: str, kernel: Any) -> None:
@@ -196,14 +191,6 @@ class IrPrinter:
     def after_pass(self, name: str, kernel: Any) -> None:
         if self.after_all or name in self.after:
             self._print("After", name, kernel)
-
-    def on_stage(self, stage: str, value: Any) -> None:
-        for name, (source, result) in STAGE_PASSES.items():
-            if stage == source and name in self.before:
-                self._print("Before", name, value)
-            if stage == result and (self.after_all or name in self.after):
-                self._print("After", name, value)
-
 
 # ---- timing ------------------------------------------------------------------------------
 
@@ -225,10 +212,11 @@ class PassTimer:
         return (now - mark[0]) - (self.hook_time - mark[1])
 
     def on_stage(self, name: str, now: float) -> None:
-        self.rows.append((0, STAGE_COMMANDS.get(name, name), self._since(self.stage_mark, now)))
-        if name == "opt":
-            self.rows.extend(self.pass_rows)
-            self.pass_rows = []
+        from mytriton import compiler
+
+        self.rows.append((0, compiler.STAGE[name].command, self._since(self.stage_mark, now)))
+        self.rows.extend(self.pass_rows)
+        self.pass_rows = []
 
     def before_pass(self, name: str, now: float) -> None:
         self.pass_mark = (now, self.hook_time)

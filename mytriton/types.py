@@ -85,7 +85,7 @@ Element = ScalarType | PointerType
 class BlockType:
     shape: tuple[int, ...]
     element: Element
-    # How the tile is spread over a program's threads (mytriton.ir.layouts),
+    # How the tile is spread over a program's threads (mytriton.ir.layout_attributes),
     # once the layouts stage has decided; None before.
     layout: Any = None
 
@@ -116,7 +116,7 @@ class SharedType:
 
     shape: tuple[int, int]
     element: ScalarType
-    layout: Any = None  # mytriton.ir.layouts.PaddedShared, once laid out
+    layout: Any = None  # mytriton.ir.layout_attributes.PaddedShared, once laid out
 
     def __str__(self) -> str:
         return self.text(None if self.layout is None else self.layout.text())

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mytriton import pipeline
-from mytriton.pipeline import Options
+from mytriton import compiler
+from mytriton.compiler import Options
 
 from sample_signatures import SAMPLE_SIGNATURES
 
@@ -52,12 +52,12 @@ def kernel_source(body: str) -> str:
 
 
 def compile_text(source: str, emit: str, file: str = "kernel.py", **options) -> str:
-    return pipeline.compile_source(source, file, emit, Options(**options))
+    return compiler.compile_source(source, file, emit, Options(**options))
 
 
 def ssa_of(source: str, optimized: bool = False, file: str = "kernel.py", **options):
     """The SSA ``Kernel`` of a kernel source text (lowered; optimised if asked)."""
-    return pipeline.source_to_ssa(source, file, Options(**options), optimized=optimized)
+    return compiler.source_to_ssa(source, file, Options(**options), optimized=optimized)
 
 
 def build(body: str, signature: str | None = None, **defines):

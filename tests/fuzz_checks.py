@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from mytriton import pipeline
-from mytriton.pipeline import Options
+from mytriton import compiler
+from mytriton.compiler import Options
 
 from fuzz_kernels import GeneratedKernel
 
@@ -44,12 +44,12 @@ class Stages:
 
 def stages_of(gk: GeneratedKernel) -> Stages:
     options = options_of(gk)
-    bundle = pipeline.parse(gk.source, gk.file, gk.name)
-    tree = pipeline.trace(bundle, "<bundle>", options)
-    ssa = pipeline.lower(tree)
-    opt = pipeline.optimize(ssa, options)
-    staged = pipeline.stage_dots(opt)
-    laid_out = pipeline.layouts(pipeline.read_ssa(pipeline.print_ssa(staged), "<ssa>"), options)
+    bundle = compiler.parse(gk.source, gk.file, gk.name)
+    tree = compiler.trace(bundle, "<bundle>", options)
+    ssa = compiler.lower(tree)
+    opt = compiler.optimize(ssa, options)
+    staged = compiler.stage_dots(opt)
+    laid_out = compiler.layouts(compiler.read_ssa(compiler.print_ssa(staged), "<ssa>"), options)
     return Stages(bundle, tree, ssa, opt, staged, laid_out)
 
 
@@ -58,13 +58,13 @@ def stages_of(gk: GeneratedKernel) -> Stages:
 
 def check_roundtrip(gk: GeneratedKernel) -> None:
     st = stages_of(gk)
-    tree_text = pipeline.print_tree(st.tree)
-    again = pipeline.print_tree(pipeline.read_tree(tree_text, "<tree>"))
+    tree_text = compiler.print_tree(st.tree)
+    again = compiler.print_tree(compiler.read_tree(tree_text, "<tree>"))
     assert again == tree_text, _diff("tree IR", tree_text, again)
     for label, kernel in (("SSA", st.ssa), ("optimised SSA", st.opt), ("staged SSA", st.staged),
                           ("laid-out SSA", st.laid_out)):
-        text = pipeline.print_ssa(kernel)
-        again = pipeline.print_ssa(pipeline.read_ssa(text, "<ssa>"))
+        text = compiler.print_ssa(kernel)
+        again = compiler.print_ssa(compiler.read_ssa(text, "<ssa>"))
         assert again == text, _diff(label, text, again)
 
 
@@ -82,26 +82,26 @@ def _diff(label: str, want: str, got: str) -> str:
 def chain_texts(gk: GeneratedKernel) -> dict[str, str]:
     """Each stage run alone on the previous stage's text, as the CLI chain does."""
     options = options_of(gk)
-    texts = {"ast": pipeline.parse(gk.source, gk.file, gk.name)}
-    texts["tree"] = pipeline.print_tree(pipeline.trace(texts["ast"], "<stdin>", options))
-    texts["ssa"] = pipeline.print_ssa(pipeline.lower(pipeline.read_tree(texts["tree"], "<stdin>")))
-    verified = pipeline.read_ssa(texts["ssa"], "<stdin>")
-    pipeline.verify(verified)
-    texts["opt"] = pipeline.print_ssa(pipeline.optimize(pipeline.read_ssa(texts["ssa"], "<stdin>"), options))
-    texts["staged"] = pipeline.print_ssa(pipeline.stage_dots(pipeline.read_ssa(texts["opt"], "<stdin>")))
-    staged = pipeline.read_ssa(texts["staged"], "<stdin>")
-    pipeline.verify(staged)
-    texts["layouts"] = pipeline.print_ssa(pipeline.layouts(staged, options))
-    laid_out = pipeline.read_ssa(texts["layouts"], "<stdin>")
-    pipeline.verify(laid_out)
-    texts["cuda"] = pipeline.emit_cuda(laid_out)
+    texts = {"ast": compiler.parse(gk.source, gk.file, gk.name)}
+    texts["tree"] = compiler.print_tree(compiler.trace(texts["ast"], "<stdin>", options))
+    texts["ssa"] = compiler.print_ssa(compiler.lower(compiler.read_tree(texts["tree"], "<stdin>")))
+    verified = compiler.read_ssa(texts["ssa"], "<stdin>")
+    compiler.verify(verified)
+    texts["opt"] = compiler.print_ssa(compiler.optimize(compiler.read_ssa(texts["ssa"], "<stdin>"), options))
+    texts["staged"] = compiler.print_ssa(compiler.stage_dots(compiler.read_ssa(texts["opt"], "<stdin>")))
+    staged = compiler.read_ssa(texts["staged"], "<stdin>")
+    compiler.verify(staged)
+    texts["layouts"] = compiler.print_ssa(compiler.layouts(staged, options))
+    laid_out = compiler.read_ssa(texts["layouts"], "<stdin>")
+    compiler.verify(laid_out)
+    texts["cuda"] = compiler.emit_cuda(laid_out)
     return texts
 
 
 def check_text_chain(gk: GeneratedKernel) -> None:
     chained = chain_texts(gk)
     for emit in CHAIN_EMITS:
-        direct = pipeline.compile_source(gk.source, gk.file, emit, options_of(gk))
+        direct = compiler.compile_source(gk.source, gk.file, emit, options_of(gk))
         assert chained[emit] == direct, _diff(f"--emit={emit} through the chain of stages", direct, chained[emit])
 
 
@@ -118,15 +118,15 @@ def check_passes(gk: GeneratedKernel, rng: random.Random, pipelines: int = 3) ->
 
     ssa = stages_of(gk).ssa
     for names in [[name] for name in PASSES] + random_pipelines(rng, pipelines):
-        kernel = pipeline.read_ssa(pipeline.print_ssa(ssa), "<ssa>")
+        kernel = compiler.read_ssa(compiler.print_ssa(ssa), "<ssa>")
         for i, name in enumerate(names):
             kernel = get_pass(name).apply(kernel)
             try:
                 verify(kernel)
             except Exception as err:
                 raise AssertionError(f"the verifier rejects the SSA after {names[:i + 1]}: {err}") from err
-            text = pipeline.print_ssa(kernel)
-            assert pipeline.print_ssa(pipeline.read_ssa(text, "<ssa>")) == text, \
+            text = compiler.print_ssa(kernel)
+            assert compiler.print_ssa(compiler.read_ssa(text, "<ssa>")) == text, \
                 f"the SSA after {names[:i + 1]} does not print back as it parses"
 
 

@@ -92,20 +92,20 @@ class Failure:
 
 def stage_seeds(label: str, source: str, file: str, options: Any, trace_args: list[str]) -> list[Seed]:
     """The texts of every stage of one kernel."""
-    from mytriton import pipeline
+    from mytriton import compiler
 
     seeds = [Seed("kernel", f"{label}.py", source, trace_args)]
-    bundle = pipeline.parse(source, file, options.kernel)
+    bundle = compiler.parse(source, file, options.kernel)
     seeds.append(Seed("bundle", f"{label} bundle", bundle, trace_args))
     kinds = {"tree": "tree", "ssa": "ssa", "opt": "ssa", "staged": "ssa", "layouts": "laid_out"}
     for emit, kind in kinds.items():
-        text = pipeline.compile_source(source, file, emit, options)
+        text = compiler.compile_source(source, file, emit, options)
         seeds.append(Seed(kind, f"{label} {emit}", text))
     return seeds
 
 
 def sample_seeds() -> list[Seed]:
-    from mytriton.pipeline import Options
+    from mytriton.compiler import Options
 
     seeds = []
     for path in sorted(SAMPLES.glob("*.py")):

@@ -37,11 +37,11 @@ from typing import Any, Callable
 import numpy as np
 
 import mytriton.language as tl
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.deep_stack import run_deep
 from mytriton.diagnostics import CompileError
 from mytriton.ir.tree import Effect
-from mytriton.pipeline import Options
+from mytriton.compiler import Options
 
 from fuzz_kernels import HEADER, HypothesisChooser, RandomChooser, generate_kernel
 
@@ -66,7 +66,7 @@ def compiled(source: str, emit: str, options: Options) -> Any:
     within MAX_SECONDS); any other exception is a failure of the compiler."""
     start = time.monotonic()
     try:  # on a large stack, as the CLI and the JIT compile
-        result = run_deep(pipeline.compile_source, source, "k.py", emit, options)
+        result = run_deep(compiler.compile_source, source, "k.py", emit, options)
     except CompileError as err:
         result = err
         assert err.loc is not None, f"an error without a location: {err.message}"
@@ -80,8 +80,8 @@ def traced(source: str, options: Options) -> Any:
     count), or the CompileError refusing it."""
     start = time.monotonic()
     try:
-        result = run_deep(pipeline.trace, source, "k.py", options)
-        run_deep(pipeline.lower, result)
+        result = run_deep(compiler.trace, source, "k.py", options)
+        run_deep(compiler.lower, result)
     except CompileError as err:
         assert err.loc is not None, f"an error without a location: {err.message}"
         result = err
@@ -93,7 +93,7 @@ def traced(source: str, options: Options) -> Any:
 def run_interpreter(source: str, options: Options, grid: tuple[int, ...], args: list[Any]) -> list[Any]:
     from mytriton.backends.interp import run_kernel
 
-    kernel = run_deep(pipeline.source_to_ssa, source, "k.py", options)
+    kernel = run_deep(compiler.source_to_ssa, source, "k.py", options)
     copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     run_kernel(kernel, grid, copies)
     return copies
@@ -393,12 +393,12 @@ def _annotations(ch: Any) -> SpellingCase:
     options = Options(kernel=gk.name, defines=dict(gk.defines), signature=gk.signature, num_warps=gk.num_warps)
 
     def check() -> None:
-        plain = pipeline.source_to_ssa(gk.source, gk.file, options)
+        plain = compiler.source_to_ssa(gk.source, gk.file, options)
         quoted = compiled(source, "opt", options)
         assert not isinstance(quoted, CompileError), f"refused: {quoted.message}"
-        again = pipeline.source_to_ssa(source, gk.file, options)
+        again = compiler.source_to_ssa(source, gk.file, options)
         plain.digest = again.digest = None
-        want, got = pipeline.print_ssa(plain), pipeline.print_ssa(again)
+        want, got = compiler.print_ssa(plain), compiler.print_ssa(again)
         assert got == want, "string annotations change the SSA:\n" + "\n".join(
             difflib.unified_diff(want.splitlines(), got.splitlines(), lineterm="", n=0))
 

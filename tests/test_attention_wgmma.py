@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, cdiv, kernel_source, ssa_of, tiered
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import walk
 from mytriton.ir.ssa_text import parse_kernel, print_kernel
 from mytriton.passes.stage_dots import StageDotsPass
 from mytriton.passes.verify import verify
-from mytriton.pipeline import Options
+from mytriton.compiler import Options
 from mytriton.types import BlockType, SharedType
 
 SOURCE = (ROOT / "tests" / "triton_style" / "fused_attention.py").read_text()
@@ -30,11 +30,11 @@ def attention_options(dtype: str = "fp16", stage: int = 1, block_m: int = 64, bl
 
 
 def optimized(options: Options):
-    return pipeline.source_to_ssa(SOURCE, "fa.py", options, optimized=True)
+    return compiler.source_to_ssa(SOURCE, "fa.py", options, optimized=True)
 
 
 def staged(options: Options):
-    return pipeline.stage_dots(optimized(options), options)
+    return compiler.stage_dots(optimized(options), options)
 
 
 def names(kernel) -> list[str]:
@@ -164,8 +164,8 @@ def test_a_dot_of_a_register_tile_and_a_loaded_tile_alone_in_its_loop_is_staged_
     """), optimized=True)
     unstaged = print_kernel(kernel)
     StageDotsPass().apply(kernel)
-    from mytriton.passes.pipeline import PipelinePass
-    PipelinePass(num_stages=3).apply(kernel)
+    from mytriton.passes.software_pipeline import SoftwarePipelinePass
+    SoftwarePipelinePass(num_stages=3).apply(kernel)
     assert names(kernel).count("dot_rs") == 1 and "dot" not in names(kernel)
     loop = the_op(kernel, "for")
     assert loop.attrs["pipeline_stages"] == 3
@@ -187,7 +187,7 @@ def test_the_mlir_back_end_lowers_dot_rs_and_xdsl_verifies_it():
     pytest.importorskip("xdsl")
     from mlir_check import parse_and_verify
     kernel = staged(attention_options(num_stages=1))  # (pipelined loops are not in the MLIR back end yet)
-    text = pipeline.emit_mlir(kernel)
+    text = compiler.emit_mlir(kernel)
     parse_and_verify(text)
     assert "memref.load" in text
 
@@ -249,7 +249,7 @@ def test_the_attention_with_dot_rs_builds_with_nvcc(arch, config):
     from mytriton.backends.cuda.nvcc import compile_ptx
     dtype, stage, block_m, block_n = config
     options = attention_options(dtype, stage, block_m, block_n, arch=arch)
-    cuda = pipeline.compile_source(SOURCE, "fa.py", "cuda", options)
+    cuda = compiler.compile_source(SOURCE, "fa.py", "cuda", options)
     assert "// dot_rs" in cuda or "dot_rs" in cuda
     assert "cp.async.wait_group" in compile_ptx(cuda, arch)
 
@@ -260,7 +260,7 @@ H200 = dict(block_m=128, block_n=64, head_dim=64)  # benchmarks/attention.py's t
 
 
 def laid_out(options: Options):
-    return pipeline.layouts(staged(options), options)
+    return compiler.layouts(staged(options), options)
 
 
 def test_on_hopper_p_at_v_is_a_warpgroup_dot_reading_p_where_q_at_k_left_it():
@@ -280,7 +280,7 @@ def test_on_hopper_p_at_v_is_a_warpgroup_dot_reading_p_where_q_at_k_left_it():
 
 
 def test_a_register_a_not_in_a_warpgroup_layout_is_asked_for_in_one_over_its_own_k():
-    from mytriton.ir.layouts import Blocked, Mma
+    from mytriton.ir.layout_attributes import Blocked, Mma
     from mytriton.passes.layouts import register_a_layout
     result = Mma(3, (8, 1), (16, 128, 16))
     kernel = staged(attention_options(**H200))
@@ -309,7 +309,7 @@ def test_the_a_registers_hold_the_isa_fragment_of_each_k16_step(warps, shape):
     from test_mma_fragments import c_eval
     from mytriton.backends.cuda.thread_coordinates import Layout, MmaLayout
     from mytriton.backends.cuda.wgmma import a_register_slots
-    from mytriton.ir.layouts import Mma
+    from mytriton.ir.layout_attributes import Mma
     layout = Layout.of(MmaLayout.of(Mma(3, warps, (16, shape[1], 16)), shape))
     parent = layout.parent
     num_warps = warps[0]
@@ -339,7 +339,7 @@ def test_the_a_registers_hold_the_isa_fragment_of_each_k16_step(warps, shape):
 def test_the_row_statistics_live_in_the_slice_of_the_accumulator_layout_and_nothing_converts(arch, stage):
     """m_i and l_i (carried), the row max and sum, alpha: in the slice of the
     mma layout of Q @ K^T, where acc * alpha[:, None] reads them."""
-    from mytriton.ir.layouts import Slice
+    from mytriton.ir.layout_attributes import Slice
     kernel = laid_out(attention_options("fp16", stage, **H200, arch=arch))
     assert "convert_layout" not in names(kernel)
     for loop in [op for op in walk(kernel.body) if op.name == "for"]:
@@ -353,7 +353,7 @@ def test_the_row_statistics_live_in_the_slice_of_the_accumulator_layout_and_noth
 
 
 def cuda_of(options: Options) -> str:
-    return pipeline.compile_source(SOURCE, "fa.py", "cuda", options)
+    return compiler.compile_source(SOURCE, "fa.py", "cuda", options)
 
 
 def test_the_cuda_packs_p_into_wgmma_a_registers_with_no_shared_memory_for_it():

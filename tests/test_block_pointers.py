@@ -344,10 +344,10 @@ def staged(source: str):
 
 
 def pipelined(source: str, num_stages: int):
-    from mytriton.passes.pipeline import PipelinePass
+    from mytriton.passes.software_pipeline import SoftwarePipelinePass
     from mytriton.passes.verify import verify
 
-    return verify(PipelinePass(num_stages=num_stages).apply(staged(source)))
+    return verify(SoftwarePipelinePass(num_stages=num_stages).apply(staged(source)))
 
 
 def names(kernel) -> list[str]:

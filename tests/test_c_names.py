@@ -15,7 +15,7 @@ import pytest
 
 from conftest import ROOT, compile_text, kernel_source, ssa_of
 from mytriton.backends.cuda.emitter import HEADER_PREFIX, c_comment
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.backends.cuda.names import kernel_symbol, param_c_names
 from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError
@@ -157,7 +157,7 @@ def test_file_name_in_the_ir_header_round_trips(file):
 
 
 def emit_cuda(kernel):
-    return pipeline.to_cuda(kernel, pipeline.Options())
+    return compiler.to_cuda(kernel, compiler.Options())
 
 
 @pytest.mark.parametrize("file", HOSTILE_FILES)

@@ -20,7 +20,7 @@ from textwrap import dedent
 import pytest
 
 from conftest import ROOT, sample_names, sample_trace_args
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.passes import DEFAULT_PIPELINE, REGISTRY
 from mytriton_command import command_line, ok, process_env, run, run_process
 
@@ -181,7 +181,7 @@ def test_print_ir_after_all_dumps_are_readable_ssa(dumped_opt):
     dumps = dumped_opt.stderr.decode().split("// -----// IR Dump After ")[1:]
     for dump in dumps:
         text = dump.split("\n", 1)[1]
-        assert pipeline.print_ssa(pipeline.read_ssa(text, "<dump>")) == text
+        assert compiler.print_ssa(compiler.read_ssa(text, "<dump>")) == text
 
 
 # `fold` turns `mul 4, 8` into 32; only `dce` would erase the unread `add`.

@@ -11,7 +11,7 @@ import pytest
 
 import mytriton.language as tl
 from conftest import kernel_source
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.diagnostics import CompileError
 from mytriton.ir.tree import Effect
 
@@ -32,7 +32,7 @@ def stored_constant(expression: str):
         def k(x_ptr, BLOCK: tl.constexpr = 64):
             tl.store(x_ptr, {expression})
         """)
-    tree = pipeline.trace(source, "k.py", pipeline.Options(signature="*fp32"))
+    tree = compiler.trace(source, "k.py", compiler.Options(signature="*fp32"))
     store = tree.body[-1]
     assert isinstance(store, Effect)
     return store.node.args[1]

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from conftest import ROOT, SAMPLES, compile_text, kernel_source
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.diagnostics import CompileError, Location, SourceTexts, source_digest
 from mytriton.limits import MAX_SOURCE_LINES
 
@@ -47,7 +47,7 @@ def cli(args: list[str], stdin: str, cwd=ROOT) -> subprocess.CompletedProcess:
 
 def verify_error(text: str) -> str:
     with pytest.raises(CompileError) as caught:
-        pipeline.verify(pipeline.read_ssa(text, "broken.ssa"))
+        compiler.verify(compiler.read_ssa(text, "broken.ssa"))
     return caught.value.render()
 
 
@@ -112,7 +112,7 @@ def test_nul_byte_in_the_file_name_is_a_located_error_without_a_traceback():
 def test_malformed_digest_is_a_located_error():
     text = ssa_naming("samples/add.py", None).replace('7:1 {', '7:1 sha256="not-a-digest" {', 1)
     with pytest.raises(CompileError, match=r'a source digest is 16 lowercase hex digits, got "not-a-digest"') as caught:
-        pipeline.read_ssa(text, "broken.ssa")
+        compiler.read_ssa(text, "broken.ssa")
     assert str(caught.value.loc).startswith("broken.ssa:1:")
 
 
@@ -134,20 +134,20 @@ def bundle_with_line(line: object) -> str:
 @pytest.mark.parametrize("line", [300_000_000, MAX_SOURCE_LINES + 1, 0, -5, True, "7", 7.0])
 def test_bundle_line_outside_the_limit_or_not_an_integer_is_a_header_error(line):
     with pytest.raises(CompileError, match="malformed __mytriton_bundle__ header") as caught:
-        pipeline.trace(bundle_with_line(line), "k.bundle", pipeline.Options())
+        compiler.trace(bundle_with_line(line), "k.bundle", compiler.Options())
     assert caught.value.loc.file == "k.bundle"
 
 
 def test_bundle_function_ending_past_the_limit_is_a_header_error():
     with pytest.raises(CompileError, match=f"would end past line {MAX_SOURCE_LINES}"):
-        pipeline.trace(bundle_with_line(MAX_SOURCE_LINES - 1), "k.bundle", pipeline.Options())
+        compiler.trace(bundle_with_line(MAX_SOURCE_LINES - 1), "k.bundle", compiler.Options())
 
 
 def test_bundle_at_a_high_line_quotes_its_own_copy(tmp_path):
     # Line 999,990 of a file nobody has: registered sparsely, quoted from the bundle.
     bundle = bundle_with_line(999_990).replace("'source': 'kernel.py'", "'source': 'far.py'")
     with pytest.raises(CompileError) as caught:
-        pipeline.lower(pipeline.trace(bundle, "k.bundle", pipeline.Options(signature="*fp32, i32")))
+        compiler.lower(compiler.trace(bundle, "k.bundle", compiler.Options(signature="*fp32, i32")))
     rendered = caught.value.render().splitlines()
     assert rendered[0].startswith("far.py:999992:")
     assert rendered[1] == "    y = tl.load(n)"

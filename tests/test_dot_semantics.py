@@ -223,15 +223,15 @@ def test_other_dtypes_are_ieee_whatever_the_call_says():
 
 
 def test_the_attributes_survive_the_tree_and_ssa_text():
-    from mytriton import pipeline
+    from mytriton import compiler
 
     source = kernel_source(F32_DOT.format(args=", input_precision='tf32x3'"))
     tree = compile_text(source, "tree")
     assert 'input_precision="tf32x3", out_dtype=f32' in tree
-    assert pipeline.print_tree(pipeline.read_tree(tree, "t")) == tree
-    ssa = pipeline.print_ssa(pipeline.lower(pipeline.read_tree(tree, "t")))
+    assert compiler.print_tree(compiler.read_tree(tree, "t")) == tree
+    ssa = compiler.print_ssa(compiler.lower(compiler.read_tree(tree, "t")))
     assert 'input_precision="tf32x3", out_dtype=f32 : block<16x16 x f32>' in ssa
-    assert pipeline.print_ssa(pipeline.verify(pipeline.read_ssa(ssa, "s"))) == ssa
+    assert compiler.print_ssa(compiler.verify(compiler.read_ssa(ssa, "s"))) == ssa
 
 
 def test_stage_dots_carries_the_attributes_to_dot_shared():
@@ -242,11 +242,11 @@ def test_stage_dots_carries_the_attributes_to_dot_shared():
 
 
 def test_ir_without_the_attributes_means_ieee():
-    from mytriton import pipeline
+    from mytriton import compiler
 
     ssa = compile_text(kernel_source(F32_DOT.format(args="")), "ssa")
     bare = ssa.replace(', input_precision="tf32", out_dtype=f32', "")
-    kernel = pipeline.verify(pipeline.read_ssa(bare, "s"))
+    kernel = compiler.verify(compiler.read_ssa(bare, "s"))
     dot = next(op for op in kernel.body.ops if op.name == "dot")
     assert dot.attrs == {}
     from mytriton.ir.opdefs import dot_input_precision
@@ -255,12 +255,12 @@ def test_ir_without_the_attributes_means_ieee():
 
 
 def refused_ssa(edit_from, edit_to):
-    from mytriton import pipeline
+    from mytriton import compiler
 
     ssa = compile_text(kernel_source(F32_DOT.format(args="")), "ssa")
     assert edit_from in ssa
     with pytest.raises(CompileError) as info:
-        pipeline.verify(pipeline.read_ssa(ssa.replace(edit_from, edit_to), "s"))
+        compiler.verify(compiler.read_ssa(ssa.replace(edit_from, edit_to), "s"))
     return str(info.value)
 
 

@@ -19,8 +19,12 @@ from mytriton.passes import DEFAULT_PIPELINE
 ADD = str(ROOT / "samples" / "add.py")
 ADD_ARGS = [ADD, "-D", "BLOCK=256"]
 PASS_FILES = [f"03-opt.{i:02d}-{name}.ssa" for i, name in enumerate(DEFAULT_PIPELINE, 1)]
-UP_TO_LAYOUTS = ["00-ast.py", "01-tree.tree", "02-ssa.ssa", *PASS_FILES, "03-opt.ssa", "04-staged.ssa",
-                 "05-layouts.ssa"]
+# The passes the stage-dots and layouts stages run, each dumped before its stage's own file.
+STAGING_PASSES = ("stage-dots", "software-pipeline")
+LAYOUT_PASSES = ("layouts", "overlap-wgmma", "copy-widths", "combine-strategy", "allocate-shared")
+UP_TO_LAYOUTS = ["00-ast.py", "01-tree.tree", "02-ssa.ssa", *PASS_FILES, "03-opt.ssa",
+                 "04-staged.01-stage-dots.ssa", "04-staged.02-software-pipeline.ssa", "04-staged.ssa",
+                 *(f"05-layouts.{i:02d}-{name}.ssa" for i, name in enumerate(LAYOUT_PASSES, 1)), "05-layouts.ssa"]
 
 
 def invoke(*args: str, env: dict[str, str] | None = None):
@@ -100,10 +104,11 @@ def headers(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("// -----// IR Dump")]
 
 
-def test_print_ir_after_all_prints_after_every_pass_and_the_backend_stages():
+def test_print_ir_after_all_prints_after_every_pass_of_every_stage():
     result = invoke("compile", *ADD_ARGS, "--emit=layouts", "--print-ir-after-all")
     assert headers(ok(result) and result.stderr) == [
-        f"// -----// IR Dump After {name} //----- //" for name in (*DEFAULT_PIPELINE, "stage-dots", "layouts")]
+        f"// -----// IR Dump After {name} //----- //"
+        for name in (*DEFAULT_PIPELINE, *STAGING_PASSES, *LAYOUT_PASSES)]
 
 
 def test_print_ir_after_all_keeps_stdout_clean():
@@ -137,8 +142,8 @@ def test_time_passes_reports_every_stage_and_pass_to_stderr():
     result = invoke("compile", *ADD_ARGS, "--emit=cuda", "--time-passes")
     assert ok(result) == ok(invoke("compile", *ADD_ARGS, "--emit=cuda"))
     names = [line.split(")", 1)[1].strip() for line in result.stderr.splitlines() if "%)" in line]
-    assert names == ["parse", "trace", "lower", "opt", *DEFAULT_PIPELINE, "stage-dots", "layouts",
-                     "emit-cuda", "Total"]
+    assert names == ["parse", "trace", "lower", "opt", *DEFAULT_PIPELINE, "stage-dots", *STAGING_PASSES,
+                     "layouts", *LAYOUT_PASSES, "emit-cuda", "Total"]
     assert "Execution time report" in result.stderr
 
 

@@ -14,11 +14,11 @@ import pytest
 from conftest import SAMPLES, compile_text, kernel_source, sample_names, sample_options
 from control_flow_kernels import CASES
 from fuzz_kernels import FAMILIES, generate_kernel
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.backends.ttir import ops as ttir_ops
 from mytriton.ir import opdefs
 from mytriton.language.extra import libdevice
-from mytriton.pipeline import Options
+from mytriton.compiler import Options
 from test_cli_chain import cli, ok
 from test_op_registry import EVERY_FUNCTION
 from test_shape_ops import M, N, REFERENCES
@@ -27,7 +27,7 @@ from ttir_check import triton_compile
 
 def sample_ttir(name: str, **options) -> str:
     source = (SAMPLES / f"{name}.py").read_text()
-    return pipeline.compile_source(source, f"samples/{name}.py", "ttir",
+    return compiler.compile_source(source, f"samples/{name}.py", "ttir",
                                    Options(**{**sample_options(name), **options}))
 
 
@@ -237,9 +237,9 @@ def test_matmul_is_a_tt_dot_on_register_tiles_in_an_scf_for_with_iter_args():
 
 def test_a_dot_keeps_its_input_precision():
     source = (SAMPLES / "matmul.py").read_text().replace("tl.dot(a, b)", 'tl.dot(a, b, input_precision="tf32x3")')
-    assert "inputPrecision = tf32x3" in pipeline.compile_source(source, "m.py", "ttir", Options())
+    assert "inputPrecision = tf32x3" in compiler.compile_source(source, "m.py", "ttir", Options())
     source = (SAMPLES / "matmul.py").read_text().replace("tl.dot(a, b)", 'tl.dot(a, b, input_precision="ieee")')
-    assert "inputPrecision = ieee" in pipeline.compile_source(source, "m.py", "ttir", Options())
+    assert "inputPrecision = ieee" in compiler.compile_source(source, "m.py", "ttir", Options())
 
 
 def test_a_reduction_is_a_tt_reduce_with_a_combining_region():
@@ -262,21 +262,21 @@ def test_every_op_carries_its_source_location():
 def test_a_non_ascii_kernel_name_is_renamed_in_the_symbol(tmp_path):
     # (LLVM's NVPTX back end aborts the process on a symbol with other characters.)
     source = (SAMPLES / "add.py").read_text().replace("add_kernel", "k\u00e9rnel")
-    text = pipeline.compile_source(source, "k.py", "ttir", Options())
+    text = compiler.compile_source(source, "k.py", "ttir", Options())
     assert "tt.func public @mytriton_k_u00e9_rnel(" in text
     assert triton_compile(text, tmp_path).asm["cubin"]
 
 
 def test_a_kernel_named_as_a_cuda_builtin_keeps_its_name(tmp_path):
     source = (SAMPLES / "add.py").read_text().replace("add_kernel", "threadIdx")
-    text = pipeline.compile_source(source, "k.py", "ttir", Options())
+    text = compiler.compile_source(source, "k.py", "ttir", Options())
     assert "tt.func public @threadIdx(" in text
     assert triton_compile(text, tmp_path).asm["cubin"]
 
 
 def test_a_file_name_is_escaped_in_its_locations():
     source = (SAMPLES / "add.py").read_text()
-    text = pipeline.compile_source(source, 'dir "q"\tx.py', "ttir", Options())
+    text = compiler.compile_source(source, 'dir "q"\tx.py', "ttir", Options())
     assert 'loc("dir \\"q\\"\\09x.py":9:15)' in text
 
 
@@ -346,7 +346,7 @@ LIT = SAMPLES.parent / "tests" / "lit" / "emit-ttir"
 @pytest.mark.parametrize("path", sorted(p.name for p in LIT.glob("*.ssa") if "refused" not in p.name))
 def test_triton_compiles_what_the_lit_tests_check(path, tmp_path):
     text = (LIT / path).read_text()
-    assert triton_compile(pipeline.emit_ttir(pipeline.verify(pipeline.read_ssa(text, path))), tmp_path).asm["cubin"]
+    assert triton_compile(compiler.emit_ttir(compiler.verify(compiler.read_ssa(text, path))), tmp_path).asm["cubin"]
 
 
 def test_bools_are_loaded_and_stored_as_bytes_as_tritons_front_end_does(tmp_path):

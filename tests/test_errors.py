@@ -20,7 +20,7 @@ import pytest
 
 from conftest import kernel_source
 from mytriton_command import run
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.diagnostics import source_digest
 
 # ---- running the CLI ----------------------------------------------------------------------
@@ -322,7 +322,7 @@ def run_case(case: Case, cwd, out: str) -> subprocess.CompletedProcess:
 
 
 def test_hand_written_ssa_is_what_the_loop_kernel_lowers_to():
-    assert pipeline.compile_source(LOOP_KERNEL, "kernel.py", "ssa", pipeline.Options()) == GOOD_LOOP_SSA
+    assert compiler.compile_source(LOOP_KERNEL, "kernel.py", "ssa", compiler.Options()) == GOOD_LOOP_SSA
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import os
 from click.testing import CliRunner
 
 from conftest import ROOT
-from mytriton import cli, pipeline
+from mytriton import cli, compiler
 
 ADD = str(ROOT / "samples" / "add.py")
 
@@ -36,7 +36,7 @@ def test_a_usage_error_exits_with_2():
 
 
 def test_an_internal_error_exits_with_3_and_asks_for_a_bug_report(monkeypatch):
-    monkeypatch.setattr(pipeline, "compile_source", broken_stage)
+    monkeypatch.setattr(compiler, "compile_source", broken_stage)
     result = invoke("compile", ADD)
     assert result.exit_code == cli.EXIT_INTERNAL == 3
     assert "internal compiler error: RuntimeError: a bug in a stage" in result.stderr
@@ -44,12 +44,12 @@ def test_an_internal_error_exits_with_3_and_asks_for_a_bug_report(monkeypatch):
 
 
 def test_an_internal_error_shows_no_traceback_by_default(monkeypatch):
-    monkeypatch.setattr(pipeline, "compile_source", broken_stage)
+    monkeypatch.setattr(compiler, "compile_source", broken_stage)
     assert "Traceback" not in invoke("compile", ADD).stderr
 
 
 def test_an_internal_error_shows_the_traceback_with_mytriton_debug(monkeypatch):
-    monkeypatch.setattr(pipeline, "compile_source", broken_stage)
+    monkeypatch.setattr(compiler, "compile_source", broken_stage)
     result = invoke("compile", ADD, debug="1")
     assert result.exit_code == 3
     assert "Traceback (most recent call last)" in result.stderr and "broken_stage" in result.stderr

@@ -91,12 +91,12 @@ def test_the_check_accepts_a_located_error_with_no_output(tmp_path):
 
 
 def test_the_check_reports_an_internal_compiler_error(tmp_path, monkeypatch):
-    from mytriton import pipeline
+    from mytriton import compiler
 
     def broken(kernel):
         raise ValueError("boom")
 
-    monkeypatch.setattr(pipeline, "verify", broken)
+    monkeypatch.setattr(compiler, "verify", broken)
     text = _add_ssa()
     args = _write(tmp_path, text, ["verify"])
     found = fm.check_input(args, text, tmp_path)
@@ -106,9 +106,9 @@ def test_the_check_reports_an_internal_compiler_error(tmp_path, monkeypatch):
 def test_the_check_reports_an_input_that_waits_too_long(tmp_path, monkeypatch):
     import time
 
-    from mytriton import pipeline
+    from mytriton import compiler
 
-    monkeypatch.setattr(pipeline, "verify", lambda kernel: time.sleep(30))
+    monkeypatch.setattr(compiler, "verify", lambda kernel: time.sleep(30))
     text = _add_ssa()
     args = _write(tmp_path, text, ["verify"])
     found = fm.check_input(args, text, tmp_path, timeout=0.25)
@@ -118,13 +118,13 @@ def test_the_check_reports_an_input_that_waits_too_long(tmp_path, monkeypatch):
 def test_the_check_reports_an_input_that_runs_too_long(tmp_path, monkeypatch):
     import time
 
-    from mytriton import pipeline
+    from mytriton import compiler
 
     def spin(kernel):
         while True:
             time.sleep(0)
 
-    monkeypatch.setattr(pipeline, "verify", spin)
+    monkeypatch.setattr(compiler, "verify", spin)
     text = _add_ssa()
     args = _write(tmp_path, text, ["verify"])
     found = fm.check_input(args, text, tmp_path, timeout=0.5)

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from conftest import SAMPLES, kernel_source, load_sample
-from mytriton import pipeline
-from mytriton.pipeline import Options
+from mytriton import compiler
+from mytriton.compiler import Options
 from sample_cases import CASES
 from ttir_check import NUM_WARPS, triton_compile
 
@@ -54,8 +54,8 @@ def test_tritons_build_of_the_ttir_matches_mytritons_cuda(name, tmp_path):
     defines = {k: v for k, v in case.meta.items() if k != "num_warps"}
     options = Options(kernel=case.kernel, defines=defines, signature=signature_of(args))
     source = (SAMPLES / f"{case.sample}.py").read_text()
-    kernel = pipeline.source_to_ssa(source, f"samples/{case.sample}.py", options)
-    compiled = triton_compile(pipeline.emit_ttir(kernel), tmp_path, case.meta.get("num_warps", NUM_WARPS))
+    kernel = compiler.source_to_ssa(source, f"samples/{case.sample}.py", options)
+    compiled = triton_compile(compiler.emit_ttir(kernel), tmp_path, case.meta.get("num_warps", NUM_WARPS))
     meta = {**{p.name: a for p, a in zip(kernel.params, args)}, **kernel.constexprs}
     grid = tuple(case.grid(meta)) + (1,) * (3 - len(case.grid(meta)))
     tensors = [torch.from_numpy(a.copy()).cuda() if isinstance(a, np.ndarray) else a for a in args]
@@ -82,7 +82,7 @@ def _run_triton(source: str, signature: str, defines: dict, grid: tuple[int, ...
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch sees no GPU")
-    text = pipeline.compile_source(source, "kernel.py", "ttir", Options(defines=defines, signature=signature))
+    text = compiler.compile_source(source, "kernel.py", "ttir", Options(defines=defines, signature=signature))
     compiled = triton_compile(text, tmp_path)
     tensors = [torch.from_numpy(a.copy()).cuda() if isinstance(a, np.ndarray) else a for a in args]
     compiled[grid + (1,) * (3 - len(grid))](*tensors)

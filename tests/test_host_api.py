@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import mytriton
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.diagnostics import CompileError
 from mytriton.runtime.compiled import CompiledKernel
 
@@ -103,11 +103,11 @@ def test_the_asm_texts_are_the_pipelines_texts(kernel_module, tmp_path):
     x, y = inputs()
     handle = add[(2,)](x, y, np.zeros_like(x), 100, num_warps=2, backend="interp")
     text, _, _ = add.source()
-    options = pipeline.Options(kernel="add", defines={"BLOCK": 64}, signature=handle.metadata["signature"],
+    options = compiler.Options(kernel="add", defines={"BLOCK": 64}, signature=handle.metadata["signature"],
                                num_warps=2)
-    assert handle.asm["ssa"] == pipeline.compile_source(text, add.file, "opt", options)
-    assert handle.asm["layouts"] == pipeline.compile_source(text, add.file, "layouts", options)
-    assert handle.asm["cuda"] == pipeline.compile_source(text, add.file, "cuda", options)
+    assert handle.asm["ssa"] == compiler.compile_source(text, add.file, "opt", options)
+    assert handle.asm["layouts"] == compiler.compile_source(text, add.file, "layouts", options)
+    assert handle.asm["cuda"] == compiler.compile_source(text, add.file, "cuda", options)
 
 
 def test_interpreting_after_asking_for_the_layouts_still_runs_the_kernel(kernel_module):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import mytriton
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.diagnostics import CompileError
 from mytriton.runtime.jit import select_backend
 
@@ -33,8 +33,8 @@ def test_a_grid_can_be_a_callable_of_the_meta_parameters(kernel_module):
 def test_each_specialisation_compiles_once(kernel_module, monkeypatch):
     add = kernel_module(ADD).add
     calls = []
-    real = pipeline.source_to_ssa
-    monkeypatch.setattr(pipeline, "source_to_ssa", lambda *a, **k: calls.append(a) or real(*a, **k))
+    real = compiler.source_to_ssa
+    monkeypatch.setattr(compiler, "source_to_ssa", lambda *a, **k: calls.append(a) or real(*a, **k))
     x, y = inputs()
     out = np.empty_like(x)
     for _ in range(3):

@@ -456,12 +456,12 @@ def test_a_tensor_like_pointing_at_host_memory_is_refused_by_name(kernel_module,
 
 def cuda_kernel(tmp_path, signature, source=SCALE, name="scale"):
     """A CudaKernel of ``source`` for ``signature`` (on the installed stand-in driver)."""
-    from mytriton import pipeline
+    from mytriton import compiler
     from mytriton.runtime import cuda_driver
 
-    options = pipeline.Options(kernel=name, signature=signature)
-    ssa = pipeline.source_to_ssa(kernel_source(source), str(tmp_path / f"{name}.py"), options)
-    return cuda_driver.CudaKernel(pipeline.to_cuda(ssa, options))
+    options = compiler.Options(kernel=name, signature=signature)
+    ssa = compiler.source_to_ssa(kernel_source(source), str(tmp_path / f"{name}.py"), options)
+    return cuda_driver.CudaKernel(compiler.to_cuda(ssa, options))
 
 
 def test_launch_packs_a_bf16_scalar_as_its_rounded_bits(gpu, tmp_path):
@@ -522,12 +522,12 @@ def ptx_parameter_offsets(ptx: str) -> list[int]:
 
 @pytest.mark.nvcc
 def test_the_packed_parameters_sit_where_nvcc_puts_the_kernels_parameters(monkeypatch, tmp_path):
-    from mytriton import pipeline
+    from mytriton import compiler
     from mytriton.backends.cuda.nvcc import compile_ptx
     from mytriton.runtime import cuda_driver
 
-    options = pipeline.Options(kernel="many", signature="*fp32, i1, fp64, i8, bf16, i32, fp16, i64, u16")
-    cuda = pipeline.to_cuda(pipeline.source_to_ssa(kernel_source(MANY), str(tmp_path / "many.py"), options), options)
+    options = compiler.Options(kernel="many", signature="*fp32, i1, fp64, i8, bf16, i32, fp16, i64, u16")
+    cuda = compiler.to_cuda(compiler.source_to_ssa(kernel_source(MANY), str(tmp_path / "many.py"), options), options)
     expected = ptx_parameter_offsets(compile_ptx(cuda, "sm_90"))
     from fake_driver import FakeDriver, install
 

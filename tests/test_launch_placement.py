@@ -255,11 +255,11 @@ def test_an_object_array_is_refused_by_name(gpus, scale):
 
 
 def test_the_kernel_launcher_refuses_a_non_array_by_name(gpus, tmp_path):
-    from mytriton import pipeline
+    from mytriton import compiler
     from mytriton.runtime.cuda_driver import CudaKernel
 
-    options = pipeline.Options(kernel="scale", signature="*fp32, i32, *fp32, fp32")
-    kernel = CudaKernel(pipeline.to_cuda(pipeline.source_to_ssa(kernel_source(SCALE), "scale.py", options), options))
+    options = compiler.Options(kernel="scale", signature="*fp32, i32, *fp32, fp32")
+    kernel = CudaKernel(compiler.to_cuda(compiler.source_to_ssa(kernel_source(SCALE), "scale.py", options), options))
     with pytest.raises(CompileError, match=r"argument 'out' is a object, not an array"):
         kernel.launch((1,), [DeviceArray(0x10000), 10, object(), 1.0])
 

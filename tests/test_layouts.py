@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from conftest import compile_text, kernel_source, sample_names, sample_options
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.diagnostics import CompileError
 from mytriton.backends.cuda.emitter import HEADER_PREFIX
 from mytriton.backends.cuda.thread_coordinates import tile_layout
-from mytriton.ir.layouts import Blocked, PaddedShared, Slice, default_blocked, fma_dot_layout
+from mytriton.ir.layout_attributes import Blocked, PaddedShared, Slice, default_blocked, fma_dot_layout
 from mytriton.ir.ssa import walk
 from mytriton.types import BlockType, SharedType
 
@@ -30,11 +30,11 @@ def laid_out_text(name: str, **extra) -> str:
 
 
 def read(text: str):
-    return pipeline.verify(pipeline.read_ssa(text, "k.ssa"))
+    return compiler.verify(compiler.read_ssa(text, "k.ssa"))
 
 
 def cuda_of(text: str) -> str:
-    return pipeline.emit_cuda(read(text))
+    return compiler.emit_cuda(read(text))
 
 
 def replanned_cuda_of(text: str) -> str:
@@ -44,7 +44,7 @@ def replanned_cuda_of(text: str) -> str:
     from mytriton.backends.cuda.allocate_shared import AllocateSharedPass
     from mytriton.backends.cuda.copy_widths import CopyWidthsPass
 
-    return pipeline.emit_cuda(AllocateSharedPass().apply(CopyWidthsPass().apply(read(text))))
+    return compiler.emit_cuda(AllocateSharedPass().apply(CopyWidthsPass().apply(read(text))))
 
 
 # ---- what the stage writes ----------------------------------------------------------------
@@ -63,7 +63,7 @@ def test_every_tile_and_shared_buffer_of_a_sample_has_a_layout(name):
 @pytest.mark.parametrize("name", SAMPLES)
 def test_laid_out_text_prints_back_as_it_parses(name):
     text = laid_out_text(name)
-    assert pipeline.print_ssa(pipeline.read_ssa(text, "k.ssa")) == text
+    assert compiler.print_ssa(compiler.read_ssa(text, "k.ssa")) == text
 
 
 def test_layouts_are_defined_once_before_the_kernel_and_named_by_alias():
@@ -205,14 +205,14 @@ def test_malformed_layout_text_is_a_located_error(edit, message):
 
 
 def test_emit_cuda_refuses_ssa_that_is_not_laid_out():
-    kernel = pipeline.read_ssa(compile_text(kernel_source("""
+    kernel = compiler.read_ssa(compile_text(kernel_source("""
         @mytriton.jit
         def k(x_ptr, n, BLOCK: tl.constexpr = 128):
             offs = tl.arange(0, BLOCK)
             tl.store(x_ptr + offs, 1.0, mask=offs < n)
     """), "staged"), "k.ssa")
     with pytest.raises(CompileError, match="run the layouts stage before emit-cuda"):
-        pipeline.emit_cuda(kernel)
+        compiler.emit_cuda(kernel)
 
 
 def test_an_edited_blocked_layout_changes_the_cuda_slots():
@@ -235,7 +235,7 @@ def test_a_buffer_edited_past_its_place_in_the_plan_is_refused():
     # dot_a0 grows to 64 rows of 44 f32 (11264 bytes), over dot_b0's place at 9216.
     with pytest.raises(CompileError, match=r"the buffer takes bytes 9216 to 17408, which overlap 'dot_a0' "
                                            r"\(0 to 11264\)"):
-        pipeline.verify(read(text))
+        compiler.verify(read(text))
 
 
 def test_an_edited_dot_layout_changes_the_register_tile_and_its_reads():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, build, kernel_source, ssa_of
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.backends.cuda.ctypes import c_literal
 from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError
@@ -81,8 +81,8 @@ def test_the_gpu_computes_wide_offsets_as_the_interpreter_does(kernel_module):
 
 
 def test_cuda_multiplies_in_long_long_by_a_long_long_literal():
-    cuda = pipeline.compile_source(kernel_source(WIDE_OFFSETS), "kernel.py", "cuda",
-                                   pipeline.Options(signature="*i64"))
+    cuda = compiler.compile_source(kernel_source(WIDE_OFFSETS), "kernel.py", "cuda",
+                                   compiler.Options(signature="*i64"))
     assert "((long long)(v" in cuda and "* 4294967296LL)" in cuda
 
 

@@ -318,14 +318,14 @@ def test_a_dot_of_computed_f16_tiles_matches_numpy_on_the_gpu(kernel_module):
 def test_emit_cuda_refuses_an_mma_layout_its_dot_cannot_take():
     """Hand-edited laid-out SSA: an mma layout on a dot of f64 operands, and
     on an int8 dot whose K is not a multiple of m16n8k32's, are located errors."""
-    from mytriton import pipeline
+    from mytriton import compiler
     from mytriton.diagnostics import CompileError
 
     f16 = compile_matmul("f16", (64, 64, 32), 4, "layouts")
     with pytest.raises(CompileError, match="a dot of f64 operands cannot run on tensor cores") as caught:
-        pipeline.emit_cuda(pipeline.read_ssa(f16.replace("f16", "f64"), "k.ssa"))
+        compiler.emit_cuda(compiler.read_ssa(f16.replace("f16", "f64"), "k.ssa"))
     assert caught.value.loc is not None
     i8 = compile_matmul("i8", (64, 64, 32), 4, "layouts").replace("32)", "16)").replace("64x32", "64x16")
     i8 = i8.replace("32x64", "16x64").replace(", 32)", ", 16)")
     with pytest.raises(CompileError, match="steps K by 32 for i8 operands; K = 16"):
-        pipeline.emit_cuda(pipeline.read_ssa(i8, "k.ssa"))
+        compiler.emit_cuda(compiler.read_ssa(i8, "k.ssa"))

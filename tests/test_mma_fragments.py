@@ -12,7 +12,7 @@ import pytest
 
 from mytriton.backends.cuda import mma
 from mytriton.backends.cuda.thread_coordinates import Layout, MmaLayout
-from mytriton.ir.layouts import Mma
+from mytriton.ir.layout_attributes import Mma
 from mytriton.types import BF16, F16, F32, I8
 
 # ---- the PTX ISA's fragment tables (g = lane / 4, t = lane % 4) ----------------------------------

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from conftest import ROOT, SAMPLES, sample_names, sample_options, tiered
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.backends.cuda import nvcc
-from mytriton.pipeline import Options
+from mytriton.compiler import Options
 
 pytestmark = pytest.mark.nvcc
 
@@ -25,7 +25,7 @@ ELF_MAGIC = b"\x7fELF"
 
 def cuda_of(name: str) -> str:
     source = (SAMPLES / f"{name}.py").read_text()
-    return pipeline.compile_source(source, f"samples/{name}.py", "cuda", Options(**SAMPLE_OPTIONS[name]))
+    return compiler.compile_source(source, f"samples/{name}.py", "cuda", Options(**SAMPLE_OPTIONS[name]))
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLES
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.backends.cuda import nvcc
 from mytriton.diagnostics import CompileError
-from mytriton.pipeline import Options
+from mytriton.compiler import Options
 
 pytestmark = pytest.mark.nvcc
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.nvcc
 @pytest.fixture(scope="module")
 def relu_cuda() -> str:
     source = (SAMPLES / "relu.py").read_text()
-    return pipeline.compile_source(source, "samples/relu.py", "cuda", Options())
+    return compiler.compile_source(source, "samples/relu.py", "cuda", Options())
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ def test_a_full_disk_leaves_no_partial_file_and_still_returns_the_build(cache, r
 def test_builds_are_byte_identical_whatever_directory_nvcc_ran_in_and_in_parallel(tmp_path, cache, monkeypatch):
     # softmax's reductions inline CUDA's static __shfl_xor_sync, whose
     # internal name nvcc derives from the source's path.
-    source = pipeline.compile_source((SAMPLES / "softmax.py").read_text(), "samples/softmax.py", "cuda", Options())
+    source = compiler.compile_source((SAMPLES / "softmax.py").read_text(), "samples/softmax.py", "cuda", Options())
     monkeypatch.setenv("MYTRITON_ALWAYS_COMPILE", "1")
     ptx = []
     for name in ("first", "second"):

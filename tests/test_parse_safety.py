@@ -19,9 +19,9 @@ from textwrap import dedent
 import pytest
 
 from conftest import ROOT, compile_text, kernel_source
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.diagnostics import CompileError
-from mytriton.pipeline import Options
+from mytriton.compiler import Options
 
 # ---- top-level code does not run ----------------------------------------------------------
 
@@ -174,7 +174,7 @@ def test_kernel_built_on_constants_lowers():
 
 
 def test_tracing_the_file_and_its_bundle_agree():
-    direct = pipeline.print_tree(pipeline.trace(CONSTANTS, "kernel.py", Options()))
+    direct = compiler.print_tree(compiler.trace(CONSTANTS, "kernel.py", Options()))
     assert compile_text(CONSTANTS, "tree") == direct
 
 
@@ -316,9 +316,9 @@ def test_constant_built_on_a_computed_value_is_an_error_too():
 
 def test_tracing_the_file_and_its_bundle_give_the_same_error():
     with pytest.raises(CompileError) as direct:
-        pipeline.trace(COMPUTED, "kernel.py", Options(kernel="uses_it"))
+        compiler.trace(COMPUTED, "kernel.py", Options(kernel="uses_it"))
     with pytest.raises(CompileError) as bundled:
-        pipeline.trace(pipeline.parse(COMPUTED, "kernel.py", "uses_it"), "<bundle>", Options())
+        compiler.trace(compiler.parse(COMPUTED, "kernel.py", "uses_it"), "<bundle>", Options())
     assert bundled.value.render() == direct.value.render()
 
 

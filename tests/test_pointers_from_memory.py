@@ -194,11 +194,11 @@ def test_u64_addresses_and_u64_results_are_allowed():
 
 
 def test_the_ops_print_and_parse_back():
-    from mytriton import pipeline
+    from mytriton import compiler
 
-    text = pipeline.print_ssa(build(ROUND_TRIP, signature="*fp32, *i64, *fp32", BLOCK=16))
+    text = compiler.print_ssa(build(ROUND_TRIP, signature="*fp32, *i64, *fp32", BLOCK=16))
     assert "ptr_to_int" in text and "int_to_ptr" in text and "dtype=f32 : vector<16 x ptr<f32>>" in text
-    assert pipeline.print_ssa(pipeline.read_ssa(text, "k.ssa")) == text
+    assert compiler.print_ssa(compiler.read_ssa(text, "k.ssa")) == text
 
 
 # ---- and / or on runtime values -----------------------------------------------------------------------

@@ -11,8 +11,8 @@ from textwrap import dedent
 import pytest
 
 from conftest import SAMPLES, kernel_source
-from mytriton import pipeline
-from mytriton.pipeline import Options
+from mytriton import compiler
+from mytriton.compiler import Options
 
 # Every kernel in samples/ (demo.py is a host script), and the options the
 # ones whose parameters are not all f32 pointers and i32 scalars need.
@@ -25,15 +25,15 @@ SAMPLE_OPTIONS = {
 
 def sample_text(name: str, emit: str) -> str:
     source = (SAMPLES / f"{name}.py").read_text()
-    return pipeline.compile_source(source, f"samples/{name}.py", emit, Options(**SAMPLE_OPTIONS.get(name, {})))
+    return compiler.compile_source(source, f"samples/{name}.py", emit, Options(**SAMPLE_OPTIONS.get(name, {})))
 
 
 def tree_roundtrip(text: str) -> str:
-    return pipeline.print_tree(pipeline.read_tree(text, "<test>"))
+    return compiler.print_tree(compiler.read_tree(text, "<test>"))
 
 
 def ssa_roundtrip(text: str) -> str:
-    return pipeline.print_ssa(pipeline.read_ssa(text, "<test>"))
+    return compiler.print_ssa(compiler.read_ssa(text, "<test>"))
 
 
 def test_the_five_first_samples_are_found():
@@ -79,7 +79,7 @@ ACCUMULATING_KERNEL = kernel_source("""
 
 @pytest.fixture(scope="module")
 def loop_tree_text() -> str:
-    return pipeline.compile_source(ACCUMULATING_KERNEL, "kernel.py", "tree", Options())
+    return compiler.compile_source(ACCUMULATING_KERNEL, "kernel.py", "tree", Options())
 
 
 def test_traced_loop_is_printed_as_a_for_with_carried_values(loop_tree_text):
@@ -94,7 +94,7 @@ def test_tree_text_with_a_loop_roundtrips(loop_tree_text):
 
 
 def test_ssa_lowered_from_a_tree_loop_roundtrips(loop_tree_text):
-    text = pipeline.print_ssa(pipeline.lower(pipeline.read_tree(loop_tree_text, "<test>")))
+    text = compiler.print_ssa(compiler.lower(compiler.read_tree(loop_tree_text, "<test>")))
     assert " = for " in text
     assert ssa_roundtrip(text) == text
 
@@ -123,7 +123,7 @@ NESTED_LOOP_SSA = dedent("""\
 
 
 def test_hand_written_nested_loop_ssa_is_valid():
-    pipeline.verify(pipeline.read_ssa(NESTED_LOOP_SSA, "<test>"))
+    compiler.verify(compiler.read_ssa(NESTED_LOOP_SSA, "<test>"))
 
 
 def test_hand_written_nested_loop_ssa_roundtrips():

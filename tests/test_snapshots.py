@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLES, sample_names, sample_options
-from mytriton import pipeline
-from mytriton.pipeline import Options
+from mytriton import compiler
+from mytriton.compiler import Options
 
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 UPDATE = os.environ.get("UPDATE_SNAPSHOTS") == "1"
@@ -37,7 +37,7 @@ def compiled(name: str, emit: str) -> str:
     # The path relative to the repository root, as the CLI run from there names
     # it: the snapshots do not depend on where the checkout is.
     source = (SAMPLES / f"{name}.py").read_text()
-    return pipeline.compile_source(source, f"samples/{name}.py", emit, Options(**SAMPLE_OPTIONS[name]))
+    return compiler.compile_source(source, f"samples/{name}.py", emit, Options(**SAMPLE_OPTIONS[name]))
 
 
 @pytest.mark.parametrize("emit", KINDS)

@@ -1,8 +1,8 @@
-"""stage-dots and the pipeline pass on Triton's tutorial forms:
+"""stage-dots and the software-pipeline pass on Triton's tutorial forms:
 pointer tiles carried by the K loop and advanced each step, runtime strides
 on both axes, rows and columns taken modulo the matrix size, masks on K
 only. The rewrite itself, SSA before and after, is in
-tests/lit/stage-dots/tutorial-matmul.ssa and tests/lit/pipeline/."""
+tests/lit/stage-dots/tutorial-matmul.ssa and tests/lit/software-pipeline/."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,7 +13,7 @@ from mytriton.backends.interp import run_kernel
 from mytriton.ir.analysis import Definitions
 from mytriton.ir.ssa import walk
 from mytriton.ir.ssa_text import parse_kernel, print_kernel
-from mytriton.passes.pipeline import PipelinePass
+from mytriton.passes.software_pipeline import SoftwarePipelinePass
 from mytriton.passes.stage_dots import NotCanonical, StageDotsPass, StridedPlan, match_dot
 from mytriton.passes.verify import verify
 
@@ -84,7 +84,7 @@ def staged(source: str):
 
 
 def pipelined(source: str, num_stages: int | None = None):
-    return verify(PipelinePass(num_stages=num_stages).apply(staged(source)))
+    return verify(SoftwarePipelinePass(num_stages=num_stages).apply(staged(source)))
 
 
 def names(kernel) -> list[str]:
@@ -273,14 +273,14 @@ def test_the_tutorial_loop_on_the_gpu_matches_the_interpreter(tmp_path, monkeypa
 def attention_staged(dtype: str = "fp16", stage: int = 1, block_m: int = 64, block_n: int = 32,
                      shared_budget: int | None = None):
     from conftest import ROOT
-    from mytriton import pipeline
-    from mytriton.pipeline import Options
+    from mytriton import compiler
+    from mytriton.compiler import Options
     source = (ROOT / "tests" / "triton_style" / "fused_attention.py").read_text()
     signature = f"*{dtype}, *{dtype}, *{dtype}, fp32, *fp32, *{dtype}, " + ", ".join(["i32"] * 19)
     options = Options(kernel="_attn_fwd", signature=signature,
                       defines=dict(HEAD_DIM=64, BLOCK_M=block_m, BLOCK_N=block_n, STAGE=stage),
                       shared_budget=shared_budget)
-    return source, options, pipeline.stage_dots(pipeline.source_to_ssa(source, "fa.py", options, optimized=True),
+    return source, options, compiler.stage_dots(compiler.source_to_ssa(source, "fa.py", options, optimized=True),
                                                 options)
 
 
@@ -304,10 +304,10 @@ def test_attention_leaves_its_dots_unstaged_where_the_buffers_leave_no_room_for_
 @pytest.mark.nvcc
 @pytest.mark.parametrize("config", [("fp16", 1, 64, 32), ("fp32", 1, 32, 16), ("fp32", 3, 32, 16)])
 def test_staged_attention_builds_with_nvcc(config):
-    from mytriton import pipeline
+    from mytriton import compiler
     from mytriton.backends.cuda.nvcc import compile_ptx
     source, options, _ = attention_staged(*config)
-    cuda = pipeline.compile_source(source, "fa.py", "cuda", options)
+    cuda = compiler.compile_source(source, "fa.py", "cuda", options)
     assert "async_copy_strided_to_shared" in cuda
     assert "cp.async.wait_group" in compile_ptx(cuda, "sm_90")
 

@@ -18,7 +18,7 @@ import pytest
 from conftest import compile_text
 from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError
-from mytriton.pipeline import Options, source_to_ssa
+from mytriton.compiler import Options, source_to_ssa
 from test_cli_chain import cli, ok
 
 NORM = '''

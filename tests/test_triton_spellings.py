@@ -12,7 +12,7 @@ import pytest
 
 import mytriton
 from conftest import kernel_source
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.diagnostics import CompileError
 
 
@@ -56,7 +56,7 @@ def test_a_helper_returning_inside_an_if_on_a_runtime_value_is_a_located_error()
             tl.store(x_ptr + offs, pick(tl.load(x_ptr + offs), n))
         """)
     with pytest.raises(CompileError, match="only when its condition is a compile-time constant") as info:
-        pipeline.compile_source(source, "k.py", "ssa", pipeline.Options(signature="*fp32, i32"))
+        compiler.compile_source(source, "k.py", "ssa", compiler.Options(signature="*fp32, i32"))
     assert (info.value.loc.line, info.value.loc.col) == (6, 5)
 
 

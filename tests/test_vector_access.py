@@ -8,9 +8,9 @@ import json
 import pytest
 
 from conftest import SAMPLES, compile_text
-from mytriton import pipeline
+from mytriton import compiler
 from mytriton.diagnostics import CompileError
-from mytriton.pipeline import Options
+from mytriton.compiler import Options
 
 ADD = (SAMPLES / "add.py").read_text()
 ALIGNED = "*fp32:16, *fp32:16, *fp32:16, i32:16, 1024"
@@ -34,7 +34,7 @@ def test_without_facts_the_layout_and_accesses_stay_scalar():
 
 def test_the_laid_out_text_reads_back_the_same():
     text = add_at("layouts", ALIGNED)
-    assert pipeline.print_ssa(pipeline.verify(pipeline.read_ssa(text, "add.ssa"))) == text
+    assert compiler.print_ssa(compiler.verify(compiler.read_ssa(text, "add.ssa"))) == text
 
 
 def test_cuda_reads_and_writes_16_bytes_at_once():
@@ -47,20 +47,20 @@ def test_the_verifier_refuses_a_vector_the_layout_cannot_hold():
     text = add_at("layouts", ALIGNED).replace("size_per_thread=[4]", "size_per_thread=[2]")
     with pytest.raises(CompileError, match="vector=4 needs a blocked or mma layout whose fastest dimension is the last, "
                                            "with a multiple of 4 elements per thread there"):
-        pipeline.verify(pipeline.read_ssa(text, "add.ssa"))
+        compiler.verify(compiler.read_ssa(text, "add.ssa"))
 
 
 def test_the_verifier_refuses_more_than_16_bytes():
     text = add_at("layouts", ALIGNED).replace("size_per_thread=[4]", "size_per_thread=[8]").replace(
         "vector=4", "vector=8")
     with pytest.raises(CompileError, match=r"vector=8 is not a power of two from 2 to 4"):
-        pipeline.verify(pipeline.read_ssa(text, "add.ssa"))
+        compiler.verify(compiler.read_ssa(text, "add.ssa"))
 
 
 def test_vector_is_a_layout_decision():
     text = add_at("opt", ALIGNED).replace("%5, none :", "%5, none, vector=4 :", 1)
     with pytest.raises(CompileError, match="has vector=4, a layout decision, but the kernel is not laid out"):
-        pipeline.verify(pipeline.read_ssa(text, "add.ssa"))
+        compiler.verify(compiler.read_ssa(text, "add.ssa"))
 
 
 @pytest.mark.nvcc
@@ -85,7 +85,7 @@ def test_the_verifier_refuses_a_vector_width_on_a_scalar_access():
     text = add_at("layouts", ALIGNED).replace("store %9, %10, %5, vector=4 @13:5",
                                                "store x_ptr, 1.0, none, vector=4 @13:5")
     with pytest.raises(CompileError, match="'store' of a scalar has no vector width"):
-        pipeline.verify(pipeline.read_ssa(text, "add.ssa"))
+        compiler.verify(compiler.read_ssa(text, "add.ssa"))
 
 
 # ---- a dot's accumulator (mma layouts) ------------------------------------------------------------
@@ -125,7 +125,7 @@ def test_the_epilogue_exchange_reuses_the_staged_buffers_memory():
 def test_an_epilogue_proven_only_two_wide_stores_a_threads_pair_of_columns_from_its_fragments():
     ssa = matmul_at("ssa", ALIGNED_MATMUL)
     two_wide = ssa.replace("N: i32 {divisibility=16}", "N: i32 {divisibility=2}", 1)
-    text = pipeline.print_ssa(pipeline.layouts(pipeline.stage_dots(pipeline.read_ssa(two_wide, "matmul.ssa"),
+    text = compiler.print_ssa(compiler.layouts(compiler.stage_dots(compiler.read_ssa(two_wide, "matmul.ssa"),
                                                                    Options()), Options()))
     assert ", vector=2 @" in store_line(text) and "convert_layout" not in text.split(" = for ")[-1]
 
@@ -137,7 +137,7 @@ def test_an_epilogue_without_alignment_facts_stores_element_by_element():
 
 def test_the_verifier_refuses_a_wider_vector_in_an_mma_layout():
     ssa = matmul_at("ssa", ALIGNED_MATMUL).replace("N: i32 {divisibility=16}", "N: i32 {divisibility=2}", 1)
-    text = pipeline.print_ssa(pipeline.layouts(pipeline.stage_dots(pipeline.read_ssa(ssa, "matmul.ssa"),
+    text = compiler.print_ssa(compiler.layouts(compiler.stage_dots(compiler.read_ssa(ssa, "matmul.ssa"),
                                                                    Options()), Options()))
     with pytest.raises(CompileError, match="vector=4 in an mma layout must be 2"):
-        pipeline.verify(pipeline.read_ssa(text.replace("vector=2 @", "vector=4 @"), "matmul.ssa"))
+        compiler.verify(compiler.read_ssa(text.replace("vector=2 @", "vector=4 @"), "matmul.ssa"))

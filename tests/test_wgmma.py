@@ -14,7 +14,7 @@ from conftest import ROOT, compile_text, tiered
 from test_mma import KINDS, matmul_source, operands, reference, signature
 
 from mytriton.backends.cuda.dots import place
-from mytriton.ir.layouts import NvmmaShared
+from mytriton.ir.layout_attributes import NvmmaShared
 from mytriton.types import F16, SharedType
 
 
@@ -82,7 +82,7 @@ def test_an_arch_before_hopper_keeps_mma_sync():
 
 def test_a_version_3_layout_on_a_dot_of_padded_buffers_is_a_located_error(tmp_path):
     from mytriton.diagnostics import CompileError
-    from mytriton.pipeline import emit_cuda
+    from mytriton.compiler import emit_cuda
     from mytriton.ir.ssa_text import parse_kernel as parse_ssa
 
     text = compile_matmul("f16", (128, 128, 64), 4, "layouts")
@@ -310,7 +310,7 @@ def test_the_overlapped_cuda_waits_with_the_accumulator_registers_named():
 def test_an_in_flight_dot_without_wgmma_is_a_located_error():
     from mytriton.diagnostics import CompileError
     from mytriton.ir.ssa_text import parse_kernel
-    from mytriton.pipeline import emit_cuda
+    from mytriton.compiler import emit_cuda
 
     text = compile_matmul("f16", (128, 128, 64), 4, "layouts", arch="sm_80")
     edited = text.replace('out_dtype=f32 :', 'out_dtype=f32, in_flight=1 :', 1)

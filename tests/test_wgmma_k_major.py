@@ -15,7 +15,7 @@ from conftest import ROOT, cdiv, compile_text, tiered
 from test_wgmma import _compile, ptxas_notes
 
 from mytriton.backends.cuda.dots import place
-from mytriton.ir.layouts import NvmmaShared
+from mytriton.ir.layout_attributes import NvmmaShared
 from mytriton.types import F16, SharedType
 
 KERNEL = ROOT / "tests" / "triton_style" / "matmul_transposed_b.py"
@@ -173,7 +173,7 @@ def test_the_tf32_wgmma_builds_for_sm_90a(tmp_path):
 
 def emitted(text: str):
     from mytriton.ir.ssa_text import parse_kernel
-    from mytriton.pipeline import emit_cuda
+    from mytriton.compiler import emit_cuda
     return emit_cuda(parse_kernel(text, "k.ssa"))
 
 

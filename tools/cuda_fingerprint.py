@@ -8,7 +8,7 @@ Two sources of kernels:
   that compiles with default options, each for sm_90 and sm_80 (wgmma and
   mma.sync paths) with 4 and 8 warps;
 - ``pytest``: the given test files run under a plugin that records the
-  CUDA of every ``pipeline.emit_cuda`` call (keyed by test id and call number) and,
+  CUDA of every ``compiler.emit_cuda`` call (keyed by test id and call number) and,
   through ``MYTRITON_DUMP_DIR``, of every kernel the JIT compiles.
 
 Each kernel's key maps to the sha256 of its CUDA text, or of the error it
@@ -66,9 +66,9 @@ def static_kernels() -> dict[str, str]:
     sys.path.insert(0, str(ROOT / "tests"))
     from sample_signatures import SAMPLE_SIGNATURES
 
-    from mytriton import pipeline
+    from mytriton import compiler
     from mytriton.diagnostics import CompileError
-    from mytriton.pipeline import Options
+    from mytriton.compiler import Options
 
     found: dict[str, str] = {}
     sources = [(p, SAMPLE_SIGNATURES.get(p.stem)) for p in sorted((ROOT / "samples").glob("*.py"))
@@ -82,15 +82,15 @@ def static_kernels() -> dict[str, str]:
             rel = path.relative_to(ROOT).as_posix()
             options = Options(signature=signature, arch=arch, num_warps=warps)
             found[f"{rel}|{arch}|{warps}"] = outcome(
-                lambda: pipeline.compile_source(path.read_text(), rel, "cuda", options))
+                lambda: compiler.compile_source(path.read_text(), rel, "cuda", options))
         for path in ssa_files:
             rel = path.relative_to(ROOT).as_posix()
             try:
-                kernel = pipeline.read_ssa(path.read_text(), rel)
+                kernel = compiler.read_ssa(path.read_text(), rel)
             except CompileError:
                 continue  # a parser test's malformed input
             options = Options(arch=arch, num_warps=warps)
-            found[f"{rel}|{arch}|{warps}"] = outcome(lambda: pipeline.to_cuda(kernel, options))
+            found[f"{rel}|{arch}|{warps}"] = outcome(lambda: compiler.to_cuda(kernel, options))
     return found
 
 
@@ -118,9 +118,9 @@ def kernels_from_tests(files: list[str], workers: int, keep_texts: str | None = 
 def pytest_configure(config) -> None:
     if not os.environ.get(RECORD_ENV):
         return
-    from mytriton import pipeline
+    from mytriton import compiler
 
-    original = pipeline.emit_cuda
+    original = compiler.emit_cuda
     state = {"test": "<collection>", "calls": 0}
 
     def recording(kernel, *args, **kwargs):
@@ -140,7 +140,7 @@ def pytest_configure(config) -> None:
             Path(keep, name + ".cu").write_text(text)
         return text
 
-    pipeline.emit_cuda = recording
+    compiler.emit_cuda = recording
     config._fingerprint_state = state
 
 

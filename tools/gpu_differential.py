@@ -44,15 +44,15 @@ class Case:
 
 
 def compile_case(case: Case) -> None:
-    from mytriton import pipeline
+    from mytriton import compiler
 
     from fuzz_checks import options_of
 
     gk = case.kernel
     options = options_of(gk)
     try:
-        case.ssa = pipeline.source_to_ssa(gk.source, gk.file, options)
-        case.cuda = pipeline.to_cuda(case.ssa, options)
+        case.ssa = compiler.source_to_ssa(gk.source, gk.file, options)
+        case.cuda = compiler.to_cuda(case.ssa, options)
     except Exception as err:
         case.problem = f"compile: {type(err).__name__}: {err}"
 

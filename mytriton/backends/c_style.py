@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from mytriton.diagnostics import CompileError
+from mytriton.ir import math_functions
 from mytriton.types import (
     BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, PointerType, ScalarType, Type, element_of,
 )
@@ -39,20 +40,10 @@ class CStyleLanguage:
     includes: tuple[str, ...] = ()
     half_includes: tuple[str, ...] = ()
 
-    # Math functions on f32 by op name; {0} is the operand.
-    math_f32: dict[str, str] = {
-        "exp": "expf({0})", "exp2": "exp2f({0})", "log": "logf({0})", "log2": "log2f({0})",
-        "sqrt": "sqrtf({0})", "floor": "floorf({0})", "ceil": "ceilf({0})",
-        "sin": "sinf({0})", "cos": "cosf({0})", "sigmoid": "(1.0f / (1.0f + expf(-({0}))))",
-        "erf": "erff({0})", "tanh": "tanhf({0})",
-    }
-    # The same functions on f64 (C's unsuffixed names), by op name.
-    math_f64: dict[str, str] = {
-        "exp": "exp({0})", "exp2": "exp2({0})", "log": "log({0})", "log2": "log2({0})",
-        "sqrt": "sqrt({0})", "rsqrt": "(1.0 / sqrt({0}))", "floor": "floor({0})", "ceil": "ceil({0})",
-        "sin": "sin({0})", "cos": "cos({0})", "sigmoid": "(1.0 / (1.0 + exp(-({0}))))",
-        "erf": "erf({0})", "tanh": "tanh({0})",
-    }
+    # The math group's functions (tl.<name>) by op name on f32 and f64; {0}
+    # is the operand. Spelled in ir/math_functions.py, one row per function.
+    math_f32: dict[str, str] = math_functions.c_spellings(tl=True, f64=False)
+    math_f64: dict[str, str] = math_functions.c_spellings(tl=True, f64=True)
 
     def math_function(self, name: str, t: ScalarType) -> str | None:
         """The spelling of math function ``name`` computing in ``t`` (f32 or f64)."""

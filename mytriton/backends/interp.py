@@ -1182,7 +1182,7 @@ def _dot_rs(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     return _matmul(st, op, st.get(a, np_dtype(a.type), 2), _shared_tiles(st.env[b]))
 
 
-# ---- pipelined K loops (the pipeline pass) --------------------------------------------------------
+# ---- pipelined K loops (the software-pipeline pass) --------------------------------------------------------
 # A stage view is the buffer and each program's stage; copies write through it
 # into the buffer, and a dot reads each program's stage out of it. An async
 # copy completes at once here: programs run in lockstep, so the waits and

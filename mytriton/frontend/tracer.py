@@ -25,7 +25,7 @@ from mytriton.as_triton.modules import kernel_path
 from mytriton.diagnostics import CompileError, Location
 from mytriton.frontend.source import KernelModule, Unresolved
 from mytriton.frontend.syntax import is_constexpr
-from mytriton.ir import opdefs
+from mytriton.ir import math_functions, opdefs
 from mytriton.ir.ssa import Const
 from mytriton.ir.tree import (
     Arg, Effect, Expr, ForRange, IfStmt, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
@@ -108,7 +108,7 @@ class Method:
 # ``_tensor_member_fn``s): ``x.sum(axis=1)`` is ``tl.sum(x, axis=1)``.
 TENSOR_METHODS = frozenset((
     "cast", "sum", "max", "min", "expand_dims", "trans", "broadcast_to", "reshape", "view", "permute", "split",
-    "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "sigmoid", "erf",
+    "abs", *(row.name for row in math_functions.TABLE if row.method),
     "softmax", "sort", "flip", "histogram", "cumsum", "cumprod", "argmax", "argmin", "reduce", "associative_scan",
 ))
 
@@ -194,7 +194,7 @@ class TraceBudget:
         # print): a probe trace is then traced again with the real types.
         self.asked_types = False
         # tl.dot's precision for f32 operands where the call names none
-        # (pipeline.Options.f32_default).
+        # (compiler.Options.f32_default).
         self.f32_default: str | None = None
         # tl.static_print calls traced (a helper that prints is not reused).
         self.prints = 0

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
+from mytriton.ir import math_functions
 from mytriton.limits import tile_error
 from mytriton.types import (
     BF16, BOOL, F16, F32, F64, I8, I32, I64, U32, U64, BlockType, PointerType, ScalarType, SharedType, Type, TypeRuleError, WeakType,
@@ -634,33 +635,6 @@ _COMPARE: dict[str, Semantics] = {
     "cmp_ne": lambda np, a, b: np.not_equal(a, b),
 }
 
-def _erf(np: Any, x: Any) -> Any:
-    """erf, which NumPy lacks: the double-precision libm's, rounded to ``x``'s type."""
-    dtype = np.result_type(x)
-    return np.vectorize(math.erf, otypes=[np.float64])(x).astype(dtype)
-
-
-# Elementwise math functions of one float: (semantics, whether it folds). Only
-# the exact ones fold; the others are computed by the device's libm, which may
-# differ from NumPy's by an ulp. tl.<name> is made for each (language and
-# frontend read this table), so a new one is a row here and a spelling in
-# backends/cuda/expressions.py.
-_MATH: dict[str, tuple[Semantics, bool]] = {
-    "exp": (lambda np, x: np.exp(x), False),
-    "exp2": (lambda np, x: np.exp2(x), False),
-    "log": (lambda np, x: np.log(x), False),
-    "log2": (lambda np, x: np.log2(x), False),
-    "sqrt": (lambda np, x: np.sqrt(x), False),
-    "rsqrt": (lambda np, x: 1 / np.sqrt(x), False),
-    "sin": (lambda np, x: np.sin(x), False),
-    "cos": (lambda np, x: np.cos(x), False),
-    "floor": (lambda np, x: np.floor(x), True),
-    "ceil": (lambda np, x: np.ceil(x), True),
-    "sigmoid": (lambda np, x: 1 / (1 + np.exp(-x)), False),
-    "erf": (_erf, False),
-    "tanh": (lambda np, x: np.tanh(x), False),
-}
-
 # ---- the table ----------------------------------------------------------------
 
 # One line each for the ops registered in loops (``mytriton ops``, docs/ir.md).
@@ -713,10 +687,13 @@ _register(OpDef("abs", ("x",), _unary_numeric("abs"), elementwise=True,
 _register(OpDef("not", ("x",), _unary_not, elementwise=True,
                 semantics=lambda np, x: np.invert(x), folds=True,  # invert: logical not on bools
                 doc="~x: bitwise not of integers, logical not of booleans"))
-for _name, (_semantics, _folds) in _MATH.items():
-    _register(OpDef(_name, ("x",), _math(_name), elementwise=True, math_function=True,
-                    semantics=_semantics, computes_in="float", folds=_folds,
-                    doc=f"tl.{_name}(x), per element, computed in f32 at least (f64 stays f64)"))
+# The math group, tl.<name> (ir/math_functions.py: one row per function).
+for _row in math_functions.TABLE:
+    if not _row.tl:
+        continue
+    _register(OpDef(_row.name, ("x",), _math(_row.name), elementwise=True, math_function=True,
+                    semantics=_row.semantics, computes_in="float", folds=_row.folds,
+                    doc=f"tl.{_row.name}(x), per element, computed in f32 at least (f64 stays f64)"))
 
 _register(OpDef("where", ("condition", "true_value", "false_value"), _where, elementwise=True,
                 doc="tl.where: true_value where condition holds, else false_value, per element"))
@@ -1138,7 +1115,7 @@ _register(OpDef("broadcast_to", ("x",), _broadcast_to, attrs=("shape",), element
                 doc="x broadcast to shape (tl.broadcast_to)"))
 
 # ---- pipelined K loop --------------------------------------------
-# The pipeline pass turns a staged dot's loop into a multi-buffered one: each
+# The software-pipeline pass turns a staged dot's loop into a multi-buffered one: each
 # shared buffer holds ``stages`` tiles one above the other, ``stage_view``
 # names one of them, ``async_copy_to_shared`` fills one without waiting
 # (cp.async on the GPU), ``async_commit`` closes a thread's group of such
@@ -1216,7 +1193,7 @@ _register(OpDef("async_commit", (), _none, synchronises=True,
 _register(OpDef("async_wait", (), _async_wait, attrs=("pending",), synchronises=True,
                 doc="waits until at most pending of this thread's committed copy groups are in flight"))
 
-# A loop the pipeline pass has multi-buffered says how many stages it got
+# A loop the software-pipeline pass has multi-buffered says how many stages it got
 # (fewer than num_stages asked for where shared memory does not allow more).
 LOOP_ATTRS = LOOP_ATTRS + ("pipeline_stages",)
 OPS["for"] = replace(OPS["for"], attrs=LOOP_ATTRS)
@@ -1246,12 +1223,11 @@ _register(OpDef("wgmma_wait", ("acc",), _wgmma_wait, attrs=("pending",), synchro
                     "the result of such a dot, is complete after pending=0"))
 
 # ---- libdevice ----------------------------------------------------------------------
-# The functions of Triton's ``tl.extra.libdevice`` that no ``tl.<name>`` has
-# (mytriton/language/extra/libdevice.py maps each libdevice name to its op
-# and the dtypes Triton's table takes). Each is an elementwise op with NumPy
-# semantics, spelled by the CUDA math library (``CudaLanguage.libdevice_f32``
-# and ``libdevice_f64``). They are not in the math group: that group is
-# ``tl.<name>``, and Triton's tl has none of these. Only the exact ones fold.
+# The functions of Triton's ``tl.extra.libdevice`` that no ``tl.<name>`` has:
+# the rows of ir/math_functions.py without ``tl``, which give each one's
+# semantics, spellings and the dtypes Triton's table takes. They are not in
+# the math group: that group is ``tl.<name>``, and Triton's tl has none of
+# these.
 
 
 def _libdevice_predicate(name: str) -> InferFn:
@@ -1275,113 +1251,19 @@ def _llrint_rule(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     return [with_element(shape_of(a), I64)]
 
 
-def _round_half_away(np: Any, x: Any) -> Any:
-    """C's round: halves away from zero (NumPy's round is to even). The
-    fraction ``a - floor(a)`` of a float is exact, so this is exact."""
-    a = np.abs(x)
-    whole = np.floor(a)
-    up = (a - whole) >= np.asarray(0.5, dtype=np.result_type(x))
-    return np.copysign(whole + up.astype(whole.dtype), x)
-
-
-def _erfinv_scalar(y: float) -> float:
-    """The inverse of erf in double precision: Giles' single-precision
-    approximation, refined by Newton steps on erf (on erfc near +-1, where
-    ``1 - |y|`` is exact and erf has no digits left)."""
-    if y != y or abs(y) > 1:
-        return math.nan
-    if abs(y) == 1:
-        return math.copysign(math.inf, y)
-    if y == 0:
-        return y
-    a = abs(y)
-    w = -math.log((1 - a) * (1 + a))
-    if w < 5:
-        w -= 2.5
-        p = 2.81022636e-08
-        for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-                  -0.00417768164, 0.246640727, 1.50140941):
-            p = c + p * w
-    else:
-        w = math.sqrt(w) - 3
-        p = -0.000200214257
-        for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-                  0.00943887047, 1.00167406, 2.83297682):
-            p = c + p * w
-    x = p * a
-    slope = 2 / math.sqrt(math.pi)
-    for _ in range(4):
-        err = math.erf(x) - a if a < 0.5 else (1 - a) - math.erfc(x)
-        x -= err / (slope * math.exp(-x * x))
-    return math.copysign(x, y)
-
-
-def _erfinv(np: Any, x: Any) -> Any:
-    dtype = np.result_type(x)
-    return np.vectorize(_erfinv_scalar, otypes=[np.float64])(x).astype(dtype)
-
-
-def _llrint(np: Any, x: Any) -> Any:
-    """To the nearest integer, ties to even, as i64. Out of range and NaN
-    are undefined in C; the device (cvt.rni.s64, which llrintf is)
-    saturates, and gives i64's smallest value for NaN (seen on the H200),
-    and so does this."""
-    r = np.rint(np.asarray(x, dtype=np.float64))
-    inside = (r >= -2.0**63) & (r < 2.0**63)
-    whole = np.where(inside, r, 0).astype(np.int64)
-    return np.where(inside, whole, np.where(r > 0, np.int64(2**63 - 1), np.int64(-2**63)))
-
-
-def _fmod_undefined(a: Any, b: Any) -> bool:
-    return b == 0 or a != a or b != b or a in (math.inf, -math.inf)
-
-
-# name: (operand count, semantics, folds, fold_refuses, doc)
-_LIBDEVICE_FLOAT: dict[str, tuple[int, Semantics, bool, FoldGuard | None, str]] = {
-    "erfinv": (1, _erfinv, False, None, "the inverse error function (erfinvf / erfinv)"),
-    "log1p": (1, lambda np, x: np.log1p(x), False, None, "log(1 + x), accurate for small x (log1pf)"),
-    "expm1": (1, lambda np, x: np.expm1(x), False, None, "exp(x) - 1, accurate for small x (expm1f)"),
-    "round": (1, _round_half_away, True, None, "x to the nearest integer, halves away from zero (roundf)"),
-    "trunc": (1, lambda np, x: np.trunc(x), True, None, "x rounded toward zero (truncf)"),
-    "rint": (1, lambda np, x: np.rint(x), True, None, "x to the nearest integer, halves to even (rintf)"),
-    "sinh": (1, lambda np, x: np.sinh(x), False, None, "the hyperbolic sine (sinhf)"),
-    "cosh": (1, lambda np, x: np.cosh(x), False, None, "the hyperbolic cosine (coshf)"),
-    "tan": (1, lambda np, x: np.tan(x), False, None, "the tangent (tanf)"),
-    "asin": (1, lambda np, x: np.arcsin(x), False, None, "the arc sine (asinf)"),
-    "acos": (1, lambda np, x: np.arccos(x), False, None, "the arc cosine (acosf)"),
-    "atan": (1, lambda np, x: np.arctan(x), False, None, "the arc tangent (atanf)"),
-    "asinh": (1, lambda np, x: np.arcsinh(x), False, None, "the inverse hyperbolic sine (asinhf)"),
-    "acosh": (1, lambda np, x: np.arccosh(x), False, None, "the inverse hyperbolic cosine (acoshf)"),
-    "atanh": (1, lambda np, x: np.arctanh(x), False, None, "the inverse hyperbolic tangent (atanhf)"),
-    "log10": (1, lambda np, x: np.log10(x), False, None, "the base-10 logarithm (log10f)"),
-    "cbrt": (1, lambda np, x: np.cbrt(x), False, None, "the cube root (cbrtf)"),
-    "fast_expf": (1, lambda np, x: np.exp(x), False, None,
-                  "exp(x) by the hardware's approximation (__expf; the interpreter computes exp)"),
-    "pow": (2, lambda np, a, b: np.power(a, b), False, None, "x ** y (powf / pow)"),
-    "atan2": (2, lambda np, a, b: np.arctan2(a, b), False, None, "the angle of the point (x=rhs, y=lhs) (atan2f)"),
-    "fmod": (2, lambda np, a, b: np.fmod(a, b), True, _fmod_undefined,
-             "the remainder of lhs / rhs with lhs's sign, exactly (fmodf)"),
-    "hypot": (2, lambda np, a, b: np.hypot(a, b), False, None, "sqrt(x * x + y * y) without overflow (hypotf)"),
-    "copysign": (2, lambda np, a, b: np.copysign(a, b), True, None, "|lhs| with rhs's sign (copysignf)"),
-    "fast_dividef": (2, lambda np, a, b: np.true_divide(a, b), False, None,
-                     "lhs / rhs by the hardware's approximation (__fdividef; the interpreter divides exactly)"),
+_LIBDEVICE_RULES: dict[str, Callable[[str], InferFn]] = {
+    "float": lambda name: _float_operands(name, math_functions.BY_NAME[name].operands),
+    "bool": _libdevice_predicate,
+    "i64": lambda name: _llrint_rule,
 }
-_LIBDEVICE_PREDICATES: dict[str, tuple[Semantics, str]] = {
-    "isnan": (lambda np, x: np.isnan(x), "whether x is NaN, a bool per element (isnan)"),
-    "isinf": (lambda np, x: np.isinf(x), "whether x is an infinity, a bool per element (isinf)"),
-    "signbit": (lambda np, x: np.signbit(x), "whether x's sign bit is set (-0.0 and -NaN too), a bool (signbit)"),
-}
-
-for _name, (_count, _semantics, _folds, _refuses, _doc) in _LIBDEVICE_FLOAT.items():
-    _register(OpDef(_name, ("lhs", "rhs") if _count == 2 else ("x",), _float_operands(_name, _count),
-                    elementwise=True, semantics=_semantics, computes_in="float", folds=_folds,
-                    fold_refuses=_refuses, doc=f"libdevice.{_name}: {_doc}"))
-for _name, (_semantics, _doc) in _LIBDEVICE_PREDICATES.items():
-    _register(OpDef(_name, ("x",), _libdevice_predicate(_name), elementwise=True, semantics=_semantics,
-                    computes_in="operands", doc=f"libdevice.{_name}: {_doc}"))
-_register(OpDef("llrint", ("x",), _llrint_rule, elementwise=True, semantics=_llrint, computes_in="operands",
-                doc="libdevice.llrint: x to the nearest integer (halves to even) as i64, saturating, NaN i64 min (llrintf)"))
-LIBDEVICE_OPS = (*_LIBDEVICE_FLOAT, *_LIBDEVICE_PREDICATES, "llrint")
+for _row in math_functions.TABLE:
+    if _row.tl:
+        continue
+    _operands = ("lhs", "rhs") if _row.operands == 2 else ("x",)
+    _register(OpDef(_row.name, _operands, _LIBDEVICE_RULES[_row.answers](_row.name), elementwise=True,
+                    semantics=_row.semantics, computes_in="float" if _row.answers == "float" else "operands",
+                    folds=_row.folds, fold_refuses=_row.fold_refuses, doc=f"libdevice.{_row.name}: {_row.doc}"))
+LIBDEVICE_OPS = math_functions.LIBDEVICE_ONLY
 
 # ---- pointers from memory ---------------------------------------------------------
 # ``x.to(tl.pointer_type(T))`` of a 64-bit integer (an address loaded from an
@@ -1502,7 +1384,7 @@ ATOMIC_OPS = ("atomic_rmw", "atomic_cas")
 # Triton's tutorials address a dot's operand through pointer tiles with
 # runtime strides on both axes, rows taken modulo the matrix height
 # (``(pid_m * BM + arange) % M``) and masks on one axis only; stage-dots copies
-# such tiles with ``copy_strided_to_shared`` (and the pipeline pass with its
+# such tiles with ``copy_strided_to_shared`` (and the software-pipeline pass with its
 # async form). A wrap of 0 is none; a bound the mask does not test is
 # 2147483647 (every i32 coordinate passes).
 

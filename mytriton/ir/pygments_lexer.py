@@ -32,7 +32,7 @@ KEYWORDS = ("kernel", "tree", "constexpr", "num_warps", "for", "in", "range", "i
 TYPE_CONSTRUCTORS = ("ptr", "vector", "block", "shared")
 SCALAR_TYPES = ("bool", "i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",
                 "f64")
-# Layout attributes (mytriton/ir/layouts.py), followed by <.
+# Layout attributes (mytriton/ir/layout_attributes.py), followed by <.
 LAYOUT_KINDS = ("blocked", "slice", "padded_shared", "nvmma_shared", "mma", "dot_operand")
 CONSTANTS = ("true", "false", "none")
 

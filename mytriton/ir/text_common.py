@@ -207,7 +207,7 @@ class TextReader:
 
     def layout_attr(self, tree: lark.Tree) -> Any:
         """A layout attribute: ``blocked<size_per_thread=[1], ...>``, ``slice<dim=1, parent=#b>``..."""
-        from mytriton.ir.layouts import FIELDS, KINDS, LayoutSyntaxError
+        from mytriton.ir.layout_attributes import FIELDS, KINDS, LayoutSyntaxError
 
         kind, *fields = tree.children
         if str(kind) not in KINDS:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import mytriton.language as _tl
 from mytriton.ir.opdefs import MATH_FUNCTIONS
 
-# triton.language.math's functions (Triton 3.x).
+# triton.language.math's functions (Triton 3.x) besides the math group's,
+# which are all here.
 TRITON_MATH = (
-    "abs", "cdiv", "ceil", "clamp", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma", "log",
-    "log2", "maximum", "minimum", "rsqrt", "sigmoid", "sin", "softmax", "sqrt", "sqrt_rn", "umulhi",
+    "abs", "cdiv", "clamp", "div_rn", "fdiv", "fma", "maximum", "minimum", "softmax", "sqrt_rn", "umulhi",
 )
 
 FUNCTIONS = tuple(dict.fromkeys(name for name in (*TRITON_MATH, *MATH_FUNCTIONS) if name in _tl.FUNCTIONS))

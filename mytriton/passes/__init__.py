@@ -30,7 +30,7 @@ REGISTRY: dict[str, tuple[str, str]] = {
     # after opt (and `mytriton stage-dots` alone); not in the default pipeline.
     "stage-dots": ("mytriton.passes.stage_dots", "StageDotsPass"),
     # After stage-dots (compile runs it there, with the launch's num_stages).
-    "pipeline": ("mytriton.passes.pipeline", "PipelinePass"),
+    "software-pipeline": ("mytriton.passes.software_pipeline", "SoftwarePipelinePass"),
     # After the layouts stage (which runs it): wgmma dots overlap the next tiles' copies.
     "overlap-wgmma": ("mytriton.passes.overlap_wgmma", "OverlapWgmmaPass"),
     # The layouts stage's last passes, the CUDA back end's own: they decide for its printer.

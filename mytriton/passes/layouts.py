@@ -73,13 +73,13 @@ records ``num_warps``: the SSA is then the CUDA back end's input, and
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.axis_info import AxisAnalysis, vector_width
 from mytriton.ir.analysis import is_materialized, is_tile, reaches_materialized
-from mytriton.ir.layouts import (
+from mytriton.ir.layout_attributes import (
     SWIZZLE_BYTES, WGMMA_MAX_N, Blocked, Mma, NvmmaShared, PaddedShared, SharedLayout, Slice, TileLayout, broadcast_view,
     default_blocked, fma_dot_layout, fma_operand_pad,
 )
@@ -710,10 +710,10 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
     tensor cores (``mma_shared_layout``), the A buffer of an FMA dot
     (``fma_operand_pad``); both operands of a warpgroup dot are swizzled
     (``nvmma_shared``, no padding)."""
-    from mytriton.passes.pipeline import scratch_reserve
+    from mytriton.passes.software_pipeline import scratch_reserve
 
     allocs = [r for op in walk(kernel.body) if opdefs.lookup(op.name).allocates for r in op.results]
-    # The scratch the pipeline pass left room for stays free: padding never takes it.
+    # The scratch the software-pipeline pass left room for stays free: padding never takes it.
     used = sum(r.type.numel * r.type.element.nbytes for r in allocs) + scratch_reserve(kernel)
     layouts: dict[Value, SharedLayout] = {}
     k_major = k_major_buffers(kernel) if wgmma else frozenset()
@@ -756,6 +756,7 @@ def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout], budget: int,
 @dataclass(frozen=True)
 class LayoutsPass:
     name: str = "layouts"
+    after_layouts: ClassVar[bool] = True  # to refuse it in its own words: a kernel is laid out once
     summary: str = "give every tile a layout for --num-warps warps (CUDA's input; not an optimisation)"
     num_warps: int = DEFAULT_NUM_WARPS
     shared_budget: int = SHARED_MEMORY_BUDGET  # bytes of shared memory a block may use (the target's)

@@ -13,7 +13,8 @@ def run_passes(kernel: Kernel, names: Sequence[str],
                after_each: Callable[[str, Kernel], None] | None = None,
                before_each: Callable[[str, Kernel], None] | None = None) -> Kernel:
     passes = [get_pass(name) if isinstance(name, str) else name for name in names]  # names or Pass objects
-    # A back-end pass (``after_layouts``) takes laid-out SSA; the others run before the layouts stage.
+    # A back-end pass (``after_layouts``) takes laid-out SSA (or refuses it in its own words, as layouts does);
+    # the others run before the layouts stage.
     if kernel.laid_out and any(p.name != "verify" and not getattr(p, "after_layouts", False) for p in passes):
         raise CompileError(f"kernel '{kernel.name}' is laid out (num_warps={kernel.num_warps}): passes run "
                            "on SSA before the layouts stage", kernel.loc)

@@ -1,7 +1,7 @@
 """overlap-wgmma: keep a pipelined loop's warpgroup dot running on the tensor
 cores while the threads wait for the next tiles and issue their copies.
 
-After the pipeline pass a K loop waits for its tiles, refills the stage the
+After the software-pipeline pass a K loop waits for its tiles, refills the stage the
 previous iteration multiplied, then multiplies the current stage:
 
     async_wait; barrier; <copies into stage slot-1>; async_commit; %c = dot_shared ...; yield %c
@@ -31,9 +31,10 @@ nowhere else.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from mytriton.ir import opdefs
-from mytriton.ir.layouts import Mma
+from mytriton.ir.layout_attributes import Mma
 from mytriton.ir.ssa import Block, BlockArg, Kernel, Op, OpResult, for_body, for_yield, insert_after, insert_before, use_counts, walk
 from mytriton.types import BlockType
 
@@ -100,6 +101,7 @@ def _overlap(loop: Op, counts: dict) -> bool:
 @dataclass(frozen=True)
 class OverlapWgmmaPass:
     name: str = "overlap-wgmma"
+    after_layouts: ClassVar[bool] = True  # it reads laid-out SSA
     summary: str = "let a pipelined loop's wgmma dot run while the next tiles' copies issue (laid-out SSA)"
 
     def apply(self, kernel: Kernel) -> Kernel:

@@ -41,7 +41,7 @@ P = softmax(Q @ K^T)) and whose B is a canonical tile load stages B alone:
     barrier
 
 In a loop body that already stages a dot_shared (attention's Q @ K^T), B's
-copy joins that dot's copies before its first barrier, so the pipeline pass
+copy joins that dot's copies before its first barrier, so the software-pipeline pass
 multi-buffers V with K (and drops the barrier after the dot_rs).
 
 A dot whose operands are not canonical is left as it is (the CUDA backend has
@@ -893,12 +893,12 @@ def _new_bytes(plan: DotPlan, once: set[Op]) -> int:
 
 
 def _scratch_reserve(kernel: Kernel, staged: frozenset[Op]) -> int:
-    from mytriton.passes.pipeline import scratch_reserve  # (pipeline imports nothing from here)
+    from mytriton.passes.software_pipeline import scratch_reserve  # (pipeline imports nothing from here)
     return scratch_reserve(kernel, staged)
 
 
 def _allocates(op: Op) -> bool:
-    """A shared buffer's allocation (``shared_alloc``, or the pipeline pass's
+    """A shared buffer's allocation (``shared_alloc``, or the software-pipeline pass's
     ``shared_alloc_stages``)."""
     opdef = opdefs.lookup(op.name)
     return opdef is not None and opdef.allocates
@@ -940,7 +940,7 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
         operands = [dot.operands[0] if plan.a is None else buffers[0], buffers[1], dot.operands[2]]
         staged = Op(name, operands, [dot.result.type], dict(dot.attrs), loc=dot.loc)
         # The ops that compute a copy's operands first, so that the copies stay
-        # together before the barrier (the pipeline pass finds them there).
+        # together before the barrier (the software-pipeline pass finds them there).
         in_place: list[Op] = []
         copies: list[Op] = []
         for tile, buffer in ((plan.a, buffers[0]), (plan.b, buffers[1])):

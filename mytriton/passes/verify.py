@@ -48,7 +48,7 @@ from mytriton.ir.ssa import (
 )
 from mytriton.ir.ssa_text import op_text
 from mytriton.limits import MAX_EXPRESSION_DEPTH, tile_error
-from mytriton.ir.layouts import SHARED_KINDS, NvmmaShared, Slice, broadcast_view, shape_problem
+from mytriton.ir.layout_attributes import SHARED_KINDS, NvmmaShared, Slice, broadcast_view, shape_problem
 from mytriton.ir.literals import carried_type_fits, literal_conversion_error
 from mytriton.types import BOOL, BlockType, SharedType, TypeRuleError, concrete, element_of, without_layout
 
@@ -347,7 +347,7 @@ class Verifier:
     def register_a(self, op: Op, result: BlockType) -> None:
         """A warpgroup ``dot_rs`` reads its A tile as wgmma's register
         fragment: A must be held in a version-3 mma layout of the result's warps."""
-        from mytriton.ir.layouts import Mma
+        from mytriton.ir.layout_attributes import Mma
 
         layout, a = result.layout, op.operands[0]
         if op.name != "dot_rs" or not (isinstance(layout, Mma) and layout.version == 3) \
@@ -542,7 +542,7 @@ def vector_access_problem(op: Op, laid_out: bool) -> str | None:
     accesses, or None: N is a power of two of at most 16 bytes, and each
     thread's slots hold runs of N consecutive elements along the tile's last
     dimension, its fastest (the layouts stage proved them aligned)."""
-    from mytriton.ir.layouts import Blocked, Mma
+    from mytriton.ir.layout_attributes import Blocked, Mma
 
     n = op.attrs["vector"]
     ptr = op.operands[0]  # the type rule has checked it is a pointer or a tile of pointers

@@ -62,7 +62,7 @@ class CompiledKernel:
 
     def __init__(self, kernel: Any, file: str, options: Any, backend: str,
                  metadata: dict[str, Any], runtime_params: list[str], all_params: list[str]) -> None:
-        from mytriton import pipeline
+        from mytriton import compiler
 
         self.kernel = kernel
         self.runtime_params = runtime_params
@@ -73,7 +73,7 @@ class CompiledKernel:
         self.metadata = Metadata(metadata)
         self.launcher: Any = None
         # Printed now: the later stages change the kernel object in place.
-        ssa = pipeline.print_ssa(kernel)
+        ssa = compiler.print_ssa(kernel)
 
         laid: list[Any] = []
 
@@ -81,14 +81,14 @@ class CompiledKernel:
             # A fresh copy read back from the text, so that the kernel the
             # interpreter runs stays as it is; made once, for both texts.
             if not laid:
-                laid.append(pipeline.layouts(pipeline.stage_dots(pipeline.read_ssa(ssa, file), options), options))
+                laid.append(compiler.layouts(compiler.stage_dots(compiler.read_ssa(ssa, file), options), options))
             return laid[0]
 
         self.asm = LazyAsm({
             "ssa": lambda: ssa,
-            "layouts": lambda: pipeline.print_ssa(laid_out()),
-            "cuda": lambda: pipeline.emit_cuda(laid_out(), options),
-            "ptx": lambda: pipeline.ptx(self.asm["cuda"], options),
+            "layouts": lambda: compiler.print_ssa(laid_out()),
+            "cuda": lambda: compiler.emit_cuda(laid_out(), options),
+            "ptx": lambda: compiler.ptx(self.asm["cuda"], options),
         })
         self.asm._texts["ssa"] = ssa
 

@@ -328,13 +328,13 @@ class JITFunction:
     def specialize(self, bound: dict[str, Any], num_warps: int, backend: str,
                    num_stages: int | None = None) -> Any:
         """The compiled kernel (runtime/compiled.py) for these arguments."""
-        from mytriton import pipeline
+        from mytriton import compiler
         from mytriton.runtime.arguments import arg_type, launch_key, signature_of, specialization
 
         # The first time on a large stack (deep_stack.run_deep): it checks the
         # syntax with deep walks; later launches read the cache, without a thread.
         text, runtime, constexpr = self._static or run_deep(self.source)
-        f32_default = pipeline.f32_default_from_env()  # tl.dot's default precision: part of the key
+        f32_default = compiler.f32_default_from_env()  # tl.dot's default precision: part of the key
         # Most launches repeat an earlier one's types, hints and constants:
         # found by a cheap key, without working out the types again.
         fast = launch_key([bound[name] for name in runtime], self._on_value, self._on_alignment, runtime,
@@ -356,7 +356,7 @@ class JITFunction:
             check_num_warps(num_warps)
             if num_stages is not None and (type(num_stages) is not int or not 1 <= num_stages <= 16):
                 raise CompileError(f"num_stages must be an integer from 1 to 16, got {num_stages!r}")
-            options = pipeline.Options(kernel=self.fn.__name__, defines=constexprs,
+            options = compiler.Options(kernel=self.fn.__name__, defines=constexprs,
                                        signature=signature_of(types, hints), num_warps=num_warps,
                                        num_stages=num_stages, f32_default=f32_default,
                                        namespace=self.fn.__globals__)
@@ -365,7 +365,7 @@ class JITFunction:
             ones = {name: 1 for name, hint in zip(runtime, hints) if hint == "1"}
             ones.update({name: None for name, t in zip(runtime, types) if t is None})
             # On a large stack, as the CLI does (deep_stack.run_deep).
-            kernel = run_deep(pipeline.source_to_ssa, text, self.file, options)
+            kernel = run_deep(compiler.source_to_ssa, text, self.file, options)
             metadata = {"name": self.fn.__name__, "num_warps": num_warps, "num_stages": num_stages,
                         "backend": backend, "signature": options.signature, "constants": {**ones, **constexprs},
                         "arch": options.arch, "debug": bool(self.options.get("debug", False))}
@@ -427,9 +427,9 @@ _PLAN_LIMIT = 64
 
 
 def _f32_default() -> Any:
-    from mytriton import pipeline
+    from mytriton import compiler
 
-    return pipeline.f32_default_from_env()
+    return compiler.f32_default_from_env()
 
 
 _F32_DEFAULT_ENV = EnvironmentValue("MYTRITON_F32_DEFAULT", _f32_default)

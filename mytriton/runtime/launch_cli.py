@@ -14,7 +14,7 @@ import operator
 import os
 from typing import Any
 
-from mytriton import npy_files, pipeline
+from mytriton import npy_files, compiler
 from mytriton.diagnostics import CompileError
 from mytriton.deep_stack import run_deep
 from mytriton.limits import MAX_GENERATED_ELEMENTS, MAX_GRID_TEXT, grid_error
@@ -225,7 +225,7 @@ def eval_grid(text: str, names: dict[str, Any]) -> tuple[int, ...]:
     return grid  # as many axes as written: the interpreter names programs by them
 
 
-def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pipeline.Options,
+def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: compiler.Options,
              backend: str | None, out_dir: str, seed: int, expects: tuple[str, ...]) -> list[str]:
     """Compile (on the deep stack, deep_stack.run_deep) and launch on the
     caller's thread, which then owns the CUDA context it pushes."""
@@ -250,7 +250,7 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pip
         cuda_source = text
     else:
         if path.endswith(".ssa"):
-            kernel = run_deep(lambda: pipeline.verify(pipeline.read_ssa(text, file)))
+            kernel = run_deep(lambda: compiler.verify(compiler.read_ssa(text, file)))
         else:
             if options.signature is None:
                 from mytriton.frontend.stages import kernel_params, load_kernel
@@ -259,7 +259,7 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pip
                 module, entry = run_deep(load_kernel, text, file, options.kernel)
                 runtime, _, _ = kernel_params(module, entry)
                 options.signature = signature_of(arg_types_from_specs(runtime, specs))
-            kernel = run_deep(pipeline.source_to_ssa, text, file, options)
+            kernel = run_deep(compiler.source_to_ssa, text, file, options)
         params = [(p.name, p.type) for p in kernel.params]
         constexprs = dict(kernel.constexprs)
         stores = stored_params(kernel)
@@ -290,7 +290,7 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: pip
 
         if cuda_source is None:
             # Staged and laid out here unless the .ssa file already is.
-            cuda_source = run_deep(lambda: pipeline.to_cuda(kernel, options))
+            cuda_source = run_deep(lambda: compiler.to_cuda(kernel, options))
         CudaKernel(cuda_source, options.arch, file).launch(grid, [values[n] for n, _ in params])
     else:
         if kernel is None:

@@ -445,7 +445,7 @@ def test_the_kernels_cuda_builds_with_nvcc(name, monkeypatch):
 
 @pytest.mark.parametrize("name", tiered(WORKING, slow=("sort_rows", "fused_attention")))
 def test_every_stage_of_the_kernels_prints_back_as_it_parses(name, monkeypatch):
-    from mytriton import pipeline
+    from mytriton import compiler
 
     monkeypatch.setenv("MYTRITON_BACKEND", "interp")
     module = load(name)
@@ -455,7 +455,7 @@ def test_every_stage_of_the_kernels_prints_back_as_it_parses(name, monkeypatch):
     for kernel in compiled:
         for stage in ("ssa", "layouts"):
             text = kernel.asm[stage]
-            assert pipeline.print_ssa(pipeline.read_ssa(text, f"{kernel.name}.ssa")) == text, (kernel.name, stage)
+            assert compiler.print_ssa(compiler.read_ssa(text, f"{kernel.name}.ssa")) == text, (kernel.name, stage)
 
 
 def test_the_triton_script_compares_random_numbers_within_their_tolerances(monkeypatch, capsys):

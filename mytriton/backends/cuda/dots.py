@@ -42,7 +42,7 @@ from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.shared_memory import buffer_bytes
 from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.slots import linear_index
-from mytriton.ir.layouts import Mma, NvmmaShared, fma_operand_pad
+from mytriton.ir.layout_attributes import Mma, NvmmaShared, fma_operand_pad
 from mytriton.ir.opdefs import dot_input_precision
 from mytriton.ir.ssa import BlockArg, Const, Op, OpResult, Value, walk
 from mytriton.types import BOOL, F32, F64, I8, I32, ScalarType, SharedType, element_of
@@ -233,7 +233,7 @@ def emit_copies(em: "EmitContext", ops: list[Op]) -> None:
         em.line(f"for (int s = 0; s < {steps}; ++s) {store}")
 
 
-# ---- the pipelined K loop's ops (the pipeline pass) ------------------------------------------
+# ---- the pipelined K loop's ops (the software-pipeline pass) ---------------------------------
 
 ASYNC_OPS = ("stage_view", "async_copy_to_shared", "async_copy_strided_to_shared", "async_commit", "async_wait",
              "wgmma_wait")

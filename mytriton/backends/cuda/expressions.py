@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from mytriton.backends.cuda.ctypes import c_cast, c_literal
 from mytriton.backends.cuda.spelling import CUDA
 from mytriton.diagnostics import CompileError
+from mytriton.ir import math_functions
 from mytriton.ir.opdefs import CMP_OPS, LIBDEVICE_OPS, MATH_FUNCTIONS, device_print_label
 from mytriton.ir.ssa import Const, Op
 from mytriton.types import (
@@ -37,8 +38,7 @@ _CMP = {"cmp_lt": "<", "cmp_le": "<=", "cmp_gt": ">", "cmp_ge": ">=", "cmp_eq": 
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "/", "mod": "%", "xor": "^",
            "shl": "<<", "shr": ">>"}
 # Math functions, computed in f32: one spelling per op of the op table's
-# math group, in the language object (a new ``tl.<name>`` is a row in
-# ir/opdefs.py and one in CStyleLanguage.math_f32 or a target's own table).
+# math group, in the language object (from ir/math_functions.py's rows).
 MATH_SPELLINGS = CUDA.math_f32
 
 # Math, spelled by the language object's methods (opdefs.py's "math and
@@ -53,7 +53,8 @@ EXPRESSION_OPS = frozenset({
     *LIBDEVICE_OPS, "int_to_ptr", "ptr_to_int",
 })
 # libdevice ops whose result type is not the type they compute in (that of their operand).
-_LIBDEVICE_FROM_OPERAND = ("isnan", "isinf", "signbit", "llrint")
+_LIBDEVICE_ANSWERS = {row.name: {"bool": BOOL, "i64": I64}[row.answers]
+                      for row in math_functions.TABLE if row.answers != "float"}
 
 # Ops the emitter writes as statements of their own rather than as one
 # element's expression, and where.
@@ -197,10 +198,10 @@ def render(op: Op, args: list[Arg]) -> str:
             return f"({as_type(cond, BOOL)} ? {as_type(a, element)} : {as_type(b, element)})"
         t = compute_type(element)
         return c_cast(f"({as_type(cond, BOOL)} ? {as_type(a, t)} : {as_type(b, t)})", t, element)
-    if name in _LIBDEVICE_FROM_OPERAND:
+    if name in _LIBDEVICE_ANSWERS:
         (x,) = args
         t = compute_type(x.type if isinstance(x, CValue) else concrete(x.type))
-        return c_cast(_libdevice(name, t, [as_type(x, t)], op), BOOL if name != "llrint" else I64, element)
+        return c_cast(_libdevice(name, t, [as_type(x, t)], op), _LIBDEVICE_ANSWERS[name], element)
     if name in CMP_OPS:
         t = compute_type(promote(*(element_of(a.type) for a in args)))
         return f"({as_type(args[0], t)} {_CMP[name]} {as_type(args[1], t)})"

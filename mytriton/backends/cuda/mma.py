@@ -1,7 +1,7 @@
 """``tl.dot`` on tensor cores: ``mma.sync`` fed from shared memory.
 
 The layouts stage gives a dot the tensor cores can compute an ``mma``
-result layout (``mytriton/ir/layouts.py``); this module renders it. Each
+result layout (``mytriton/ir/layout_attributes.py``); this module renders it. Each
 warp owns the 16x8 accumulator blocks the layout gives it (``MmaLayout`` in
 ``thread_coordinates.py``: slot digits ``2 * rep + element`` along each dimension), and for
 each K step of the instruction it
@@ -46,7 +46,7 @@ from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.thread_coordinates import Layout, MmaLayout
 from mytriton.backends.cuda.wgmma import emit_wgmma_products
 from mytriton.ir.ssa import Op
-from mytriton.ir.layouts import Mma, NvmmaShared
+from mytriton.ir.layout_attributes import Mma, NvmmaShared
 from mytriton.types import BF16, F16, F32, I8, ScalarType, SharedType, element_of
 
 if TYPE_CHECKING:

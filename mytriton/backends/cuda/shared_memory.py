@@ -11,7 +11,7 @@ the printer no choice: it only reads the offsets the IR holds).
 from __future__ import annotations
 
 from mytriton.ir import opdefs
-from mytriton.ir.layouts import NvmmaShared
+from mytriton.ir.layout_attributes import NvmmaShared
 from mytriton.ir.ssa import Kernel, Op, walk
 from mytriton.types import SharedType
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from mytriton.backends.c_style import CStyleLanguage
+from mytriton.ir import math_functions
 from mytriton.types import BF16, F16, F64, ScalarType
 
 FULL_MASK = "0xffffffffu"  # every lane of a warp takes part in a shuffle
@@ -15,32 +16,11 @@ class CudaLanguage(CStyleLanguage):
     shared_prefix = "__shared__ __align__(16)"
     includes = ("#include <math_constants.h>",)
     half_includes = ("#include <cuda_fp16.h>", "#include <cuda_bf16.h>")
-    math_f32 = {**CStyleLanguage.math_f32, "rsqrt": "rsqrtf({0})"}
-    math_f64 = {**CStyleLanguage.math_f64, "rsqrt": "rsqrt({0})"}
     # libdevice's functions (opdefs.LIBDEVICE_OPS) by op, from the CUDA math
-    # library; {0} and {1} are the operands, converted to the type computed in.
-    # libdevice has fast_expf and fast_dividef in f32 only: f64 IR computes
-    # them exactly.
-    libdevice_f32 = {
-        "erfinv": "erfinvf({0})", "log1p": "log1pf({0})", "expm1": "expm1f({0})", "round": "roundf({0})",
-        "trunc": "truncf({0})", "rint": "rintf({0})", "sinh": "sinhf({0})", "cosh": "coshf({0})",
-        "tan": "tanf({0})", "asin": "asinf({0})", "acos": "acosf({0})", "atan": "atanf({0})",
-        "asinh": "asinhf({0})", "acosh": "acoshf({0})", "atanh": "atanhf({0})", "log10": "log10f({0})",
-        "cbrt": "cbrtf({0})", "fast_expf": "__expf({0})", "pow": "powf({0}, {1})", "atan2": "atan2f({0}, {1})",
-        "fmod": "fmodf({0}, {1})", "hypot": "hypotf({0}, {1})", "copysign": "copysignf({0}, {1})",
-        "fast_dividef": "__fdividef({0}, {1})", "isnan": "((bool)isnan({0}))", "isinf": "((bool)isinf({0}))",
-        "signbit": "((bool)signbit({0}))", "llrint": "llrintf({0})",
-    }
-    libdevice_f64 = {
-        "erfinv": "erfinv({0})", "log1p": "log1p({0})", "expm1": "expm1({0})", "round": "round({0})",
-        "trunc": "trunc({0})", "rint": "rint({0})", "sinh": "sinh({0})", "cosh": "cosh({0})",
-        "tan": "tan({0})", "asin": "asin({0})", "acos": "acos({0})", "atan": "atan({0})",
-        "asinh": "asinh({0})", "acosh": "acosh({0})", "atanh": "atanh({0})", "log10": "log10({0})",
-        "cbrt": "cbrt({0})", "fast_expf": "exp({0})", "pow": "pow({0}, {1})", "atan2": "atan2({0}, {1})",
-        "fmod": "fmod({0}, {1})", "hypot": "hypot({0}, {1})", "copysign": "copysign({0}, {1})",
-        "fast_dividef": "({0} / {1})", "isnan": "((bool)isnan({0}))", "isinf": "((bool)isinf({0}))",
-        "signbit": "((bool)signbit({0}))", "llrint": "llrint({0})",
-    }
+    # library (ir/math_functions.py); {0} and {1} are the operands, converted
+    # to the type computed in.
+    libdevice_f32 = math_functions.c_spellings(tl=False, f64=False)
+    libdevice_f64 = math_functions.c_spellings(tl=False, f64=True)
 
     def libdevice(self, name: str, t: ScalarType) -> str | None:
         """The spelling of libdevice function ``name`` computing in ``t`` (f32 or f64)."""

@@ -1,7 +1,7 @@
 """How a tile's elements are spread over a CUDA block's threads, in C.
 
 The layouts stage decides each tile's layout and writes it into the SSA types
-(``mytriton/ir/layouts.py``); ``tile_layout`` turns such an attribute and the
+(``mytriton/ir/layout_attributes.py``); ``tile_layout`` turns such an attribute and the
 tile's shape into the objects below, which spell coordinates in C.
 
 A ``BlockedLayout`` is Triton's blocked encoding over a shape: along each dimension a
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
-from mytriton.ir.layouts import WARP, Blocked, Mma, Slice
+from mytriton.ir.layout_attributes import WARP, Blocked, Mma, Slice
 
 
 @dataclass(frozen=True)

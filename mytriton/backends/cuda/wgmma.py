@@ -1,7 +1,7 @@
 """``tl.dot`` on Hopper's warpgroup tensor cores: ``wgmma.mma_async``.
 
 The layouts stage gives a dot of two f16/bf16 shared buffers a ``version=3``
-mma layout and both buffers ``nvmma_shared`` layouts (``ir/layouts.py``);
+mma layout and both buffers ``nvmma_shared`` layouts (``ir/layout_attributes.py``);
 this module renders it. A warpgroup (4 consecutive warps, 128 threads)
 issues ``wgmma.mma_async.m64nNk16``: 64 rows of the result from A's 64 rows
 and B's N columns, both read by the tensor cores straight from shared memory
@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mytriton.ir.layouts import Mma
+from mytriton.ir.layout_attributes import Mma
 from mytriton.ir.ssa import Op, walk
 from mytriton.types import BF16, F16, F32
 

@@ -26,7 +26,7 @@ from typing import Callable
 
 from mytriton.backends.mlir import ops as table
 from mytriton.backends.mlir.ops import OFFSET, constant, convert, scalar_op
-from mytriton.backends.mlir.emitter_base import RegionEmitter
+from mytriton.backends.mlir.emitter_base import RegionEmitter, lowers
 from mytriton.backends.mlir.text import joined, literal, mlir_loc, mlir_string, scalar_type, shaped
 from mytriton.diagnostics import Location
 from mytriton.ir import opdefs
@@ -115,14 +115,11 @@ class _Emitter(RegionEmitter):
         return "\n".join(out) + "\n"
 
     def op(self, op: Op) -> None:
-        how = self.lowering(op)
+        self.lowering(op)
         for operand in op.operands:
             if isinstance(operand, Value) and isinstance(element_of(operand.type), PointerType):
                 self.base(operand, op)  # one parameter per pointer, checked where it is used
-        if how == "elementwise":
-            self.elementwise(op)
-        else:
-            getattr(self, "op_" + op.name)(op)
+        self.render(op)
 
     # ---- values ------------------------------------------------------------------------
 
@@ -258,50 +255,84 @@ class _Emitter(RegionEmitter):
             self.names[result] = compute([])
 
     # ---- elementwise -------------------------------------------------------------------
+    # Each op is computed one element at a time (``scalar``: its operands read
+    # in the type the op computes in, then ops.scalar_op); the ops that arith
+    # and math take on whole vectors are written so where they can be.
 
-    def elementwise(self, op: Op) -> None:
-        loc = op.loc
-        name = op.name
-        if name in ("program_id", "num_programs"):
-            dim = "xyz"[op.attrs["axis"]]
-            gpu = "gpu.block_id" if name == "program_id" else "gpu.grid_dim"
-            raw = self.w.op(f'"{gpu}"() <{{dimension = #gpu<dim {dim}>}}> : () -> index', loc)
-            self.names[op.result] = self.w.op(f"arith.index_cast {raw} : index to i32", loc)
-            return
+    def elementwise(self, op: Op, element: Callable[[Op, list[Coord], ScalarType], str] | None = None) -> None:
+        """The op's result built element by element with ``element`` (by
+        default ``scalar``)."""
         result_t = element_type(op.result.type)
-        if shape_of(op.result.type) and self.whole_vector(op, result_t):
+        compute = element or self.scalar
+        self.per_element(op, lambda coords: compute(op, coords, result_t))
+
+    def scalar(self, op: Op, coords: list[Coord], result_t: ScalarType) -> str:
+        """One element: the operands read as the result's type, then the op's scalar lowering."""
+        args = [self.element(o, coords, result_t, op.loc) for o in op.operands]
+        return scalar_op(self.w, op.name, args, result_t, op.loc)
+
+    @lowers("not", "fma", "clamp", "clamp_nan", "umulhi", "sigmoid", *table.LIBDEVICE)
+    def op_elementwise(self, op: Op) -> None:
+        self.elementwise(op)
+
+    @lowers(*table.BINARY, "broadcast_to")
+    def op_binary(self, op: Op) -> None:
+        if not self.whole_vector(op):
+            self.elementwise(op)
+
+    @lowers(*(name for name in table.MATH if name != "sigmoid"))
+    def op_math(self, op: Op) -> None:
+        t = element_type(op.result.type)
+        if not (t.is_float and t.bits >= 32 and self.whole_vector(op)):
+            self.elementwise(op)
+
+    @lowers("neg", "abs")
+    def op_sign(self, op: Op) -> None:
+        if not (element_type(op.result.type).is_float and self.whole_vector(op)):
+            self.elementwise(op)
+
+    @lowers("program_id")
+    def op_program_id(self, op: Op) -> None:
+        self.grid_index(op, "gpu.block_id")
+
+    @lowers("num_programs")
+    def op_num_programs(self, op: Op) -> None:
+        self.grid_index(op, "gpu.grid_dim")
+
+    def grid_index(self, op: Op, gpu: str) -> None:
+        raw = self.w.op(f'"{gpu}"() <{{dimension = #gpu<dim {"xyz"[op.attrs["axis"]]}>}}> : () -> index', op.loc)
+        self.names[op.result] = self.w.op(f"arith.index_cast {raw} : index to i32", op.loc)
+
+    @lowers("hint")
+    def op_hint(self, op: Op) -> None:
+        if shape_of(op.result.type):
+            self.names[op.result] = self.names[op.operands[0]]
+        else:
+            self.elementwise(op)
+
+    @lowers("full")
+    def op_full(self, op: Op) -> None:
+        """A literal is a dense constant, a runtime scalar is broadcast."""
+        loc, shape, t = op.loc, shape_of(op.result.type), op.attrs["dtype"]
+        value = op.operands[0]
+        if not shape:
+            self.elementwise(op, lambda op, coords, _: self.element(value, coords, t, loc))
             return
+        vtype = shaped(shape, scalar_type(t))
+        if isinstance(value, Const):
+            self.names[op.result] = self.w.op(f"arith.constant dense<{literal(value.value, t)}> : {vtype}", loc)
+        else:
+            x = self.element(value, [], t, loc)
+            self.names[op.result] = self.w.op(f"vector.broadcast {x} : {scalar_type(t)} to {vtype}", loc)
 
-        def compute(coords: list[Coord]) -> str:
-            return self.scalar(op, coords, result_t)
-
-        self.per_element(op, compute)
-
-    def whole_vector(self, op: Op, result_t: ScalarType) -> bool:
+    def whole_vector(self, op: Op) -> bool:
         """Write an elementwise op on whole vectors where the arith or math op
         takes them and no operand tile needs converting (its scalars and
-        literals are broadcast); False where it must go element by element."""
-        name, loc, shape = op.name, op.loc, shape_of(op.result.type)
-        if name == "hint":
-            self.names[op.result] = self.names[op.operands[0]]
-            return True
-        # Not comparisons: xDSL types arith.cmpi/cmpf on vectors as one i1.
-        if name == "full":  # a literal is a dense constant, a runtime scalar is broadcast
-            t = op.attrs["dtype"]
-            vtype = shaped(shape, scalar_type(t))
-            value = op.operands[0]
-            if isinstance(value, Const):
-                self.names[op.result] = self.w.op(f"arith.constant dense<{literal(value.value, t)}> : {vtype}", loc)
-            else:
-                x = self.element(value, [], t, loc)
-                self.names[op.result] = self.w.op(f"vector.broadcast {x} : {scalar_type(t)} to {vtype}", loc)
-            return True
-        vectorised = (name in table.BINARY or name == "broadcast_to"
-                      or (name in table.MATH and name != "sigmoid" and result_t.is_float and result_t.bits >= 32)
-                      or (name in ("neg", "abs") and result_t.is_float))
-        if not vectorised or result_t == BOOL:
+        literals are broadcast); False where it must go element by element.
+        Not comparisons: xDSL types arith.cmpi/cmpf on vectors as one i1."""
+        loc, shape, t = op.loc, shape_of(op.result.type), element_type(op.result.type)
+        if not shape or t == BOOL:
             return False
-        t = result_t
         if any(isinstance(o, Value) and shape_of(o.type) and element_type(o.type) != t for o in op.operands):
             return False
         vtype = shaped(shape, scalar_type(t))
@@ -318,57 +349,78 @@ class _Emitter(RegionEmitter):
                 x = convert(self.w, x, element_type(operand.type), t, loc)
             source = mlir_type(operand.type) if shape_of(operand.type) else scalar_type(t)
             args.append(self.w.op(f"vector.broadcast {x} : {source} to {vtype}", loc))
-        if name == "broadcast_to":
-            self.names[op.result] = args[0]
-        else:
-            self.names[op.result] = scalar_op(self.w, name, args, t, loc, spelled=vtype)
+        self.names[op.result] = scalar_op(self.w, op.name, args, t, loc, spelled=vtype)
         return True
 
-    def scalar(self, op: Op, coords: list[Coord], result_t: ScalarType) -> str:
-        name, loc, operands = op.name, op.loc, op.operands
-        if name == "addptr":
-            offset = operands[1]
+    @lowers("addptr")
+    def op_addptr(self, op: Op) -> None:
+        def element(op: Op, coords: list[Coord], _: ScalarType) -> str:
+            loc, (ptr, offset) = op.loc, op.operands
             extra = self.element(offset, coords, None, loc)
             wide = convert(self.w, extra, self.source_type(offset), OFFSET, loc)
-            base = self.element(operands[0], coords, OFFSET, loc)
+            base = self.element(ptr, coords, OFFSET, loc)
             return self.w.op(f"arith.addi {base}, {wide} : i64", loc)
-        if name == "cast":
-            x = self.element(operands[0], coords, None, loc)
-            return convert(self.w, x, self.source_type(operands[0]), op.attrs["dtype"], loc)
-        if name == "bitcast":
-            x = self.element(operands[0], coords, None, loc)
-            source = self.source_type(operands[0])
+
+        self.elementwise(op, element)
+
+    @lowers("cast")
+    def op_cast(self, op: Op) -> None:
+        def element(op: Op, coords: list[Coord], _: ScalarType) -> str:
+            x = self.element(op.operands[0], coords, None, op.loc)
+            return convert(self.w, x, self.source_type(op.operands[0]), op.attrs["dtype"], op.loc)
+
+        self.elementwise(op, element)
+
+    @lowers("bitcast")
+    def op_bitcast(self, op: Op) -> None:
+        def element(op: Op, coords: list[Coord], result_t: ScalarType) -> str:
+            x = self.element(op.operands[0], coords, None, op.loc)
+            source = self.source_type(op.operands[0])
             if source == result_t:
                 return x
-            return self.w.op(f"arith.bitcast {x} : {scalar_type(source)} to {scalar_type(result_t)}", loc)
-        if name in table.COMPARE:
-            t = concrete(promote(*(_element(o) for o in operands)))
+            return self.w.op(f"arith.bitcast {x} : {scalar_type(source)} to {scalar_type(result_t)}", op.loc)
+
+        self.elementwise(op, element)
+
+    @lowers(*table.COMPARE)
+    def op_compare(self, op: Op) -> None:
+        """The operands compared in their promoted type (pointers as offsets)."""
+        def element(op: Op, coords: list[Coord], _: ScalarType) -> str:
+            t = concrete(promote(*(_element(o) for o in op.operands)))
             t = OFFSET if isinstance(t, PointerType) else t
-            args = [self.element(o, coords, t, loc) for o in operands]
-            return scalar_op(self.w, name, args, t, loc)
-        if name == "where":
-            cond = self.element(operands[0], coords, BOOL, loc)
-            args = [self.element(o, coords, result_t, loc) for o in operands[1:]]
-            return scalar_op(self.w, name, [cond, *args], result_t, loc)
-        if name == "full":
-            return self.element(operands[0], coords, op.attrs["dtype"], loc)
-        if name in table.LIBDEVICE_OTHER:  # a float operand, a bool or i64 answer
-            t = self.source_type(operands[0])
-            return scalar_op(self.w, name, [self.element(operands[0], coords, t, loc)], t, loc)
-        if name in ("shl", "shr"):
-            args = [self.element(o, coords, result_t, loc) for o in operands]
-            return scalar_op(self.w, name, args, result_t, loc)
-        args = [self.element(o, coords, result_t, loc) for o in operands]
-        return scalar_op(self.w, name, args, result_t, loc, op.attrs)
+            args = [self.element(o, coords, t, op.loc) for o in op.operands]
+            return scalar_op(self.w, op.name, args, t, op.loc)
+
+        self.elementwise(op, element)
+
+    @lowers("where")
+    def op_where(self, op: Op) -> None:
+        def element(op: Op, coords: list[Coord], result_t: ScalarType) -> str:
+            cond = self.element(op.operands[0], coords, BOOL, op.loc)
+            args = [self.element(o, coords, result_t, op.loc) for o in op.operands[1:]]
+            return scalar_op(self.w, op.name, [cond, *args], result_t, op.loc)
+
+        self.elementwise(op, element)
+
+    @lowers(*table.LIBDEVICE_OTHER)
+    def op_float_test(self, op: Op) -> None:
+        """A float operand and a bool or i64 answer: computed in the operand's type."""
+        def element(op: Op, coords: list[Coord], _: ScalarType) -> str:
+            t = self.source_type(op.operands[0])
+            return scalar_op(self.w, op.name, [self.element(op.operands[0], coords, t, op.loc)], t, op.loc)
+
+        self.elementwise(op, element)
 
     # ---- structured ops ----------------------------------------------------------------
 
+    @lowers("arange")
     def op_arange(self, op: Op) -> None:
         start, end = op.attrs["start"], op.attrs["end"]
         values = ", ".join(str(i) for i in range(start, end))
         self.names[op.result] = self.w.op(f"arith.constant dense<[{values}]> : {mlir_type(op.result.type)}",
                                           op.loc)
 
+    @lowers("load")
     def op_load(self, op: Op) -> None:
         ptr, mask, other = op.operands
         pointee = element_of(ptr.type).pointee
@@ -406,6 +458,7 @@ class _Emitter(RegionEmitter):
         w.line("}", loc)
         return name
 
+    @lowers("store")
     def op_store(self, op: Op) -> None:
         ptr, value, mask = op.operands
         pointee = element_of(ptr.type).pointee
@@ -431,6 +484,7 @@ class _Emitter(RegionEmitter):
 
     # ---- atomics ---------------------------------------------------------------------
 
+    @lowers("atomic_rmw")
     def op_atomic_rmw(self, op: Op) -> None:
         ptr, value, mask = op.operands
         pointee = element_of(ptr.type).pointee
@@ -458,6 +512,7 @@ class _Emitter(RegionEmitter):
 
         self.per_element(op, compute)
 
+    @lowers("atomic_cas")
     def op_atomic_cas(self, op: Op) -> None:
         ptr, cmp, value = op.operands
         pointee = element_of(ptr.type).pointee
@@ -486,15 +541,18 @@ class _Emitter(RegionEmitter):
 
         self.per_element(op, compute)
 
+    @lowers("expand_dims")
     def op_expand_dims(self, op: Op) -> None:
         axis = op.attrs["axis"]
         x = op.operands[0]
         self.per_element(op, lambda c: self.element(x, c[:axis] + c[axis + 1:], None, op.loc))
 
+    @lowers("convert_layout")
     def op_convert_layout(self, op: Op) -> None:
         self.names[op.result] = self.value(op.operands[0], op.result.type, op.loc)
 
-    def _remap(self, op: Op) -> None:
+    @lowers("trans", "permute", "reshape", "split", "join")
+    def op_remap(self, op: Op) -> None:
         """A shape op: each result element is an operand element at remapped coordinates."""
         loc = op.loc
         operands = op.operands
@@ -528,14 +586,13 @@ class _Emitter(RegionEmitter):
 
         self.per_element(op, compute)
 
-    op_trans = op_permute = op_reshape = op_split = op_join = _remap
-
     def coord(self, c: Coord, loc: Location | None) -> str:
         return self.index(c, loc) if isinstance(c, int) else c
 
     # ---- reductions and dots ---------------------------------------------------------
 
-    def _reduce(self, op: Op) -> None:
+    @lowers("sum", "max", "min")
+    def op_reduction(self, op: Op) -> None:
         x = op.operands[0]
         loc = op.loc
         axis = op.attrs.get("axis")
@@ -557,9 +614,8 @@ class _Emitter(RegionEmitter):
 
         self.per_element(op, compute)
 
-    op_sum = op_max = op_min = _reduce
-
-    def _dot(self, op: Op) -> None:
+    @lowers("dot", "dot_shared", "dot_rs")
+    def op_dot(self, op: Op) -> None:
         a, b, acc = op.operands
         loc = op.loc
         k = _tile_shape(a.type)[1]
@@ -584,10 +640,9 @@ class _Emitter(RegionEmitter):
 
         self.per_element(op, compute)
 
-    op_dot = op_dot_shared = op_dot_rs = _dot
-
     # ---- shared memory ---------------------------------------------------------------
 
+    @lowers("shared_alloc")
     def op_shared_alloc(self, op: Op) -> None:
         taken = {name for name, _, _ in self.globals}
         name, n = op.attrs["name"], 1
@@ -596,14 +651,17 @@ class _Emitter(RegionEmitter):
         self.globals.append((name, op.result.type, op.loc))
         self.names[op.result] = self.w.op(f"memref.get_global @{name} : {shared_type(op.result.type)}", op.loc)
 
+    @lowers("barrier")
     def op_barrier(self, op: Op) -> None:
         self.w.line('"gpu.barrier"() : () -> ()', op.loc)
 
+    @lowers("copy_to_shared")
     def op_copy_to_shared(self, op: Op) -> None:
         buf, base_ptr, row_offset, col_offset, stride, row_bound, col_bound, fill = op.operands
         self._copy(op, buf, base_ptr, row_offset, col_offset, stride, Const(1), row_bound, col_bound,
                    Const(0), Const(0), fill)
 
+    @lowers("copy_strided_to_shared")
     def op_copy_strided_to_shared(self, op: Op) -> None:
         self._copy(op, *op.operands)
 
@@ -666,6 +724,7 @@ class _Emitter(RegionEmitter):
         with self.w.nested():
             self.block(block)
 
+    @lowers("yield")
     def op_yield(self, op: Op) -> None:
         expected = yield_types(op)
         types = [mlir_type(t) for t in expected]

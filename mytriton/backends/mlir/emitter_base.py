@@ -1,12 +1,13 @@
 """What the MLIR-family emitters (``backends/mlir``, ``backends/ttir``) share:
 the writer and the value names, the walk over a block, located errors, the
-op table's verdict on each op, the naming of a region op's results, and the
-``scf`` structured ops (for, if, while and a while's condition), written
-over five hooks each emitter defines for its own values and types."""
+op table's verdict on each op, the registry of each op's lowering, the naming
+of a region op's results, and the ``scf`` structured ops (for, if, while and
+a while's condition), written over five hooks each emitter defines for its
+own values and types."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Callable
 
 from mytriton.backends.mlir.text import Writer, joined, scalar_type
 from mytriton.diagnostics import CompileError
@@ -14,14 +15,36 @@ from mytriton.ir.ssa import Block, Const, Kernel, Op, Value, for_body, for_bound
 from mytriton.types import BOOL, ScalarType, Type, concrete
 
 
+def lowers(*names: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Registers the decorated emitter method as the lowering of the ops ``names``."""
+    def mark(method: Callable[..., None]) -> Callable[..., None]:
+        method.lowers = (*getattr(method, "lowers", ()), *names)  # type: ignore[attr-defined]
+        return method
+
+    return mark
+
+
 class RegionEmitter(ABC):
-    """A base for an emitter whose ops are dispatched through an op table
+    """A base for an emitter whose ops are checked against an op table
     (``table.lowering(name)``: a lowering kind, "refused" with
-    ``table.REFUSED[name]`` saying why, or None); the subclass's ``op``
-    renders one op."""
+    ``table.REFUSED[name]`` saying why, or None) and rendered by the method
+    registered for the op with ``@lowers`` (``LOWERINGS``, one per op)."""
 
     backend = "MLIR"  # how the errors name the back end
     table: Any = None
+    LOWERINGS: dict[str, str] = {}  # op name -> the name of the method that lowers it
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        registry: dict[str, str] = {}
+        for klass in reversed(cls.__mro__):
+            for attribute, method in vars(klass).items():
+                for name in getattr(method, "lowers", ()):
+                    if registry.get(name, attribute) != attribute:
+                        raise TypeError(f"{cls.__name__}: '{name}' is lowered by both {registry[name]} "
+                                        f"and {attribute}")
+                    registry[name] = attribute
+        cls.LOWERINGS = registry
 
     def __init__(self, kernel: Kernel, indent: int) -> None:
         self.kernel = kernel
@@ -34,6 +57,10 @@ class RegionEmitter(ABC):
 
     def error(self, message: str, op: Op) -> CompileError:
         return CompileError(message, op.loc or self.kernel.loc)
+
+    def render(self, op: Op) -> None:
+        """Write ``op`` with the lowering registered for it."""
+        getattr(self, self.LOWERINGS[op.name])(op)
 
     def lowering(self, op: Op) -> str:
         """The table's lowering kind of ``op``; a located error where it is refused or unknown."""
@@ -82,6 +109,7 @@ class RegionEmitter(ABC):
         """Write ``block`` as a region whose arguments are named ``arg_names``."""
 
     # ---- scf: the structured ops --------------------------------------------------------------
+    @lowers("condition")
     def op_condition(self, op: Op) -> None:
         cond = self.scalar_operand(op.operands[0], BOOL, op.loc)
         args = op.parent.args
@@ -89,6 +117,7 @@ class RegionEmitter(ABC):
         tail = f" {joined(names)} : {joined(self.carried_type(a.type) for a in args)}" if args else ""
         self.w.line(f"scf.condition({cond}){tail}", op.loc)
 
+    @lowers("for")
     def op_for(self, op: Op) -> None:
         w, loc = self.w, op.loc
         body = for_body(op)
@@ -113,6 +142,7 @@ class RegionEmitter(ABC):
         self.region(body, [iv, *args])
         w.line("}", loc)
 
+    @lowers("if")
     def op_if(self, op: Op) -> None:
         w, loc = self.w, op.loc
         cond = self.scalar_operand(op.operands[0], BOOL, loc)
@@ -125,6 +155,7 @@ class RegionEmitter(ABC):
         self.region(op.regions[1], [])
         w.line("}", loc)
 
+    @lowers("while")
     def op_while(self, op: Op) -> None:
         w, loc = self.w, op.loc
         inits = [self.carried_value(o, r.type, loc) for o, r in zip(op.operands, op.results)]

@@ -19,6 +19,7 @@ from typing import Callable
 
 from mytriton.backends.mlir.text import Writer, conversion_op, joined, literal, scalar_type
 from mytriton.diagnostics import Location
+from mytriton.ir import math_functions
 from mytriton.types import BF16, BOOL, F16, F32, I64, ScalarType
 
 # name -> (float op, signed integer op, unsigned integer op); None where the
@@ -54,13 +55,9 @@ COMPARE: dict[str, tuple[str, str, str]] = {
     "cmp_ne": ("une", "ne", "ne"),
 }
 
-# Math functions of one float (opdefs.py's math group). ``sigmoid`` has no
-# math-dialect op: 1 / (1 + exp(-x)), as the interpreter defines it.
-MATH: dict[str, str] = {
-    "exp": "math.exp", "exp2": "math.exp2", "log": "math.log", "log2": "math.log2", "sqrt": "math.sqrt",
-    "rsqrt": "math.rsqrt", "sin": "math.sin", "cos": "math.cos", "floor": "math.floor", "ceil": "math.ceil",
-    "erf": "math.erf", "tanh": "math.tanh", "sigmoid": "1 / (1 + math.exp(-x))",
-}
+# Math functions of one float (the tl group of ir/math_functions.py); one
+# with no math-dialect op (sigmoid) is written out as its formula.
+MATH: dict[str, str] = {row.name: row.expanded or row.mlir_op for row in math_functions.TABLE if row.tl}
 
 # Other elementwise ops, spelled in ``scalar_op``.
 OTHER_ELEMENTWISE = {
@@ -116,7 +113,7 @@ REFUSED: dict[str, str] = {
     "device_print": "printing from the device is not covered by the MLIR back end yet (gpu.printf)",
     "device_assert": "device assertions are not covered by the MLIR back end yet",
 }
-# A pipelined K loop (the pipeline pass) is not lowered yet: `compile --emit=mlir`
+# A pipelined K loop (the software-pipeline pass) is not lowered yet: `compile --emit=mlir`
 # stages dots unpipelined; staged SSA from `stage-dots --num-stages 1` reads too.
 PIPELINED = ("shared_alloc_stages", "stage_view", "async_copy_to_shared", "async_copy_strided_to_shared",
              "async_commit", "async_wait", "wgmma_wait")
@@ -124,26 +121,16 @@ REFUSED.update({name: "pipelined K loops are not covered by the MLIR back end ye
                 for name in PIPELINED})
 REFUSED["histogram"] = "tl.histogram is not covered by the MLIR back end yet"
 # libdevice's functions that upstream MLIR has no op for: a stated refusal.
-REFUSED["erfinv"] = "libdevice's erfinv has no upstream MLIR op (math has erf, not its inverse)"
-REFUSED["hypot"] = ("libdevice's hypot has no upstream MLIR op (math.sqrt of x * x + y * y would overflow "
-                    "where hypot does not)")
+REFUSED.update({row.name: row.mlir_refused for row in math_functions.TABLE if row.mlir_refused})
 # A pointer is an offset into its parameter's memref here: an address from memory has none.
 REFUSED.update({name: "pointers from memory (int_to_ptr, ptr_to_int) are not covered by the MLIR back end"
                 for name in ("int_to_ptr", "ptr_to_int")})
 
 
-# libdevice's functions that upstream math or arith has, per element;
-# f16 and bf16 compute in f32 and round back once.
-LIBDEVICE: dict[str, str] = {
-    **{name: f"math.{name}" for name in (
-        "log1p", "expm1", "round", "trunc", "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh", "acosh",
-        "atanh", "log10", "cbrt", "atan2", "copysign")},
-    "rint": "math.roundeven",
-    "pow": "math.powf",
-    "fmod": "arith.remf",
-    "fast_expf": "math.exp",  # the approximation is the lowering's business, as for tl.exp
-    "fast_dividef": "arith.divf",
-}
+# libdevice's functions that upstream math or arith has, per element; f16
+# and bf16 compute in f32 and round back once.
+LIBDEVICE: dict[str, str] = {row.name: row.mlir_op for row in math_functions.TABLE
+                             if not row.tl and row.answers == "float" and not row.mlir_refused}
 # libdevice's predicates and llrint, written by hand in ``scalar_op``.
 LIBDEVICE_OTHER: dict[str, str] = {
     "isnan": "arith.cmpf uno, x, x",
@@ -230,85 +217,142 @@ def _pick(ops: tuple[str | None, ...], t: ScalarType, name: str) -> str:
     return op
 
 
+# One element of an elementwise op, by op: (writer, op name, operands already
+# converted to the type computed in, that type, location, its spelled type)
+# -> the result's name. Filled by @scalar_lowering.
+ScalarLowering = Callable[[Writer, str, list[str], ScalarType, "Location | None", str], str]
+SCALAR: dict[str, ScalarLowering] = {}
+
+
+def scalar_lowering(*names: str) -> Callable[[ScalarLowering], ScalarLowering]:
+    """Registers the decorated function as one element of the ops ``names``."""
+    def register(fn: ScalarLowering) -> ScalarLowering:
+        for name in names:
+            assert name not in SCALAR, f"'{name}' has two scalar lowerings"
+            SCALAR[name] = fn
+        return fn
+
+    return register
+
+
 def scalar_op(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None,
-              attrs: dict | None = None, spelled: str | None = None) -> str:
+              spelled: str | None = None) -> str:
     """One element of the elementwise op ``name``, its operands ``args``
     already converted to ``t``, the type it computes in (for comparisons, the
     operands' promoted type; for ``where``, the condition is i1). With
     ``spelled`` (a vector type of ``t``), the binary, comparison, math, neg
     and abs ops apply to whole vectors of that type."""
-    ty = spelled or scalar_type(t)
-    if name in COMPARE:
-        pred = _pick(COMPARE[name], t, name) if t != BOOL else COMPARE[name][2]  # bools compare as 0 and 1
-        op = "arith.cmpf" if t.is_float else "arith.cmpi"
-        return w.op(f"{op} {pred}, {args[0]}, {args[1]} : {ty}", loc)
-    if name in MATH:
-        return _math(w, name, args[0], t, loc, ty)
-    if name in BINARY:
-        if t == BOOL and name in ("and", "or", "xor", "maximum", "minimum", "maximum_nan", "minimum_nan"):
-            # min/max of i1: unsigned, so true is the larger
-            op = {"maximum": "arith.maxui", "minimum": "arith.minui", "maximum_nan": "arith.maxui",
-                  "minimum_nan": "arith.minui"}.get(name, BINARY[name][1])
-        else:
-            op = _pick(BINARY[name], t, name)
-        return w.op(f"{op} {args[0]}, {args[1]} : {ty}", loc)
-    if name == "neg":
-        if t.is_float:
-            return w.op(f"arith.negf {args[0]} : {ty}", loc)
-        return w.op(f"arith.subi {constant(w, 0, t, loc)}, {args[0]} : {ty}", loc)
-    if name == "abs":
-        if t.is_float:
-            return w.op(f"math.absf {args[0]} : {ty}", loc)
-        if t.unsigned or t == BOOL:
-            return args[0]
-        return w.op(f"math.absi {args[0]} : {ty}", loc)
-    if name == "not":
-        ones = constant(w, True if t == BOOL else -1, t, loc)
-        return w.op(f"arith.xori {args[0]}, {ones} : {ty}", loc)
-    if name == "where":
-        return w.op(f"arith.select {args[0]}, {args[1]}, {args[2]} : {ty}", loc)
-    if name in ("hint", "broadcast_to", "full"):
+    return SCALAR[name](w, name, args, t, loc, spelled or scalar_type(t))
+
+
+@scalar_lowering(*COMPARE)
+def _compare(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
+    pred = _pick(COMPARE[name], t, name) if t != BOOL else COMPARE[name][2]  # bools compare as 0 and 1
+    op = "arith.cmpf" if t.is_float else "arith.cmpi"
+    return w.op(f"{op} {pred}, {args[0]}, {args[1]} : {ty}", loc)
+
+
+@scalar_lowering(*BINARY)
+def _binary(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
+    if t == BOOL and name in ("and", "or", "xor", "maximum", "minimum", "maximum_nan", "minimum_nan"):
+        # min/max of i1: unsigned, so true is the larger
+        op = {"maximum": "arith.maxui", "minimum": "arith.minui", "maximum_nan": "arith.maxui",
+              "minimum_nan": "arith.minui"}.get(name, BINARY[name][1])
+    else:
+        op = _pick(BINARY[name], t, name)
+    return w.op(f"{op} {args[0]}, {args[1]} : {ty}", loc)
+
+
+@scalar_lowering("neg")
+def _neg(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
+    if t.is_float:
+        return w.op(f"arith.negf {args[0]} : {ty}", loc)
+    return w.op(f"arith.subi {constant(w, 0, t, loc)}, {args[0]} : {ty}", loc)
+
+
+@scalar_lowering("abs")
+def _abs(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
+    if t.is_float:
+        return w.op(f"math.absf {args[0]} : {ty}", loc)
+    if t.unsigned or t == BOOL:
         return args[0]
-    if name == "fma":
-        return _in_f32(w, t, args, loc, lambda a, ft: w.op(f"math.fma {a[0]}, {a[1]}, {a[2]} : {ft}", loc))
-    if name in ("clamp", "clamp_nan"):
-        low = w.op(f"arith.maxnumf {args[0]}, {args[1]} : {ty}", loc)
-        out = w.op(f"arith.minnumf {low}, {args[2]} : {ty}", loc)
-        if name == "clamp":
-            return out
-        nan = w.op(f"arith.cmpf uno, {args[0]}, {args[0]} : {ty}", loc)
-        return w.op(f"arith.select {nan}, {args[0]}, {out} : {ty}", loc)
-    if name in LIBDEVICE:
-        spelled_op = LIBDEVICE[name]
-        return _in_f32(w, t, args, loc, lambda a, ft: w.op(f"{spelled_op} {joined(a)} : {ft}", loc))
-    if name == "isnan":
-        return w.op(f"arith.cmpf uno, {args[0]}, {args[0]} : {ty}", loc)
-    if name == "isinf":
-        magnitude = w.op(f"math.absf {args[0]} : {ty}", loc)
-        inf = constant(w, float("inf"), t, loc)
-        return w.op(f"arith.cmpf oeq, {magnitude}, {inf} : {ty}", loc)
-    if name == "signbit":
-        it = f"i{t.bits}"
-        bits = w.op(f"arith.bitcast {args[0]} : {ty} to {it}", loc)
-        zero = w.op(f"arith.constant 0 : {it}", loc)
-        return w.op(f"arith.cmpi slt, {bits}, {zero} : {it}", loc)
-    if name == "llrint":
-        return _llrint(w, args[0], t, loc)
-    if name == "umulhi":
-        wide = f"i{2 * t.bits}"
-        a = w.op(f"arith.extui {args[0]} : {ty} to {wide}", loc)
-        b = w.op(f"arith.extui {args[1]} : {ty} to {wide}", loc)
-        product = w.op(f"arith.muli {a}, {b} : {wide}", loc)
-        shift = w.op(f"arith.constant {t.bits} : {wide}", loc)
-        high = w.op(f"arith.shrui {product}, {shift} : {wide}", loc)
-        return w.op(f"arith.trunci {high} : {wide} to {ty}", loc)
-    raise KeyError(name)
+    return w.op(f"math.absi {args[0]} : {ty}", loc)
 
 
-def _llrint(w: Writer, x: str, t: ScalarType, loc: Location | None) -> str:
+@scalar_lowering("not")
+def _not(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
+    ones = constant(w, True if t == BOOL else -1, t, loc)
+    return w.op(f"arith.xori {args[0]}, {ones} : {ty}", loc)
+
+
+@scalar_lowering("where")
+def _where(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
+    return w.op(f"arith.select {args[0]}, {args[1]}, {args[2]} : {ty}", loc)
+
+
+@scalar_lowering("hint", "broadcast_to", "full")
+def _same_value(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
+    return args[0]
+
+
+@scalar_lowering("fma")
+def _fma(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
+    return _in_f32(w, t, args, loc, lambda a, ft: w.op(f"math.fma {a[0]}, {a[1]}, {a[2]} : {ft}", loc))
+
+
+@scalar_lowering("clamp", "clamp_nan")
+def _clamp(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
+    low = w.op(f"arith.maxnumf {args[0]}, {args[1]} : {ty}", loc)
+    out = w.op(f"arith.minnumf {low}, {args[2]} : {ty}", loc)
+    if name == "clamp":
+        return out
+    nan = w.op(f"arith.cmpf uno, {args[0]}, {args[0]} : {ty}", loc)
+    return w.op(f"arith.select {nan}, {args[0]}, {out} : {ty}", loc)
+
+
+@scalar_lowering(*LIBDEVICE)
+def _libdevice(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
+    spelled_op = LIBDEVICE[name]
+    return _in_f32(w, t, args, loc, lambda a, ft: w.op(f"{spelled_op} {joined(a)} : {ft}", loc))
+
+
+@scalar_lowering("isnan")
+def _isnan(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
+    return w.op(f"arith.cmpf uno, {args[0]}, {args[0]} : {ty}", loc)
+
+
+@scalar_lowering("isinf")
+def _isinf(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
+    magnitude = w.op(f"math.absf {args[0]} : {ty}", loc)
+    inf = constant(w, float("inf"), t, loc)
+    return w.op(f"arith.cmpf oeq, {magnitude}, {inf} : {ty}", loc)
+
+
+@scalar_lowering("signbit")
+def _signbit(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
+    it = f"i{t.bits}"
+    bits = w.op(f"arith.bitcast {args[0]} : {ty} to {it}", loc)
+    zero = w.op(f"arith.constant 0 : {it}", loc)
+    return w.op(f"arith.cmpi slt, {bits}, {zero} : {it}", loc)
+
+
+@scalar_lowering("umulhi")
+def _umulhi(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
+    wide = f"i{2 * t.bits}"
+    a = w.op(f"arith.extui {args[0]} : {ty} to {wide}", loc)
+    b = w.op(f"arith.extui {args[1]} : {ty} to {wide}", loc)
+    product = w.op(f"arith.muli {a}, {b} : {wide}", loc)
+    shift = w.op(f"arith.constant {t.bits} : {wide}", loc)
+    high = w.op(f"arith.shrui {product}, {shift} : {wide}", loc)
+    return w.op(f"arith.trunci {high} : {wide} to {ty}", loc)
+
+
+@scalar_lowering("llrint")
+def _llrint(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
     """x to the nearest integer (halves to even) as i64, saturating, NaN i64's
     minimum: arith.fptosi of a value outside i64 is poison, so it is chosen
     only inside the range."""
+    x = args[0]
     wide = convert(w, x, t, F32, loc) if t in (F16, BF16) else x
     ft = "f32" if t in (F16, BF16) else scalar_type(t)
     whole = w.op(f"math.roundeven {wide} : {ft}", loc)
@@ -335,20 +379,23 @@ def _in_f32(w: Writer, t: ScalarType, args: list[str], loc: Location | None,
     return convert(w, body(wide, "f32"), F32, t, loc)
 
 
-def _math(w: Writer, name: str, x: str, t: ScalarType, loc: Location | None, ty: str) -> str:
-    if t not in (F16, BF16) and name != "sigmoid":
-        return w.op(f"{MATH[name]} {x} : {ty}", loc)
+@scalar_lowering(*(name for name in MATH if name != "sigmoid"))
+def _math(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
+    if t not in (F16, BF16):
+        return w.op(f"{MATH[name]} {args[0]} : {ty}", loc)
+    return _in_f32(w, t, args, loc, lambda a, ft: w.op(f"{MATH[name]} {a[0]} : {ft}", loc))
 
+
+@scalar_lowering("sigmoid")
+def _sigmoid(w: Writer, name: str, args: list[str], t: ScalarType, loc: Location | None, ty: str) -> str:
     def body(a: list[str], ft: str) -> str:
-        if name == "sigmoid":
-            neg = w.op(f"arith.negf {a[0]} : {ft}", loc)
-            e = w.op(f"math.exp {neg} : {ft}", loc)
-            one = w.op(f"arith.constant 1.0 : {ft}", loc)
-            denominator = w.op(f"arith.addf {one}, {e} : {ft}", loc)
-            return w.op(f"arith.divf {one}, {denominator} : {ft}", loc)
-        return w.op(f"{MATH[name]} {a[0]} : {ft}", loc)
+        neg = w.op(f"arith.negf {a[0]} : {ft}", loc)
+        e = w.op(f"math.exp {neg} : {ft}", loc)
+        one = w.op(f"arith.constant 1.0 : {ft}", loc)
+        denominator = w.op(f"arith.addf {one}, {e} : {ft}", loc)
+        return w.op(f"arith.divf {one}, {denominator} : {ft}", loc)
 
-    return _in_f32(w, t, [x], loc, body)
+    return _in_f32(w, t, args, loc, body)
 
 
 def reduce_combine(w: Writer, name: str, a: str, b: str, t: ScalarType, loc: Location | None) -> str:

@@ -14,19 +14,25 @@ location, ``loc("file":line:col)``.
 """
 from __future__ import annotations
 
-from mytriton.backends.mlir.emitter_base import RegionEmitter
+from typing import Callable
+
+from mytriton.backends.mlir.emitter_base import RegionEmitter, lowers
 from mytriton.backends.mlir.text import conversion_op, joined, literal, mlir_loc, mlir_string, scalar_type
 from mytriton.backends.ttir import ops as table
 from mytriton.diagnostics import CompileError, Location
+from mytriton.ir import math_functions
 from mytriton.ir.ssa import (
     Block, Const, Kernel, Op, Operand, Value, is_combine, yield_types,
 )
 from mytriton.types import (
-    BF16, BOOL, F16, F32, I8, I32, I64, PointerType, ScalarType, Type, WeakType, broadcast_shapes,
+    BF16, BOOL, F16, F32, F64, I8, I32, I64, PointerType, ScalarType, Type, WeakType, broadcast_shapes,
     concrete, element_of, promote, shape_of,
 )
 
 Element = ScalarType | PointerType
+
+# The binary op each reduction combines with.
+_COMBINED_BY = {"sum": "add", "max": "maximum", "min": "minimum"}
 
 
 def emit_ttir(kernel: Kernel) -> str:
@@ -97,11 +103,7 @@ class _Emitter(RegionEmitter):
 
     def op(self, op: Op) -> None:
         self.lowering(op)
-        method = getattr(self, "op_" + op.name, None)
-        if method is None:
-            self.elementwise(op)
-        else:
-            method(op)
+        self.render(op)
 
     # ---- values ------------------------------------------------------------------------
 
@@ -171,183 +173,223 @@ class _Emitter(RegionEmitter):
 
     # ---- elementwise -------------------------------------------------------------------
 
-    def elementwise(self, op: Op) -> None:
-        name, loc = op.name, op.loc
-        shape, result_e = type_of(op.result.type)
-        ty = ttir_type(shape, result_e)
-        w = self.w
-        operands = op.operands
+    def result_of(self, op: Op) -> tuple[tuple[int, ...], Element, str]:
+        """The result's shape, element type and TTIR type."""
+        shape, e = type_of(op.result.type)
+        return shape, e, ttir_type(shape, e)
 
-        def args(e: Element) -> list[str]:
-            return [self.get(o, shape, e, loc) for o in operands]
+    def args(self, op: Op, e: Element) -> list[str]:
+        """The operands as values of the result's shape and element ``e``."""
+        shape = type_of(op.result.type)[0]
+        return [self.get(o, shape, e, op.loc) for o in op.operands]
 
-        if name == "hint":
-            self.names[op.result] = self.get(operands[0], shape, result_e, loc)
-            return
-        if name in ("broadcast_to", "full"):
-            self.names[op.result] = self.get(operands[0], shape, result_e, loc)
-            return
-        if name in table.COMPARE:
-            t = concrete(promote(*(_element(o) for o in operands)))
-            if isinstance(t, PointerType):
-                t = I64
-                ints = [self.w.op(f"tt.ptr_to_int {self.get(o, shape, _element(o), loc)} : "
-                                  f"{ttir_type(shape, _element(o))} -> {ttir_type(shape, I64)}", loc)
-                        for o in operands]
-                a, b = ints
-            else:
-                a, b = args(t)
-            at = ttir_type(shape, t)
-            if t.is_float:
-                pred = table.COMPARE[name][0]
-                self.names[op.result] = w.op(f"arith.cmpf {pred}, {a}, {b} : {at}", loc)
-            else:
-                pred = table.COMPARE[name][2 if (t.unsigned or t == BOOL) else 1]
-                self.names[op.result] = w.op(f"arith.cmpi {pred}, {a}, {b} : {at}", loc)
-            return
-        if name == "where":
-            cond = self.get(operands[0], shape, BOOL, loc)
-            a, b = (self.get(o, shape, result_e, loc) for o in operands[1:])
-            spelled = f"{ttir_type(shape, BOOL)}, {ty}" if shape else ty
-            self.names[op.result] = w.op(f"arith.select {cond}, {a}, {b} : {spelled}", loc)
-            return
-        if name == "addptr":
-            ptr = self.get(operands[0], shape, result_e, loc)
-            offset_e = self.operand_type(operands[1], I32)[1]
-            if offset_e == BOOL or (offset_e.unsigned and offset_e.bits < 64):
-                offset_e_to = I64 if offset_e.unsigned and offset_e.bits >= 32 else I32
-            else:
-                offset_e_to = offset_e
-            offset = self.get(operands[1], shape, offset_e, loc) if not isinstance(operands[1], Const) \
-                else self.constant(operands[1].value, shape, offset_e_to, loc)
-            offset = self.convert(offset, shape, offset_e, offset_e_to, loc)
-            self.names[op.result] = w.op(f"tt.addptr {ptr}, {offset} : {ty}, {ttir_type(shape, offset_e_to)}", loc)
-            return
-        if name in ("program_id", "num_programs"):
-            dim = "xyz"[op.attrs["axis"]]
-            tt = "tt.get_program_id" if name == "program_id" else "tt.get_num_programs"
-            self.names[op.result] = w.op(f"{tt} {dim} : i32", loc)
-            return
-        if name == "cast":
-            x = operands[0]
-            src_e = self.operand_type(x)[1]
-            value = self.get(x, shape, src_e, loc)
-            self.names[op.result] = self.convert(value, shape, src_e, result_e, loc)
-            return
-        if name == "bitcast":
-            x = operands[0]
-            src_e = self.operand_type(x)[1]
-            value = self.get(x, shape, src_e, loc)
-            self.names[op.result] = value if src_e == result_e else \
-                w.op(f"tt.bitcast {value} : {ttir_type(shape, src_e)} -> {ty}", loc)
-            return
-        if name in table.LIBDEVICE:
-            self.names[op.result] = self.libdevice(op, shape)
-            return
-        assert isinstance(result_e, ScalarType)
-        t = result_e
-        if name in table.MATH or name in ("fma", "div_rn"):
-            self.names[op.result] = self.in_f32(op, shape, t, args(t))
-            return
-        a = args(t)
-        if name in table.BINARY:
-            if t == BOOL and name in ("maximum", "minimum", "maximum_nan", "minimum_nan"):
-                spelled = {"maximum": "arith.maxui", "minimum": "arith.minui",
-                           "maximum_nan": "arith.maxui", "minimum_nan": "arith.minui"}[name]
-            elif t == BOOL:
-                spelled = table.BINARY[name][1]
-            else:
-                ops = table.BINARY[name]
-                spelled = ops[0] if t.is_float else ops[2] if t.unsigned else ops[1]
-            self.names[op.result] = w.op(f"{spelled} {a[0]}, {a[1]} : {ty}", loc)
-            return
-        if name == "neg":
-            if t.is_float:
-                # -0.0 - x is -x exactly (signed zeros too); Triton 3.6 cannot legalize arith.negf.
-                zero = self.constant(-0.0, shape, t, loc)
-                self.names[op.result] = w.op(f"arith.subf {zero}, {a[0]} : {ty}", loc)
-            else:
-                zero = self.constant(0, shape, t, loc)
-                self.names[op.result] = w.op(f"arith.subi {zero}, {a[0]} : {ty}", loc)
-            return
-        if name == "abs":
-            if t.is_float:
-                self.names[op.result] = w.op(f"math.absf {a[0]} : {ty}", loc)
-            elif t.unsigned or t == BOOL:
-                self.names[op.result] = a[0]
-            else:
-                self.names[op.result] = w.op(f"math.absi {a[0]} : {ty}", loc)
-            return
-        if name == "not":
-            ones = self.constant(True if t == BOOL else -1, shape, t, loc)
-            self.names[op.result] = w.op(f"arith.xori {a[0]}, {ones} : {ty}", loc)
-            return
-        if name == "umulhi":
-            self.names[op.result] = w.op(f"tt.mulhiui {a[0]}, {a[1]} : {ty}", loc)
-            return
-        if name in ("clamp", "clamp_nan"):
-            nan = "all" if name == "clamp_nan" else "none"
-            self.names[op.result] = w.op(f"tt.clampf {a[0]}, {a[1]}, {a[2]}, propagateNan = {nan} : {ty}", loc)
-            return
-        raise self.error(f"the TTIR back end has no lowering for '{name}'", op)
+    @lowers("hint", "broadcast_to", "full")
+    def op_same_value(self, op: Op) -> None:
+        shape, e, _ = self.result_of(op)
+        self.names[op.result] = self.get(op.operands[0], shape, e, op.loc)
 
-    def in_f32(self, op: Op, shape: tuple[int, ...], t: ScalarType, args: list[str]) -> str:
-        """A math function, ``fma`` or ``div_rn``: f16 and bf16 in f32, rounded back once."""
-        loc, w = op.loc, self.w
-        wide_t = F32 if t in (F16, BF16) else t
-        wide = [self.convert(a, shape, t, wide_t, loc) for a in args]
-        ty = ttir_type(shape, wide_t)
+    @lowers(*table.COMPARE)
+    def op_compare(self, op: Op) -> None:
+        shape, loc, w, operands = type_of(op.result.type)[0], op.loc, self.w, op.operands
+        t = concrete(promote(*(_element(o) for o in operands)))
+        if isinstance(t, PointerType):
+            t = I64
+            ints = [w.op(f"tt.ptr_to_int {self.get(o, shape, _element(o), loc)} : "
+                         f"{ttir_type(shape, _element(o))} -> {ttir_type(shape, I64)}", loc)
+                    for o in operands]
+            a, b = ints
+        else:
+            a, b = self.args(op, t)
+        at = ttir_type(shape, t)
+        if t.is_float:
+            pred = table.COMPARE[op.name][0]
+            self.names[op.result] = w.op(f"arith.cmpf {pred}, {a}, {b} : {at}", loc)
+        else:
+            pred = table.COMPARE[op.name][2 if (t.unsigned or t == BOOL) else 1]
+            self.names[op.result] = w.op(f"arith.cmpi {pred}, {a}, {b} : {at}", loc)
+
+    @lowers("where")
+    def op_where(self, op: Op) -> None:
+        shape, e, ty = self.result_of(op)
+        cond = self.get(op.operands[0], shape, BOOL, op.loc)
+        a, b = (self.get(o, shape, e, op.loc) for o in op.operands[1:])
+        spelled = f"{ttir_type(shape, BOOL)}, {ty}" if shape else ty
+        self.names[op.result] = self.w.op(f"arith.select {cond}, {a}, {b} : {spelled}", op.loc)
+
+    @lowers("addptr")
+    def op_addptr(self, op: Op) -> None:
+        shape, e, ty = self.result_of(op)
+        loc, operands = op.loc, op.operands
+        ptr = self.get(operands[0], shape, e, loc)
+        offset_e = self.operand_type(operands[1], I32)[1]
+        if offset_e == BOOL or (offset_e.unsigned and offset_e.bits < 64):
+            offset_e_to = I64 if offset_e.unsigned and offset_e.bits >= 32 else I32
+        else:
+            offset_e_to = offset_e
+        offset = self.get(operands[1], shape, offset_e, loc) if not isinstance(operands[1], Const) \
+            else self.constant(operands[1].value, shape, offset_e_to, loc)
+        offset = self.convert(offset, shape, offset_e, offset_e_to, loc)
+        self.names[op.result] = self.w.op(f"tt.addptr {ptr}, {offset} : {ty}, {ttir_type(shape, offset_e_to)}", loc)
+
+    @lowers("program_id")
+    def op_program_id(self, op: Op) -> None:
+        self.names[op.result] = self.w.op(f"tt.get_program_id {'xyz'[op.attrs['axis']]} : i32", op.loc)
+
+    @lowers("num_programs")
+    def op_num_programs(self, op: Op) -> None:
+        self.names[op.result] = self.w.op(f"tt.get_num_programs {'xyz'[op.attrs['axis']]} : i32", op.loc)
+
+    @lowers("cast")
+    def op_cast(self, op: Op) -> None:
+        shape, e, _ = self.result_of(op)
+        x = op.operands[0]
+        src_e = self.operand_type(x)[1]
+        value = self.get(x, shape, src_e, op.loc)
+        self.names[op.result] = self.convert(value, shape, src_e, e, op.loc)
+
+    @lowers("bitcast")
+    def op_bitcast(self, op: Op) -> None:
+        shape, e, ty = self.result_of(op)
+        x = op.operands[0]
+        src_e = self.operand_type(x)[1]
+        value = self.get(x, shape, src_e, op.loc)
+        self.names[op.result] = value if src_e == e else \
+            self.w.op(f"tt.bitcast {value} : {ttir_type(shape, src_e)} -> {ty}", op.loc)
+
+    @lowers(*(name for name in table.BINARY if name != "div_rn"))
+    def op_binary(self, op: Op) -> None:
+        shape, t, ty = self.result_of(op)
+        assert isinstance(t, ScalarType)
+        a = self.args(op, t)
         name = op.name
-        if name == "fma":
-            out = w.op(f"math.fma {wide[0]}, {wide[1]}, {wide[2]} : {ty}", loc)
-        elif name == "div_rn":
-            out = w.op(f"tt.precise_divf {wide[0]}, {wide[1]} : {ty}", loc)
-        elif name == "sigmoid":
-            neg = w.op(f"arith.subf {self.constant(-0.0, shape, wide_t, loc)}, {wide[0]} : {ty}", loc)
+        if t == BOOL and name in ("maximum", "minimum", "maximum_nan", "minimum_nan"):
+            spelled = {"maximum": "arith.maxui", "minimum": "arith.minui",
+                       "maximum_nan": "arith.maxui", "minimum_nan": "arith.minui"}[name]
+        elif t == BOOL:
+            spelled = table.BINARY[name][1]
+        else:
+            ops = table.BINARY[name]
+            spelled = ops[0] if t.is_float else ops[2] if t.unsigned else ops[1]
+        self.names[op.result] = self.w.op(f"{spelled} {a[0]}, {a[1]} : {ty}", op.loc)
+
+    @lowers("neg")
+    def op_neg(self, op: Op) -> None:
+        shape, t, ty = self.result_of(op)
+        assert isinstance(t, ScalarType)
+        (a,) = self.args(op, t)
+        if t.is_float:
+            # -0.0 - x is -x exactly (signed zeros too); Triton 3.6 cannot legalize arith.negf.
+            zero = self.constant(-0.0, shape, t, op.loc)
+            self.names[op.result] = self.w.op(f"arith.subf {zero}, {a} : {ty}", op.loc)
+        else:
+            zero = self.constant(0, shape, t, op.loc)
+            self.names[op.result] = self.w.op(f"arith.subi {zero}, {a} : {ty}", op.loc)
+
+    @lowers("abs")
+    def op_abs(self, op: Op) -> None:
+        shape, t, ty = self.result_of(op)
+        assert isinstance(t, ScalarType)
+        (a,) = self.args(op, t)
+        if t.is_float:
+            self.names[op.result] = self.w.op(f"math.absf {a} : {ty}", op.loc)
+        elif t.unsigned or t == BOOL:
+            self.names[op.result] = a
+        else:
+            self.names[op.result] = self.w.op(f"math.absi {a} : {ty}", op.loc)
+
+    @lowers("not")
+    def op_not(self, op: Op) -> None:
+        shape, t, ty = self.result_of(op)
+        assert isinstance(t, ScalarType)
+        (a,) = self.args(op, t)
+        ones = self.constant(True if t == BOOL else -1, shape, t, op.loc)
+        self.names[op.result] = self.w.op(f"arith.xori {a}, {ones} : {ty}", op.loc)
+
+    @lowers("umulhi")
+    def op_umulhi(self, op: Op) -> None:
+        _, t, ty = self.result_of(op)
+        a, b = self.args(op, t)
+        self.names[op.result] = self.w.op(f"tt.mulhiui {a}, {b} : {ty}", op.loc)
+
+    @lowers("clamp", "clamp_nan")
+    def op_clamp(self, op: Op) -> None:
+        _, t, ty = self.result_of(op)
+        x, low, high = self.args(op, t)
+        nan = "all" if op.name == "clamp_nan" else "none"
+        self.names[op.result] = self.w.op(f"tt.clampf {x}, {low}, {high}, propagateNan = {nan} : {ty}", op.loc)
+
+    def in_f32(self, op: Op, body: Callable[[list[str], str, ScalarType], str]) -> None:
+        """The result of ``body`` (given the widened operands, their TTIR
+        type and element type): f16 and bf16 in f32, rounded back once."""
+        shape, t, _ = self.result_of(op)
+        assert isinstance(t, ScalarType)
+        wide_t = F32 if t in (F16, BF16) else t
+        wide = [self.convert(a, shape, t, wide_t, op.loc) for a in self.args(op, t)]
+        out = body(wide, ttir_type(shape, wide_t), wide_t)
+        self.names[op.result] = self.convert(out, shape, wide_t, t, op.loc)
+
+    @lowers("fma")
+    def op_fma(self, op: Op) -> None:
+        self.in_f32(op, lambda a, ty, _: self.w.op(f"math.fma {a[0]}, {a[1]}, {a[2]} : {ty}", op.loc))
+
+    @lowers("div_rn")
+    def op_div_rn(self, op: Op) -> None:
+        self.in_f32(op, lambda a, ty, _: self.w.op(f"tt.precise_divf {a[0]}, {a[1]} : {ty}", op.loc))
+
+    @lowers(*(row.name for row in math_functions.TABLE if row.tl and not row.expanded))
+    def op_math(self, op: Op) -> None:
+        row = math_functions.BY_NAME[op.name]
+        if row.triton_extern:
+            self.in_f32(op, lambda a, ty, wide_t: self.w.op(
+                f'tt.extern_elementwise {a[0]} {{libname = "", libpath = "", pure = true, '
+                f'symbol = "{row.symbol(wide_t == F64)}"}} : ({ty}) -> {ty}', op.loc))
+        else:
+            self.in_f32(op, lambda a, ty, _: self.w.op(f"{row.mlir_op} {a[0]} : {ty}", op.loc))
+
+    @lowers("sigmoid")
+    def op_sigmoid(self, op: Op) -> None:
+        shape, w, loc = type_of(op.result.type)[0], self.w, op.loc
+
+        def body(a: list[str], ty: str, wide_t: ScalarType) -> str:
+            neg = w.op(f"arith.subf {self.constant(-0.0, shape, wide_t, loc)}, {a[0]} : {ty}", loc)
             e = w.op(f"math.exp {neg} : {ty}", loc)
             one = self.constant(1.0, shape, wide_t, loc)
             denominator = w.op(f"arith.addf {one}, {e} : {ty}", loc)
-            out = w.op(f"arith.divf {one}, {denominator} : {ty}", loc)
-        elif name == "tanh":
-            symbol = "__nv_tanhf" if wide_t == F32 else "__nv_tanh"
-            out = w.op(f'tt.extern_elementwise {wide[0]} {{libname = "", libpath = "", pure = true, '
-                       f'symbol = "{symbol}"}} : ({ty}) -> {ty}', loc)
-        else:
-            out = w.op(f"{table.MATH[name]} {wide[0]} : {ty}", loc)
-        return self.convert(out, shape, wide_t, t, loc)
+            return w.op(f"arith.divf {one}, {denominator} : {ty}", loc)
 
-    def libdevice(self, op: Op, shape: tuple[int, ...]) -> str:
+        self.in_f32(op, body)
+
+    @lowers(*table.LIBDEVICE)
+    def op_libdevice(self, op: Op) -> None:
         """A libdevice function as tt.extern_elementwise: the operands in
         their float type (f16 and bf16 widened to f32), the answer rounded
         back, compared != 0 (the predicates' i32) or kept (llrint's i64)."""
         loc, w = op.loc, self.w
-        answers_float = op.name not in table.LIBDEVICE_PREDICATES and op.name != "llrint"
-        t = type_of(op.result.type)[1] if answers_float else concrete(_element(op.operands[0]))
+        shape = type_of(op.result.type)[0]
+        answers = math_functions.BY_NAME[op.name].answers
+        t = type_of(op.result.type)[1] if answers == "float" else concrete(_element(op.operands[0]))
         assert isinstance(t, ScalarType) and t.is_float
         wide_t = F32 if t in (F16, BF16, F32) else t
         args = [self.convert(self.get(o, shape, t, loc), shape, t, wide_t, loc) for o in op.operands]
         symbol = table.LIBDEVICE[op.name][0 if wide_t == F32 else 1]
         ty = ttir_type(shape, wide_t)
-        if op.name in table.LIBDEVICE_PREDICATES:
-            answer = I32
-        elif op.name == "llrint":
-            answer = I64
-        else:
-            answer = wide_t
+        answer = {"bool": I32, "i64": I64}.get(answers, wide_t)
         out_ty = ttir_type(shape, answer)
         out = w.op(f'tt.extern_elementwise {joined(args)} {{libname = "", libpath = "", pure = true, '
                    f'symbol = "{symbol}"}} : ({joined(ty for _ in args)}) -> {out_ty}', loc)
-        if op.name in table.LIBDEVICE_PREDICATES:
-            return self.convert(out, shape, I32, BOOL, loc)
-        if op.name == "llrint":
-            return out
-        return self.convert(out, shape, wide_t, t, loc)
+        if answers == "bool":
+            out = self.convert(out, shape, I32, BOOL, loc)
+        elif answers != "i64":
+            out = self.convert(out, shape, wide_t, t, loc)
+        self.names[op.result] = out
 
     # ---- memory: atomics, pointer casts, the barrier --------------------------------------
 
+    @lowers("barrier")
     def op_barrier(self, op: Op) -> None:
         self.w.line("gpu.barrier", op.loc)
 
+    @lowers("int_to_ptr")
     def op_int_to_ptr(self, op: Op) -> None:
         x = op.operands[0]
         shape, e = type_of(op.result.type)
@@ -356,6 +398,7 @@ class _Emitter(RegionEmitter):
         self.names[op.result] = self.w.op(f"tt.int_to_ptr {value} : {ttir_type(shape, src_e)} -> "
                                           f"{ttir_type(shape, e)}", op.loc)
 
+    @lowers("ptr_to_int")
     def op_ptr_to_int(self, op: Op) -> None:
         x = op.operands[0]
         shape, e = type_of(op.result.type)
@@ -373,6 +416,7 @@ class _Emitter(RegionEmitter):
         return self.w.op(f"tt.atomic_rmw {kind}, {sem}, {scope}, {joined([ptr, *operands])} : "
                          f"({joined(types)}) -> {ttir_type(shape, e)}", loc)
 
+    @lowers("atomic_rmw")
     def op_atomic_rmw(self, op: Op) -> None:
         ptr, value, mask = op.operands
         loc, w = op.loc, self.w
@@ -422,6 +466,7 @@ class _Emitter(RegionEmitter):
         old = w.op(f"arith.select {pos}, {pos_old}, {neg_old} : {spelled}", loc)
         return w.op(f"tt.bitcast {old} : {ity} -> {fty}", loc)
 
+    @lowers("atomic_cas")
     def op_atomic_cas(self, op: Op) -> None:
         ptr, cmp, value = op.operands
         loc = op.loc
@@ -436,11 +481,13 @@ class _Emitter(RegionEmitter):
 
     # ---- structured ops ----------------------------------------------------------------
 
+    @lowers("arange")
     def op_arange(self, op: Op) -> None:
         start, end = op.attrs["start"], op.attrs["end"]
         self.names[op.result] = self.w.op(f"tt.make_range {{end = {end} : i32, start = {start} : i32}} : "
                                           f"{ttir_type((end - start,), I32)}", op.loc)
 
+    @lowers("expand_dims")
     def op_expand_dims(self, op: Op) -> None:
         x = op.operands[0]
         src_shape, e = self.operand_type(x)
@@ -452,10 +499,12 @@ class _Emitter(RegionEmitter):
         self.names[op.result] = self.w.op(f"tt.expand_dims {value} {{axis = {op.attrs['axis']} : i32}} : "
                                           f"{ttir_type(src_shape, e)} -> {ttir_type(shape, e)}", op.loc)
 
+    @lowers("convert_layout")
     def op_convert_layout(self, op: Op) -> None:
         shape, e = type_of(op.result.type)
         self.names[op.result] = self.get(op.operands[0], shape, e, op.loc)
 
+    @lowers("load")
     def op_load(self, op: Op) -> None:
         ptr, mask, other = op.operands
         shape, e = type_of(op.result.type)
@@ -479,6 +528,7 @@ class _Emitter(RegionEmitter):
             return p
         return self.w.op(f"tt.bitcast {p} : {ttir_type(shape, ptr_e)} -> {ttir_type(shape, PointerType(I8))}", loc)
 
+    @lowers("store")
     def op_store(self, op: Op) -> None:
         ptr, value, mask = op.operands
         loc = op.loc
@@ -493,7 +543,8 @@ class _Emitter(RegionEmitter):
             parts.append(self.get(mask, shape, BOOL, loc))
         self.w.line(f"tt.store {joined(parts)} : {ttir_type(shape, PointerType(memory_e))}", loc)
 
-    def _reduce(self, op: Op) -> None:
+    @lowers("sum", "max", "min")
+    def op_reduction(self, op: Op) -> None:
         x = op.operands[0]
         loc, w = op.loc, self.w
         axis = op.attrs.get("axis")
@@ -509,11 +560,8 @@ class _Emitter(RegionEmitter):
             axis = 0
         reduced = shape[:axis] + shape[axis + 1:]
         st = scalar_type(t)
-        if op.name == "sum":
-            combine = "arith.addf" if t.is_float else "arith.addi"
-        else:
-            ops = table.BINARY["maximum" if op.name == "max" else "minimum"]
-            combine = ops[0] if t.is_float else ops[2] if (t.unsigned or t == BOOL) else ops[1]
+        ops = table.BINARY[_COMBINED_BY[op.name]]
+        combine = ops[0] if t.is_float else ops[2] if (t.unsigned or t == BOOL) else ops[1]
         name = w.fresh()
         lhs, rhs = w.fresh(), w.fresh()
         w.line(f'{name} = "tt.reduce"({value}) <{{axis = {axis} : i32}}> ({{', located=False)
@@ -525,9 +573,8 @@ class _Emitter(RegionEmitter):
         assert reduced == result_shape
         self.names[op.result] = self.convert(name, reduced, t, result_e, loc)
 
-    op_sum = op_max = op_min = _reduce
-
-    def _combine(self, op: Op) -> None:
+    @lowers("reduce", "scan")
+    def op_combine(self, op: Op) -> None:
         """``reduce`` and ``scan``: ``tt.reduce`` / ``tt.scan`` over the N
         tiles, the combine region as its body (left arguments, then right),
         ending in ``tt.reduce.return`` / ``tt.scan.return``; a whole-tile
@@ -558,8 +605,7 @@ class _Emitter(RegionEmitter):
         w.line(f"}}) : ({joined(ttir_type(shape, e) for e in elements)}) -> "
                f"({joined(ttir_type(out_shape, e) for e in elements)})", loc)
 
-    op_reduce = op_scan = _combine
-
+    @lowers("dot")
     def op_dot(self, op: Op) -> None:
         a, b, acc = op.operands
         loc, w = op.loc, self.w
@@ -576,9 +622,11 @@ class _Emitter(RegionEmitter):
                    f"{ttir_type(a_shape, a_e)} * {ttir_type(b_shape, b_e)} -> {ttir_type(shape, acc_e)}", loc)
         self.names[op.result] = self.convert(out, shape, acc_e, result_e, loc)
 
+    @lowers("trans")
     def op_trans(self, op: Op) -> None:
         self._transpose(op, [1, 0])
 
+    @lowers("permute")
     def op_permute(self, op: Op) -> None:
         self._transpose(op, list(op.attrs["dims"]))
 
@@ -590,6 +638,7 @@ class _Emitter(RegionEmitter):
             f"tt.trans {self.names[x]} {{order = array<i32: {joined(str(d) for d in order)}>}} : "
             f"{ttir_type(src_shape, e)} -> {ttir_type(shape, e)}", op.loc)
 
+    @lowers("reshape")
     def op_reshape(self, op: Op) -> None:
         x = op.operands[0]
         src_shape, e = self.operand_type(x)
@@ -601,6 +650,7 @@ class _Emitter(RegionEmitter):
         self.names[op.result] = self.w.op(f"tt.reshape {value} : {ttir_type(src_shape, e)} -> "
                                           f"{ttir_type(shape, e)}", op.loc)
 
+    @lowers("split")
     def op_split(self, op: Op) -> None:
         x = op.operands[0]
         src_shape, e = self.operand_type(x)
@@ -609,6 +659,7 @@ class _Emitter(RegionEmitter):
                            op.loc, results=2)
         self.names[op.result] = halves[op.attrs["index"]]
 
+    @lowers("join")
     def op_join(self, op: Op) -> None:
         shape, e = type_of(op.result.type)
         half = shape[:-1]
@@ -616,6 +667,7 @@ class _Emitter(RegionEmitter):
         self.names[op.result] = self.w.op(f"tt.join {a}, {b} : {ttir_type(half, e)} -> {ttir_type(shape, e)}",
                                           op.loc)
 
+    @lowers("histogram")
     def op_histogram(self, op: Op) -> None:
         x, mask = op.operands
         shape, e = self.operand_type(x)
@@ -630,6 +682,7 @@ class _Emitter(RegionEmitter):
 
     # ---- talking to the host ------------------------------------------------------------
 
+    @lowers("device_assert")
     def op_device_assert(self, op: Op) -> None:
         cond, mask = op.operands
         loc, w = op.loc, self.w
@@ -642,6 +695,7 @@ class _Emitter(RegionEmitter):
             ok = w.op(f"arith.ori {ok}, {off} : {ty}", loc)
         w.line(f"tt.assert {ok}, {mlir_string(op.attrs['msg'])} : {ty}", loc)
 
+    @lowers("device_print")
     def op_device_print(self, op: Op) -> None:
         (value,) = op.operands
         prefix = triton_print_prefix(op.attrs["prefix"], value is not None)
@@ -666,6 +720,7 @@ class _Emitter(RegionEmitter):
     def carried(self, t: Type) -> str:
         return ttir_type(*type_of(t))
 
+    @lowers("yield")
     def op_yield(self, op: Op) -> None:
         expected = yield_types(op)
         values = [self.get(o, *type_of(t), op.loc) for o, t in zip(op.operands, expected)]

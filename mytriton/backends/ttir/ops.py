@@ -14,15 +14,16 @@ end does not take (a located error), as is any op missing here.
 from __future__ import annotations
 
 from mytriton.backends.mlir.ops import BINARY, COMPARE  # noqa: F401  (the arith spellings, shared)
+from mytriton.ir import math_functions
 
-# Math functions of one float: the math-dialect op Triton's front end writes
-# for tl.<name>. f16 and bf16 compute in f32 and round back once, as
-# mytriton's CUDA does. ``sigmoid`` is Triton's own expansion, 1 / (1 + exp(-x)).
+# Math functions of one float (the tl group of ir/math_functions.py): the
+# math-dialect op Triton's front end writes for tl.<name>, or libdevice's
+# symbol where it writes that. f16 and bf16 compute in f32 and round back
+# once, as mytriton's CUDA does. ``sigmoid`` is Triton's own expansion.
 MATH: dict[str, str] = {
-    "exp": "math.exp", "exp2": "math.exp2", "log": "math.log", "log2": "math.log2", "sqrt": "math.sqrt",
-    "rsqrt": "math.rsqrt", "sin": "math.sin", "cos": "math.cos", "floor": "math.floor", "ceil": "math.ceil",
-    "erf": "math.erf", "tanh": "tt.extern_elementwise @__nv_tanhf (libdevice), as tl.extra.cuda.libdevice.tanh",
-    "sigmoid": "1 / (1 + math.exp(-x))",
+    row.name: (f"tt.extern_elementwise @{row.symbol(False)} (libdevice), as tl.extra.cuda.libdevice.{row.name}"
+               if row.triton_extern else row.expanded or row.mlir_op)
+    for row in math_functions.TABLE if row.tl
 }
 
 # Elementwise ops of Triton's own, or spelled differently from upstream MLIR.
@@ -85,22 +86,14 @@ REFUSED: dict[str, str] = {
           "give it the output of 'opt'"
     for name in _STAGED
 }
-# libdevice's functions (mytriton/language/extra/libdevice.py) with no
+# libdevice's functions (ir/math_functions.py's rows without tl) with no
 # tl.<name>: tt.extern_elementwise of the libdevice symbol, as Triton's
 # tl.extra.cuda.libdevice writes it: ``__nv_<name>f`` on f32 (f16 and bf16
 # compute in f32 and round back once), ``__nv_<name>`` on f64. The predicates
 # answer an i32 in libdevice (compared != 0 for the i1); llrint answers i64.
 LIBDEVICE: dict[str, tuple[str, str]] = {
-    **{name: (f"__nv_{name}f", f"__nv_{name}") for name in (
-        "erfinv", "log1p", "expm1", "round", "trunc", "rint", "sinh", "cosh", "tan", "asin", "acos", "atan",
-        "asinh", "acosh", "atanh", "log10", "cbrt", "pow", "atan2", "fmod", "hypot", "copysign", "llrint")},
-    "isnan": ("__nv_isnanf", "__nv_isnand"),
-    "isinf": ("__nv_isinff", "__nv_isinfd"),
-    "signbit": ("__nv_signbitf", "__nv_signbitd"),
-    "fast_expf": ("__nv_fast_expf", "__nv_exp"),
-    "fast_dividef": ("__nv_fast_fdividef", "__nv_ddiv_rn"),
+    row.name: (row.symbol(False), row.symbol(True)) for row in math_functions.TABLE if not row.tl
 }
-LIBDEVICE_PREDICATES = ("isnan", "isinf", "signbit")
 
 # Atomics, pointer casts and the barrier.
 MEMORY: dict[str, str] = {

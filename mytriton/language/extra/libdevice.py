@@ -7,37 +7,26 @@ reads ``libdevice.<name>(...)`` and makes the op ``FUNCTIONS`` names
 (frontend/builtins.py). Each function takes the dtypes Triton's libdevice
 table gives it (f32 and f64 for most; a Python float is an f32, a Python int
 an i32); anything else is a located error, as Triton's "input arg type does
-not match". The ops and their NumPy semantics are in ir/opdefs.py (the
-``libdevice`` section, and the math group for the ones ``tl`` has too);
-their CUDA spellings in backends/cuda/spelling.py.
+not match". The math functions among them, their semantics and every
+back end's spelling are rows of ir/math_functions.py.
 """
 from __future__ import annotations
 
+from mytriton.ir import math_functions
 from mytriton.types import F32, F64, I32, I64
 
+_DTYPES = {"f32": F32, "f64": F64, "i32": I32}
 _F = ((F32,), (F64,))
 _FF = ((F32, F32), (F64, F64))
 
-# libdevice name: (op, the operand dtypes Triton's table accepts).
+# libdevice name: (op, the operand dtypes Triton's table accepts). The math
+# functions come from their rows (ir/math_functions.py); the rest are
+# libdevice's names for ops of other groups.
 SIGNATURES: dict[str, tuple[str, tuple[tuple, ...]]] = {
-    **{name: (name, _F) for name in (
-        "tanh", "erf", "erfinv", "log1p", "expm1", "rsqrt", "round", "trunc", "rint", "floor", "ceil", "exp",
-        "exp2", "log", "log2", "log10", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan",
-        "asinh", "acosh", "atanh", "cbrt")},
-    "nearbyint": ("rint", _F),
+    **{name: (row.name, tuple(tuple(_DTYPES[d] for d in s) for s in row.dtypes))
+       for row in math_functions.TABLE if row.libdevice for name in (row.name, *row.libdevice_aliases)},
     "abs": ("abs", ((I32,), (I64,), (F32,), (F64,))),
     "fabs": ("abs", _F),
-    "isnan": ("isnan", _F),
-    "isinf": ("isinf", _F),
-    "signbit": ("signbit", _F),
-    "llrint": ("llrint", _F),
-    "fast_expf": ("fast_expf", ((F32,),)),
-    "fast_dividef": ("fast_dividef", ((F32, F32),)),
-    "pow": ("pow", (*_FF, (F32, I32), (F64, I32))),
-    "atan2": ("atan2", _FF),
-    "fmod": ("fmod", _FF),
-    "hypot": ("hypot", _FF),
-    "copysign": ("copysign", _FF),
     "fmax": ("maximum", _FF),
     "fmin": ("minimum", _FF),
     "fma": ("fma", ((F32, F32, F32), (F64, F64, F64))),

@@ -1,9 +1,12 @@
-"""The compiler's stages as one linear pipeline.
+"""The compiler's stages, as one declarative list (``STAGES``).
 
-Each stage is a function from one IR to the next; the CLI's subcommands call
-them one at a time over text, ``compile`` calls them in one process, and both
-print the same bytes. Nothing here imports NumPy, the CUDA driver or nvcc's wrapper
-until a stage needs it.
+Each stage is a function from one IR to the next, and a row of ``STAGES``
+says which stage it follows, which CLI subcommand runs it alone, which file
+``--dump-dir`` writes it to and which passes it runs (every pass goes
+through ``passes.manager.run_passes``, verified and watched by the hooks).
+``compile`` walks the rows up to the stage asked for; the CLI's subcommands
+run them one at a time over text, and both print the same bytes. Nothing
+here imports NumPy, the CUDA driver or nvcc's wrapper until a stage needs it.
 """
 from __future__ import annotations
 
@@ -16,10 +19,6 @@ from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import Kernel
 from mytriton.ir.tree import TreeKernel
 
-# The stages in pipeline order; mlir branches off after staged and ttir after opt
-# (back ends beside CUDA).
-EMITS = ("ast", "tree", "ssa", "opt", "staged", "layouts", "cuda", "ptx", "cubin", "mlir", "ttir")
-BINARY_EMITS = ("cubin",)
 DEFAULT_NUM_WARPS = 4
 DEFAULT_ARCH = "sm_90"  # mytriton.target.DEFAULT_ARCH
 
@@ -30,7 +29,7 @@ class Options:
     defines: dict[str, Any] = field(default_factory=dict)
     signature: str | None = None
     num_warps: int = DEFAULT_NUM_WARPS
-    num_stages: int | None = None  # a launch's software-pipelining depth (None: the pipeline pass's default, 3)
+    num_stages: int | None = None  # a launch's software-pipelining depth (None: the pass's default, 3)
     passes: Sequence[str] | None = None  # None: the default pipeline
     arch: str = DEFAULT_ARCH
     # Bytes of shared memory one block may use; None: the arch's opt-in limit
@@ -45,10 +44,11 @@ class Options:
     # its names resolve there, as Python resolved them (frontend/namespace.py).
     # None (the CLI): names resolve from the file's text alone.
     namespace: Mapping[str, Any] | None = None
+    # Called with a pass's name and its output (input) around each pass of
+    # every stage, and with each stage's name and result as run_stages makes
+    # it (dumps, --print-ir-*, --time-passes: mytriton/instrument.py).
     after_each: Callable[[str, Kernel], None] | None = None
     before_each: Callable[[str, Kernel], None] | None = None
-    # Called with each stage's name and result as compile_source makes it
-    # (dumps, --time-passes: mytriton/instrument.py).
     on_stage: Callable[[str, Any], None] | None = None
 
 
@@ -117,57 +117,58 @@ def verify(kernel: Kernel) -> Kernel:
 
 
 def optimize(kernel: Kernel, options: Options) -> Kernel:
-    from mytriton.passes import DEFAULT_PIPELINE
-    from mytriton.passes.manager import run_passes
-
-    names = DEFAULT_PIPELINE if options.passes is None else options.passes
-    return run_passes(kernel, names, options.after_each, options.before_each)
+    return run_stage_passes("opt", kernel, options)
 
 
 def stage_dots(kernel: Kernel, options: Options | None = None) -> Kernel:
     """Stage canonical tl.dot operands through shared memory (the CUDA
     backend's input), then software-pipeline their K loops over
-    ``options.num_stages`` buffers (the pipeline pass's default without it);
-    verified before and after."""
-    from mytriton.passes.manager import run_passes
-    from mytriton.passes.pipeline import PipelinePass
-    from mytriton.passes.verify import verify as run_verifier
-
-    from mytriton.passes.stage_dots import StageDotsPass
-
-    options = options if options is not None else Options()
-    kernel = run_passes(kernel, [StageDotsPass(shared_budget=options.budget)])
-    kernel = PipelinePass(num_stages=options.num_stages, shared_budget=options.budget).apply(kernel)
-    try:
-        return run_verifier(kernel)
-    except CompileError as err:
-        err.message = f"after pass 'pipeline': {err.message}"
-        raise
+    ``options.num_stages`` buffers (the pass's default without it)."""
+    return run_stage_passes("staged", kernel, options if options is not None else Options())
 
 
 def layouts(kernel: Kernel, options: Options) -> Kernel:
     """Give every tile a layout for ``options.num_warps`` warps (CUDA's
     input) on ``options.arch``, let wgmma dots overlap their loops' copies
-    (overlap-wgmma) and place everything in shared memory (allocate-shared);
-    verified after."""
+    (overlap-wgmma), and make the CUDA back end's decisions: copy widths,
+    combine strategies, the shared-memory plan (allocate-shared)."""
+    return run_stage_passes("layouts", kernel, options)
+
+
+def run_stage_passes(stage: str, kernel: Kernel, options: Options) -> Kernel:
+    """The passes of ``stage`` (its row's ``passes``) over ``kernel``,
+    verified before and after each, with the options' pass hooks."""
+    from mytriton.passes.manager import run_passes
+
+    passes = STAGE[stage].passes
+    assert passes is not None, f"the {stage} stage runs no passes"
+    return run_passes(kernel, passes(options), options.after_each, options.before_each)
+
+
+def _opt_passes(options: Options) -> Sequence[Any]:
+    from mytriton.passes import DEFAULT_PIPELINE
+
+    return DEFAULT_PIPELINE if options.passes is None else options.passes
+
+
+def _staging_passes(options: Options) -> Sequence[Any]:
+    from mytriton.passes.software_pipeline import SoftwarePipelinePass
+    from mytriton.passes.stage_dots import StageDotsPass
+
+    return [StageDotsPass(shared_budget=options.budget),
+            SoftwarePipelinePass(num_stages=options.num_stages, shared_budget=options.budget)]
+
+
+def _layout_passes(options: Options) -> Sequence[Any]:
     from mytriton.backends.cuda.allocate_shared import AllocateSharedPass
     from mytriton.backends.cuda.combine_strategy import CombineStrategyPass
     from mytriton.backends.cuda.copy_widths import CopyWidthsPass
     from mytriton.passes.layouts import LayoutsPass
-    from mytriton.passes.verify import verify as run_verifier
-
     from mytriton.passes.overlap_wgmma import OverlapWgmmaPass
 
-    kernel = LayoutsPass(num_warps=options.num_warps, shared_budget=options.budget, arch=options.arch).apply(kernel)
-    kernel = OverlapWgmmaPass().apply(kernel)
-    kernel = CopyWidthsPass().apply(kernel)
-    kernel = CombineStrategyPass().apply(kernel)
-    kernel = AllocateSharedPass(shared_budget=options.budget).apply(kernel)
-    try:
-        return run_verifier(kernel)
-    except CompileError as err:
-        err.message = f"after the layouts stage: {err.message}"
-        raise
+    return [LayoutsPass(num_warps=options.num_warps, shared_budget=options.budget, arch=options.arch),
+            OverlapWgmmaPass(), CopyWidthsPass(), CombineStrategyPass(),
+            AllocateSharedPass(shared_budget=options.budget)]
 
 
 def emit_cuda(kernel: Kernel, options: Options | None = None) -> str:
@@ -245,58 +246,101 @@ def print_ssa(kernel: Kernel) -> str:
     return print_kernel(kernel)
 
 
+# ---- the stages ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage: its ``compile --emit`` name, the subcommand that runs it
+    alone (its ``--time-passes`` row), the stage it follows, and how it runs
+    on that stage's result (``reads`` names another earlier stage whose
+    result it takes instead). A stage with ``passes`` runs them on SSA; one
+    with a ``dump_file`` is reported to ``Options.on_stage`` and dumped."""
+
+    name: str
+    command: str
+    after: str | None
+    run: Callable[[Any, Options], Any] | None = None
+    passes: Callable[[Options], Sequence[Any]] | None = None
+    dump_file: str | None = None
+    reads: str | None = None
+    binary: bool = False
+
+    def apply(self, value: Any, options: Options) -> Any:
+        if self.passes is not None:
+            return run_stage_passes(self.name, value, options)
+        assert self.run is not None
+        return self.run(value, options)
+
+
+def _unpipelined_mlir(kernel: Kernel, options: Options) -> str:
+    # The MLIR back end has no lowering of pipelined K loops (async copies
+    # into multi-stage buffers) yet: it takes the staged dots unpipelined.
+    quiet = replace(options, num_stages=1, before_each=None, after_each=None)
+    return emit_mlir(stage_dots(kernel, quiet))
+
+
+# In pipeline order; ttir and mlir branch off after opt (back ends beside CUDA),
+# ptx and cubin after cuda (cubin is built from the CUDA source too).
+STAGES: tuple[Stage, ...] = (
+    Stage("ast", "parse", None, lambda source, o: parse(source[0], source[1], o.kernel, o.namespace), dump_file="00-ast.py"),
+    Stage("tree", "trace", "ast", lambda bundle, o: trace(bundle, "<bundle>", o), dump_file="01-tree.tree"),
+    Stage("ssa", "lower", "tree", lambda tree, o: lower(tree), dump_file="02-ssa.ssa"),
+    Stage("opt", "opt", "ssa", passes=_opt_passes, dump_file="03-opt.ssa"),
+    Stage("staged", "stage-dots", "opt", passes=_staging_passes, dump_file="04-staged.ssa"),
+    Stage("layouts", "layouts", "staged", passes=_layout_passes, dump_file="05-layouts.ssa"),
+    Stage("cuda", "emit-cuda", "layouts", lambda kernel, o: emit_cuda(kernel, o), dump_file="06-cuda.cu"),
+    Stage("ptx", "nvcc (ptx)", "cuda", lambda cuda, o: ptx(cuda, o), dump_file="07-ptx.ptx"),
+    Stage("cubin", "nvcc (cubin)", "ptx", lambda cuda, o: cubin(cuda, o), dump_file="08-cubin.cubin",
+          reads="cuda", binary=True),
+    Stage("mlir", "emit-mlir", "opt", _unpipelined_mlir),
+    Stage("ttir", "emit-ttir", "opt", lambda kernel, o: emit_ttir(kernel)),
+)
+STAGE: dict[str, Stage] = {stage.name: stage for stage in STAGES}
+EMITS = tuple(STAGE)
+BINARY_EMITS = tuple(stage.name for stage in STAGES if stage.binary)
+
+
+def path_to(emit: str) -> list[Stage]:
+    """The stages ``compile --emit=emit`` runs, in order."""
+    path = [STAGE[emit]]
+    while path[-1].after is not None:
+        path.append(STAGE[path[-1].after])
+    return path[::-1]
+
+
+def stage_text(value: Any) -> str | bytes:
+    """A stage's result as its command prints it."""
+    if isinstance(value, Kernel):
+        return print_ssa(value)
+    if isinstance(value, TreeKernel):
+        return print_tree(value)
+    return value
+
+
 # ---- in one process ---------------------------------------------------------------------
 
 
 def compile_source(text: str, file: str, emit: str, options: Options) -> str | bytes:
     """The pipeline up to ``emit``, printed as that stage prints it (bytes
     for a binary stage, ``BINARY_EMITS``)."""
-    if emit not in EMITS:
+    return stage_text(run_stages(text, file, emit, options))
+
+
+def run_stages(text: str, file: str, emit: str, options: Options) -> Any:
+    """The result of stage ``emit`` for the kernel source ``text``: the
+    stages on the way run in order, each reported to ``options.on_stage``."""
+    if emit not in STAGE:
         raise CompileError(f"unknown stage '{emit}' (stages: {', '.join(EMITS)})")
     reached = options.on_stage or (lambda name, value: None)
-    bundle = parse(text, file, options.kernel, options.namespace)
-    reached("ast", bundle)
-    if emit == "ast":
-        return bundle
-    tree = trace(bundle, "<bundle>", options)
-    reached("tree", tree)
-    if emit == "tree":
-        return print_tree(tree)
-    kernel = lower(tree)
-    reached("ssa", kernel)
-    if emit == "ssa":
-        return print_ssa(kernel)
-    kernel = optimize(kernel, options)
-    reached("opt", kernel)
-    if emit == "opt":
-        return print_ssa(kernel)
-    if emit == "ttir":
-        return emit_ttir(kernel)
-    if emit == "mlir":
-        # The MLIR back end has no lowering of pipelined K loops (async copies
-        # into multi-stage buffers) yet: it takes the staged dots unpipelined.
-        return emit_mlir(stage_dots(kernel, replace(options, num_stages=1)))
-    kernel = stage_dots(kernel, options)
-    reached("staged", kernel)
-    if emit == "staged":
-        return print_ssa(kernel)
-    kernel = layouts(kernel, options)
-    reached("layouts", kernel)
-    if emit == "layouts":
-        return print_ssa(kernel)
-    cuda = emit_cuda(kernel, options)
-    reached("cuda", cuda)
-    if emit == "cuda":
-        return cuda
-    ptx_text = ptx(cuda, options)
-    reached("ptx", ptx_text)
-    if emit == "ptx":
-        return ptx_text
-    binary = cubin(cuda, options)
-    reached("cubin", binary)
-    return binary
+    results: dict[str | None, Any] = {None: (text, file)}
+    for stage in path_to(emit):
+        value = stage.apply(results[stage.reads or stage.after], options)
+        results[stage.name] = value
+        if stage.dump_file is not None:
+            reached(stage.name, value)
+    return results[emit]
 
 
 def source_to_ssa(text: str, file: str, options: Options, optimized: bool = True) -> Kernel:
-    kernel = lower(trace(parse(text, file, options.kernel, options.namespace), "<bundle>", options))
-    return optimize(kernel, options) if optimized else kernel
+    return run_stages(text, file, "opt" if optimized else "ssa", options)

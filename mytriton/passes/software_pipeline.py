@@ -1,4 +1,4 @@
-"""pipeline: software-pipeline a staged dot's K loop over ``num_stages`` shared buffers.
+"""software-pipeline: software-pipeline a staged dot's K loop over ``num_stages`` shared buffers.
 
 After stage-dots a matmul's K loop reads
 
@@ -382,8 +382,8 @@ def choose_stages(requested: int, stage_bytes: int, other_bytes: int, budget: in
 
 
 @dataclass(frozen=True)
-class PipelinePass:
-    name: str = "pipeline"
+class SoftwarePipelinePass:
+    name: str = "software-pipeline"
     summary: str = ("multi-buffer a staged dot's K loop: async copies num_stages-1 iterations ahead "
                     "(default 3 stages, a loop's num_stages first)")
     num_stages: int | None = None

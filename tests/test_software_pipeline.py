@@ -1,7 +1,7 @@
-"""The pipeline pass: a staged dot's K loop multi-buffered over num_stages
+"""The software-pipeline pass: a staged dot's K loop multi-buffered over num_stages
 shared buffers, its next tiles copied asynchronously (cp.async on the GPU)
 while the current ones are multiplied. The rewrite's shape is in
-tests/lit/pipeline/; here: where the number of stages comes from, the
+tests/lit/software-pipeline/; here: where the number of stages comes from, the
 shared-memory budget, the loops left alone, the interpreter computing the
 same bits before and after, nvcc building it, and the GPU against the
 interpreter."""
@@ -19,7 +19,7 @@ from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import walk
 from mytriton.ir.ssa_text import parse_kernel, print_kernel
-from mytriton.passes.pipeline import DEFAULT_NUM_STAGES, PipelinePass, choose_stages
+from mytriton.passes.software_pipeline import DEFAULT_NUM_STAGES, SoftwarePipelinePass, choose_stages
 from mytriton.passes.stage_dots import StageDotsPass
 from mytriton.passes.verify import verify
 from mytriton.target import DEFAULT_SHARED_LIMIT as NO_OPT_IN, SHARED_MEMORY_BUDGET
@@ -42,7 +42,7 @@ def staged(source: str = SMALL):
 
 
 def pipelined(source: str = SMALL, num_stages: int | None = None, budget: int = SHARED_MEMORY_BUDGET):
-    return verify(PipelinePass(num_stages=num_stages, shared_budget=budget).apply(staged(source)))
+    return verify(SoftwarePipelinePass(num_stages=num_stages, shared_budget=budget).apply(staged(source)))
 
 
 def the_loop(kernel):
@@ -113,7 +113,7 @@ def test_a_stage_that_fits_once_only_is_not_pipelined_and_the_loop_says_so():
 
 def test_tritons_128x128x64_f16_config_gets_its_three_stages():
     f16 = StageDotsPass().apply(ssa_of(F16_BIG, optimized=True, file="matmul.py", signature=F16_SIGNATURE))
-    kernel = verify(PipelinePass().apply(f16))  # 32 KiB a stage, 96 KiB in all
+    kernel = verify(SoftwarePipelinePass().apply(f16))  # 32 KiB a stage, 96 KiB in all
     assert the_loop(kernel).attrs["pipeline_stages"] == 3
     allocations = [op for op in walk(kernel.body) if op.name == "shared_alloc_stages"]
     assert sum(op.result.type.nbytes for op in allocations) == 3 * 32768
@@ -128,7 +128,7 @@ def test_choose_stages_counts_the_other_buffers():
 
 def test_a_second_run_changes_nothing():
     once = print_kernel(pipelined())
-    again = verify(PipelinePass().apply(parse_kernel(once, "matmul.py")))
+    again = verify(SoftwarePipelinePass().apply(parse_kernel(once, "matmul.py")))
     assert print_kernel(again) == once
 
 
@@ -160,7 +160,7 @@ def test_a_dot_outside_any_loop_is_left_alone():
             tl.store(c_ptr + rows * N + cols, tl.dot(a, b), mask=(rows < M) & (cols < N))
     """)
     before = print_kernel(staged(source))
-    assert print_kernel(verify(PipelinePass().apply(staged(source)))) == before
+    assert print_kernel(verify(SoftwarePipelinePass().apply(staged(source)))) == before
 
 
 # ---- the interpreter runs pipelined SSA: the same bits as unstaged ------------------------------------
@@ -206,7 +206,7 @@ def test_a_stage_view_out_of_range_is_an_error_in_the_interpreter():
 
 
 def test_copies_are_16_bytes_where_rows_allow_and_elementwise_otherwise():
-    from mytriton.ir.layouts import PaddedShared
+    from mytriton.ir.layout_attributes import PaddedShared
     from mytriton.ir.ssa import Const
 
     def buffer(cols, element=F32, pad=0):
@@ -309,7 +309,7 @@ def test_a_reduction_in_the_kernel_keeps_room_for_its_scratch():
 
 
 def test_a_transposed_tile_of_pointers_beside_the_loop_is_counted_at_8_bytes_an_element():
-    from mytriton.passes.pipeline import scratch_reserve
+    from mytriton.passes.software_pipeline import scratch_reserve
     transposed = variant("tl.store(c_ptr + c_rows * N + c_cols, acc,",
                          "tl.store(tl.trans(tl.trans(c_ptr + c_rows * N + c_cols)), acc,", SMALL)
     assert scratch_reserve(staged(transposed)) == 32 * 32 * 8
@@ -320,11 +320,11 @@ def padded_pipelined_cuda(pad: int, num_stages: int = 3) -> str:
     from mytriton.backends.cuda.allocate_shared import AllocateSharedPass
     from mytriton.backends.cuda.copy_widths import CopyWidthsPass
     from mytriton.ir.ssa_text import parse_kernel as read
-    from mytriton import pipeline
+    from mytriton import compiler
     text = compile_text(SMALL, "layouts", "matmul.py", num_stages=num_stages, f32_default="ieee")
     text = re.sub(r"pad=\d+", f"pad={pad}", text)
     # The edit changes the buffers' rows: the copies' chunks and the buffers' places are decided again.
-    return pipeline.emit_cuda(AllocateSharedPass().apply(CopyWidthsPass().apply(read(text, "matmul.py"))))
+    return compiler.emit_cuda(AllocateSharedPass().apply(CopyWidthsPass().apply(read(text, "matmul.py"))))
 
 
 def test_padded_rows_narrow_the_chunks_to_what_the_pitch_allows():
