@@ -117,13 +117,14 @@ def open_dump_dir(directory: str, option: str = "--dump-dir") -> Dumper:
     return Dumper(directory, option)
 
 
-def jit_dump_dir(root: str, kernel_name: str, key: Any) -> Dumper:
-    """The dump folder of one JIT specialisation under ``MYTRITON_DUMP_DIR``:
+def jit_dump_dir(root: str, kernel_name: str, key: Any, variable: str = "MYTRITON_DUMP_DIR") -> Dumper:
+    """The dump folder of one JIT specialisation under ``root`` (``variable``'s
+    value: MYTRITON_DUMP_DIR, or Triton's TRITON_DUMP_DIR):
     ``<kernel name>-<hash of the specialisation>``, the name reduced to
     ``[A-Za-z0-9_.-]``. A link planted there is refused, not followed."""
     from mytriton.output_files import prepare_directory
 
-    prepare_directory(root, "MYTRITON_DUMP_DIR")
+    prepare_directory(root, variable)
     digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
     path = os.path.join(root, f"{_safe(kernel_name)[:64]}-{digest}")
     try:
@@ -131,14 +132,15 @@ def jit_dump_dir(root: str, kernel_name: str, key: Any) -> Dumper:
     except FileExistsError:
         pass
     except OSError as err:
-        raise CompileError(f"MYTRITON_DUMP_DIR: cannot make {path}: {err.strerror or err}") from None
+        raise CompileError(f"{variable}: cannot make {path}: {err.strerror or err}") from None
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode):
-        raise CompileError(f"MYTRITON_DUMP_DIR: {path} exists and is not a directory")
-    return Dumper(path, "MYTRITON_DUMP_DIR")
+        raise CompileError(f"{variable}: {path} exists and is not a directory")
+    return Dumper(path, variable)
 
 
-def dump_jit_kernel(root: str, text: str, file: str, options: Any, key: Any, backend: str) -> str:
+def dump_jit_kernel(root: str, text: str, file: str, options: Any, key: Any, backend: str,
+                    variable: str = "MYTRITON_DUMP_DIR") -> str:
     """``MYTRITON_DUMP_DIR``: every stage of one JIT specialisation, into its
     own folder (jit_dump_dir), through cubin for the GPU and through the CUDA
     source for the interpreter (which needs no nvcc). Returns the folder."""
@@ -146,7 +148,7 @@ def dump_jit_kernel(root: str, text: str, file: str, options: Any, key: Any, bac
 
     from mytriton import compiler
 
-    dumper = jit_dump_dir(root, options.kernel or "kernel", key)
+    dumper = jit_dump_dir(root, options.kernel or "kernel", key, variable)
     watched = dataclasses.replace(options, on_stage=None, before_each=None, after_each=None)
     attach(watched, dumper)
     compiler.compile_source(text, file, "cubin" if backend == "cuda" else "cuda", watched)

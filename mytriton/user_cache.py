@@ -22,7 +22,9 @@ from typing import Iterator
 
 
 def cache_root() -> Path:
-    root = os.environ.get("MYTRITON_CACHE_DIR")
+    from mytriton.knobs import variable
+
+    _, root = variable("MYTRITON_CACHE_DIR")  # or Triton's TRITON_CACHE_DIR
     if not root:
         # The XDG base-directory spec: a relative XDG_CACHE_HOME is invalid and ignored.
         xdg = os.environ.get("XDG_CACHE_HOME", "")
@@ -32,8 +34,11 @@ def cache_root() -> Path:
 
 
 def always_compile() -> bool:
-    """``MYTRITON_ALWAYS_COMPILE=1``: builds never reuse a cache entry (they still write one)."""
-    return os.environ.get("MYTRITON_ALWAYS_COMPILE", "") not in ("", "0")
+    """``MYTRITON_ALWAYS_COMPILE=1`` (or Triton's ``TRITON_ALWAYS_COMPILE``):
+    builds never reuse a cache entry (they still write one)."""
+    from mytriton.knobs import flag
+
+    return flag("MYTRITON_ALWAYS_COMPILE")
 
 
 # The names mytriton gives its entries, folder by folder (nvcc.py, ir/grammar.py,

@@ -16,9 +16,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import time
 from typing import Any, Callable, Sequence
 
 from mytriton.diagnostics import CompileError
+from mytriton.knobs import flag
 from mytriton.runtime import jit as jit_module
 
 _CACHE_FORMAT = 1
@@ -217,8 +219,13 @@ class Autotuner(KernelInterface):
         if config is not None:
             self.chosen_by = "memory cache"
         else:
+            started = time.perf_counter()
             config = self._choose(key, args, grid, kwargs, named, chosen_backend, warmup)
             self.cache[key] = config
+            if flag("MYTRITON_PRINT_AUTOTUNING"):  # or Triton's TRITON_PRINT_AUTOTUNING
+                print(f"mytriton autotuning for function {self.__name__},\nwith key as {key},\n"
+                      f"finished after {time.perf_counter() - started:.2f}s ({self.chosen_by}),\n"
+                      f"best config selected: {config};", flush=True)
         self.best_config = config
         if config.pre_hook is not None and not warmup:
             config.pre_hook({**named, **config.all_kwargs()})

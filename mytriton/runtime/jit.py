@@ -375,12 +375,15 @@ class JITFunction:
                 metadata["repr"] = self.options["repr"](dict(metadata))
             compiled = CompiledKernel(kernel, self.file, options, backend, metadata,
                                       [name for name in runtime if name not in ones], self._names)
-            dump_root = os.environ.get("MYTRITON_DUMP_DIR")
+            from mytriton.knobs import dump_dir
+
+            dump_variable, dump_root = dump_dir()
             if dump_root:
                 from mytriton.instrument import dump_jit_kernel
 
                 # Compiled again, with a dumper watching: this costs time only when asked for.
-                run_deep(dump_jit_kernel, dump_root, text, self.file, options, (self.file, key), backend)
+                run_deep(dump_jit_kernel, dump_root, text, self.file, options, (self.file, key), backend,
+                         dump_variable)
             if backend == "cuda":
                 from mytriton.runtime.cuda_driver import CudaKernel
 

@@ -1,0 +1,48 @@
+"""Triton's environment variables, read where mytriton has the same knob.
+
+Triton code and its users set ``TRITON_CACHE_DIR``, ``TRITON_ALWAYS_COMPILE``,
+``TRITON_KERNEL_DUMP``/``TRITON_DUMP_DIR`` and ``TRITON_PRINT_AUTOTUNING``;
+each means here what it means there, and mytriton's own variable wins where
+both are set (``TRITON_INTERPRET`` is read with the backend choice, in
+runtime/jit.py). ``variable`` names the one that was read, so that an error
+about its value names what the user set.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# mytriton's variable -> Triton's for the same knob.
+TRITON_SPELLINGS = {
+    "MYTRITON_CACHE_DIR": "TRITON_CACHE_DIR",
+    "MYTRITON_ALWAYS_COMPILE": "TRITON_ALWAYS_COMPILE",
+    "MYTRITON_PRINT_AUTOTUNING": "TRITON_PRINT_AUTOTUNING",
+}
+
+
+def variable(name: str) -> tuple[str, str | None]:
+    """(the variable read, its value): mytriton's ``name`` where it is set
+    (to anything but the empty string), else Triton's spelling of it."""
+    value = os.environ.get(name)
+    if value or name not in TRITON_SPELLINGS:
+        return name, value or None
+    triton = TRITON_SPELLINGS[name]
+    return triton, os.environ.get(triton) or None
+
+
+def flag(name: str) -> bool:
+    """A switch: set, and not "0"."""
+    return variable(name)[1] not in (None, "0")
+
+
+def dump_dir() -> tuple[str, str | None]:
+    """(the variable read, the folder) where each JIT specialisation is
+    dumped: ``MYTRITON_DUMP_DIR``; else, where ``TRITON_KERNEL_DUMP`` is set
+    (not "0"), ``TRITON_DUMP_DIR`` or Triton's default ``~/.triton/dump``."""
+    own = os.environ.get("MYTRITON_DUMP_DIR")
+    if own:
+        return "MYTRITON_DUMP_DIR", own
+    if os.environ.get("TRITON_KERNEL_DUMP", "0") in ("", "0"):
+        return "MYTRITON_DUMP_DIR", None
+    folder = os.environ.get("TRITON_DUMP_DIR") or str(Path.home() / ".triton" / "dump")
+    return "TRITON_DUMP_DIR", folder
