@@ -90,7 +90,7 @@ def test_the_handles_asm_texts_are_made_only_when_asked_for(kernel_module):
     add = kernel_module(ADD).add
     x, y = inputs()
     handle = add[(2,)](x, y, np.zeros_like(x), 100, backend="interp")
-    assert set(handle.asm) == {"ssa", "layouts", "cuda", "ptx"}
+    assert set(handle.asm) == {"ssa", "layouts", "cuda", "ptx", "ttir", "mlir"}
     assert handle.asm.computed() == ("ssa",)
     assert handle.asm["ssa"].startswith("kernel add(")
     assert "num_warps=4" in handle.asm["layouts"] and "#blocked0" in handle.asm["layouts"]
@@ -108,6 +108,9 @@ def test_the_asm_texts_are_the_pipelines_texts(kernel_module, tmp_path):
     assert handle.asm["ssa"] == compiler.compile_source(text, add.file, "opt", options)
     assert handle.asm["layouts"] == compiler.compile_source(text, add.file, "layouts", options)
     assert handle.asm["cuda"] == compiler.compile_source(text, add.file, "cuda", options)
+    # Triton's kernel.asm["ttir"], and the MLIR back end's text, as `compile --emit` gives them.
+    assert handle.asm["ttir"] == compiler.compile_source(text, add.file, "ttir", options)
+    assert handle.asm["mlir"] == compiler.compile_source(text, add.file, "mlir", options)
 
 
 def test_interpreting_after_asking_for_the_layouts_still_runs_the_kernel(kernel_module):

@@ -2,8 +2,9 @@
 Triton's ``CompiledKernel``.
 
 ``handle.asm`` maps a stage to its text: ``ssa`` (the optimised SSA),
-``layouts`` (the laid-out SSA), ``cuda`` (the CUDA C++) and ``ptx`` (nvcc's
-PTX; needs nvcc). Each text is produced the first time it is asked for, by
+``layouts`` (the laid-out SSA), ``cuda`` (the CUDA C++), ``ptx`` (nvcc's
+PTX; needs nvcc), ``ttir`` (Triton's TTIR, as Triton's ``kernel.asm["ttir"]``)
+and ``mlir`` (the upstream-dialect MLIR). Each text is produced the first time it is asked for, by
 the pipeline's own stage functions, so a launch pays only for what it runs.
 ``handle.metadata`` holds the launch options (name, num_warps, num_stages,
 backend, ...).
@@ -89,6 +90,9 @@ class CompiledKernel:
             "layouts": lambda: compiler.print_ssa(laid_out()),
             "cuda": lambda: compiler.emit_cuda(laid_out(), options),
             "ptx": lambda: compiler.ptx(self.asm["cuda"], options),
+            # The other back ends, from the optimised SSA as `compile --emit` makes them.
+            "ttir": lambda: compiler.emit_ttir(compiler.read_ssa(ssa, file)),
+            "mlir": lambda: compiler.STAGE["mlir"].apply(compiler.read_ssa(ssa, file), options),
         })
         self.asm._texts["ssa"] = ssa
 
