@@ -241,22 +241,68 @@ def verify(input: str, output: str) -> None:
     write_output(output, text)
 
 
+def _pass_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    from mytriton.instrument import printable_passes
+
+    known = printable_passes()
+    names = tuple(name.strip() for item in value for name in item.split(",") if name.strip())
+    for name in names:
+        if name not in known:
+            raise click.BadParameter(f"unknown pass '{printable(name)}' (passes: {', '.join(known)})", ctx, param)
+    return names
+
+
+def ir_printing_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The SSA printed around passes and their times, to stderr (compile and opt)."""
+    for option in reversed([
+        click.option("--print-ir-after-all", is_flag=True, help="Print the SSA after every pass to stderr."),
+        click.option("--print-ir-after", "print_after", multiple=True, metavar="PASS", callback=_pass_names,
+                     help="Print the SSA after PASS to stderr (repeatable, or comma-separated)."),
+        click.option("--print-ir-before", "print_before", multiple=True, metavar="PASS", callback=_pass_names,
+                     help="Print the SSA before PASS to stderr (repeatable, or comma-separated)."),
+        click.option("--print-ir-after-change", is_flag=True,
+                     help="Print the SSA after each pass that changed it, to stderr."),
+        click.option("--time-passes", is_flag=True, help="Print each stage's and each pass's wall time to stderr."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def attach_ir_printing(options: Any, print_ir_after_all: bool, print_after: tuple[str, ...],
+                       print_before: tuple[str, ...], print_ir_after_change: bool, time_passes: bool) -> Any:
+    """The observers ir_printing_options asks for, on ``options``; the timer
+    (attached last, so that it leaves the printing's time out) or None."""
+    from mytriton import instrument
+
+    if print_ir_after_all or print_after or print_before or print_ir_after_change:
+        instrument.attach(options, instrument.IrPrinter(print_ir_after_all, print_after, print_before,
+                                                        after_change=print_ir_after_change))
+    return instrument.attach_timer(options) if time_passes else None
+
+
 @stage_command("opt")
 @input_argument
 @click.option("-p", "--passes", default=None, metavar="LIST",
               help="Comma-separated passes (default: fold,licm,cse,dce; see 'mytriton passes').")
-@click.option("--print-ir-after-all", is_flag=True, help="Dump the SSA after each pass to stderr.")
+@ir_printing_options
 @output_option
 @reports_errors
-def opt(input: str, passes: str | None, print_ir_after_all: bool, output: str) -> None:
+def opt(input: str, passes: str | None, print_ir_after_all: bool, print_after: tuple[str, ...],
+        print_before: tuple[str, ...], print_ir_after_change: bool, time_passes: bool, output: str) -> None:
     """Optimise SSA, verifying before and after every pass."""
     text, file = read_input(input)
     options = make_options(passes=passes)
-    if print_ir_after_all:
-        from mytriton.instrument import IrPrinter, attach
-
-        attach(options, IrPrinter(after_all=True))
-    write_output(output, compiler.print_ssa(compiler.optimize(compiler.read_ssa(text, file), options)))
+    kernel = compiler.read_ssa(text, file)
+    timer = attach_ir_printing(options, print_ir_after_all, print_after, print_before, print_ir_after_change,
+                               time_passes)
+    try:
+        kernel = compiler.optimize(kernel, options)
+        if options.on_stage is not None:
+            options.on_stage("opt", kernel)  # the stage's row of --time-passes
+    finally:
+        if timer is not None:
+            click.echo(timer.report(), err=True, nl=False)
+    write_output(output, compiler.print_ssa(kernel))
 
 
 @stage_command("staged")
@@ -351,17 +397,6 @@ def emit_cuda(input: str, num_warps: int | None, arch: str, shared_budget: int |
     write_output(output, compiler.emit_cuda(kernel, options))
 
 
-def _pass_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
-    from mytriton.instrument import printable_passes
-
-    known = printable_passes()
-    names = tuple(name.strip() for item in value for name in item.split(",") if name.strip())
-    for name in names:
-        if name not in known:
-            raise click.BadParameter(f"unknown pass '{printable(name)}' (passes: {', '.join(known)})", ctx, param)
-    return names
-
-
 @stage_command("mlir")
 @input_argument
 @output_option
@@ -400,19 +435,14 @@ def emit_ttir(input: str, output: str) -> None:
 @click.option("--dump-dir", default=None, metavar="DIR",
               help="Write every stage into DIR (00-ast.py ... 08-cubin.cubin, each opt pass's SSA too); "
                    "without --emit, the pipeline runs to cubin.")
-@click.option("--print-ir-after-all", is_flag=True, help="Print the SSA after every pass to stderr.")
-@click.option("--print-ir-after", "print_after", multiple=True, metavar="PASS", callback=_pass_names,
-              help="Print the SSA after PASS to stderr (repeatable, or comma-separated).")
-@click.option("--print-ir-before", "print_before", multiple=True, metavar="PASS", callback=_pass_names,
-              help="Print the SSA before PASS to stderr (repeatable, or comma-separated).")
-@click.option("--time-passes", is_flag=True, help="Print each stage's and each pass's wall time to stderr.")
+@ir_printing_options
 @output_option
 @reports_errors
 def compile_command(input: str, emit: str | None, kernel: str | None, defines: tuple[str, ...],
                     signature: str | None, num_warps: int, num_stages: int | None, passes: str | None, arch: str,
                     shared_budget: int | None, dump_dir: str | None,
                     print_ir_after_all: bool, print_after: tuple[str, ...], print_before: tuple[str, ...],
-                    time_passes: bool, output: str) -> None:
+                    print_ir_after_change: bool, time_passes: bool, output: str) -> None:
     """Run the pipeline up to one stage in one process."""
     if emit is None:
         emit = "cubin" if dump_dir is not None else "cuda"
@@ -433,9 +463,8 @@ def compile_command(input: str, emit: str | None, kernel: str | None, defines: t
         instrument.attach(options, _Keep(printed, results))
     if dump_dir is not None:
         instrument.attach(options, instrument.open_dump_dir(dump_dir))
-    if print_ir_after_all or print_after or print_before:
-        instrument.attach(options, instrument.IrPrinter(print_ir_after_all, print_after, print_before))
-    timer = instrument.attach_timer(options) if time_passes else None
+    timer = attach_ir_printing(options, print_ir_after_all, print_after, print_before, print_ir_after_change,
+                               time_passes)
     try:
         result = compiler.compile_source(text, file, emit, options)
     finally:

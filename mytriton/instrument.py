@@ -173,11 +173,13 @@ class IrPrinter:
     """Prints the SSA before or after chosen passes (or all) to ``stream``."""
 
     def __init__(self, after_all: bool = False, after: tuple[str, ...] = (), before: tuple[str, ...] = (),
-                 stream: TextIO | None = None) -> None:
+                 stream: TextIO | None = None, after_change: bool = False) -> None:
         self.after_all = after_all
         self.after = set(after)
         self.before = set(before)
         self.stream = stream
+        self.after_change = after_change  # MLIR's --mlir-print-ir-after-change
+        self._text_before = ""
 
     def _print(self, when: str, name: str, kernel: Any) -> None:
         from mytriton import compiler
@@ -189,10 +191,19 @@ class IrPrinter:
     def before_pass(self, name: str, kernel: Any) -> None:
         if name in self.before:
             self._print("Before", name, kernel)
+        if self.after_change:
+            from mytriton import compiler
+
+            self._text_before = compiler.print_ssa(kernel)
 
     def after_pass(self, name: str, kernel: Any) -> None:
         if self.after_all or name in self.after:
             self._print("After", name, kernel)
+        elif self.after_change:
+            from mytriton import compiler
+
+            if compiler.print_ssa(kernel) != self._text_before:
+                self._print("After", name, kernel)
 
 # ---- timing ------------------------------------------------------------------------------
 

@@ -135,6 +135,41 @@ def test_print_ir_after_an_unknown_pass_is_a_usage_error_listing_the_passes():
     assert "unknown pass 'csee'" in result.stderr and "cse" in result.stderr
 
 
+CHANGED_BY_CSE_AND_DCE = """import mytriton
+import mytriton.language as tl
+
+
+@mytriton.jit
+def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    unused = tl.load(out_ptr + offs)
+    tl.store(out_ptr + offs, (x + 1.0) * (x + 1.0))
+"""
+
+
+def test_print_ir_after_change_prints_only_the_passes_that_changed_the_ssa(tmp_path):
+    # A repeated sum (cse merges it) and an unused load (dce drops it); fold and licm change nothing.
+    (tmp_path / "k.py").write_text(CHANGED_BY_CSE_AND_DCE)
+    ssa = tmp_path / "k.ssa"
+    ssa.write_text(ok(invoke("compile", str(tmp_path / "k.py"), "-D", "BLOCK=16", "--emit=ssa")))
+    result = invoke("opt", str(ssa), "--print-ir-after-change")
+    assert ok(result) == ok(invoke("opt", str(ssa)))
+    assert headers(result.stderr) == ["// -----// IR Dump After cse //----- //",
+                                      "// -----// IR Dump After dce //----- //"]
+
+
+def test_opt_prints_and_times_its_passes_as_compile_does(tmp_path):
+    ssa = tmp_path / "add.ssa"
+    ssa.write_text(ok(invoke("compile", *ADD_ARGS, "--emit=ssa")))
+    result = invoke("opt", str(ssa), "--print-ir-after=cse", "--print-ir-before=fold", "--time-passes")
+    assert ok(result) == ok(invoke("opt", str(ssa)))
+    assert headers(result.stderr) == ["// -----// IR Dump Before fold //----- //",
+                                      "// -----// IR Dump After cse //----- //"]
+    names = [line.split(")", 1)[1].strip() for line in result.stderr.splitlines() if "%)" in line]
+    assert names == ["opt", *DEFAULT_PIPELINE, "Total"]
+
+
 # ---- --time-passes ------------------------------------------------------------------------
 
 
