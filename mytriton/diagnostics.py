@@ -11,6 +11,7 @@ import hashlib
 import os
 import stat
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from mytriton.limits import MAX_SOURCE_BYTES, MAX_SOURCE_LINES
@@ -70,6 +71,16 @@ def printable(text: str, keep: str = "") -> str:
     (escape sequences, newlines, bidirectional overrides) spelled as escapes,
     except those in ``keep``."""
     return "".join(ch if ch in keep or not _unprintable(ch) else _escape(ch) for ch in text)
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """``; did you mean 'X'?`` for the candidate closest to a misspelt
+    ``name`` (difflib's ratio, at least 0.6, as Python's own NameError
+    suggestions are near misses), or the empty string."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(set(candidates) - {name}), n=1, cutoff=0.6)
+    return f"; did you mean '{printable(close[0])}'?" if close else ""
 
 
 def _unprintable(ch: str) -> bool:

@@ -192,6 +192,12 @@ SOURCE_CASES = {
     "unknown_language_function": Case({"kernel.py": kernel("""
         y = tl.foo(offs)
         """)}, COMPILE, "'foo' is not part of mytriton.language", line_has="tl.foo"),
+    "misspelt_language_function": Case({"kernel.py": kernel("""
+        y = tl.lod(x_ptr + offs)
+        """)}, COMPILE, "'lod' is not part of mytriton.language; did you mean 'load'?", line_has="tl.lod"),
+    "misspelt_name": Case({"kernel.py": kernel("""
+        y = tl.load(x_ptr + ofs)
+        """)}, COMPILE, "'ofs' is not defined; did you mean 'offs'?", line_has="ofs)", caret_at="ofs)"),
     "break": Case({"kernel.py": kernel("""
         for i in range(n):
             break
@@ -263,6 +269,9 @@ SOURCE_CASES = {
         line_has="import mytriton"),
     "unknown_define": Case({"kernel.py": kernel("tl.store(out_ptr + offs, 1.0)")},
         COMPILE + ["-D", "SIZE=3"], "-D SIZE: kernel 'k' has no constexpr parameter 'SIZE'", line_has="def k("),
+    "misspelt_define": Case({"kernel.py": kernel("tl.store(out_ptr + offs, 1.0)")},
+        COMPILE + ["-D", "BLCK=32"], "-D BLCK: kernel 'k' has no constexpr parameter 'BLCK'; did you mean 'BLOCK'?",
+        line_has="def k("),
     "define_of_a_runtime_parameter": Case({"kernel.py": kernel("tl.store(out_ptr + offs, 1.0)")},
         ["trace", "kernel.py", "-D", "n=3", "-o", "{out}"], "-D n: 'n' is a runtime parameter, not a tl.constexpr",
         line_has="def k("),

@@ -90,3 +90,11 @@ def test_bad_run_arguments_are_located_errors(args, message):
     assert result.returncode == 1
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_misspelt_arg_name_is_refused_with_the_nearest_parameter(tmp_path):
+    result = mytriton("run", "samples/relu.py", "--grid", "4", "--arg", "x_ptr=rand:100",
+                      "--arg", "out_pt=zeros:100", "--arg", "n=100", "--out-dir", str(tmp_path / "out"))
+    assert result.returncode == 1
+    assert "--arg out_pt: the kernel has no runtime parameter of that name; did you mean 'out_ptr'?" \
+        in result.stderr

@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from mytriton.diagnostics import SOURCES, CompileError, Location
+from mytriton.diagnostics import SOURCES, CompileError, Location, did_you_mean
 from mytriton.frontend.source import (
     BUNDLE_MARKER, MODULES, KernelModule, Unresolved, function_first_line, read_module,
 )
@@ -211,7 +211,8 @@ def resolve_constexprs(module: KernelModule, entry: str, defines: dict[str, Any]
             raise CompileError(f"-D {name}: '{name}' is a runtime parameter, not a tl.constexpr",
                                module.loc(fn))
         if name not in constexpr:
-            raise CompileError(f"-D {name}: kernel '{entry}' has no constexpr parameter '{name}'",
+            raise CompileError(f"-D {name}: kernel '{entry}' has no constexpr parameter '{name}'"
+                               f"{did_you_mean(name, constexpr)}",
                                module.loc(fn))
     values: dict[str, Any] = {}
     for name in constexpr:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from mytriton.diagnostics import CompileError
+from mytriton.diagnostics import CompileError, did_you_mean
 from mytriton.frontend.source import KernelModule, Unresolved, python_function
 from mytriton.language import CONSTANTS, DTYPES, FUNCTIONS, RANDOM_FUNCTIONS
 from mytriton.language.extra import libdevice
@@ -214,23 +214,26 @@ class SyntaxChecker(ast.NodeVisitor):
                 raise self.error(f"'{qualified}' is not part of mytriton (mytriton.language.extra has "
                                  "libdevice and cuda.libdevice)", node)
             if name not in libdevice.FUNCTIONS:
-                raise self.error(f"'{name}' is not part of libdevice", node)
+                raise self.error(f"'{name}' is not part of libdevice{did_you_mean(name, libdevice.FUNCTIONS)}", node)
             return
         if qualified and qualified.startswith("mytriton.language.math."):
             name = qualified[len("mytriton.language.math."):]
             if name not in MATH_NAMESPACE:
-                raise self.error(f"'{name}' is not part of mytriton.language.math", node)
+                raise self.error(f"'{name}' is not part of mytriton.language.math"
+                                 f"{did_you_mean(name, MATH_NAMESPACE)}", node)
             return
         if qualified and qualified.startswith("mytriton.language.random."):
             name = qualified[len("mytriton.language.random."):]
             if name not in RANDOM_FUNCTIONS:
-                raise self.error(f"'{name}' is not part of mytriton.language.random", node)
+                raise self.error(f"'{name}' is not part of mytriton.language.random"
+                                 f"{did_you_mean(name, RANDOM_FUNCTIONS)}", node)
             return
         if qualified and qualified.startswith("mytriton.language."):
             name = qualified[len("mytriton.language."):]
             if (name not in FUNCTIONS and name not in DTYPES and name not in CONSTANTS
                     and name not in ("constexpr", "math", "random", "extra")):
-                raise self.error(f"'{name}' is not part of mytriton.language", node)
+                known = [*FUNCTIONS, *DTYPES, *CONSTANTS, "constexpr", "math", "random", "extra"]
+                raise self.error(f"'{name}' is not part of mytriton.language{did_you_mean(name, known)}", node)
             return
         if qualified and qualified.startswith("mytriton."):
             if qualified not in HOST_FUNCTIONS and qualified not in ("mytriton.jit", "mytriton.language"):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
 
 from mytriton.as_triton.modules import kernel_path
-from mytriton.diagnostics import CompileError, Location
+from mytriton.diagnostics import CompileError, Location, did_you_mean
 from mytriton.frontend.source import KernelModule, Unresolved
 from mytriton.frontend.syntax import is_constexpr
 from mytriton.ir import math_functions, opdefs
@@ -759,7 +759,9 @@ class Tracer:
             from mytriton.frontend.builtins import BUILTINS
 
             return BUILTINS["device_print"]
-        raise self.error(f"'{name}' is not defined", node)
+        known = [*self.env, *self.module.aliases, *self.module.functions, *self.module.constants,
+                 *(self.module.namespace or ()), *_PY_BUILTINS]
+        raise self.error(f"'{name}' is not defined{did_you_mean(name, known)}", node)
 
     def bound_value(self, name: str, found: tuple[str, Any], node: ast.AST) -> Any:
         """The value of a global name from its binding (KernelModule.lookup)."""

@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from mytriton import npy_files, compiler
-from mytriton.diagnostics import CompileError
+from mytriton.diagnostics import CompileError, did_you_mean, printable
 from mytriton.deep_stack import run_deep
 from mytriton.limits import MAX_GENERATED_ELEMENTS, MAX_GRID_TEXT, grid_error
 from mytriton.output_files import prepare_directory, replace_in_directory
@@ -128,8 +128,19 @@ def make_array(name: str, spec: str, pointee: ScalarType | None, rng: Any) -> tu
     return array, True
 
 
+def unknown_args(specs: dict[str, str], runtime: list[str]) -> None:
+    """An --arg naming no runtime parameter is an error (before any missing
+    one is), with the nearest parameter name where one is close."""
+    unknown = sorted(set(specs) - set(runtime))
+    if unknown:
+        name = unknown[0]
+        raise CompileError(f"--arg {printable(name)}: the kernel has no runtime parameter of that name"
+                           f"{did_you_mean(name, runtime)} (parameters: {', '.join(runtime)})")
+
+
 def arg_types_from_specs(runtime: list[str], specs: dict[str, str]) -> list[Type]:
     """Runtime types when there is no -s: from the arguments given."""
+    unknown_args(specs, runtime)
     types: list[Type] = []
     for name in runtime:
         if name not in specs:
@@ -263,10 +274,7 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: com
         params = [(p.name, p.type) for p in kernel.params]
         constexprs = dict(kernel.constexprs)
         stores = stored_params(kernel)
-    unknown = set(specs) - {name for name, _ in params}
-    if unknown:
-        raise CompileError(f"--arg {sorted(unknown)[0]}: the kernel has no runtime parameter of that name "
-                           f"(parameters: {', '.join(n for n, _ in params)})")
+    unknown_args(specs, [name for name, _ in params])
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise CompileError(f"--out-dir {out_dir}: exists and is not a directory")
     if not 0 <= seed <= MAX_SEED:
