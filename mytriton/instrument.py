@@ -155,6 +155,40 @@ def dump_jit_kernel(root: str, text: str, file: str, options: Any, key: Any, bac
     return dumper.directory
 
 
+def jit_ir_printer() -> IrPrinter | None:
+    """``MYTRITON_PRINT_IR=all`` (or Triton's ``MLIR_ENABLE_DUMP=1``) prints the
+    SSA after every pass of each kernel the JIT compiles, ``=PASS[,PASS]``
+    after those passes, to stderr; None where neither is set."""
+    from mytriton.diagnostics import did_you_mean, printable
+
+    value = os.environ.get("MYTRITON_PRINT_IR", "").strip()
+    if not value and os.environ.get("MLIR_ENABLE_DUMP", "0") not in ("", "0"):
+        value = "all"
+    if not value:
+        return None
+    if value == "all":
+        return IrPrinter(after_all=True)
+    names = tuple(name.strip() for name in value.split(",") if name.strip())
+    known = printable_passes()
+    for name in names:
+        if name not in known:
+            raise CompileError(f"MYTRITON_PRINT_IR: unknown pass '{printable(name)}'{did_you_mean(name, known)} "
+                               f"(all, or passes: {', '.join(known)})")
+    return IrPrinter(after=names)
+
+
+def print_jit_kernel(printer: IrPrinter, text: str, file: str, options: Any) -> None:
+    """The SSA around the passes ``printer`` asks for, of one JIT
+    specialisation, compiled again to CUDA with the printer attached."""
+    import dataclasses
+
+    from mytriton import compiler
+
+    watched = dataclasses.replace(options, on_stage=None, before_each=None, after_each=None)
+    attach(watched, printer)
+    compiler.compile_source(text, file, "cuda", watched)
+
+
 def _safe(name: str) -> str:
     """A file-name part made of ``[A-Za-z0-9_.-]`` only (never ``.`` or ``..``)."""
     cleaned = re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip(".")

@@ -64,3 +64,40 @@ def test_triton_print_autotuning_prints_the_chosen_config(kernel_module, monkeyp
     printed = capsys.readouterr().out
     assert "autotuning for function add_one" in printed and "best config selected: BLOCK: 32" in printed
     np.testing.assert_array_equal(out, x + 1.0)
+
+
+def headers(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("// -----// IR Dump")]
+
+
+def launch_add(kernel_module, rng, block: int = 64) -> None:
+    x = rng.standard_normal(50).astype(np.float32)
+    out = np.zeros_like(x)
+    kernel_module(ADD).add_one[(1,)](x, out, 50, BLOCK=block, backend="interp")
+    np.testing.assert_array_equal(out, x + 1.0)
+
+
+def test_print_ir_prints_the_named_passes_of_each_kernel_the_jit_compiles(kernel_module, monkeypatch, capsys,
+                                                                          rng):
+    monkeypatch.setenv("MYTRITON_PRINT_IR", "cse,layouts")
+    launch_add(kernel_module, rng)
+    assert headers(capsys.readouterr().err) == ["// -----// IR Dump After cse //----- //",
+                                                "// -----// IR Dump After layouts //----- //"]
+
+
+def test_mlir_enable_dump_prints_after_every_pass(kernel_module, monkeypatch, capsys, rng):
+    monkeypatch.delenv("MYTRITON_PRINT_IR", raising=False)
+    monkeypatch.setenv("MLIR_ENABLE_DUMP", "1")  # Triton's spelling
+    launch_add(kernel_module, rng)
+    printed = headers(capsys.readouterr().err)
+    assert "// -----// IR Dump After fold //----- //" in printed and len(printed) > 5
+
+
+def test_print_ir_with_an_unknown_pass_is_an_error_naming_the_nearest(kernel_module, monkeypatch, rng):
+    import pytest
+
+    from mytriton.diagnostics import CompileError
+
+    monkeypatch.setenv("MYTRITON_PRINT_IR", "csee")
+    with pytest.raises(CompileError, match="MYTRITON_PRINT_IR: unknown pass 'csee'; did you mean 'cse'"):
+        launch_add(kernel_module, rng)

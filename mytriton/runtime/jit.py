@@ -375,8 +375,14 @@ class JITFunction:
                 metadata["repr"] = self.options["repr"](dict(metadata))
             compiled = CompiledKernel(kernel, self.file, options, backend, metadata,
                                       [name for name in runtime if name not in ones], self._names)
+            from mytriton.instrument import jit_ir_printer
             from mytriton.knobs import dump_dir
 
+            printer = jit_ir_printer()
+            if printer is not None:
+                from mytriton.instrument import print_jit_kernel
+
+                run_deep(print_jit_kernel, printer, text, self.file, options)
             dump_variable, dump_root = dump_dir()
             if dump_root:
                 from mytriton.instrument import dump_jit_kernel
