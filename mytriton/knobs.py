@@ -46,3 +46,28 @@ def dump_dir() -> tuple[str, str | None]:
         return "MYTRITON_DUMP_DIR", None
     folder = os.environ.get("TRITON_DUMP_DIR") or str(Path.home() / ".triton" / "dump")
     return "TRITON_DUMP_DIR", folder
+
+
+# Triton's variables that mean nothing here, and what to use instead (where
+# anything): each warned of once per process, at the first compile it is set for.
+UNMAPPED_TRITON_KNOBS = {
+    "TRITON_F32_DEFAULT": "set MYTRITON_F32_DEFAULT (read at every launch) instead",
+    "TRITON_DEBUG": "tl.device_assert always checks here, in the interpreter and on the GPU",
+    "TRITON_DISABLE_LINE_INFO": "mytriton always builds with -lineinfo (its source name fixed, for "
+                                "reproducible builds)",
+    "TRITON_DEFAULT_FP_FUSION": "mytriton leaves floating-point contraction to nvcc's default",
+    "TRITON_PTXAS_PATH": "mytriton runs the nvcc found on PATH, and its ptxas",
+    "TRITON_KERNEL_OVERRIDE": "edit a dump and run it with `mytriton run` or `emit-cuda` instead",
+    "MLIR_ENABLE_TIMING": "use `mytriton compile --time-passes`",
+}
+_warned: set[str] = set()
+
+
+def warn_unmapped_triton_knobs() -> None:
+    import warnings
+
+    for name, instead in UNMAPPED_TRITON_KNOBS.items():
+        if os.environ.get(name) and name not in _warned:
+            _warned.add(name)
+            warnings.warn(f"{name} is set, but mytriton has no such knob and ignores it: {instead}",
+                          stacklevel=3)

@@ -73,7 +73,7 @@ def headers(stderr: str) -> list[str]:
 def launch_add(kernel_module, rng, block: int = 64) -> None:
     x = rng.standard_normal(50).astype(np.float32)
     out = np.zeros_like(x)
-    kernel_module(ADD).add_one[(1,)](x, out, 50, BLOCK=block, backend="interp")
+    kernel_module(ADD).add_one[(-(-50 // block),)](x, out, 50, BLOCK=block, backend="interp")
     np.testing.assert_array_equal(out, x + 1.0)
 
 
@@ -101,3 +101,19 @@ def test_print_ir_with_an_unknown_pass_is_an_error_naming_the_nearest(kernel_mod
     monkeypatch.setenv("MYTRITON_PRINT_IR", "csee")
     with pytest.raises(CompileError, match="MYTRITON_PRINT_IR: unknown pass 'csee'; did you mean 'cse'"):
         launch_add(kernel_module, rng)
+
+
+def test_a_triton_knob_mytriton_lacks_is_warned_of_once_naming_what_to_use(kernel_module, monkeypatch, rng):
+    import warnings
+
+    from mytriton import knobs
+
+    monkeypatch.setattr(knobs, "_warned", set())
+    monkeypatch.setenv("TRITON_F32_DEFAULT", "ieee")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        launch_add(kernel_module, rng, block=32)
+        launch_add(kernel_module, rng, block=16)  # another compile: no second warning
+    messages = [str(w.message) for w in caught if "TRITON_F32_DEFAULT" in str(w.message)]
+    assert messages == ["TRITON_F32_DEFAULT is set, but mytriton has no such knob and ignores it: "
+                        "set MYTRITON_F32_DEFAULT (read at every launch) instead"]

@@ -376,7 +376,9 @@ class JITFunction:
             compiled = CompiledKernel(kernel, self.file, options, backend, metadata,
                                       [name for name in runtime if name not in ones], self._names)
             from mytriton.instrument import jit_ir_printer
-            from mytriton.knobs import dump_dir
+            from mytriton.knobs import dump_dir, warn_unmapped_triton_knobs
+
+            warn_unmapped_triton_knobs()
 
             printer = jit_ir_printer()
             if printer is not None:
