@@ -55,11 +55,13 @@ UNMAPPED_TRITON_KNOBS = {
     "TRITON_DEBUG": "tl.device_assert always checks here, in the interpreter and on the GPU",
     "TRITON_DISABLE_LINE_INFO": "mytriton always builds with -lineinfo (its source name fixed, for "
                                 "reproducible builds)",
-    "TRITON_DEFAULT_FP_FUSION": "mytriton leaves floating-point contraction to nvcc's default",
+    "TRITON_DEFAULT_FP_FUSION": "mytriton always lets nvcc fuse multiplies and adds (--fmad=true)",
     "TRITON_PTXAS_PATH": "mytriton runs the nvcc found on PATH, and its ptxas",
     "TRITON_KERNEL_OVERRIDE": "edit a dump and run it with `mytriton run` or `emit-cuda` instead",
     "MLIR_ENABLE_TIMING": "use `mytriton compile --time-passes`",
 }
+# Values that ask for what mytriton does anyway: nothing to warn of.
+AS_MYTRITON_DOES = {"TRITON_DEFAULT_FP_FUSION": "1"}
 _warned: set[str] = set()
 
 
@@ -67,7 +69,8 @@ def warn_unmapped_triton_knobs() -> None:
     import warnings
 
     for name, instead in UNMAPPED_TRITON_KNOBS.items():
-        if os.environ.get(name) and name not in _warned:
+        value = os.environ.get(name)
+        if value and value != AS_MYTRITON_DOES.get(name) and name not in _warned:
             _warned.add(name)
             warnings.warn(f"{name} is set, but mytriton has no such knob and ignores it: {instead}",
                           stacklevel=3)

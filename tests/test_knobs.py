@@ -117,3 +117,16 @@ def test_a_triton_knob_mytriton_lacks_is_warned_of_once_naming_what_to_use(kerne
     messages = [str(w.message) for w in caught if "TRITON_F32_DEFAULT" in str(w.message)]
     assert messages == ["TRITON_F32_DEFAULT is set, but mytriton has no such knob and ignores it: "
                         "set MYTRITON_F32_DEFAULT (read at every launch) instead"]
+
+
+def test_a_triton_knob_set_to_what_mytriton_does_is_not_warned_of(kernel_module, monkeypatch, rng):
+    import warnings
+
+    from mytriton import knobs
+
+    monkeypatch.setattr(knobs, "_warned", set())
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")  # nvcc fuses multiplies and adds here too
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        launch_add(kernel_module, rng, block=8)
+    assert not [w for w in caught if "TRITON_DEFAULT_FP_FUSION" in str(w.message)]
