@@ -1,4 +1,5 @@
-"""``mytriton.testing``: Triton's ``do_bench`` and ``assert_close``.
+"""``mytriton.testing``: Triton's ``do_bench``, ``do_bench_cudagraph`` and
+``assert_close``.
 
 ``do_bench`` times with CUDA events where a GPU is in use (PyTorch's when
 PyTorch sees the GPU, else the driver's) and with the wall clock otherwise (the
@@ -140,17 +141,26 @@ def do_bench(fn: Callable[[], Any], warmup: float = 25, rep: float = 100,
     about ``rep`` ms of timed calls (at least one of each). With
     ``quantiles``, those quantiles of the timings (a list; one value when one
     quantile is asked); otherwise the ``return_mode`` statistic ("all": the list)."""
+    _check_modes(return_mode, quantiles, warmup, rep)
+    timer = _timer()
+    try:
+        times = _timed_runs(timer, fn, warmup, rep, grad_to_none or ())
+    finally:
+        getattr(timer, "release", lambda: None)()
+    return _summary(times, quantiles, return_mode)
+
+
+def _check_modes(return_mode: str, quantiles: Sequence[float] | None, warmup: float, rep: float) -> None:
     if return_mode not in RETURN_MODES:
         raise CompileError(f"do_bench: return_mode must be one of {', '.join(RETURN_MODES)}, got {return_mode!r}")
     if quantiles is not None and not all(0 <= q <= 1 for q in quantiles):
         raise CompileError(f"do_bench: quantiles lie in [0, 1], got {list(quantiles)}")
     if not warmup >= 0 or not rep >= 0:
         raise CompileError(f"do_bench: warmup and rep are non-negative milliseconds, got {warmup}, {rep}")
-    timer = _timer()
-    try:
-        times = _timed_runs(timer, fn, warmup, rep, grad_to_none or ())
-    finally:
-        getattr(timer, "release", lambda: None)()
+
+
+def _summary(times: list[float], quantiles: Sequence[float] | None, return_mode: str) -> Any:
+    """Triton's _summarize_statistics: the quantiles asked for, else the return_mode statistic."""
     if quantiles is not None:
         result = _quantiles(times, quantiles)
         return result[0] if len(result) == 1 else result
@@ -163,6 +173,59 @@ def do_bench(fn: Callable[[], Any], warmup: float = 25, rep: float = 100,
     if return_mode == "median":
         return _quantiles(times, [0.5])[0]
     return sum(times) / len(times)
+
+
+def do_bench_cudagraph(fn: Callable[[], Any], rep: float = 20, grad_to_none: Sequence[Any] | None = None,
+                       quantiles: Sequence[float] | None = None, return_mode: str = "mean") -> Any:
+    """Milliseconds per call of ``fn`` replayed from a CUDA graph, as
+    Triton's: ``fn`` is captured once to estimate a call, then about ``rep``
+    ms of calls (gradients of ``grad_to_none`` cleared before each) in one
+    graph, replayed ten times; the host's launch work is left out. Needs
+    PyTorch and the GPU backend (mytriton's launches go on torch's current
+    stream, which capture records)."""
+    from mytriton.runtime.jit import select_backend
+
+    _check_modes(return_mode, quantiles, 0, rep)
+    torch: Any = None
+    try:
+        import torch
+    except ImportError:
+        pass
+    if select_backend() != "cuda" or torch is None or not torch.cuda.is_available():
+        raise CompileError("do_bench_cudagraph captures a CUDA graph: it needs PyTorch with a GPU and the cuda "
+                           "backend (do_bench times the interpreter)")
+    cuda = torch.cuda
+    with cuda.stream(cuda.Stream()):
+        fn()  # compiles and loads outside the capture
+        for tensor in grad_to_none or ():
+            tensor.detach_()
+            tensor.requires_grad_(True)
+            tensor.grad = None
+        once = cuda.CUDAGraph()
+        with cuda.graph(once):
+            fn()
+        cuda.synchronize()
+        start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+        start.record()
+        once.replay()
+        end.record()
+        cuda.synchronize()
+        n_repeat = max(1, int(rep / max(start.elapsed_time(end), 1e-6)))
+        many = cuda.CUDAGraph()
+        with cuda.graph(many):
+            for _ in range(n_repeat):
+                for tensor in grad_to_none or ():
+                    tensor.grad = None
+                fn()
+        cuda.synchronize()
+        times = []
+        for _ in range(10):
+            start.record()
+            many.replay()
+            end.record()
+            cuda.synchronize()
+            times.append(start.elapsed_time(end) / n_repeat)
+    return _summary(times, quantiles, return_mode)
 
 
 def _timed_runs(timer: Any, fn: Callable[[], Any], warmup: float, rep: float,

@@ -142,8 +142,7 @@ def test_triton_and_the_submodules_libraries_import_are_mytriton(tmp_path):
 @pytest.mark.parametrize("code, message", [
     ("triton.compile", "AttributeError: mytriton does not provide triton.compile (it implements Triton 3."),
     ("triton.runtime.cache", "AttributeError: mytriton does not provide triton.runtime.cache"),
-    ("triton.testing.do_bench_cudagraph", "AttributeError: mytriton does not provide "
-                                          "triton.testing.do_bench_cudagraph"),
+    ("triton.testing.get_dram_gbps", "AttributeError: mytriton does not provide triton.testing.get_dram_gbps"),
     ("__import__('triton.compiler.compiler')", "ModuleNotFoundError: No module named 'triton.compiler': triton "
                                                "is mytriton here"),
 ])

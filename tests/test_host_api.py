@@ -484,6 +484,29 @@ def test_do_bench_flushes_the_cache_and_clears_grads_before_each_timed_call(monk
     assert len(timed) >= 2 and timed == ["flush", ("call", None)] * (len(timed) // 2)
 
 
+def test_do_bench_cudagraph_needs_the_gpu_and_says_so(monkeypatch):
+    from mytriton.testing import do_bench_cudagraph
+
+    monkeypatch.setenv("MYTRITON_BACKEND", "interp")
+    with pytest.raises(CompileError, match="do_bench_cudagraph captures a CUDA graph: it needs PyTorch with a GPU"):
+        do_bench_cudagraph(lambda: None)
+
+
+@pytest.mark.gpu
+def test_do_bench_cudagraph_times_a_launch_replayed_from_a_graph(kernel_module):
+    torch = pytest.importorskip("torch")
+    from mytriton.testing import do_bench_cudagraph
+
+    add = kernel_module(ADD).add
+    x, y = (torch.randn(1 << 20, device="cuda") for _ in range(2))
+    out = torch.empty_like(x)
+    n = x.numel()
+    low, median, high = do_bench_cudagraph(lambda: add[(n // 64,)](x, y, out, n, backend="cuda"),
+                                           quantiles=[0.2, 0.5, 0.8])
+    assert 0 < low <= median <= high < 10
+    torch.testing.assert_close(out, x + y)
+
+
 def test_assert_close_uses_tritons_default_tolerance():
     from mytriton.testing import assert_close
 

@@ -1,5 +1,5 @@
-"""``triton.testing`` as mytriton gives it: ``do_bench`` and
-``assert_close`` (mytriton.testing's), and ``Benchmark`` with
+"""``triton.testing`` as mytriton gives it: ``do_bench``,
+``do_bench_cudagraph`` and ``assert_close`` (mytriton.testing's), and ``Benchmark`` with
 ``perf_report``, which run a benchmark over its x values and lines and
 print or return the table (plots need matplotlib, which mytriton does not
 use: asking for one is an error). Any other name is an AttributeError that
@@ -10,9 +10,9 @@ import csv
 import os
 from typing import Any, Callable, Sequence
 
-from mytriton.testing import assert_close, do_bench
+from mytriton.testing import assert_close, do_bench, do_bench_cudagraph
 
-__all__ = ["Benchmark", "assert_close", "do_bench", "perf_report"]
+__all__ = ["Benchmark", "assert_close", "do_bench", "do_bench_cudagraph", "perf_report"]
 
 
 class Benchmark:
