@@ -186,11 +186,7 @@ def do_bench_cudagraph(fn: Callable[[], Any], rep: float = 20, grad_to_none: Seq
     from mytriton.runtime.jit import select_backend
 
     _check_modes(return_mode, quantiles, 0, rep)
-    torch: Any = None
-    try:
-        import torch
-    except ImportError:
-        pass
+    torch = _torch()
     if select_backend() != "cuda" or torch is None or not torch.cuda.is_available():
         raise CompileError("do_bench_cudagraph captures a CUDA graph: it needs PyTorch with a GPU and the cuda "
                            "backend (do_bench times the interpreter)")
@@ -226,6 +222,14 @@ def do_bench_cudagraph(fn: Callable[[], Any], rep: float = 20, grad_to_none: Seq
             cuda.synchronize()
             times.append(start.elapsed_time(end) / n_repeat)
     return _summary(times, quantiles, return_mode)
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
 
 
 def _timed_runs(timer: Any, fn: Callable[[], Any], warmup: float, rep: float,
