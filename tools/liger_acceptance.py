@@ -348,6 +348,16 @@ def run_ops(ops: list[str], args: argparse.Namespace) -> list[dict]:
     return results
 
 
+def selected_ops(listed: str | None) -> list[str] | None:
+    """The ops of ``--ops`` (all of OPS without it); None, said on stderr, where one is unknown."""
+    ops = listed.split(",") if listed else list(OPS)
+    unknown = [op for op in ops if op not in OPS]
+    if unknown:
+        print(f"unknown op(s): {', '.join(unknown)} (ops: {', '.join(OPS)})", file=sys.stderr)
+        return None
+    return ops
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
@@ -389,10 +399,8 @@ def main(argv: list[str]) -> int:
             print(f"no Liger source in {SOURCE}: run 'python tools/liger_acceptance.py prepare --mirror DIR' "
                   "where there is network, and carry .liger/src", file=sys.stderr)
             return 2
-        ops = args.ops.split(",") if args.ops else list(OPS)
-        unknown = [op for op in ops if op not in OPS]
-        if unknown:
-            print(f"unknown op(s): {', '.join(unknown)} (ops: {', '.join(OPS)})", file=sys.stderr)
+        ops = selected_ops(args.ops)
+        if ops is None:
             return 2
         args.plugins = plugin_path()
         results = run_ops(ops, args)

@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from liger_acceptance import LIGER, OPS, RELEASE, ROOT, SIDES, SOURCE  # noqa: E402
+from liger_acceptance import LIGER, OPS, RELEASE, ROOT, SIDES, SOURCE, selected_ops  # noqa: E402
 
 SCRIPTS = SOURCE / "benchmark" / "scripts"
 DATA = SOURCE / "benchmark" / "data"
@@ -171,10 +171,8 @@ def main(argv: list[str]) -> int:
             print(f"no Liger benchmark scripts in {SCRIPTS}: run 'python tools/liger_acceptance.py prepare "
                   "--mirror DIR' where there is network, and carry .liger/src", file=sys.stderr)
             return 2
-        ops = args.ops.split(",") if args.ops else list(OPS)
-        unknown = [op for op in ops if op not in OPS]
-        if unknown:
-            print(f"unknown op(s): {', '.join(unknown)} (ops: {', '.join(OPS)})", file=sys.stderr)
+        ops = selected_ops(args.ops)
+        if ops is None:
             return 2
         results = []
         for op in ops:
