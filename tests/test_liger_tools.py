@@ -35,3 +35,14 @@ def test_the_summary_names_the_slowest_row():
 def test_an_op_that_timed_out_says_so():
     result = {"op": "tvd", "triton": [], "mytriton": [], "mytriton_timed_out": True}
     assert "tvd (timed out: mytriton) | 0 |" in liger_speed.summary([result])
+
+
+def test_the_script_runner_keeps_only_liger_speed_sweeps():
+    import liger_speed_rows
+
+    calls = []
+    run = liger_speed_rows.liger_speed_only(lambda **kwargs: calls.append(kwargs))
+    run(metric_name="speed", kernel_providers=["huggingface", "liger", "liger-fp32-accum"], x_values=[1])
+    run(metric_name="memory", kernel_providers=["huggingface", "liger"], x_values=[1])
+    run(metric_name="speed", kernel_providers=["torch"], x_values=[1])
+    assert calls == [{"metric_name": "speed", "kernel_providers": ["liger", "liger-fp32-accum"], "x_values": [1]}]

@@ -44,6 +44,7 @@ SCRIPTS = SOURCE / "benchmark" / "scripts"
 DATA = SOURCE / "benchmark" / "data"
 META = LIGER / "meta"
 
+ROWS = Path(__file__).resolve().parent / "liger_speed_rows.py"
 # The ops whose benchmark script is not benchmark_<op>.py.
 SCRIPT_NAMES = {"experimental/embedding": "benchmark_embedding.py"}
 
@@ -73,6 +74,8 @@ def run_side(side: str, script: Path, args: argparse.Namespace) -> tuple[list[di
     env["LIGER_BENCH_TARGET"] = side
     env.update(dict(item.split("=", 1) for item in args.env))
     command = [sys.executable, str(script), *args.script_args]
+    if not args.all_rows:
+        command[1:1] = [str(ROWS)]
     if side == "mytriton":
         command[1:1] = ["-m", "mytriton.as_triton"]
     timed_out = False
@@ -161,6 +164,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--merge", type=Path, nargs="+", help="build the tables from earlier --json files")
     parser.add_argument("--target", type=float, default=0.9, help="the lowest ratio that passes")
     parser.add_argument("--script-timeout", type=int, default=600, help="seconds per script and side")
+    parser.add_argument("--all-rows", action="store_true",
+                        help="run the scripts' reference providers and memory sweeps too (default: "
+                             "only Liger's speed rows, through tools/liger_speed_rows.py)")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="set for both sides")
     parser.add_argument("script_args", nargs="*", help="after --: arguments for every script")
     args = parser.parse_args(argv)
