@@ -579,3 +579,35 @@ def test_gpu_host_arrays_on_a_repeated_launch_are_copied_back(kernel_module):
         out = np.full_like(x, np.nan)
         add[(mytriton.cdiv(n, 64),)](x, y, out, n, backend="cuda")
         np.testing.assert_array_equal(out, x + y)
+
+
+CAST = '''
+    @mytriton.jit
+    def cast(x, out, n, DTYPE: tl.constexpr, BLOCK: tl.constexpr = 64):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out + offs, tl.load(x + offs, mask=offs < n).to(DTYPE).to(tl.float32), mask=offs < n)
+'''
+
+
+def test_a_dtype_given_to_a_constexpr_takes_the_short_path_and_keys_the_kernel(kernel_module, monkeypatch):
+    """Liger's norms pass their input's dtype (``tl.bfloat16``) to a
+    constexpr: a repeated launch of that shape is cut short as any other, and
+    another dtype is another kernel."""
+    import mytriton.language as tl
+
+    module = kernel_module(CAST)
+    x = np.linspace(-3, 3, 100, dtype=np.float32) + 1 / 3
+    runs = []
+    original = type(module.cast).run
+    monkeypatch.setattr(type(module.cast), "run", lambda self, *a, **k: runs.append(1) or original(self, *a, **k))
+    outs = {}
+    for dtype in (tl.float16, tl.float16, tl.bfloat16):  # the first launches of the shape and of each key
+        module.cast[(2,)](x, np.empty_like(x), 100, dtype, backend="interp")
+    runs.clear()
+    for dtype in (tl.float16, tl.bfloat16, tl.float16, tl.bfloat16):
+        out = np.full_like(x, np.nan)
+        module.cast[(2,)](x, out, 100, dtype, backend="interp")
+        outs[dtype] = out
+    assert runs == []  # each repeat found its kernel by the launch key
+    np.testing.assert_array_equal(outs[tl.float16], x.astype(np.float16).astype(np.float32))
+    assert not np.array_equal(outs[tl.bfloat16], outs[tl.float16])  # bf16 keeps 8 bits, f16 11

@@ -53,9 +53,37 @@ def test_a_two_operand_row_passes_both_operands():
 
 @pytest.mark.parametrize("row", [row for row in ROWS if row.tl], ids=lambda row: row.name)
 def test_a_tl_row_gives_the_c_tables_and_both_mlir_back_ends_a_spelling(row):
-    assert CUDA.math_function(row.name, F32) == row.c(f64=False)
+    assert CUDA.math_function(row.name, F32) == row.c(f64=False, cuda=True)
     assert CUDA.math_function(row.name, F64) == row.c(f64=True)
     assert row.name in mlir_ops.MATH and row.name in ttir_ops.MATH
+
+
+def test_cuda_computes_f32_exp_and_division_with_tritons_ptx_approximations(tmp_path):
+    """ex2.approx of x * log2(e) for exp, div.full.f32 for ``/``, as Triton's
+    NVIDIA lowering: the C library's careful expf and IEEE division cost a
+    memory-bound softmax twice its time. div_rn still rounds exactly."""
+    import shutil
+    import subprocess
+
+    from conftest import compile_text
+
+    source = (
+        "import mytriton\nimport mytriton.language as tl\n\n\n@mytriton.jit\n"
+        "def k(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):\n"
+        "    offs = tl.arange(0, BLOCK)\n"
+        "    x = tl.load(x_ptr + offs)\n"
+        "    y = tl.load(y_ptr + offs)\n"
+        "    tl.store(out_ptr + offs, tl.exp(x) / y + tl.div_rn(x, y))\n")
+    cuda = compile_text(source, "cuda", "k.py", defines={"BLOCK": 128}, signature="*fp32, *fp32, *fp32")
+    assert "exp2f(" in cuda and "expf(" not in cuda.replace("exp2f(", "")
+    assert "__mytriton_div_full(" in cuda and "__fdiv_rn(" in cuda
+    if shutil.which("nvcc") is None:
+        return
+    path = tmp_path / "k.cu"
+    path.write_text(cuda)
+    ptx = subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-o", "-", str(path)], capture_output=True, text=True,
+                         check=True).stdout
+    assert "ex2.approx.f32" in ptx and "div.full.f32" in ptx and "div.rn.f32" in ptx
 
 
 def test_a_row_upstream_mlir_lacks_is_a_stated_refusal_there():

@@ -38,6 +38,7 @@ class CStyleLanguage:
     shared_prefix = "__local"
     unroll = "#pragma unroll"
     includes: tuple[str, ...] = ()
+    helpers: dict[str, str] = {}  # name -> definition of a function generated code may call
     half_includes: tuple[str, ...] = ()
 
     # The math group's functions (tl.<name>) by op name on f32 and f64; {0}

@@ -19,6 +19,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 Semantics = Callable[..., Any]
+
+LOG2E_F32 = "1.44269504088896341f"  # log2(e), which exp(x) = exp2(x * log2(e)) scales by
+# The CUDA back end's f32 division (div.full.f32, within 2 ulp over the full
+# range), as Triton's ``/``; generated code defines it where it calls it.
+DIV_FULL_F32 = "__mytriton_div_full"
 FoldGuard = Callable[..., bool]
 
 
@@ -39,6 +44,10 @@ class MathFunction:
     # C on f32 and f64, {0} and {1} the operands; None: f"{name}f(...)" and f"{name}(...)".
     c_f32: str | None = None
     c_f64: str | None = None
+    # The CUDA back end's f32 spelling where it computes as Triton's NVIDIA
+    # lowering does (a PTX approximation, not the C library's careful
+    # function); None: ``c_f32``.
+    cuda_f32: str | None = None
     # The upstream MLIR op; None: f"math.{name}". ``mlir_refused`` says why
     # upstream has none; ``expanded`` is a formula both MLIR back ends write out.
     mlir: str | None = None
@@ -52,9 +61,9 @@ class MathFunction:
     libdevice_dtypes: tuple[tuple[str, ...], ...] | None = None  # None: each operand f32, or each f64
     libdevice_aliases: tuple[str, ...] = ()  # more libdevice names for the same op
 
-    def c(self, f64: bool) -> str:
-        """The C spelling computing in f64 (else f32)."""
-        spelled = self.c_f64 if f64 else self.c_f32
+    def c(self, f64: bool, cuda: bool = False) -> str:
+        """The C spelling computing in f64 (else f32); ``cuda``: the CUDA back end's."""
+        spelled = self.c_f64 if f64 else (self.cuda_f32 if cuda and self.cuda_f32 else self.c_f32)
         if spelled is not None:
             return spelled
         args = ", ".join(f"{{{i}}}" for i in range(self.operands))
@@ -151,7 +160,11 @@ def _fmod_undefined(a: Any, b: Any) -> bool:
 
 TABLE: tuple[MathFunction, ...] = (
     # tl.<name>: computed in f32 at least (f64 stays f64).
-    MathFunction("exp", lambda np, x: np.exp(x), tl=True, method=True),
+    # Triton's NVIDIA lowering of f32 exp: ex2.approx of x * log2(e), which
+    # exp2f is on sm_90 (expf's range reduction costs a memory-bound kernel,
+    # such as a softmax, twice its time). libdevice.exp is this op too.
+    MathFunction("exp", lambda np, x: np.exp(x), tl=True, method=True,
+                 cuda_f32=f"exp2f(({{0}}) * {LOG2E_F32})"),
     MathFunction("exp2", lambda np, x: np.exp2(x), tl=True, method=True),
     MathFunction("log", lambda np, x: np.log(x), tl=True, method=True),
     MathFunction("log2", lambda np, x: np.log2(x), tl=True, method=True),
@@ -163,6 +176,7 @@ TABLE: tuple[MathFunction, ...] = (
     MathFunction("ceil", lambda np, x: np.ceil(x), tl=True, method=True, folds=True),
     MathFunction("sigmoid", lambda np, x: 1 / (1 + np.exp(-x)), tl=True, method=True, libdevice=False,
                  c_f32="(1.0f / (1.0f + expf(-({0}))))", c_f64="(1.0 / (1.0 + exp(-({0}))))",
+                 cuda_f32=f"{DIV_FULL_F32}(1.0f, 1.0f + exp2f(-({{0}}) * {LOG2E_F32}))",
                  expanded="1 / (1 + math.exp(-x))"),
     MathFunction("erf", _erf, tl=True, method=True),
     MathFunction("tanh", lambda np, x: np.tanh(x), tl=True, triton_extern=True),
@@ -227,6 +241,7 @@ TL_FUNCTIONS = tuple(row.name for row in TABLE if row.tl)
 LIBDEVICE_ONLY = tuple(row.name for row in TABLE if not row.tl)
 
 
-def c_spellings(tl: bool, f64: bool) -> dict[str, str]:
-    """The C spelling of each function of the tl group (or of the others)."""
-    return {row.name: row.c(f64) for row in TABLE if row.tl == tl}
+def c_spellings(tl: bool, f64: bool, cuda: bool = False) -> dict[str, str]:
+    """The C spelling of each function of the tl group (or of the others);
+    ``cuda``: the CUDA back end's."""
+    return {row.name: row.c(f64, cuda) for row in TABLE if row.tl == tl}

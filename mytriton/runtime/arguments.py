@@ -71,8 +71,10 @@ def element_type(value: Any, name: str) -> ScalarType:
     return t
 
 
-# Constant values a launch key holds as they are (hashable, equal only to equals).
-_PLAIN_CONSTANTS = (int, str, float, bool, type(None))
+# Constant values a launch key holds as they are (hashable, equal only to
+# equals): a dtype too (``tl.bfloat16`` passed to a ``tl.constexpr``, as
+# Liger's norms pass their input's), else every such launch took the slow path.
+_PLAIN_CONSTANTS = (int, str, float, bool, type(None), ScalarType)
 _I32_RANGE = range(-2**31, 2**31)
 
 # Whether every instance of a class is a tensor (is_tensor): true where

@@ -388,6 +388,8 @@ class CudaEmitter:
                    "vN holds SSA value %N.")
         types = [p.type for p in self.kernel.params] + [r.type for op in walk(self.kernel.body) for r in op.results]
         out += self.lang.headers(types)
+        body = "\n".join(self.out.lines)
+        out += [definition for name, definition in self.lang.helpers.items() if name + "(" in body]
         out.append("")
         params = [f"{c_element(p.type)} {self.cnames[p]}" for p in self.kernel.params]
         out.append(self.lang.kernel_signature(symbol, params, self.threads) + " {")

@@ -138,6 +138,7 @@ def _language_spellings() -> list[str]:
     for t in (F32, F64):
         out += [CUDA.min_max_nan("max", "a", "b", t), CUDA.min_max_nan("min", "a", "b", t),
                 CUDA.clamp("x", "a", "b", t, True), CUDA.fma("a", "b", "c", t), CUDA.div_rn("a", "b", t),
+                CUDA.divide("a", "b", t),
                 CUDA.abs("x", t)]
     out += [CUDA.umulhi("a", "b", I32), CUDA.umulhi("a", "b", I64)]
     return out
@@ -230,6 +231,8 @@ def _arith(name: str, t: ScalarType, args: list[str], op: Op) -> str:
         return CUDA.fma(*args, t)
     if name == "div_rn":
         return CUDA.div_rn(*args, t)
+    if name == "div" and t.is_float:
+        return CUDA.divide(*args, t)
     if name == "umulhi":  # computed unsigned; read back as the operands' type
         return f"(({CUDA.scalar_type(t)}){CUDA.umulhi(*args, t)})"
     if name == "neg":

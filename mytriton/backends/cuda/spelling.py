@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from mytriton.backends.c_style import CStyleLanguage
 from mytriton.ir import math_functions
-from mytriton.types import BF16, F16, F64, ScalarType
+from mytriton.types import BF16, F16, F32, F64, ScalarType
 
 FULL_MASK = "0xffffffffu"  # every lane of a warp takes part in a shuffle
 
@@ -19,6 +19,9 @@ class CudaLanguage(CStyleLanguage):
     # libdevice's functions (opdefs.LIBDEVICE_OPS) by op, from the CUDA math
     # library (ir/math_functions.py); {0} and {1} are the operands, converted
     # to the type computed in.
+    # Where Triton's NVIDIA lowering approximates (f32 exp and sigmoid), the
+    # same PTX: the speed and the results of the kernels as Triton builds them.
+    math_f32 = math_functions.c_spellings(tl=True, f64=False, cuda=True)
     libdevice_f32 = math_functions.c_spellings(tl=False, f64=False)
     libdevice_f64 = math_functions.c_spellings(tl=False, f64=True)
 
@@ -75,6 +78,19 @@ class CudaLanguage(CStyleLanguage):
     def bitcast(self, expr: str, target: ScalarType) -> str:
         """``expr``'s bits read as ``target`` (of the same width)."""
         return f"__builtin_bit_cast({self.scalar_type(target)}, {expr})"
+
+    # Device functions generated code calls by name, each defined (before the
+    # kernel) only in code that calls it.
+    helpers = {
+        math_functions.DIV_FULL_F32: (
+            f"static __device__ __forceinline__ float {math_functions.DIV_FULL_F32}(float a, float b) {{ float q; "
+            'asm("div.full.f32 %0, %1, %2;" : "=f"(q) : "f"(a), "f"(b)); return q; }'),
+    }
+
+    def divide(self, a: str, b: str, t: ScalarType) -> str:
+        """``a / b`` as Triton's ``/`` computes it: f32 by div.full.f32
+        (within 2 ulp; ``div_rn`` rounds exactly), other types by C's ``/``."""
+        return f"{math_functions.DIV_FULL_F32}({a}, {b})" if t == F32 else f"({a} / {b})"
 
     def div_rn(self, a: str, b: str, t: ScalarType) -> str:
         return f"{'__ddiv_rn' if t == F64 else '__fdiv_rn'}({a}, {b})"
