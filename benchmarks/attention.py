@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import argparse
 
-from common import ROOT, load_as_triton, load_module, time_cuda, timing_columns, triton_available
+from common import (ROOT, Results, add_json_option, load_as_triton, load_module, time_cuda, timing_columns,
+                    triton_available)
 
 KERNEL = ROOT / "tests" / "triton_style" / "fused_attention.py"
 
@@ -29,7 +30,9 @@ def main() -> None:
     parser.add_argument("--num-warps", type=int, default=4)
     parser.add_argument("--num-stages", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=20)
+    add_json_option(parser)
     args = parser.parse_args()
+    record = Results("attention", args)
 
     import torch
 
@@ -66,6 +69,8 @@ def main() -> None:
                 raise SystemExit(f"{name} at ctx {n_ctx}: max abs error {error:.2e}")
             results[name] = time_cuda(lambda: launch(kernel, o, m, **extra), repeat=args.repeat)
         print(f"{n_ctx:<6} {timing_columns(flops, results)}", flush=True)
+        record.add(f"ctx={n_ctx} d={args.head_dim}{' causal' if args.causal else ''} {args.block}", "ms",
+                   results["mytriton"], results.get("triton"), tflops=flops / results["mytriton"] / 1e9)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,11 @@
 kernel source under Triton (imports swapped) in the same process."""
 from __future__ import annotations
 
+import argparse
+import datetime
 import importlib.util
+import json
+import os
 import statistics
 import sys
 import tempfile
@@ -78,3 +82,58 @@ def triton_available() -> bool:
         return True
     except Exception:
         return False
+
+
+# ---- results as JSON, next to the printed table ----------------------------------------------
+
+# Units where more is faster; the others (ms, us) are times.
+HIGHER_IS_FASTER = ("GB/s", "TFLOP/s")
+
+
+def add_json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", metavar="PATH", help="write the rows here too (default: "
+                        "benchmarks/results/<script>.json); benchmarks/plot.py draws them")
+
+
+class Results:
+    """The rows a benchmark prints, kept as JSON so that runs can be compared
+    and drawn (benchmarks/plot.py): each row a case, its unit, mytriton's
+    figure and Triton's (None where Triton did not run), and whatever else the
+    script measured. The file is rewritten after every row, so a run cut
+    short keeps what it measured."""
+
+    def __init__(self, script: str, args: argparse.Namespace) -> None:
+        options = {k: v for k, v in vars(args).items() if k != "json"}
+        self.document = {"script": script, "options": options, "gpu": gpu_name(),
+                         "when": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                         "rows": []}
+        default = ROOT / "benchmarks" / "results" / f"{script}.json"
+        self.path = Path(args.json) if getattr(args, "json", None) else default
+
+    def add(self, case: str, unit: str, mytriton: float, triton: float | None = None, **extra) -> None:
+        self.document["rows"].append({"case": case, "unit": unit, "mytriton": mytriton, "triton": triton, **extra})
+        self.write()
+
+    def write(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_name(self.path.name + ".partial")
+        partial.write_text(json.dumps(self.document, indent=1) + "\n")
+        os.replace(partial, self.path)
+
+
+def speed_ratio(row: dict, against: str = "triton") -> float | None:
+    """mytriton's speed over ``against``'s (Triton's) for a row (above 1:
+    mytriton is faster); None where the row has no such figure."""
+    mine, theirs = row.get("mytriton"), row.get(against)
+    if not mine or not theirs:
+        return None
+    return mine / theirs if row.get("unit") in HIGHER_IS_FASTER else theirs / mine
+
+
+def gpu_name() -> str | None:
+    try:
+        import torch
+
+        return torch.cuda.get_device_name() if torch.cuda.is_available() else None
+    except Exception:
+        return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from common import time_cuda
+from common import Results, add_json_option, time_cuda
 
 
 def main() -> None:
@@ -19,7 +19,9 @@ def main() -> None:
     parser.add_argument("files", nargs="+")
     parser.add_argument("--size", type=int, default=4096)
     parser.add_argument("--tile", default="64x64")
+    add_json_option(parser)
     args = parser.parse_args()
+    record = Results("cuda_variants", args)
 
     import torch
 
@@ -41,6 +43,7 @@ def main() -> None:
         error = ((c - reference).norm() / reference.norm()).item()
         ms = time_cuda(run, repeat=20)
         print(f"{Path(file).name:<30} {ms:8.3f}  {2 * size ** 3 / ms / 1e9:8.2f}  {error:.1e}", flush=True)
+        record.add(Path(file).name, "ms", ms, None, tflops=2 * size ** 3 / ms / 1e9, error=error)
 
 
 if __name__ == "__main__":

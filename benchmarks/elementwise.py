@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from common import load_as_triton, load_sample, time_cuda, triton_available
+from common import Results, add_json_option, load_as_triton, load_sample, time_cuda, triton_available
 
 
 def main() -> None:
@@ -15,7 +15,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1 << 20, 1 << 28])
     parser.add_argument("--blocks", type=int, nargs="+", default=[1024, 4096])
     parser.add_argument("--num-warps", type=int, default=4)
+    add_json_option(parser)
     args = parser.parse_args()
+    results = Results("elementwise", args)
 
     import torch
 
@@ -43,6 +45,7 @@ def main() -> None:
                 tgbs = bytes_moved / time_cuda(trun) / 1e6
             ratio = f"{gbs / tgbs:.2f}" if tgbs else "-"
             print(f"{n:<10} {block:<6} {gbs:>13.0f}  {tgbs or 0:>11.0f}  {ratio:>5}", flush=True)
+            results.add(f"n={n} BLOCK={block}", "GB/s", gbs, tgbs)
 
 
 if __name__ == "__main__":

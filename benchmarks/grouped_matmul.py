@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from common import ROOT, load_as_triton, load_module, time_cuda, triton_available
+from common import ROOT, Results, add_json_option, load_as_triton, load_module, time_cuda, triton_available
 
 KERNEL = ROOT / "tests" / "triton_style" / "matmul.py"
 
@@ -36,7 +36,9 @@ def main() -> None:
     parser.add_argument("--shapes", nargs="+", default=["4096x4096x4096", "1024x1024x1024", "3000x2000x1000"])
     parser.add_argument("--configs", nargs="+", default=["128x128x32x8:3:4", "128x256x64x8:3:8", "64x64x32x8:4:4"])
     parser.add_argument("--repeat", type=int, default=20)
+    add_json_option(parser)
     args = parser.parse_args()
+    record = Results("grouped_matmul", args)
 
     import torch
 
@@ -69,6 +71,7 @@ def main() -> None:
                 raise SystemExit(f"mytriton {text} at {shape}: relative error {error:.2e}")
             ms = time_cuda(lambda: launch(ours_kernel, c, backend="cuda"), repeat=args.repeat)
             line = f"{shape:<17} {text:<19} {ms:>11.3f}  {flops / ms / 1e9:>7.1f}"
+            tms = None
             if theirs_kernel is not None:
                 ct = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
                 launch(theirs_kernel, ct)
@@ -79,6 +82,7 @@ def main() -> None:
                 tms = time_cuda(lambda: launch(theirs_kernel, ct), repeat=args.repeat)
                 line += f"  {flops / tms / 1e9:>14.1f}  {tms and ms and (tms / ms):>5.2f}"
             print(line, flush=True)
+            record.add(f"{shape} {text}", "ms", ms, tms, tflops=flops / ms / 1e9)
 
 
 if __name__ == "__main__":

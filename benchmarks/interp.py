@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import mytriton  # noqa: E402
-from common import load_sample  # noqa: E402
+from common import Results, add_json_option, load_sample  # noqa: E402
 
 
 def median_seconds(fn, repeat: int) -> float:
@@ -41,7 +41,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1024)
     parser.add_argument("--cols", type=int, default=1024)
     parser.add_argument("--repeat", type=int, default=7)
+    add_json_option(parser)
     args = parser.parse_args()
+    record = Results("interp", args)
     rng = np.random.default_rng(0)
 
     add = load_sample("add").add_kernel
@@ -55,6 +57,7 @@ def main() -> None:
     print("kernel                 interp GB/s  numpy GB/s  ratio")
     print(f"add n={n:<16} {12 * n / seconds / 1e9:11.2f}  {12 * n / numpy_seconds / 1e9:10.2f}  "
           f"{numpy_seconds / seconds:5.2f}")
+    record.add(f"add n={n}", "GB/s", 12 * n / seconds / 1e9, None, numpy=12 * n / numpy_seconds / 1e9)
 
     softmax = load_sample("softmax").softmax_kernel
     rows, cols = args.rows, args.cols
@@ -73,6 +76,7 @@ def main() -> None:
     label = f"softmax {rows}x{cols}"
     print(f"{label:<22} {8 * a.size / seconds / 1e9:11.2f}  {8 * a.size / numpy_seconds / 1e9:10.2f}  "
           f"{numpy_seconds / seconds:5.2f}")
+    record.add(label, "GB/s", 8 * a.size / seconds / 1e9, None, numpy=8 * a.size / numpy_seconds / 1e9)
 
 
 if __name__ == "__main__":

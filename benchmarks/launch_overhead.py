@@ -23,7 +23,7 @@ import statistics
 import sys
 import time
 
-from common import ROOT, load_as_triton, load_sample, triton_available
+from common import ROOT, Results, add_json_option, load_as_triton, load_sample, triton_available
 
 
 def per_call_us(fn, count: int = 2000, synchronize=lambda: None, clock=time.perf_counter) -> float:
@@ -56,6 +56,10 @@ def layers(add, matmul, x, y, out, n, kernel, stream=0):
     ]
 
 
+# The rows of this run, as JSON too (main sets it from --json).
+RECORD = None
+
+
 def report(rows, repeat: int, count: int, synchronize=lambda: None, clock=time.perf_counter) -> None:
     """Each layer's median over ``repeat`` runs, the layers taking turns run
     by run: a slow spell of a shared machine then falls on every layer, not
@@ -67,6 +71,8 @@ def report(rows, repeat: int, count: int, synchronize=lambda: None, clock=time.p
     print(f"layer                                   us per launch (median of {repeat} runs of {count})")
     for name, _ in rows:
         print(f"{name:<40} {statistics.median(runs[name]):8.2f}   (min {min(runs[name]):.2f})", flush=True)
+        if RECORD is not None:
+            RECORD.add(name, "us", statistics.median(runs[name]), None, min=min(runs[name]))
 
 
 def compiled_add(add):
@@ -169,7 +175,10 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=20000, help="launches per run")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="the wall clock, or this process's CPU time (less of a shared machine's other load)")
+    add_json_option(parser)
     args = parser.parse_args()
+    global RECORD
+    RECORD = Results("launch_overhead" + ("_stand_in" if args.stand_in else ""), args)
     if args.stand_in:
         with_stand_ins(args.repeat, args.count)
     else:

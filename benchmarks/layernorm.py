@@ -11,7 +11,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from common import ROOT, load_module, time_cuda, triton_available
+from common import ROOT, Results, add_json_option, load_module, time_cuda, triton_available
 
 SOURCE = ROOT / "tests" / "triton_style" / "layer_norm_fwd.py"
 
@@ -29,7 +29,9 @@ def load_as_triton():
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", nargs="+", default=["4096x8192", "4096x1000"])
+    add_json_option(parser)
     args = parser.parse_args()
+    results = Results("layernorm", args)
 
     import torch
 
@@ -67,6 +69,7 @@ def main() -> None:
             tgbs = bytes_moved / time_cuda(trun) / 1e6
         ratio = f"{gbs / tgbs:.2f}" if tgbs else "-"
         print(f"{text:<12} {block:<6} {warps:<6} {gbs:>13.0f}  {tgbs or 0:>11.0f}  {ratio:>5}", flush=True)
+        results.add(f"{text} BLOCK={block} warps={warps}", "GB/s", gbs, tgbs)
 
 
 if __name__ == "__main__":

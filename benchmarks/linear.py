@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import argparse
 
-from common import ROOT, load_as_triton, load_module, time_cuda, timing_columns, triton_available
+from common import (ROOT, Results, add_json_option, load_as_triton, load_module, time_cuda, timing_columns,
+                    triton_available)
 
 KERNEL = ROOT / "tests" / "triton_style" / "matmul_transposed_b.py"
 
@@ -26,7 +27,9 @@ def main() -> None:
     parser.add_argument("--num-warps", type=int, default=4)
     parser.add_argument("--num-stages", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=20)
+    add_json_option(parser)
     args = parser.parse_args()
+    record = Results("linear", args)
 
     import torch
 
@@ -60,6 +63,8 @@ def main() -> None:
                     raise SystemExit(f"{name} {text} at {size}: relative error {error:.2e}")
                 results[name] = time_cuda(launch, repeat=args.repeat)
             print(f"{size:<5} {text:<12} {timing_columns(2.0 * M * N * K, results, ms_width=10)}", flush=True)
+            record.add(f"{args.dtype} {size} {text}", "ms", results["mytriton"], results.get("triton"),
+                       tflops=2.0 * M * N * K / results["mytriton"] / 1e9)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from common import ROOT, load_as_triton, load_module, load_sample, time_cuda, triton_available
+from common import ROOT, Results, add_json_option, load_as_triton, load_module, load_sample, time_cuda, triton_available
 
 DOT = "tl.dot(a, b)"
 
@@ -58,7 +58,9 @@ def main() -> None:
     parser.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32")
     parser.add_argument("--precision", choices=["ieee", "tf32", "tf32x3"], default=None,
                         help="input_precision of the dot (f32 operands); default: the sample as it is")
+    add_json_option(parser)
     args = parser.parse_args()
+    record = Results("matmul", args)
 
     import torch
 
@@ -123,6 +125,10 @@ def main() -> None:
                 row[f"triton_{mode}_error"] = terror
             rows.append(row)
             print_row(row, flush=True, mode=args.precision)
+            mode = args.precision or "ieee"  # the Triton figure the ratio is taken against
+            theirs = row.get(f"triton_{mode}_tflops")
+            record.add(f"{args.dtype} {args.precision or 'ieee'} {size} {text}", "TFLOP/s", row["tflops"], theirs,
+                       **{k: v for k, v in row.items() if k not in ("tflops",)})
     print()
     print(f"dtype {args.dtype}, precision {args.precision or 'as in the sample'}")
     if args.precision:

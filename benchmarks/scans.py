@@ -13,7 +13,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from common import load_as_triton, load_module, time_cuda, triton_available
+from common import Results, add_json_option, load_as_triton, load_module, time_cuda, triton_available
 
 # The kernels, in a file of their own so that Triton compiles the same source.
 KERNELS = '''
@@ -47,7 +47,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", nargs="+", default=["4096x4096"])
     parser.add_argument("--warps", type=int, default=None, help="warps per program (default: by BLOCK)")
+    add_json_option(parser)
     args = parser.parse_args()
+    results = Results("scans", args)
 
     import torch
 
@@ -85,6 +87,7 @@ def main() -> None:
                 tgbs = bytes_moved / time_cuda(trun) / 1e6
             ratio = f"{gbs / tgbs:.2f}" if tgbs else "-"
             print(f"{name:<7} {text:<12} {block:<6} {warps:<6} {gbs:>13.0f}  {tgbs or 0:>11.0f}  {ratio:>5}", flush=True)
+            results.add(f"{name} {text} BLOCK={block} warps={warps}", "GB/s", gbs, tgbs)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from common import load_as_triton, load_sample, time_cuda, triton_available
+from common import Results, add_json_option, load_as_triton, load_sample, time_cuda, triton_available
 
 
 def next_power_of_two(n: int) -> int:
@@ -18,7 +18,9 @@ def next_power_of_two(n: int) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", nargs="+", default=["4096x1024", "16384x8192"])
+    add_json_option(parser)
     args = parser.parse_args()
+    results = Results("softmax", args)
 
     import torch
 
@@ -46,6 +48,7 @@ def main() -> None:
             tgbs = bytes_moved / time_cuda(trun) / 1e6
         ratio = f"{gbs / tgbs:.2f}" if tgbs else "-"
         print(f"{text:<12} {block:<6} {warps:<6} {gbs:>13.0f}  {tgbs or 0:>11.0f}  {ratio:>5}", flush=True)
+        results.add(f"{text} BLOCK={block} warps={warps}", "GB/s", gbs, tgbs)
 
 
 if __name__ == "__main__":

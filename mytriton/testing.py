@@ -1,5 +1,5 @@
-"""``mytriton.testing``: Triton's ``do_bench``, ``do_bench_cudagraph`` and
-``assert_close``.
+"""``mytriton.testing``: Triton's ``do_bench``, ``do_bench_cudagraph``,
+``assert_close``, and ``perf_report`` with ``Benchmark`` (perf_report.py).
 
 ``do_bench`` times with CUDA events where a GPU is in use (PyTorch's when
 PyTorch sees the GPU, else the driver's) and with the wall clock otherwise (the
@@ -14,6 +14,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from mytriton.diagnostics import CompileError
+from mytriton.perf_report import Benchmark, perf_report  # noqa: F401  (mytriton.testing's, as Triton's)
 
 RETURN_MODES = ("min", "max", "mean", "median", "all")
 # Triton's get_empty_cache_for_benchmark: more than any GPU's L2 (the H200's is 60 MiB).

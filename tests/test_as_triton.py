@@ -202,5 +202,5 @@ def test_perf_report_runs_a_benchmark_over_its_values_and_lines(tmp_path):
     ''')
     result = python(cwd=tmp_path, code=code)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["toy:", "n", "ten", "twenty", "1", "13", "23", "2", "23", "43",
+    assert result.stdout.split() == ["toy:", "n", "ten", "twenty", "0", "1", "13", "23", "1", "2", "23", "43",
                                      "n,ten,twenty", "1,13,23", "2,23,43"]

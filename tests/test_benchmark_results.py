@@ -1,0 +1,71 @@
+"""The benchmark scripts write their rows as JSON next to their tables, and
+benchmarks/plot.py draws them: mytriton's speed relative to Triton's (or
+NumPy's) per row."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+import common  # noqa: E402
+import plot  # noqa: E402
+
+SCRIPTS = sorted(p.name for p in BENCHMARKS.glob("*.py") if p.name not in ("common.py", "plot.py"))
+
+
+def test_results_are_written_after_every_row(tmp_path):
+    import argparse
+
+    results = common.Results("toy", argparse.Namespace(shapes=["8x8"], json=str(tmp_path / "toy.json")))
+    results.add("8x8", "GB/s", 100.0, 125.0, block=8)
+    first = json.loads((tmp_path / "toy.json").read_text())
+    assert first["script"] == "toy" and first["options"] == {"shapes": ["8x8"]}
+    assert first["rows"] == [{"case": "8x8", "unit": "GB/s", "mytriton": 100.0, "triton": 125.0, "block": 8}]
+    results.add("16x16", "GB/s", 90.0)
+    assert len(json.loads((tmp_path / "toy.json").read_text())["rows"]) == 2
+
+
+def test_the_ratio_is_speed_whether_the_unit_is_a_rate_or_a_time():
+    assert common.speed_ratio({"unit": "GB/s", "mytriton": 90.0, "triton": 100.0}) == 0.9
+    assert common.speed_ratio({"unit": "ms", "mytriton": 2.0, "triton": 1.0}) == 0.5
+    assert common.speed_ratio({"unit": "ms", "mytriton": 2.0, "triton": None}) is None
+    assert common.speed_ratio({"unit": "GB/s", "mytriton": 2.0, "numpy": 4.0}, against="numpy") == 0.5
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_each_script_takes_the_json_option(script):
+    done = subprocess.run([sys.executable, str(BENCHMARKS / script), "--help"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "--json PATH" in done.stdout
+
+
+def document(tmp_path, name, rows):
+    path = tmp_path / name
+    path.write_text(json.dumps({"script": "softmax", "when": "2026-12-01T00:00:00+00:00", "rows": rows}))
+    return path
+
+
+def test_plot_draws_one_bar_per_row_and_file(tmp_path):
+    pytest.importorskip("matplotlib")
+    rows = [{"case": "4096x1024", "unit": "GB/s", "mytriton": 2900.0, "triton": 3000.0},
+            {"case": "16384x8192", "unit": "GB/s", "mytriton": 3100.0, "triton": None}]
+    first = document(tmp_path, "a.json", rows)
+    second = document(tmp_path, "b.json", rows[:1])
+    cases, per_file = plot.series(plot.load([first, second]), "triton")
+    assert cases == ["softmax: 4096x1024"]  # the row without Triton's figure has no ratio
+    assert [ratios for _, ratios in per_file] == [{"softmax: 4096x1024": 2900 / 3000}] * 2
+    assert plot.main([str(first), str(second), "-o", str(tmp_path / "out.png")]) == 0
+    assert (tmp_path / "out.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_plot_refuses_a_file_that_is_not_a_result(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    with pytest.raises(SystemExit, match="not a benchmark result"):
+        plot.load([bad])
