@@ -207,7 +207,7 @@ class Autotuner(KernelInterface):
             **kwargs: Any) -> Any:
         chosen_backend = jit_module.select_backend(backend)  # looked up at each launch: tests replace it
         named = self.named_args(args, kwargs)
-        for name in {name for config in self.configs for name in config.all_kwargs()}:
+        for name in {name for config in self.configs for name in config.all_kwargs()} if kwargs else ():
             if name in kwargs:
                 raise CompileError(f"{self.__name__}: conflicting meta-parameter '{name}': it is given "
                                    "at the launch and by the autotuning configs; give it in one place only")
