@@ -76,6 +76,35 @@ def nvcc_row() -> Row:
     return "nvcc", f"{nvcc} ({releases[-1] if releases else 'version unknown'})"
 
 
+def headers_row() -> Row:
+    """Whether nvcc finds the headers generated code includes (a toolkit
+    without its runtime headers builds nothing) and its host compiler runs:
+    ``nvcc -E`` of exactly those includes, its first error where it fails."""
+    import subprocess
+
+    from mytriton.backends.cuda.nvcc import find_nvcc
+    from mytriton.backends.cuda.spelling import CudaLanguage
+    from mytriton.diagnostics import CompileError
+
+    includes = [*CudaLanguage.half_includes, *CudaLanguage.includes]
+    names = ", ".join(line.split("<")[1].rstrip(">") for line in includes)
+    try:
+        nvcc = find_nvcc()
+    except CompileError:
+        return "headers", f"not checked (no nvcc): generated code includes {names}"
+    try:
+        done = subprocess.run([nvcc, "-E", "-x", "cu", "-o", os.devnull, "-"], input="\n".join(includes) + "\n",
+                              capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as err:
+        return "headers", f"cannot run {nvcc} -E: {err}"
+    if done.returncode != 0:
+        errors = [line.strip() for line in (done.stderr + done.stdout).splitlines() if "error" in line.lower()]
+        first = errors[0] if errors else (done.stderr.strip().splitlines() or ["no message"])[0]
+        return "headers", (f"nvcc cannot preprocess generated code's includes ({names}): {first}; install the "
+                           "toolkit's runtime headers (cuda-cudart-dev) and a C++ compiler nvcc supports")
+    return "headers", f"{names} found by nvcc, host compiler runs"
+
+
 def gpu_rows() -> list[Row]:
     from mytriton.runtime.cuda_driver import cuda_status
 
@@ -128,7 +157,7 @@ def report() -> list[Row]:
         lambda: _module_row("NumPy", "numpy", "numpy"),
         lambda: _module_row("Lark", "lark", "lark"),
         lambda: _module_row("click", "click", "click"),
-        driver_row, nvcc_row, gpu_rows, cache_row, backend_row]
+        driver_row, nvcc_row, headers_row, gpu_rows, cache_row, backend_row]
     rows: list[Row] = []
     for check in checks:
         try:

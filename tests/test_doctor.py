@@ -84,6 +84,24 @@ def test_doctor_reports_nvccs_path_and_release():
     assert nvcc.startswith(find_nvcc()) and "release" in nvcc
 
 
+@pytest.mark.nvcc
+def test_doctor_checks_that_nvcc_finds_the_headers_generated_code_includes():
+    assert doctor()["headers"] == "cuda_fp16.h, cuda_bf16.h, math_constants.h found by nvcc, host compiler runs"
+
+
+def test_doctor_names_the_header_a_toolkit_lacks(tmp_path, monkeypatch):
+    """A slim toolkit (nvcc without the runtime headers): the preprocessor's
+    own error, and what to install."""
+    fake = tmp_path / "nvcc"
+    fake.write_text("#!/bin/sh\ncat > /dev/null\n"
+                    "echo '<stdin>:1:10: fatal error: cuda_fp16.h: No such file or directory' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    headers = doctor()["headers"]
+    assert "fatal error: cuda_fp16.h: No such file or directory" in headers
+    assert "cuda-cudart-dev" in headers
+
+
 @pytest.mark.gpu
 def test_doctor_lists_each_gpu_with_its_compute_capability():
     rows = doctor()
