@@ -1,6 +1,6 @@
 """The line table of a cubin (its DWARF ``.debug_line``), read without the
-CUDA toolkit's disassemblers (``nvdisasm -g`` and ``cuobjdump`` show the same
-rows; the toolkit nvcc comes with may lack them).
+CUDA toolkit's disassembler (``nvdisasm -g`` shows the same rows; the toolkit
+nvcc comes with may lack it, and cuobjdump 13 has no line-info option).
 
 Only what the tests need: the ELF section headers of a 64-bit little-endian
 file, and the line-number programs of DWARF 2 to 4 with 32-bit lengths, as

@@ -1,6 +1,6 @@
 """Profilers see the Python source: the CUDA carries ``#line`` directives to
 the kernel's file, and nvcc's ``-lineinfo`` records them, so Nsight Compute's
-source view, ``nvdisasm -g`` and ``cuobjdump`` map instructions to Python lines.
+source view and ``nvdisasm -g`` map instructions to Python lines.
 
 The emitted text names the file as given and writes a directive only where
 the Python line changes (one holds until the next); the build repeats each

@@ -8,12 +8,12 @@ every line below it up to the next one (the header comment says so). C's
 that is also where a relative file name is made absolute, against the current
 working directory, as a C compiler reads a relative ``#line`` name. nvcc runs
 in a temporary directory and would prefix a relative name with that; a
-profiler (Nsight Compute's source view, ``cuobjdump -lineinfo``,
-``nvdisasm -g``) needs the file where the user has it. The emitted text keeps
-the name as the user gave it, so it stays the same on every machine.
+profiler (Nsight Compute's source view, ``nvdisasm -g``) needs the file
+where the user has it. The emitted text keeps the name as the user gave it,
+so it stays the same on every machine.
 
 A file name comes from input, so the directive spells it with characters
-that mean nothing to C, PTX or a shell-like reader: printable ASCII but for
+that mean nothing special to C or PTX: printable ASCII but for
 ``"``, ``\\``, ``?`` (trigraphs) and ``%``; any other character (a quote, a
 backslash, a newline, non-ASCII) is percent-encoded, ``%XX`` for each of its
 UTF-8 bytes. C escapes cannot be used: cicc writes the name into the PTX's
