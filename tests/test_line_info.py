@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -199,15 +200,18 @@ def ptx_files(ptx: str) -> dict[str, str]:
 
 
 @pytest.mark.nvcc
-def test_the_ptx_names_the_python_file_and_its_lines(cache, monkeypatch):
+def test_the_ptx_names_the_python_file_and_its_lines(cache, monkeypatch, tmp_path):
     monkeypatch.chdir(ROOT)  # where `mytriton compile samples/add.py` runs from
+    scratch = tmp_path / "scratch"  # where nvcc runs
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     ptx = nvcc.compile_ptx(sample_cuda("add"))
     files = ptx_files(ptx)
     (number,) = [n for n, name in files.items() if name == str(ADD)]
     lines = {int(line) for line in re.findall(rf"^\s*\.loc\s+{number} (\d+) ", ptx, re.M)}
     assert {ADD_LINES["load x"], ADD_LINES["load y"], ADD_LINES["store"]} <= lines
     assert lines - {0} <= set(ADD_LINES.values())  # line 0: code cicc made up (LLVM's "no line")
-    assert "/tmp" not in ptx and nvcc.SOURCE_NAME not in files.values()
+    assert str(scratch) not in ptx and nvcc.SOURCE_NAME not in files.values()
 
 
 @pytest.mark.nvcc
