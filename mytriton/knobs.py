@@ -53,8 +53,8 @@ def dump_dir() -> tuple[str, str | None]:
 UNMAPPED_TRITON_KNOBS = {
     "TRITON_F32_DEFAULT": "set MYTRITON_F32_DEFAULT (read at every launch) instead",
     "TRITON_DEBUG": "tl.device_assert always checks here, in the interpreter and on the GPU",
-    "TRITON_DISABLE_LINE_INFO": "mytriton always builds with -lineinfo (its source name fixed, for "
-                                "reproducible builds)",
+    "TRITON_DISABLE_LINE_INFO": "mytriton always builds with -lineinfo, which maps the GPU code to the "
+                                "kernel's Python lines (#line directives; no effect on the code)",
     "TRITON_DEFAULT_FP_FUSION": "mytriton always lets nvcc fuse multiplies and adds (--fmad=true)",
     "TRITON_PTXAS_PATH": "mytriton runs the nvcc found on PATH, and its ptxas",
     "TRITON_KERNEL_OVERRIDE": "edit a dump and run it with `mytriton run` or `emit-cuda` instead",

@@ -214,8 +214,10 @@ def _plot(table: Table, save_path: str, show: bool) -> str | None:
     axes.set_xlabel(bench.xlabel or first)
     axes.set_ylabel(bench.ylabel)
     axes.set_title(bench.plot_name)
-    axes.set_xscale("log" if bench.x_log else "linear")
-    axes.set_yscale("log" if bench.y_log else "linear")
+    from matplotlib.scale import LinearScale, LogScale
+
+    axes.set_xscale(LogScale.name if bench.x_log else LinearScale.name)
+    axes.set_yscale(LogScale.name if bench.y_log else LinearScale.name)
     picture = None
     if save_path:
         picture = f"{bench.plot_name}.png"

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import ROOT, compile_text, kernel_source, ssa_of
 from mytriton.backends.cuda.emitter import HEADER_PREFIX, c_comment
+from mytriton.backends.cuda.line_directives import DIRECTIVE, file_name
 from mytriton import compiler
 from mytriton.backends.cuda.names import kernel_symbol, param_c_names
 from mytriton.backends.interp import run_kernel
@@ -165,10 +166,13 @@ def test_file_name_adds_no_line_and_no_code_to_the_cuda(file):
     cuda = emit_cuda(parse_kernel(ssa_from_file(file), "k.ssa"))
     normal = emit_cuda(parse_kernel(ADD_SSA, "k.ssa"))
     assert len(cuda.splitlines()) == len(normal.splitlines())
-    assert cuda.split("\n", 2)[2] == normal.split("\n", 2)[2]
+    # The #line directives name it percent-encoded (line_directives.py); nothing else changes.
+    assert cuda.split("\n", 2)[2] == normal.split("\n", 2)[2].replace('"samples/add.py"', f'"{file_name(file)}"')
     assert header(cuda)["source"] == file
     comment = cuda.splitlines()[1]
     assert comment.isascii() and not comment.endswith("\\") and "??" not in comment
+    directives = [text for text in cuda.splitlines() if text.lstrip().startswith("#line")]
+    assert directives and all(DIRECTIVE.match(text) and text.isascii() for text in directives)
 
 
 @pytest.mark.nvcc

@@ -12,14 +12,24 @@ written to a ``*.partial`` file in the cache directory and renamed into place,
 so a reader never sees half an entry; a failed write (a full disk) removes its
 partial file and only costs time.
 
-Builds are reproducible: the same source, options and nvcc give the same
-PTX and cubin, byte for byte, in any directory and in parallel. nvcc runs in
-a fresh private directory (its own temporary files go there too, through
+Builds record line info (``-lineinfo``) that maps the GPU code to the
+kernel's Python lines: the emitter's ``#line`` directives name the kernel's
+file, and nvcc is given them as ``line_directives.for_nvcc`` writes them,
+before every line and with a relative file name made absolute against the
+working directory (nvcc's own is a temporary one). The key of a cache entry
+is that text, so the same kernel read from two files, or through one relative
+name from two directories, builds twice, each cubin naming its own file.
+
+Builds are reproducible: the same source, options, nvcc and working
+directory (where the kernel's file name is relative) give the same PTX and
+cubin, byte for byte, in any temporary directory and in parallel. nvcc runs
+in a fresh private directory (its own temporary files go there too, through
 ``TMPDIR``), but the source starts with a ``#line`` directive naming a fixed
-file, so ``-lineinfo`` records that name and not the temporary path, and
-cicc is told the same fixed name as the source's path: it derives the
-internal names of static functions (in ``-lineinfo``'s debug strings) from
-that path, which would otherwise be the random directory's.
+file, so ``-lineinfo`` records that name and not the temporary path for the
+lines before the kernel's own directives (and for a ``.cu`` file without
+them), and cicc is told the same fixed name as the source's path: it derives
+the internal names of static functions (in ``-lineinfo``'s debug strings)
+from that path, which would otherwise be the random directory's.
 
 An interrupted build (Ctrl-C, SIGTERM, SIGHUP) leaves nothing behind: the
 directory and nvcc's process group are registered with ``mytriton.scratch``.
@@ -34,13 +44,15 @@ import subprocess
 from pathlib import Path
 
 from mytriton import scratch
+from mytriton.backends.cuda.line_directives import for_nvcc
 from mytriton.diagnostics import CompileError
 from mytriton.user_cache import always_compile, cache_root, read_private, write_private
 
 VERSION = "mytriton-0.1"
 _MAGIC = b"mytriton-cache-1"
-# The file name -lineinfo records (an absolute one: nvcc would prefix a
-# relative one with its working directory, a random temporary path).
+# The file name -lineinfo records for lines before the kernel's #line
+# directives (an absolute one: nvcc would prefix a relative one with its
+# working directory, a random temporary path).
 SOURCE_NAME = "/mytriton/kernel.cu"
 # cicc takes the last --orig_src_path_name it is given: this one, after nvcc's.
 FIXED_PATH = ["-Xcicc", "--orig_src_path_name", "-Xcicc", SOURCE_NAME]
@@ -78,13 +90,14 @@ def build(source: str, arch: str, kind: str) -> bytes:
     target = f"-gencode=arch=compute_{arch[3:]},code={arch}" if arch.endswith("a") and kind == "cubin" \
         else f"-arch={arch}"
     options = [target, "-O3", "-lineinfo", *FIXED_PATH]
-    key_text = "\n".join([VERSION, nvcc_version(nvcc), kind, *options, source])
+    text = for_nvcc(source)  # what nvcc reads: the key holds all of it (the Python file's absolute name)
+    key_text = "\n".join([VERSION, nvcc_version(nvcc), kind, *options, text])
     key = hashlib.sha256(key_text.encode()).hexdigest()
     cached = cache_dir() / f"{key}.{kind}"
     data = None if always_compile() else read_entry(cached)
     if data is not None:
         return data
-    data = run_nvcc(nvcc, source, kind, options)
+    data = run_nvcc(nvcc, text, kind, options)
     write_entry(cached, data)
     return data
 

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mytriton.backends.cuda.c_builder import SourcedLines
 from mytriton.backends.cuda.ctypes import c_element
 from mytriton.backends.cuda.expressions import Arg, CValue, render
 from mytriton.backends.cuda.thread_coordinates import Layout
@@ -43,7 +44,7 @@ class SlotLoop:
     emitter: "EmitContext"
     domain: Layout
     index: str = "k"
-    lines: list[str] = field(default_factory=list)
+    lines: list[str] = field(init=False)  # each remembers its Python line (c_builder.SourcedLines)
     memo: dict[tuple, Arg] = field(default_factory=dict)
     coord_vars: dict[int, str] = field(default_factory=dict)
     coord_defs: list[tuple[str, str]] = field(default_factory=list)  # (name, definition), emitted if used
@@ -52,6 +53,7 @@ class SlotLoop:
     staged: list[Value] = field(default_factory=list)  # tiles this loop reads from shared memory
 
     def __post_init__(self) -> None:
+        self.lines = SourcedLines(self.emitter.out)
         self.parent_name = self.emitter.parent_name(self.domain.parent)
         self.positions = {p: f"{self.parent_name}_p{p}" for p in range(self.domain.parent.rank)}
         self.digits = self.domain.digits(self.index)
@@ -67,7 +69,8 @@ class SlotLoop:
         if p not in self.coord_vars:
             name = f"c{p}"
             expr = self.domain.parent.coordinate(p, self.digits[p], self.positions[p])
-            self.coord_defs.append((name, f"const int {name} = {expr};"))
+            # Index arithmetic: from the Python line of the op it is first worked out for.
+            self.coord_defs.append((name, self.emitter.out.sourced(f"const int {name} = {expr};")))
             self.coord_vars[p] = name
         return self.coord_vars[p]
 
@@ -106,7 +109,9 @@ class SlotLoop:
         name = self.emitter.local_name(value, self)
         element = element_of(value.type)
         const = "" if isinstance(element, PointerType) else "const "
-        self.lines.append(f"{const}{c_element(value.type)} {name} = {expr};")
+        op = getattr(value, "op", None)
+        with self.emitter.out.at(op.loc.line if op is not None and op.loc else None):
+            self.lines.append(f"{const}{c_element(value.type)} {name} = {expr};")
         self.locals.add(name)
         result = CValue(name, element)
         self.memo[(value, tuple(coords))] = result
