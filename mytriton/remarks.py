@@ -172,10 +172,14 @@ def _describe(kernel: Any, op: Any, ptxas: PtxasUsage | None) -> str:
     if op.name == "dot":
         parts.append(f"not staged: {facts[STAGING]}" if STAGING in facts else "not staged")
     else:
-        copies = _copies_into(kernel, buffers)
-        what = "B staged, A in registers" if op.name == "dot_rs" else "staged"
-        parts.append(f"{what} ({_copy_text(copies)})")
         loop = _loop_of(op)
+        named = [(letter, buffer_of(x)) for letter, x in (("A", a), ("B", b)) if isinstance(x.type, SharedType)]
+        how = {letter: _copy_text(_copies_into(kernel, [buffer]), loop) for letter, buffer in named}
+        if len(set(how.values())) == 1:
+            text = next(iter(how.values()))
+        else:
+            text = ", ".join(f"{letter} {copied}" for letter, copied in how.items())
+        parts.append(f"B staged ({text}), A in registers" if op.name == "dot_rs" else f"staged ({text})")
         stages = loop.attrs.get("pipeline_stages") if loop is not None else None
         if stages is not None and stages > 1:
             stage_text = f"{stages} stages"
@@ -245,23 +249,30 @@ def _operand_text(value: Any) -> str:
 
 def _buffer_bytes(buffer: Any) -> int:
     from mytriton.ir.ssa import OpResult
+    from mytriton.types import SharedType
 
-    if isinstance(buffer, OpResult):
+    if isinstance(buffer, OpResult) and isinstance(buffer.type, SharedType):
         return buffer.type.allocated_bytes
     return 0
 
 
 def _copies_into(kernel: Any, buffers: list[Any]) -> list[Any]:
-    from mytriton.ir.ssa import walk
+    from mytriton.ir.ssa import Value, walk
     from mytriton.passes.layouts import COPIES, buffer_of
 
     wanted = set(buffers)
-    return [op for op in walk(kernel.body) if op.name in COPIES and buffer_of(op.operands[0]) in wanted]
+    return [op for op in walk(kernel.body)
+            if op.name in COPIES and isinstance(op.operands[0], Value) and buffer_of(op.operands[0]) in wanted]
 
 
-def _copy_text(copies: list[Any]) -> str:
+def _copy_text(copies: list[Any], loop: Any) -> str:
+    """How a buffer is filled: once before the dot's loop, by cp.async (and its chunks), or synchronously."""
+    from mytriton.ir.ssa import is_within
+
     if not copies:
         return "no copies"
+    if loop is not None and not any(is_within(op.parent, loop.regions[0]) for op in copies):
+        return "copied once before the loop"
     if not all(op.name.startswith("async_") for op in copies):
         return "synchronous copies"
     widths = sorted({op.attrs["chunk"] * op.operands[0].type.element.nbytes for op in copies

@@ -77,11 +77,17 @@ def _overlap(kernel: Kernel, loop: Op, counts: dict) -> bool:
     result = dot.results[0]
     acc = dot.operands[2] if len(dot.operands) > 2 else None
     yielded = for_yield(loop)
-    if not isinstance(acc, BlockArg) or acc.block is not body or counts.get(acc) != 1 or yielded is None \
-            or yielded.operands[acc.index - 1] is not result or counts.get(result) != 1:
-        remarks.note(kernel, dot, remarks.OVERLAP, "it does not accumulate in place: its accumulator is not a "
-                     "value the loop carries, read by the dot alone, whose next value is the dot's result, used "
-                     "by the yield alone")
+    refused = None
+    if not isinstance(acc, BlockArg) or acc.block is not body or yielded is None:
+        refused = "its accumulator is not a value its loop carries (acc = tl.dot(a, b, acc))"
+    elif counts.get(acc) != 1:
+        refused = "its accumulator has other readers than the dot"
+    elif yielded.operands[acc.index - 1] is not result:
+        refused = "its loop does not carry its result on as the next accumulator"
+    elif counts.get(result) != 1:
+        refused = "its result has other users in the loop than the yield"
+    if refused is not None:
+        remarks.note(kernel, dot, remarks.OVERLAP, refused)
         return False
     barriers = [i for i, op in enumerate(body.ops) if op.name == "barrier"]
     if not barriers or barriers[0] > body.ops.index(dot):
