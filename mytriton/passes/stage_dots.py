@@ -169,11 +169,13 @@ class NotCanonical:
 
 
 class _Mismatch(Exception):
-    """A pattern did not match, for ``reason``."""
+    """A pattern did not match, for ``reason``; ``form``: at the pointer or
+    the mask (which Triton's tutorial forms spell otherwise), not later."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, form: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.form = form
 
 
 # ---- matching ---------------------------------------------------------------------------
@@ -220,8 +222,9 @@ def match_operand(defs: Definitions, value: Operand) -> TilePlan | StridedPlan |
             return _match_strided_load(defs, value)
         except _Mismatch as strided:
             # The canonical form's reason says the most; the tutorial form's
-            # is kept where it adds something (a remark shows both).
-            tutorial = strided.reason if strided.reason not in (err.reason, "the operand is not a load") else ""
+            # is kept where the pointer or the mask did not match, which the
+            # tutorial forms spell otherwise (a remark shows both).
+            tutorial = strided.reason if err.form and strided.reason != err.reason else ""
             return NotCanonical(err.reason, tutorial)
 
 
@@ -231,8 +234,11 @@ def _match_load(defs: Definitions, value: Operand) -> TilePlan:
     except NotDefinedBy as err:
         raise _Mismatch(f"the operand is not a load but {describe_operand(value, err.found)}") from None
     ptr, mask, other = load.operands
-    base, rows, row_stride, cols = _match_pointer(defs, ptr)
-    row_bound, col_bound = _match_mask(defs, mask, rows, cols)
+    try:
+        base, rows, row_stride, cols = _match_pointer(defs, ptr)
+        row_bound, col_bound = _match_mask(defs, mask, rows, cols)
+    except _Mismatch as err:
+        raise _Mismatch(err.reason, form=True) from None
     if other not in ZERO_FILLS:
         given = "no value (other=none)" if other is None else (
             format_literal(other.value) if isinstance(other, Const) else "a computed value")
