@@ -435,12 +435,16 @@ def emit_ttir(input: str, output: str) -> None:
 @click.option("--dump-dir", default=None, metavar="DIR",
               help="Write every stage into DIR (00-ast.py ... 08-cubin.cubin, each opt pass's SSA too); "
                    "without --emit, the pipeline runs to cubin.")
+@click.option("--remarks", is_flag=True,
+              help="Print to stderr, for each tl.dot at its source line, what it got on the CUDA path (staged, "
+                   "stages, wgmma / mma.sync / FMA, operand layouts, shared bytes; registers and spills from "
+                   "ptxas where nvcc is found) and why not more, whatever --emit is.")
 @ir_printing_options
 @output_option
 @reports_errors
 def compile_command(input: str, emit: str | None, kernel: str | None, defines: tuple[str, ...],
                     signature: str | None, num_warps: int, num_stages: int | None, passes: str | None, arch: str,
-                    shared_budget: int | None, dump_dir: str | None,
+                    shared_budget: int | None, dump_dir: str | None, remarks: bool,
                     print_ir_after_all: bool, print_after: tuple[str, ...], print_before: tuple[str, ...],
                     print_ir_after_change: bool, time_passes: bool, output: str) -> None:
     """Run the pipeline up to one stage in one process."""
@@ -465,6 +469,11 @@ def compile_command(input: str, emit: str | None, kernel: str | None, defines: t
         instrument.attach(options, instrument.open_dump_dir(dump_dir))
     timer = attach_ir_printing(options, print_ir_after_all, print_after, print_before, print_ir_after_change,
                                time_passes)
+    seen = None
+    if remarks:
+        from mytriton.remarks import watch
+
+        seen = watch(options)
     try:
         result = compiler.compile_source(text, file, emit, options)
     finally:
@@ -472,6 +481,10 @@ def compile_command(input: str, emit: str | None, kernel: str | None, defines: t
             click.echo(timer.report(), err=True, nl=False)
     if emit != printed:
         result = instrument.stage_text(printed, results[printed])
+    if seen is not None:
+        from mytriton.remarks import compile_remarks, render
+
+        click.echo(render(compile_remarks(text, file, options, seen)), err=True, nl=False)
     write_output(output, result)
 
 

@@ -226,6 +226,19 @@ class CompileError(Exception):
         return self.render()
 
 
+@dataclass(frozen=True)
+class Remark:
+    """A located fact that is not an error (``--remarks``): rendered as an
+    error is, ``file:line:col: remark: message`` with the source line and a
+    caret, as clang's ``-Rpass`` remarks."""
+
+    loc: Location | None
+    message: str
+
+    def render(self, sources: SourceTexts = SOURCES) -> str:
+        return _quote(self.loc, "remark", self.message, sources)
+
+
 def _quote(loc: Location | None, severity: str, message: str, sources: SourceTexts) -> str:
     if loc is None:
         return f"{severity}: {printable(message, keep=_MESSAGE_KEEP)}"

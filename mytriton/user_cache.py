@@ -44,7 +44,7 @@ def always_compile() -> bool:
 # The names mytriton gives its entries, folder by folder (nvcc.py, ir/grammar.py,
 # runtime/autotuner.py), and the temporary files of a write (write_private).
 _OWN_NAMES = {
-    "": re.compile(r"[0-9a-f]{64}\.(cubin|ptx)|\.[a-z0-9_]{8}\.partial"),
+    "": re.compile(r"[0-9a-f]{64}\.(cubin|ptx|usage)|\.[a-z0-9_]{8}\.partial"),
     "grammars": re.compile(r"[a-z0-9_]+-[a-z0-9_]+-[0-9a-f]{24}\.json|\.[a-z0-9_]{8}\.partial"),
     "autotune": re.compile(r"[0-9a-f]{64}\.json|\.[a-z0-9_]{8}\.partial"),
 }

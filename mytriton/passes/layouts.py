@@ -75,6 +75,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
+from mytriton import remarks
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.axis_info import AxisAnalysis, vector_width
@@ -178,28 +179,53 @@ def wgmma_layout(op: Op, num_warps: int, k_major: frozenset[Value] = frozenset()
     whole swizzle rows (``wgmma_swizzle``). A B buffer in ``k_major``
     (``column_contiguous_buffers``) is read K-major: its swizzle rows run
     along K, and an instruction's N is any multiple of 8 up to 256."""
+    chosen = wgmma_choice(op, num_warps, k_major)
+    return chosen if isinstance(chosen, Mma) else None
+
+
+def wgmma_choice(op: Op, num_warps: int, k_major: frozenset[Value] = frozenset()) -> Mma | str:
+    """``wgmma_layout``'s answer, or the rule that refused it (for remarks)."""
     if opdefs.lookup(op.name).layout_rule != "dot":
-        return None
+        return "not a dot"
     a, b = op.operands[0], op.operands[1]
     # A from registers (``dot_rs``): wgmma reads it as the register fragment
     # ``register_a_layout`` gives, with no swizzle of its own.
     a_in_registers = op.name == "dot_rs" and isinstance(a.type, BlockType)
     if not ((isinstance(a.type, SharedType) or a_in_registers) and isinstance(b.type, SharedType)):
-        return None
+        return "wgmma reads its operands from staged shared buffers (A from registers in a dot_rs), and this " \
+            "dot is not staged"
     element = _operand_element(a)
-    if element != b.type.element or element not in WGMMA_K or num_warps % 4:
-        return None
+    if element != b.type.element:
+        return f"its operands' types differ ({element} and {b.type.element})"
+    if element not in WGMMA_K:
+        return f"wgmma takes f16, bf16 or TF32 operands, not {element}"
+    if num_warps % 4:
+        return f"wgmma needs whole warpgroups of 4 warps, and num_warps is {num_warps}"
     (m, k), n = a.type.shape, b.type.shape[1]
     a_swizzle = SWIZZLE_BYTES[0] if a_in_registers else wgmma_swizzle(k, element.nbytes)
     b_k_major = buffer_of(b) in k_major
-    if element == F32 and not (is_tf32(op) and b_k_major and not a_in_registers):
-        return None
+    if element == F32:
+        if not is_tf32(op):
+            return f"an f32 dot runs on wgmma only as TF32, and its input_precision is " \
+                   f"{op.attrs.get('input_precision')}"
+        if a_in_registers:
+            return "a TF32 wgmma reads A from shared memory, not registers"
+        if not b_k_major:
+            return "a TF32 wgmma reads B K-major only, and B is not contiguous along K in memory " \
+                   "(its copy's row stride is not the constant 1)"
     b_swizzle = wgmma_swizzle(k if b_k_major else n, element.nbytes)
-    if m % (16 * num_warps) or k % WGMMA_K[element] or a_swizzle is None or b_swizzle is None:
-        return None
+    if m % (16 * num_warps):
+        return f"M={m} is not a multiple of 16 rows per warp over {num_warps} warps ({16 * num_warps})"
+    if k % WGMMA_K[element]:
+        return f"K={k} is not a multiple of the instruction's {WGMMA_K[element]}"
+    if a_swizzle is None:
+        return f"A's rows ({k} x {element.nbytes} bytes) are not whole 32-byte swizzle rows"
+    if b_swizzle is None:
+        what = f"B's {'columns' if b_k_major else 'rows'} ({k if b_k_major else n} x {element.nbytes} bytes)"
+        return f"{what} are not whole 32-byte swizzle rows"
     if b_k_major:
         if n % 8:
-            return None
+            return f"N={n} is not a multiple of 8"
         instr_n = next(w for w in range(min(n, WGMMA_MAX_N) // 8 * 8, 0, -8) if n % w == 0)
         return Mma(3, (num_warps, 1), (16, instr_n, WGMMA_K[element]))
     # An instruction's N: whole column blocks of B, at most 256; with a narrower
@@ -249,17 +275,32 @@ def mma_layout(op: Op, num_warps: int, wgmma: bool = False, k_major: frozenset[V
         layout = wgmma_layout(op, num_warps, k_major)
         if layout is not None:
             return layout
+    chosen = mma_sync_choice(op, num_warps)
+    return chosen if isinstance(chosen, Mma) else None
+
+
+def mma_sync_choice(op: Op, num_warps: int) -> Mma | str:
+    """The ``mma.sync`` accumulator layout of a dot, or the rule that refused it (for remarks)."""
     a, b = op.operands[0], op.operands[1]
     element = _operand_element(a)
-    if element != _operand_element(b) or element not in MMA_K:
-        return None
+    if element != _operand_element(b):
+        return f"its operands' types differ ({element} and {_operand_element(b)})"
+    if element not in MMA_K:
+        return f"the tensor cores take f16, bf16, i8 or TF32 operands, not {element}"
     if element == F32 and op.attrs.get("input_precision") not in TENSOR_CORE_PRECISIONS:
-        return None
+        return f"an f32 dot runs on the tensor cores as tf32 or tf32x3, and its input_precision is " \
+               f"{op.attrs.get('input_precision')}"
     (m, k), n = a.type.shape, b.type.shape[1]
-    if m % 16 or n % 8 or k % MMA_K[element]:
-        return None
+    if m % 16:
+        return f"M={m} is not a multiple of 16"
+    if n % 8:
+        return f"N={n} is not a multiple of 8"
+    if k % MMA_K[element]:
+        return f"K={k} is not a multiple of {MMA_K[element]} ({element}'s mma.sync K)"
     warps = mma_warps(m, n, num_warps)
-    return Mma(2, warps) if warps is not None else None
+    if warps is None:
+        return f"a {m}x{n} tile leaves some of {num_warps} warps without a whole 16x8 block"
+    return Mma(2, warps)
 
 
 def mma_shared_layout(element, op_idx: int) -> PaddedShared:
@@ -353,6 +394,15 @@ class _Assigner:
         compute it (``mma_layout``), else a register tile per thread whose
         column runs are 16 bytes of the operands' and result's elements."""
         mma = mma_layout(op, self.num_warps, self.wgmma, self.k_major)
+        # Why not the faster instruction, for remarks: why not wgmma on an
+        # mma.sync dot, why not mma.sync on an FMA one.
+        if mma is None or (mma.version == 2 and self.wgmma):
+            refused = wgmma_choice(op, self.num_warps, self.k_major) if mma is not None \
+                else mma_sync_choice(op, self.num_warps)
+            if isinstance(refused, str):
+                remarks.note(self.kernel, op, remarks.INSTRUCTION, refused)
+        elif mma.version == 2:
+            remarks.note(self.kernel, op, remarks.INSTRUCTION, "wgmma needs sm_90 (Hopper)")
         if mma is not None:
             return mma
         types = (op.operands[0].type, op.operands[1].type, op.results[0].type)

@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from mytriton import remarks
 from mytriton.ir import opdefs
 from mytriton.ir.layout_attributes import Mma
 from mytriton.ir.ssa import Block, BlockArg, Kernel, Op, OpResult, for_body, for_yield, insert_after, insert_before, use_counts, walk
@@ -64,24 +65,38 @@ def _inputs_after(op: Op, body: Block, after: int) -> list[Op] | None:
     return [o for o in body.ops if o in needed]
 
 
-def _overlap(loop: Op, counts: dict) -> bool:
+def _overlap(kernel: Kernel, loop: Op, counts: dict) -> bool:
     body = for_body(loop)
     dots = [op for op in body.ops if is_wgmma(op)]
     if len(dots) != 1 or dots[0].attrs.get("in_flight"):
+        if len(dots) > 1:
+            for dot in dots:
+                remarks.note(kernel, dot, remarks.OVERLAP, f"its loop body holds {len(dots)} wgmma dots")
         return False
     dot = dots[0]
     result = dot.results[0]
     acc = dot.operands[2] if len(dot.operands) > 2 else None
     yielded = for_yield(loop)
-    if not isinstance(acc, BlockArg) or acc.block is not body or counts.get(acc) != 1 or yielded is None:
-        return False
-    if yielded.operands[acc.index - 1] is not result or counts.get(result) != 1:
+    refused = None
+    if not isinstance(acc, BlockArg) or acc.block is not body or yielded is None:
+        refused = "its accumulator is not a value its loop carries (acc = tl.dot(a, b, acc))"
+    elif counts.get(acc) != 1:
+        refused = "its accumulator has other readers than the dot"
+    elif yielded.operands[acc.index - 1] is not result:
+        refused = "its loop does not carry its result on as the next accumulator"
+    elif counts.get(result) != 1:
+        refused = "its result has other users in the loop than the yield"
+    if refused is not None:
+        remarks.note(kernel, dot, remarks.OVERLAP, refused)
         return False
     barriers = [i for i, op in enumerate(body.ops) if op.name == "barrier"]
     if not barriers or barriers[0] > body.ops.index(dot):
+        remarks.note(kernel, dot, remarks.OVERLAP, "no barrier precedes it in its loop body")
         return False
     inputs = _inputs_after(dot, body, barriers[0])
     if inputs is None:
+        remarks.note(kernel, dot, remarks.OVERLAP, "it reads a value computed after the loop's first barrier by "
+                     "an op that cannot move before it")
         return False
     moved = [*inputs, dot]
     for op in moved:
@@ -109,5 +124,5 @@ class OverlapWgmmaPass:
             return kernel
         counts = use_counts(kernel.body)
         for loop in [op for op in walk(kernel.body) if op.name == "for" and op.attrs.get("pipeline_stages")]:
-            _overlap(loop, counts)
+            _overlap(kernel, loop, counts)
         return kernel

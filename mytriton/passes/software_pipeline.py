@@ -51,11 +51,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mytriton import remarks
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import (
     BlockArg, Const, Kernel, Op, OpResult, Operand, Value, erase_op, for_body, for_bounds, for_index, for_yield, insert_before, use_counts, values_used, walk,
 )
-from mytriton.target import SHARED_MEMORY_BUDGET
+from mytriton.target import SHARED_MEMORY_BUDGET, budget_text
 from mytriton.types import BOOL, I32, BlockType, PointerType, SharedType
 
 DEFAULT_NUM_STAGES = 3  # Triton's default
@@ -66,7 +67,12 @@ ASYNC_FORM = {"copy_to_shared": "async_copy_to_shared",
 
 
 class _NotPipelinable(Exception):
-    """This loop is not the staged pattern, or its copies cannot be issued early."""
+    """This loop is not the staged pattern, or its copies cannot be issued
+    early, for ``reason`` (empty: the loop holds no staged dot to tell)."""
+
+    def __init__(self, reason: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,12 +118,15 @@ def _plan(loop: Op, allocation_of: dict[Value, Op], counts: dict[Value, int]) ->
     found = [i for i, op in enumerate(ops) if op.name == "dot_shared"]
     if not found:  # a dot_rs alone (A computed in registers)
         found = [i for i, op in enumerate(ops) if op.name == "dot_rs"][:1]
-    if len(found) != 1:
+    if not found:
         raise _NotPipelinable
+    if len(found) != 1:
+        raise _NotPipelinable(f"its loop body holds {len(found)} staged dots; a loop is pipelined around one")
     at = found[0]
     dot = ops[at]
     if at < 3 or at + 1 >= len(ops) or ops[at - 1].name != "barrier" or ops[at + 1].name != "barrier":
-        raise _NotPipelinable
+        raise _NotPipelinable("the dot is not between a barrier after its copies and one after it, "
+                              "as stage-dots writes them")
     start = at - 1
     while start > 0 and ops[start - 1].name in ASYNC_FORM:
         start -= 1
@@ -127,16 +136,19 @@ def _plan(loop: Op, allocation_of: dict[Value, Op], counts: dict[Value, int]) ->
     read = set(dot.operands[:2]) | {rider.operands[1] for rider, _ in riders}
     # Two copies, or one where stage-dots copied the other operand once before
     # the loop (or A of a dot_rs stays in registers); a rider's B besides.
-    if not copies or not set(buffers) <= read or len(set(buffers)) != len(copies):
-        raise _NotPipelinable
+    if not copies:
+        raise _NotPipelinable("no copy into its buffers is in its loop body")
+    if not set(buffers) <= read or len(set(buffers)) != len(copies):
+        raise _NotPipelinable("the copies before the dot are not one into each buffer it reads")
     dot_buffers = [x for x in dot.operands[:2] if isinstance(x.type, SharedType)]
     for other in set(dot_buffers) - set(buffers):
         if other not in allocation_of or _written_in(loop, other):
-            raise _NotPipelinable
+            raise _NotPipelinable("a buffer it reads without a copy in the loop body is written in the loop "
+                                  "or is not a buffer of the kernel")
     allocations = []
     for buffer in buffers:
         if buffer not in allocation_of or counts.get(buffer, 0) != 2:  # its copy and the dot alone
-            raise _NotPipelinable
+            raise _NotPipelinable("a buffer it reads has other users than its copy and the dot")
         allocations.append(allocation_of[buffer])
     for copy in copies:
         for operand in copy.operands[1:]:
@@ -152,10 +164,10 @@ def _riders(ops: list[Op], at: int, buffers: set) -> tuple[tuple[Op, Op], ...]:
         op = ops[i]
         if op.name == "dot_rs" and op.operands[1] in buffers:
             if i + 1 >= len(ops) or ops[i + 1].name != "barrier":
-                raise _NotPipelinable
+                raise _NotPipelinable("a dot_rs reading a buffer copied with the dot is not followed by a barrier")
             riders.append((op, ops[i + 1]))
     if {op.operands[1] for op, _ in riders} != buffers:
-        raise _NotPipelinable
+        raise _NotPipelinable("a buffer copied with the dot is read by neither it nor a dot_rs after it")
     return tuple(riders)
 
 
@@ -172,12 +184,16 @@ def _check_clonable(loop: Op, operand: Operand) -> None:
     body = for_body(loop)
     if isinstance(operand, BlockArg):
         if operand.block is body and operand is not for_index(loop):
-            raise _NotPipelinable  # a carried value (a pointer advanced each step)
+            # a carried value (a pointer advanced each step)
+            raise _NotPipelinable("a copy's operand is a value the loop carries, not one computed from the "
+                                  "loop index, so the copy of a later iteration cannot be issued early")
         return
     if isinstance(operand, OpResult) and operand.op.parent is body:
         op = operand.op
         if not _speculatable(op):
-            raise _NotPipelinable
+            raise _NotPipelinable(f"a copy's operand is computed by '{op.name}', which may not run ahead for a "
+                                  "later iteration (it reads memory, has regions, or divides by what may be "
+                                  "0 or -1)")
         for inner in op.operands:
             _check_clonable(loop, inner)
 
@@ -375,6 +391,13 @@ def scratch_reserve(kernel: Kernel, staged: frozenset[Op] = frozenset()) -> int:
     return reserve
 
 
+def _note(kernel: Kernel, loop: Op, fact: str) -> None:
+    """``fact``: why the staged dots of ``loop``'s body are not pipelined."""
+    for op in for_body(loop).ops:
+        if op.name in ("dot_shared", "dot_rs"):
+            remarks.note(kernel, op, remarks.PIPELINE, fact)
+
+
 def choose_stages(requested: int, stage_bytes: int, other_bytes: int, budget: int = SHARED_MEMORY_BUDGET) -> int:
     """The most stages up to ``requested`` whose buffers fit beside ``other_bytes`` in ``budget``."""
     fit = (budget - other_bytes) // stage_bytes if stage_bytes else requested
@@ -396,11 +419,16 @@ class SoftwarePipelinePass:
         for op in walk(kernel.body):
             if op.name != "for" or "pipeline_stages" in op.attrs:
                 continue
-            if requested_stages(op, self.num_stages) <= 1:
+            requested = requested_stages(op, self.num_stages)
+            if requested <= 1:
+                whose = "the loop's num_stages" if op.attrs.get("num_stages") is not None else "num_stages"
+                _note(kernel, op, f"{whose} is {requested}")
                 continue
             try:
                 plans.append(_plan(op, allocation_of, counts))
-            except _NotPipelinable:
+            except _NotPipelinable as refused:
+                if refused.reason:
+                    _note(kernel, op, refused.reason)
                 continue
         if not plans:
             return kernel
@@ -412,9 +440,14 @@ class SoftwarePipelinePass:
         for plan in plans:
             requested = requested_stages(plan.loop, self.num_stages)
             stages = choose_stages(requested, plan.stage_bytes, used - plan.stage_bytes, self.shared_budget)
+            room = (f"a stage of its buffers takes {plan.stage_bytes} bytes, beside {used - plan.stage_bytes} "
+                    f"bytes of other buffers and scratch reserve in the {budget_text(self.shared_budget)} budget")
             if stages <= 1:
+                remarks.note(kernel, plan.dot, remarks.PIPELINE, f"{requested} stages asked, but only 1 fits: {room}")
                 plan.loop.attrs["pipeline_stages"] = 1
                 continue
+            if stages < requested:
+                remarks.note(kernel, plan.dot, remarks.PIPELINE, f"of {requested} asked: {room}")
             used += (stages - 1) * plan.stage_bytes
             _pipeline(plan, stages)
         return kernel

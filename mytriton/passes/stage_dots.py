@@ -52,8 +52,9 @@ at the dot, raised before the kernel is changed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from mytriton import remarks
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import Definitions, NotDefinedBy, describe_operand
@@ -151,20 +152,30 @@ class DotPlan:
 
 @dataclass(frozen=True)
 class NotCanonical:
-    """Why a dot (or one operand) is not the canonical pattern, in a few words."""
+    """Why a dot (or one operand) is not the canonical pattern, in a few words;
+    ``tutorial``: why it is not one of Triton's tutorial forms either, where
+    that says something the canonical reason does not (for remarks)."""
 
     reason: str
+    tutorial: str = field(default="", compare=False)
 
     def __str__(self) -> str:
         return self.reason
 
+    @property
+    def remark(self) -> str:
+        """The reason, and the tutorial form's where it adds to it."""
+        return f"{self.reason}; as a tutorial form: {self.tutorial}" if self.tutorial else self.reason
+
 
 class _Mismatch(Exception):
-    """A pattern did not match, for ``reason``."""
+    """A pattern did not match, for ``reason``; ``form``: at the pointer or
+    the mask (which Triton's tutorial forms spell otherwise), not later."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, form: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.form = form
 
 
 # ---- matching ---------------------------------------------------------------------------
@@ -185,7 +196,9 @@ def match_dot(defs: Definitions, dot: Op) -> DotPlan | NotCanonical:
                 tiles.append(None)
                 continue
             # Neither operand stages: A's reason says the most (it is the first).
-            return NotCanonical(f"operand A: {a_reason}" if a_reason is not None else f"operand {label}: {tile}")
+            if a_reason is not None:
+                return NotCanonical(f"operand A: {a_reason}", a_reason.tutorial)
+            return NotCanonical(f"operand {label}: {tile}", tile.tutorial)
         writer = _store_between(defs, tile.load, dot)
         if writer is not None:
             return NotCanonical(f"operand {label}: a {writer.name} may run between the load and the dot")
@@ -207,8 +220,12 @@ def match_operand(defs: Definitions, value: Operand) -> TilePlan | StridedPlan |
     except _Mismatch as err:
         try:
             return _match_strided_load(defs, value)
-        except _Mismatch:
-            return NotCanonical(err.reason)  # the canonical form's reason says the most
+        except _Mismatch as strided:
+            # The canonical form's reason says the most; the tutorial form's
+            # is kept where the pointer or the mask did not match, which the
+            # tutorial forms spell otherwise (a remark shows both).
+            tutorial = strided.reason if err.form and strided.reason != err.reason else ""
+            return NotCanonical(err.reason, tutorial)
 
 
 def _match_load(defs: Definitions, value: Operand) -> TilePlan:
@@ -217,8 +234,11 @@ def _match_load(defs: Definitions, value: Operand) -> TilePlan:
     except NotDefinedBy as err:
         raise _Mismatch(f"the operand is not a load but {describe_operand(value, err.found)}") from None
     ptr, mask, other = load.operands
-    base, rows, row_stride, cols = _match_pointer(defs, ptr)
-    row_bound, col_bound = _match_mask(defs, mask, rows, cols)
+    try:
+        base, rows, row_stride, cols = _match_pointer(defs, ptr)
+        row_bound, col_bound = _match_mask(defs, mask, rows, cols)
+    except _Mismatch as err:
+        raise _Mismatch(err.reason, form=True) from None
     if other not in ZERO_FILLS:
         given = "no value (other=none)" if other is None else (
             format_literal(other.value) if isinstance(other, Const) else "a computed value")
@@ -831,8 +851,15 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
     """The dots to stage, in program order. Raises if their buffers, with the
     kernel's existing ones, do not fit in the shared-memory budget."""
     used = sum(op.results[0].type.nbytes for op in walk(kernel.body) if _allocates(op))
-    matched = [plan for op in walk(kernel.body) if op.name == "dot"
-               and not isinstance(plan := match_dot(defs, op), NotCanonical)]
+    matched = []
+    for op in walk(kernel.body):
+        if op.name != "dot":
+            continue
+        plan = match_dot(defs, op)
+        if isinstance(plan, NotCanonical):
+            remarks.note(kernel, op, remarks.STAGING, plan.remark)
+        else:
+            matched.append(plan)
     # A dot in a tutorial form (a strided copy) is staged only where its
     # buffers leave room for the scratch of what stays unstaged (attention's
     # P @ V, its reductions): otherwise it keeps the general path, as before.
@@ -845,6 +872,11 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
             # scratch is known only while emitting: a margin for both.)
             nbytes = _new_bytes(plan, once)
             if plan.strided and room + nbytes * 5 // 4 + 2 * reserve > budget:
+                remarks.note(kernel, plan.dot, remarks.STAGING,
+                             f"its tiles in a tutorial form take {nbytes} bytes, and with room for row padding "
+                             f"(a quarter more) and twice the {reserve} bytes of scratch that what stays unstaged "
+                             f"may need, beside {room} bytes already taken, they would pass the "
+                             f"{budget_text(budget)} budget")
                 continue
             room += nbytes
             once |= _copied_once(plan)
@@ -853,8 +885,14 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
         # body keeps another dot on the general path would read P converted
         # from that dot's layout through shared memory (and crowd the budget).
         staged = {plan.dot for plan in taken}
-        taken = [plan for plan in taken if plan.a is not None or all(
+        beside = [plan for plan in taken if plan.a is not None or all(
             op in staged for op in plan.dot.parent.ops if op.name == "dot")]
+        for plan in taken:
+            if plan not in beside:
+                remarks.note(kernel, plan.dot, remarks.STAGING,
+                             "A is computed in registers (a dot_rs), which is staged only where every other dot "
+                             "of its loop body is staged too, and one is not")
+        taken = beside
         if len(taken) == len(matched):
             break
         matched = taken
@@ -977,6 +1015,7 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
             if name == "dot_shared":
                 groups[dot] = ((copies or [barrier])[0], barrier)
         replace_uses(kernel.body, dot.result, staged.result)
+        remarks.moved(kernel, dot, staged)
         erase_op(dot)
         loads += [tile.load for tile in plan.tiles]
     # Allocations first in the kernel, after any it already had.

@@ -385,6 +385,12 @@ class JITFunction:
                 from mytriton.instrument import print_jit_kernel
 
                 run_deep(print_jit_kernel, printer, text, self.file, options)
+            from mytriton.remarks import remarks_from_env
+
+            if remarks_from_env():
+                from mytriton.remarks import print_jit_remarks
+
+                run_deep(print_jit_remarks, text, self.file, options, backend)
             dump_variable, dump_root = dump_dir()
             if dump_root:
                 from mytriton.instrument import dump_jit_kernel

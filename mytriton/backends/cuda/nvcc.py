@@ -62,13 +62,17 @@ def cache_dir() -> Path:
     return cache_root()
 
 
+class NvccMissing(CompileError):
+    """nvcc is on neither PATH nor the toolkit's usual place."""
+
+
 def find_nvcc() -> str:
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         for candidate in ("/usr/local/cuda/bin/nvcc",):
             if os.path.exists(candidate):
                 return candidate
-        raise CompileError("nvcc was not found on PATH; it is needed to build CUDA (install the CUDA toolkit)")
+        raise NvccMissing("nvcc was not found on PATH; it is needed to build CUDA (install the CUDA toolkit)")
     return nvcc
 
 
@@ -114,7 +118,26 @@ def build_arch(source: str, arch: str) -> str:
     return arch
 
 
-def run_nvcc(nvcc: str, source: str, kind: str, options: list[str]) -> bytes:
+def resource_usage(source: str, arch: str) -> str:
+    """ptxas's report (``nvcc --resource-usage``: registers, spills, stack
+    of each entry function) on the cubin build of ``source``, cached as the
+    builds are. A build of its own, with the cubin's options and this flag
+    added, so the cubin's own build and cache entry stay as they are."""
+    nvcc = find_nvcc()
+    arch = build_arch(source, arch)
+    target = f"-gencode=arch=compute_{arch[3:]},code={arch}" if arch.endswith("a") else f"-arch={arch}"
+    options = [target, "-O3", "-lineinfo", *FIXED_PATH]
+    key_text = "\n".join([VERSION, nvcc_version(nvcc), "resource-usage", *options, source])
+    cached = cache_dir() / f"{hashlib.sha256(key_text.encode()).hexdigest()}.usage"
+    data = None if always_compile() else read_entry(cached)
+    if data is None:
+        data = run_nvcc(nvcc, source, "cubin", [*options, "--resource-usage"], report=True)
+        write_entry(cached, data)
+    return data.decode("utf-8", "replace")
+
+
+def run_nvcc(nvcc: str, source: str, kind: str, options: list[str], report: bool = False) -> bytes:
+    """nvcc's output file; with ``report``, what it printed on stderr instead."""
     try:
         with scratch.directory() as tmp:
             src = tmp / "kernel.cu"
@@ -130,7 +153,7 @@ def run_nvcc(nvcc: str, source: str, kind: str, options: list[str]) -> bytes:
             if proc.returncode != 0:
                 shown = [o for o in cmd[1:-3] if o not in FIXED_PATH]
                 raise CompileError(f"nvcc failed ({' '.join(shown)}):\n{proc.stderr.strip()}")
-            return out.read_bytes()
+            return proc.stderr.encode() if report else out.read_bytes()
     except OSError as err:
         raise CompileError(f"cannot build with nvcc in a temporary directory: {err}") from None
 
