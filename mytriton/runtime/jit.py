@@ -236,8 +236,11 @@ class JITFunction:
             return compiled
         compiled, values_of = entry
         grid3 = _positive_grid(grid)
+        if grid3 is None and callable(grid):  # grid(meta), as an autotuned kernel's grid always is
+            grid = grid(dict(zip(self._names, picked)))
+            grid3 = _positive_grid(grid)
         if grid3 is None:
-            grid3 = normalize_grid(grid, dict(zip(self._names, picked)))
+            grid3 = normalize_grid(grid, {})
             if not warmup:
                 compiled._launch(grid3, list(values_of(picked)), stream)
         elif not warmup:
