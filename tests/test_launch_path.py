@@ -239,6 +239,19 @@ def test_an_autotuned_kernel_launches_again_with_its_chosen_config(kernel_module
         np.testing.assert_array_equal(out, x + y)
 
 
+def test_a_grid_function_giving_zero_or_a_negative_count_on_a_repeated_launch(kernel_module):
+    """The grid a function returns takes the short path only when every
+    count is positive: zero launches nothing, a negative count is the usual error."""
+    add = kernel_module(ADD).add
+    x, y = inputs(100)
+    twice(lambda: add[lambda meta: (2,)](x, y, np.zeros_like(x), 100, backend="interp"))
+    out = np.full_like(x, np.nan)
+    add[lambda meta: (0,)](x, y, out, 100, backend="interp")
+    assert np.isnan(out).all()
+    with pytest.raises(CompileError, match="grid dimensions must be non-negative"):
+        add[lambda meta: (-1,)](x, y, out, 100, backend="interp")
+
+
 # ---- bad calls after good ones ------------------------------------------------------------------
 
 
