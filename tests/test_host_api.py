@@ -539,3 +539,33 @@ def test_do_bench_times_a_gpu_launch_with_events(kernel_module):
     out = np.zeros_like(x)
     ms = do_bench(lambda: add[grid_of(1 << 16)](x, y, out, 1 << 16, backend="cuda"), warmup=5, rep=20)
     assert 0 < ms < 100
+
+
+def test_autotune_builds_its_configs_at_once_before_timing_them(kernel_module, monkeypatch, tmp_path):
+    """Each config is compiled (warmup) on a thread of its own before the
+    first is timed, so the builds' nvcc processes overlap: here each build
+    waits until the other has started, which only builds in flight together pass."""
+    import threading
+
+    monkeypatch.setenv("MYTRITON_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MYTRITON_BUILD_THREADS", "4")
+    add = kernel_module(TUNED).add
+    bench = _timed(add, monkeypatch, {32: 2.0, 128: 1.0})
+    timed_run = add.fn.run
+    together = threading.Barrier(2, timeout=10)
+    builds = []
+
+    def run(*args, warmup=False, **kwargs):
+        if warmup and bench.calls == 0 and len(builds) < 2:
+            builds.append((kwargs.get("BLOCK"), threading.current_thread().name))
+            together.wait()  # raises BrokenBarrierError if the other build never starts alongside
+        return timed_run(*args, warmup=warmup, **kwargs)
+
+    monkeypatch.setattr(add.fn, "run", run)
+    x, y = inputs(300)
+    out = np.zeros_like(x)
+    add[grid_of(300)](x, y, out, 300)
+    assert sorted(block for block, _ in builds) == [32, 128]
+    assert all(name.startswith("mytriton-build") for _, name in builds)
+    assert add.best_config.kwargs == {"BLOCK": 128}
+    np.testing.assert_array_equal(out, x + y)

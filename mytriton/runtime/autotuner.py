@@ -16,7 +16,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
 from mytriton.diagnostics import CompileError
@@ -149,6 +151,15 @@ def _copy_into(target: Any, source: Any) -> None:
         target[...] = source
 
 
+def build_threads() -> int:
+    """How many configs an autotuner compiles at once: MYTRITON_BUILD_THREADS,
+    else one per CPU (at most 16)."""
+    value = os.environ.get("MYTRITON_BUILD_THREADS", "")
+    if value.strip().isdigit() and int(value) > 0:
+        return int(value)
+    return min(os.cpu_count() or 1, 16)
+
+
 def _key_part(value: Any) -> str:
     """A key argument's value as a stable string: numbers by value, arrays by
     element type (their contents are never part of a key)."""
@@ -268,8 +279,9 @@ class Autotuner(KernelInterface):
         if cached is not None:
             self.chosen_by = "disk cache"
             return cached
+        self._build_all(configs, args, grid, kwargs, backend)
         if warmup:
-            # Compile every config; nothing runs, so nothing is timed.
+            # Every config compiled; nothing runs, so nothing is timed.
             for config in configs:
                 self.fn.run(*args, grid=grid, backend=backend, warmup=True, **config.all_kwargs(), **kwargs)
             self.chosen_by = "the first config (warmup: configs are not timed)"
@@ -285,6 +297,26 @@ class Autotuner(KernelInterface):
         if self.cache_results:
             self._write_disk(disk, key, configs, best, timings[best])
         return best
+
+    def _build_all(self, configs: list[Config], args: tuple, grid: Any, kwargs: dict[str, Any],
+                   backend: str) -> None:
+        """Compile every config before any is timed, several at once: each
+        build's nvcc is a process of its own, so threads overlap them (the
+        compile stages in Python take turns), and the first call of an
+        autotuned kernel costs about its slowest build, not their sum. A
+        config the compiler refuses is left for the timing to find again."""
+        workers = min(len(configs), build_threads())
+        if workers <= 1:
+            return
+
+        def build(config: Config) -> None:
+            try:
+                self.fn.run(*args, grid=grid, backend=backend, warmup=True, **config.all_kwargs(), **kwargs)
+            except CompileError:
+                pass
+
+        with ThreadPoolExecutor(workers, thread_name_prefix="mytriton-build") as pool:
+            list(pool.map(build, configs))
 
     # ---- timing ----------------------------------------------------------------------------
     def _reset(self, named: dict[str, Any], reset_only: bool = False) -> None:
