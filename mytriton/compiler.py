@@ -213,10 +213,12 @@ def ptx(cuda_source: str, options: Options) -> str:
     return compile_ptx(cuda_source, options.arch)
 
 
-def cubin(cuda_source: str, options: Options) -> bytes:
-    from mytriton.backends.cuda.nvcc import compile_cubin
+def cubin(ptx_text: str, options: Options) -> bytes:
+    """The cubin of the ptx stage's PTX (ptxas alone: the CUDA is compiled
+    once); the same bytes as the JIT's build of the CUDA."""
+    from mytriton.backends.cuda.nvcc import cubin_from_ptx
 
-    return compile_cubin(cuda_source, options.arch)
+    return cubin_from_ptx(ptx_text)
 
 
 # ---- reading each stage's text ----------------------------------------------------------
@@ -281,7 +283,7 @@ def _unpipelined_mlir(kernel: Kernel, options: Options) -> str:
 
 
 # In pipeline order; ttir and mlir branch off after opt (back ends beside CUDA),
-# ptx and cubin after cuda (cubin is built from the CUDA source too).
+# ptx after cuda, cubin after ptx (ptxas on the PTX: the CUDA is compiled once).
 STAGES: tuple[Stage, ...] = (
     Stage("ast", "parse", None, lambda source, o: parse(source[0], source[1], o.kernel, o.namespace), dump_file="00-ast.py"),
     Stage("tree", "trace", "ast", lambda bundle, o: trace(bundle, "<bundle>", o), dump_file="01-tree.tree"),
@@ -291,8 +293,8 @@ STAGES: tuple[Stage, ...] = (
     Stage("layouts", "layouts", "staged", passes=_layout_passes, dump_file="05-layouts.ssa"),
     Stage("cuda", "emit-cuda", "layouts", lambda kernel, o: emit_cuda(kernel, o), dump_file="06-cuda.cu"),
     Stage("ptx", "nvcc (ptx)", "cuda", lambda cuda, o: ptx(cuda, o), dump_file="07-ptx.ptx"),
-    Stage("cubin", "nvcc (cubin)", "ptx", lambda cuda, o: cubin(cuda, o), dump_file="08-cubin.cubin",
-          reads="cuda", binary=True),
+    Stage("cubin", "nvcc (cubin, ptxas alone)", "ptx", lambda ptx_text, o: cubin(ptx_text, o), dump_file="08-cubin.cubin",
+          binary=True),
     Stage("mlir", "emit-mlir", "opt", _unpipelined_mlir),
     Stage("ttir", "emit-ttir", "opt", lambda kernel, o: emit_ttir(kernel)),
 )

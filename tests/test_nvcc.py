@@ -83,3 +83,16 @@ def test_changed_source_runs_nvcc_again(cache, nvcc_runs):
 def test_cache_lives_in_the_cache_directory(cache):
     nvcc.compile_cubin(cuda_of("vector_copy"), "sm_90")
     assert [p.suffix for p in cache.iterdir()] == [".cubin"]
+
+
+def test_emit_cubin_compiles_the_cuda_once_and_gives_the_jits_bytes(cache, nvcc_runs):
+    """--emit=cubin runs nvcc -ptx on the CUDA and then ptxas alone on that
+    PTX (no second cicc), and the cubin is the one the JIT builds from the CUDA."""
+    name = "matmul"
+    source = (SAMPLES / f"{name}.py").read_text()
+    options = Options(**SAMPLE_OPTIONS[name])
+    cubin = compiler.compile_source(source, f"samples/{name}.py", "cubin", options)
+    builds = [cmd for cmd in nvcc_runs if "--version" not in cmd]
+    assert [cmd[1] for cmd in builds] == ["--ptx", "--cubin"]
+    assert builds[1][-1].endswith("kernel.ptx")
+    assert cubin == nvcc.compile_cubin(cuda_of(name), options.arch)

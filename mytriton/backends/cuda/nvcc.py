@@ -39,6 +39,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -136,13 +137,37 @@ def resource_usage(source: str, arch: str) -> str:
     return data.decode("utf-8", "replace")
 
 
-def run_nvcc(nvcc: str, source: str, kind: str, options: list[str], report: bool = False) -> bytes:
-    """nvcc's output file; with ``report``, what it printed on stderr instead."""
+def cubin_from_ptx(ptx: str) -> bytes:
+    """The cubin of PTX that ``compile_ptx`` made: nvcc on a ``.ptx`` runs
+    ptxas alone (no preprocessor, no cicc), for the target the PTX names,
+    with the options ``build`` gives a cubin, so the result is byte for byte
+    the cubin ``compile_cubin`` builds from the same CUDA. ``--emit=cubin``
+    and ``--dump-dir`` show the PTX on the way: the CUDA is compiled once."""
+    target = re.search(r"^\s*\.target\s+(sm_\w+)", ptx, re.MULTILINE)
+    if target is None:
+        raise CompileError("the PTX names no .target sm_XX: it was not made by nvcc -ptx")
+    arch = target.group(1)
+    nvcc = find_nvcc()
+    options = [f"-gencode=arch=compute_{arch[3:]},code={arch}" if arch.endswith("a") else f"-arch={arch}",
+               "-O3", "-lineinfo"]
+    key_text = "\n".join([VERSION, nvcc_version(nvcc), "cubin from ptx", *options, ptx])
+    cached = cache_dir() / f"{hashlib.sha256(key_text.encode()).hexdigest()}.cubin"
+    data = None if always_compile() else read_entry(cached)
+    if data is None:
+        data = run_nvcc(nvcc, ptx, "cubin", options, suffix=".ptx")
+        write_entry(cached, data)
+    return data
+
+
+def run_nvcc(nvcc: str, source: str, kind: str, options: list[str], report: bool = False,
+             suffix: str = ".cu") -> bytes:
+    """nvcc's output file; with ``report``, what it printed on stderr instead.
+    ``suffix`` ".ptx": the source is PTX (given to ptxas as it is)."""
     try:
         with scratch.directory() as tmp:
-            src = tmp / "kernel.cu"
+            src = tmp / f"kernel{suffix}"
             out = tmp / f"kernel.{kind}"
-            src.write_text(f'#line 1 "{SOURCE_NAME}"\n{source}')
+            src.write_text(f'#line 1 "{SOURCE_NAME}"\n{source}' if suffix == ".cu" else source)
             cmd = [nvcc, f"--{kind}", *options, "-o", str(out), str(src)]
             proc = scratch.run(cmd, env={**os.environ, "TMPDIR": str(tmp)})
             if proc.returncode != 0 and "orig_src_path_name" in proc.stderr:
