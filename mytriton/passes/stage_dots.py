@@ -214,7 +214,15 @@ def _in_registers(defs: Definitions, value: Operand) -> bool:
 
 
 def match_operand(defs: Definitions, value: Operand) -> TilePlan | StridedPlan | NotCanonical:
-    """The tile a dot operand loads, if it is a canonical tile load."""
+    """The tile a dot operand loads, if it is a canonical tile load, or the
+    transpose of one (``tl.trans(k)``: copied with its axes swapped)."""
+    trans = defs.defined_by(value, "trans")
+    if trans is not None:
+        (inner,) = trans.operands[:1]
+        try:
+            return _match_strided_load(defs, inner).transposed(trans)
+        except _Mismatch as err:
+            return NotCanonical(f"the operand is the transpose of a tile whose load does not match: {err.reason}")
     try:
         return _match_load(defs, value)
     except _Mismatch as err:
@@ -463,11 +471,29 @@ class StridedPlan:
     bound_shifts: tuple[tuple[Operand, Operand], tuple[Operand, Operand]]  # (mask offset, pointer offset)
     fill: Const
     carried: tuple[CarriedOffset, ...] = ()  # offsets above that the loop carries, recomputed from its index
+    # The dot reads the load's tile transposed (``tl.trans(load)``, ``load.T``):
+    # the axes above are the operand's, swapped from the load's; this op is the trans.
+    transposed_by: Op | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
         rows, cols = shape_of(self.load.result.type)
-        return rows, cols
+        return (cols, rows) if self.transposed_by is not None else (rows, cols)
+
+    @property
+    def root(self) -> Op:
+        """The op whose result the dot reads (erased once the copy replaces it)."""
+        return self.transposed_by if self.transposed_by is not None else self.load
+
+    def transposed(self, trans: Op) -> "StridedPlan":
+        """The plan of ``trans(load)``: the same copy with rows and columns
+        swapped, strides and bounds with them. A row-major [N, K] load read
+        as its transpose becomes a [K, N] tile contiguous down its columns,
+        stored column-major (K-major for wgmma), as ``x @ w.T`` is."""
+        (row_shift, col_shift) = self.bound_shifts
+        return StridedPlan(self.load, self.base, self.shifts, self.advance, self.cols, self.rows,
+                           self.col_stride, self.row_stride, self.col_bound, self.row_bound,
+                           (col_shift, row_shift), self.fill, self.carried, trans)
 
     @property
     def element(self) -> ScalarType:
@@ -1017,7 +1043,7 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
         replace_uses(kernel.body, dot.result, staged.result)
         remarks.moved(kernel, dot, staged)
         erase_op(dot)
-        loads += [tile.load for tile in plan.tiles]
+        loads += [tile.root if isinstance(tile, StridedPlan) else tile.load for tile in plan.tiles]
     # Allocations first in the kernel, after any it already had.
     body = kernel.body
     first = next(op for op in body.ops if not _allocates(op))
