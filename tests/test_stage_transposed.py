@@ -89,3 +89,48 @@ def test_the_transpose_of_a_load_that_does_not_match_says_why():
     reason = str(match_dot(Definitions(kernel), dot))
     assert reason.startswith("operand B: the operand is the transpose of a tile whose load does not match")
     assert "0 or 0.0" in reason
+
+
+def _canonical_cuda(source: str, signature: str, arch: str) -> str:
+    """The kernel's CUDA without what only names or places differ by:
+    source locations, #line directives, the digest, value numbers."""
+    import re
+
+    cuda = compiler.compile_source(source, "k.py", "cuda", Options(signature=signature, arch=arch))
+    cuda = re.sub(r"@\d+:\d+", "@L", cuda)
+    cuda = "\n".join(line for line in cuda.splitlines() if not line.strip().startswith("#line"))
+    cuda = re.sub(r'"source_sha256": "[0-9a-f]+"', "", cuda)
+    names: dict[str, int] = {}
+    return re.sub(r"\b([vtwr])(\d+)\b", lambda m: m.group(1) + str(names.setdefault(m.group(0), len(names))), cuda)
+
+
+LINEAR_64 = kernel_source("""
+    @mytriton.jit
+    def linear(x_ptr, w_ptr, c_ptr, M, N, K, stride_wn):
+        rm = tl.program_id(0) * 64 + tl.arange(0, 64)
+        rn = tl.program_id(1) * 64 + tl.arange(0, 64)
+        acc = tl.zeros((64, 64), dtype=tl.float32)
+        for k in range(0, K, 32):
+            rk = k + tl.arange(0, 32)
+            x = tl.load(x_ptr + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+            W_LOAD
+            acc += PRODUCT
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+""")
+
+
+def test_the_transposed_operand_is_the_cuda_of_the_tile_loaded_k_major():
+    """x @ tl.trans(w), w loaded [N, K] as stored, gives the CUDA of the same
+    product with w loaded K-major ([K, N], rows contiguous) on every path:
+    wgmma and mma.sync, f16 and f32 (the K-major form is the GPU-tested one)."""
+    trans = LINEAR_64.replace("W_LOAD", "w = tl.load(w_ptr + rn[:, None] * stride_wn + rk[None, :], "
+                                        "mask=(rn[:, None] < N) & (rk[None, :] < K), other=0.0)"
+                              ).replace("PRODUCT", "tl.dot(x, tl.trans(w))")
+    k_major = LINEAR_64.replace("W_LOAD", "w = tl.load(w_ptr + rk[:, None] + rn[None, :] * stride_wn, "
+                                          "mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)"
+                                ).replace("PRODUCT", "tl.dot(x, w)")
+    for signature in ("*fp16:16, *fp16:16, *fp32:16, i32, i32, i32:16, i32:16",
+                      "*fp32:16, *fp32:16, *fp32:16, i32, i32, i32:16, i32:16"):
+        for arch in ("sm_90", "sm_80"):
+            assert _canonical_cuda(trans, signature, arch) == _canonical_cuda(k_major, signature, arch), \
+                (signature, arch)
