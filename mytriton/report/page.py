@@ -130,9 +130,13 @@ def _source_column(report: Report) -> str:
             f'<div class="body"><pre>{"".join(rows)}</pre>{note}</div></section>')
 
 
+# What a remark says where a dot fell back (remarks.py's words): the page marks it.
+_FELL_BACK = ("not staged", "not pipelined", "FMA", "not wgmma", "not overlapped", "fewer")
+
+
 def _missed(remark: RemarkView) -> str:
-    """A remark that says what a dot did not get (not staged, FMA, not pipelined...)."""
-    return " missed" if any(word in remark.message for word in ("not ", "FMA")) else ""
+    """" missed" for a remark that says what a dot did not get."""
+    return " missed" if any(words in remark.message for words in _FELL_BACK) else ""
 
 
 def _header(report: Report) -> str:
@@ -203,7 +207,7 @@ def render(report: Report) -> str:
     columns = [_source_column(report)] + [_stage_column(stage, report.file) for stage in report.stages]
     return "".join([
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
-        f'<meta http-equiv="Content-Security-Policy" content="{esc(assets.CONTENT_SECURITY_POLICY)}">',
+        f'<meta http-equiv="Content-Security-Policy" content="{assets.CONTENT_SECURITY_POLICY}">',  # a constant
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<meta name="generator" content="mytriton">',
         f"<title>mytriton: {esc(report.kernel)} ({esc(report.file)})</title>",
