@@ -123,6 +123,23 @@ def test_without_mytriton_viz_the_pictures_section_says_why(tmp_path, no_nvcc, m
     assert "no layout pictures: this installation has no mytriton.viz" in html_of(tmp_path, ADD)
 
 
+def test_pictures_from_mytriton_viz_are_on_the_page_and_a_failure_is_a_note(tmp_path, no_nvcc, monkeypatch):
+    import sys
+    import types
+
+    viz = types.ModuleType("mytriton.viz")
+    viz.layout_svgs = lambda kernel: [(f"{kernel.name} #blocked0", "<svg xmlns='http://www.w3.org/2000/svg'/>")]
+    monkeypatch.setitem(sys.modules, "mytriton.viz", viz)
+    shown = read_page(html_of(tmp_path, ADD))
+    assert [image["alt"] for image in shown.images] == ["add_kernel #blocked0"]
+
+    def broken(kernel):
+        raise ValueError("no picture")
+
+    viz.layout_svgs = broken
+    assert "no layout pictures: mytriton.viz failed (ValueError: no picture)" in html_of(tmp_path, ADD)
+
+
 def test_pictures_go_in_as_data_images(monkeypatch):
     import base64
 

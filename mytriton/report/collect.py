@@ -200,4 +200,7 @@ def _add_pictures(report: Report, seen: Collector) -> None:
     if seen.kernel is None:
         report.pictures_note = "no layout pictures: the compile stopped before the layouts stage"
         return
-    report.pictures = [(str(title), str(svg)) for title, svg in layout_svgs(seen.kernel)]
+    try:
+        report.pictures = [(str(title), str(svg)) for title, svg in layout_svgs(seen.kernel)]
+    except Exception as err:  # a picture's bug leaves the rest of the page as it is, and says so
+        report.pictures_note = f"no layout pictures: mytriton.viz failed ({type(err).__name__}: {err})"
