@@ -118,6 +118,13 @@ def _output_path(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
+def _html_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--html`` names a file (not stdout, not a directory)."""
+    if value == "-":
+        raise click.BadParameter("names the page's file; stdout is the emitted stage's", ctx, param)
+    return None if value is None else _output_path(ctx, param, value)
+
+
 def output_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("-o", "--output", default="-", show_default=True, metavar="FILE", callback=_output_path,
                         help="Where to write the result ('-' for stdout).")(fn)
@@ -439,12 +446,15 @@ def emit_ttir(input: str, output: str) -> None:
               help="Print to stderr, for each tl.dot at its source line, what it got on the CUDA path (staged, "
                    "stages, wgmma / mma.sync / FMA, operand layouts, shared bytes; registers and spills from "
                    "ptxas where nvcc is found) and why not more, whatever --emit is.")
+@click.option("--html", default=None, metavar="FILE", callback=_html_path,
+              help="Write one self-contained HTML page: the source, every stage, the CUDA and the PTX side by side, "
+                   "linked by source line, with the remarks (compiles through the CUDA source whatever --emit is).")
 @ir_printing_options
 @output_option
 @reports_errors
 def compile_command(input: str, emit: str | None, kernel: str | None, defines: tuple[str, ...],
                     signature: str | None, num_warps: int, num_stages: int | None, passes: str | None, arch: str,
-                    shared_budget: int | None, dump_dir: str | None, remarks: bool,
+                    shared_budget: int | None, dump_dir: str | None, remarks: bool, html: str | None,
                     print_ir_after_all: bool, print_after: tuple[str, ...], print_before: tuple[str, ...],
                     print_ir_after_change: bool, time_passes: bool, output: str) -> None:
     """Run the pipeline up to one stage in one process."""
@@ -465,8 +475,15 @@ def compile_command(input: str, emit: str | None, kernel: str | None, defines: t
     results: dict[str, Any] = {}
     if emit != printed:
         instrument.attach(options, _Keep(printed, results))
+    dumper = None
     if dump_dir is not None:
-        instrument.attach(options, instrument.open_dump_dir(dump_dir))
+        dumper = instrument.open_dump_dir(dump_dir)
+        instrument.attach(options, dumper)
+    page_seen = None
+    if html is not None or dumper is not None:
+        from mytriton.report.collect import watch as watch_for_page
+
+        page_seen = watch_for_page(options)
     timer = attach_ir_printing(options, print_ir_after_all, print_after, print_before, print_ir_after_change,
                                time_passes)
     seen = None
@@ -485,6 +502,18 @@ def compile_command(input: str, emit: str | None, kernel: str | None, defines: t
         from mytriton.remarks import compile_remarks, render
 
         click.echo(render(compile_remarks(text, file, options, seen)), err=True, nl=False)
+    if page_seen is not None:
+        from mytriton.report import collect
+
+        if html is not None:
+            page = collect.html_report(text, file, options, page_seen, emit)
+        else:
+            page = collect.dump_report(text, file, options, page_seen, emit,
+                                       ptxas="not run for a dump's page (compile --html or --remarks runs it)")
+        if dumper is not None:
+            dumper.write_page(page)
+        if html is not None:
+            write_file(html, page)
     write_output(output, result)
 
 

@@ -1,4 +1,4 @@
-"""Watching the pipeline run: stage dumps, IR printing and pass timing.
+"""Watching the pipeline run: stage dumps (and their index.html), IR printing and pass timing.
 
 ``compile --dump-dir``, ``MYTRITON_DUMP_DIR``, ``--print-ir-after-all``,
 ``--print-ir-after/-before=PASS`` and ``--time-passes`` are all observers
@@ -73,6 +73,8 @@ def _both(first: Callable[..., None], second: Callable[..., None]) -> Callable[.
 
 # ---- dumps -------------------------------------------------------------------------------
 
+INDEX_PAGE = "index.html"  # every dump's page: the stages side by side (mytriton/report)
+
 
 class Dumper:
     """Writes each stage (and the SSA after each pass of a stage) into
@@ -101,6 +103,10 @@ class Dumper:
         self.passes += 1
         stem = stage.dump_file.rsplit(".", 1)[0]
         self._write(f"{stem}.{self.passes:02d}-{_safe(name)}.ssa", compiler.print_ssa(kernel))
+
+    def write_page(self, page: str) -> None:
+        """The dump's ``index.html`` (mytriton/report): every stage on one page."""
+        self._write(INDEX_PAGE, page)
 
     def _write(self, file_name: str, data: str | bytes) -> None:
         from mytriton.output_files import replace_in_directory
@@ -148,10 +154,17 @@ def dump_jit_kernel(root: str, text: str, file: str, options: Any, key: Any, bac
 
     from mytriton import compiler
 
+    from mytriton.report import collect
+
     dumper = jit_dump_dir(root, options.kernel or "kernel", key, variable)
     watched = dataclasses.replace(options, on_stage=None, before_each=None, after_each=None)
     attach(watched, dumper)
-    compiler.compile_source(text, file, "cubin" if backend == "cuda" else "cuda", watched)
+    seen = collect.watch(watched)
+    emit = "cubin" if backend == "cuda" else "cuda"
+    compiler.compile_source(text, file, emit, watched)
+    ptxas = ("the launch runs in the interpreter" if backend != "cuda"
+             else "not run for a dump's page (MYTRITON_REMARKS=1 runs it)")
+    dumper.write_page(collect.dump_report(text, file, options, seen, emit, ptxas=ptxas))
     return dumper.directory
 
 

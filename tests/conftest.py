@@ -118,11 +118,21 @@ def pytest_collection_modifyitems(config, items):
         skip_nvcc = None
     except CompileError:
         skip_nvcc = pytest.mark.skip(reason="nvcc is not installed")
+    skip_browser = None if find_chromium() else pytest.mark.skip(reason="no chromium or chromium-browser on PATH")
     for item in items:
         if skip_gpu and "gpu" in item.keywords:
             item.add_marker(skip_gpu)
         if skip_nvcc and "nvcc" in item.keywords:
             item.add_marker(skip_nvcc)
+        if skip_browser and "browser" in item.keywords:
+            item.add_marker(skip_browser)
+
+
+def find_chromium() -> str | None:
+    """Headless Chromium for the ``browser`` tests (Debian's chromium, Ubuntu's chromium-browser)."""
+    import shutil
+
+    return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def mark_nvcc_sweeps_slow(items) -> None:

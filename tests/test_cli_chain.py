@@ -242,6 +242,7 @@ def test_compile_to_cuda_imports_neither_numpy_nor_the_driver():
     modules = imported_modules("compile", "samples/add.py", "--emit=cuda")
     assert "mytriton.backends.cuda.emitter" in modules  # the log is real
     assert not {m for m in modules if m.split(".")[0] == "numpy" or m in GPU_RUNTIME}
+    assert not {m for m in modules if m.startswith("mytriton.report")}  # the HTML page: only when asked for
 
 
 # ---- -D with a string (Triton's ACTIVATION="" in tutorial 03) --------------------------------------

@@ -41,7 +41,7 @@ def ok(result) -> str:
 
 def test_dump_dir_writes_each_stage_up_to_emit_in_pipeline_order(tmp_path):
     ok(invoke("compile", *ADD_ARGS, "--emit=layouts", "--dump-dir", str(tmp_path / "d")))
-    assert sorted(os.listdir(tmp_path / "d")) == UP_TO_LAYOUTS
+    assert sorted(os.listdir(tmp_path / "d")) == [*UP_TO_LAYOUTS, "index.html"]
 
 
 def test_dump_dir_leaves_stdout_as_the_emitted_stage(tmp_path):
@@ -74,7 +74,7 @@ def test_a_dump_resumes_with_the_stage_commands(tmp_path):
 def test_dump_dir_without_emit_runs_to_cubin_and_prints_cuda(tmp_path, cache):
     d = tmp_path / "d"
     printed = ok(invoke("compile", *ADD_ARGS, "--dump-dir", str(d)))
-    assert sorted(os.listdir(d)) == [*UP_TO_LAYOUTS, "06-cuda.cu", "07-ptx.ptx", "08-cubin.cubin"]
+    assert sorted(os.listdir(d)) == [*UP_TO_LAYOUTS, "06-cuda.cu", "07-ptx.ptx", "08-cubin.cubin", "index.html"]
     assert printed == (d / "06-cuda.cu").read_text()
     assert (d / "08-cubin.cubin").read_bytes()[:4] == b"\x7fELF"
 
@@ -228,7 +228,7 @@ def test_dump_dir_variable_dumps_each_jit_specialisation_in_its_own_folder(kerne
     folders = sorted(os.listdir(tmp_path / "dumps"))
     assert len(folders) == 2 and all(f.startswith("add_kernel-") for f in folders)
     for folder in folders:
-        assert sorted(os.listdir(tmp_path / "dumps" / folder)) == [*UP_TO_LAYOUTS, "06-cuda.cu"]
+        assert sorted(os.listdir(tmp_path / "dumps" / folder)) == [*UP_TO_LAYOUTS, "06-cuda.cu", "index.html"]
 
 
 def test_dump_dir_variable_names_folders_safely(tmp_path):
