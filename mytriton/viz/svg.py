@@ -32,7 +32,7 @@ def bank_colour(bank: int) -> str:
 def heat_colour(fraction: float) -> str:
     """White (0) through yellow to dark red (1)."""
     f = min(max(fraction, 0.0), 1.0)
-    return hsl(55 - 55 * f, 0.95, 0.95 - 0.55 * f)
+    return hsl(55 - 55 * f, 0.95, 0.95 - 0.35 * f)
 
 
 def hsl(hue: float, saturation: float, lightness: float) -> str:
