@@ -544,6 +544,10 @@ def viz() -> None:
     """Pictures (SVG) of a kernel's layouts and shared buffers, and of its memory accesses."""
 
 
+def _write_bytes(data: bytes, handle: Any) -> None:
+    handle.write(data)
+
+
 def _write_pictures(pictures: list[tuple[str, str]], out_dir: str) -> None:
     """Every picture into OUT_DIR under a name made from its index and title,
     each replaced atomically (a link there is replaced, never followed)."""
@@ -552,7 +556,8 @@ def _write_pictures(pictures: list[tuple[str, str]], out_dir: str) -> None:
 
     prepare_directory(out_dir, "-o")
     for name, (_, svg) in zip(picture_file_names([t for t, _ in pictures]), pictures):
-        target = replace_in_directory(out_dir, name, lambda handle, data=svg.encode(): handle.write(data))
+        data = svg.encode()
+        target = replace_in_directory(out_dir, name, functools.partial(_write_bytes, data))
         click.echo(f"wrote {printable(target)}")
 
 

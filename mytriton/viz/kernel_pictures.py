@@ -52,7 +52,8 @@ def shared_svgs(kernel: Kernel, names: ValueNames, aliases: LayoutAliases) -> li
         buffer = SharedType(shape, full.element, full.layout)
         offset = int(alloc.attrs.get("offset") or 0)
         views = _views_of(alloc, ops)
-        patterns, notes = [], []
+        patterns: list[Any] = []
+        notes: list[str] = []
         for op in ops:
             if op.name in COPY_OPS and op.operands[0] in views:
                 patterns.append(copy_pattern(op, offset, _where(op)))
@@ -84,7 +85,7 @@ def _views_of(alloc: Op, ops: list[Op]) -> set[Any]:
 def _reads(dot: Op, index: int, buffer: SharedType, offset: int, notes: list[str]) -> list[Any]:
     from mytriton.ir.layout_attributes import Mma
 
-    layout = dot.results[0].type.layout
+    layout = getattr(dot.results[0].type, "layout", None)
     operand = "AB"[index]
     if isinstance(layout, Mma) and layout.version == 2:
         return mma_read_patterns(dot, index, buffer, offset, _where(dot))

@@ -16,7 +16,7 @@ every bank asked for at most one word is conflict-free (1 way).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -99,7 +99,10 @@ class AccessPattern:
                 f"{self.wavefronts} wavefronts for {self.ideal} without conflicts")
 
 
-def _pattern(what: str, groups: list[tuple[np.ndarray, np.ndarray | None]], width: int,
+Group = tuple[Any, Any]  # one warp's access: each lane's byte address, and which lanes take part (None: all)
+
+
+def _pattern(what: str, groups: Sequence[Group], width: int,
              lanes_per_phase: int | None = None) -> AccessPattern:
     first: list[int] = []
     worst, total, ideal = 0, 0, 0
@@ -127,7 +130,7 @@ def copy_pattern(op: Any, offset: int, where: str) -> AccessPattern:
     i = np.arange(total, dtype=np.int64)
     r, c = i // per_row, i % per_row * width
     addresses = offset + np.asarray(element_index(view, r, c), dtype=np.int64) * nbytes
-    groups = []
+    groups: list[Group] = []
     for start in range(0, total, 32):
         lanes = addresses[start:start + 32]
         groups.append((lanes, None))
@@ -172,7 +175,7 @@ def mma_read_patterns(dot: Any, operand: int, buffer: Any, offset: int, where: s
     else:
         if instr.b_by_ldmatrix:
             step = 8 * wn if parent.reps(1) >= 2 else 0
-            active = None if step else lane < 16
+            active: Any = None if step else lane < 16
             groups = [(addresses(mma.b_ldmatrix_trans_address(mma.block_col("rn", wn), step, "kk"), e), active)
                       for e in envs]
             name = "ldmatrix.x4.trans" if step else "ldmatrix.x2.trans"
