@@ -568,6 +568,102 @@ def run(input: str, grid: str, args: tuple[str, ...], kernel: str | None, define
         click.echo(line)
 
 
+@main.group()
+def viz() -> None:
+    """Pictures (SVG) of a kernel's layouts and shared buffers, and of its memory accesses."""
+
+
+def _write_bytes(data: bytes, handle: Any) -> None:
+    handle.write(data)
+
+
+def _write_pictures(pictures: list[tuple[str, str]], out_dir: str) -> None:
+    """Every picture into OUT_DIR under a name made from its index and title,
+    each replaced atomically (a link there is replaced, never followed)."""
+    from mytriton.output_files import prepare_directory, replace_in_directory
+    from mytriton.viz import picture_file_names
+
+    prepare_directory(out_dir, "-o")
+    for name, (_, svg) in zip(picture_file_names([t for t, _ in pictures]), pictures):
+        data = svg.encode()
+        target = replace_in_directory(out_dir, name, functools.partial(_write_bytes, data))
+        click.echo(f"wrote {printable(target)}")
+
+
+@viz.command("layouts")
+@click.argument("input", default="-", metavar="KERNEL.py|FILE.ssa")
+@kernel_option
+@trace_options
+@warps_option
+@arch_option
+@budget_option
+@click.option("-o", "--out-dir", required=True, metavar="DIR", help="Where the SVG files are written.")
+@reports_errors
+def viz_layouts(input: str, kernel: str | None, defines: tuple[str, ...], signature: str | None, num_warps: int,
+                arch: str, shared_budget: int | None, out_dir: str) -> None:
+    """One SVG per tile layout (thread, lane and register of each element) and per
+    shared buffer (banks, padding or swizzle, bank conflicts), from a kernel or SSA."""
+    from mytriton.viz import layout_svgs
+
+    text, file = read_input(input)
+    options = make_options(kernel, defines, signature, num_warps, arch=arch)
+    options.shared_budget = shared_budget
+    if input.endswith(".py"):
+        laid_out = compiler.run_stages(text, file, "layouts", options)
+    else:
+        laid_out = compiler.verify(compiler.read_ssa(text, file))
+        if not laid_out.laid_out:
+            laid_out = compiler.layouts(compiler.stage_dots(laid_out, options), options)
+    pictures = layout_svgs(laid_out)
+    _write_pictures(pictures, out_dir)
+
+
+def _programs(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, ...]:
+    if value is None:
+        return ()
+    try:
+        programs = tuple(int(p) for p in value.split(",") if p.strip())
+    except ValueError:
+        raise click.BadParameter(f"'{printable(value)}' is not a list of program numbers like 0,3", ctx, param) from None
+    if any(p < 0 for p in programs) or len(programs) > 16:
+        raise click.BadParameter("give up to 16 non-negative program numbers", ctx, param)
+    return programs
+
+
+@viz.command("accesses")
+@click.argument("input", metavar="KERNEL.py|FILE.ssa")
+@click.option("--grid", required=True, metavar="G[,G[,G]]",
+              help="Programs per axis: integers or expressions over arguments, e.g. 'cdiv(n, BLOCK)'.")
+@click.option("--arg", "args", multiple=True, metavar="NAME=SPEC",
+              help="An argument, as mytriton run takes it.")
+@kernel_option
+@trace_options
+@click.option("--program", "programs", default=None, metavar="P[,P...]", callback=_programs,
+              help="Also draw what these programs (linear ids) access, each on its own.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed for generated inputs.")
+@click.option("-o", "--out-dir", required=True, metavar="DIR", help="Where the SVG files are written.")
+@reports_errors(deep=False)
+def viz_accesses(input: str, grid: str, args: tuple[str, ...], kernel: str | None, defines: tuple[str, ...],
+                 signature: str | None, programs: tuple[int, ...], seed: int, out_dir: str) -> None:
+    """Run the kernel in the interpreter and draw, per tensor, the accesses per element
+    (loads, stores, masked lanes, out-of-bounds attempts)."""
+    from mytriton.runtime.launch_cli import prepare_run
+    from mytriton.viz import access_svgs, record_accesses
+
+    if input.endswith(".cu"):
+        raise CompileError("viz accesses runs the interpreter: give the kernel's .py or an .ssa file")
+    options = make_options(kernel, defines, signature)
+    run = prepare_run(input, grid, args, options, None, seed)
+    total = 1
+    for g in run.grid:
+        total *= g
+    for p in programs:
+        if p >= total:
+            raise CompileError(f"--program {p}: the grid has {total} program(s)")
+    log = record_accesses(run.kernel, run.grid, [run.values[n] for n, _ in run.params], programs)
+    _write_pictures(access_svgs(log, programs), out_dir)
+
+
 @main.command()
 def doctor() -> None:
     """Report Python, mytriton, NumPy, Lark, click, the CUDA driver, nvcc, the GPUs,

@@ -407,6 +407,77 @@ def handles(*names: str) -> Callable[[Handler], Handler]:
     return register
 
 
+# ---- watching memory accesses (mytriton viz) ----------------------------------------------
+# ``observing_accesses(observe)`` swaps the handlers of the ops that address
+# global memory for ones that first call ``observe(access)``; outside it the
+# handler table is the plain one, so a run that is not watched costs nothing.
+
+ACCESS_OPS = {"load": (1, "load"), "store": (2, "store"), "atomic_rmw": (2, "atomic"), "atomic_cas": (None, "atomic")}
+
+
+@dataclass(frozen=True)
+class Access:
+    """The lanes of one global-memory op in one chunk of programs, before it
+    runs (an access that faults is seen too). Arrays are ``(P, *shape)``."""
+
+    op: Op
+    kind: str  # "load", "store" or "atomic"
+    first: int  # the linear id of the chunk's first program
+    buffers: list[tuple[str, int]]  # (name, elements) of buffer id i + 1
+    buffer: np.ndarray  # each lane's buffer id (0: none)
+    element: np.ndarray  # each lane's element index in it (valid where in_bounds or outside)
+    in_bounds: np.ndarray  # the lane points at an element of its buffer
+    enabled: np.ndarray  # the lane accesses memory (its mask and its program)
+    running: np.ndarray  # the lane's program is active (masked lanes: running & ~enabled)
+
+
+def _access(st: _State, op: Op, active: np.ndarray, mask_index: int | None, kind: str) -> Access:
+    ptr = op.operands[0]
+    pt = _operand_type(ptr)
+    shape = (st.P, *shape_of(pt))
+    value = st.env.get(ptr) if isinstance(ptr, Value) else None
+    if isinstance(value, _Ramp):  # materialised for the observer only: the run keeps its ramp
+        ptrs = np.broadcast_to(_align(value.materialise(), len(shape) - 1), shape)
+    else:
+        ptrs = st.full(ptr, pt)
+    mask = op.operands[mask_index] if mask_index is not None else None
+    enabled = _enabled(st, mask, active, pt)
+    running = np.broadcast_to(_lanes(active, len(shape) - 1), shape)
+    which = (ptrs >> _ID_SHIFT) & _ID_MASK
+    itemsize = np_dtype(_pointee(pt)).itemsize
+    element = ((ptrs & _OFFSET_MASK) - _BIAS) // itemsize
+    known = (which > 0) & (which < len(st.sizes)) & ((ptrs & _POISON) == 0)
+    in_bounds = known & (element >= 0) & (element < st.sizes[np.where(known, which, 0)])
+    buffers = [(b.name, b.data.size) for b in st.buffers]
+    return Access(op, kind, st.first, buffers, np.where(known, which, 0), element, in_bounds, enabled, running)
+
+
+class observing_accesses:
+    """``with observing_accesses(observe): run_kernel(...)`` calls
+    ``observe(access)`` before every load, store and atomic of the runs
+    inside it (not thread-safe: the handler table is the module's)."""
+
+    def __init__(self, observe: Callable[[Access], None]) -> None:
+        self.observe = observe
+        self.saved: dict[str, Handler] = {}
+
+    def __enter__(self) -> "observing_accesses":
+        self.saved = {name: HANDLERS[name] for name in ACCESS_OPS}
+        for name, handler in self.saved.items():
+            HANDLERS[name] = self._watched(handler, *ACCESS_OPS[name])
+        return self
+
+    def _watched(self, handler: Handler, mask_index: int | None, kind: str) -> Handler:
+        def watched(st: _State, op: Op, active: np.ndarray) -> Any:
+            self.observe(_access(st, op, active, mask_index, kind))
+            return handler(st, op, active)
+
+        return watched
+
+    def __exit__(self, *exc: object) -> None:
+        HANDLERS.update(self.saved)
+
+
 # ---- program geometry and tile factories -------------------------------------------------
 
 

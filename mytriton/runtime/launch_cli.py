@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import operator
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from mytriton import npy_files, compiler
@@ -236,15 +237,30 @@ def eval_grid(text: str, names: dict[str, Any]) -> tuple[int, ...]:
     return grid  # as many axes as written: the interpreter names programs by them
 
 
-def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: compiler.Options,
-             backend: str | None, out_dir: str, seed: int, expects: tuple[str, ...]) -> list[str]:
-    """Compile (on the deep stack, deep_stack.run_deep) and launch on the
-    caller's thread, which then owns the CUDA context it pushes."""
+@dataclass
+class Prepared:
+    """A launch read from the command line: the kernel (None for a ``.cu``
+    file, whose source is then ``cuda_source``), its parameters, the argument
+    values, the grid, the buffers it stores to and the generated inputs."""
+
+    file: str
+    kernel: Any
+    cuda_source: str | None
+    params: list[tuple[str, Type]]
+    values: dict[str, Any]
+    generated: list[str]
+    stores: list[str]
+    grid: tuple[int, ...]
+
+
+def prepare_run(path: str, grid_text: str, arg_specs: tuple[str, ...], options: compiler.Options,
+                out_dir: str | None, seed: int) -> Prepared:
+    """Read and compile (on the deep stack, deep_stack.run_deep) the file,
+    make the arguments and work out the grid: all of ``run`` before the launch."""
     import numpy as np
 
     from mytriton.cli import read_input
     from mytriton.ir.analysis import stored_params
-    from mytriton.runtime.jit import select_backend
 
     text, file = read_input(path)
     specs = dict(parse_arg(a) for a in arg_specs)
@@ -275,7 +291,7 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: com
         constexprs = dict(kernel.constexprs)
         stores = stored_params(kernel)
     unknown_args(specs, [name for name, _ in params])
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+    if out_dir is not None and os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise CompileError(f"--out-dir {out_dir}: exists and is not a directory")
     if not 0 <= seed <= MAX_SEED:
         raise CompileError(f"--seed must be from 0 to {MAX_SEED}, got {seed}")
@@ -292,6 +308,19 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: com
         else:
             values[name] = check_scalar(name, scalar_value(name, specs[name]), t)
     grid = eval_grid(grid_text, {**constexprs, **values})
+    return Prepared(file, kernel, cuda_source, params, values, generated, stores, grid)
+
+
+def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: compiler.Options,
+             backend: str | None, out_dir: str, seed: int, expects: tuple[str, ...]) -> list[str]:
+    """Compile (on the deep stack, deep_stack.run_deep) and launch on the
+    caller's thread, which then owns the CUDA context it pushes."""
+    import numpy as np
+
+    from mytriton.runtime.jit import select_backend
+
+    run = prepare_run(path, grid_text, arg_specs, options, out_dir, seed)
+    kernel, cuda_source, params, values = run.kernel, run.cuda_source, run.params, run.values
     chosen = select_backend(backend)
     if chosen == "cuda":
         from mytriton.runtime.cuda_driver import CudaKernel
@@ -299,16 +328,16 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: com
         if cuda_source is None:
             # Staged and laid out here unless the .ssa file already is.
             cuda_source = run_deep(lambda: compiler.to_cuda(kernel, options))
-        CudaKernel(cuda_source, options.arch, file).launch(grid, [values[n] for n, _ in params])
+        CudaKernel(cuda_source, options.arch, run.file).launch(run.grid, [values[n] for n, _ in params])
     else:
         if kernel is None:
             raise CompileError("a .cu file runs only on the GPU; run the .ssa or the kernel with the interpreter")
         from mytriton.backends.interp import run_kernel
 
-        run_kernel(kernel, grid, [values[n] for n, _ in params])
+        run_kernel(kernel, run.grid, [values[n] for n, _ in params])
     lines = []
     prepare_directory(out_dir, "--out-dir")
-    for name in [n for n, _ in params if n in stores or n in generated]:
+    for name in [n for n, _ in params if n in run.stores or n in run.generated]:
         # Atomically, replacing (never following) whatever has the name there.
         target = replace_in_directory(out_dir, f"{name}.npy",
                                       lambda handle, array=values[name]: np.save(handle, array))
