@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import traceback
-from typing import Any, Callable
+from typing import Any, BinaryIO, Callable
 
 import click
 
@@ -662,6 +662,28 @@ def viz_accesses(input: str, grid: str, args: tuple[str, ...], kernel: str | Non
             raise CompileError(f"--program {p}: the grid has {total} program(s)")
     log = record_accesses(run.kernel, run.grid, [run.values[n] for n, _ in run.params], programs)
     _write_pictures(access_svgs(log, programs), out_dir)
+
+
+@main.command()
+@click.argument("directory", default="samples", type=click.Path(file_okay=False, dir_okay=True))
+def samples(directory: str) -> None:
+    """Write the sample kernels (samples/add.py, matmul.py, ...) into DIRECTORY
+    (default: ./samples), so that the README's commands run where mytriton was
+    installed from a wheel. A file of the same name there is replaced."""
+    from mytriton.bundled_samples import sample_sources
+    from mytriton.output_files import prepare_directory, replace_in_directory
+
+    sources = sample_sources()
+    if not sources:
+        raise CompileError("this installation carries no sample kernels")
+    prepare_directory(directory, "samples")
+    for name, text in sources.items():
+        data = text.encode("utf-8")
+
+        def write(handle: BinaryIO, data: bytes = data) -> None:
+            handle.write(data)
+
+        click.echo(f"wrote {printable(replace_in_directory(directory, name, write))}")
 
 
 @main.command()

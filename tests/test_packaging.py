@@ -140,3 +140,10 @@ def test_the_command_the_package_and_the_metadata_give_one_version():
                             cwd=ROOT, env=env, timeout=60)
     assert result.stdout.endswith(f", version {mytriton.__version__}\n")
     assert importlib.metadata.version("mytriton") == mytriton.__version__
+
+
+def test_the_wheel_carries_the_samples_the_readme_uses(dists):
+    with zipfile.ZipFile(dists["wheel"]) as wheel:
+        names = set(wheel.namelist())
+    samples = {f"mytriton/samples/{p.name}" for p in (ROOT / "samples").glob("*.py")}
+    assert "mytriton/samples/add.py" in samples and sorted(samples - names) == []
