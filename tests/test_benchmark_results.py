@@ -86,8 +86,9 @@ def test_a_first_call_is_timed_from_an_idle_gpu_to_its_result(monkeypatch):
 def test_cold_caches_give_both_compilers_empty_cache_folders(monkeypatch):
     import os
 
-    monkeypatch.delenv("MYTRITON_CACHE_DIR", raising=False)
-    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    # (set through monkeypatch first, so that the test leaves both as it found them)
+    monkeypatch.setenv("MYTRITON_CACHE_DIR", "before")
+    monkeypatch.setenv("TRITON_CACHE_DIR", "before")
     common.cold_caches()
     for name in ("MYTRITON_CACHE_DIR", "TRITON_CACHE_DIR"):
         folder = Path(os.environ[name])
