@@ -142,10 +142,11 @@ class Results:
         self.write()
 
     def write(self) -> None:
+        # Atomic, and a link, a device or a file's permissions given as --json stay as they are.
+        from mytriton.output_files import write_output
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.path.with_name(self.path.name + ".partial")
-        partial.write_text(json.dumps(self.document, indent=1) + "\n")
-        os.replace(partial, self.path)
+        write_output(str(self.path), json.dumps(self.document, indent=1) + "\n")
 
 
 def speed_ratio(row: dict, against: str = "triton") -> float | None:

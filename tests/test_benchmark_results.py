@@ -93,3 +93,14 @@ def test_cold_caches_give_both_compilers_empty_cache_folders(monkeypatch):
     for name in ("MYTRITON_CACHE_DIR", "TRITON_CACHE_DIR"):
         folder = Path(os.environ[name])
         assert folder.is_dir() and not any(folder.iterdir())
+
+
+def test_results_written_through_a_link_keep_the_link(tmp_path):
+    import argparse
+    import os
+
+    target = tmp_path / "kept.json"
+    target.write_text("{}")
+    os.symlink(target, tmp_path / "link.json")
+    common.Results("toy", argparse.Namespace(json=str(tmp_path / "link.json"))).add("a", "ms", 1.0)
+    assert (tmp_path / "link.json").is_symlink() and json.loads(target.read_text())["rows"][0]["case"] == "a"
