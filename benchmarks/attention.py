@@ -1,9 +1,15 @@
-"""Fused attention forward (Triton's tutorial 06 style, the file
-tests/triton_style/fused_attention.py), f16, head dim 64: mytriton against
-Triton running the same kernel source with the same config in one process.
+"""Fused attention forward, f16 or bf16: mytriton against Triton running the
+same kernel source with the same config in one process. Two spellings of
+the algorithm (``--form``): ``tutorial`` is Triton's tutorial 06
+(tests/triton_style/fused_attention.py: pointer increments, K read
+K-major, the causal split in two loops); ``trans`` is
+tests/triton_style/attention_trans.py (K loaded as stored and
+``tl.trans``-ed, offsets recomputed from the loop index with a mask, the
+loop in a ``@jit`` helper).
 
-    python benchmarks/attention.py [--ctx 4096 1024] [--batch 4] [--heads 32]
-        [--causal] [--block 128x64] [--num-warps 4] [--num-stages 3]
+    python benchmarks/attention.py [--form tutorial|trans] [--ctx 4096 1024]
+        [--batch 4] [--heads 32] [--head-dim 64] [--dtype f16|bf16] [--causal]
+        [--block 128x64] [--num-warps 4] [--num-stages 3]
 
 Checks both results against PyTorch's scaled_dot_product_attention first,
 then prints milliseconds, TFLOP/s (4 * Z * H * N^2 * D, halved when causal)
@@ -16,11 +22,14 @@ import argparse
 from common import (ROOT, Results, add_json_option, cold_caches, first_call, first_call_line, load_as_triton,
                     load_module, time_cuda, timing_columns, triton_available)
 
-KERNEL = ROOT / "tests" / "triton_style" / "fused_attention.py"
+KERNELS = {"tutorial": (ROOT / "tests" / "triton_style" / "fused_attention.py", "_attn_fwd"),
+           "trans": (ROOT / "tests" / "triton_style" / "attention_trans.py", "attention_fwd")}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--form", choices=sorted(KERNELS), default="tutorial")
+    parser.add_argument("--dtype", choices=("f16", "bf16"), default="f16")
     parser.add_argument("--ctx", type=int, nargs="+", default=[4096, 1024])
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--heads", type=int, default=32)
@@ -38,20 +47,31 @@ def main() -> None:
     import torch
 
     block_m, block_n = (int(v) for v in args.block.split("x"))
-    ours = load_module(KERNEL, "mytriton_attention")._attn_fwd
-    theirs = load_as_triton("", "attention", path=KERNEL)._attn_fwd if triton_available() else None
+    path, kernel_name = KERNELS[args.form]
+    ours = getattr(load_module(path, f"mytriton_attention_{args.form}"), kernel_name)
+    theirs = (getattr(load_as_triton("", f"attention_{args.form}", path=path), kernel_name)
+              if triton_available() else None)
+    dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     stage = 3 if args.causal else 1
 
     print("ctx    mytriton ms  TFLOP/s  triton TFLOP/s  ratio")
     for n_ctx in args.ctx:
         shape = (args.batch, args.heads, n_ctx, args.head_dim)
-        q, k, v = (torch.randn(shape, device="cuda", dtype=torch.float16) * 0.5 for _ in range(3))
+        q, k, v = (torch.randn(shape, device="cuda", dtype=dtype) * 0.5 for _ in range(3))
         sm_scale = 0.5
         reference = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=args.causal, scale=sm_scale)
         flops = 4.0 * args.batch * args.heads * n_ctx * n_ctx * args.head_dim * (0.5 if args.causal else 1.0)
         grid = ((n_ctx + block_m - 1) // block_m, args.batch * args.heads, 1)
 
         def launch(kernel, o, m, **extra):
+            if args.form == "trans":
+                # [Z, H, N, D] contiguous is [Z*H, N, D]: a head's stride is N*D, a row's D.
+                kernel[grid](q, k, v, o, n_ctx * args.head_dim, args.head_dim, n_ctx * args.head_dim,
+                             args.head_dim, n_ctx * args.head_dim, args.head_dim, n_ctx * args.head_dim,
+                             args.head_dim, n_ctx, sm_scale, CAUSAL=args.causal, BLOCK_M=block_m,
+                             BLOCK_N=block_n, HEAD_DIM=args.head_dim, num_warps=args.num_warps,
+                             num_stages=args.num_stages, **extra)
+                return
             kernel[grid](q, k, v, sm_scale, m, o, *q.stride(), *k.stride(), *v.stride(), *o.stride(),
                          args.batch, args.heads, N_CTX=n_ctx, HEAD_DIM=args.head_dim, STAGE=stage,
                          BLOCK_M=block_m, BLOCK_N=block_n, num_warps=args.num_warps,
@@ -71,7 +91,8 @@ def main() -> None:
             results[name] = time_cuda(lambda: launch(kernel, o, m, **extra), repeat=args.repeat)
         print(f"{n_ctx:<6} {timing_columns(flops, results)}", flush=True)
         print(first_call_line(firsts["mytriton"], firsts.get("triton")), flush=True)
-        record.add(f"ctx={n_ctx} d={args.head_dim}{' causal' if args.causal else ''} {args.block}", "ms",
+        record.add(f"{args.form} {args.dtype} ctx={n_ctx} d={args.head_dim}{' causal' if args.causal else ''} "
+                   f"{args.block}", "ms",
                    results["mytriton"], results.get("triton"), tflops=flops / results["mytriton"] / 1e9,
                    first_call_s=firsts["mytriton"], triton_first_call_s=firsts.get("triton"))
 
