@@ -64,7 +64,7 @@ from mytriton.ir.ssa import (
 )
 from mytriton.ir.text_common import format_literal
 from mytriton.target import SHARED_MEMORY_BUDGET, budget_text
-from mytriton.types import I32, BlockType, PointerType, ScalarType, SharedType, concrete, shape_of
+from mytriton.types import BOOL, I32, BlockType, PointerType, ScalarType, SharedType, concrete, shape_of
 
 
 # The fills that make a masked-off element contribute nothing to a dot.
@@ -427,11 +427,20 @@ NO_WRAP = Const(0)
 
 @dataclass(frozen=True)
 class WrappedAxis:
-    """``wrap(offset + arange(0, size))`` along one axis (``NO_WRAP``: none)."""
+    """``wrap(offset + arange(0, size))`` along one axis (``NO_WRAP``: none).
+
+    ``clamp``: the coordinates are ``where(x < clamp, x, 0)`` of
+    ``x = offset + arange`` under a ``max_contiguous`` hint that covers the
+    tile (tutorial 09's ``offs_am = tl.where(offs_am < M, offs_am, 0)``,
+    hinted contiguous). The hint is the user's promise that the clamped
+    coordinates are contiguous, so they are ``clamp(offset) + arange``: the
+    copy starts at the clamped offset and takes ``clamp`` as the axis's
+    bound, so where the promise fails it reads zeros, never past the bound."""
 
     offset: Operand
     size: int
     wrap: Operand
+    clamp: Operand | None = None
 
 
 @dataclass(frozen=True)
@@ -557,7 +566,14 @@ class StridedPlan:
                 if pointer_offset != Const(0):
                     bound = emit("add", [bound, pointer_offset], I32)
             bounds.append(bound)
-        operands = [buffer, base, at(self.rows.offset), at(self.cols.offset), self.row_stride, self.col_stride,
+        def start(axis: WrappedAxis) -> Operand:
+            offset = at(axis.offset)
+            if axis.clamp is None:
+                return offset
+            inside = emit("cmp_lt", [offset, axis.clamp], BOOL)
+            return emit("where", [inside, offset, Const(0)], I32)
+
+        operands = [buffer, base, start(self.rows), start(self.cols), self.row_stride, self.col_stride,
                     bounds[0], bounds[1], self.rows.wrap, self.cols.wrap, self.fill]
         ops.append(Op("copy_strided_to_shared", operands, [], loc=loc))
         return ops
@@ -578,6 +594,10 @@ def _match_strided_load(defs: Definitions, value: Operand) -> StridedPlan:
     if shape_of(load.result.type) != (rows.size, cols.size):
         raise _Mismatch(f"the load's tile {load.result.type} is not [{rows.size}, {cols.size}]")
     (row_bound, row_shift), (col_bound, col_shift) = _match_strided_mask(defs, mask, rows, cols)
+    if rows.clamp is not None:
+        row_bound = _clamp_bound(rows, row_bound)
+    if cols.clamp is not None:
+        col_bound = _clamp_bound(cols, col_bound)
     offsets = [rows.offset, cols.offset, *row_shift, *col_shift]
     carried = tuple({arg: found for arg in offsets if (found := _carried_offset(load, arg)) is not None}.values())
     pointee = base.type.pointee if isinstance(base.type, PointerType) else None
@@ -590,6 +610,14 @@ def _match_strided_load(defs: Definitions, value: Operand) -> StridedPlan:
         raise _Mismatch("the load does not fill masked-off elements with 0 or 0.0")
     return StridedPlan(load, base, tuple(shifts), advance, rows, cols, row_stride, col_stride, row_bound, col_bound,
                        (row_shift, col_shift), fill, carried)
+
+
+def _clamp_bound(axis: WrappedAxis, bound: Operand) -> Operand:
+    """A clamped axis's bound is its clamp's (the mask must not test it too)."""
+    if bound != NO_BOUND:
+        raise _Mismatch("the mask tests coordinates that are also clamped with tl.where")
+    assert axis.clamp is not None
+    return axis.clamp
 
 
 def _carried_offset(load: Op, offset: Operand) -> CarriedOffset | None:
@@ -774,9 +802,16 @@ def _wrapped_axis(defs: Definitions, value: Operand, axis: int) -> WrappedAxis |
 
 
 def _vector_axis(defs: Definitions, value: Operand) -> WrappedAxis | None:
-    """A 1-D ``[offset +] arange(0, n)``, through hints, optionally ``% wrap``."""
+    """A 1-D ``[offset +] arange(0, n)``, through hints, optionally ``% wrap``,
+    or clamped to 0 past a bound under a ``max_contiguous`` hint."""
+    contiguous = 0
     while (hint := defs.defined_by(value, "hint")) is not None:
+        if hint.attrs.get("kind") == "max_contiguous":
+            contiguous = max(contiguous, *hint.attrs.get("values", (0,)))
         value = hint.operands[0]
+    clamped = _clamped_axis(defs, value)
+    if clamped is not None:
+        return clamped if contiguous >= clamped.size else None
     wrap: Operand = NO_WRAP
     modulo = defs.defined_by(value, "mod")
     if modulo is not None and _is_i32_scalar(modulo.operands[1]):
@@ -796,6 +831,21 @@ def _vector_axis(defs: Definitions, value: Operand) -> WrappedAxis | None:
     except _Mismatch:
         return None
     return None
+
+
+def _clamped_axis(defs: Definitions, value: Operand) -> WrappedAxis | None:
+    """``where(x < bound, x, 0)`` with ``x = [offset +] arange(0, n)``."""
+    select = defs.defined_by(value, "where")
+    if select is None:
+        return None
+    test, x, zero = select.operands
+    compare = defs.defined_by(test, "cmp_lt")
+    if zero != Const(0) or compare is None or compare.operands[0] != x or not _is_i32_scalar(compare.operands[1]):
+        return None
+    inner = _vector_axis(defs, x)
+    if inner is None or inner.wrap != NO_WRAP or inner.clamp is not None:
+        return None
+    return WrappedAxis(inner.offset, inner.size, NO_WRAP, compare.operands[1])
 
 
 def _match_strided_mask(defs: Definitions, mask: Operand | None, rows: WrappedAxis,
