@@ -652,7 +652,7 @@ def stage_operands(em: "EmitContext", op: Op) -> tuple[str, str, object, object,
     if em.staged_bytes() + plain + rows * pad * nbytes > em.shared_budget:
         pad = 0
     pitches = {"a": k + pad, "b": b.type.shape[1]}
-    em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
+    em.scratch_fence()
     for value, label in ((a, "a"), (b, "b")):
         if isinstance(value.type, SharedType):
             names.append(em.storage[value])

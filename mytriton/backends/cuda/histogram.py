@@ -64,7 +64,7 @@ def emit_histogram(em: "EmitContext", op: Op) -> None:
     with em.out.scope(f"{{  // histogram{where}: {num_bins} bins in shared memory"):
         bins = f"h{name}_counts"
         tid = em.lang.thread_id
-        em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
+        em.scratch_fence()
         em.line(f"int* const {bins} = reinterpret_cast<int*>(smem);")
         em.line(f"for (int k = {tid}; k < {num_bins}; k += {em.threads}) {bins}[k] = 0;")
         em.line(em.lang.barrier)

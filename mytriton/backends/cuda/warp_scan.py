@@ -460,7 +460,8 @@ def emit_across_warps(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[str
             combine(cur, [f"{name}[at + w]" for name in names], cur)
             end()
     end()
-    line(f"{em.lang.barrier}  // later users of shared memory wait for these reads")
+    # No barrier after these reads: the next statement that writes scratch has one
+    # before its write where the insert-barriers pass finds these reads pending.
 
 
 def emit_reduce_scatter(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[str], lane_pos: str, warp_pos: str,
@@ -581,7 +582,8 @@ def emit_reduce_scatter(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[s
         butterfly_round(o, cur)
         o *= 2
     em.out.close()
-    line(f"{em.lang.barrier}  // later users of shared memory wait for these reads")
+    # No barrier after these reads: the next statement that writes scratch has one
+    # before its write where the insert-barriers pass finds these reads pending.
 
 
 def _row_writers(em: "EmitContext", plan_, dim: int, warps: int, warp_pos: str, lane_term: str) -> tuple[str, list[str]]:
@@ -614,7 +616,7 @@ def _exchange_arrays(em: "EmitContext", op: Op, elements: list[str], tag: str, c
     """After a barrier, one shared array of ``count`` values per operand of
     ``op`` (C element types ``elements``), one after another from byte 0;
     their names."""
-    em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
+    em.scratch_fence()
     names, offset = [], 0
     for i, x in enumerate(op.operands):
         ct = elements[i]
