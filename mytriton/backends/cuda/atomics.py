@@ -120,6 +120,7 @@ def emit_scalar_atomic(em: "EmitContext", op: Op, args: list) -> None:
     em.line(f"if ({condition}) {{ {fenced(op, slot, atomic_expr(op, ptr, values))} }}")
     if mask:
         em.line(f"else if ({em.lang.thread_id} == 0) {slot} = {_zero(t)};  // masked off: 0")
+    # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
     em.line(em.lang.barrier)
     em.line(f"const {ctype} {em.name(result)} = {slot};")
     em.need_shared(max(t.nbytes, 4), op)
@@ -172,6 +173,7 @@ def emit_tile_atomic(em: "EmitContext", op: Op, domain) -> None:
                 em.line("  " + text)  # the emitter's indent
             em.line("}")
             if direction == "write":
+                # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
                 em.line(em.lang.barrier)
     em.need_shared(result.type.numel * max(t.nbytes, 1), op)
 

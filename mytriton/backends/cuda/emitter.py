@@ -634,6 +634,7 @@ class CudaEmitter:
                 for text in writer.body():
                     self.line(text)
             offset += aligned(value.type.numel * _element_bytes(value.type))
+        # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
         self.line(self.lang.barrier)
         self.need_shared(offset, loop.staged[0])
 

@@ -106,6 +106,7 @@ def emit_reduction(em: "EmitContext", op: Op, domain: Layout) -> None:
         em.line(em.lang.unroll)
         em.line(f"for (int r = 0; r < {out_slots}; ++r) "
                 + (f"if ({' && '.join(lane_zero)}) {store}" if lane_zero else store))
+        # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
         em.line(em.lang.barrier)
         em.line(em.lang.unroll)
         em.line(f"for (int r = 0; r < {out_slots}; ++r) {{")

@@ -421,6 +421,7 @@ def emit_across_warps(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[str
         line(f"  {name}[at + {qw}] = {acc}[q];")
     line("}")
     end()
+    # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
     line(em.lang.barrier)
     run_header()
     if not scan:
@@ -556,6 +557,7 @@ def emit_reduce_scatter(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[s
     line("    }")
     line("  }")
     line("}")
+    # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
     line(em.lang.barrier)
     # The row's blocks x warps values, in order, split over its lanes: each combines a
     # chunk in order, then an ordered butterfly over the lanes (every thread would
