@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 
-from common import (ROOT, Results, add_json_option, load_as_triton, load_module, time_cuda, timing_columns,
-                    triton_available)
+from common import (ROOT, Results, add_json_option, cold_caches, first_call, first_call_line, load_as_triton,
+                    load_module, time_cuda, timing_columns, triton_available)
 
 KERNEL = ROOT / "tests" / "triton_style" / "fused_attention.py"
 
@@ -33,6 +33,7 @@ def main() -> None:
     add_json_option(parser)
     args = parser.parse_args()
     record = Results("attention", args)
+    cold_caches()
 
     import torch
 
@@ -57,20 +58,22 @@ def main() -> None:
                          num_stages=args.num_stages, **extra)
 
         results = {}
+        firsts = {}
         for name, kernel, extra in (("mytriton", ours, {"backend": "cuda"}), ("triton", theirs, {})):
             if kernel is None:
                 continue
             o = torch.empty_like(q)
             m = torch.empty(shape[:3], device="cuda", dtype=torch.float32)
-            launch(kernel, o, m, **extra)
-            torch.cuda.synchronize()
+            firsts[name] = first_call(lambda: launch(kernel, o, m, **extra))
             error = (o.float() - reference.float()).abs().max().item()
             if not error < 2e-2:
                 raise SystemExit(f"{name} at ctx {n_ctx}: max abs error {error:.2e}")
             results[name] = time_cuda(lambda: launch(kernel, o, m, **extra), repeat=args.repeat)
         print(f"{n_ctx:<6} {timing_columns(flops, results)}", flush=True)
+        print(first_call_line(firsts["mytriton"], firsts.get("triton")), flush=True)
         record.add(f"ctx={n_ctx} d={args.head_dim}{' causal' if args.causal else ''} {args.block}", "ms",
-                   results["mytriton"], results.get("triton"), tflops=flops / results["mytriton"] / 1e9)
+                   results["mytriton"], results.get("triton"), tflops=flops / results["mytriton"] / 1e9,
+                   first_call_s=firsts["mytriton"], triton_first_call_s=firsts.get("triton"))
 
 
 if __name__ == "__main__":

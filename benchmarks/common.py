@@ -75,6 +75,33 @@ def timing_columns(flops: float, results: dict[str, float], ms_width: int = 11) 
     return line
 
 
+def cold_caches() -> None:
+    """Empty compile caches for both compilers in this process, so that each
+    kernel's first call compiles, as a new kernel's does (set before any
+    kernel is loaded)."""
+    os.environ["MYTRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="mytriton-bench-cache-")
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-bench-cache-")
+
+
+def first_call(fn) -> float:
+    """Seconds from a kernel's first call to its result: the compile, the
+    load and the run (both compilers' caches cold: ``cold_caches``)."""
+    import time
+
+    import torch
+
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    return time.perf_counter() - started
+
+
+def first_call_line(mine: float, theirs: float | None) -> str:
+    line = f"    first call: mytriton {mine:.2f} s"
+    return line + (f", triton {theirs:.2f} s" if theirs is not None else "")
+
+
 def triton_available() -> bool:
     try:
         import triton  # noqa: F401
@@ -115,10 +142,11 @@ class Results:
         self.write()
 
     def write(self) -> None:
+        # Atomic, and a link, a device or a file's permissions given as --json stay as they are.
+        from mytriton.output_files import write_output
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.path.with_name(self.path.name + ".partial")
-        partial.write_text(json.dumps(self.document, indent=1) + "\n")
-        os.replace(partial, self.path)
+        write_output(str(self.path), json.dumps(self.document, indent=1) + "\n")
 
 
 def speed_ratio(row: dict, against: str = "triton") -> float | None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import argparse
 
-from common import ROOT, Results, add_json_option, load_as_triton, load_module, time_cuda, triton_available
+from common import (ROOT, Results, add_json_option, cold_caches, first_call, first_call_line, load_as_triton, load_module,
+                    time_cuda, triton_available)
 
 KERNEL = ROOT / "tests" / "triton_style" / "matmul.py"
 
@@ -39,6 +40,7 @@ def main() -> None:
     add_json_option(parser)
     args = parser.parse_args()
     record = Results("grouped_matmul", args)
+    cold_caches()
 
     import torch
 
@@ -64,25 +66,25 @@ def main() -> None:
                              **meta, **extra)
 
             c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
-            launch(ours_kernel, c, backend="cuda")
-            torch.cuda.synchronize()
+            first = first_call(lambda: launch(ours_kernel, c, backend="cuda"))
             error = ((c.float() - reference).norm() / reference.norm()).item()
             if not error < 1e-2:
                 raise SystemExit(f"mytriton {text} at {shape}: relative error {error:.2e}")
             ms = time_cuda(lambda: launch(ours_kernel, c, backend="cuda"), repeat=args.repeat)
             line = f"{shape:<17} {text:<19} {ms:>11.3f}  {flops / ms / 1e9:>7.1f}"
-            tms = None
+            tms = tfirst = None
             if theirs_kernel is not None:
                 ct = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
-                launch(theirs_kernel, ct)
-                torch.cuda.synchronize()
+                tfirst = first_call(lambda: launch(theirs_kernel, ct))
                 terror = ((ct.float() - reference).norm() / reference.norm()).item()
                 if not terror < 1e-2:
                     raise SystemExit(f"Triton {text} at {shape}: relative error {terror:.2e}")
                 tms = time_cuda(lambda: launch(theirs_kernel, ct), repeat=args.repeat)
                 line += f"  {flops / tms / 1e9:>14.1f}  {tms and ms and (tms / ms):>5.2f}"
             print(line, flush=True)
-            record.add(f"{shape} {text}", "ms", ms, tms, tflops=flops / ms / 1e9)
+            print(first_call_line(first, tfirst), flush=True)
+            record.add(f"{shape} {text}", "ms", ms, tms, tflops=flops / ms / 1e9, first_call_s=first,
+                       triton_first_call_s=tfirst)
 
 
 if __name__ == "__main__":

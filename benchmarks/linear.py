@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 
-from common import (ROOT, Results, add_json_option, load_as_triton, load_module, time_cuda, timing_columns,
-                    triton_available)
+from common import (ROOT, Results, add_json_option, cold_caches, first_call, first_call_line, load_as_triton,
+                    load_module, time_cuda, timing_columns, triton_available)
 
 KERNEL = ROOT / "tests" / "triton_style" / "matmul_transposed_b.py"
 
@@ -30,6 +30,7 @@ def main() -> None:
     add_json_option(parser)
     args = parser.parse_args()
     record = Results("linear", args)
+    cold_caches()
 
     import torch
 
@@ -47,6 +48,7 @@ def main() -> None:
             bm, bn, bk = (int(v) for v in text.split("x"))
             grid = (-(-M // bm), -(-N // bn))
             results = {}
+            firsts = {}
             for name, kernel, extra in (("mytriton", ours, {"backend": "cuda"}), ("triton", theirs, {})):
                 if kernel is None:
                     continue
@@ -56,15 +58,16 @@ def main() -> None:
                     kernel[grid](x, w, c, M, N, K, *x.stride(), *w.stride(), *c.stride(), BM=bm, BN=bn, BK=bk,
                                  num_warps=args.num_warps, num_stages=args.num_stages, **extra)
 
-                launch()
-                torch.cuda.synchronize()
+                firsts[name] = first_call(launch)
                 error = ((c.float() - reference).norm() / reference.norm()).item()
                 if not error < 1e-2:
                     raise SystemExit(f"{name} {text} at {size}: relative error {error:.2e}")
                 results[name] = time_cuda(launch, repeat=args.repeat)
             print(f"{size:<5} {text:<12} {timing_columns(2.0 * M * N * K, results, ms_width=10)}", flush=True)
+            print(first_call_line(firsts["mytriton"], firsts.get("triton")), flush=True)
             record.add(f"{args.dtype} {size} {text}", "ms", results["mytriton"], results.get("triton"),
-                       tflops=2.0 * M * N * K / results["mytriton"] / 1e9)
+                       tflops=2.0 * M * N * K / results["mytriton"] / 1e9, first_call_s=firsts["mytriton"],
+                       triton_first_call_s=firsts.get("triton"))
 
 
 if __name__ == "__main__":

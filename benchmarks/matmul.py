@@ -24,7 +24,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from common import ROOT, Results, add_json_option, load_as_triton, load_module, load_sample, time_cuda, triton_available
+from common import (ROOT, Results, add_json_option, cold_caches, first_call, first_call_line, load_as_triton, load_module,
+                    load_sample, time_cuda, triton_available)
 
 DOT = "tl.dot(a, b)"
 
@@ -61,6 +62,7 @@ def main() -> None:
     add_json_option(parser)
     args = parser.parse_args()
     record = Results("matmul", args)
+    cold_caches()
 
     import torch
 
@@ -101,13 +103,13 @@ def main() -> None:
                 kernel[grid](a, b, c, M, N, K, BM=bm, BN=bn, BK=bk, num_warps=args.num_warps,
                        num_stages=args.num_stages, backend="cuda")
 
-            ours()
-            torch.cuda.synchronize()
+            first = first_call(ours)
             error = ((c - reference).norm() / reference.norm()).item()
             if not error < tolerance:
                 raise SystemExit(f"mytriton {text} at {size}: relative error {error:.2e}")
             ms = time_cuda(ours, repeat=args.repeat)
-            row = {"size": size, "config": text, "ms": ms, "tflops": flops / ms / 1e9, "error": error}
+            row = {"size": size, "config": text, "ms": ms, "tflops": flops / ms / 1e9, "error": error,
+                   "first_call_s": first}
             for mode, tkernel in triton_kernels.items():
                 if not args.precision:
                     os.environ["TRITON_F32_DEFAULT"] = mode
@@ -117,14 +119,14 @@ def main() -> None:
                     tkernel[grid](a, b, ct, M, N, K, BM=bm, BN=bn, BK=bk, num_warps=args.num_warps,
                                   num_stages=args.num_stages)
 
-                theirs()
-                torch.cuda.synchronize()
+                row[f"triton_{mode}_first_call_s"] = first_call(theirs)
                 terror = ((ct - reference).norm() / reference.norm()).item()
                 tms = time_cuda(theirs, repeat=args.repeat)
                 row[f"triton_{mode}_tflops"] = flops / tms / 1e9
                 row[f"triton_{mode}_error"] = terror
             rows.append(row)
             print_row(row, flush=True, mode=args.precision)
+            print(first_call_line(first, row.get(f"triton_{args.precision or 'ieee'}_first_call_s")), flush=True)
             mode = args.precision or "ieee"  # the Triton figure the ratio is taken against
             theirs = row.get(f"triton_{mode}_tflops")
             record.add(f"{args.dtype} {args.precision or 'ieee'} {size} {text}", "TFLOP/s", row["tflops"], theirs,

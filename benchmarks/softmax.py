@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from common import Results, add_json_option, load_as_triton, load_sample, time_cuda, triton_available
+from common import (Results, add_json_option, cold_caches, first_call, first_call_line, load_as_triton, load_sample,
+                    time_cuda, triton_available)
 
 
 def next_power_of_two(n: int) -> int:
@@ -21,6 +22,7 @@ def main() -> None:
     add_json_option(parser)
     args = parser.parse_args()
     results = Results("softmax", args)
+    cold_caches()
 
     import torch
 
@@ -34,21 +36,22 @@ def main() -> None:
         warps = 4 if block <= 2048 else 8 if block <= 4096 else 16
         out = torch.full_like(x, float("nan"))
         run = lambda: ours[(rows,)](out, x, cols, cols, cols, BLOCK=block, num_warps=warps, backend="cuda")  # noqa: E731
-        run()
-        torch.cuda.synchronize()
+        first = first_call(run)
         error = (out - torch.softmax(x, dim=1)).abs().max().item()
         assert error < 1e-5, f"mytriton softmax is wrong: {error}"
         bytes_moved = 8 * rows * cols
         gbs = bytes_moved / time_cuda(run) / 1e6
-        tgbs = None
+        tgbs = tfirst = None
         if theirs is not None:
             tout = torch.empty_like(x)
             trun = lambda: theirs[(rows,)](tout, x, cols, cols, cols, BLOCK=block, num_warps=warps)  # noqa: E731
-            trun()
+            tfirst = first_call(trun)
             tgbs = bytes_moved / time_cuda(trun) / 1e6
         ratio = f"{gbs / tgbs:.2f}" if tgbs else "-"
         print(f"{text:<12} {block:<6} {warps:<6} {gbs:>13.0f}  {tgbs or 0:>11.0f}  {ratio:>5}", flush=True)
-        results.add(f"{text} BLOCK={block} warps={warps}", "GB/s", gbs, tgbs)
+        print(first_call_line(first, tfirst), flush=True)
+        results.add(f"{text} BLOCK={block} warps={warps}", "GB/s", gbs, tgbs, first_call_s=first,
+                    triton_first_call_s=tfirst)
 
 
 if __name__ == "__main__":

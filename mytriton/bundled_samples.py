@@ -19,6 +19,6 @@ def sample_sources() -> dict[str, str]:
         if found:
             return dict(sorted(found.items()))
     except (ModuleNotFoundError, OSError):
-        pass
+        pass  # not installed from a wheel (a checkout on PYTHONPATH): read the checkout's samples/
     checkout = Path(__file__).resolve().parents[1] / "samples"
     return {path.name: path.read_text(encoding="utf-8") for path in sorted(checkout.glob("*.py"))}

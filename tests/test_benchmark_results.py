@@ -69,3 +69,38 @@ def test_plot_refuses_a_file_that_is_not_a_result(tmp_path):
     bad.write_text("[1, 2]")
     with pytest.raises(SystemExit, match="not a benchmark result"):
         plot.load([bad])
+
+
+def test_a_first_call_is_timed_from_an_idle_gpu_to_its_result(monkeypatch):
+    """first_call waits for the GPU before and after the call, so its time
+    is the call's compile, load and run, nothing queued before it."""
+    import types
+
+    events = []
+    cuda = types.SimpleNamespace(synchronize=lambda: events.append("sync"))
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    seconds = common.first_call(lambda: events.append("call"))
+    assert events == ["sync", "call", "sync"] and seconds >= 0
+
+
+def test_cold_caches_give_both_compilers_empty_cache_folders(monkeypatch):
+    import os
+
+    # (set through monkeypatch first, so that the test leaves both as it found them)
+    monkeypatch.setenv("MYTRITON_CACHE_DIR", "before")
+    monkeypatch.setenv("TRITON_CACHE_DIR", "before")
+    common.cold_caches()
+    for name in ("MYTRITON_CACHE_DIR", "TRITON_CACHE_DIR"):
+        folder = Path(os.environ[name])
+        assert folder.is_dir() and not any(folder.iterdir())
+
+
+def test_results_written_through_a_link_keep_the_link(tmp_path):
+    import argparse
+    import os
+
+    target = tmp_path / "kept.json"
+    target.write_text("{}")
+    os.symlink(target, tmp_path / "link.json")
+    common.Results("toy", argparse.Namespace(json=str(tmp_path / "link.json"))).add("a", "ms", 1.0)
+    assert (tmp_path / "link.json").is_symlink() and json.loads(target.read_text())["rows"][0]["case"] == "a"
