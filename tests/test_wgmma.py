@@ -417,8 +417,10 @@ def test_gpu_a_wgmma_loop_with_no_k_steps_gives_zeros(kernel_module):
 def test_an_f16_epilogue_exchanges_the_cast_halves_not_the_f32_accumulator():
     cuda = tutorial_03_cuda(128, 128, 32, 4, 3)
     assert "held in registers before its layout change" in cuda
-    exchange = cuda[cuda.index("earlier readers of shared memory are done"):]
-    assert exchange.split("\n")[1].strip().startswith("__half* const s")
+    # the exchange's shared copy (after the K loop's last barrier, no barrier of its own) holds halves
+    exchange = cuda[cuda.index("held in registers before its layout change"):]
+    copy = next(line.strip() for line in exchange.split("\n") if "reinterpret_cast" in line and "smem" in line)
+    assert copy.startswith("__half* const s")
     header = json.loads(cuda.splitlines()[0].split(":", 1)[1])
     # the staged buffers (3 stages of 128x32 and 32x128 halves); the 32 KiB exchange reuses them
     assert header["shared_bytes"] == 3 * (128 * 32 + 32 * 128) * 2

@@ -156,11 +156,17 @@ ATTR_KINDS: dict[str, AttrKind] = {
     "msg": _STRING, "prefix": _STRING, "name": _STRING, "num_bins": _INT, "pending": _INT, "reverse": _BOOL,
     "scope": _STRING, "sem": _STRING, "shape": _INTS, "stages": _INT, "values": _INTS, "vector": _INT,
     # The CUDA back end's passes' decisions (copy-widths, allocate-shared).
-    "chunk": _INT, "chunks": _STRING, "offset": _INT, "strategy": _STRING,
+    "chunk": _INT, "chunks": _STRING, "offset": _INT, "strategy": _STRING, "scratch_barrier": _BOOL,
     # A loop's options (loop_attrs_problem says more: a flag is true when given).
     "num_stages": _INT, "loop_unroll_factor": _INT, "pipeline_stages": _INT, "flatten": _BOOL,
     "warp_specialize": _BOOL, "disallow_acc_multi_buffer": _BOOL, "disable_licm": _BOOL,
 }
+
+
+# Attributes any op may carry, outside its own list: the insert-barriers
+# pass's decision on a statement of the CUDA back end (the verifier says
+# which ops may have it).
+ANY_OP_ATTRS = ("scratch_barrier",)
 
 
 def attrs_problem(op_name: str, attrs: dict[str, Any]) -> str | None:

@@ -37,6 +37,7 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "copy-widths": ("mytriton.backends.cuda.copy_widths", "CopyWidthsPass"),
     "combine-strategy": ("mytriton.backends.cuda.combine_strategy", "CombineStrategyPass"),
     "allocate-shared": ("mytriton.backends.cuda.allocate_shared", "AllocateSharedPass"),
+    "insert-barriers": ("mytriton.backends.cuda.insert_barriers", "InsertBarriersPass"),
 }
 
 # licm before cse, so that hoisted copies of an op meet the ones outside the loop.

@@ -27,7 +27,9 @@
   each under its own name, and are operands only where an op expects one
   (``copy_to_shared``, ``dot_shared``): no loop carries one;
 - the CUDA back end's decisions have their values: an async copy's ``chunk``
-  a power of two of at most 16 bytes, a combine's ``strategy`` shuffle or shared;
+  a power of two of at most 16 bytes, a combine's ``strategy`` shuffle or shared,
+  a statement's ``scratch_barrier`` true or false, only on an op that may
+  address shared scratch, in a kernel with a shared-memory plan;
 - a laid-out kernel's ``shared_memory`` plan gives every buffer an offset past
   its scratch, within its bytes and apart from the other buffers; without a
   plan no buffer has an offset;
@@ -87,6 +89,26 @@ class Verifier:
         self.block(self.kernel.body, visible, in_loop=False)
         self.shared_memory_plan()
         self.copy_chunks()
+        self.scratch_barriers()
+
+    def scratch_barriers(self) -> None:
+        """``scratch_barrier`` (insert-barriers'): true or false, in a kernel
+        with a shared_memory plan, on a statement that may address shared
+        scratch: a load, store, atomic, reduction, scan, dot or layout change
+        (never a loop, an if, a yield, a barrier, a buffer or a pure op)."""
+        for op in walk(self.kernel.body):
+            if "scratch_barrier" not in op.attrs:
+                continue
+            value = op.attrs["scratch_barrier"]
+            if type(value) is not bool:
+                raise self.error(f"scratch_barrier must be true or false, got {value!r}", op)
+            if self.kernel.shared_memory is None:
+                raise self.error("a statement has a scratch_barrier, but the kernel has no shared_memory plan "
+                                 "(insert-barriers runs after allocate-shared)", op)
+            rule = opdefs.lookup(op.name).layout_rule
+            if rule not in ("load", "store", "reduce", "scan", "dot", "convert"):
+                raise self.error(f"'{op.name}' never addresses shared scratch: it cannot have a scratch_barrier "
+                                 "(a barrier op orders what it must)", op)
 
     def copy_chunks(self) -> None:
         """An async copy's ``chunk`` (copy-widths'): a power of two of at most
@@ -277,7 +299,7 @@ class Verifier:
                 raise self.error(f"operand '{name}' of '{op.name}' cannot be a shared buffer ({operand.type})", op)
         if opdef.allocates:
             self.allocation(op, in_loop)
-        unknown = set(op.attrs) - set(opdef.attrs) - set(opdef.optional_attrs)
+        unknown = set(op.attrs) - set(opdef.attrs) - set(opdef.optional_attrs) - set(opdefs.ANY_OP_ATTRS)
         if unknown:
             raise self.error(f"'{op.name}' has no attribute '{sorted(unknown)[0]}'", op)
         if op.regions:
@@ -427,7 +449,7 @@ class Verifier:
         opdef = opdefs.OPS[op.name]
         if len(op.regions) != 1:
             raise self.error(f"'{op.name}' has exactly one region (its combine function)", op)
-        unknown = set(op.attrs) - set(opdef.attrs) - set(opdef.optional_attrs)
+        unknown = set(op.attrs) - set(opdef.attrs) - set(opdef.optional_attrs) - set(opdefs.ANY_OP_ATTRS)
         if unknown:
             raise self.error(f"'{op.name}' has no attribute '{sorted(unknown)[0]}'", op)
         if "axis" not in op.attrs:

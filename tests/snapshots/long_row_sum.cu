@@ -69,7 +69,6 @@ extern "C" __global__ void __launch_bounds__(128) long_row_sum_kernel(float* x_p
   for (int r = 0; r < 1; ++r) r14[r] = (r14[r] + __shfl_xor_sync(0xffffffffu, r14[r], 2));
   #pragma unroll
   for (int r = 0; r < 1; ++r) r14[r] = (r14[r] + __shfl_xor_sync(0xffffffffu, r14[r], 1));
-  __syncthreads();  // earlier readers of shared memory are done
   float* const r14_warps = reinterpret_cast<float*>(smem);
   #pragma unroll
   for (int r = 0; r < 1; ++r) if ((threadIdx.x % 32 / 1) % 32 == 0) r14_warps[(0) * 4 + ((threadIdx.x / 32 / 1) % 4)] = r14[r];

@@ -30,7 +30,6 @@ extern "C" __global__ void __launch_bounds__(128) outer_kernel(float* x_ptr, flo
   }
   float t9[4];
   {  // the shared-memory copies below are this loop's alone
-    __syncthreads();  // earlier readers of shared memory are done
     float* const s8 = reinterpret_cast<float*>(smem + 0);
     #pragma unroll
     for (int k = 0; k < 1; ++k) {

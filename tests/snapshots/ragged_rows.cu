@@ -72,7 +72,6 @@ extern "C" __global__ void __launch_bounds__(128) ragged_rows_kernel(float* valu
   for (int r = 0; r < 1; ++r) r16[r] = (r16[r] + __shfl_xor_sync(0xffffffffu, r16[r], 2));
   #pragma unroll
   for (int r = 0; r < 1; ++r) r16[r] = (r16[r] + __shfl_xor_sync(0xffffffffu, r16[r], 1));
-  __syncthreads();  // earlier readers of shared memory are done
   float* const r16_warps = reinterpret_cast<float*>(smem);
   #pragma unroll
   for (int r = 0; r < 1; ++r) if ((threadIdx.x % 32 / 1) % 32 == 0) r16_warps[(0) * 4 + ((threadIdx.x / 32 / 1) % 4)] = r16[r];

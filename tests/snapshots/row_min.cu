@@ -56,7 +56,6 @@ extern "C" __global__ void __launch_bounds__(128) row_min_kernel(float* x_ptr, f
   for (int r = 0; r < 1; ++r) r15[r] = fminf(r15[r], __shfl_xor_sync(0xffffffffu, r15[r], 2));
   #pragma unroll
   for (int r = 0; r < 1; ++r) r15[r] = fminf(r15[r], __shfl_xor_sync(0xffffffffu, r15[r], 1));
-  __syncthreads();  // earlier readers of shared memory are done
   float* const r15_warps = reinterpret_cast<float*>(smem);
   #pragma unroll
   for (int r = 0; r < 1; ++r) if ((threadIdx.x % 32 / 1) % 32 == 0) r15_warps[(L0_p0) * 2 + ((threadIdx.x / 32 / 1) % 2)] = r15[r];

@@ -50,7 +50,6 @@ extern "C" __global__ void __launch_bounds__(128) softmax_kernel(float* out_ptr,
   for (int r = 0; r < 1; ++r) r10[r] = fmaxf(r10[r], __shfl_xor_sync(0xffffffffu, r10[r], 2));
   #pragma unroll
   for (int r = 0; r < 1; ++r) r10[r] = fmaxf(r10[r], __shfl_xor_sync(0xffffffffu, r10[r], 1));
-  __syncthreads();  // earlier readers of shared memory are done
   float* const r10_warps = reinterpret_cast<float*>(smem);
   #pragma unroll
   for (int r = 0; r < 1; ++r) if ((threadIdx.x % 32 / 1) % 32 == 0) r10_warps[(0) * 4 + ((threadIdx.x / 32 / 1) % 4)] = r10[r];

@@ -116,10 +116,11 @@ def emit_scalar_atomic(em: "EmitContext", op: Op, args: list) -> None:
     ptr, values, mask = _operand_args(op, args)
     slot = f"(*reinterpret_cast<{ctype}*>(smem))"
     condition = f"{em.lang.thread_id} == 0" + (f" && {mask}" if mask else "")
-    em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done{em.where(op)}")
+    em.scratch_fence(em.where(op))
     em.line(f"if ({condition}) {{ {fenced(op, slot, atomic_expr(op, ptr, values))} }}")
     if mask:
         em.line(f"else if ({em.lang.thread_id} == 0) {slot} = {_zero(t)};  // masked off: 0")
+    # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
     em.line(em.lang.barrier)
     em.line(f"const {ctype} {em.name(result)} = {slot};")
     em.need_shared(max(t.nbytes, 4), op)
@@ -157,7 +158,7 @@ def emit_tile_atomic(em: "EmitContext", op: Op, domain) -> None:
     # Copies of an element on spare threads take its owner's old value.
     shared = "s" + em.name(result)[1:]
     with em.out.scope("{  // the old values, from each element's owner to its copies"):
-        em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
+        em.scratch_fence()
         em.line(f"{ctype}* const {shared} = reinterpret_cast<{ctype}*>(smem);")
         for direction in ("write", "read"):
             loop = SlotLoop(em, domain)
@@ -172,6 +173,7 @@ def emit_tile_atomic(em: "EmitContext", op: Op, domain) -> None:
                 em.line("  " + text)  # the emitter's indent
             em.line("}")
             if direction == "write":
+                # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
                 em.line(em.lang.barrier)
     em.need_shared(result.type.numel * max(t.nbytes, 1), op)
 

@@ -652,7 +652,7 @@ def stage_operands(em: "EmitContext", op: Op) -> tuple[str, str, object, object,
     if em.staged_bytes() + plain + rows * pad * nbytes > em.shared_budget:
         pad = 0
     pitches = {"a": k + pad, "b": b.type.shape[1]}
-    em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
+    em.scratch_fence()
     for value, label in ((a, "a"), (b, "b")):
         if isinstance(value.type, SharedType):
             names.append(em.storage[value])
@@ -669,6 +669,7 @@ def stage_operands(em: "EmitContext", op: Op) -> tuple[str, str, object, object,
         em.close_loop(loop, f"dot operand {label}: registers to shared memory")
         offset += _aligned(rows_here * pitches[label] * element_of(value.type).nbytes)
         names.append(name)
+    # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
     em.line(em.lang.barrier)
     em.need_shared(offset, op)
     return names[0], names[1], element_of(a.type), _element(b.type), pitches["a"]

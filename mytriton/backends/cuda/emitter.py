@@ -4,7 +4,10 @@ One CUDA block runs one program instance with ``num_warps * 32`` threads.
 Its input is laid-out SSA: the layouts stage has given every tile a layout
 (``mytriton/passes/layouts.py``) and put a ``convert_layout`` wherever a tile
 changes layout; the copy-widths pass has chosen each async copy's chunks
-and the allocate-shared pass has placed everything in shared memory. This module groups each block's ops into statements and renders
+and the allocate-shared pass has placed everything in shared memory; the
+insert-barriers pass has decided which statements wait at a barrier before
+writing their shared scratch (``scratch_barrier``, rendered by
+``scratch_fence``). This module groups each block's ops into statements and renders
 each through the function registered for its kind (``renderers.py``; the
 helper modules register theirs and see this printer only as an
 ``EmitContext``), writing lines through a C builder whose scopes own the
@@ -85,6 +88,9 @@ class ScratchNeed:
     nbytes: int
     op: Op | None
     late: bool
+    # The statement that addresses it (``CudaEmitter.statement``): whose
+    # ``scratch_barrier`` decides the barrier before its first scratch write.
+    statement: Op | None = None
 
 
 def source_line(op: Op | None) -> int | None:
@@ -139,6 +145,12 @@ class CudaEmitter:
         # the loop (dots.hoist_wrapped_coordinates): op -> {"row"|"col": array}.
         self.hoisted_copies = 0
         self.early: set = set()  # ops emitted before their place (a loop's wgmma_wait)
+        # The statement being written (a group's first op; a loop's or an if's
+        # own op while it assigns carried values before its body, the region's
+        # ``yield`` while it assigns them at the end of one) and how many times
+        # it has begun addressing scratch (``scratch_fence``).
+        self.statement: Op | None = None
+        self.fences = 0
         self.hoisted_coordinates: dict = {}
         self._param_names()
 
@@ -443,13 +455,19 @@ class CudaEmitter:
 
     # ---- blocks ------------------------------------------------------------------------------------
     def block(self, groups: list[Group]) -> None:
+        outer = self.statement
         for group in groups:
             self.late = group.ops[0] in self.late_ops
             # A statement's lines come from its op's Python line (a group of
             # several ops: the first that has one; tile_group refines that).
             line = next((source_line(op) for op in group.ops if op.loc is not None), None)
+            self.begin_statement(group.ops[0])
             with self.out.at(line):
                 renderer_of(group)(self, group)
+        self.begin_statement(outer)
+
+    def begin_statement(self, op: Op | None) -> None:
+        self.statement, self.fences = op, 0
 
     def host_call(self, op: Op, args: list, coords: list[str], owner: str | None) -> list[str]:
         """The lines of a ``device_print`` or ``device_assert`` for one element
@@ -644,7 +662,7 @@ class CudaEmitter:
         if not loop.staged:
             return
         offset = 0
-        self.line(f"{self.lang.barrier}  // earlier readers of shared memory are done")
+        self.scratch_fence()
         for value in loop.staged:
             element = c_element(value.type)
             name = self.shared_name(value)
@@ -658,8 +676,31 @@ class CudaEmitter:
                 for text in writer.body():
                     self.line(text)
             offset += aligned(value.type.numel * _element_bytes(value.type))
+        # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
         self.line(self.lang.barrier)
         self.need_shared(offset, loop.staged[0])
+
+    def scratch_fence(self, note: str = "") -> None:
+        """The barrier before the statement being written starts writing its
+        scratch (every phase's scratch starts at byte 0), which earlier
+        accesses may still read: the insert-barriers pass decides it for a
+        statement's first phase (its ``scratch_barrier`` attribute); a later
+        phase of the same statement always has it (the phase before it read
+        the same bytes: a barrier internal to the op's expansion), and so do
+        a loop's or an if's carried-value copies, which the pass counts as
+        fenced."""
+        op, first = self.statement, self.fences == 0
+        self.fences += 1
+        if first and op is not None and op.name not in ("for", "while", "yield") and self.scratch_needs is None:
+            decided = op.attrs.get("scratch_barrier")
+            if decided is None and (self.late_shared_bytes if self.late else self.shared_bytes) == 0:
+                return  # a plan with no scratch for it: need_shared refuses the statement next
+            if decided is None:
+                raise self.error_at(op, "this statement addresses shared scratch, but has no scratch_barrier "
+                                        "decision: run insert-barriers (the layouts stage) again")
+            if not decided:
+                return
+        self.line(f"{self.lang.barrier}  // earlier readers of shared memory are done{note}")
 
     def need_shared(self, nbytes: int, value_or_op) -> None:
         """The statement being written addresses ``nbytes`` of scratch from
@@ -673,7 +714,7 @@ class CudaEmitter:
                                    f"plan gives {granted}: run allocate-shared (the layouts stage) again",
                                    op.loc if op is not None and op.loc else self.kernel.loc)
             return
-        self.scratch_needs.append(ScratchNeed(nbytes, op, self.late))
+        self.scratch_needs.append(ScratchNeed(nbytes, op, self.late, self.statement))
         # An unstaged dot's operand padding asks how much room the buffers leave (staged_bytes).
         if self.late:
             self.late_shared_bytes = max(self.late_shared_bytes, nbytes)
@@ -707,6 +748,7 @@ class CudaEmitter:
                                 f"{index} < {as_type(stop, index_type)}{guard}; "
                                 f"{index} += {as_type(step, index_type)}) {{{self.where(op)}"):
                 self.block(self.groups[id(body)])
+                self.begin_statement(body.ops[-1])
                 self.yield_values(body.ops[-1], carried)
             if wait is not None:
                 emit_async(self, wait)
@@ -744,6 +786,7 @@ class CudaEmitter:
                 self.line("} else {")
             with self.out.indented():
                 self.block(self.groups[id(region)])
+                self.begin_statement(region.ops[-1])
                 for result, value in zip(op.results, region.ops[-1].operands):
                     self.assign_carried(result, value)
         self.line("}")
@@ -757,6 +800,7 @@ class CudaEmitter:
             cond = as_type(self.scalar_arg(before.ops[-1].operands[0]), BOOL)
             self.line(f"if (!({cond})) break;")
             self.block(self.groups[id(after)])
+            self.begin_statement(after.ops[-1])
             self.yield_values(after.ops[-1], after.args)
 
     def assign_carried(self, arg: Value, value: Operand, declare: bool = False, target: str | None = None) -> None:

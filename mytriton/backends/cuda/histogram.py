@@ -64,12 +64,14 @@ def emit_histogram(em: "EmitContext", op: Op) -> None:
     with em.out.scope(f"{{  // histogram{where}: {num_bins} bins in shared memory"):
         bins = f"h{name}_counts"
         tid = em.lang.thread_id
-        em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
+        em.scratch_fence()
         em.line(f"int* const {bins} = reinterpret_cast<int*>(smem);")
         em.line(f"for (int k = {tid}; k < {num_bins}; k += {em.threads}) {bins}[k] = 0;")
+        # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
         em.line(em.lang.barrier)
         em.line(em.lang.unroll)
         em.line(f"for (int k = 0; k < {domain.slots}; ++k) if ({bin_of}[k] >= 0) atomicAdd(&{bins}[{bin_of}[k]], 1);")
+        # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
         em.line(em.lang.barrier)
         index = linear_index([out_loop.use(c) for c in out_loop.coords()], result.type.shape)
         out_loop.lines.append(f"{storage}[k] = {bins}[{index}];")

@@ -100,12 +100,13 @@ def emit_reduction(em: "EmitContext", op: Op, domain: Layout) -> None:
             out_index = "0"
         numel = result.type.numel if out_layout else 1
         em.need_shared(numel * warps * (8 if t.bits == 64 else 4), op)
-        em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
+        em.scratch_fence()
         em.line(f"{ct}* const {acc}_warps = reinterpret_cast<{ct}*>(smem);")
         store = f"{acc}_warps[({out_index}) * {warps} + {warp_index}] = {acc}[r];"
         em.line(em.lang.unroll)
         em.line(f"for (int r = 0; r < {out_slots}; ++r) "
                 + (f"if ({' && '.join(lane_zero)}) {store}" if lane_zero else store))
+        # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
         em.line(em.lang.barrier)
         em.line(em.lang.unroll)
         em.line(f"for (int r = 0; r < {out_slots}; ++r) {{")

@@ -104,7 +104,7 @@ def emit_combine(em: "EmitContext", op: Op, domain: Layout) -> None:
     # Shared arrays: the N tiles, then the N arrays of chunk totals.
     offset = 0
     tile_arrays, total_arrays = [], []
-    em.line(f"{barrier}  // earlier readers of shared memory are done")
+    em.scratch_fence()
     for i, (ct, size) in enumerate(zip(elements, sizes)):
         name = f"s{i}_{tag}"
         em.line(f"{ct}* const {name} = reinterpret_cast<{ct}*>(smem + {offset});")
@@ -130,6 +130,7 @@ def emit_combine(em: "EmitContext", op: Op, domain: Layout) -> None:
     for text in writer.body():
         em.line("  " + text)
     em.line("}")
+    # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
     em.line(barrier)
 
     def position(j: str) -> str:
@@ -159,6 +160,7 @@ def emit_combine(em: "EmitContext", op: Op, domain: Layout) -> None:
                         em.line(f"{tile}[at] = {acc};")
         for total, acc in zip(total_arrays, accs):
             em.line(f"{total}[w] = {acc};")
+    # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
     em.line(barrier)
 
     # 3. the chunks' totals: their inclusive prefixes along each row, in log2(C) rounds of
@@ -175,11 +177,13 @@ def emit_combine(em: "EmitContext", op: Op, domain: Layout) -> None:
                 for text in combine_lines(em, op, [f"{total}[{tid} - {step}]" for total in total_arrays],
                                           [f"{total}[{tid}]" for total in total_arrays], news):
                     em.line(text)
+            # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
             em.line(barrier)
             em.line(f"if ({takes}) {{")
             for total, new in zip(total_arrays, news):
                 em.line(f"  {total}[{tid}] = {new};")
             em.line("}")
+            # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
             em.line(barrier)
         if scan:
             em.line(f"// {op.name}: the chunks before each chunk, combined in on the left")
@@ -192,6 +196,7 @@ def emit_combine(em: "EmitContext", op: Op, domain: Layout) -> None:
                     em.line(f"const int at = {position(f'(w % {chunks}) * {per_chunk} + q')};")
                     for text in combine_lines(em, op, prefixes, items, items):
                         em.line(text)
+            # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
             em.line(barrier)
 
     # 4. the results back into registers
@@ -215,7 +220,8 @@ def emit_combine(em: "EmitContext", op: Op, domain: Layout) -> None:
         for text in reader.body():
             em.line("  " + text)
         em.line("}")
-    em.line(f"{barrier}  // later users of shared memory wait for these reads")
+    # No barrier after these reads: the next statement that writes scratch has one
+    # before its write where the insert-barriers pass finds these reads pending.
 
 
 def _aligned(nbytes: int) -> int:

@@ -421,6 +421,7 @@ def emit_across_warps(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[str
         line(f"  {name}[at + {qw}] = {acc}[q];")
     line("}")
     end()
+    # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
     line(em.lang.barrier)
     run_header()
     if not scan:
@@ -460,7 +461,8 @@ def emit_across_warps(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[str
             combine(cur, [f"{name}[at + w]" for name in names], cur)
             end()
     end()
-    line(f"{em.lang.barrier}  // later users of shared memory wait for these reads")
+    # No barrier after these reads: the next statement that writes scratch has one
+    # before its write where the insert-barriers pass finds these reads pending.
 
 
 def emit_reduce_scatter(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[str], lane_pos: str, warp_pos: str,
@@ -555,6 +557,7 @@ def emit_reduce_scatter(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[s
     line("    }")
     line("  }")
     line("}")
+    # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
     line(em.lang.barrier)
     # The row's blocks x warps values, in order, split over its lanes: each combines a
     # chunk in order, then an ordered butterfly over the lanes (every thread would
@@ -581,7 +584,8 @@ def emit_reduce_scatter(em: "EmitContext", op: Op, plan_: WarpPlan, accs: list[s
         butterfly_round(o, cur)
         o *= 2
     em.out.close()
-    line(f"{em.lang.barrier}  // later users of shared memory wait for these reads")
+    # No barrier after these reads: the next statement that writes scratch has one
+    # before its write where the insert-barriers pass finds these reads pending.
 
 
 def _row_writers(em: "EmitContext", plan_, dim: int, warps: int, warp_pos: str, lane_term: str) -> tuple[str, list[str]]:
@@ -614,7 +618,7 @@ def _exchange_arrays(em: "EmitContext", op: Op, elements: list[str], tag: str, c
     """After a barrier, one shared array of ``count`` values per operand of
     ``op`` (C element types ``elements``), one after another from byte 0;
     their names."""
-    em.line(f"{em.lang.barrier}  // earlier readers of shared memory are done")
+    em.scratch_fence()
     names, offset = [], 0
     for i, x in enumerate(op.operands):
         ct = elements[i]

@@ -1,0 +1,204 @@
+"""insert-barriers: where a statement needs a barrier before it writes its
+shared-memory scratch, as Triton's Membar analysis decides.
+
+Runs last in the layouts stage, after allocate-shared, on laid-out SSA with
+its shared-memory plan. Every statement that addresses scratch (a
+reduction's or scan's cross-warp combine, a layout change through shared
+memory, an unstaged dot's operand tiles, an atomic's old values, a
+histogram's bins) writes it from byte 0 and then reads it: what it
+addresses is what the CUDA emitter measures (``emitter.measure_scratch``,
+as allocate-shared reads it), bytes 0 to ``nbytes``. The stage-dots buffers
+lie at their plan ``offset``; scratch needed only after their last use
+(``late``) overlays them.
+
+The pass walks the kernel in program order with the set of shared-memory
+intervals that may have been read or written since the last barrier on
+some path: a statement's scratch, a buffer a copy writes or a dot reads.
+A statement whose scratch overlaps one of them needs a barrier before its
+first scratch write (``scratch_barrier=true``); one whose scratch nothing
+pending overlaps needs none (``scratch_barrier=false``: the first scratch
+user of a kernel, one after an explicit ``barrier``). A ``barrier`` op
+empties the set, but for asynchronous accesses: a ``cp.async`` copy's
+writes stay pending until an ``async_wait pending=0`` before the barrier,
+an in-flight wgmma's reads until a ``wgmma_wait pending=0``. A ``for`` or
+``while`` is walked until the set at its head stops growing (what one
+iteration leaves pending meets the next iteration's statements); an ``if``
+joins its branches' sets.
+
+    %9 = sum %8, axis=1 : vector<4 x f32, #slice0> @5:9
+    %12 = convert_layout %11 : block<4x32 x f32, #blocked1> @7:9
+  =>
+    %9 = sum %8, axis=1, scratch_barrier=false : vector<4 x f32, #slice0> @5:9
+    %12 = convert_layout %11, scratch_barrier=true : block<4x32 x f32, #blocked1> @7:9
+
+The attribute is on each statement that addresses scratch (the first op of
+its group: a slot loop's first load or store), and only there. The emitter
+renders it: the barrier goes just before the statement's first scratch
+write, after the register work that precedes it. What stays inside an op's
+renderer: the barrier between its scratch writes and its reads (and
+between the steps of a scan's chunk totals), and the barrier before a
+second scratch phase of the same statement (an operand staged through
+scratch, then the combine that reuses the same bytes), which always
+conflicts. A loop's or an if's carried-value copies through scratch (none
+of the kernels the tests build has one) are always fenced; the walk counts
+them as scratch accesses after a barrier.
+
+Barriers between the stage-dots buffers' own accesses (copies, dots, the
+pipelined loop's stages) are stage-dots' and software-pipeline's explicit
+``barrier`` ops: this pass reads them and adds none there.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mytriton.backends.cuda.emitter import ScratchNeed, measure_scratch
+from mytriton.diagnostics import CompileError
+from mytriton.ir import opdefs
+from mytriton.ir.ssa import Block, Kernel, Op, OpResult, walk
+from mytriton.target import SHARED_MEMORY_BUDGET
+from mytriton.types import SharedType
+
+ATTR = "scratch_barrier"
+# Ops that cannot be a statement addressing scratch (the verifier refuses the attribute on them).
+CONTROL = ("for", "if", "while", "yield", "condition")
+
+# A pending access: bytes [lo, hi) of the shared array and how it was made.
+# "read"/"write": ordered by the next barrier; "async write" (cp.async): by an
+# async_wait pending=0 and then a barrier; "async read" (an in-flight wgmma):
+# by a wgmma_wait pending=0 and then a barrier.
+Access = tuple[int, int, str]
+
+
+@dataclass(frozen=True)
+class InsertBarriersPass:
+    shared_budget: int = SHARED_MEMORY_BUDGET
+    name: str = "insert-barriers"
+    summary: str = "decide which statements need a barrier before they write shared-memory scratch (Membar)"
+    after_layouts: bool = True  # it reads the shared-memory plan: the pass manager lets it take laid-out SSA
+
+    def apply(self, kernel: Kernel) -> Kernel:
+        if not kernel.laid_out:
+            raise CompileError(f"kernel '{kernel.name}' is not laid out: insert-barriers runs after the "
+                               "layouts stage", kernel.loc)
+        for op in walk(kernel.body):
+            op.attrs.pop(ATTR, None)
+        if kernel.shared_memory is None:
+            return kernel  # no plan: allocate-shared found it cannot be rendered, and emit-cuda says why
+        if not kernel.shared_memory.scratch and not kernel.shared_memory.late_scratch:
+            return kernel  # nothing addresses scratch
+        try:
+            needs = measure_scratch(kernel, self.shared_budget)
+        except CompileError:
+            return kernel
+        _Membar(kernel, needs).run()
+        return kernel
+
+
+def with_barriers(kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET) -> Kernel:
+    """``kernel`` with its barriers decided where none is (laid-out SSA
+    written by hand, or from before this pass); a kernel with some decisions
+    keeps them (the emitter refuses a statement left without one)."""
+    plan = kernel.shared_memory
+    if plan is None or not (plan.scratch or plan.late_scratch):
+        return kernel
+    if any(ATTR in op.attrs for op in walk(kernel.body)):
+        return kernel
+    return InsertBarriersPass(shared_budget).apply(kernel)
+
+
+class _Membar:
+    def __init__(self, kernel: Kernel, needs: list[ScratchNeed]) -> None:
+        self.kernel = kernel
+        self.scratch: dict[Op, int] = {}  # statement -> the bytes of scratch it addresses from 0
+        for need in needs:
+            if need.statement is not None:
+                self.scratch[need.statement] = max(self.scratch.get(need.statement, 0), need.nbytes)
+        self.decided: dict[Op, bool] = {}
+
+    def run(self) -> None:
+        self.block(self.kernel.body, frozenset())
+        for op, needed in self.decided.items():
+            if op.name not in CONTROL:
+                op.attrs[ATTR] = needed
+
+    # ---- the walk ----------------------------------------------------------------------------------
+    def block(self, block: Block, pending: frozenset[Access]) -> frozenset[Access]:
+        for op in block.ops:
+            pending = self.op(op, pending)
+        return pending
+
+    def op(self, op: Op, pending: frozenset[Access]) -> frozenset[Access]:
+        if op.name == "barrier":
+            return _after_barrier(pending)
+        if op.name == "async_wait" and op.attrs.get("pending") == 0:
+            return frozenset((lo, hi, "write" if kind == "async write" else kind) for lo, hi, kind in pending)
+        if op.name == "wgmma_wait" and op.attrs.get("pending") == 0:
+            return frozenset((lo, hi, "read" if kind == "async read" else kind) for lo, hi, kind in pending)
+        if op.name in ("for", "while"):
+            pending = self.scratch_access(op, pending)  # the carried values' first copies, before the loop
+            return self.loop(op, pending)
+        if op.name == "if":
+            then, other = (self.block(region, pending) for region in op.regions)
+            return then | other
+        pending = self.scratch_access(op, pending)
+        return pending | self.buffer_accesses(op)
+
+    def loop(self, op: Op, entry: frozenset[Access]) -> frozenset[Access]:
+        """The set at the loop's exit: its head's once what an iteration leaves
+        there stops adding to it (the sets only grow: the walk ends)."""
+        head = entry
+        while True:
+            if op.name == "for":
+                exit_ = head
+                end = self.block(op.regions[0], head)
+            else:  # while: the condition region runs before every exit and every body
+                exit_ = self.block(op.regions[0], head)
+                end = self.block(op.regions[1], exit_)
+            grown = head | end
+            if grown == head:
+                return exit_
+            head = grown
+
+    def scratch_access(self, op: Op, pending: frozenset[Access]) -> frozenset[Access]:
+        nbytes = self.scratch.get(op)
+        if nbytes is None:
+            return pending
+        conflicts = [a for a in pending if a[0] < nbytes and 0 < a[1]]
+        if any(kind.startswith("async") for _, _, kind in conflicts):
+            raise CompileError("this statement's shared scratch overlaps a buffer that an asynchronous copy or "
+                               "wgmma may still access, which no barrier orders", op.loc or self.kernel.loc)
+        fenced = bool(conflicts) or op.name in CONTROL  # carried-value copies are always fenced
+        self.decided[op] = self.decided.get(op, False) or fenced
+        if fenced:
+            pending = _after_barrier(pending)
+        return pending | {(0, nbytes, "write")}  # written, then read: both pending
+
+    def buffer_accesses(self, op: Op) -> frozenset[Access]:
+        opdef = opdefs.lookup(op.name)
+        if opdef is None or not (opdef.reads_shared or opdef.writes_shared) or op.name == "stage_view":
+            return frozenset()
+        kind = "write" if opdef.writes_shared else "read"
+        if op.name.startswith("async_copy"):
+            kind = "async write"
+        elif op.attrs.get("in_flight"):
+            kind = "async read"
+        found = set()
+        for value in op.operands:
+            if isinstance(getattr(value, "type", None), SharedType):
+                lo, hi = self.interval(value)
+                found.add((lo, hi, kind))
+        return frozenset(found)
+
+    def interval(self, value) -> tuple[int, int]:
+        """The bytes of the buffer ``value`` is (a stage view: its whole buffer)."""
+        while isinstance(value, OpResult) and value.op.name == "stage_view":
+            value = value.op.operands[0]
+        alloc = value.op if isinstance(value, OpResult) else None
+        if alloc is None or "offset" not in alloc.attrs:
+            return 0, self.kernel.shared_memory.bytes
+        return alloc.attrs["offset"], alloc.attrs["offset"] + alloc.results[0].type.allocated_bytes
+
+
+def _after_barrier(pending: frozenset[Access]) -> frozenset[Access]:
+    """What a barrier leaves pending: asynchronous accesses not waited for."""
+    return frozenset(a for a in pending if a[2].startswith("async"))
