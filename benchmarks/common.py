@@ -31,12 +31,15 @@ def load_as_triton(name: str, variant: str = "", path: Path | None = None):
     """The sample's source (or the file at ``path``) with mytriton's imports
     replaced by Triton's: the same kernel, compiled by Triton. ``variant``
     changes the source's hash (a comment), so each variant gets its own Triton
-    compilation."""
+    compilation. ``from mytriton.runtime.`` imports (host helpers) are kept."""
     source = (path or ROOT / "samples" / f"{name}.py").read_text()
     source = source.replace("import mytriton.language as tl", "import triton.language as tl")
     source = source.replace("import mytriton\n", "import triton\n").replace("@mytriton.jit", "@triton.jit")
     source = source.replace("import mytriton as triton\n", "import triton\n")
-    source = source.replace("mytriton.", "triton.")
+    # Host helpers imported from mytriton's runtime (grouped_gemm's `addressable`) have no
+    # counterpart in Triton: those lines stay mytriton's; the kernels are Triton's all the same.
+    source = "".join(line if line.startswith("from mytriton.runtime.") else line.replace("mytriton.", "triton.")
+                     for line in source.splitlines(keepends=True))
     source += f"\n# variant: {variant}\n"
     directory = Path(tempfile.mkdtemp(prefix="mytriton-bench-"))
     path = directory / f"triton_{name}_{variant or 'default'}.py"

@@ -165,6 +165,55 @@ def case_persistent_matmul(m, rng) -> Result:
     return out
 
 
+def _matmul_operands(rng, M, N, K, dtype, b_shape=None, a_shape=None):
+    a = rng.standard_normal(a_shape or (M, K)).astype(dtype)
+    b = rng.standard_normal(b_shape or (K, N)).astype(dtype)
+    return a, b
+
+
+def _matmul_cases(rng, run, shapes, b_stored="kn", a_stored="mk") -> Result:
+    """``run(a, b)`` against NumPy for f16 and f32 operands at each shape;
+    ``b_stored`` "nk" passes B as [N, K] (x @ w.T), ``a_stored`` "km" A as
+    [K, M] (a.T @ b)."""
+    out: Result = []
+    for dtype, tol in ((np.float16, 2e-2), (np.float32, F32_DOT_TOL)):
+        for M, N, K in shapes:
+            a, b = _matmul_operands(rng, M, N, K, dtype, b_shape=(N, K) if b_stored == "nk" else None,
+                                    a_shape=(K, M) if a_stored == "km" else None)
+            a64 = a.astype(np.float64).T if a_stored == "km" else a.astype(np.float64)
+            b64 = b.astype(np.float64).T if b_stored == "nk" else b.astype(np.float64)
+            got = run(a, b).astype(np.float32)
+            out.append((f"c {np.dtype(dtype).name} {M}x{N}x{K}", got, a64 @ b64, tol, tol))
+    return out
+
+
+# ragged (no size a multiple of 32); whole blocks; K under one block
+RAGGED_MATMULS = ((83, 95, 70), (64, 96, 128), (20, 33, 9))
+
+
+def case_matmul_offsets(m, rng) -> Result:
+    return _matmul_cases(rng, m.matmul, RAGGED_MATMULS)
+
+
+def case_matmul_unmasked(m, rng) -> Result:
+    return _matmul_cases(rng, m.matmul, ((64, 96, 128), (32, 32, 32)))  # whole blocks only
+
+
+def case_matmul_loop_helper(m, rng) -> Result:
+    return _matmul_cases(rng, m.matmul, RAGGED_MATMULS)
+
+
+def case_matmul_tl_range(m, rng) -> Result:
+    return _matmul_cases(rng, m.matmul, RAGGED_MATMULS)
+
+
+def case_matmul_trans(m, rng) -> Result:
+    out = [(f"x @ w.T {label}", *rest) for label, *rest in
+           _matmul_cases(rng, m.linear, RAGGED_MATMULS, b_stored="nk")]
+    return out + [(f"a.T @ b {label}", *rest) for label, *rest in
+                  _matmul_cases(rng, m.matmul_at, RAGGED_MATMULS, a_stored="km")]
+
+
 def case_layer_norm_fwd(m, rng) -> Result:
     x = rng.standard_normal((13, 300)).astype(np.float32) * 3 + 1
     w = rng.standard_normal(300).astype(np.float32)
