@@ -26,23 +26,19 @@ torch = pytest.importorskip("torch")
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 
 # What mytriton's remarks say of each form's dot at the benchmark's defaults (4096^3, H200: the
-# tiles of DEFAULT_CONFIG, 4 warps, 3 stages): every dot staged, pipelined and on wgmma, but
-#   - persistent_matmul (tutorial 09): its offsets are clamped with tl.where (`offs_am < M ?
-#     offs_am : 0`), which stage-dots does not recognise as rows + arange: not staged, mma.sync
-#     from registers;
+# tiles of DEFAULT_CONFIG, 4 warps, 3 stages): every dot staged, pipelined and on wgmma
+# (persistent_matmul's offsets clamped with tl.where under max_contiguous hints included), but
 #   - TF32: wgmma reads tf32 B K-major only, so only the forms whose B is contiguous along K in
 #     memory (x @ w.T: trans_b, k_major_b) get wgmma; the others run mma.sync m16n8k8 (staged);
 #   - exact f32 (ieee): FMA, staged.
 # A form whose remark changes fails here: update the table (and benchmarks/NOTES.md's prediction).
 ALL_FAST = (True, True, True)
-NOT_STAGED = (False, False, False)
 MMA_SYNC = (True, True, False)
 EXPECTED = {
-    "f16": {name: NOT_STAGED if name == "persistent" else ALL_FAST for name in bench.FORMS},
-    "bf16": {name: NOT_STAGED if name == "persistent" else ALL_FAST for name in bench.FORMS},
-    "f32": {name: NOT_STAGED if name == "persistent" else ALL_FAST if name in ("trans_b", "k_major_b")
-            else MMA_SYNC for name in bench.FORMS},
-    "ieee": {name: NOT_STAGED if name == "persistent" else MMA_SYNC for name in bench.FORMS},
+    "f16": {name: ALL_FAST for name in bench.FORMS},
+    "bf16": {name: ALL_FAST for name in bench.FORMS},
+    "f32": {name: ALL_FAST if name in ("trans_b", "k_major_b") else MMA_SYNC for name in bench.FORMS},
+    "ieee": {name: MMA_SYNC for name in bench.FORMS},
 }
 RAGGED = "3000x2000x1000"
 
