@@ -209,7 +209,7 @@ def _describe(kernel: Any, op: Any, ptxas: PtxasUsage | None) -> str:
         parts.append(f"FMA (not on tensor cores: {facts[INSTRUCTION]})" if INSTRUCTION in facts else "FMA")
 
     # Operands.
-    parts.append(f"A {_operand_text(a)}, B {_operand_text(b)}")
+    parts.append(f"A {_operand_text(a, 'M')}, B {_operand_text(b, 'K')}")
 
     # Shared memory.
     shared = kernel.shared_memory
@@ -231,7 +231,9 @@ def _mma_k(element: Any) -> int:
     return MMA_K.get(element, 0)
 
 
-def _operand_text(value: Any) -> str:
+def _operand_text(value: Any, column_major: str) -> str:
+    """``column_major``: what a column-major buffer of this operand runs along
+    (A's columns are M, B's are K)."""
     from mytriton.ir.layout_attributes import NvmmaShared, PaddedShared
     from mytriton.types import SharedType
 
@@ -240,7 +242,7 @@ def _operand_text(value: Any) -> str:
         return "registers"
     layout = t.layout
     if isinstance(layout, NvmmaShared):
-        major = ", K-major" if tuple(layout.order) == (0, 1) else ""
+        major = f", {column_major}-major" if tuple(layout.order) == (0, 1) else ""
         return f"shared (swizzle {layout.swizzle}B{major})"
     if isinstance(layout, PaddedShared) and layout.pad:
         return f"shared (rows padded by {layout.pad * t.element.nbytes} bytes)"

@@ -177,12 +177,16 @@ def emitted(text: str):
     return emit_cuda(parse_kernel(text, "k.ssa"))
 
 
-def test_a_column_major_a_of_a_wgmma_dot_is_a_located_error():
+def test_a_column_major_a_of_a_tf32_wgmma_dot_is_a_located_error():
+    """wgmma transposes 16-bit operands only (tests/test_wgmma_m_major.py: an
+    f16 A may be column-major)."""
     from mytriton.diagnostics import CompileError
-    text = compiled("layouts")
+    text = compiled("layouts", (64, 64, 32), dtype="fp32")
     rows, cols = "nvmma_shared<swizzle=128, order=[1, 0]>", "nvmma_shared<swizzle=128, order=[0, 1]>"
     edited = text.replace(rows, "\0").replace(cols, rows).replace("\0", cols)  # A and B swap orders
-    with pytest.raises(CompileError, match=r"reads A K-major: its buffer needs order=\[1, 0\]") as info:
+    assert edited != text
+    with pytest.raises(CompileError, match=r"TF32 wgmma dot reads A K-major: its buffer needs order=\[1, 0\]") \
+            as info:
         emitted(edited)
     assert info.value.loc is not None
 

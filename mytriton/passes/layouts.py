@@ -160,8 +160,10 @@ def is_tf32(op: Op) -> bool:
 
 
 def k_major_buffers(kernel: Kernel) -> frozenset[Value]:
-    """The B buffers a warpgroup dot reads K-major: those filled from tiles
-    contiguous down their columns (``column_contiguous_buffers``). Not every
+    """The buffers filled from tiles contiguous down their columns
+    (``column_contiguous_buffers``): a warpgroup dot reads such a B K-major
+    and such an A M-major (``imm-trans-a``: an operand transposed with
+    ``tl.trans(a)`` from an [K, M] tile, 16-bit types only). Not every
     B of a TF32 dot, though wgmma reads tf32 operands K-major only: one
     contiguous along N in memory would be copied element by element, 4
     bytes a cp.async, and that copy, not the tensor cores, set the pace on
@@ -202,7 +204,9 @@ def wgmma_choice(op: Op, num_warps: int, k_major: frozenset[Value] = frozenset()
     if num_warps % 4:
         return f"wgmma needs whole warpgroups of 4 warps, and num_warps is {num_warps}"
     (m, k), n = a.type.shape, b.type.shape[1]
-    a_swizzle = SWIZZLE_BYTES[0] if a_in_registers else wgmma_swizzle(k, element.nbytes)
+    # A contiguous down its columns (M) is read M-major: its swizzle rows run along M.
+    a_m_major = not a_in_registers and buffer_of(a) in k_major
+    a_swizzle = SWIZZLE_BYTES[0] if a_in_registers else wgmma_swizzle(m if a_m_major else k, element.nbytes)
     b_k_major = buffer_of(b) in k_major
     if element == F32:
         if not is_tf32(op):
@@ -210,6 +214,9 @@ def wgmma_choice(op: Op, num_warps: int, k_major: frozenset[Value] = frozenset()
                    f"{op.attrs.get('input_precision')}"
         if a_in_registers:
             return "a TF32 wgmma reads A from shared memory, not registers"
+        if a_m_major:
+            return "a TF32 wgmma reads A K-major only, and A is contiguous along M in memory " \
+                   "(its copy's row stride is the constant 1)"
         if not b_k_major:
             return "a TF32 wgmma reads B K-major only, and B is not contiguous along K in memory " \
                    "(its copy's row stride is not the constant 1)"
@@ -219,7 +226,8 @@ def wgmma_choice(op: Op, num_warps: int, k_major: frozenset[Value] = frozenset()
     if k % WGMMA_K[element]:
         return f"K={k} is not a multiple of the instruction's {WGMMA_K[element]}"
     if a_swizzle is None:
-        return f"A's rows ({k} x {element.nbytes} bytes) are not whole 32-byte swizzle rows"
+        what = f"A's {'columns' if a_m_major else 'rows'} ({m if a_m_major else k} x {element.nbytes} bytes)"
+        return f"{what} are not whole 32-byte swizzle rows"
     if b_swizzle is None:
         what = f"B's {'columns' if b_k_major else 'rows'} ({k if b_k_major else n} x {element.nbytes} bytes)"
         return f"{what} are not whole 32-byte swizzle rows"
@@ -257,11 +265,12 @@ def register_a_layout(result: Mma, a: Value, held: TileLayout | None) -> Mma:
 
 
 def wgmma_shared_layout(op: Op, index: int, k_major: frozenset[Value]) -> NvmmaShared:
-    """Operand ``index`` of a warpgroup dot: swizzled rows along K for A and a
-    K-major B (column-major), along N for an N-major B."""
+    """Operand ``index`` of a warpgroup dot: swizzled rows along K for a
+    K-major A and a K-major B (column-major), along N for an N-major B, along
+    M for an M-major A (column-major)."""
     operand = op.operands[index]
     nbytes = operand.type.element.nbytes
-    if index == 1 and buffer_of(operand) in k_major:
+    if buffer_of(operand) in k_major:  # B K-major, A M-major: column-major, swizzled down the columns
         return NvmmaShared(wgmma_swizzle(operand.type.shape[0], nbytes), (0, 1))
     return NvmmaShared(wgmma_swizzle(operand.type.shape[1], nbytes))
 

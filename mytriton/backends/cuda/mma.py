@@ -224,15 +224,15 @@ def emit_mma_dot(em: "EmitContext", op: Op) -> None:
 
 def _check_wgmma_buffers(em: "EmitContext", op: Op, registers_a: bool) -> None:
     """wgmma reads its shared operands through descriptors: nvmma_shared
-    buffers, A row-major (K-major), and B of a TF32 dot column-major (tf32
-    operands are K-major only)."""
+    buffers; a column-major A (M-major, ``imm-trans-a``) of 16-bit types only,
+    and B of a TF32 dot column-major (tf32 operands are K-major only)."""
     a, b = op.operands[0], op.operands[1]
     if not all(isinstance(x.type, SharedType) and isinstance(x.type.layout, NvmmaShared)
                for x in ((b,) if registers_a else (a, b))):
         raise em.error_at(op, "a dot in a version-3 (wgmma) mma layout needs two shared buffers in "
                               "nvmma_shared layouts")
-    if not registers_a and a.type.layout.transposed:
-        raise em.error_at(op, "a wgmma dot reads A K-major: its buffer needs order=[1, 0], not "
+    if not registers_a and a.type.layout.transposed and a.type.element == F32:
+        raise em.error_at(op, "a TF32 wgmma dot reads A K-major: its buffer needs order=[1, 0], not "
                               f"{a.type.layout.text()}")
     if b.type.element == F32 and not b.type.layout.transposed:
         raise em.error_at(op, "a TF32 wgmma dot reads B K-major: its buffer needs order=[0, 1], not "

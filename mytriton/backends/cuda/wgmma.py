@@ -19,6 +19,11 @@ offsets, swizzle mode; PTX ISA "Matrix Descriptor Format"):
   and a k16 step starts 16 rows (16 S bytes) further.
 - B, [K, N] K-major (``imm-trans-b`` = 0; a column-major buffer,
   ``nvmma_shared<order=[0, 1]>``): addressed as A is, N taking M's place.
+- A, [M, K] M-major (``imm-trans-a`` = 1, 16-bit types; a column-major
+  buffer, from ``tl.trans`` of a [K, M] tile): addressed as an N-major B is,
+  M taking N's place: column blocks of S bytes along M, K rows each, ``K *
+  S`` bytes apart (leading byte offset); a warpgroup's 64 rows start at
+  their column block, and a k16 step 16 rows (16 S bytes) further.
 
 A ``dot_rs`` (attention's P @ V) reads A from registers instead: the tile is
 held in a version-3 mma layout over [M, K] (``layouts.register_a_layout``),
@@ -70,13 +75,14 @@ def instruction(element, n: int) -> str:
     return f"wgmma.mma_async.sync.aligned.m64n{n}k{32 // element.nbytes}.f32.{t}.{t}"
 
 
-def wgmma_asm(ptx: str, accumulators: list[str], desc_a: str, desc_b: str, trans_b: int | None = 1) -> str:
+def wgmma_asm(ptx: str, accumulators: list[str], desc_a: str, desc_b: str, trans_b: int | None = 1,
+              trans_a: int = 0) -> str:
     """``trans_b`` None: the tf32 form, which has no transpose operands (both
     operands K-major)."""
     count = len(accumulators)
     d = ", ".join(f"%{i}" for i in range(count))
     outs = ", ".join(f'"+f"({x})' for x in accumulators)
-    transposes = "" if trans_b is None else f", 0, {trans_b}"
+    transposes = "" if trans_b is None else f", {trans_a}, {trans_b}"
     return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{count + 2}, 0;\\n'
             f'{ptx} {{{d}}}, %{count}, %{count + 1}, p, 1, 1{transposes};\\n}}\\n" '
             f': {outs} : "l"({desc_a}), "l"({desc_b}), "n"(1));')
@@ -141,10 +147,12 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
     a_row = 0 if registers_a else a.type.layout.swizzle  # bytes in a row of a column block
     b_row = b.type.layout.swizzle
     b_k_major = b.type.layout.transposed
+    a_m_major = not registers_a and a.type.layout.transposed
     a_block, b_block = a_row // element.nbytes, b_row // element.nbytes  # its elements
     rows_dim, cols_dim = layout.dims
     reps_m = m // (16 * num_warps)  # the warpgroups' 64-row blocks each one computes
-    a_leading, a_stride = 0, 8 * a_row  # K-major: a k step never leaves its row
+    # K-major: a k step never leaves its row; M-major: column blocks K rows apart, as an N-major B's
+    a_leading, a_stride = (k * a_row, 8 * a_row) if a_m_major else (0, 8 * a_row)
     # N-major: column blocks K rows apart; K-major: as A
     b_leading, b_stride = (0, 8 * b_row) if b_k_major else (k * b_row, 8 * b_row)
 
@@ -192,6 +200,9 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
             for rm in range(reps_m):
                 if registers_a:
                     a_regs = [f"a_frag_{kk // instr_k}_{rm}[{i}]" for i in range(4)]
+                elif a_m_major:  # the column block of the warpgroup's first row, then k16 step kk's rows
+                    row0 = rm * 16 * num_warps
+                    a_address = f"a_base + (group_row + {row0}) / {a_block} * {k * a_row} + {kk * a_row}"
                 else:
                     a_column = (kk // a_block) * m * a_row + (kk % a_block) * element.nbytes
                     row0 = rm * 16 * num_warps
@@ -210,7 +221,7 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
                         em.line(wgmma_register_a_asm(ptx, accumulators, a_regs, desc_b, trans_b))
                     else:
                         em.line(wgmma_asm(ptx, accumulators, descriptor(a_address, a_row, a_leading, a_stride), desc_b,
-                                          trans_b))
+                                          trans_b, 1 if a_m_major else 0))
         in_flight = op.attrs.get("in_flight", 0)
         em.line('asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");')
         if in_flight:
