@@ -33,6 +33,11 @@ python = shlex.quote(sys.executable)
 for tool, command in (("mytriton", f"{python} -m mytriton"), ("filecheck", f"{python} -m filecheck")):
     config.substitutions.append((rf"(?<![\w/.-]){tool}(?![\w/.-])", command))
 
+# The mytriton that PYTHONPATH names (a git worktree run with PYTHONPATH=$PWD and
+# another checkout's venv), not only the one the interpreter has installed.
+if "PYTHONPATH" in os.environ:
+    config.environment["PYTHONPATH"] = os.environ["PYTHONPATH"]
+
 # The on-disk cache of grammar tables, where the user moved it.
 if "MYTRITON_CACHE_DIR" in os.environ:
     config.environment["MYTRITON_CACHE_DIR"] = os.environ["MYTRITON_CACHE_DIR"]
