@@ -299,7 +299,9 @@ class TextReader:
         """Read one ``key=value`` argument of an op into ``attrs``, checking
         that the op has that attribute."""
         key, value = tree.children
-        if str(key) not in opdef.attrs and str(key) not in opdef.optional_attrs:
+        from mytriton.ir.opdefs import ANY_OP_ATTRS
+
+        if str(key) not in opdef.attrs and str(key) not in opdef.optional_attrs and str(key) not in ANY_OP_ATTRS:
             raise self.error(f"'{op_name}' has no attribute '{key}'", key)
         attrs[str(key)] = self.attr_value(value)
 

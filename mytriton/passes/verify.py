@@ -87,6 +87,7 @@ class Verifier:
         self.block(self.kernel.body, visible, in_loop=False)
         self.shared_memory_plan()
         self.copy_chunks()
+        self.held_tiles()
 
     def copy_chunks(self) -> None:
         """An async copy's ``chunk`` (copy-widths'): a power of two of at most
@@ -105,6 +106,23 @@ class Verifier:
             if (chunk > 1) != (chunks is not None) or chunks not in (None, "whole", "aligned", "checked"):
                 raise self.error(f"a copy of chunk={chunk} has chunks={chunks!r}: 'whole', 'aligned' or "
                                  "'checked' with chunks over 1 element, none with 1", op)
+
+    def held_tiles(self) -> None:
+        """``hold`` (hold-tiles'): on a load of a tile, or a pure op with a
+        tile result, in a laid-out kernel: the CUDA back end's per-thread
+        arrays are of laid-out tiles, and the other ops' results have theirs
+        whatever it decides (its type, a boolean, the reader checks)."""
+        for op in walk(self.kernel.body):
+            if "hold" not in op.attrs:
+                continue
+            if not self.kernel.laid_out:
+                raise self.error("hold is the hold-tiles pass's decision, on laid-out SSA only (num_warps)", op)
+            opdef = opdefs.lookup(op.name)
+            tile = bool(op.results) and isinstance(op.results[0].type, BlockType)
+            pure = opdef is not None and not (opdef.materialised or opdef.has_effect or opdef.reads_memory)
+            if not (tile and (op.name == "load" or pure)):
+                raise self.error(f"'{op.name}' cannot be held: hold is for a load of a tile or a pure op "
+                                 "with a tile result", op)
 
     def shared_memory_plan(self) -> None:
         """With a ``shared_memory`` plan (allocate-shared's), every buffer has
@@ -277,7 +295,7 @@ class Verifier:
                 raise self.error(f"operand '{name}' of '{op.name}' cannot be a shared buffer ({operand.type})", op)
         if opdef.allocates:
             self.allocation(op, in_loop)
-        unknown = set(op.attrs) - set(opdef.attrs) - set(opdef.optional_attrs)
+        unknown = set(op.attrs) - set(opdef.attrs) - set(opdef.optional_attrs) - set(opdefs.ANY_OP_ATTRS)
         if unknown:
             raise self.error(f"'{op.name}' has no attribute '{sorted(unknown)[0]}'", op)
         if op.regions:
@@ -427,7 +445,7 @@ class Verifier:
         opdef = opdefs.OPS[op.name]
         if len(op.regions) != 1:
             raise self.error(f"'{op.name}' has exactly one region (its combine function)", op)
-        unknown = set(op.attrs) - set(opdef.attrs) - set(opdef.optional_attrs)
+        unknown = set(op.attrs) - set(opdef.attrs) - set(opdef.optional_attrs) - set(opdefs.ANY_OP_ATTRS)
         if unknown:
             raise self.error(f"'{op.name}' has no attribute '{sorted(unknown)[0]}'", op)
         if "axis" not in op.attrs:
