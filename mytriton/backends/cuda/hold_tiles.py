@@ -59,9 +59,10 @@ class HoldTilesPass:
         # In program order, the printer's order: a value held before one
         # layout change is a held input of those after it.
         for op in walk(kernel.body):
-            if op.name == "convert_layout" and narrower_than_its_inputs(op.operands[0], held):
-                op.operands[0].op.attrs["hold"] = True
-                held.add(op.operands[0])
+            moved = op.operands[0] if op.name == "convert_layout" else None
+            if isinstance(moved, OpResult) and narrower_than_its_inputs(moved, held):
+                moved.op.attrs["hold"] = True
+                held.add(moved)
         return kernel
 
 
@@ -98,7 +99,7 @@ def loads_reached(op: Op) -> list[OpResult]:
     return found
 
 
-def narrower_than_its_inputs(value: object, held: set) -> bool:
+def narrower_than_its_inputs(value: OpResult, held: set) -> bool:
     """Whether tile ``value``, not held yet, is computed from held tiles
     (or block arguments) that are all wider than it."""
     if not is_tile(value) or value in held:
