@@ -164,11 +164,12 @@ def _layout_passes(options: Options) -> Sequence[Any]:
     from mytriton.backends.cuda.combine_strategy import CombineStrategyPass
     from mytriton.backends.cuda.copy_widths import CopyWidthsPass
     from mytriton.backends.cuda.insert_barriers import InsertBarriersPass
+    from mytriton.backends.cuda.hold_tiles import HoldTilesPass
     from mytriton.passes.layouts import LayoutsPass
     from mytriton.passes.overlap_wgmma import OverlapWgmmaPass
 
     return [LayoutsPass(num_warps=options.num_warps, shared_budget=options.budget, arch=options.arch),
-            OverlapWgmmaPass(), CopyWidthsPass(), CombineStrategyPass(),
+            OverlapWgmmaPass(), CopyWidthsPass(), CombineStrategyPass(), HoldTilesPass(),
             AllocateSharedPass(shared_budget=options.budget), InsertBarriersPass(shared_budget=options.budget)]
 
 
@@ -179,10 +180,12 @@ def emit_cuda(kernel: Kernel, options: Options | None = None) -> str:
     from mytriton.backends.cuda.combine_strategy import with_combine_strategies
     from mytriton.backends.cuda.copy_widths import with_copy_widths
     from mytriton.backends.cuda.emitter import emit_cuda as emit
+    from mytriton.backends.cuda.hold_tiles import with_held_tiles
     from mytriton.backends.cuda.insert_barriers import with_barriers
 
     budget = (options if options is not None else Options()).budget
-    return emit(with_barriers(allocated(with_combine_strategies(with_copy_widths(kernel)), budget), budget), budget)
+    return emit(with_barriers(allocated(with_held_tiles(with_combine_strategies(with_copy_widths(kernel))),
+                                        budget), budget), budget)
 
 
 def emit_mlir(kernel: Kernel) -> str:

@@ -24,7 +24,7 @@ def add_at(stage: str, signature: str, **options) -> str:
 def test_aligned_accesses_get_four_elements_per_thread_and_vector_4():
     text = add_at("layouts", ALIGNED)
     assert text.startswith("#blocked0 = blocked<size_per_thread=[4], threads_per_warp=[32], warps_per_cta=[4]")
-    assert text.count(", vector=4 :") == 2 and "store %9, %10, %5, vector=4 @13:5" in text
+    assert text.count(", vector=4, hold=true :") == 2 and "store %9, %10, %5, vector=4 @13:5" in text
 
 
 def test_without_facts_the_layout_and_accesses_stay_scalar():

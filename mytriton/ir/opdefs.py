@@ -160,13 +160,15 @@ ATTR_KINDS: dict[str, AttrKind] = {
     # A loop's options (loop_attrs_problem says more: a flag is true when given).
     "num_stages": _INT, "loop_unroll_factor": _INT, "pipeline_stages": _INT, "flatten": _BOOL,
     "warp_specialize": _BOOL, "disallow_acc_multi_buffer": _BOOL, "disable_licm": _BOOL,
+    # The hold-tiles pass's decision, which any op may carry (ANY_OP_ATTRS).
+    "hold": _BOOL,
 }
 
 
-# Attributes any op may carry, outside its own list: the insert-barriers
-# pass's decision on a statement of the CUDA back end (the verifier says
-# which ops may have it).
-ANY_OP_ATTRS = ("scratch_barrier",)
+# Attributes any op may carry, outside its own list: the CUDA back end's
+# decisions on a statement (insert-barriers') and on a tile (hold-tiles');
+# the verifier says which ops may have them.
+ANY_OP_ATTRS = ("scratch_barrier", "hold")
 
 
 def attrs_problem(op_name: str, attrs: dict[str, Any]) -> str | None:

@@ -36,6 +36,7 @@ REGISTRY: dict[str, tuple[str, str]] = {
     # The layouts stage's last passes, the CUDA back end's own: they decide for its printer.
     "copy-widths": ("mytriton.backends.cuda.copy_widths", "CopyWidthsPass"),
     "combine-strategy": ("mytriton.backends.cuda.combine_strategy", "CombineStrategyPass"),
+    "hold-tiles": ("mytriton.backends.cuda.hold_tiles", "HoldTilesPass"),
     "allocate-shared": ("mytriton.backends.cuda.allocate_shared", "AllocateSharedPass"),
     "insert-barriers": ("mytriton.backends.cuda.insert_barriers", "InsertBarriersPass"),
 }

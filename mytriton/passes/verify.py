@@ -90,6 +90,7 @@ class Verifier:
         self.shared_memory_plan()
         self.copy_chunks()
         self.scratch_barriers()
+        self.held_tiles()
 
     def scratch_barriers(self) -> None:
         """``scratch_barrier`` (insert-barriers'): true or false, in a kernel
@@ -127,6 +128,23 @@ class Verifier:
             if (chunk > 1) != (chunks is not None) or chunks not in (None, "whole", "aligned", "checked"):
                 raise self.error(f"a copy of chunk={chunk} has chunks={chunks!r}: 'whole', 'aligned' or "
                                  "'checked' with chunks over 1 element, none with 1", op)
+
+    def held_tiles(self) -> None:
+        """``hold`` (hold-tiles'): on a load of a tile, or a pure op with a
+        tile result, in a laid-out kernel: the CUDA back end's per-thread
+        arrays are of laid-out tiles, and the other ops' results have theirs
+        whatever it decides (its type, a boolean, the reader checks)."""
+        for op in walk(self.kernel.body):
+            if "hold" not in op.attrs:
+                continue
+            if not self.kernel.laid_out:
+                raise self.error("hold is the hold-tiles pass's decision, on laid-out SSA only (num_warps)", op)
+            opdef = opdefs.lookup(op.name)
+            tile = bool(op.results) and isinstance(op.results[0].type, BlockType)
+            pure = opdef is not None and not (opdef.materialised or opdef.has_effect or opdef.reads_memory)
+            if not (tile and (op.name == "load" or pure)):
+                raise self.error(f"'{op.name}' cannot be held: hold is for a load of a tile or a pure op "
+                                 "with a tile result", op)
 
     def shared_memory_plan(self) -> None:
         """With a ``shared_memory`` plan (allocate-shared's), every buffer has

@@ -103,9 +103,6 @@ def declare_shared(op: Op, offset: int) -> tuple[str, str]:
                   + f"  // {rows}x{cols}, {major}{padding}, {buffer_bytes(op)} bytes")
 
 
-COPY_OPS = ("copy_to_shared", "copy_strided_to_shared")  # what emit_copies takes
-
-
 @dataclass(frozen=True)
 class CopyGeometry:
     """A copy's operands as the threads walk the tile: row by row. Into a
@@ -234,10 +231,6 @@ def emit_copies(em: "EmitContext", ops: list[Op]) -> None:
 
 
 # ---- the pipelined K loop's ops (the software-pipeline pass) ---------------------------------
-
-ASYNC_OPS = ("stage_view", "async_copy_to_shared", "async_copy_strided_to_shared", "async_commit", "async_wait",
-             "wgmma_wait")
-
 
 def emit_async(em: "EmitContext", op: Op) -> None:
     """One op of a pipelined K loop: a stage view is a pointer into its

@@ -3,25 +3,27 @@
 One CUDA block runs one program instance with ``num_warps * 32`` threads.
 Its input is laid-out SSA: the layouts stage has given every tile a layout
 (``mytriton/passes/layouts.py``) and put a ``convert_layout`` wherever a tile
-changes layout; the copy-widths pass has chosen each async copy's chunks
-and the allocate-shared pass has placed everything in shared memory; the
-insert-barriers pass has decided which statements wait at a barrier before
-writing their shared scratch (``scratch_barrier``, rendered by
-``scratch_fence``). This module groups each block's ops into statements and renders
-each through the function registered for its kind (``renderers.py``; the
-helper modules register theirs and see this printer only as an
-``EmitContext``), writing lines through a C builder whose scopes own the
-indentation (``c_builder.py``). Some decisions are still made while
-rendering: which tiles get per-thread arrays (``plan_storage``), pure tile
-ops recomputed where they are used, ``hold_narrower``, the FMA dot's read
-widths and the scan path (``scans.py``). Scalars
-are locals every thread computes alike. Tiles are spread over the threads as
-their layouts say (``thread_coordinates.py`` spells that in C); each thread handles its
-elements, its *slots*, in loops that nvcc unrolls:
+changes layout; the copy-widths pass has chosen each async copy's chunks,
+the combine-strategy pass each reduce's and scan's path, the hold-tiles
+pass which tiles keep a per-thread array (``hold=true``; every other pure
+tile op is recomputed where it is used), the allocate-shared pass has
+placed everything in shared memory, and the insert-barriers pass has decided
+which statements wait at a barrier before writing their shared scratch
+(``scratch_barrier``, rendered by ``scratch_fence``). This module renders each block's
+statements (``statements.py`` groups the ops) through the function
+registered for their kind (``renderers.py``; the helper modules register
+theirs and see this printer only as an ``EmitContext``), writing lines
+through a C builder whose scopes own the indentation (``c_builder.py``).
+Some decisions are still made while rendering: the FMA dot's read widths
+and the chunks of a combine through shared memory (``scans.py``). Scalars
+are locals every thread computes alike. Tiles are spread over the threads
+as their layouts say (``thread_coordinates.py`` spells that in C); each
+thread handles its elements, its *slots*, in loops that nvcc unrolls:
 
 - consecutive loads and stores over one layout share one slot loop;
 - pure ops are computed inside the loops that need them (``slots.py``);
-- a load whose tile is needed elsewhere also fills a per-thread array;
+- a held load also fills a per-thread array, and a held pure value is
+  computed into one just before the layout change that moves it;
 - a reduction combines slots, then lanes (warp shuffles), then warps
   (shared memory) (``reductions.py``);
 - a ``convert_layout`` fills a per-thread array in the new layout, through
@@ -52,14 +54,13 @@ from mytriton.backends.cuda.ctypes import c_element, c_literal
 from mytriton.backends.cuda import atomics, histogram, mma, reductions, scans  # noqa: F401
 from mytriton.backends.cuda.atomics import emit_scalar_atomic
 from mytriton.backends.cuda.c_builder import CBuilder, INDENT
-from mytriton.backends.cuda.dots import (
-    ASYNC_OPS, COPY_OPS, declare_shared, emit_async, hoist_wrapped_coordinates, shared_array_name,
-)
+from mytriton.backends.cuda.dots import declare_shared, emit_async, hoist_wrapped_coordinates, shared_array_name
 from mytriton.backends.cuda.line_directives import with_directives
 from mytriton.backends.cuda.renderers import Group, renderer_of, renders
 from mytriton.backends.cuda.shared_memory import (
-    aligned, buffer_alignment, buffer_offsets, buffers_end, late_ops,
+    aligned, buffer_alignment, buffer_offsets, buffers_end, element_bytes, late_ops,
 )
+from mytriton.backends.cuda.statements import own_storage, statements
 from mytriton.backends.cuda.spelling import CUDA
 from mytriton.backends.cuda.expressions import CValue, as_type, assert_lines, print_call, render
 from mytriton.backends.cuda.thread_coordinates import BlockedLayout, Layout, tile_layout
@@ -69,7 +70,7 @@ from mytriton.diagnostics import CompileError, Location
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile, stored_params
 from mytriton.target import MAX_ELEMENTS_PER_THREAD, OPT_IN_SHARED_MEMORY, SHARED_MEMORY_BUDGET, WGMMA_BUILD_ARCH
-from mytriton.ir.ssa import Block, BlockArg, Const, Kernel, Op, OpResult, Operand, Value, for_yield, is_combine, use_counts, walk
+from mytriton.ir.ssa import BlockArg, Const, Kernel, Op, OpResult, Operand, Value, for_yield, use_counts, walk
 from mytriton.ir.ssa_text import ValueNames
 from mytriton.ir.layout_attributes import Mma
 from mytriton.types import BOOL, BlockType, PointerType, ScalarType, element_of
@@ -98,9 +99,23 @@ def source_line(op: Op | None) -> int | None:
     return op.loc.line if op is not None and op.loc is not None else None
 
 
-def _rule(op: Op) -> str:
-    opdef = opdefs.lookup(op.name)
-    return opdef.layout_rule if opdef is not None else "none"
+class Storage(dict):
+    """Each value held in an array or a local -> its C name. Laid-out SSA
+    edited by hand or after hold-tiles may read a load from another
+    statement that no ``hold`` gave an array: that is an error at the
+    load, not a KeyError."""
+
+    def __init__(self, names: ValueNames, where: Location | None) -> None:
+        super().__init__()
+        self.names = names
+        self.where = where  # the kernel's: where a value without a location is reported
+
+    def __missing__(self, value: Value) -> str:
+        op = getattr(value, "op", None)
+        name = self.names.names.get(value, "a value")
+        raise CompileError(f"{name} is read by another statement, but has no per-thread array to read it from: "
+                           "its op needs hold=true (run hold-tiles again)",
+                           op.loc if op is not None and op.loc else self.where)
 
 
 class CudaEmitter:
@@ -123,9 +138,8 @@ class CudaEmitter:
         self._use_counts: dict | None = None  # value -> its uses, when first asked
         self.lang = CUDA  # every target spelling goes through it
         self.cnames: dict[Value, str] = {}
-        self.storage: dict[Value, str] = {}  # tiles held in per-thread arrays; loop-carried locals
-        self.groups: dict[int, list[Group]] = {}  # id(block) -> its groups
-        self.group_of: dict[Op, int] = {}
+        self.storage: dict[Value, str] = Storage(self.ssa_names, kernel.loc)  # per-thread arrays; loop-carried locals
+        self.groups: dict[int, list[Group]] = {}  # id(block) -> its statements (statements.py)
         self.parents: dict[tuple, tuple[str, BlockedLayout]] = {}  # placement -> (name, a layout with it)
         self.shared: dict[Value, str] = {}  # tiles copied to shared memory for the current group
         # Measuring: the scratch so far and what each statement needs; else the plan's.
@@ -137,7 +151,7 @@ class CudaEmitter:
         self.late_shared_bytes = plan.late_scratch if plan and not measure else 0
         self.late = False  # emitting such an op now
         self.late_ops = late_ops(kernel)
-        self.held: set = set()  # tiles computed into registers though not materialised (hold_narrower)
+        self.held: set = set()  # tiles computed into registers though not materialised (hold_before_change)
         self.shared_allocs: list[Op] = []  # buffers the stage-dots pass allocated
         self.out = CBuilder(depth=1)  # the kernel body's lines, inside its braces
         self.vector_stores = 0  # staging arrays of vector stores, numbered
@@ -189,14 +203,6 @@ class CudaEmitter:
         """The layout the layouts stage gave a tile."""
         return tile_layout(value.type.layout, value.type.shape)
 
-    def domain(self, op: Op) -> Layout:
-        """The layout whose slots a statement runs over: its pointer's for a
-        store, its operand's for a reduction, else its result's."""
-        rule = _rule(op)
-        if rule in ("store", "reduce", "scan"):
-            return self.layout_of(op.operands[0])
-        return self.layout_of(op.results[0])
-
     def shared_name(self, value: Value) -> str:
         """The shared-memory copy of ``value`` the current slot loop reads."""
         if value not in self.shared:
@@ -209,127 +215,24 @@ class CudaEmitter:
     def error_at(self, op: Op, message: str) -> CompileError:
         return CompileError(message, op.loc or self.kernel.loc)
 
-    # ---- planning ---------------------------------------------------------------------------
-    def plan_groups(self, block: Block) -> list[Group]:
-        groups: list[Group] = []
-        open_group: Group | None = None
-        for op in block.ops:
-            rule = _rule(op)
-            if op.name in ("yield", "condition"):
-                continue
-            if op.name in ("for", "if", "while"):
-                open_group = None
-                groups.append(Group(op.name, [op]))
-                for region in op.regions:
-                    self.groups[id(region)] = self.plan_groups(region)
-            elif rule in ("reduce", "scan"):
-                open_group = None
-                groups.append(Group("combine" if is_combine(op) else "reduce", [op], self.domain(op)))
-            elif rule == "convert":
-                open_group = None
-                groups.append(Group("convert", [op], self.domain(op)))
-            elif opdefs.lookup(op.name).allocates:
-                self.shared_allocs.append(op)
-            elif op.name in COPY_OPS:
-                if not (groups and groups[-1].kind == "copies" and open_group is None):
-                    groups.append(Group("copies", []))
-                groups[-1].ops.append(op)
-                open_group = None
-            elif op.name == "barrier":
-                open_group = None
-                groups.append(Group("barrier", [op]))
-            elif op.name in ASYNC_OPS:  # the pipelined K loop's ops, in program order
-                open_group = None
-                groups.append(Group("async", [op]))
-            elif rule == "dot":
-                open_group = None
-                groups.append(Group("dot", [op]))
-            elif op.name in opdefs.ATOMIC_OPS and is_tile(op.results[0]):
-                open_group = None  # an atomic is a statement of its own, in the kernel's order
-                groups.append(Group("atomic", [op], self.domain(op)))
-            elif rule in ("load", "store") and (rule == "store" and is_tile(op.operands[0])
-                                                 or op.results and is_tile(op.results[0])):
-                # Loads share a slot loop with loads, stores with stores: every
-                # load of a thread is issued before its first store, so the loads
-                # are in flight together and memory order is the kernel's.
-                domain = self.domain(op)
-                joinable = (open_group is not None and open_group.domain == domain
-                            and open_group.ops[-1].name == op.name)
-                if not joinable:
-                    open_group = Group("tile", [], domain)
-                    groups.append(open_group)
-                open_group.ops.append(op)
-            elif op.results and is_tile(op.results[0]):
-                continue  # pure tile ops are computed where they are used
-            else:
-                entry = Group("scalar", [op])
-                if open_group is not None and not (opdefs.reads_memory(op.name) or opdefs.has_effect(op.name)):
-                    # A pure scalar never depends on the open tile group: it
-                    # goes before it. Memory accesses keep the kernel's order.
-                    groups.insert(len(groups) - 1, entry)
-                else:
-                    open_group = None
-                    groups.append(entry)
-        for index, group in enumerate(groups):
-            for op in group.ops:
-                self.group_of[op] = id(group)
-        return groups
-
+    # ---- storage ---------------------------------------------------------------------------
     def plan_storage(self) -> None:
-        """Loads read outside their own slot loop keep a per-thread array;
-        reduction results, loop-carried tiles and results always have one."""
+        """Arrays and locals as the IR says: the values that always have
+        them (``statements.own_storage``) and the loads hold-tiles held."""
+        for value, named in own_storage(self.kernel):
+            self.storage[value] = ("t" if is_tile(named) else "v") + self.name(named)[1:]
         for op in walk(self.kernel.body):
-            if (_rule(op) in ("reduce", "dot", "convert") or op.name in opdefs.ATOMIC_OPS) \
-                    and op.results and is_tile(op.results[0]):
+            if op.name == "load" and op.attrs.get("hold") is True and is_tile(op.results[0]):
                 self.storage[op.results[0]] = "t" + self.name(op.results[0])[1:]
-            if is_combine(op):  # reduce and scan: every tile result is held in registers
-                for result in op.results:
-                    if is_tile(result):
-                        self.storage[result] = "t" + self.name(result)[1:]
-            if op.name == "for":
-                for arg, result in zip(op.regions[0].args[1:], op.results):
-                    prefix = "t" if is_tile(result) else "v"
-                    self.storage[arg] = self.storage[result] = prefix + self.name(result)[1:]
-            if op.name in ("if", "while"):
-                # An if's results and a while's carried values: locals declared
-                # before it, which the regions assign (and a while's regions read).
-                for index, result in enumerate(op.results):
-                    prefix = "t" if is_tile(result) else "v"
-                    self.storage[result] = prefix + self.name(result)[1:]
-                    for region in (op.regions if op.name == "while" else []):
-                        self.storage[region.args[index]] = self.storage[result]
-        for op in walk(self.kernel.body):
-            if op.name not in ("yield", "condition", "for", "if", "while") and op not in self.group_of:
-                continue  # pure tile ops are read by the statements that use them
-            where = self.group_of.get(op, id(op))
-            for value in self.reached(op):
-                if self.group_of.get(value.op) != where:
-                    self.storage[value] = "t" + self.name(value)[1:]
-
-    def reached(self, op: Op) -> list:
-        """Loaded tiles that ``op`` reads, directly or through pure tile ops."""
-        found, seen = [], set()
-        work = [o for o in op.operands if is_tile(o)]
-        if op.name == "for":
-            work = [o for o in op.operands[3:] if is_tile(o)]
-        while work:
-            value = work.pop()
-            if value in seen or not hasattr(value, "op"):
-                continue
-            seen.add(value)
-            if value.op.name == "load":
-                found.append(value)
-            elif not is_materialized(value):
-                work.extend(o for o in value.op.operands if is_tile(o))
-        return found
 
     # ---- output --------------------------------------------------------------------------------
     def emit(self) -> str:
-        top = self.plan_groups(self.kernel.body)
+        found = statements(self.kernel)
+        self.groups, self.shared_allocs = found.groups, found.shared_allocs
         self.plan_storage()
         for op in self.shared_allocs:
             self.storage[op.results[0]] = shared_array_name(op)
-        self.block(top)
+        self.block(self.groups[id(self.kernel.body)])
         return self.render() if self.scratch_needs is None else ""
 
     def staged_bytes(self) -> int:
@@ -609,7 +512,7 @@ class CudaEmitter:
         same thread, else a copy in shared memory (``SlotLoop.read``)."""
         (op,) = group.ops
         if op.name not in opdefs.REMAPS:
-            self.hold_narrower(op.operands[0], op)
+            self.hold_before_change(op.operands[0], op)
         loop = self.open_loop(group.domain, op)
         coords = loop.coords()
         storage = self.storage[op.results[0]]
@@ -627,25 +530,13 @@ class CudaEmitter:
                               f"{self.parent_name(group.domain.parent)} ({group.domain.slots} slot(s) per thread)",
                         [f"{c_element(op.results[0].type)} {storage}[{group.domain.slots}];"])
 
-    def hold_narrower(self, value: Value, op: Op) -> None:
-        """Compute ``value`` into registers in its own layout when it is
-        narrower than every held tile it is computed from (an epilogue's
-        f32 -> f16 cast), so that a layout change moves it, not its wider
-        inputs, through shared memory."""
-        if not is_tile(value) or value in self.storage:
-            return
-        inputs, work, seen = [], [value], set()
-        while work:
-            v = work.pop()
-            if v in seen or not is_tile(v):
-                continue
-            seen.add(v)
-            if v in self.storage or not isinstance(v, OpResult):
-                inputs.append(v)
-            else:
-                work.extend(v.op.operands)
-        nbytes = _element_bytes(value.type)
-        if not inputs or any(_element_bytes(v.type) <= nbytes for v in inputs):
+    def hold_before_change(self, value: Value, op: Op) -> None:
+        """Compute ``value`` into registers in its own layout just before the
+        layout change ``op`` moves it, where hold-tiles held it (a narrow
+        epilogue cast, which then crosses shared memory instead of its wider
+        inputs). A value held already is read where it is."""
+        if not (isinstance(value, OpResult) and value.op.attrs.get("hold") is True and is_tile(value)) \
+                or value in self.storage:
             return
         domain = self.layout_of(value)
         loop = self.open_loop(domain, op)
@@ -675,7 +566,7 @@ class CudaEmitter:
             with self.out.scope(f"for (int k = 0; k < {layout.slots}; ++k) {{"):
                 for text in writer.body():
                     self.line(text)
-            offset += aligned(value.type.numel * _element_bytes(value.type))
+            offset += aligned(value.type.numel * element_bytes(value.type))
         # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
         self.line(self.lang.barrier)
         self.need_shared(offset, loop.staged[0])
@@ -902,13 +793,6 @@ def load_expr(op: Op, args: list) -> str:
         return read
     fill = as_type(other, pointee) if other is not None else c_literal(0, pointee)
     return f"({as_type(mask, BOOL)} ? {read} : {fill})"
-
-
-def _element_bytes(t) -> int:
-    """The bytes one element of a tile takes in shared memory (a pointer: 8,
-    where a reshaped or joined tile of addresses is staged)."""
-    element = element_of(t)
-    return 8 if isinstance(element, PointerType) else element.nbytes
 
 
 def c_comment(text: str) -> str:

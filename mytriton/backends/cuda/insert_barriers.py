@@ -52,6 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mytriton.backends.cuda.emitter import ScratchNeed, measure_scratch
+from mytriton.backends.cuda.hold_tiles import with_held_tiles
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import Block, Kernel, Op, OpResult, walk
@@ -86,6 +87,7 @@ class InsertBarriersPass:
             return kernel  # no plan: allocate-shared found it cannot be rendered, and emit-cuda says why
         if not kernel.shared_memory.scratch and not kernel.shared_memory.late_scratch:
             return kernel  # nothing addresses scratch
+        kernel = with_held_tiles(kernel)  # the statements' storage, as the printer will render them
         try:
             needs = measure_scratch(kernel, self.shared_budget)
         except CompileError:

@@ -1,33 +1,21 @@
 """Which function renders each statement of laid-out SSA as CUDA.
 
-The printer groups a block's ops into statements (``Group``: a scalar op,
-loads and stores sharing one slot loop, a reduction, a loop, ...) and
-renders each through the function registered for its kind, or for its op
-where one op has its own (``histogram`` among the layout changes). The
+The printer groups a block's ops into statements (``statements.Group``: a
+scalar op, loads and stores sharing one slot loop, a reduction, a loop,
+...) and renders each through the function registered for its kind, or
+for its op where one op has its own (``histogram`` among the layout
+changes). The
 helper modules register theirs as they are imported, as the interpreter's
 handlers do; each gets the printer as an ``EmitContext``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from mytriton.ir.ssa import Op
+from mytriton.backends.cuda.statements import Group
 
 if TYPE_CHECKING:
     from mytriton.backends.cuda.context import EmitContext
-    from mytriton.backends.cuda.thread_coordinates import Layout
-
-
-@dataclass
-class Group:
-    """Statements emitted together: a scalar op, loads/stores sharing one
-    slot loop, a reduction, or a loop."""
-
-    kind: str  # "scalar", "tile", "convert", "reduce", "for", "copies", "barrier", "async", "dot", ...
-    ops: list[Op] = field(default_factory=list)
-    domain: "Layout | None" = None
-
 
 Renderer = Callable[["EmitContext", Group], None]
 BY_KIND: dict[str, Renderer] = {}

@@ -13,11 +13,18 @@ from __future__ import annotations
 from mytriton.ir import opdefs
 from mytriton.ir.layout_attributes import NvmmaShared
 from mytriton.ir.ssa import Kernel, Op, walk
-from mytriton.types import SharedType
+from mytriton.types import PointerType, SharedType, Type, element_of
 
 
 def aligned(nbytes: int, alignment: int = 16) -> int:
     return (nbytes + alignment - 1) // alignment * alignment
+
+
+def element_bytes(t: Type) -> int:
+    """The bytes one element of a tile takes in shared memory (a pointer: 8,
+    where a reshaped or joined tile of addresses is staged)."""
+    element = element_of(t)
+    return 8 if isinstance(element, PointerType) else element.nbytes
 
 
 def buffer_bytes(op: Op) -> int:

@@ -1,0 +1,128 @@
+"""hold-tiles: which tiles the CUDA back end keeps in a per-thread array,
+and which it computes again in every statement that reads them.
+
+Runs in the layouts stage, on laid-out SSA (statements run over layouts;
+``statements.py`` groups them), before allocate-shared, whose measuring
+run of the printer must render what this pass decided. A pure tile op
+(arithmetic, a cast, a broadcast, ``arange``) costs nothing to recompute
+where it is used, so it is not stored; a load must not be issued twice.
+The pass writes ``hold=true`` on each op whose tile is held because of a
+decision:
+
+- a load read by a statement other than its own slot loop (directly or
+  through pure ops): its loop also fills the array the others read;
+- a pure tile value that a ``convert_layout`` moves and that is narrower
+  than every held tile it is computed from (an epilogue's f32 -> f16
+  cast): it is computed into registers just before the layout change, so
+  that the narrow value crosses shared memory, not its wider inputs.
+
+    %6 = load %4, %5, -inf : vector<1024 x f32, #blocked0> @10:9
+    %74 = cast %67, dtype=f16 : block<128x128 x f16, #mma0> @92:9
+  =>
+    %6 = load %4, %5, -inf, hold=true : vector<1024 x f32, #blocked0> @10:9
+    %74 = cast %67, dtype=f16, hold=true : block<128x128 x f16, #mma0> @92:9
+
+Values that always have an array or a local get no attribute
+(``statements.own_storage``): the results of reductions, scans, dots,
+layout changes and atomics, and the values that loops, ifs and whiles
+carry. Laid-out SSA without any ``hold`` (written by hand, or from before
+this pass) is given its decisions by ``with_held_tiles`` before it is
+rendered.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mytriton.backends.cuda.shared_memory import element_bytes
+from mytriton.backends.cuda.statements import Statements, own_storage, statements
+from mytriton.diagnostics import CompileError
+from mytriton.ir.analysis import is_materialized, is_tile
+from mytriton.ir.ssa import Kernel, Op, OpResult, walk
+
+
+@dataclass(frozen=True)
+class HoldTilesPass:
+    name: str = "hold-tiles"
+    summary: str = "keep in per-thread arrays the loads other statements read and narrow values before a layout change"
+    after_layouts: bool = True  # statements run over layouts: the pass manager lets it take laid-out SSA
+
+    def apply(self, kernel: Kernel) -> Kernel:
+        if not kernel.laid_out:
+            raise CompileError(f"kernel '{kernel.name}' is not laid out: hold-tiles runs after the "
+                               "layouts stage", kernel.loc)
+        for op in walk(kernel.body):
+            op.attrs.pop("hold", None)
+        held = {value for value, _ in own_storage(kernel)}
+        for load in loads_read_elsewhere(kernel, statements(kernel)):
+            load.attrs["hold"] = True
+            held.add(load.results[0])
+        # In program order, the printer's order: a value held before one
+        # layout change is a held input of those after it.
+        for op in walk(kernel.body):
+            moved = op.operands[0] if op.name == "convert_layout" else None
+            if isinstance(moved, OpResult) and narrower_than_its_inputs(moved, held):
+                moved.op.attrs["hold"] = True
+                held.add(moved)
+        return kernel
+
+
+def loads_read_elsewhere(kernel: Kernel, found: Statements) -> list[Op]:
+    """The loads whose tile a statement other than their own reads (a
+    ``yield`` or ``condition`` is always another: the value outlives the
+    statement that loaded it)."""
+    loads: dict[Op, None] = {}
+    for op in walk(kernel.body):
+        if op.name not in ("yield", "condition", "for", "if", "while") and op not in found.group_of:
+            continue  # pure tile ops are read by the statements that use them
+        where = found.group_of.get(op, id(op))
+        for value in loads_reached(op):
+            if found.group_of.get(value.op) != where:
+                loads[value.op] = None
+    return list(loads)
+
+
+def loads_reached(op: Op) -> list[OpResult]:
+    """Loaded tiles that ``op`` reads, directly or through pure tile ops."""
+    found, seen = [], set()
+    work = [o for o in op.operands if is_tile(o)]
+    if op.name == "for":
+        work = [o for o in op.operands[3:] if is_tile(o)]
+    while work:
+        value = work.pop()
+        if value in seen or not isinstance(value, OpResult):
+            continue
+        seen.add(value)
+        if value.op.name == "load":
+            found.append(value)
+        elif not is_materialized(value):
+            work.extend(o for o in value.op.operands if is_tile(o))
+    return found
+
+
+def narrower_than_its_inputs(value: OpResult, held: set) -> bool:
+    """Whether tile ``value``, not held yet, is computed from held tiles
+    (or block arguments) that are all wider than it."""
+    if not is_tile(value) or value in held:
+        return False
+    inputs, work, seen = [], [value], set()
+    while work:
+        v = work.pop()
+        if v in seen or not is_tile(v):
+            continue
+        seen.add(v)
+        if v in held or not isinstance(v, OpResult):
+            inputs.append(v)
+        else:
+            work.extend(v.op.operands)
+    nbytes = element_bytes(value.type)
+    return bool(inputs) and all(element_bytes(v.type) > nbytes for v in inputs)
+
+
+def with_held_tiles(kernel: Kernel) -> Kernel:
+    """``kernel`` with the pass's decisions: its own where any op carries
+    ``hold`` (a kernel the pass held nothing in is decided again, to the
+    same answer). SSA that is not laid out is left as it is, for the
+    printer to refuse."""
+    if not kernel.laid_out or any("hold" in op.attrs for op in walk(kernel.body)):
+        return kernel
+    return HoldTilesPass().apply(kernel)
