@@ -249,6 +249,8 @@ def verify(input: str, output: str) -> None:
 
 
 def _pass_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    if not value:  # knowing every pass's name imports every pass: only when a name is given
+        return ()
     from mytriton.instrument import printable_passes
 
     known = printable_passes()

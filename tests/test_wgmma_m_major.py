@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import ROOT, cdiv, compile_text, tiered
+from conftest import ROOT, cdiv, compile_text
 from test_wgmma import ptxas_notes
 
 KERNEL = ROOT / "tests" / "triton_style" / "matmul_trans.py"
@@ -85,8 +85,8 @@ def test_a_tf32_dot_of_an_m_major_a_stays_on_mma_sync_and_says_why():
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("config,num_warps", tiered([((128, 128, 64), 4), ((64, 64, 32), 4), ((128, 256, 64), 8)],
-                                                    fast=[((128, 128, 64), 4)]))
+@pytest.mark.slow
+@pytest.mark.parametrize("config,num_warps", [((128, 128, 64), 4), ((64, 64, 32), 4), ((128, 256, 64), 8)])
 def test_the_m_major_matmul_builds_for_sm_90a(tmp_path, config, num_warps):
     notes = ptxas_notes(compiled("cuda", config, num_warps), tmp_path)
     assert "spill" not in notes.lower() or "0 bytes spill" in notes

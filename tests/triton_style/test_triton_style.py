@@ -503,7 +503,9 @@ def test_the_kernels_cuda_builds_with_nvcc(name, monkeypatch):
         assert ".entry" in kernel.asm["ptx"], kernel.name
 
 
-@pytest.mark.parametrize("name", tiered(WORKING, slow=("sort_rows", "fused_attention")))
+@pytest.mark.parametrize("name", tiered(WORKING, slow=("sort_rows", "fused_attention", "matmul_offsets",
+                                                     "matmul_unmasked", "matmul_loop_helper",
+                                                     "matmul_tl_range")))
 def test_every_stage_of_the_kernels_prints_back_as_it_parses(name, monkeypatch):
     from mytriton import compiler
 
