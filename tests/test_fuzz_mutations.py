@@ -115,6 +115,7 @@ def test_the_check_reports_an_input_that_waits_too_long(tmp_path, monkeypatch):
     assert found is not None and found.klass == "timeout"
 
 
+@pytest.mark.slow  # waits for a timeout
 def test_the_check_reports_an_input_that_runs_too_long(tmp_path, monkeypatch):
     import time
 

@@ -494,6 +494,7 @@ def test_the_verifier_refuses_a_chain_of_ops_longer_than_the_expression_limit(mo
 # ---- the deep-stack runner ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # recurses to the limit
 def test_the_deep_stack_runner_turns_runaway_recursion_into_an_error_naming_the_limit():
     def forever(n: int) -> int:
         return forever(n + 1) + 1
@@ -541,6 +542,7 @@ def test_the_deep_stack_runner_reraises_compile_errors_unchanged():
     assert info.value.message == "boom"
 
 
+@pytest.mark.slow  # recurses to the limit
 def test_the_cli_points_runaway_recursion_at_the_input_file(capsys):
     from mytriton.cli import reports_errors
 

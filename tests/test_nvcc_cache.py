@@ -103,6 +103,7 @@ def test_a_full_disk_leaves_no_partial_file_and_still_returns_the_build(cache, r
     assert list(cache.iterdir()) == []
 
 
+@pytest.mark.slow  # several nvcc builds
 def test_builds_are_byte_identical_whatever_directory_nvcc_ran_in_and_in_parallel(tmp_path, cache, monkeypatch):
     # softmax's reductions inline CUDA's static __shfl_xor_sync, whose
     # internal name nvcc derives from the source's path.

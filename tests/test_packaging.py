@@ -69,11 +69,13 @@ def project_files() -> set[str]:
     return {name for name in sources if not name.startswith("mytriton.egg-info/")}
 
 
+@pytest.mark.slow  # builds the sdist and the wheel
 def test_the_sdist_holds_every_project_file(dists):
     missing = project_files() - NOT_SHIPPED - sdist_files(dists["sdist"])
     assert not missing, f"not in the sdist (MANIFEST.in): {sorted(missing)[:20]}"
 
 
+@pytest.mark.slow  # builds the sdist and the wheel
 def test_the_sdist_holds_what_its_tests_need(dists):
     files = sdist_files(dists["sdist"])
     assert [name for name in NEEDED if name not in files] == []
@@ -82,6 +84,7 @@ def test_the_sdist_holds_what_its_tests_need(dists):
     assert lit_files and lit_files <= files
 
 
+@pytest.mark.slow  # builds the sdist and the wheel
 def test_the_sdist_holds_no_build_or_cache_litter(dists):
     litter = [name for name in sdist_files(dists["sdist"])
               if "__pycache__" in name or name.endswith(".pyc") or name.startswith((".venv/", "samples/out/", "samples/out-sanitize/", "dist/"))
@@ -89,6 +92,7 @@ def test_the_sdist_holds_no_build_or_cache_litter(dists):
     assert litter == []
 
 
+@pytest.mark.slow  # builds the sdist and the wheel
 def test_the_wheel_holds_every_module_the_grammars_and_py_typed(dists):
     with zipfile.ZipFile(dists["wheel"]) as wheel:
         names = set(wheel.namelist())
@@ -106,6 +110,7 @@ def wheel_text(wheel: Path, name: str) -> str:
         return archive.read(f"mytriton-{mytriton.__version__}.dist-info/{name}").decode()
 
 
+@pytest.mark.slow  # builds the sdist and the wheel
 def test_the_wheel_metadata_has_licence_urls_classifiers_and_extras(dists):
     metadata = email.message_from_string(wheel_text(dists["wheel"], "METADATA"))
     assert metadata["Version"] == mytriton.__version__
@@ -118,6 +123,7 @@ def test_the_wheel_metadata_has_licence_urls_classifiers_and_extras(dists):
     assert metadata.get_content_type() == "text/plain" and metadata["Description-Content-Type"] == "text/markdown"
 
 
+@pytest.mark.slow  # builds the sdist and the wheel
 def test_the_wheel_registers_the_command_and_the_pygments_lexers(dists):
     entry_points = wheel_text(dists["wheel"], "entry_points.txt")
     assert "mytriton = mytriton.cli:main" in entry_points
@@ -142,6 +148,7 @@ def test_the_command_the_package_and_the_metadata_give_one_version():
     assert importlib.metadata.version("mytriton") == mytriton.__version__
 
 
+@pytest.mark.slow  # builds the sdist and the wheel
 def test_the_wheel_carries_the_samples_the_readme_uses(dists):
     with zipfile.ZipFile(dists["wheel"]) as wheel:
         names = set(wheel.namelist())

@@ -75,6 +75,7 @@ def test_a_signal_during_a_build_leaves_no_process_and_no_temporary_file(tmp_pat
 
 
 @pytest.mark.skipif(shutil.which("timeout") is None, reason="needs coreutils' timeout")
+@pytest.mark.slow  # waits for a timeout
 def test_a_build_stopped_by_timeout_leaves_nothing_behind(tmp_path, waiting_nvcc):
     # timeout signals the command, then its whole process group.
     env, temporary, pid_file = waiting_nvcc
