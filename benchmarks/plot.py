@@ -63,18 +63,30 @@ def draw(documents: list[dict], against: str, output: Path) -> int:
     if not cases:
         raise SystemExit(f"no row in {', '.join(d['path'] for d in documents)} has both mytriton's and "
                          f"{against}'s figure")
-    height = 0.8 / len(per_file)
-    figure, axes = plt.subplots(figsize=(9, 1.2 + 0.35 * len(cases) * len(per_file)))
+    # A case's slot is shared by the files that have it (runs of the same rows side by side; the
+    # disjoint rows of different runs each get the whole slot).
+    having = {case: [i for i, (_, ratios) in enumerate(per_file) if case in ratios] for case in cases}
+    widest = max(len(files) for files in having.values())
+    figure, axes = plt.subplots(figsize=(9, 1.2 + 0.35 * len(cases) * widest))
     for i, (label, ratios) in enumerate(per_file):
-        ys = [c - 0.4 + height * (i + 0.5) for c in range(len(cases))]
-        axes.barh(ys, [ratios.get(case, 0.0) for case in cases], height=height, label=label)
+        ys, widths, heights = [], [], []
+        for c, case in enumerate(cases):
+            if case in ratios:
+                files = having[case]
+                height = 0.8 / len(files)
+                ys.append(c - 0.4 + height * (files.index(i) + 0.5))
+                widths.append(ratios[case])
+                heights.append(height)
+        axes.barh(ys, widths, height=heights, label=label)
     axes.axvline(1.0, color="black", linewidth=1)
     axes.set_yticks(range(len(cases)), cases)
     axes.invert_yaxis()
     axes.set_xlabel(f"mytriton's speed / {against}'s (right of 1.0: mytriton is faster)")
-    axes.legend(loc="lower right", fontsize="small")
+    # Below the bars, so that it never hides one.
+    below = 0.6 / max(figure.get_figheight() - 1.2, 0.5)  # 0.6 inch under the axes, whatever their height
+    axes.legend(loc="upper left", bbox_to_anchor=(0.0, -below), fontsize="small")
     figure.tight_layout()
-    figure.savefig(output)
+    figure.savefig(output, bbox_inches="tight")
     plt.close(figure)
     return len(cases)
 
