@@ -85,8 +85,7 @@ def draw(documents: list[dict], against: str, output: Path) -> int:
     # Below the bars, so that it never hides one.
     below = 0.6 / max(figure.get_figheight() - 1.2, 0.5)  # 0.6 inch under the axes, whatever their height
     axes.legend(loc="upper left", bbox_to_anchor=(0.0, -below), fontsize="small")
-    figure.tight_layout()
-    figure.savefig(output, bbox_inches="tight")
+    figure.savefig(output, bbox_inches="tight")  # the labels and the legend, wherever they reach
     plt.close(figure)
     return len(cases)
 
