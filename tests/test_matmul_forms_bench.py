@@ -191,7 +191,7 @@ def compile_only_driver():
 
     class CompileOnly(DriverBase):
         def __init__(self) -> None:
-            pass
+            super().__init__()
 
         @staticmethod
         def is_active() -> bool:
@@ -219,10 +219,10 @@ def compile_only_driver():
             return ty
 
         def get_benchmarker(self):
-            raise NotImplementedError
+            raise RuntimeError("a compile-only driver times nothing")
 
         def get_empty_cache_for_benchmark(self):
-            raise NotImplementedError
+            raise RuntimeError("a compile-only driver times nothing")
 
         def clear_cache(self, cache) -> None:
             pass
