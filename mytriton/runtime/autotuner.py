@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
 from mytriton.diagnostics import CompileError
@@ -314,6 +313,8 @@ class Autotuner(KernelInterface):
                 self.fn.run(*args, grid=grid, backend=backend, warmup=True, **config.all_kwargs(), **kwargs)
             except CompileError:
                 pass
+
+        from concurrent.futures import ThreadPoolExecutor  # here: the CLI imports this module, and never builds
 
         with ThreadPoolExecutor(workers, thread_name_prefix="mytriton-build") as pool:
             list(pool.map(build, configs))
