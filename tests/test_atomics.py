@@ -444,16 +444,27 @@ def test_an_f32_tile_add_is_one_ordered_atom_an_element_and_no_fence():
     assert "atom.acq_rel.gpu.add.f32" in cuda and "__threadfence" not in cuda
 
 
-def test_an_atomic_of_a_held_tile_applies_it_where_it_is_held():
-    # split-K's write-back: the dot's accumulator is added from its own layout, with no layout change
-    laid_out = compile_text(kernel_source("""
+def _laid_out_atomic_of_a_dot(offsets: str) -> str:
+    return compile_text(kernel_source(f"""
     @mytriton.jit
     def k(a_ptr, c_ptr, BLOCK: tl.constexpr):
         r = tl.arange(0, BLOCK)
-        offs = r[:, None] * BLOCK + r[None, :]
-        a = tl.load(a_ptr + offs)
-        tl.atomic_add(c_ptr + offs, tl.dot(a, a))
+        a = tl.load(a_ptr + r[:, None] * BLOCK + r[None, :])
+        tl.atomic_add(c_ptr + {offsets}, tl.dot(a, a))
     """), "layouts", signature="*fp16, *fp32", defines={"BLOCK": 32})
+
+
+def test_an_atomic_of_an_accumulator_on_contiguous_rows_is_coalesced_first():
+    # split-K's write-back: one element a thread, 32 lanes along a row, as Triton's
+    laid_out = _laid_out_atomic_of_a_dot("r[:, None] * BLOCK + r[None, :]")
+    assert "convert_layout" in laid_out
+    line = next(text for text in laid_out.splitlines() if "atomic_rmw" in text)
+    assert "#blocked" in line
+
+
+def test_an_atomic_of_an_accumulator_on_strided_addresses_applies_it_where_it_is_held():
+    # the accumulator's columns go down C's columns: no layout makes a warp's addresses adjacent
+    laid_out = _laid_out_atomic_of_a_dot("r[:, None] + r[None, :] * BLOCK")
     assert "convert_layout" not in laid_out
     line = next(text for text in laid_out.splitlines() if "atomic_rmw" in text)
     assert "#mma0>" in line

@@ -12,7 +12,10 @@ address and mask come from indices alone, with that tile's layout, so no
 data moves; but a tile held in an ``mma`` layout whose store the axis
 analysis proves 16 bytes wide a thread is exchanged through shared memory
 just before the store into a blocked layout of 16-byte runs, as Triton's
-epilogue: the fragments hold two adjacent columns a thread); each operand is asked for in the layout its consumer's rule
+epilogue: the fragments hold two adjacent columns a thread; a tile atomic of
+such a tile whose addresses run along the row is exchanged into one element a
+thread, 32 lanes along the row, so a warp's atomic covers adjacent addresses);
+each operand is asked for in the layout its consumer's rule
 gives (``OpDef.layout_rule``), sliced where it broadcasts from a lower rank.
 A reduction's operand takes the layout whose slice its consumers want, so a
 row maximum read back against its row needs no data exchange. The first
@@ -343,6 +346,15 @@ def access_widths(kernel: Kernel) -> dict[Op, int]:
             if op.name in ("load", "store") and is_tile(op.operands[0])}
 
 
+def atomic_runs(kernel: Kernel) -> dict[Op, int]:
+    """How many consecutive addresses the axis analysis proves along the last
+    dimension of each tile atomic's pointer."""
+    atomics = [op for op in walk(kernel.body) if op.name in opdefs.ATOMIC_OPS and is_tile(op.operands[0])]
+    analysis = AxisAnalysis(kernel) if atomics else None
+    return {op: analysis.of(op.operands[0], op.operands[0].type.shape).contiguity[-1]
+            for op in atomics if analysis is not None}
+
+
 def preferred_layouts(kernel: Kernel, widths: dict[Op, int], num_warps: int) -> dict[tuple[int, ...], Blocked]:
     """A vectorised layout for each tile shape all of whose loads and stores
     move at least two elements per access; not for shapes a dot touches."""
@@ -382,9 +394,11 @@ def mark_vector_accesses(kernel: Kernel, widths: dict[Op, int]) -> None:
 class _Assigner:
     def __init__(self, kernel: Kernel, num_warps: int,
                  preferred: dict[tuple[int, ...], Blocked] | None = None, wgmma: bool = False,
-                 widths: dict[Op, int] | None = None) -> None:
+                 widths: dict[Op, int] | None = None, atomic_runs: dict[Op, int] | None = None) -> None:
         self.kernel = kernel
         self.widths = widths or {}  # the elements each load and store may move at once (axis info)
+        # tile atomic -> its pointer's contiguous run along the last dimension (axis info)
+        self.atomic_runs = atomic_runs or {}
         self.num_warps = num_warps
         self.wgmma = wgmma  # the target has Hopper's warpgroup instructions
         self.k_major = k_major_buffers(kernel) if wgmma else frozenset()
@@ -648,7 +662,20 @@ class _Assigner:
         others = [o for i, o in enumerate(op.operands) if i != index]
         if is_tile(value) and (is_materialized(value) or value in self.anchored) \
                 and value.type.shape == op.results[0].type.shape and not any(reaches_materialized(o) for o in others):
-            return self.held(value)
+            held = self.held(value)
+            if not isinstance(held, Mma) or self.atomic_runs.get(op, 1) < 2:
+                return held
+            # A tensor-core fragment holds pairs of columns on 8 rows a warp:
+            # its atomics would touch 8 rows' sectors per instruction. Moved
+            # one element a thread along the contiguous rows (Triton's coalesced
+            # atomics), a warp's instruction covers 32 adjacent elements.
+            coalesced = default_blocked(value.type.shape, self.num_warps)
+            self.layouts.setdefault(value, held)
+            exchange = Op("convert_layout", [value], [value.type], loc=_loc_of(value))
+            insert_before(op, exchange)
+            self.layouts[exchange.result] = coalesced
+            op.operands[index] = exchange.result
+            return coalesced
         return layout
 
     def reduction(self, op: Op) -> None:
@@ -828,7 +855,8 @@ class LayoutsPass:
                                kernel.loc)
         widths = access_widths(kernel)
         wgmma = has_wgmma(self.arch)
-        assigner = _Assigner(kernel, self.num_warps, preferred_layouts(kernel, widths, self.num_warps), wgmma, widths)
+        assigner = _Assigner(kernel, self.num_warps, preferred_layouts(kernel, widths, self.num_warps), wgmma, widths,
+                             atomic_runs(kernel))
         assigner.block(kernel.body)
         kernel.num_warps = self.num_warps
         _with_layouts(kernel, assigner.layouts, self.shared_budget, wgmma)
