@@ -397,14 +397,14 @@ def test_a_tile_atomic_is_applied_by_each_elements_owner_only():
     # and the copies read the old value back through shared memory.
     cuda = compile_text(kernel_source(RMW.format(kind="add")), "cuda", signature=_signature("i32"),
                         defines={"BLOCK": 32}, num_warps=4)
-    line = next(text for text in cuda.splitlines() if "atom.acq_rel.gpu.add.u32" in text)
+    line = next(text for text in cuda.splitlines() if "atom.acq_rel.gpu.global.add.u32" in text)
     assert line.strip().startswith("if (") and "&&" in line
     assert "reinterpret_cast<int*>(smem)" in cuda
 
 
 def test_a_scalar_atomic_runs_on_thread_0_and_is_broadcast():
     cuda = _cuda(SCALAR_COUNTER, "*i32, *i32")
-    assert ('if (threadIdx.x == 0) { asm volatile("atom.acq_rel.gpu.add.u32 %0, [%1], %2;" '
+    assert ('if (threadIdx.x == 0) { asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" '
             ': "=r"((*reinterpret_cast<int*>(smem)))') in cuda
 
 
@@ -420,8 +420,8 @@ def test_sem_and_scope_choose_the_atom_order_and_scope():
         tl.atomic_xchg(p, 1, sem="release")
     """, "*i32")
     assert "= atomicAdd_block(" in cuda and "__threadfence" not in cuda
-    assert 'atom.acquire.sys.max.s32 %0, [%1], %2;" : "=r"(' in cuda
-    assert 'atom.release.gpu.exch.b32 %0, [%1], %2;" : "=r"(' in cuda
+    assert 'atom.acquire.sys.global.max.s32 %0, [%1], %2;" : "=r"(' in cuda
+    assert 'atom.release.gpu.global.exch.b32 %0, [%1], %2;" : "=r"(' in cuda
 
 
 def test_an_ordered_atomic_without_an_atom_form_keeps_cuda_between_fences():
@@ -441,7 +441,7 @@ def test_an_f32_tile_add_is_one_ordered_atom_an_element_and_no_fence():
     """split-K's epilogue (tests/triton_style/matmul_split_k.py): with fences it ran at 0.30x of Triton."""
     cuda = compile_text(kernel_source(RMW.format(kind="add")), "cuda", signature=_signature("fp32"),
                         defines={"BLOCK": 32}, num_warps=4)
-    assert "atom.acq_rel.gpu.add.f32" in cuda and "__threadfence" not in cuda
+    assert "atom.acq_rel.gpu.global.add.f32" in cuda and "__threadfence" not in cuda
 
 
 def _laid_out_atomic_of_a_dot(offsets: str) -> str:
@@ -519,7 +519,7 @@ def test_the_spin_lock_builds_with_nvcc():
     from mytriton.backends.cuda.nvcc import compile_ptx
 
     ptx = compile_ptx(_cuda(SPIN_LOCK, "*i32, *i32, *fp32", BLOCK=64), "sm_90")
-    assert "atom.acq_rel.gpu.cas.b32" in ptx
+    assert "atom.acq_rel.gpu.global.cas.b32" in ptx
 
 
 # ---- on the GPU, against the interpreter --------------------------------------------------------------------

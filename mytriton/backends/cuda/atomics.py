@@ -20,7 +20,7 @@ a non-negative value by signed ``atomicMax``, a negative one by unsigned
 on their bits. CUDA's atomics are relaxed. An ordered one (``sem``
 acquire, release or acq_rel, ``tl.atomic_add``'s default acq_rel) on 32- or
 64-bit integers, or an f32/f64 add, is PTX's ``atom`` with that order and
-scope (``atom.acq_rel.gpu.add.f32``), as Triton writes it; the others (f16,
+scope on global memory (``atom.acq_rel.gpu.global.add.f32``), as Triton writes it; the others (f16,
 bf16, float max/min/xchg/cas) keep CUDA's function between fences of the
 scope, before (release, acq_rel) and after (acquire, acq_rel). The fences
 cost far more: a split-K matmul's atomic_add epilogue, two ``membar.gl`` an
@@ -132,7 +132,9 @@ def ordered_atom(op: Op, target: str, ptr: str, args: list[str]) -> str | None:
     c = _constraint(t)
     operands = ", ".join(f"%{i + 2}" for i in range(len(args)))
     inputs = ", ".join(f'"{c}"({a})' for a in args)
-    return (f'asm volatile("atom.{sem}.{op.attrs["scope"]}.{_PTX_OPS[kind]}.{ptx_type} %0, [%1], {operands};" '
+    # .global: a generic address makes ptxas test for shared memory at every
+    # element (a CAS loop on that path); tl's pointers are all global.
+    return (f'asm volatile("atom.{sem}.{op.attrs["scope"]}.global.{_PTX_OPS[kind]}.{ptx_type} %0, [%1], {operands};" '
             f': "={c}"({target}) : "l"({ptr}), {inputs} : "memory");')
 
 
