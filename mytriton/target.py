@@ -28,6 +28,11 @@ def has_wgmma(arch: str) -> bool:
     return arch in WGMMA_ARCHS
 
 
+def has_vector_atomics(arch: str) -> bool:
+    """PTX's vector ``atom`` (``.v2``/``.v4`` of f32) needs sm_90."""
+    return arch.startswith("sm_") and arch[3:5].isdigit() and int(arch[3:5]) >= 90
+
+
 def shared_memory_budget(arch: str = DEFAULT_ARCH) -> int:
     """The bytes of shared memory one block may use on ``arch``: staged dot
     tiles, pipeline stages, reduction and layout-change scratch together."""

@@ -470,6 +470,44 @@ def test_an_atomic_of_an_accumulator_on_strided_addresses_applies_it_where_it_is
     assert "#mma0>" in line
 
 
+VECTOR_ADD = """
+@mytriton.jit
+def k(p, x, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_add(p + offs, tl.load(x + offs){extra})
+"""
+
+
+def test_an_aligned_f32_atomic_add_applies_four_elements_with_one_vector_atom():
+    cuda = compile_text(kernel_source(VECTOR_ADD.format(extra="")), "cuda", signature="*fp32:16, *fp32:16",
+                        defines={"BLOCK": 256})
+    assert "atom.acq_rel.gpu.global.add.v4.f32 {%0, %1, %2, %3}, [%4], {%5, %6, %7, %8};" in cuda
+
+
+def test_a_vector_atom_needs_sm_90():
+    cuda = compile_text(kernel_source(VECTOR_ADD.format(extra="")), "cuda", signature="*fp32:16, *fp32:16",
+                        defines={"BLOCK": 256}, arch="sm_80")
+    assert ".v4.f32" not in cuda and "atom.acq_rel.gpu.global.add.f32" in cuda
+
+
+def test_an_f32_atomic_add_on_addresses_not_proven_aligned_stays_one_element_an_atom():
+    cuda = compile_text(kernel_source(VECTOR_ADD.format(extra="")), "cuda", signature="*fp32, *fp32:16",
+                        defines={"BLOCK": 256})
+    assert ".v4.f32" not in cuda and ".v2.f32" not in cuda
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("sem", ["acquire", "release", "acq_rel", "relaxed"])
+@pytest.mark.parametrize("scope", ["gpu", "cta", "sys"])
+def test_every_sem_and_scope_of_a_vector_atom_builds_with_nvcc(sem, scope):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_text(kernel_source(VECTOR_ADD.format(extra=f', sem="{sem}", scope="{scope}"')), "cuda",
+                        signature="*fp32:16, *fp32:16", defines={"BLOCK": 256})
+    assert ".global.add.v4.f32" in cuda
+    assert ".entry" in compile_ptx(cuda, "sm_90")
+
+
 @pytest.mark.nvcc
 @pytest.mark.parametrize("kind,dtype", CASES)
 def test_every_kind_and_dtype_builds_with_nvcc(kind, dtype):
@@ -625,3 +663,31 @@ def test_gpu_float_max_and_min_of_signed_zeros_match_the_interpreter(kernel_modu
         results.append(m)
     np.testing.assert_array_equal(np.signbit(results[0]), np.signbit(results[1]))
     np.testing.assert_array_equal(results[0], results[1])
+
+
+VECTOR_ADD_RAGGED = """
+@mytriton.jit
+def k(p, x, old, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    o = tl.atomic_add(p + offs, tl.load(x + offs, mask=m, other=0.0), mask=m)
+    tl.store(old + offs, o, mask=m)
+"""
+
+
+@pytest.mark.gpu
+def test_gpu_vector_atomic_adds_accumulate_and_return_the_old_values(kernel_module):
+    """n a multiple of 4 (the launch proves it divisible by 16): each thread
+    adds 4 f32 with one vector atom; three launches on the same memory."""
+    module = kernel_module(VECTOR_ADD_RAGGED)
+    rng = np.random.default_rng(13)
+    n = 4000
+    start, x = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    p, olds = start.copy(), np.zeros(n, np.float32)
+    for _ in range(3):
+        module.k[(-(-n // 512),)](p, x, olds, n, BLOCK=512)
+    np.testing.assert_allclose(p, start + 3 * x, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(olds, start + 2 * x, rtol=1e-5, atol=1e-5)
+    cuda = compile_text(kernel_source(VECTOR_ADD_RAGGED), "cuda", signature="*fp32:16, *fp32:16, *fp32:16, i32:16",
+                        defines={"BLOCK": 512})
+    assert ".add.v4.f32" in cuda

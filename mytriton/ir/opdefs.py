@@ -1381,7 +1381,7 @@ def _atomic_cas(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
 
 
 _register(OpDef("atomic_rmw", ("ptr", "value", "mask?"), _atomic_rmw, attrs=("kind", "sem", "scope"),
-                reads_global=True, writes_global=True, address_operand="ptr", materialised=True,
+                optional_attrs=("vector",), reads_global=True, writes_global=True, address_operand="ptr", materialised=True,
                 doc="tl.atomic_<kind>: at each address where mask holds, old = *ptr; *ptr = kind(old, value), "
                     "one element at a time; the result is old (0 where the mask is off)"))
 _register(OpDef("atomic_cas", ("ptr", "cmp", "value"), _atomic_cas, attrs=("sem", "scope"),

@@ -91,7 +91,7 @@ from mytriton.ir.ssa import (
     Block, BlockArg, Const, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, insert_before,
     walk,
 )
-from mytriton.target import DEFAULT_ARCH, SHARED_MEMORY_BUDGET, has_wgmma
+from mytriton.target import DEFAULT_ARCH, SHARED_MEMORY_BUDGET, has_vector_atomics, has_wgmma
 from mytriton.types import BF16, F16, F32, I8, BlockType, SharedType, element_of
 
 DEFAULT_NUM_WARPS = 4
@@ -346,13 +346,35 @@ def access_widths(kernel: Kernel) -> dict[Op, int]:
             if op.name in ("load", "store") and is_tile(op.operands[0])}
 
 
-def atomic_runs(kernel: Kernel) -> dict[Op, int]:
-    """How many consecutive addresses the axis analysis proves along the last
-    dimension of each tile atomic's pointer."""
+def atomic_runs(kernel: Kernel, vectors: bool) -> dict[Op, tuple[int, int]]:
+    """For each tile atomic: how many consecutive addresses the axis analysis
+    proves along its pointer's last dimension, and how many elements one
+    vector atom may apply there (an f32 add, aligned and under one mask
+    value, on a target with vector atomics; else 1)."""
     atomics = [op for op in walk(kernel.body) if op.name in opdefs.ATOMIC_OPS and is_tile(op.operands[0])]
     analysis = AxisAnalysis(kernel) if atomics else None
-    return {op: analysis.of(op.operands[0], op.operands[0].type.shape).contiguity[-1]
-            for op in atomics if analysis is not None}
+    runs = {}
+    for op in atomics:
+        assert analysis is not None
+        contiguity = analysis.of(op.operands[0], op.operands[0].type.shape).contiguity[-1]
+        vector = 1
+        if vectors and op.name == "atomic_rmw" and op.attrs.get("kind") == "add" \
+                and element_of(op.operands[0].type).pointee == F32:
+            vector = min(vector_width(analysis, op), 4)
+        runs[op] = (contiguity, vector)
+    return runs
+
+
+def mark_vector_atomics(kernel: Kernel, runs: dict[Op, tuple[int, int]]) -> None:
+    """``vector=N`` on each f32 atomic add whose laid-out pointer holds runs of
+    N proven elements per thread along its last dimension (PTX's vector atom)."""
+    for op, (_, width) in runs.items():
+        layout = op.operands[0].type.layout
+        last = len(op.operands[0].type.shape) - 1
+        if width > 1 and isinstance(layout, Blocked) and layout.order[0] == last:
+            n = min(width, layout.size_per_thread[last])
+            if n > 1:
+                op.attrs["vector"] = n
 
 
 def preferred_layouts(kernel: Kernel, widths: dict[Op, int], num_warps: int) -> dict[tuple[int, ...], Blocked]:
@@ -394,10 +416,11 @@ def mark_vector_accesses(kernel: Kernel, widths: dict[Op, int]) -> None:
 class _Assigner:
     def __init__(self, kernel: Kernel, num_warps: int,
                  preferred: dict[tuple[int, ...], Blocked] | None = None, wgmma: bool = False,
-                 widths: dict[Op, int] | None = None, atomic_runs: dict[Op, int] | None = None) -> None:
+                 widths: dict[Op, int] | None = None,
+                 atomic_runs: dict[Op, tuple[int, int]] | None = None) -> None:
         self.kernel = kernel
         self.widths = widths or {}  # the elements each load and store may move at once (axis info)
-        # tile atomic -> its pointer's contiguous run along the last dimension (axis info)
+        # tile atomic -> (its pointer's contiguous run along the last dimension, its vector width)
         self.atomic_runs = atomic_runs or {}
         self.num_warps = num_warps
         self.wgmma = wgmma  # the target has Hopper's warpgroup instructions
@@ -663,13 +686,18 @@ class _Assigner:
         if is_tile(value) and (is_materialized(value) or value in self.anchored) \
                 and value.type.shape == op.results[0].type.shape and not any(reaches_materialized(o) for o in others):
             held = self.held(value)
-            if not isinstance(held, Mma) or self.atomic_runs.get(op, 1) < 2:
+            contiguity, vector = self.atomic_runs.get(op, (1, 1))
+            if not isinstance(held, Mma) or contiguity < 2:
                 return held
             # A tensor-core fragment holds pairs of columns on 8 rows a warp:
-            # its atomics would touch 8 rows' sectors per instruction. Moved
-            # one element a thread along the contiguous rows (Triton's coalesced
-            # atomics), a warp's instruction covers 32 adjacent elements.
-            coalesced = default_blocked(value.type.shape, self.num_warps)
+            # its atomics would touch 8 rows' sectors per instruction, each
+            # (acq_rel by default) behind a fence. Moved along the contiguous
+            # rows as Triton's coalesced atomics, a warp's instruction covers
+            # adjacent elements, and on sm_90 each thread adds 4 f32 at once
+            # (one fence per 4 elements).
+            shape = value.type.shape
+            coalesced = vectorized_blocked(shape, self.num_warps, vector) if vector > 1 and shape[-1] % vector == 0 \
+                else default_blocked(shape, self.num_warps)
             self.layouts.setdefault(value, held)
             exchange = Op("convert_layout", [value], [value.type], loc=_loc_of(value))
             insert_before(op, exchange)
@@ -855,10 +883,12 @@ class LayoutsPass:
                                kernel.loc)
         widths = access_widths(kernel)
         wgmma = has_wgmma(self.arch)
+        runs = atomic_runs(kernel, has_vector_atomics(self.arch))
         assigner = _Assigner(kernel, self.num_warps, preferred_layouts(kernel, widths, self.num_warps), wgmma, widths,
-                             atomic_runs(kernel))
+                             runs)
         assigner.block(kernel.body)
         kernel.num_warps = self.num_warps
         _with_layouts(kernel, assigner.layouts, self.shared_budget, wgmma)
         mark_vector_accesses(kernel, widths)
+        mark_vector_atomics(kernel, runs)
         return kernel

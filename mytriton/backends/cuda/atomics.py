@@ -179,6 +179,30 @@ def emit_scalar_atomic(em: "EmitContext", op: Op, args: list) -> None:
     em.need_shared(max(t.nbytes, 4), op)
 
 
+def _vector_atom(em: "EmitContext", op: Op, ptr: str, value: str, storage: str, loop: SlotLoop,
+                 declare: list[str], conditions: list[str]) -> tuple[list[str], str]:
+    """``vector=N`` (the layouts stage proved each run of N consecutive slots
+    contiguous, aligned and under one mask value): the run's values are
+    staged, and its last slot adds all N with one PTX vector ``atom`` (f32,
+    sm_90), whose old values fill the run's slots. The slot loop unrolls, so
+    ``k`` is a constant and the staging array lives in registers."""
+    n = op.attrs["vector"]
+    em.vector_stores += 1
+    buffer = f"w{em.vector_stores}_at"  # the shape of a local (names.py keeps user names apart)
+    declare.append(f"float {buffer}[{n}];")
+    loop.lines.append(f"{buffer}[{loop.index} % {n}] = {value};")
+    sem, scope = op.attrs["sem"], op.attrs["scope"]
+    # relaxed is PTX's default order, and a qualifier only some releases accept
+    order = "" if sem == "relaxed" else f".{sem}"
+    olds = ", ".join(f"%{i}" for i in range(n))
+    adds = ", ".join(f"%{n + 1 + i}" for i in range(n))
+    outputs = ", ".join(f'"=f"({storage}[{loop.index} - {n - 1 - i}])' for i in range(n))
+    inputs = ", ".join(f'"f"({buffer}[{i}])' for i in range(n))
+    atom = (f'asm volatile("atom{order}.{scope}.global.add.v{n}.f32 {{{olds}}}, [%{n}], {{{adds}}};" '
+            f': {outputs} : "l"(({ptr}) - {n - 1}), {inputs} : "memory");')
+    return [f"{loop.index} % {n} == {n - 1}"] + conditions, atom
+
+
 def _zero(t: ScalarType) -> str:
     return c_literal(0.0 if t.is_float else 0, t)
 
@@ -200,12 +224,16 @@ def emit_tile_atomic(em: "EmitContext", op: Op, domain) -> None:
     ptr, values, mask = _operand_args(op, [loop.value(o, coords) for o in op.operands])
     owner = loop.owner()
     conditions = [c for c in (owner, mask) if c]
+    declare = [f"{ctype} {storage}[{domain.slots}];"]
     loop.lines.append(f"{storage}[k] = {_zero(t)};")
-    apply = apply_atomic(op, f"{storage}[k]", ptr, values)
+    if "vector" in op.attrs:
+        conditions, apply = _vector_atom(em, op, ptr, values[0], storage, loop, declare, conditions)
+    else:
+        apply = apply_atomic(op, f"{storage}[k]", ptr, values)
     loop.lines.append(f"if ({' && '.join(conditions)}) {{ {apply} }}" if conditions else apply)
     where = f" @{op.loc.line}" if op.loc else ""
     em.close_loop(loop, f"{op.name}{where} over {em.parent_name(domain.parent)} ({domain.slots} slot(s) per thread), "
-                        "each element by its owner", [f"{ctype} {storage}[{domain.slots}];"])
+                        "each element by its owner", declare)
     if owner is None or not any(result in user.operands for user in walk(em.kernel.body)):
         return
     # Copies of an element on spare threads take its owner's old value.

@@ -29,6 +29,7 @@ class EmitContext(Protocol):
     held: set  # tiles computed into registers though not materialised
     hoisted_copies: int
     hoisted_coordinates: dict
+    vector_stores: int  # staging arrays of vector stores and atomics, numbered
 
     def line(self, text: str) -> None: ...
     def name(self, value: Value) -> str: ...
