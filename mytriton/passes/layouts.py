@@ -91,7 +91,9 @@ from mytriton.ir.ssa import (
     Block, BlockArg, Const, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, insert_before,
     walk,
 )
-from mytriton.target import DEFAULT_ARCH, SHARED_MEMORY_BUDGET, has_vector_atomics, has_wgmma
+from mytriton.target import (
+    DEFAULT_ARCH, DEFAULT_SHARED_LIMIT, SHARED_MEMORY_BUDGET, has_vector_atomics, has_wgmma,
+)
 from mytriton.types import BF16, F16, F32, I8, BlockType, SharedType, element_of
 
 DEFAULT_NUM_WARPS = 4
@@ -422,6 +424,9 @@ class _Assigner:
         self.widths = widths or {}  # the elements each load and store may move at once (axis info)
         # tile atomic -> (its pointer's contiguous run along the last dimension, its vector width)
         self.atomic_runs = atomic_runs or {}
+        # the bytes of the staged dot buffers, which scratch needed after them may overlay
+        self.staged_bytes = sum(op.results[0].type.nbytes for op in walk(kernel.body)
+                                if opdefs.lookup(op.name).allocates and isinstance(op.results[0].type, SharedType))
         self.num_warps = num_warps
         self.wgmma = wgmma  # the target has Hopper's warpgroup instructions
         self.k_major = k_major_buffers(kernel) if wgmma else frozenset()
@@ -672,9 +677,20 @@ class _Assigner:
         shape = op.operands[0].type.shape
         nbytes = element_of(op.operands[0].type).pointee.nbytes
         width = 16 // nbytes
-        if self.widths.get(op, 1) < width or shape[-1] % width:
+        if self.widths.get(op, 1) < width or shape[-1] % width or not self.exchange_fits(op.operands[1]):
             return None
         return vectorized_blocked(shape, self.num_warps, width)
+
+    def exchange_fits(self, value: Value) -> bool:
+        """Whether moving ``value`` through shared memory adds no shared memory
+        a launch must opt into: its scratch overlays the staged dot buffers
+        (it is needed after their last use), or fits the 48 KiB any block
+        has. A 128x256 f32 accumulator (128 KiB) would take a second
+        program's room on the SM; stored from its fragments, 8 bytes a
+        thread, it keeps the occupancy (Triton's 128x256x32 on 4 warps
+        spills either way)."""
+        t = value.type
+        return t.numel * element_of(t).nbytes <= max(self.staged_bytes, DEFAULT_SHARED_LIMIT)
 
     def atomic_layout(self, op: Op, layout: TileLayout) -> TileLayout:
         """An atomic no tile use has asked a layout of yet applies its value
@@ -687,7 +703,7 @@ class _Assigner:
                 and value.type.shape == op.results[0].type.shape and not any(reaches_materialized(o) for o in others):
             held = self.held(value)
             contiguity, vector = self.atomic_runs.get(op, (1, 1))
-            if not isinstance(held, Mma) or contiguity < 2:
+            if not isinstance(held, Mma) or contiguity < 2 or not self.exchange_fits(value):
                 return held
             # A tensor-core fragment holds pairs of columns on 8 rows a warp:
             # its atomics would touch 8 rows' sectors per instruction, each
