@@ -12,7 +12,8 @@ address and mask come from indices alone, with that tile's layout, so no
 data moves; but a tile held in an ``mma`` layout whose store the axis
 analysis proves 16 bytes wide a thread is exchanged through shared memory
 just before the store into a blocked layout of 16-byte runs, as Triton's
-epilogue: the fragments hold two adjacent columns a thread; a tile atomic of
+epilogue, where that scratch overlays the staged buffers or fits 48 KiB
+(``exchange_fits``): the fragments hold two adjacent columns a thread; a tile atomic of
 such a tile whose addresses run along the row is exchanged into one element a
 thread, 32 lanes along the row, so a warp's atomic covers adjacent addresses);
 each operand is asked for in the layout its consumer's rule
