@@ -155,8 +155,9 @@ ATTR_KINDS: dict[str, AttrKind] = {
     "in_flight": _INT, "index": _INT, "input_precision": _STRING, "out_dtype": _DTYPE, "kind": _STRING,
     "msg": _STRING, "prefix": _STRING, "name": _STRING, "num_bins": _INT, "pending": _INT, "reverse": _BOOL,
     "scope": _STRING, "sem": _STRING, "shape": _INTS, "stages": _INT, "values": _INTS, "vector": _INT,
-    # The CUDA back end's passes' decisions (copy-widths, allocate-shared).
-    "chunk": _INT, "chunks": _STRING, "offset": _INT, "strategy": _STRING, "scratch_barrier": _BOOL,
+    # The CUDA back end's passes' decisions (copy-widths, combine-strategy, allocate-shared, insert-barriers).
+    "chunk": _INT, "chunks": _STRING, "offset": _INT, "strategy": _STRING, "chunks_per_row": _INT,
+    "scratch_barrier": _BOOL,
     # A loop's options (loop_attrs_problem says more: a flag is true when given).
     "num_stages": _INT, "loop_unroll_factor": _INT, "pipeline_stages": _INT, "flatten": _BOOL,
     "warp_specialize": _BOOL, "disallow_acc_multi_buffer": _BOOL, "disable_licm": _BOOL,
@@ -1548,12 +1549,16 @@ def _scan(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     return [BlockType(shape, e) for e in elements]
 
 
-_register(OpDef("reduce", ("inputs",), _reduce_combine, attrs=("axis", "strategy"), optional_attrs=("strategy",),
-                combine=True, materialised=True,
+# ``strategy`` and ``chunks_per_row`` (laid-out SSA): the combine-strategy
+# pass's answer, warp shuffles or shared memory, and for the latter how many
+# chunks each row of the axis is cut into, a thread to each.
+COMBINE_ATTRS = ("strategy", "chunks_per_row")
+_register(OpDef("reduce", ("inputs",), _reduce_combine, attrs=("axis", *COMBINE_ATTRS),
+                optional_attrs=COMBINE_ATTRS, combine=True, materialised=True,
                 doc="tl.reduce: the N tiles (one shape) reduced along axis (none: all of it) by the combine "
                     "region, which takes N left then N right scalars and yields N; N results"))
-_register(OpDef("scan", ("inputs",), _scan, attrs=("axis", "reverse", "strategy"),
-                optional_attrs=("reverse", "strategy"), combine=True,
+_register(OpDef("scan", ("inputs",), _scan, attrs=("axis", "reverse", *COMBINE_ATTRS),
+                optional_attrs=("reverse", *COMBINE_ATTRS), combine=True,
                 materialised=True,
                 doc="tl.associative_scan: the inclusive scans of the N tiles (one shape) along axis, from the "
                     "end when reverse, by the combine region (N left then N right scalars, yields N)"))

@@ -27,7 +27,9 @@
   each under its own name, and are operands only where an op expects one
   (``copy_to_shared``, ``dot_shared``): no loop carries one;
 - the CUDA back end's decisions have their values: an async copy's ``chunk``
-  a power of two of at most 16 bytes, a combine's ``strategy`` shuffle or shared,
+  a power of two of at most 16 bytes, a combine's ``strategy`` shuffle or shared
+  and, through shared memory, its ``chunks_per_row`` a power of two dividing
+  its rows, no more chunks in all than threads,
   a statement's ``scratch_barrier`` true or false, only on an op that may
   address shared scratch, in a kernel with a shared-memory plan;
 - a laid-out kernel's ``shared_memory`` plan gives every buffer an offset past
@@ -41,6 +43,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
@@ -89,6 +92,7 @@ class Verifier:
         self.block(self.kernel.body, visible, in_loop=False)
         self.shared_memory_plan()
         self.copy_chunks()
+        self.combine_chunks()
         self.scratch_barriers()
         self.held_tiles()
 
@@ -128,6 +132,31 @@ class Verifier:
             if (chunk > 1) != (chunks is not None) or chunks not in (None, "whole", "aligned", "checked"):
                 raise self.error(f"a copy of chunk={chunk} has chunks={chunks!r}: 'whole', 'aligned' or "
                                  "'checked' with chunks over 1 element, none with 1", op)
+
+    def combine_chunks(self) -> None:
+        """A combine's ``chunks_per_row`` (combine-strategy's, with
+        ``strategy="shared"``, in a laid-out kernel): a power of two that
+        divides its rows' length, and where it is over 1, no more chunks in
+        all than the kernel has threads (each combines one)."""
+        for op in walk(self.kernel.body):
+            if "chunks_per_row" not in op.attrs:
+                continue
+            chunks = op.attrs["chunks_per_row"]
+            if op.attrs.get("strategy") != "shared":
+                raise self.error('chunks_per_row is for a combine through shared memory (strategy="shared")', op)
+            if not self.kernel.laid_out:
+                raise self.error("chunks_per_row is the combine-strategy pass's decision, on laid-out SSA only "
+                                 "(num_warps)", op)
+            shape = op.operands[0].type.shape
+            numel = prod(shape)
+            length = numel if op.attrs.get("axis") is None else shape[op.attrs["axis"]]
+            rows, threads = numel // length, 32 * self.kernel.num_warps
+            if type(chunks) is not int or chunks < 1 or chunks & (chunks - 1) or length % chunks:
+                raise self.error(f"chunks_per_row={chunks!r} is not a power of two that divides the rows' "
+                                 f"{length} elements", op)
+            if chunks > 1 and rows * chunks > threads:
+                raise self.error(f"chunks_per_row={chunks} cuts {rows} row(s) into {rows * chunks} chunks, "
+                                 f"more than the kernel's {threads} threads", op)
 
     def held_tiles(self) -> None:
         """``hold`` (hold-tiles'): on a load of a tile, or a pure op with a

@@ -9,8 +9,9 @@ counts each element once:
    write nothing) of each of the N tiles into a row-major array in shared
    memory;
 2. the elements along the axis form ``R`` rows of ``L`` (a whole-tile reduce:
-   one row of all of them); each row is cut into ``C`` chunks (as many as the
-   threads allow, up to ``L``) and one thread combines each chunk in order
+   one row of all of them); each row is cut into the ``C`` chunks the
+   combine-strategy pass chose (``chunks_per_row``: as many as the threads
+   allow, up to ``L``) and one thread combines each chunk in order
    (from the end when ``reverse``), a scan writing each running value back,
    and keeps the chunk's total;
 3. the chunk totals of each row become their inclusive prefixes in log2(C)
@@ -26,7 +27,8 @@ the N values (``combine_lines``), once per place it is applied.
 This is the general path. Where the operand's layout gives each thread a
 contiguous run of the axis (the usual blocked layout), ``warp_scan.py``
 does it in registers and warp shuffles instead, with shared memory only
-across warps; the emitter picks from the layouts alone.
+across warps; the combine-strategy pass picks (``strategy``), from the
+layouts alone.
 """
 from __future__ import annotations
 
@@ -67,9 +69,11 @@ def emit_combine(em: "EmitContext", op: Op, domain: Layout) -> None:
         length, inner = shape[axis], prod(shape[axis + 1:])
     rows = numel // length
     threads = em.threads
-    chunks = 1
-    while chunks * 2 <= length and rows * chunks * 2 <= threads:
-        chunks *= 2
+    strategy = op.attrs.get("strategy")
+    if strategy is None or (strategy == "shared" and "chunks_per_row" not in op.attrs):
+        what = "strategy" if strategy is None else "chunks_per_row"
+        raise em.error_at(op, f"this {op.name} has no {what} decision: run combine-strategy (the layouts stage) again")
+    chunks = op.attrs.get("chunks_per_row", 1)  # the combine-strategy pass's (the shuffles use none)
     per_chunk = length // chunks
     tag = em.name(op.results[0])[1:]
     elements = [c_element(element_of(x.type)) for x in tiles]
@@ -77,8 +81,8 @@ def emit_combine(em: "EmitContext", op: Op, domain: Layout) -> None:
     where = f"@{op.loc.line}:{op.loc.col}" if op.loc else ""
     tid, barrier = em.lang.thread_id, em.lang.barrier
     what = f"along axis {axis}" if axis is not None else "over the whole tile"
-    fast = warp_plan(op, domain) if op.attrs["strategy"] == "shuffle" else None
-    if op.attrs["strategy"] == "shuffle" and fast is None:
+    fast = warp_plan(op, domain) if strategy == "shuffle" else None
+    if strategy == "shuffle" and fast is None:
         raise em.error_at(op, f"this {op.name} cannot run by warp shuffles in its operands' layout: "
                               'its strategy must be "shared" (run combine-strategy again)')
     if fast is not None:
