@@ -55,7 +55,8 @@ def test_every_pass_of_every_stage_runs_under_the_pass_hooks():
     compile_add("layouts", before_each=lambda name, kernel: before.append(name),
                 after_each=lambda name, kernel: after.append(name))
     assert before == after == [*DEFAULT_PIPELINE, "stage-dots", "software-pipeline", "layouts", "overlap-wgmma",
-                               "copy-widths", "combine-strategy", "hold-tiles", "allocate-shared", "insert-barriers"]
+                               "copy-widths", "read-widths", "combine-strategy", "hold-tiles", "allocate-shared",
+                               "insert-barriers"]
 
 
 def test_a_stage_pass_that_breaks_the_ssa_is_named_in_the_error(monkeypatch):

@@ -45,12 +45,21 @@ def unplanned(text: str) -> str:
 
 def replanned_cuda_of(text: str) -> str:
     """CUDA for laid-out SSA whose shared buffers were edited: their copies'
-    chunks and their places decided again, as ``mytriton opt -p
-    copy-widths,allocate-shared`` decides them."""
+    chunks, the dots' reads of them and their places decided again, as
+    ``mytriton opt -p copy-widths,read-widths,allocate-shared`` decides them."""
     from mytriton.backends.cuda.allocate_shared import AllocateSharedPass
     from mytriton.backends.cuda.copy_widths import CopyWidthsPass
+    from mytriton.backends.cuda.read_widths import ReadWidthsPass
 
-    return compiler.emit_cuda(AllocateSharedPass().apply(CopyWidthsPass().apply(read(text))))
+    return compiler.emit_cuda(AllocateSharedPass().apply(ReadWidthsPass().apply(CopyWidthsPass().apply(read(text)))))
+
+
+def reread_cuda_of(text: str) -> str:
+    """CUDA for laid-out SSA whose dot layout was edited: the dots' read
+    widths decided again, as ``mytriton opt -p read-widths`` decides them."""
+    from mytriton.backends.cuda.read_widths import ReadWidthsPass
+
+    return compiler.emit_cuda(ReadWidthsPass().apply(read(text)))
 
 
 # ---- what the stage writes ----------------------------------------------------------------
@@ -234,6 +243,10 @@ def test_an_edited_shared_padding_changes_the_buffers():
     assert "// 64x32, row-major, 1 padding element(s) per row, 8448 bytes" in cuda  # 64 rows of 32 + 1
     # rows of 33 floats are not whole 16-byte units: A is read one value at a time
     assert "* 33 + kk]" in cuda and "reinterpret_cast<const float4*>(&shared_dot_a0" not in cuda
+    # the 16-byte reads of A that read-widths chose for rows of 36 floats do not fit rows of 33
+    assert "read_widths=(4, 4)" in text
+    with pytest.raises(CompileError, match=r"this dot_shared cannot read A 4 elements at a time .* run read-widths"):
+        cuda_of(text)
 
 
 def test_a_buffer_edited_past_its_place_in_the_plan_is_refused():
@@ -249,12 +262,29 @@ def test_an_edited_dot_layout_changes_the_register_tile_and_its_reads():
     cuda = cuda_of(text)
     assert "// 4x8 outputs per thread" in cuda
     assert "reinterpret_cast<const float4*>(&shared_dot_b0" in cuda
-    # one column per thread and run: B is read one value at a time
-    narrow = cuda_of(text.replace("size_per_thread=[1, 4], threads_per_warp=[16, 2]",
-                                  "size_per_thread=[1, 1], threads_per_warp=[16, 2]"))
+    # one column per thread and run: B is read one value at a time, once read-widths has decided again
+    edited = text.replace("size_per_thread=[1, 4], threads_per_warp=[16, 2]",
+                          "size_per_thread=[1, 1], threads_per_warp=[16, 2]")
+    narrow = reread_cuda_of(edited)
     assert "// 4x8 outputs per thread" in narrow
     assert "reinterpret_cast<const float4*>(&shared_dot_b0" not in narrow
     assert "reinterpret_cast<const float4*>(&shared_dot_a0" in narrow
+    # the widths chosen for the layout before the edit are refused, not followed
+    with pytest.raises(CompileError, match=r"this dot_shared cannot read B 4 elements at a time .* run read-widths"):
+        cuda_of(edited)
+
+
+def test_a_dot_without_read_widths_is_refused_by_the_printer_and_decided_before_it():
+    from mytriton.backends.cuda.emitter import emit_cuda
+
+    text = laid_out_text("matmul", f32_default="ieee", num_stages=1)
+    bare = text.replace(", read_widths=(4, 4)", "")
+    assert bare != text
+    with pytest.raises(CompileError, match=r"this dot_shared on CUDA cores has no read_widths decision: "
+                                           r"run read-widths \(the layouts stage\) again"):
+        emit_cuda(read(bare))
+    # laid-out SSA with no widths at all (from before the pass) gets the pass's before printing
+    assert cuda_of(bare) == cuda_of(text)
 
 
 def test_a_convert_layout_goes_through_shared_memory():

@@ -319,12 +319,15 @@ def test_a_transposed_tile_of_pointers_beside_the_loop_is_counted_at_8_bytes_an_
 def padded_pipelined_cuda(pad: int, num_stages: int = 3) -> str:
     from mytriton.backends.cuda.allocate_shared import AllocateSharedPass
     from mytriton.backends.cuda.copy_widths import CopyWidthsPass
+    from mytriton.backends.cuda.read_widths import ReadWidthsPass
     from mytriton.ir.ssa_text import parse_kernel as read
     from mytriton import compiler
     text = compile_text(SMALL, "layouts", "matmul.py", num_stages=num_stages, f32_default="ieee")
     text = re.sub(r"pad=\d+", f"pad={pad}", text)
-    # The edit changes the buffers' rows: the copies' chunks and the buffers' places are decided again.
-    return compiler.emit_cuda(AllocateSharedPass().apply(CopyWidthsPass().apply(read(text, "matmul.py"))))
+    # The edit changes the buffers' rows: the copies' chunks, the dot's reads and the buffers' places
+    # are decided again.
+    decided = ReadWidthsPass().apply(CopyWidthsPass().apply(read(text, "matmul.py")))
+    return compiler.emit_cuda(AllocateSharedPass().apply(decided))
 
 
 def test_padded_rows_narrow_the_chunks_to_what_the_pitch_allows():

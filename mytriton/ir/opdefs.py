@@ -155,9 +155,10 @@ ATTR_KINDS: dict[str, AttrKind] = {
     "in_flight": _INT, "index": _INT, "input_precision": _STRING, "out_dtype": _DTYPE, "kind": _STRING,
     "msg": _STRING, "prefix": _STRING, "name": _STRING, "num_bins": _INT, "pending": _INT, "reverse": _BOOL,
     "scope": _STRING, "sem": _STRING, "shape": _INTS, "stages": _INT, "values": _INTS, "vector": _INT,
-    # The CUDA back end's passes' decisions (copy-widths, combine-strategy, allocate-shared, insert-barriers).
+    # The CUDA back end's passes' decisions (copy-widths, combine-strategy, allocate-shared, insert-barriers,
+    # read-widths).
     "chunk": _INT, "chunks": _STRING, "offset": _INT, "strategy": _STRING, "chunks_per_row": _INT,
-    "scratch_barrier": _BOOL,
+    "scratch_barrier": _BOOL, "read_widths": _INTS,
     # A loop's options (loop_attrs_problem says more: a flag is true when given).
     "num_stages": _INT, "loop_unroll_factor": _INT, "pipeline_stages": _INT, "flatten": _BOOL,
     "warp_specialize": _BOOL, "disallow_acc_multi_buffer": _BOOL, "disable_licm": _BOOL,
@@ -730,9 +731,14 @@ _register(OpDef("expand_dims", ("x",), _expand_dims, attrs=("axis",),
 for _name in ("sum", "max", "min"):
     _register(OpDef(_name, ("x",), _reduce(_name), attrs=("axis",), reduction=True, materialised=True,
                     doc=_DOCS[_name]))
-_register(OpDef("dot", ("a", "b", "acc?"), _dot, attrs=DOT_ATTRS, optional_attrs=DOT_ATTRS, materialised=True,
+# ``read_widths=(A's, B's)`` (laid-out SSA): the read-widths pass's answer
+# for a dot on CUDA cores, elements per shared-memory read of each operand.
+FMA_DOT_ATTRS = ("read_widths",)
+FMA_DOT_DOC = "; read_widths: elements per shared read of A and of B on CUDA cores, once read-widths has decided"
+_register(OpDef("dot", ("a", "b", "acc?"), _dot, attrs=DOT_ATTRS + FMA_DOT_ATTRS,
+                optional_attrs=DOT_ATTRS + FMA_DOT_ATTRS, materialised=True,
                 doc="tl.dot: the matrix product of rank-2 tiles a and b, plus acc when given; input_precision "
-                    "and out_dtype as in Triton (absent: 'ieee' and the operands' default)"))
+                    "and out_dtype as in Triton (absent: 'ieee' and the operands' default)" + FMA_DOT_DOC))
 _register(OpDef("shared_alloc", (), _shared_alloc, attrs=("name", "shape", "dtype", "offset"),
                 optional_attrs=("offset",), allocates=True,
                 doc="a zero-filled row-major buffer in the program's shared memory (at byte offset of the "
@@ -744,8 +750,8 @@ _register(OpDef("copy_to_shared", ("buffer", "base", "row_offset", "col_offset",
                     "? base[(row_offset + r) * row_stride + col_offset + c] : fill"))
 _register(OpDef("barrier", (), _none, synchronises=True,
                 doc="every thread of the program has finished its earlier shared-memory accesses"))
-_register(OpDef("dot_shared", ("a", "b", "acc?"), _dot_shared, attrs=DOT_ATTRS + ("in_flight",),
-                optional_attrs=DOT_ATTRS + ("in_flight",),
+_register(OpDef("dot_shared", ("a", "b", "acc?"), _dot_shared, attrs=DOT_ATTRS + ("in_flight",) + FMA_DOT_ATTRS,
+                optional_attrs=DOT_ATTRS + ("in_flight",) + FMA_DOT_ATTRS,
                 reads_shared=True, shared_operands=("a", "b"),
                 materialised=True, doc="dot of two shared buffers (plus acc), with dot's attributes"))
 _register(OpDef("yield", (), _none, control=True,
@@ -1579,7 +1585,8 @@ def _dot_rs(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     return _dot_rule("dot_rs", a, b, acc, attrs)
 
 
-_register(OpDef("dot_rs", ("a", "b", "acc?"), _dot_rs, attrs=DOT_ATTRS, optional_attrs=DOT_ATTRS,
+_register(OpDef("dot_rs", ("a", "b", "acc?"), _dot_rs, attrs=DOT_ATTRS + FMA_DOT_ATTRS,
+                optional_attrs=DOT_ATTRS + FMA_DOT_ATTRS,
                 reads_shared=True, shared_operands=("b",), materialised=True,
                 doc="dot of the register tile a and the shared buffer b (plus acc), with dot's attributes"))
 

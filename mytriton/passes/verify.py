@@ -29,7 +29,8 @@
 - the CUDA back end's decisions have their values: an async copy's ``chunk``
   a power of two of at most 16 bytes, a combine's ``strategy`` shuffle or shared
   and, through shared memory, its ``chunks_per_row`` a power of two dividing
-  its rows, no more chunks in all than threads,
+  its rows, no more chunks in all than threads, a dot's ``read_widths`` (on
+  CUDA cores) 1 or a 16-byte vector of its f32 or f64 result for each operand,
   a statement's ``scratch_barrier`` true or false, only on an op that may
   address shared scratch, in a kernel with a shared-memory plan;
 - a laid-out kernel's ``shared_memory`` plan gives every buffer an offset past
@@ -53,9 +54,9 @@ from mytriton.ir.ssa import (
 )
 from mytriton.ir.ssa_text import op_text
 from mytriton.limits import MAX_EXPRESSION_DEPTH, tile_error
-from mytriton.ir.layout_attributes import SHARED_KINDS, NvmmaShared, Slice, broadcast_view, shape_problem
+from mytriton.ir.layout_attributes import SHARED_KINDS, Mma, NvmmaShared, Slice, broadcast_view, shape_problem
 from mytriton.ir.literals import carried_type_fits, literal_conversion_error
-from mytriton.types import BOOL, F32, BlockType, SharedType, TypeRuleError, concrete, element_of, without_layout
+from mytriton.types import BOOL, F32, F64, BlockType, SharedType, TypeRuleError, concrete, element_of, without_layout
 
 
 class Verifier:
@@ -93,6 +94,7 @@ class Verifier:
         self.shared_memory_plan()
         self.copy_chunks()
         self.combine_chunks()
+        self.dot_read_widths()
         self.scratch_barriers()
         self.held_tiles()
 
@@ -157,6 +159,28 @@ class Verifier:
             if chunks > 1 and rows * chunks > threads:
                 raise self.error(f"chunks_per_row={chunks} cuts {rows} row(s) into {rows * chunks} chunks, "
                                  f"more than the kernel's {threads} threads", op)
+
+    def dot_read_widths(self) -> None:
+        """A dot's ``read_widths`` (read-widths'), in a laid-out kernel, on a
+        dot on CUDA cores (its result in no mma layout): two widths, A's and
+        B's, each 1 or, for an f32 or f64 result, a 16-byte vector of it."""
+        for op in walk(self.kernel.body):
+            if "read_widths" not in op.attrs:
+                continue
+            if not self.kernel.laid_out:
+                raise self.error("read_widths is the read-widths pass's decision, on laid-out SSA only (num_warps)",
+                                 op)
+            result = op.results[0].type
+            if isinstance(result.layout, Mma):
+                raise self.error("read_widths is for a dot on CUDA cores, but this one's result is in an mma "
+                                 "layout (tensor cores)", op)
+            element = element_of(result)
+            vector = {F32: 4, F64: 2}.get(element)
+            widths = op.attrs["read_widths"]
+            if len(widths) != 2 or any(w not in (1, vector or 1) for w in widths):
+                each = f"1 or {vector} (16 bytes of {element})" if vector else f"1 ({element} results are read " \
+                    "one value at a time)"
+                raise self.error(f"read_widths={widths} must be two widths, A's and B's, each {each}", op)
 
     def held_tiles(self) -> None:
         """``hold`` (hold-tiles'): on a load of a tile, or a pure op with a

@@ -37,6 +37,7 @@ from mytriton.backends.cuda.combine_strategy import with_combine_strategies
 from mytriton.backends.cuda.copy_widths import with_copy_widths
 from mytriton.backends.cuda.emitter import ScratchNeed, measure_scratch
 from mytriton.backends.cuda.hold_tiles import with_held_tiles
+from mytriton.backends.cuda.read_widths import with_read_widths
 from mytriton.backends.cuda.shared_memory import aligned, buffer_offsets, buffers_end, shared_buffers
 from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import Kernel, SharedMemory
@@ -54,8 +55,8 @@ class AllocateSharedPass:
         if not kernel.laid_out:
             raise CompileError(f"kernel '{kernel.name}' is not laid out: allocate-shared runs after the "
                                "layouts stage", kernel.loc)
-        # The emitter measures the copies, combines and held tiles as they will be written.
-        kernel = with_held_tiles(with_combine_strategies(with_copy_widths(kernel)))
+        # The emitter measures the copies, dots, combines and held tiles as they will be written.
+        kernel = with_held_tiles(with_combine_strategies(with_read_widths(with_copy_widths(kernel))))
         try:
             needs = measure_scratch(kernel, self.shared_budget)
         except CompileError:
@@ -72,7 +73,7 @@ def allocated(kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET) -> Kern
     budget raises on the way is raised)."""
     if kernel.shared_memory is not None and kernel.shared_memory.bytes <= shared_budget:
         return kernel
-    kernel = with_held_tiles(with_combine_strategies(with_copy_widths(kernel)))
+    kernel = with_held_tiles(with_combine_strategies(with_read_widths(with_copy_widths(kernel))))
     return allocate(kernel, measure_scratch(kernel, shared_budget), shared_budget)
 
 

@@ -16,10 +16,12 @@ explicit ops, and each becomes CUDA here:
   layout, which the layouts stage makes a register tile per thread
   (``fma_dot_layout``): per step of 4 along K (f32) a thread reads each of
   its rows' 4 A values in one 16-byte read, then for each k its B columns,
-  16 bytes per run of 4, and does one FMA per element it holds. Where the
-  layout, the padding, the types or the precision do not allow 16-byte reads
-  (an edited layout, f16 operands, TF32 rounding), the same loop reads one
-  value at a time.
+  16 bytes per run of 4, and does one FMA per element it holds. How wide
+  each operand's reads are is the read-widths pass's decision
+  (``read_widths=(4, 4)``, A's then B's); where the layout, the padding,
+  the types or the precision do not allow 16-byte reads (an edited layout,
+  f16 operands, TF32 rounding), ``(1, 1)``: the same loop reads one value at
+  a time.
   The operands are converted as the dot's ``input_precision`` says (TF32
   rounding through the language object's ``round_tf32``; tf32x3 keeps a
   second accumulator for the hi*lo + lo*hi terms); f16 and bf16 multiply in
@@ -42,6 +44,7 @@ from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.shared_memory import buffer_bytes
 from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.slots import linear_index
+from mytriton.backends.cuda.thread_coordinates import tile_layout
 from mytriton.ir.layout_attributes import Mma, NvmmaShared, fma_operand_pad
 from mytriton.ir.opdefs import dot_input_precision
 from mytriton.ir.ssa import BlockArg, Const, Op, OpResult, Value, walk
@@ -445,6 +448,10 @@ def emit_fma_dot(em: "EmitContext", op: Op) -> None:
     a, b, acc = op.operands
     if any(isinstance(x.type, SharedType) and isinstance(x.type.layout, NvmmaShared) for x in (a, b)):
         raise em.error_at(op, "only a dot in a version-3 (wgmma) mma layout reads nvmma_shared buffers")
+    widths = op.attrs.get("read_widths")
+    if widths is None:
+        raise em.error_at(op, f"this {op.name} on CUDA cores has no read_widths decision: run read-widths "
+                              "(the layouts stage) again")
     result = op.results[0]
     m, k = a.type.shape
     n = b.type.shape[1]
@@ -458,6 +465,11 @@ def emit_fma_dot(em: "EmitContext", op: Op) -> None:
     else:
         a_name, b_name, a_t, b_t, a_pitch = stage_operands(em, op)
         b_pitch = pitch(b.type) if isinstance(b.type, SharedType) else n  # dot_rs: B is a staged buffer
+    widest = fma_read_widths(op, a_pitch, b_pitch)
+    for operand, width, most in zip("AB", widths, widest):
+        if width not in (1, most):
+            raise em.error_at(op, f"this {op.name} cannot read {operand} {width} elements at a time (its types, "
+                                  f"precision, row pitch or layout allow {most}): run read-widths again")
     precision = dot_input_precision(op.attrs)
     out_t = element_of(result.type)
     work_t = dot_work_type(a_t)  # what products accumulate in
@@ -479,9 +491,10 @@ def emit_fma_dot(em: "EmitContext", op: Op) -> None:
         init.lines.append(f"{storage}_small[k] = 0.0f;")
     em.close_loop(init, f"{op.name}: the accumulator")
 
-    # Exact products of the accumulator's own float type take the 16-byte reads.
-    if precision == "ieee" and total == storage and \
-            _vector_fma_loop(em, op, storage, layout, init.positions, (a_name, a_t, a_pitch), (b_name, b_t, b_pitch), k):
+    # Vector reads of either operand (the read-widths pass's decision) take the 16-byte loop.
+    if widths != (1, 1):
+        _vector_fma_loop(em, op, storage, layout, init.positions, (a_name, a_pitch, widths[0]),
+                         (b_name, b_pitch, widths[1]), k)
         return
 
     rows_dim, cols_dim = layout.dims
@@ -558,37 +571,46 @@ _VECTORS = {"f32": (4, "float4"), "f64": (2, "double2")}
 _COMPONENTS = "xyzw"
 
 
-def _vector_width(acc_t, pitch: int, run: int) -> int:
-    """Elements per shared read along a run of ``run`` consecutive elements
-    (k for A, a thread's columns for B): a 16-byte vector where every such
-    read is aligned (the row pitch and the run are whole vectors), else 1."""
-    width, _ = _VECTORS.get(str(acc_t), (1, ""))
-    return 1 if pitch % width or run % width else width
+def fma_read_widths(op: Op, a_pitch: int, b_pitch: int) -> tuple[int, int]:
+    """The widest shared reads (elements) a dot on CUDA cores may make of
+    A (along k) and of B (along a thread's run of columns, the size per
+    thread of the result's layout), whose rows are ``a_pitch`` and
+    ``b_pitch`` elements apart: a 16-byte vector where the products are
+    exact (ieee) and of the result's own float type (f32, f64) and every
+    such read is aligned (the pitch and the run whole vectors), else 1."""
+    a, b, _ = op.operands
+    acc_t = element_of(op.results[0].type)
+    if dot_input_precision(op.attrs) != "ieee" or not (_element(a.type) == _element(b.type) == acc_t) \
+            or str(acc_t) not in _VECTORS:
+        return 1, 1
+    width = _VECTORS[str(acc_t)][0]
+    layout = tile_layout(op.results[0].type.layout, op.results[0].type.shape)
+    cols_dim, parent = layout.dims[1], layout.parent
+    b_run = parent.size_per_thread[cols_dim] if parent.slots_per_dim(cols_dim) > 1 else 1
+
+    def widest(pitch: int, run: int) -> int:
+        return 1 if pitch % width or run % width else width
+
+    return widest(a_pitch, a.type.shape[1]), widest(b_pitch, b_run)
 
 
 def _vector_fma_loop(em: "EmitContext", op: Op, storage: str, layout, positions: dict,
-                     a: tuple[str, object, int], b: tuple[str, object, int], k: int) -> bool:
-    """The FMA loop over k where 16-byte shared reads serve it (operands of
-    the accumulator's own float type, and a layout and row pitches that keep
-    the reads aligned); False, writing nothing, elsewhere.
+                     a: tuple[str, int, int], b: tuple[str, int, int], k: int) -> None:
+    """The FMA loop over k with 16-byte shared reads of A (``wa`` elements
+    along k), of B (``wb`` along a thread's columns) or of both, as the
+    read-widths pass decided (the other operand read one value at a time).
 
     The result's layout gives each thread a register tile of ``rows`` x
     ``cols`` outputs. Per step of ``wa`` k values, each of its rows' A values
     is read once (16 bytes along k), then for each k its B columns (16 bytes
     per run of ``wb`` columns), then rows x cols FMAs."""
-    a_name, a_t, a_pitch = a
-    b_name, b_t, b_pitch = b
+    a_name, a_pitch, wa = a
+    b_name, b_pitch, wb = b
     acc_t = element_of(op.results[0].type)
-    if not (a_t == b_t == acc_t) or str(acc_t) not in _VECTORS:
-        return False
     rows_dim, cols_dim = layout.dims
     parent = layout.parent
     rows = parent.slots_per_dim(rows_dim)
     cols = parent.slots_per_dim(cols_dim)
-    wa = _vector_width(acc_t, a_pitch, k)
-    wb = _vector_width(acc_t, b_pitch, parent.size_per_thread[cols_dim] if cols > 1 else 1)
-    if wa == wb == 1:
-        return False
     row_of = parent.coordinate(rows_dim, "i", positions[rows_dim])
     col_of = parent.coordinate(cols_dim, "j", positions[cols_dim])
     slot = layout.slot_of({rows_dim: "i", cols_dim: "j"})
@@ -627,7 +649,6 @@ def _vector_fma_loop(em: "EmitContext", op: Op, storage: str, layout, positions:
     em.line(f"      for (int j = 0; j < {cols}; ++j) {storage}[{slot}] = {update};")
     em.line("  }")
     em.line("}")
-    return True
 
 
 def stage_operands(em: "EmitContext", op: Op) -> tuple[str, str, object, object, int]:

@@ -4,21 +4,28 @@ One CUDA block runs one program instance with ``num_warps * 32`` threads.
 Its input is laid-out SSA: the layouts stage has given every tile a layout
 (``mytriton/passes/layouts.py``) and put a ``convert_layout`` wherever a tile
 changes layout; the copy-widths pass has chosen each async copy's chunks,
-the combine-strategy pass each reduce's and scan's path, the hold-tiles
-pass which tiles keep a per-thread array (``hold=true``; every other pure
-tile op is recomputed where it is used), the allocate-shared pass has
-placed everything in shared memory, and the insert-barriers pass has decided
-which statements wait at a barrier before writing their shared scratch
-(``scratch_barrier``, rendered by ``scratch_fence``). This module renders each block's
-statements (``statements.py`` groups the ops) through the function
-registered for their kind (``renderers.py``; the helper modules register
-theirs and see this printer only as an ``EmitContext``), writing lines
-through a C builder whose scopes own the indentation (``c_builder.py``).
-Some decisions are still made while rendering: the FMA dot's read widths
-and the chunks of a combine through shared memory (``scans.py``). Scalars
-are locals every thread computes alike. Tiles are spread over the threads
-as their layouts say (``thread_coordinates.py`` spells that in C); each
-thread handles its elements, its *slots*, in loops that nvcc unrolls:
+the read-widths pass how wide each dot on CUDA cores reads its operands
+(``read_widths``), the combine-strategy pass each reduce's and scan's path
+and, through shared memory, its chunks (``strategy``, ``chunks_per_row``),
+the hold-tiles pass which tiles keep a per-thread array (``hold=true``;
+every other pure tile op is recomputed where it is used), the
+allocate-shared pass has placed everything in shared memory, and the
+insert-barriers pass has decided which statements wait at a barrier before
+writing their shared scratch (``scratch_barrier``, rendered by
+``scratch_fence``). This module renders each block's statements
+(``statements.py`` groups the ops) through the function registered for
+their kind (``renderers.py``; the helper modules register theirs and see
+this printer only as an ``EmitContext``), writing lines through a C
+builder whose scopes own the indentation (``c_builder.py``). It follows
+those decisions: a statement without its decision is refused, naming the
+pass to run, and so is one its layouts no longer allow (a layout edited
+after the pass). One choice is still made here: whether a dot that
+stage-dots left in registers pads A's rows in its scratch (by a vector,
+where the budget leaves room; ``dots.stage_operands``), which changes no
+read width. Scalars are locals every thread computes alike. Tiles are
+spread over the threads as their layouts say (``thread_coordinates.py``
+spells that in C); each thread handles its elements, its *slots*, in loops
+that nvcc unrolls:
 
 - consecutive loads and stores over one layout share one slot loop;
 - pure ops are computed inside the loops that need them (``slots.py``);
