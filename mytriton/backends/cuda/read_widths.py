@@ -13,9 +13,9 @@ included) are whole vectors, B along a thread's run of columns where the
 run and B's row pitch are. The pass writes both widths on the dot, A's then
 B's:
 
-    %29 = dot_shared %27, %28, %19 : block<64x64 x f32, #blocked2> @24:16
+    %17 = dot_shared %0, %1, %16, input_precision="ieee", out_dtype=f32 : block<64x64 x f32, #blocked0> @24:16
   =>
-    %29 = dot_shared %27, %28, %19, read_widths=(4, 4) : block<64x64 x f32, #blocked2> @24:16
+    %17 = dot_shared %0, %1, %16, input_precision="ieee", out_dtype=f32, read_widths=(4, 4) : ... @24:16
 
 ``(1, 1)``: every value is read one at a time (f16 operands, TF32
 rounding, a pitch or run that is no whole vector). A ``dot`` or ``dot_rs``
