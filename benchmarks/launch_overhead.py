@@ -149,7 +149,7 @@ def install_stand_ins():
             return 0
 
     driver_api._driver = QuietDriver()
-    cuda_driver.compile_cubin = lambda source, arch: source.encode()
+    cuda_driver.compile_cubin = lambda source, arch, driver_version=None: source.encode()
     cuda_driver.cuda_status = lambda: (True, "a stand-in GPU")
     driver_api._driver.set_current(driver_api._driver.primary_context(0))
     # The tensors take torch's path (placement.TORCH_TENSORS), on a stand-in current stream.

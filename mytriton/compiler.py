@@ -222,8 +222,9 @@ def ptx(cuda_source: str, options: Options) -> str:
 
 
 def cubin(ptx_text: str, options: Options) -> bytes:
-    """The cubin of the ptx stage's PTX (ptxas alone: the CUDA is compiled
-    once); the same bytes as the JIT's build of the CUDA."""
+    """The cubin of the ptx stage's PTX (the cubin NVRTC made with it, or
+    ptxas alone: the CUDA is compiled once); the same bytes as the JIT's
+    build of the CUDA."""
     from mytriton.backends.cuda.nvcc import cubin_from_ptx
 
     return cubin_from_ptx(ptx_text)
@@ -307,8 +308,21 @@ STAGES: tuple[Stage, ...] = (
     Stage("ttir", "emit-ttir", "opt", lambda kernel, o: emit_ttir(kernel)),
 )
 STAGE: dict[str, Stage] = {stage.name: stage for stage in STAGES}
+# The ptx and cubin rows of --time-passes when NVRTC built them: one compile gives both, in the ptx stage.
+NVRTC_LABELS = {"ptx": "nvrtc (ptx + cubin)", "cubin": "nvrtc (cubin, from the ptx stage's compile)"}
 EMITS = tuple(STAGE)
 BINARY_EMITS = tuple(stage.name for stage in STAGES if stage.binary)
+
+
+def stage_label(name: str) -> str:
+    """Stage ``name``'s row in ``--time-passes``: its command, or, for the
+    ptx and cubin stages this thread's last build made with NVRTC, NVRTC's row."""
+    if name in NVRTC_LABELS:
+        from mytriton.backends.cuda.nvcc import last_toolchain
+
+        if last_toolchain() == "nvrtc":
+            return NVRTC_LABELS[name]
+    return STAGE[name].command
 
 
 def path_to(emit: str) -> list[Stage]:

@@ -76,6 +76,24 @@ def nvcc_row() -> Row:
     return "nvcc", f"{nvcc} ({releases[-1] if releases else 'version unknown'})"
 
 
+def nvrtc_row() -> Row:
+    """Whether builds run in-process through NVRTC (and with which library
+    and headers), or why nvcc builds them."""
+    from mytriton.backends.cuda.nvrtc import find
+    from mytriton.runtime.driver_api import driver_version
+
+    found, why = find()
+    if found is None:
+        return "nvrtc", f"not used ({why}): nvcc builds"
+    major, minor = found.version
+    text = f"{why}, NVRTC {major}.{minor}, headers in {found.include}"
+    version = driver_version()
+    if version is not None and found.version_number > version:
+        return "nvrtc", (f"{text}: newer than the driver (CUDA {version // 1000}.{version % 1000 // 10}), "
+                         "so kernels launched here are built by nvcc")
+    return "nvrtc", f"{text}: builds kernels"
+
+
 def headers_row() -> Row:
     """Whether nvcc finds the headers generated code includes (a toolkit
     without its runtime headers builds nothing) and its host compiler runs:
@@ -157,7 +175,7 @@ def report() -> list[Row]:
         lambda: _module_row("NumPy", "numpy", "numpy"),
         lambda: _module_row("Lark", "lark", "lark"),
         lambda: _module_row("click", "click", "click"),
-        driver_row, nvcc_row, headers_row, gpu_rows, cache_row, backend_row]
+        driver_row, nvcc_row, nvrtc_row, headers_row, gpu_rows, cache_row, backend_row]
     rows: list[Row] = []
     for check in checks:
         try:

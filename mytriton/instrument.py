@@ -274,7 +274,7 @@ class PassTimer:
     def on_stage(self, name: str, now: float) -> None:
         from mytriton import compiler
 
-        self.rows.append((0, compiler.STAGE[name].command, self._since(self.stage_mark, now)))
+        self.rows.append((0, compiler.stage_label(name), self._since(self.stage_mark, now)))
         self.rows.extend(self.pass_rows)
         self.pass_rows = []
 

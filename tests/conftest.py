@@ -103,7 +103,8 @@ def tmp_kernel(tmp_path):
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the marks this adds
 def pytest_collection_modifyitems(config, items):
-    """GPU tests run only where the CUDA driver sees a device; nvcc tests only where nvcc is.
+    """GPU tests run only where the CUDA driver sees a device; nvcc tests only where nvcc is, and
+    nvrtc tests only where libnvrtc and the CUDA headers are.
     An nvcc build swept over parameters is an exhaustive case: its first case runs in every
     tier and the others are slow, unless the test chose its tiers itself (``tiered``)."""
     mark_nvcc_sweeps_slow(items)
@@ -118,12 +119,19 @@ def pytest_collection_modifyitems(config, items):
         skip_nvcc = None
     except CompileError:
         skip_nvcc = pytest.mark.skip(reason="nvcc is not installed")
+    from mytriton.backends.cuda.nvrtc import find as find_nvrtc
+
+    found_nvrtc, why_not = find_nvrtc()
+    skip_nvrtc = None if found_nvrtc else pytest.mark.skip(
+        reason=f"no NVRTC: {why_not} (pip install nvidia-cuda-nvrtc)")
     skip_browser = None if find_chromium() else pytest.mark.skip(reason="no chromium or chromium-browser on PATH")
     for item in items:
         if skip_gpu and "gpu" in item.keywords:
             item.add_marker(skip_gpu)
         if skip_nvcc and "nvcc" in item.keywords:
             item.add_marker(skip_nvcc)
+        if skip_nvrtc and "nvrtc" in item.keywords:
+            item.add_marker(skip_nvrtc)
         if skip_browser and "browser" in item.keywords:
             item.add_marker(skip_browser)
 

@@ -184,7 +184,7 @@ def install(monkeypatch, fake: FakeDriver) -> FakeDriver:
 
     monkeypatch.setattr(driver_api, "_driver", fake)
     monkeypatch.setattr(cuda_driver, "cuda_status", lambda: (True, "a stand-in GPU"))
-    monkeypatch.setattr(cuda_driver, "compile_cubin", lambda source, arch: source.encode())
+    monkeypatch.setattr(cuda_driver, "compile_cubin", lambda source, arch, driver_version=None: source.encode())
     monkeypatch.setattr(cuda_driver, "_MODULES", {})
     monkeypatch.delenv("MYTRITON_BACKEND", raising=False)
     monkeypatch.delenv("MYTRITON_DEVICE", raising=False)

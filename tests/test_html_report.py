@@ -22,13 +22,14 @@ SSA_STAGES = ["tree", "ssa", "opt", "staged", "layouts"]
 
 @pytest.fixture
 def no_nvcc(monkeypatch):
-    """nvcc is not found: no PTX, no ptxas (and no nvcc build in the fast tests)."""
+    """nvcc is not found and NVRTC is off: no PTX, no ptxas (and no build in the fast tests)."""
     from mytriton.backends.cuda import nvcc
 
     def missing() -> str:
         raise nvcc.NvccMissing("nvcc was not found on PATH")
 
     monkeypatch.setattr(nvcc, "find_nvcc", missing)
+    monkeypatch.setenv("MYTRITON_NVRTC", "0")
 
 
 def html_of(tmp_path, *args: str, name: str = "k.html") -> str:

@@ -1,7 +1,9 @@
 """The emitted CUDA is real CUDA: nvcc builds it, and a build is cached.
 
 Needs nvcc (the ``nvcc`` marker skips these tests where it is missing); every
-test gets its own empty cache directory through ``MYTRITON_CACHE_DIR``.
+test gets its own empty cache directory through ``MYTRITON_CACHE_DIR``. The
+samples build with the default toolchain (NVRTC where it is found:
+test_nvrtc.py); the tests that count nvcc's processes turn NVRTC off.
 """
 from __future__ import annotations
 
@@ -30,7 +32,9 @@ def cuda_of(name: str) -> str:
 
 @pytest.fixture
 def nvcc_runs(monkeypatch):
-    """Count the processes the nvcc module starts from now on (each still runs)."""
+    """Count the processes the nvcc module starts from now on (each still runs);
+    builds use nvcc, not NVRTC, where both are found."""
+    monkeypatch.setenv("MYTRITON_NVRTC", "0")
     calls: list[list[str]] = []
     real_run, real_scratch_run = subprocess.run, nvcc.scratch.run
 

@@ -20,6 +20,12 @@ from mytriton.compiler import Options
 pytestmark = pytest.mark.nvcc
 
 
+@pytest.fixture(autouse=True)
+def nvcc_only(monkeypatch):
+    """nvcc's cache, temporary directories and processes: NVRTC, where found, is off."""
+    monkeypatch.setenv("MYTRITON_NVRTC", "0")
+
+
 @pytest.fixture(scope="module")
 def relu_cuda() -> str:
     source = (SAMPLES / "relu.py").read_text()

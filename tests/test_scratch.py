@@ -28,7 +28,7 @@ exec sleep 60
 
 @pytest.fixture
 def waiting_nvcc(tmp_path):
-    """(environment with a fake nvcc first on PATH and a private TMPDIR, the
+    """(environment with a fake nvcc first on PATH, NVRTC off, and a private TMPDIR, the
     TMPDIR, the file the fake nvcc writes its process id to)."""
     bin_dir, temporary = tmp_path / "bin", tmp_path / "tmp"
     bin_dir.mkdir()
@@ -37,7 +37,8 @@ def waiting_nvcc(tmp_path):
     (bin_dir / "nvcc").write_text(FAKE_NVCC.format(pid_file=pid_file))
     (bin_dir / "nvcc").chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TMPDIR": str(temporary),
-           "MYTRITON_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+           "MYTRITON_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT),
+           "MYTRITON_NVRTC": "0"}  # the build is nvcc's, where NVRTC would build in-process
     return env, temporary, pid_file
 
 

@@ -300,8 +300,9 @@ class Autotuner(KernelInterface):
     def _build_all(self, configs: list[Config], args: tuple, grid: Any, kwargs: dict[str, Any],
                    backend: str) -> None:
         """Compile every config before any is timed, several at once: each
-        build's nvcc is a process of its own, so threads overlap them (the
-        compile stages in Python take turns), and the first call of an
+        build's nvcc is a process of its own, and NVRTC compiles with the GIL
+        released, so threads overlap them (the compile stages in Python take
+        turns), and the first call of an
         autotuned kernel costs about its slowest build, not their sum. A
         config the compiler refuses is left for the timing to find again."""
         workers = min(len(configs), build_threads())

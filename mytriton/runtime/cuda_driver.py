@@ -24,7 +24,7 @@ from mytriton.ir.text_common import parse_type
 from mytriton.runtime import placement
 from mytriton.runtime.driver_api import (
     ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, LAUNCH_PARAM_BUFFER_POINTER, LAUNCH_PARAM_BUFFER_SIZE,
-    LAUNCH_PARAM_END, CudaError, Driver, driver,
+    LAUNCH_PARAM_END, CudaError, Driver, driver, driver_version,
 )
 from mytriton.target import DEFAULT_SHARED_LIMIT
 from mytriton.types import BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, PointerType
@@ -151,7 +151,8 @@ class CudaKernel:
         self.threads = int(self.header["threads"])
         # The kernel's one dynamic shared array, sized at each launch (emitter.py).
         self.shared_bytes = int(self.header.get("shared_bytes", 0))
-        self.cubin = compile_cubin(cuda_source, arch)
+        # NVRTC builds it only if no newer than this driver, whose loader may refuse a newer one's cubin.
+        self.cubin = compile_cubin(cuda_source, arch, driver_version())
         # The C symbol differs from the kernel's name when that name could clash in C (names.py).
         self.symbol = str(self.header.get("symbol", self.name))
         self.driver = driver()

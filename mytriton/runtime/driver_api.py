@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 from typing import Any
 
 from mytriton.diagnostics import CompileError
@@ -319,6 +320,26 @@ def driver() -> Driver:
                 _failure = f"the CUDA driver did not start ({err.message})"
                 raise DriverUnavailable(_failure) from None
     return _driver
+
+
+_versions: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def driver_version() -> int | None:
+    """The CUDA version of the process's driver (cuDriverGetVersion's
+    number: 13000 is 13.0), asked once; None where no driver loads. Builds
+    ask it for each kernel, to choose a compiler whose cubins this driver loads."""
+    try:
+        drv = driver()
+    except DriverUnavailable:
+        return None
+    version = _versions.get(drv)
+    if version is None:
+        try:
+            version = _versions[drv] = drv.version()
+        except CudaError:
+            return None
+    return version
 
 
 def status() -> tuple[bool, str]:

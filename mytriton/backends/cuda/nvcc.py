@@ -1,9 +1,23 @@
-"""Running nvcc, with an on-disk cache keyed by source, options and toolchain.
+"""Building CUDA with NVRTC or nvcc, with an on-disk cache keyed by source,
+options and toolchain.
+
+``build`` compiles in-process with NVRTC where libnvrtc and the CUDA headers
+are found (nvrtc.py says where it looks; ``MYTRITON_NVRTC=0`` turns it off),
+else with nvcc: a kernel's first call costs about half as much. Both take
+the same text (``for_nvcc``: the ``#line`` rules below hold for both) and the
+same options (the architecture, ``-lineinfo``, full optimisation), and give
+the same kinds of output; the cubins differ in a few instructions (NVRTC's
+front end computes shared-memory addresses in 64 bits where nvcc's uses
+32-bit shared pointers). A cache key names the toolchain (nvcc's version
+line, or NVRTC's version, library and headers), so the two never read each
+other's entries. The runtime launcher passes its driver's version: NVRTC
+builds only when it is no newer than the driver, which may refuse to load a
+newer compiler's cubin.
 
 The cache lives in ``user_cache.cache_root()`` (``$MYTRITON_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/mytriton``, else ``~/.cache/mytriton``); a second build of
-the same CUDA source with the same nvcc skips nvcc, unless
-``MYTRITON_ALWAYS_COMPILE=1`` (then nvcc always runs, and the entry is rewritten).
+the same CUDA source with the same toolchain skips the compile, unless
+``MYTRITON_ALWAYS_COMPILE=1`` (then it always runs, and the entry is rewritten).
 
 An entry is a header line (magic, length, SHA-256 of the payload) and the
 payload. An entry that fails the check (truncated, empty, overwritten) is
@@ -31,8 +45,13 @@ them), and cicc is told the same fixed name as the source's path: it derives
 the internal names of static functions (in ``-lineinfo``'s debug strings)
 from that path, which would otherwise be the random directory's.
 
+NVRTC compiles from memory to memory: its program is named with the same
+fixed file name (``-lineinfo`` records it, and NVRTC derives no name from a
+path of its own), so its builds are reproducible in the same way.
+
 An interrupted build (Ctrl-C, SIGTERM, SIGHUP) leaves nothing behind: the
-directory and nvcc's process group are registered with ``mytriton.scratch``.
+directory and nvcc's process group are registered with ``mytriton.scratch``
+(an NVRTC build has neither).
 """
 from __future__ import annotations
 
@@ -42,9 +61,12 @@ import os
 import re
 import shutil
 import subprocess
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from mytriton import scratch
+from mytriton.backends.cuda import nvrtc
 from mytriton.backends.cuda.line_directives import for_nvcc
 from mytriton.diagnostics import CompileError
 from mytriton.user_cache import always_compile, cache_root, read_private, write_private
@@ -86,25 +108,126 @@ def nvcc_version(nvcc: str) -> str:
     return out.strip().splitlines()[-1] if out.strip() else "unknown"
 
 
-def build(source: str, arch: str, kind: str) -> bytes:
+def build(source: str, arch: str, kind: str, driver_version: int | None = None) -> bytes:
     """Compile CUDA ``source`` to ``kind`` ("cubin" or "ptx") for ``arch``,
-    reusing an earlier build of the same source, options and nvcc."""
-    nvcc = find_nvcc()
+    reusing an earlier build of the same source, options and toolchain: NVRTC
+    where it is found and supports ``arch`` (and, given the version of the
+    driver that will load the cubin, is no newer than it), else nvcc."""
     arch = build_arch(source, arch)
+    text = for_nvcc(source)  # what the compiler reads: the key holds all of it (the Python file's absolute name)
+    compiler = nvrtc_for(arch, driver_version)
+    if compiler is not None:
+        try:
+            return build_nvrtc(compiler, text, arch, kind)
+        except nvrtc.BuiltinsMissing:
+            pass  # this libnvrtc cannot compile at all (it is dropped for the process): nvcc builds
+    nvcc = find_nvcc()
     # sm_90a by -gencode: the -arch shorthand of some nvcc releases also runs a plain sm_90 pass.
     target = f"-gencode=arch=compute_{arch[3:]},code={arch}" if arch.endswith("a") and kind == "cubin" \
         else f"-arch={arch}"
     options = [target, "-O3", "-lineinfo", *FIXED_PATH]
-    text = for_nvcc(source)  # what nvcc reads: the key holds all of it (the Python file's absolute name)
     key_text = "\n".join([VERSION, nvcc_version(nvcc), kind, *options, text])
     key = hashlib.sha256(key_text.encode()).hexdigest()
     cached = cache_dir() / f"{key}.{kind}"
+    _used.name = "nvcc"
     data = None if always_compile() else read_entry(cached)
     if data is not None:
         return data
     data = run_nvcc(nvcc, text, kind, options)
     write_entry(cached, data)
     return data
+
+
+def nvrtc_for(arch: str, driver_version: int | None = None) -> nvrtc.Nvrtc | None:
+    """The NVRTC to build ``arch`` with, or None for nvcc. With
+    ``driver_version`` (cuDriverGetVersion's number: 13000 is 13.0) NVRTC is
+    used only when it is no newer than that driver: a cubin from a newer
+    compiler may not load."""
+    compiler = nvrtc.available()
+    if compiler is None or not compiler.supports(arch):
+        return None
+    if driver_version is not None and compiler.version_number > driver_version:
+        return None
+    return compiler
+
+
+def nvrtc_options(compiler: nvrtc.Nvrtc, arch: str) -> list[str]:
+    """nvcc's options as NVRTC spells them. A real architecture (sm_90a),
+    so one compile gives both the PTX (``.target sm_90a``, as nvcc's -ptx
+    writes it) and the cubin. No -O: NVRTC optimises fully, as nvcc's device
+    passes do by default (nvcc's -O3 is its host compiler's). -device-int128:
+    nvcc takes ``__int128`` in device code (64-bit umulhi) by default."""
+    return [f"-arch={arch}", "-lineinfo", "-device-int128", f"-I{compiler.include}"]
+
+
+def _key(toolchain: str, kind: str, options: list[str], text: str) -> str:
+    # The prelude is part of what NVRTC reads, so of the key.
+    return hashlib.sha256("\n".join([VERSION, toolchain, kind, *options, nvrtc.PRELUDE, text]).encode()).hexdigest()
+
+
+def build_nvrtc(compiler: nvrtc.Nvrtc, text: str, arch: str, kind: str) -> bytes:
+    """``build`` through NVRTC. Its cache keys name NVRTC's version (and
+    library), where nvcc's name nvcc's: the two never read each other's
+    entries. A compile gives the PTX and the cubin: a PTX build keeps both
+    (and the cubin as that of its PTX, for ``cubin_from_ptx``), so
+    ``--emit=cubin`` compiles the CUDA once and a later JIT build of the same
+    kernel finds its cubin."""
+    options = nvrtc_options(compiler, arch)
+    cached = cache_dir() / f"{_key(compiler.toolchain, kind, options, text)}.{kind}"
+    _used.name = "nvrtc"
+    data = None if always_compile() else read_entry(cached)
+    if data is not None:
+        return data
+    # The fixed name, as nvcc's source gets: -lineinfo records it for the lines before the kernel's own.
+    ptx, cubin = nvrtc.compile_source(compiler, f'{nvrtc.PRELUDE}#line 1 "{SOURCE_NAME}"\n{text}', SOURCE_NAME,
+                                      options)
+    if kind == "ptx":
+        write_entry(cached, ptx)
+        write_entry(cache_dir() / f"{_key(compiler.toolchain, 'cubin', options, text)}.cubin", cubin)
+        _remember_cubin(compiler, ptx, cubin)
+        return ptx
+    write_entry(cached, cubin)
+    return cubin
+
+
+# The cubins of the PTX the ptx stage built last through NVRTC, by the PTX (and toolchain): the
+# cubin stage takes them from here, where the cache may be unwritable or bypassed.
+_CUBINS_KEPT = 16
+_cubins: OrderedDict[str, bytes] = OrderedDict()
+_cubins_lock = threading.Lock()
+# Which toolchain the calling thread's last build used ("nvcc" or "nvrtc"): --time-passes names it.
+_used = threading.local()
+
+
+def last_toolchain() -> str:
+    return getattr(_used, "name", "nvcc")
+
+
+def _ptx_key(compiler: nvrtc.Nvrtc, ptx: bytes) -> str:
+    return _key(compiler.toolchain, "cubin from ptx", [], ptx.decode("utf-8", "replace"))
+
+
+def _remember_cubin(compiler: nvrtc.Nvrtc, ptx: bytes, cubin: bytes) -> None:
+    key = _ptx_key(compiler, ptx)
+    with _cubins_lock:
+        _cubins[key] = cubin
+        _cubins.move_to_end(key)
+        while len(_cubins) > _CUBINS_KEPT:
+            _cubins.popitem(last=False)
+    write_entry(cache_dir() / f"{key}.cubin", cubin)
+
+
+def _nvrtc_cubin_of(ptx: str) -> bytes | None:
+    """The cubin NVRTC made with ``ptx``, kept by the PTX build, or None."""
+    compiler = nvrtc.available()
+    if compiler is None:
+        return None
+    key = _ptx_key(compiler, ptx.encode("utf-8"))
+    with _cubins_lock:
+        cubin = _cubins.get(key)
+    if cubin is None and not always_compile():
+        cubin = read_entry(cache_dir() / f"{key}.cubin")
+    return cubin
 
 
 def build_arch(source: str, arch: str) -> str:
@@ -138,11 +261,19 @@ def resource_usage(source: str, arch: str) -> str:
 
 
 def cubin_from_ptx(ptx: str) -> bytes:
-    """The cubin of PTX that ``compile_ptx`` made: nvcc on a ``.ptx`` runs
-    ptxas alone (no preprocessor, no cicc), for the target the PTX names,
-    with the options ``build`` gives a cubin, so the result is byte for byte
-    the cubin ``compile_cubin`` builds from the same CUDA. ``--emit=cubin``
-    and ``--dump-dir`` show the PTX on the way: the CUDA is compiled once."""
+    """The cubin of PTX that ``compile_ptx`` made. Through NVRTC, the cubin
+    that same compile made (kept with the PTX). Through nvcc, nvcc on a
+    ``.ptx`` runs ptxas alone (no preprocessor, no cicc), for the target the
+    PTX names, with the options ``build`` gives a cubin, so the result is
+    byte for byte the cubin ``compile_cubin`` builds from the same CUDA.
+    Either way ``--emit=cubin`` and ``--dump-dir`` show the PTX on the way
+    and the CUDA is compiled once. PTX that NVRTC did not build (or whose
+    cubin is no longer kept) goes to ptxas."""
+    kept = _nvrtc_cubin_of(ptx)
+    if kept is not None:
+        _used.name = "nvrtc"
+        return kept
+    _used.name = "nvcc"
     target = re.search(r"^\s*\.target\s+(sm_\w+)", ptx, re.MULTILINE)
     if target is None:
         raise CompileError("the PTX names no .target sm_XX: it was not made by nvcc -ptx")
@@ -215,8 +346,10 @@ def compile_ptx(source: str, arch: str = "sm_90") -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise CompileError("nvcc produced PTX that is not text") from None
+        raise CompileError(f"{last_toolchain()} produced PTX that is not text") from None
 
 
-def compile_cubin(source: str, arch: str = "sm_90") -> bytes:
-    return build(source, arch, "cubin")
+def compile_cubin(source: str, arch: str = "sm_90", driver_version: int | None = None) -> bytes:
+    """The cubin of ``source``; ``driver_version``: the driver that loads it
+    (NVRTC builds it only if no newer, see ``nvrtc_for``)."""
+    return build(source, arch, "cubin", driver_version)
