@@ -1,4 +1,8 @@
 """Facts about the GPU the compiler plans for, in one place."""
+from __future__ import annotations
+
+import re
+
 
 # Shared memory a CUDA block may use without opting in to more. Beyond it a
 # kernel needs dynamic shared memory and a raised per-function limit
@@ -30,7 +34,8 @@ def has_wgmma(arch: str) -> bool:
 
 def has_vector_atomics(arch: str) -> bool:
     """PTX's vector ``atom`` (``.v2``/``.v4`` of f32) needs sm_90."""
-    return arch.startswith("sm_") and arch[3:5].isdigit() and int(arch[3:5]) >= 90
+    number = re.fullmatch(r"sm_(\d+)a?", arch)
+    return number is not None and int(number.group(1)) >= 90
 
 
 def shared_memory_budget(arch: str = DEFAULT_ARCH) -> int:

@@ -691,3 +691,11 @@ def test_gpu_vector_atomic_adds_accumulate_and_return_the_old_values(kernel_modu
     cuda = compile_text(kernel_source(VECTOR_ADD_RAGGED), "cuda", signature="*fp32:16, *fp32:16, *fp32:16, i32:16",
                         defines={"BLOCK": 512})
     assert ".add.v4.f32" in cuda
+
+
+@pytest.mark.parametrize("arch,vectors", [("sm_80", False), ("sm_89", False), ("sm_90", True), ("sm_90a", True),
+                                          ("sm_100", True), ("sm_120a", True)])
+def test_vector_atomics_are_for_sm_90_and_later(arch, vectors):
+    from mytriton.target import has_vector_atomics
+
+    assert has_vector_atomics(arch) is vectors
