@@ -14,8 +14,9 @@ analysis proves 16 bytes wide a thread is exchanged through shared memory
 just before the store into a blocked layout of 16-byte runs, as Triton's
 epilogue, where that scratch overlays the staged buffers or fits 48 KiB
 (``exchange_fits``): the fragments hold two adjacent columns a thread; a tile atomic of
-such a tile whose addresses run along the row is exchanged into one element a
-thread, 32 lanes along the row, so a warp's atomic covers adjacent addresses);
+such a tile whose addresses run along the row is exchanged into a blocked
+layout along the row, so a warp's atomic covers adjacent addresses, with 4
+f32 a thread where a vector atom may add them, ``mark_vector_atomics``);
 each operand is asked for in the layout its consumer's rule
 gives (``OpDef.layout_rule``), sliced where it broadcasts from a lower rank.
 A reduction's operand takes the layout whose slice its consumers want, so a
@@ -342,23 +343,21 @@ def vectorized_blocked(shape: tuple[int, ...], num_warps: int, width: int) -> Bl
     return replace(base, size_per_thread=base.size_per_thread[:-1] + (width,))
 
 
-def access_widths(kernel: Kernel) -> dict[Op, int]:
+def access_widths(kernel: Kernel, analysis: AxisAnalysis) -> dict[Op, int]:
     """The vector width the axis analysis proves for each tile load and store."""
-    analysis = AxisAnalysis(kernel)
     return {op: vector_width(analysis, op) for op in walk(kernel.body)
             if op.name in ("load", "store") and is_tile(op.operands[0])}
 
 
-def atomic_runs(kernel: Kernel, vectors: bool) -> dict[Op, tuple[int, int]]:
+def atomic_runs(kernel: Kernel, analysis: AxisAnalysis, vectors: bool) -> dict[Op, tuple[int, int]]:
     """For each tile atomic: how many consecutive addresses the axis analysis
     proves along its pointer's last dimension, and how many elements one
     vector atom may apply there (an f32 add, aligned and under one mask
     value, on a target with vector atomics; else 1)."""
-    atomics = [op for op in walk(kernel.body) if op.name in opdefs.ATOMIC_OPS and is_tile(op.operands[0])]
-    analysis = AxisAnalysis(kernel) if atomics else None
     runs = {}
-    for op in atomics:
-        assert analysis is not None
+    for op in walk(kernel.body):
+        if op.name not in opdefs.ATOMIC_OPS or not is_tile(op.operands[0]):
+            continue
         contiguity = analysis.of(op.operands[0], op.operands[0].type.shape).contiguity[-1]
         vector = 1
         if vectors and op.name == "atomic_rmw" and op.attrs.get("kind") == "add" \
@@ -659,14 +658,7 @@ class _Assigner:
                 # A dot's result is stored 16 bytes a thread after an exchange
                 # through shared memory, as Triton's epilogue: the tensor-core
                 # fragments hold two adjacent columns a thread.
-                # The exchange sits just before the store: after a K loop's
-                # drain, where its scratch may reuse the staged buffers' memory.
-                self.layouts.setdefault(value, layout)
-                exchange = Op("convert_layout", [value], [value.type], loc=_loc_of(value))
-                insert_before(op, exchange)
-                self.layouts[exchange.result] = coalesced
-                op.operands[1] = exchange.result
-                layout = coalesced
+                layout = self.exchange_before(op, 1, layout, coalesced)
         self.request(op, 0, layout)
         self.operands(op, layout)
 
@@ -686,10 +678,10 @@ class _Assigner:
         """Whether moving ``value`` through shared memory adds no shared memory
         a launch must opt into: its scratch overlays the staged dot buffers
         (it is needed after their last use), or fits the 48 KiB any block
-        has. A 128x256 f32 accumulator (128 KiB) would take a second
-        program's room on the SM; stored from its fragments, 8 bytes a
-        thread, it keeps the occupancy (Triton's 128x256x32 on 4 warps
-        spills either way)."""
+        has. A 128x256 f32 accumulator (128 KiB over 72 KiB of buffers) is
+        stored from its fragments instead, 8 bytes a thread, and the kernel
+        keeps to its buffers' shared memory (on the H200 that config's speed
+        did not move: its register spills are its cost)."""
         t = value.type
         return t.numel * element_of(t).nbytes <= max(self.staged_bytes, DEFAULT_SHARED_LIMIT)
 
@@ -715,12 +707,19 @@ class _Assigner:
             shape = value.type.shape
             coalesced = vectorized_blocked(shape, self.num_warps, vector) if vector > 1 and shape[-1] % vector == 0 \
                 else default_blocked(shape, self.num_warps)
-            self.layouts.setdefault(value, held)
-            exchange = Op("convert_layout", [value], [value.type], loc=_loc_of(value))
-            insert_before(op, exchange)
-            self.layouts[exchange.result] = coalesced
-            op.operands[index] = exchange.result
-            return coalesced
+            return self.exchange_before(op, index, held, coalesced)
+        return layout
+
+    def exchange_before(self, op: Op, index: int, held: TileLayout, layout: TileLayout) -> TileLayout:
+        """``op``'s operand ``index`` (held in ``held``) moved into ``layout`` by
+        a ``convert_layout`` just before ``op``: after a K loop's drain, where
+        its scratch may reuse the staged buffers' memory."""
+        value = op.operands[index]
+        self.layouts.setdefault(value, held)
+        exchange = Op("convert_layout", [value], [value.type], loc=_loc_of(value))
+        insert_before(op, exchange)
+        self.layouts[exchange.result] = layout
+        op.operands[index] = exchange.result
         return layout
 
     def reduction(self, op: Op) -> None:
@@ -898,9 +897,10 @@ class LayoutsPass:
         if kernel.laid_out:
             raise CompileError(f"kernel '{kernel.name}' is already laid out (num_warps={kernel.num_warps})",
                                kernel.loc)
-        widths = access_widths(kernel)
+        analysis = AxisAnalysis(kernel)
+        widths = access_widths(kernel, analysis)
         wgmma = has_wgmma(self.arch)
-        runs = atomic_runs(kernel, has_vector_atomics(self.arch))
+        runs = atomic_runs(kernel, analysis, has_vector_atomics(self.arch))
         assigner = _Assigner(kernel, self.num_warps, preferred_layouts(kernel, widths, self.num_warps), wgmma, widths,
                              runs)
         assigner.block(kernel.body)
