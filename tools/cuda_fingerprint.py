@@ -44,11 +44,13 @@ TEXTS_ENV = "MYTRITON_FINGERPRINT_TEXTS"  # and the folder it writes each kernel
 # numbered by the tests of its worker before it); kernels written there name
 # them in their CUDA (the header's source, the first comment).
 PYTEST_TEMP = re.compile(r"/[^\s\"]*?/pytest-of-[^/]+/pytest-\d+(/popen-gw\d+)?(/[^/\s\"]*?\d+)?")
+# and tempfile's own folders (tempfile.mkdtemp, TemporaryDirectory): /tmp/tmpXXXXXXXX
+TEMPFILE = re.compile(r"/[^\s\"]*?/tmp[a-z0-9_]{8}(?=/)")
 
 
 def digest(text: str | bytes) -> str:
     if isinstance(text, str):  # the checkout's own path too: kernels name their files
-        text = PYTEST_TEMP.sub("<tmp>", text).replace(str(ROOT), "<root>")
+        text = TEMPFILE.sub("<tmp>", PYTEST_TEMP.sub("<tmp>", text)).replace(str(ROOT), "<root>")
     data = text.encode() if isinstance(text, str) else text
     return hashlib.sha256(data).hexdigest()[:20]
 
