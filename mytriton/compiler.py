@@ -172,7 +172,7 @@ def _layout_passes(options: Options) -> Sequence[Any]:
 
     return [LayoutsPass(num_warps=options.num_warps, shared_budget=options.budget, arch=options.arch),
             OverlapWgmmaPass(), CopyWidthsPass(), ReadWidthsPass(), CombineStrategyPass(), HoldTilesPass(),
-            AllocateSharedPass(shared_budget=options.budget), InsertBarriersPass(shared_budget=options.budget)]
+            AllocateSharedPass(shared_budget=options.budget), InsertBarriersPass()]
 
 
 def emit_cuda(kernel: Kernel, options: Options | None = None) -> str:
@@ -188,7 +188,7 @@ def emit_cuda(kernel: Kernel, options: Options | None = None) -> str:
 
     budget = (options if options is not None else Options()).budget
     decided = with_held_tiles(with_combine_strategies(with_read_widths(with_copy_widths(kernel))))
-    return emit(with_barriers(allocated(decided, budget), budget), budget)
+    return emit(with_barriers(allocated(decided, budget)))
 
 
 def emit_mlir(kernel: Kernel) -> str:

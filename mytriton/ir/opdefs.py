@@ -158,7 +158,7 @@ ATTR_KINDS: dict[str, AttrKind] = {
     # The CUDA back end's passes' decisions (copy-widths, combine-strategy, allocate-shared, insert-barriers,
     # read-widths).
     "chunk": _INT, "chunks": _STRING, "offset": _INT, "strategy": _STRING, "chunks_per_row": _INT,
-    "scratch_barrier": _BOOL, "read_widths": _INTS,
+    "scratch_barrier": _BOOL, "read_widths": _INTS, "a_pad": _INT,
     # A loop's options (loop_attrs_problem says more: a flag is true when given).
     "num_stages": _INT, "loop_unroll_factor": _INT, "pipeline_stages": _INT, "flatten": _BOOL,
     "warp_specialize": _BOOL, "disallow_acc_multi_buffer": _BOOL, "disable_licm": _BOOL,
@@ -735,10 +735,15 @@ for _name in ("sum", "max", "min"):
 # for a dot on CUDA cores, elements per shared-memory read of each operand.
 FMA_DOT_ATTRS = ("read_widths",)
 FMA_DOT_DOC = "; read_widths: elements per shared read of A and of B on CUDA cores, once read-widths has decided"
-_register(OpDef("dot", ("a", "b", "acc?"), _dot, attrs=DOT_ATTRS + FMA_DOT_ATTRS,
-                optional_attrs=DOT_ATTRS + FMA_DOT_ATTRS, materialised=True,
+# ``a_pad=N`` (laid-out SSA): allocate-shared's padding of each row of a
+# register A tile that the CUDA back end writes to scratch (elements).
+SCRATCH_DOT_ATTRS = ("a_pad",)
+SCRATCH_DOT_DOC = "; a_pad: elements of padding after each row of A in scratch, once allocate-shared has decided"
+_register(OpDef("dot", ("a", "b", "acc?"), _dot, attrs=DOT_ATTRS + FMA_DOT_ATTRS + SCRATCH_DOT_ATTRS,
+                optional_attrs=DOT_ATTRS + FMA_DOT_ATTRS + SCRATCH_DOT_ATTRS, materialised=True,
                 doc="tl.dot: the matrix product of rank-2 tiles a and b, plus acc when given; input_precision "
-                    "and out_dtype as in Triton (absent: 'ieee' and the operands' default)" + FMA_DOT_DOC))
+                    "and out_dtype as in Triton (absent: 'ieee' and the operands' default)" + FMA_DOT_DOC
+                    + SCRATCH_DOT_DOC))
 _register(OpDef("shared_alloc", (), _shared_alloc, attrs=("name", "shape", "dtype", "offset"),
                 optional_attrs=("offset",), allocates=True,
                 doc="a zero-filled row-major buffer in the program's shared memory (at byte offset of the "
@@ -1585,10 +1590,11 @@ def _dot_rs(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     return _dot_rule("dot_rs", a, b, acc, attrs)
 
 
-_register(OpDef("dot_rs", ("a", "b", "acc?"), _dot_rs, attrs=DOT_ATTRS + FMA_DOT_ATTRS,
-                optional_attrs=DOT_ATTRS + FMA_DOT_ATTRS,
+_register(OpDef("dot_rs", ("a", "b", "acc?"), _dot_rs, attrs=DOT_ATTRS + FMA_DOT_ATTRS + SCRATCH_DOT_ATTRS,
+                optional_attrs=DOT_ATTRS + FMA_DOT_ATTRS + SCRATCH_DOT_ATTRS,
                 reads_shared=True, shared_operands=("b",), materialised=True,
-                doc="dot of the register tile a and the shared buffer b (plus acc), with dot's attributes"))
+                doc="dot of the register tile a and the shared buffer b (plus acc), with dot's attributes "
+                    "(a_pad included)"))
 
 # ---- layout rules ---------------------------------------------------------------
 # "elementwise": tile operands are read in the result's layout (sliced for a

@@ -31,7 +31,8 @@
   and, through shared memory, its ``chunks_per_row`` a power of two dividing
   its rows, no more chunks in all than threads, a dot's ``read_widths`` (on
   CUDA cores) 1 or a 16-byte vector of its f32 or f64 result for each operand,
-  a statement's ``scratch_barrier`` true or false, only on an op that may
+  a dot's ``a_pad`` whole 16-byte units of A's elements, on a dot that writes a
+  register A tile to scratch (not a wgmma ``dot_rs``), a statement's ``scratch_barrier`` true or false, only on an op that may
   address shared scratch, in a kernel with a shared-memory plan;
 - a laid-out kernel's ``shared_memory`` plan gives every buffer an offset past
   its scratch, within its bytes and apart from the other buffers; without a
@@ -95,6 +96,7 @@ class Verifier:
         self.copy_chunks()
         self.combine_chunks()
         self.dot_read_widths()
+        self.dot_a_pads()
         self.scratch_barriers()
         self.held_tiles()
 
@@ -181,6 +183,27 @@ class Verifier:
                 each = f"1 or {vector} (16 bytes of {element})" if vector else f"1 ({element} results are read " \
                     "one value at a time)"
                 raise self.error(f"read_widths={widths} must be two widths, A's and B's, each {each}", op)
+
+    def dot_a_pads(self) -> None:
+        """A dot's ``a_pad`` (allocate-shared's), in a laid-out kernel: whole
+        16-byte units of A's elements, so that the rows of A in scratch stay
+        as aligned as the FMA loop's reads and ldmatrix need them; not on a
+        ``dot_rs`` in a wgmma layout, whose A is never written to scratch."""
+        for op in walk(self.kernel.body):
+            if "a_pad" not in op.attrs:
+                continue
+            if not self.kernel.laid_out:
+                raise self.error("a_pad is the allocate-shared pass's decision, on laid-out SSA only (num_warps)", op)
+            layout = op.results[0].type.layout
+            if op.name == "dot_rs" and isinstance(layout, Mma) and layout.version == 3:
+                raise self.error("a_pad is for a dot whose A tile is written to scratch, but a dot_rs in a wgmma "
+                                 "layout reads A from registers", op)
+            element = element_of(op.operands[0].type)
+            unit = max(1, 16 // element.nbytes)
+            pad, most = op.attrs["a_pad"], max(unit, op.operands[0].type.shape[-1])
+            if pad < 0 or pad % unit or pad > most:
+                raise self.error(f"a_pad={pad} must be whole 16-byte units of A's {element} elements (a multiple "
+                                 f"of {unit}), at most {most}", op)
 
     def held_tiles(self) -> None:
         """``hold`` (hold-tiles'): on a load of a tile, or a pure op with a

@@ -13,6 +13,10 @@ addresses from byte 0, measured by running it without output
 - a statement past the buffers' last use and the barrier after it
   (``shared_memory.late_ops``: an epilogue's layout change) has its
   scratch from byte 0 again, over the dead buffers;
+- a dot whose A tile the printer writes from registers to scratch gets
+  each row of it padded (``a_pad``, elements) so that a warp's 16-byte reads
+  down its rows fall in distinct banks, as a staged A buffer's rows are; a
+  padding the kernel has no room for is dropped, the largest dot's first;
 - all of it must fit the budget (the target's: sm_90 227 KiB), else an
   error at the statement that needs the most scratch (or the first buffer).
 
@@ -25,6 +29,12 @@ which the emitter then only reads:
     kernel k(...) num_warps=4 shared_memory(bytes=55296, scratch=0, late_scratch=0) @"k.py":1:1 {
       %0 = shared_alloc_stages name="dot_a0", shape=(64, 32), dtype=f32, stages=3, offset=0 : ...
 
+and on an unstaged dot:
+
+      %9 = dot %7, %8, input_precision="ieee", out_dtype=f32, read_widths=(4, 4) : ...
+  =>
+      %9 = dot %7, %8, input_precision="ieee", out_dtype=f32, read_widths=(4, 4), a_pad=4 : ...
+
 A kernel that uses no shared memory gets an empty plan, which prints as
 nothing. A kernel the emitter cannot render is left without a plan:
 ``emit-cuda`` reports why.
@@ -35,12 +45,13 @@ from dataclasses import dataclass
 
 from mytriton.backends.cuda.combine_strategy import with_combine_strategies
 from mytriton.backends.cuda.copy_widths import with_copy_widths
+from mytriton.backends.cuda.dots import A_PAD, scratch_a_pad, writes_a_to_scratch
 from mytriton.backends.cuda.emitter import ScratchNeed, measure_scratch
 from mytriton.backends.cuda.hold_tiles import with_held_tiles
 from mytriton.backends.cuda.read_widths import with_read_widths
 from mytriton.backends.cuda.shared_memory import aligned, buffer_offsets, buffers_end, shared_buffers
 from mytriton.diagnostics import CompileError
-from mytriton.ir.ssa import Kernel, SharedMemory
+from mytriton.ir.ssa import Kernel, Op, SharedMemory, walk
 from mytriton.target import SHARED_MEMORY_BUDGET, budget_text
 
 
@@ -58,7 +69,7 @@ class AllocateSharedPass:
         # The emitter measures the copies, dots, combines and held tiles as they will be written.
         kernel = with_held_tiles(with_combine_strategies(with_read_widths(with_copy_widths(kernel))))
         try:
-            needs = measure_scratch(kernel, self.shared_budget)
+            needs = padded_scratch(kernel, self.shared_budget)
         except CompileError:
             kernel.shared_memory = None
             for op in shared_buffers(kernel):
@@ -74,10 +85,29 @@ def allocated(kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET) -> Kern
     if kernel.shared_memory is not None and kernel.shared_memory.bytes <= shared_budget:
         return kernel
     kernel = with_held_tiles(with_combine_strategies(with_read_widths(with_copy_widths(kernel))))
-    return allocate(kernel, measure_scratch(kernel, shared_budget), shared_budget)
+    return allocate(kernel, padded_scratch(kernel, shared_budget), shared_budget)
 
 
-def allocate(kernel: Kernel, needs: list[ScratchNeed], shared_budget: int) -> Kernel:
+def padded_scratch(kernel: Kernel, shared_budget: int) -> list[ScratchNeed]:
+    """The scratch needs of ``kernel`` once each dot that writes its A tile
+    to scratch has its ``a_pad``: the padding where the kernel still fits
+    the budget with it, else none (the largest need's dot first)."""
+    dots = {id(op): op for op in walk(kernel.body) if writes_a_to_scratch(op)}
+    for op in dots.values():
+        op.attrs[A_PAD] = scratch_a_pad(op)
+    needs = measure_scratch(kernel)
+    while _plan(kernel, needs)[0] > shared_budget:
+        padded = [need for need in needs if id(need.op) in dots and need.op.attrs[A_PAD]]
+        if not padded:
+            break  # the padding is not what passes the budget: allocate says what does
+        max(padded, key=lambda need: need.nbytes).op.attrs[A_PAD] = 0
+        needs = measure_scratch(kernel)
+    return needs
+
+
+def _plan(kernel: Kernel, needs: list[ScratchNeed]) -> tuple[int, int, int, Op | None, list[int]]:
+    """The shared array's bytes in all, the scratch before the buffers' last
+    use and after it, the statement needing the most, and the buffers' offsets."""
     scratch = late = 0
     largest = None  # the statement needing the most scratch: where an over-budget error points
     for need in needs:
@@ -89,9 +119,15 @@ def allocate(kernel: Kernel, needs: list[ScratchNeed], shared_budget: int) -> Ke
                 scratch = need.nbytes
     buffers = shared_buffers(kernel)
     offsets = buffer_offsets(buffers, scratch)
-    end = buffers_end(buffers, offsets, scratch)
-    total = max(end, aligned(late))
+    total = max(buffers_end(buffers, offsets, scratch), aligned(late))
+    return total, scratch, late, largest, offsets
+
+
+def allocate(kernel: Kernel, needs: list[ScratchNeed], shared_budget: int) -> Kernel:
+    total, scratch, late, largest, offsets = _plan(kernel, needs)
+    buffers = shared_buffers(kernel)
     if total > shared_budget:
+        end = buffers_end(buffers, offsets, scratch)
         staged = end - aligned(scratch) if buffers else 0
         parts = f"{staged} for staged dot tiles and {scratch} of scratch" if staged \
             else "for reductions and layout changes"

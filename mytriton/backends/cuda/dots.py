@@ -30,7 +30,8 @@ explicit ops, and each becomes CUDA here:
 
 A ``dot`` the pass did not stage (its operands are not canonical loads) takes
 the general path: both operand tiles are written from registers to shared
-scratch memory, then the same FMA loop runs.
+scratch memory, each row of A followed by the padding allocate-shared gave
+it (``a_pad``), then the same FMA loop runs.
 """
 from __future__ import annotations
 
@@ -52,6 +53,8 @@ from mytriton.types import BOOL, F32, F64, I8, I32, ScalarType, SharedType, elem
 
 if TYPE_CHECKING:
     from mytriton.backends.cuda.context import EmitContext
+
+A_PAD = "a_pad"  # allocate-shared's padding of an unstaged dot's A rows in scratch
 
 
 def shared_array_name(op: Op) -> str:
@@ -652,20 +655,15 @@ def _vector_fma_loop(em: "EmitContext", op: Op, storage: str, layout, positions:
 
 
 def stage_operands(em: "EmitContext", op: Op) -> tuple[str, str, object, object, int]:
-    """Write a general dot's operand tiles to scratch shared memory; A's rows
-    padded as a staged A buffer's are (``fma_operand_pad``), where that still
-    fits the budget, for the FMA loop's 16-byte reads across rows. Returns the
-    tiles' names, their element types and A's row pitch. A ``dot_rs``'s B is
-    a staged buffer already: it is read where it is."""
+    """Write a general dot's operand tiles to scratch shared memory, each
+    row of A followed by the ``a_pad`` elements allocate-shared gave it (none
+    where the dot has no ``a_pad``). Returns the tiles' names, their element
+    types and A's row pitch. A ``dot_rs``'s B is a staged buffer already: it
+    is read where it is."""
     a, b, _ = op.operands
     names = []
     offset = 0
-    (rows, k), nbytes = a.type.shape, element_of(a.type).nbytes
-    plain = _aligned(a.type.numel * nbytes) + (0 if isinstance(b.type, SharedType) else _aligned(b.type.numel * nbytes))
-    pad = fma_operand_pad(k, nbytes)
-    if em.staged_bytes() + plain + rows * pad * nbytes > em.shared_budget:
-        pad = 0
-    pitches = {"a": k + pad, "b": b.type.shape[1]}
+    pitches = {"a": a.type.shape[1] + op.attrs.get(A_PAD, 0), "b": b.type.shape[1]}
     em.scratch_fence()
     for value, label in ((a, "a"), (b, "b")):
         if isinstance(value.type, SharedType):
@@ -687,6 +685,26 @@ def stage_operands(em: "EmitContext", op: Op) -> tuple[str, str, object, object,
     em.line(em.lang.barrier)
     em.need_shared(offset, op)
     return names[0], names[1], element_of(a.type), _element(b.type), pitches["a"]
+
+
+def writes_a_to_scratch(op: Op) -> bool:
+    """Whether the printer writes ``op``'s A tile from registers to scratch
+    (``stage_operands``): a ``dot`` that stage-dots left unstaged, or a
+    ``dot_rs`` anywhere but in a wgmma layout (wgmma reads A from registers)."""
+    if op.name == "dot":
+        return True
+    if op.name != "dot_rs":
+        return False
+    layout = op.results[0].type.layout
+    return not (isinstance(layout, Mma) and layout.version == 3)
+
+
+def scratch_a_pad(op: Op) -> int:
+    """The padding that puts the rows of ``op``'s A tile in scratch in
+    distinct banks for the warps' 16-byte reads (``fma_operand_pad``, as a
+    staged A buffer's; it also keeps ldmatrix's rows 16-byte aligned)."""
+    a = op.operands[0]
+    return fma_operand_pad(a.type.shape[1], element_of(a.type).nbytes)
 
 
 def _element(t) -> ScalarType:

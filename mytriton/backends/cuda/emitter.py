@@ -9,7 +9,8 @@ the read-widths pass how wide each dot on CUDA cores reads its operands
 and, through shared memory, its chunks (``strategy``, ``chunks_per_row``),
 the hold-tiles pass which tiles keep a per-thread array (``hold=true``;
 every other pure tile op is recomputed where it is used), the
-allocate-shared pass has placed everything in shared memory, and the
+allocate-shared pass has placed everything in shared memory (and padded
+the A tiles of dots left in registers: ``a_pad``), and the
 insert-barriers pass has decided which statements wait at a barrier before
 writing their shared scratch (``scratch_barrier``, rendered by
 ``scratch_fence``). This module renders each block's statements
@@ -19,10 +20,8 @@ this printer only as an ``EmitContext``), writing lines through a C
 builder whose scopes own the indentation (``c_builder.py``). It follows
 those decisions: a statement without its decision is refused, naming the
 pass to run, and so is one its layouts no longer allow (a layout edited
-after the pass). One choice is still made here: whether a dot that
-stage-dots left in registers pads A's rows in its scratch (by a vector,
-where the budget leaves room; ``dots.stage_operands``), which changes no
-read width. Scalars are locals every thread computes alike. Tiles are
+after the pass). It makes no choice of its own. Scalars are locals every
+thread computes alike. Tiles are
 spread over the threads as their layouts say (``thread_coordinates.py``
 spells that in C); each thread handles its elements, its *slots*, in loops
 that nvcc unrolls:
@@ -65,7 +64,7 @@ from mytriton.backends.cuda.dots import declare_shared, emit_async, hoist_wrappe
 from mytriton.backends.cuda.line_directives import with_directives
 from mytriton.backends.cuda.renderers import Group, renderer_of, renders
 from mytriton.backends.cuda.shared_memory import (
-    aligned, buffer_alignment, buffer_offsets, buffers_end, element_bytes, late_ops,
+    aligned, buffer_alignment, buffer_offsets, element_bytes, late_ops,
 )
 from mytriton.backends.cuda.statements import own_storage, statements
 from mytriton.backends.cuda.spelling import CUDA
@@ -76,7 +75,7 @@ from mytriton.backends.cuda.slots import SlotLoop, linear_index
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile, stored_params
-from mytriton.target import MAX_ELEMENTS_PER_THREAD, OPT_IN_SHARED_MEMORY, SHARED_MEMORY_BUDGET, WGMMA_BUILD_ARCH
+from mytriton.target import MAX_ELEMENTS_PER_THREAD, OPT_IN_SHARED_MEMORY, WGMMA_BUILD_ARCH
 from mytriton.ir.ssa import BlockArg, Const, Kernel, Op, OpResult, Operand, Value, for_yield, use_counts, walk
 from mytriton.ir.ssa_text import ValueNames
 from mytriton.ir.layout_attributes import Mma
@@ -130,7 +129,7 @@ class CudaEmitter:
     allocated yet, only to record the scratch its statements need
     (``scratch_needs``)."""
 
-    def __init__(self, kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET, measure: bool = False) -> None:
+    def __init__(self, kernel: Kernel, measure: bool = False) -> None:
         if kernel.num_warps is None:
             raise CompileError(f"kernel '{kernel.name}' is not laid out: run the layouts stage before emit-cuda",
                                kernel.loc)
@@ -138,7 +137,6 @@ class CudaEmitter:
             raise CompileError(f"kernel '{kernel.name}' has no shared-memory plan: run allocate-shared "
                                "before rendering it", kernel.loc)
         self.kernel = kernel
-        self.shared_budget = shared_budget  # bytes of shared memory a block may use (the target's)
         self.num_warps = kernel.num_warps
         self.threads = 32 * kernel.num_warps
         self.ssa_names = ValueNames(kernel)
@@ -241,14 +239,6 @@ class CudaEmitter:
             self.storage[op.results[0]] = shared_array_name(op)
         self.block(self.groups[id(self.kernel.body)])
         return self.render() if self.scratch_needs is None else ""
-
-    def staged_bytes(self) -> int:
-        """The bytes the stage-dots buffers take in the shared array, from the
-        end of the scratch: each from its alignment's boundary (16 bytes; a
-        swizzled wgmma buffer 1024, its swizzle's period)."""
-        if not self.shared_allocs:
-            return 0
-        return buffers_end(self.shared_allocs, self.shared_offsets(), self.shared_bytes) - aligned(self.shared_bytes)
 
     def shared_offsets(self) -> list[int]:
         """Where each stage-dots buffer starts in the shared array: the plan's
@@ -613,7 +603,6 @@ class CudaEmitter:
                                    op.loc if op is not None and op.loc else self.kernel.loc)
             return
         self.scratch_needs.append(ScratchNeed(nbytes, op, self.late, self.statement))
-        # An unstaged dot's operand padding asks how much room the buffers leave (staged_bytes).
         if self.late:
             self.late_shared_bytes = max(self.late_shared_bytes, nbytes)
         else:
@@ -818,17 +807,15 @@ def c_comment(text: str) -> str:
     return "".join(out)
 
 
-def emit_cuda(kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET) -> str:
-    """CUDA C++ for laid-out SSA with its shared-memory plan (allocate-shared);
-    ``shared_budget`` (the target's) bounds what an unstaged dot's operand
-    padding may add."""
-    return CudaEmitter(kernel, shared_budget).emit()
+def emit_cuda(kernel: Kernel) -> str:
+    """CUDA C++ for laid-out SSA with its shared-memory plan (allocate-shared)."""
+    return CudaEmitter(kernel).emit()
 
 
-def measure_scratch(kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET) -> list[ScratchNeed]:
+def measure_scratch(kernel: Kernel) -> list[ScratchNeed]:
     """What scratch each statement of laid-out ``kernel`` addresses, in
     program order: the emitter run without writing anything."""
-    emitter = CudaEmitter(kernel, shared_budget, measure=True)
+    emitter = CudaEmitter(kernel, measure=True)
     emitter.emit()
     return emitter.scratch_needs
 

@@ -56,7 +56,6 @@ from mytriton.backends.cuda.hold_tiles import with_held_tiles
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import Block, Kernel, Op, OpResult, walk
-from mytriton.target import SHARED_MEMORY_BUDGET
 from mytriton.types import SharedType
 
 ATTR = "scratch_barrier"
@@ -72,7 +71,6 @@ Access = tuple[int, int, str]
 
 @dataclass(frozen=True)
 class InsertBarriersPass:
-    shared_budget: int = SHARED_MEMORY_BUDGET
     name: str = "insert-barriers"
     summary: str = "decide which statements need a barrier before they write shared-memory scratch (Membar)"
     after_layouts: bool = True  # it reads the shared-memory plan: the pass manager lets it take laid-out SSA
@@ -89,14 +87,14 @@ class InsertBarriersPass:
             return kernel  # nothing addresses scratch
         kernel = with_held_tiles(kernel)  # the statements' storage, as the printer will render them
         try:
-            needs = measure_scratch(kernel, self.shared_budget)
+            needs = measure_scratch(kernel)
         except CompileError:
             return kernel
         _Membar(kernel, needs).run()
         return kernel
 
 
-def with_barriers(kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET) -> Kernel:
+def with_barriers(kernel: Kernel) -> Kernel:
     """``kernel`` with its barriers decided where none is (laid-out SSA
     written by hand, or from before this pass); a kernel with some decisions
     keeps them (the emitter refuses a statement left without one)."""
@@ -105,7 +103,7 @@ def with_barriers(kernel: Kernel, shared_budget: int = SHARED_MEMORY_BUDGET) -> 
         return kernel
     if any(ATTR in op.attrs for op in walk(kernel.body)):
         return kernel
-    return InsertBarriersPass(shared_budget).apply(kernel)
+    return InsertBarriersPass().apply(kernel)
 
 
 class _Membar:

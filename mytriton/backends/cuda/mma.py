@@ -167,7 +167,7 @@ def emit_mma_dot(em: "EmitContext", op: Op) -> None:
         a_pitch, b_pitch = 0, pitch(b.type)
         _check_register_a(em, op)
     else:
-        # A's rows may be padded by 16 bytes (stage_operands), which keeps ldmatrix's rows aligned.
+        # A's rows may be padded by whole 16-byte units (a_pad), which keeps ldmatrix's rows aligned.
         a_name, b_name, element, _, a_pitch = stage_operands(em, op)
         b_pitch = pitch(b.type) if isinstance(b.type, SharedType) else n  # dot_rs: B is a staged buffer
     if result.type.layout.version == 3:

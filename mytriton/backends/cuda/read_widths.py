@@ -20,8 +20,8 @@ B's:
 ``(1, 1)``: every value is read one at a time (f16 operands, TF32
 rounding, a pitch or run that is no whole vector). A ``dot`` or ``dot_rs``
 that stage-dots left in registers writes its operand tiles to scratch
-first, A's rows padded by one vector or not at all as the budget allows
-(``dots.stage_operands``): a pitch of K either way, for the widths. Dots on
+first, A's rows padded by whole vectors or not at all (allocate-shared's
+``a_pad``, decided after this pass): a pitch of K either way, for the widths. Dots on
 tensor cores get no attribute.
 """
 from __future__ import annotations
