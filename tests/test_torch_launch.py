@@ -128,13 +128,20 @@ def test_kernels_first_launched_from_several_threads_at_once_match_torch(torch, 
     module = kernel_module(AFFINE)
     start = threading.Barrier(4)
     failures = []
+    # The data is made here: torch's CUDA generators made on four threads at once are what
+    # compute-sanitizer's racecheck fails to track ("Internal Sanitizer Error"), with or
+    # without a mytriton kernel; the threads' own CUDA work is then the kernels' first launches.
+    data = {}
+    for seed in range(1, 5):
+        n = 10_000 + seed * 37
+        generator = torch.Generator(device="cuda").manual_seed(seed)
+        data[seed] = (n, torch.randn(n, device="cuda", generator=generator),
+                      torch.full((n,), float("nan"), device="cuda"))
+    torch.cuda.synchronize()
 
     def work(seed):
         try:
-            generator = torch.Generator(device="cuda").manual_seed(seed)
-            n = 10_000 + seed * 37
-            x = torch.randn(n, device="cuda", generator=generator)
-            out = torch.full((n,), float("nan"), device="cuda")
+            n, x, out = data[seed]
             start.wait()
             for _ in range(20):
                 module.affine[grid(n)](x, out, n, float(seed), 0.5)
