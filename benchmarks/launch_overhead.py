@@ -40,12 +40,14 @@ def per_call_us(fn, count: int = 2000, synchronize=lambda: None, clock=time.perf
 def layers(add, matmul, x, y, out, n, kernel, stream=0):
     """(name, launch) for each layer; ``kernel`` is a CudaKernel of ``add``."""
     kernel.launch((4, 1, 1), [x, y, out, n])  # loads the module
-    function = kernel.function(0)
+    # cuLaunchKernel as the launcher calls it (launch_call: its handles made once)
+    launch, handle = kernel.driver.launch_call()
+    function, stream_handle, extra = handle(kernel.function(0)), handle(stream), handle(kernel._extra)
     kernel._struct.pack_into(kernel._buffer, 0, x.data_ptr(), y.data_ptr(), out.data_ptr(), n)
-    launch, extra = kernel.driver.launch_raw, kernel._extra
     grid = (4,)
     return [
-        ("driver cuLaunchKernel, packed once", lambda: launch(function, 4, 1, 1, 128, 1, 1, 0, stream, None, extra)),
+        ("driver cuLaunchKernel, packed once",
+         lambda: launch(function, 4, 1, 1, 128, 1, 1, 0, stream_handle, None, extra)),
         ("CudaKernel.launch", lambda: kernel.launch((4, 1, 1), [x, y, out, n])),
         ("kernel[grid](...)", lambda: add[grid](x, y, out, n, backend="cuda")),
         ("kernel[grid](..., BLOCK=, num_warps=)", lambda: add[grid](x, y, out, n, BLOCK=256, num_warps=4,

@@ -85,6 +85,13 @@ def test_a_launch_on_the_current_device_switches_no_context(gpus, scale):
     assert gpus.context_switches == switches and len(gpus.launches) == 2
 
 
+def test_a_compiled_kernel_launched_past_cudas_grid_is_refused_not_wrapped(gpus, scale):
+    compiled = launch(scale)
+    with pytest.raises(CompileError, match="grid axis 0 has 4294967298 programs, over CUDA's limit"):
+        compiled.launcher.launch((2**32 + 2,), [DeviceArray(0x10000), 100, DeviceArray(0x20000), 2.0])
+    assert len(gpus.launches) == 1  # the first launch only
+
+
 def test_a_module_is_loaded_once_per_device(gpus, scale):
     for base in (0, GPU1, 0, GPU1, 0):
         launch(scale, base + 0x10000, base + 0x20000)

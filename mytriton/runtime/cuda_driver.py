@@ -21,6 +21,7 @@ from mytriton.backends.cuda.emitter import read_header
 from mytriton.backends.cuda.nvcc import compile_cubin
 from mytriton.diagnostics import CompileError, printable
 from mytriton.ir.text_common import parse_type
+from mytriton.limits import grid_error
 from mytriton.runtime import placement
 from mytriton.runtime.driver_api import (
     ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, LAUNCH_PARAM_BUFFER_POINTER, LAUNCH_PARAM_BUFFER_SIZE,
@@ -173,7 +174,12 @@ class CudaKernel:
             LAUNCH_PARAM_BUFFER_SIZE, ctypes.addressof(self._size), LAUNCH_PARAM_END)
         self._extra = ctypes.addressof(self._extra_array) if self._struct.size else None
         self._lock = threading.Lock()
-        self._launch_raw = self.driver.launch_raw
+        # cuLaunchKernel as the driver hands it out for the hot path, with the
+        # handles made into what it takes once (the stream at its first use).
+        self._launch_raw, self._handle = self.driver.launch_call()
+        self._extra_handle = self._handle(self._extra) if self._extra is not None else None
+        self._handles: dict[int, Any] = {}  # device -> its CUfunction as _handle made it
+        self._stream_handle: tuple[int, Any] = (0, self._handle(0))  # the last stream, and as made
 
     @property
     def function_format(self) -> str:
@@ -202,6 +208,9 @@ class CudaKernel:
         grid3 = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
         if any(g <= 0 for g in grid3):
             return  # an empty grid launches nothing, as in Triton
+        problem = grid_error(grid3)
+        if problem:
+            raise CompileError(f"kernel '{self.name}': {problem}", placement.launch_site())
         self.launch3(grid3, args, stream)  # type: ignore[arg-type]
 
     def launch3(self, grid3: tuple[int, int, int], args: Sequence[Any], stream: Any = None) -> None:
@@ -247,7 +256,7 @@ class CudaKernel:
         if previous != context:
             drv.set_current(context)
         try:
-            function = self._functions.get(device) or self.function(device)
+            function = self._handles.get(device) or self._function_handle(device)
             if host is None:
                 self._launch(function, grid3, handle, values)
             else:
@@ -256,7 +265,12 @@ class CudaKernel:
             if previous != context:
                 drv.set_current(previous)
 
-    def _launch(self, function: int, grid3: tuple[int, int, int], stream: int, values: list[Any]) -> None:
+    def _function_handle(self, device: int) -> Any:
+        """The kernel's CUfunction on ``device`` as the launch call takes it."""
+        handle = self._handles[device] = self._handle(self.function(device))
+        return handle
+
+    def _launch(self, function: Any, grid3: tuple[int, int, int], stream: int, values: list[Any]) -> None:
         for i, convert in self._conversions:
             values[i] = convert(values[i])
         with self._lock:
@@ -264,8 +278,16 @@ class CudaKernel:
                 self._struct.pack_into(self._buffer, 0, *values)
             except (struct.error, OverflowError, TypeError, ValueError):
                 self._struct.pack_into(self._buffer, 0, *self._converted(values))
-            code = self._launch_raw(function, grid3[0], grid3[1], grid3[2], self.threads, 1, 1, self.shared_bytes,
-                                    stream, None, self._extra)
+            last, handle = self._stream_handle
+            if stream != last:
+                handle = self._handle(stream)
+                self._stream_handle = (stream, handle)
+            try:
+                code = self._launch_raw(function, grid3[0], grid3[1], grid3[2], self.threads, 1, 1,
+                                        self.shared_bytes, handle, None, self._extra_handle)
+            except ctypes.ArgumentError:  # past a C int: launch and launch3's callers check the grid first
+                raise CompileError(f"kernel '{self.name}': {grid_error(grid3) or f'a grid of {grid3}'} cannot be "
+                                   "launched", placement.launch_site()) from None
         if code:
             raise CudaError(f"cuLaunchKernel of '{self.name}' failed: {self.driver.error_name(code)}", code)
 
@@ -284,7 +306,7 @@ class CudaKernel:
                                    f"not fit its parameter type {t}", placement.launch_site()) from None
         return out
 
-    def _launch_with_copies(self, function: int, grid3: tuple[int, int, int], stream: int,
+    def _launch_with_copies(self, function: Any, grid3: tuple[int, int, int], stream: int,
                             values: list[Any], host: list[tuple[int, Any]]) -> None:
         """Host arrays go to fresh device buffers, and those the kernel stores
         to come back once the launch has run: synchronous, as NumPy users expect."""
