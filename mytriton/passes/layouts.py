@@ -20,7 +20,9 @@ f32 a thread where a vector atom may add them, ``mark_vector_atomics``);
 each operand is asked for in the layout its consumer's rule
 gives (``OpDef.layout_rule``), sliced where it broadcasts from a lower rank.
 A reduction's operand takes the layout whose slice its consumers want, so a
-row maximum read back against its row needs no data exchange. The first
+row maximum read back against its row needs no data exchange; a ``split``'s
+operand takes its halves' blocked layout with the pair held whole by each
+thread (``paired``), so the halves are read in registers. The first
 request (the latest use in program order) decides a value's layout. A later
 request for another layout is met
 
@@ -636,6 +638,9 @@ class _Assigner:
         if rule == "scan":
             self.scan(op)
             return
+        if op.name == "split":
+            self.split(op)
+            return
         if rule == "convert" or not op.results or not is_tile(op.results[0]):
             return
         result = op.results[0]
@@ -644,6 +649,18 @@ class _Assigner:
             layout = self.atomic_layout(op, layout)
         self.layouts[result] = layout
         self.operands(op, layout)
+
+    def split(self, op: Op) -> None:
+        """One half of ``tl.split``: its operand is asked for in the result's
+        blocked layout with the pair as a last dimension each thread holds
+        whole (``paired``), as Triton lays a split's operand out, so each
+        thread takes its half from its own registers; a result in any other
+        layout (a slice, an mma) is moved through shared memory."""
+        result = op.results[0]
+        layout = self.layout(result)
+        if isinstance(layout, Blocked):
+            self.layouts[result] = layout
+            self.request(op, 0, paired(layout))
 
     def store(self, op: Op) -> None:
         # A store's (pointer, value, mask); device_print's and device_assert's
@@ -909,3 +926,11 @@ class LayoutsPass:
         mark_vector_accesses(kernel, widths)
         mark_vector_atomics(kernel, runs)
         return kernel
+
+
+def paired(layout: Blocked) -> Blocked:
+    """``layout`` with one more, last dimension of 2 that each thread holds
+    whole: the layout of a ``tl.split`` operand whose halves are in
+    ``layout``, each thread's pair adjacent in its registers."""
+    return Blocked(layout.size_per_thread + (2,), layout.threads_per_warp + (1,), layout.warps_per_cta + (1,),
+                   (layout.rank,) + layout.order)

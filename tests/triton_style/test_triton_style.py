@@ -311,6 +311,21 @@ def case_rope(m, rng) -> Result:
     return [("out", m.rope(x, cos, sin), expected, 1e-5, 1e-5)]
 
 
+def case_rope_pairs(m, rng) -> Result:
+    out: Result = []
+    for half, block in ((32, 64), (40, 16)):  # one masked block; three blocks, the last masked
+        x = rng.standard_normal((5, 3, 2 * half)).astype(np.float32)
+        angles = rng.uniform(0, 2 * math.pi, (5, half))
+        freqs = np.stack([np.cos(angles), np.sin(angles)], -1).astype(np.float32)
+        cos, sin = freqs[..., 0][:, None], freqs[..., 1][:, None]
+        real, imag = x[..., 0::2], x[..., 1::2]
+        expected = np.empty_like(x)
+        expected[..., 0::2] = real * cos - imag * sin
+        expected[..., 1::2] = real * sin + imag * cos
+        out.append((f"x half={half}", m.rope_pairs(x.copy(), freqs, block), expected, 1e-5, 1e-5))
+    return out
+
+
 def case_scale_heuristics(m, rng) -> Result:
     out: Result = []
     for n in (3001, 2048):  # a ragged size (masked) and an even one (EVEN_N: unmasked)

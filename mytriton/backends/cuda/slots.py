@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from mytriton.backends.cuda.c_builder import SourcedLines
 from mytriton.backends.cuda.ctypes import c_element
 from mytriton.backends.cuda.expressions import Arg, CValue, render
-from mytriton.backends.cuda.thread_coordinates import Layout
+from mytriton.backends.cuda.thread_coordinates import BlockedLayout, Layout
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile
 from mytriton.ir.ssa import Const, Op, Operand, Value
@@ -171,7 +171,13 @@ class SlotLoop:
             if extent == 1:
                 continue
             c = coords[i]
-            if c.dim is None or layout.parent.signature(p) != self.domain.parent.signature(c.dim):
+            if c.dim is None:
+                digit = in_thread_digit(layout.parent, p, c.expr)
+                if digit is None:
+                    return None
+                digits[p] = digit
+                continue
+            if layout.parent.signature(p) != self.domain.parent.signature(c.dim):
                 return None
             digits[p] = self.digits[c.dim]
         return layout.slot_of(digits)
@@ -185,6 +191,17 @@ class SlotLoop:
             self.staged.append(value)
         index = linear_index([self.use(c) for c in coords], value.type.shape)
         return CValue(f"{self.emitter.shared_name(value)}[{index}]", element)
+
+
+def in_thread_digit(parent: BlockedLayout, d: int, coordinate: str) -> str | None:
+    """The slot digit along ``d`` of the constant ``coordinate`` where every
+    thread holds all of dimension ``d`` itself (one thread along it, no
+    copies: the coordinate is the digit), as a split's pair is; else None."""
+    if type(parent) is not BlockedLayout or parent.threads_per_dim(d) != 1 or parent.replicated(d):
+        return None
+    if not coordinate.isdigit() or int(coordinate) >= parent.shape[d]:
+        return None
+    return coordinate
 
 
 def linear_index(coords: list[str], shape: tuple[int, ...]) -> str:
