@@ -45,14 +45,16 @@ from dataclasses import dataclass
 
 from mytriton.backends.cuda.combine_strategy import with_combine_strategies
 from mytriton.backends.cuda.copy_widths import with_copy_widths
-from mytriton.backends.cuda.dots import A_PAD, scratch_a_pad, writes_a_to_scratch
+from mytriton.backends.cuda.dots import A_PAD
 from mytriton.backends.cuda.emitter import ScratchNeed, measure_scratch
 from mytriton.backends.cuda.hold_tiles import with_held_tiles
 from mytriton.backends.cuda.read_widths import with_read_widths
 from mytriton.backends.cuda.shared_memory import aligned, buffer_offsets, buffers_end, shared_buffers
 from mytriton.diagnostics import CompileError
+from mytriton.ir.layout_attributes import Mma, fma_operand_pad
 from mytriton.ir.ssa import Kernel, Op, SharedMemory, walk
 from mytriton.target import SHARED_MEMORY_BUDGET, budget_text
+from mytriton.types import element_of
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,26 @@ def padded_scratch(kernel: Kernel, shared_budget: int) -> list[ScratchNeed]:
         max(padded, key=lambda need: need.nbytes).op.attrs[A_PAD] = 0
         needs = measure_scratch(kernel)
     return needs
+
+
+def writes_a_to_scratch(op: Op) -> bool:
+    """Whether the printer writes ``op``'s A tile from registers to scratch
+    (``dots.stage_operands``): a ``dot`` that stage-dots left unstaged, or a
+    ``dot_rs`` anywhere but in a wgmma layout (wgmma reads A from registers)."""
+    if op.name == "dot":
+        return True
+    if op.name != "dot_rs":
+        return False
+    layout = op.results[0].type.layout
+    return not (isinstance(layout, Mma) and layout.version == 3)
+
+
+def scratch_a_pad(op: Op) -> int:
+    """The padding that puts the rows of ``op``'s A tile in scratch in
+    distinct banks for the warps' 16-byte reads (``fma_operand_pad``, as a
+    staged A buffer's; it also keeps ldmatrix's rows 16-byte aligned)."""
+    a = op.operands[0]
+    return fma_operand_pad(a.type.shape[1], element_of(a.type).nbytes)
 
 
 def _plan(kernel: Kernel, needs: list[ScratchNeed]) -> tuple[int, int, int, Op | None, list[int]]:

@@ -46,7 +46,7 @@ from mytriton.backends.cuda.shared_memory import buffer_bytes
 from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.backends.cuda.thread_coordinates import tile_layout
-from mytriton.ir.layout_attributes import Mma, NvmmaShared, fma_operand_pad
+from mytriton.ir.layout_attributes import Mma, NvmmaShared
 from mytriton.ir.opdefs import dot_input_precision
 from mytriton.ir.ssa import BlockArg, Const, Op, OpResult, Value, walk
 from mytriton.types import BOOL, F32, F64, I8, I32, ScalarType, SharedType, element_of
@@ -685,26 +685,6 @@ def stage_operands(em: "EmitContext", op: Op) -> tuple[str, str, object, object,
     em.line(em.lang.barrier)
     em.need_shared(offset, op)
     return names[0], names[1], element_of(a.type), _element(b.type), pitches["a"]
-
-
-def writes_a_to_scratch(op: Op) -> bool:
-    """Whether the printer writes ``op``'s A tile from registers to scratch
-    (``stage_operands``): a ``dot`` that stage-dots left unstaged, or a
-    ``dot_rs`` anywhere but in a wgmma layout (wgmma reads A from registers)."""
-    if op.name == "dot":
-        return True
-    if op.name != "dot_rs":
-        return False
-    layout = op.results[0].type.layout
-    return not (isinstance(layout, Mma) and layout.version == 3)
-
-
-def scratch_a_pad(op: Op) -> int:
-    """The padding that puts the rows of ``op``'s A tile in scratch in
-    distinct banks for the warps' 16-byte reads (``fma_operand_pad``, as a
-    staged A buffer's; it also keeps ldmatrix's rows 16-byte aligned)."""
-    a = op.operands[0]
-    return fma_operand_pad(a.type.shape[1], element_of(a.type).nbytes)
 
 
 def _element(t) -> ScalarType:
