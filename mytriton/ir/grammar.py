@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import lark
+from mytriton.ir.lark_module import lark
 
 from mytriton.diagnostics import SOURCES, CompileError, Location, shorten, source_lines
 

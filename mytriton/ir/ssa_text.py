@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import lark
+from mytriton.ir.lark_module import lark
 
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs

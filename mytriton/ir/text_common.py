@@ -9,7 +9,7 @@ import sys
 import unicodedata
 from typing import Any
 
-import lark
+from mytriton.ir.lark_module import lark
 
 from mytriton.diagnostics import DIGEST_LENGTH, SOURCES, CompileError, Location, is_digest, printable
 from mytriton.ir.grammar import node_loc, parse_text, rule

@@ -7,7 +7,7 @@ statement that needs it. Names come from the Python variables the tracer saw.
 """
 from __future__ import annotations
 
-import lark
+from mytriton.ir.lark_module import lark
 
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs

@@ -79,10 +79,14 @@ class CompiledKernel:
         laid: list[Any] = []
 
         def laid_out() -> Any:
-            # A fresh copy read back from the text, so that the kernel the
-            # interpreter runs stays as it is; made once, for both texts.
+            # Made once, for both texts. The interpreter's kernel stays as it
+            # is: a copy read back from the text is laid out. On the GPU
+            # nothing else runs it, so the kernel itself is: a process's first
+            # launch then builds no parser for the SSA text (a second or more
+            # where the parser's tables are not cached yet).
             if not laid:
-                laid.append(compiler.layouts(compiler.stage_dots(compiler.read_ssa(ssa, file), options), options))
+                fresh = kernel if backend == "cuda" else compiler.read_ssa(ssa, file)
+                laid.append(compiler.layouts(compiler.stage_dots(fresh, options), options))
             return laid[0]
 
         self.asm = LazyAsm({
