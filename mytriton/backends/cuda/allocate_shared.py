@@ -151,8 +151,9 @@ def allocate(kernel: Kernel, needs: list[ScratchNeed], shared_budget: int) -> Ke
     if total > shared_budget:
         end = buffers_end(buffers, offsets, scratch)
         staged = end - aligned(scratch) if buffers else 0
+        # Scratch serves reductions, scans, layout changes, unstaged dots' operands, atomics: name the one.
         parts = f"{staged} for staged dot tiles and {scratch} of scratch" if staged \
-            else "for reductions and layout changes"
+            else f"scratch, the most of it for this {largest.name}" if largest is not None else "scratch"
         where = largest if scratch or not buffers else buffers[0]
         raise CompileError(f"kernel '{kernel.name}' needs {total} bytes of shared memory ({parts}), "
                            f"over the {budget_text(shared_budget)} budget; use smaller tiles",
