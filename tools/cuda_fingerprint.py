@@ -159,7 +159,26 @@ def _append(key: str, value: str) -> None:
 
 # ---- the command ------------------------------------------------------------------------------------
 
+def in_any_order(prints: dict[str, str]) -> dict[str, str]:
+    """A test's kernels (``test id#N``, N in the order they were compiled)
+    numbered again in the order of their fingerprints: an autotuner compiles
+    its configs at once, and which finishes first is not the kernels' business."""
+    groups: dict[str, list[str]] = {}
+    out = {}
+    for key, value in prints.items():
+        test, mark, number = key.rpartition("#")
+        if mark and number.isdigit():
+            groups.setdefault(test, []).append(value)
+        else:
+            out[key] = value
+    for test, values in groups.items():
+        for number, value in enumerate(sorted(values), 1):
+            out[f"{test}#{number}"] = value
+    return out
+
+
 def compare(before: dict[str, str], after: dict[str, str]) -> int:
+    before, after = in_any_order(before), in_any_order(after)
     common = sorted(set(before) & set(after))
     changed = [k for k in common if before[k] != after[k]]
     for key in changed:
