@@ -6,8 +6,12 @@ loaded once per device; arrays on two GPUs, tensors off the GPU and
 objects that are not arrays refused by name at the launch."""
 from __future__ import annotations
 
+import os
 import struct
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +26,7 @@ SCALE = '''
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         tl.store(out + offs, tl.load(x + offs, mask=offs < n) * s, mask=offs < n)
 '''
+ROOT = Path(__file__).resolve().parent.parent
 GPU1 = 0x1_0000_0000  # the stand-in driver's addresses from here up are GPU 1's
 
 
@@ -324,3 +329,53 @@ def test_the_interpreter_reads_a_strided_cpu_tensor_through_its_strides(kernel_m
     out = torch.full((50,), float("nan"))
     column[(1,)](x, x.stride(0), out, 50, backend="interp")
     assert torch.equal(out, x + 1.0)
+
+
+# ---- what a launch compiles ----------------------------------------------------------------------
+
+
+def test_the_cuda_a_launch_builds_is_the_cuda_of_its_ssa_read_back(gpus, scale):
+    """A launch lays out the compiled kernel itself, not a copy parsed back
+    from its SSA text: the CUDA is the same either way."""
+    from mytriton import compiler
+
+    compiled = launch(scale)
+    from_text = compiler.layouts(compiler.stage_dots(compiler.read_ssa(compiled.asm["ssa"], compiled.kernel.loc.file),
+                                                     compiled.options), compiled.options)
+    assert compiled.asm["cuda"] == compiler.emit_cuda(from_text, compiled.options)
+    assert gpus.launches[0].params  # and it launched
+
+
+def test_a_launch_parses_no_ir_text(tmp_path):
+    """A process's launch reads no IR text: lark (the IR grammars' parser) is
+    not even imported, which cost a first launch ~0.06 s, and building or
+    loading the SSA grammar's tables 0.1-0.6 s more."""
+    script = tmp_path / "launch.py"
+    script.write_text(f"""
+import sys
+sys.path.insert(0, {str(ROOT / 'tests')!r})
+from fake_driver import FakeDriver
+from mytriton.runtime import cuda_driver, driver_api
+driver_api._driver = FakeDriver()
+cuda_driver.cuda_status = lambda: (True, "a stand-in GPU")
+cuda_driver.compile_cubin = lambda source, arch, driver_version=None: source.encode()
+import mytriton
+import mytriton.language as tl
+
+@mytriton.jit
+def scale(x, n, out, s, BLOCK: tl.constexpr = 64):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.load(x + offs, mask=offs < n) * s, mask=offs < n)
+
+class Device:
+    def __init__(self, address):
+        self.__cuda_array_interface__ = {{"data": (address, False), "shape": (64,), "typestr": "<f4", "version": 3}}
+
+scale[(2,)](Device(0x10000), 100, Device(0x20000), 2.0)
+assert driver_api._driver.launches, "no launch"
+print("lark" in sys.modules)
+""")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "MYTRITON_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
