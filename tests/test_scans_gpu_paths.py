@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import compile_text, kernel_source
+from conftest import compile_text, kernel_source, tiered
 
 COMBINES = """
 @mytriton.jit
@@ -233,7 +233,8 @@ def test_cuda_of_both_paths_builds_with_nvcc(shape, axis, reverse, num_warps):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("num_warps", [1, 8])
+# One warp holds 128 elements a thread: its build takes nvcc 16-21 s on 2 cores, the slow tier's.
+@pytest.mark.parametrize("num_warps", tiered([1, 8], slow=[1]))
 def test_cuda_of_a_long_row_builds_with_nvcc(num_warps):
     from mytriton.backends.cuda.nvcc import compile_ptx
 
