@@ -9,6 +9,13 @@ from mytriton.passes import get_pass
 from mytriton.passes.verify import verify
 
 
+def require_laid_out(kernel: Kernel, pass_name: str) -> None:
+    """A back-end pass's first check (one that reads the layouts), located at the kernel."""
+    if not kernel.laid_out:
+        raise CompileError(f"kernel '{kernel.name}' is not laid out: {pass_name} runs after the layouts stage",
+                           kernel.loc)
+
+
 def run_passes(kernel: Kernel, names: Sequence[str],
                after_each: Callable[[str, Kernel], None] | None = None,
                before_each: Callable[[str, Kernel], None] | None = None) -> Kernel:

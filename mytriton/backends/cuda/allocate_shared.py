@@ -51,6 +51,7 @@ from mytriton.backends.cuda.hold_tiles import with_held_tiles
 from mytriton.backends.cuda.read_widths import with_read_widths
 from mytriton.backends.cuda.shared_memory import aligned, buffer_offsets, buffers_end, shared_buffers
 from mytriton.diagnostics import CompileError
+from mytriton.passes.manager import require_laid_out
 from mytriton.ir.layout_attributes import Mma, fma_operand_pad
 from mytriton.ir.ssa import Kernel, Op, SharedMemory, walk
 from mytriton.target import SHARED_MEMORY_BUDGET, budget_text
@@ -65,9 +66,7 @@ class AllocateSharedPass:
     after_layouts: bool = True  # it reads the layouts: the pass manager lets it take laid-out SSA
 
     def apply(self, kernel: Kernel) -> Kernel:
-        if not kernel.laid_out:
-            raise CompileError(f"kernel '{kernel.name}' is not laid out: allocate-shared runs after the "
-                               "layouts stage", kernel.loc)
+        require_laid_out(kernel, self.name)
         # The emitter measures the copies, dots, combines and held tiles as they will be written.
         kernel = with_held_tiles(with_combine_strategies(with_read_widths(with_copy_widths(kernel))))
         try:

@@ -29,7 +29,7 @@ from math import prod
 
 from mytriton.backends.cuda.thread_coordinates import tile_layout
 from mytriton.backends.cuda.warp_scan import plan
-from mytriton.diagnostics import CompileError
+from mytriton.passes.manager import require_laid_out
 from mytriton.ir.ssa import Kernel, Op, is_combine, walk
 
 
@@ -40,9 +40,7 @@ class CombineStrategyPass:
     after_layouts: bool = True  # it reads the layouts: the pass manager lets it take laid-out SSA
 
     def apply(self, kernel: Kernel) -> Kernel:
-        if not kernel.laid_out:
-            raise CompileError(f"kernel '{kernel.name}' is not laid out: combine-strategy runs after the "
-                               "layouts stage", kernel.loc)
+        require_laid_out(kernel, self.name)
         for op in walk(kernel.body):
             if is_combine(op):
                 tile = op.operands[0].type

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mytriton.backends.cuda.dots import copy_geometry, vector_width
-from mytriton.diagnostics import CompileError
+from mytriton.passes.manager import require_laid_out
 from mytriton.ir import opdefs
 from mytriton.ir.axis_info import AxisAnalysis
 from mytriton.ir.ssa import Const, Kernel, Op, walk
@@ -47,9 +47,7 @@ class CopyWidthsPass:
     after_layouts: bool = True  # a buffer's padding is a layout: the pass manager lets it take laid-out SSA
 
     def apply(self, kernel: Kernel) -> Kernel:
-        if not kernel.laid_out:
-            raise CompileError(f"kernel '{kernel.name}' is not laid out: copy-widths runs after the "
-                               "layouts stage", kernel.loc)
+        require_laid_out(kernel, self.name)
         facts = None
         for op in walk(kernel.body):
             if not is_async_copy(op):

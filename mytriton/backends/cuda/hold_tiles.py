@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from mytriton.backends.cuda.shared_memory import element_bytes
 from mytriton.backends.cuda.statements import Statements, own_storage, statements
-from mytriton.diagnostics import CompileError
+from mytriton.passes.manager import require_laid_out
 from mytriton.ir.analysis import is_materialized, is_tile
 from mytriton.ir.ssa import Kernel, Op, OpResult, walk
 
@@ -47,9 +47,7 @@ class HoldTilesPass:
     after_layouts: bool = True  # statements run over layouts: the pass manager lets it take laid-out SSA
 
     def apply(self, kernel: Kernel) -> Kernel:
-        if not kernel.laid_out:
-            raise CompileError(f"kernel '{kernel.name}' is not laid out: hold-tiles runs after the "
-                               "layouts stage", kernel.loc)
+        require_laid_out(kernel, self.name)
         for op in walk(kernel.body):
             op.attrs.pop("hold", None)
         held = {value for value, _ in own_storage(kernel)}

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from mytriton.backends.cuda.emitter import ScratchNeed, measure_scratch
 from mytriton.backends.cuda.hold_tiles import with_held_tiles
 from mytriton.diagnostics import CompileError
+from mytriton.passes.manager import require_laid_out
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import Block, Kernel, Op, OpResult, walk
 from mytriton.types import SharedType
@@ -76,9 +77,7 @@ class InsertBarriersPass:
     after_layouts: bool = True  # it reads the shared-memory plan: the pass manager lets it take laid-out SSA
 
     def apply(self, kernel: Kernel) -> Kernel:
-        if not kernel.laid_out:
-            raise CompileError(f"kernel '{kernel.name}' is not laid out: insert-barriers runs after the "
-                               "layouts stage", kernel.loc)
+        require_laid_out(kernel, self.name)
         for op in walk(kernel.body):
             op.attrs.pop(ATTR, None)
         if kernel.shared_memory is None:

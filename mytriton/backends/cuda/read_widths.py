@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from mytriton.backends.cuda.dots import fma_read_widths, pitch
 from mytriton.backends.cuda.mma import is_mma
 from mytriton.backends.cuda.thread_coordinates import tile_layout
-from mytriton.diagnostics import CompileError
+from mytriton.passes.manager import require_laid_out
 from mytriton.ir.ssa import Kernel, Op, walk
 from mytriton.types import SharedType
 
@@ -54,9 +54,7 @@ class ReadWidthsPass:
     after_layouts: bool = True  # it reads the layouts: the pass manager lets it take laid-out SSA
 
     def apply(self, kernel: Kernel) -> Kernel:
-        if not kernel.laid_out:
-            raise CompileError(f"kernel '{kernel.name}' is not laid out: read-widths runs after the "
-                               "layouts stage", kernel.loc)
+        require_laid_out(kernel, self.name)
         for op in walk(kernel.body):
             op.attrs.pop(ATTR, None)
             if is_fma_dot(op):
