@@ -341,9 +341,32 @@ def test_the_wrapped_rows_and_columns_of_the_copies_are_worked_out_before_the_k_
     cuda = tutorial_03_cuda(128, 128, 32, 4, 3)
     before = cuda[:cuda.index("the loop and the wait")]
     assert "int h1_row[4];" in before and "int h2_col[4];" in before
+    assert "h1_offset[s] = h1_row[s] * stride_am + " in before and "* stride_bk + h2_col[s];" in before
     loop = k_loop(cuda)
-    assert "const int row = h1_row[s];" in loop and "const int col = h2_col[s];" in loop
+    assert '"l"(src0 + h1_offset[s])' in loop and '"l"(src0 + h2_offset[s])' in loop
     assert "% M" not in loop and "% N" not in loop  # no division an iteration
+
+
+def test_a_thread_s_chunks_are_a_constant_number_of_shared_bytes_apart():
+    loop = k_loop(tutorial_03_cuda(128, 128, 64, 4, 3))
+    # A 128x64 (8 chunks a row: a thread's rows 16 apart), B 64x128 (16 a row: 8 apart), 128-byte rows
+    assert '"r"(dst0 + s * 2048)' in loop and '"r"(dst0 + s * 1024)' in loop
+    assert "const int c = threadIdx.x % 8 * 8;" in loop
+
+
+def test_an_axis_without_a_mask_is_not_tested_in_the_copies():
+    loop = k_loop(tutorial_03_cuda(128, 128, 64, 4, 3))
+    assert "2147483647" not in loop  # A's rows and B's columns are wrapped, not masked
+    assert '"r"((unsigned)(col < ' in loop and '"r"((unsigned)(row < ' in loop  # the K mask stays
+
+
+def test_one_warpgroup_builds_each_descriptor_once_and_moves_it_by_constants():
+    loop = k_loop(tutorial_03_cuda(128, 128, 64, 4, 3))
+    assert "const unsigned group_row = 0;  // one warpgroup" in loop
+    assert loop.count("const unsigned long long a_desc = ") == 1
+    assert '"l"(a_desc + 2), "l"(b_desc + 128)' in loop  # k16 step 1: 32 bytes along A's row, 16 rows of B
+    eight = tutorial_03_cuda(128, 128, 64, 8, 3)
+    assert "group_row = threadIdx.x / 128 * 64;" in k_loop(eight)
 
 
 def test_a_loop_leaving_a_group_in_flight_runs_inside_a_branch_with_its_wait():

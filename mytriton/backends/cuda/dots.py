@@ -36,6 +36,7 @@ it (``a_pad``), then the same FMA loop runs.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -312,15 +313,14 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
     width = op.attrs["chunk"]
     where = em.where(op).replace(f"  // {op.name}", "")
 
-    def chunk(i, in_bounds, row, col, r, c):
+    def chunk(i, in_bounds, row, col, r, c, dst_address=None, src=None):
+        dst_address = dst_address or f"(unsigned)__cvta_generic_to_shared(&{dst}[{place(view_type, r, c)}])"
+        src = src or f"{base_name} + ({row} * {args['stride']} + {col})"
         if whole_chunks:  # the column bound cuts no chunk: each is all in or all out
-            return [CUDA.cp_async_or_zeros(f"&{dst}[{place(view_type, r, c)}]",
-                                           f"{base_name} + ({row} * {args['stride']} + {col})",
-                                           width * nbytes, in_bounds)]
+            return [CUDA.cp_async_or_zeros(dst_address, src, width * nbytes, in_bounds)]
         return [f"const int n = {row} < {args['row_bound']} ? "
                 f"min(max({args['col_bound']} - {col}, 0), {width}) : 0;",
-                CUDA.cp_async(f"&{dst}[{place(view_type, r, c)}]",
-                              f"n > 0 ? {base_name} + ({row} * {args['stride']} + {col}) : {base_name}",  # col_stride 1
+                CUDA.cp_async(dst_address, f"n > 0 ? {src} : {base_name}",  # col_stride 1
                               width * nbytes, f"n * {nbytes}")]
 
     em.line(f"// {op.name}{where}: the {rows}x{cols} tile of {base_name} at "
@@ -330,7 +330,8 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
     whole_chunks = width > 1 and op.attrs["chunks"] == "whole"
     if proven:
         em.line(f"// {width * nbytes}-byte chunks: the base, row stride and column offset are multiples (axis info)")
-        _copy_loop(em, rows, cols, width, row_pitch, args, chunk, hoisted=em.hoisted_coordinates.get(op))
+        if not _chunk_walk(em, op, g, args, chunk):
+            _copy_loop(em, rows, cols, width, row_pitch, args, chunk, hoisted=em.hoisted_coordinates.get(op))
     elif width > 1:
         aligned = (f"reinterpret_cast<unsigned long long>({base_name}) % {width * nbytes} == 0 && "
                    f"{args['stride']} % {width} == 0 && {args['col_offset']} % {width} == 0")
@@ -349,7 +350,7 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
         at = f"{dst}[{place(view_type, r, c)}]"
         if nbytes in (4, 8) and _zero(fill):
             return [f"const bool in = {in_bounds};",
-                    CUDA.cp_async(f"&{at}", f"in ? {base_name} + ({element_offset(args, row, col)}) : {base_name}",
+                    CUDA.cp_async(f"(unsigned)__cvta_generic_to_shared(&{at})", f"in ? {base_name} + ({element_offset(args, row, col)}) : {base_name}",
                                   nbytes, f"in ? {nbytes} : 0")]
         return [f"{at} = ({in_bounds}) ? {base_name}[{element_offset(args, row, col)}] : {fill_c};"]
 
@@ -375,9 +376,11 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
 WRAPPED_COPY_OPERANDS = {"row": ("row_offset", "row_wrap"), "col": ("col_offset", "col_wrap")}  # of its geometry
 
 
-def hoist_wrapped_coordinates(em: "EmitContext", loop: Op) -> None:
-    """Before ``loop``: each thread's wrapped chunk rows (and columns) of every
-    chunked copy in its body whose offset and wrap the loop does not change."""
+def hoist_copy_coordinates(em: "EmitContext", loop: Op) -> None:
+    """Before ``loop``: for every chunked copy in its body, each thread's
+    wrapped chunk rows (and columns) where the loop changes neither the
+    offset nor the wrap, and its chunks' element offsets where the loop
+    does not change them (``_hoist_offsets``)."""
     body = loop.regions[0]
     inside = set(walk(body))
     blocks = {body} | {region for o in inside for region in o.regions}
@@ -398,14 +401,18 @@ def hoist_wrapped_coordinates(em: "EmitContext", loop: Op) -> None:
         per_row = cols // width
         steps = max(1, rows * per_row // em.threads)
         hoisted = {}
+        number = em.hoisted_copies + 1  # this copy's arrays: h<number>_row, _col, _offset
         for axis, (at_offset, at_wrap) in WRAPPED_COPY_OPERANDS.items():
             offset, wrap = getattr(g, at_offset), getattr(g, at_wrap)
             if isinstance(wrap, Const) and wrap.value == 0 or not (invariant(offset) and invariant(wrap)):
                 continue
-            em.hoisted_copies += 1
-            name = f"h{em.hoisted_copies}_{axis}"
+            name = f"h{number}_{axis}"
             i = f"({em.lang.thread_id} + s * {em.threads})"
             within = f"{i} / {per_row}" if axis == "row" else f"{i} % {per_row} * {width}"
+            linear = _linear_walk(em, rows, cols, width)
+            if linear:  # the same column for all a thread's chunks: nvcc sees it so
+                within = (f"({em.lang.thread_id} / {per_row} + s * {linear[1]})" if axis == "row"
+                          else f"{em.lang.thread_id} % {per_row} * {width}")
             start = as_type(em.scalar_arg(offset), I32)
             em.line(f"// the wrapped {axis}s of each chunk of {op.name}{em.where(op).replace('  // ' + op.name, '')}, "
                     f"the same every iteration")
@@ -414,8 +421,139 @@ def hoist_wrapped_coordinates(em: "EmitContext", loop: Op) -> None:
             em.line(f"for (int s = 0; s < {steps}; ++s) "
                     f"{name}[s] = {wrapped(f'{start} + {within}', as_type(em.scalar_arg(wrap), I32))};")
             hoisted[axis] = name
+        hoisted.update(_hoist_offsets(em, op, g, hoisted, invariant, f"h{number}_offset"))
         if hoisted:
+            em.hoisted_copies = number
             em.hoisted_coordinates[op] = hoisted
+
+
+def _linear_walk(em: "EmitContext", rows: int, cols: int, width: int) -> tuple[int, int] | None:
+    """(chunks a thread, rows between them) where the threads cover whole rows
+    of chunks: thread t then copies rows t / (chunks a row) + s * (rows
+    between them), s = 0, 1, ..., always at the same column; else None."""
+    per_row = cols // width
+    if em.threads % per_row:
+        return None
+    step_rows = em.threads // per_row
+    if rows % step_rows:
+        return None
+    return rows // step_rows, step_rows
+
+
+def place_step(buffer: SharedType, rows: int) -> int | None:
+    """Elements from (r, c) to (r + ``rows``, c) in ``buffer`` when the same
+    for every r and c (padded row-major: always; the 128-byte swizzle: for
+    rows a multiple of its period of 8), else None."""
+    layout = buffer.layout
+    if not isinstance(layout, NvmmaShared):
+        return rows * pitch(buffer)
+    if layout.transposed or rows % 8:
+        return None
+    return rows * (layout.swizzle // buffer.element.nbytes)
+
+
+def _hoist_offsets(em: "EmitContext", op: Op, g: CopyGeometry, hoisted: dict[str, str], invariant,
+                   name: str) -> dict:
+    """Before a loop: each of a thread's chunks' element offsets from the
+    copy's base, ``row * stride + col``, where the loop changes neither the
+    stride nor a chunk's wrapped coordinates; a coordinate whose offset the
+    loop moves, unwrapped, keeps that offset out (``uniform``: the same for
+    every thread, added to the base pointer once an iteration). Three
+    instructions of address arithmetic a chunk fewer in the loop (nvcc does
+    not hoist them itself: they sit behind the copy's predicate)."""
+    rows, cols = g.view_type.shape
+    width = op.attrs["chunk"]
+    walk_ = _linear_walk(em, rows, cols, width)
+    if walk_ is None or not invariant(g.stride) or not (isinstance(g.col_stride, Const) and g.col_stride.value == 1):
+        return {}
+    steps, step_rows = walk_
+    per_row = cols // width
+    tid = em.lang.thread_id
+    local = {"row": f"({tid} / {per_row} + s * {step_rows})", "col": f"({tid} % {per_row} * {width})"}
+    coordinates, uniform = {}, []
+    for axis, (at_offset, at_wrap) in WRAPPED_COPY_OPERANDS.items():
+        start, wrap = getattr(g, at_offset), getattr(g, at_wrap)
+        if not (isinstance(wrap, Const) and wrap.value == 0):
+            if axis not in hoisted:
+                return {}
+            coordinates[axis] = f"{hoisted[axis]}[s]"
+        elif invariant(start):
+            coordinates[axis] = f"({as_type(em.scalar_arg(start), I32)} + {local[axis]})"
+        else:
+            coordinates[axis] = local[axis]
+            uniform.append(axis)
+    stride = as_type(em.scalar_arg(g.stride), I32)
+    em.line(f"// each chunk's element offset from the base of {op.name}"
+            f"{em.where(op).replace('  // ' + op.name, '')}, the same every iteration"
+            + (f" (the {' and '.join(uniform)} offset{'s' if len(uniform) > 1 else ''} added to the base)"
+               if uniform else ""))
+    em.line(f"int {name}[{steps}];")
+    em.line(em.lang.unroll)
+    em.line(f"for (int s = 0; s < {steps}; ++s) {name}[s] = {coordinates['row']} * {stride} + {coordinates['col']};")
+    return {"offset": name, "uniform": tuple(uniform)}
+
+
+def _in_bounds(g: CopyGeometry, args: dict[str, str], row: str, col: str) -> str:
+    """A chunk's bounds test, leaving out an axis bounded by i32's largest value (no mask on it)."""
+    tests = [f"{coordinate} < {args[label]}" for coordinate, label, bound in
+             ((row, "row_bound", g.row_bound), (col, "col_bound", g.col_bound))
+             if not (isinstance(bound, Const) and bound.value >= 2 ** 31 - 1)]
+    return " && ".join(tests) or "true"
+
+
+def _chunk_walk(em: "EmitContext", op: Op, g: CopyGeometry, args: dict[str, str], body) -> bool:
+    """A proven chunked copy where the threads cover whole rows of chunks
+    (``_linear_walk``): each thread's column, and the shared address of its
+    first chunk, worked out once, the next chunks a constant number of
+    bytes on (the swizzle repeats every 8 rows); the global addresses from
+    the offsets hoisted before the loop, where they were. False where the
+    walk is not linear (``_copy_loop`` then)."""
+    rows, cols = g.view_type.shape
+    width = op.attrs["chunk"]
+    walk_ = _linear_walk(em, rows, cols, width)
+    if walk_ is None:
+        return False
+    steps, step_rows = walk_
+    per_row = cols // width
+    tid = em.lang.thread_id
+    hoisted = em.hoisted_coordinates.get(op, {})
+    dst = em.storage[g.view]
+    base_name = em.scalar_ref(g.base)
+    delta = place_step(g.view_type, step_rows)
+    em.line(f"const int r0 = {tid} / {per_row};  // this thread's first row; then every {step_rows}th")
+    em.line(f"const int c = {tid} % {per_row} * {width};  // its column, the same for all its chunks")
+    if delta is not None:
+        em.line(f"const unsigned dst0 = (unsigned)__cvta_generic_to_shared(&{dst}[{place(g.view_type, 'r0', 'c')}]);")
+    src = None
+    if "offset" in hoisted:
+        terms = [f"{args['row_offset']} * {args['stride']}" if axis == "row" else args["col_offset"]
+                 for axis in hoisted["uniform"]]
+        moved = f" + ({' + '.join(terms)})" if terms else ""
+        # The base (with the moving offsets) held opaque: nvcc would otherwise
+        # fold its offset into each chunk's, two more instructions a chunk.
+        em.line(f"auto* src0 = {base_name}{moved};")
+        em.line('asm("" : "+l"(src0));  // the same pointer, as nvcc cannot see through')
+        src = f"src0 + {hoisted['offset']}[s]"
+    row = f"{hoisted['row']}[s]" if "row" in hoisted else wrapped(args['row_offset'] + ' + r', args['row_wrap'])
+    col = f"{hoisted['col']}[s]" if "col" in hoisted else wrapped(args['col_offset'] + ' + c', args['col_wrap'])
+    dst_address = None if delta is None else f"dst0 + s * {delta * g.view_type.element.nbytes}"
+    texts = body("i", _in_bounds(g, args, "row", "col"), "row", "col", "r", "c", dst_address, src)
+    def names(text: str) -> set[str]:
+        return set(re.findall(r"(?<!\")\b(row|col|r)\b(?!\")", text))  # not asm's "r" constraint
+
+    used = names(" ".join(texts))
+    used |= {name for coordinate, text in (("row", row), ("col", col)) if coordinate in used for name in names(text)}
+    em.line(em.lang.unroll)
+    em.line(f"for (int s = 0; s < {steps}; ++s) {{")
+    if "r" in used:
+        em.line(f"  const int r = r0 + s * {step_rows};")
+    for name, value in (("row", row), ("col", col)):
+        if name in used:
+            em.line(f"  const int {name} = {value};")
+    for text in texts:
+        em.line(f"  {text}")
+    em.line("}")
+    return True
 
 
 def _copy_loop(em: "EmitContext", rows: int, cols: int, width: int, row_pitch: int, args: dict[str, str],

@@ -60,7 +60,7 @@ from mytriton.backends.cuda.ctypes import c_element, c_literal
 from mytriton.backends.cuda import atomics, histogram, mma, reductions, scans  # noqa: F401
 from mytriton.backends.cuda.atomics import emit_scalar_atomic
 from mytriton.backends.cuda.c_builder import CBuilder, INDENT
-from mytriton.backends.cuda.dots import declare_shared, emit_async, hoist_wrapped_coordinates, shared_array_name
+from mytriton.backends.cuda.dots import declare_shared, emit_async, hoist_copy_coordinates, shared_array_name
 from mytriton.backends.cuda.line_directives import with_directives
 from mytriton.backends.cuda.renderers import Group, renderer_of, renders
 from mytriton.backends.cuda.shared_memory import (
@@ -161,7 +161,7 @@ class CudaEmitter:
         self.out = CBuilder(depth=1)  # the kernel body's lines, inside its braces
         self.vector_stores = 0  # staging arrays of vector stores, numbered
         # Copies in loops whose wrapped chunk coordinates were worked out before
-        # the loop (dots.hoist_wrapped_coordinates): op -> {"row"|"col": array}.
+        # the loop (dots.hoist_copy_coordinates): op -> {"row"|"col"|"offset": array, "uniform": axes}.
         self.hoisted_copies = 0
         self.early: set = set()  # ops emitted before their place (a loop's wgmma_wait)
         # The statement being written (a group's first op; a loop's or an if's
@@ -617,7 +617,7 @@ class CudaEmitter:
             self.assign_carried(arg, init, declare=True)
         index = self.name(body.args[0])
         index_type = body.args[0].type  # i32, or i64 where a bound is
-        hoist_wrapped_coordinates(self, op)
+        hoist_copy_coordinates(self, op)
         if "loop_unroll_factor" in op.attrs:  # tl.range(..., loop_unroll_factor=N)
             self.line(f"{self.lang.unroll} {op.attrs['loop_unroll_factor']}")
         # A runtime step is positive by contract; one that is not runs no

@@ -113,22 +113,23 @@ class CudaLanguage(CStyleLanguage):
     # Asynchronous copies (cp.async, sm_80 on): the pipelined K loop's ops.
     cp_async_commit = 'asm volatile("cp.async.commit_group;\\n" ::: "memory");'
 
-    def cp_async(self, dst_shared: str, src_global: str, nbytes: int, src_bytes: str) -> str:
-        """Copy ``nbytes`` (4, 8 or 16) from global to shared memory without
-        waiting; the bytes past ``src_bytes`` are zero-filled (and not read)."""
+    def cp_async(self, dst_address: str, src_global: str, nbytes: int, src_bytes: str) -> str:
+        """Copy ``nbytes`` (4, 8 or 16) from global to shared memory (at
+        ``dst_address``, a 32-bit shared-window address) without waiting; the
+        bytes past ``src_bytes`` are zero-filled (and not read)."""
         cache = "cg" if nbytes == 16 else "ca"  # .cg (through L2 alone) takes 16 bytes only
         return (f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {nbytes}, %2;\\n" :: '
-                f'"r"((unsigned)__cvta_generic_to_shared({dst_shared})), "l"({src_global}), "r"({src_bytes}) '
+                f'"r"({dst_address}), "l"({src_global}), "r"({src_bytes}) '
                 ': "memory");')
 
-    def cp_async_or_zeros(self, dst_shared: str, src_global: str, nbytes: int, in_bounds: str) -> str:
+    def cp_async_or_zeros(self, dst_address: str, src_global: str, nbytes: int, in_bounds: str) -> str:
         """Copy ``nbytes`` from global to shared memory without waiting where
         ``in_bounds`` holds, else write zeros without reading ``src_global``
         (cp.async's ignore-src predicate): one predicate per chunk, no sizes."""
         cache = "cg" if nbytes == 16 else "ca"
         return (f'asm volatile("{{\\n.reg .pred skip;\\nsetp.eq.u32 skip, %2, 0;\\n'
                 f'cp.async.{cache}.shared.global [%0], [%1], {nbytes}, skip;\\n}}\\n" :: '
-                f'"r"((unsigned)__cvta_generic_to_shared({dst_shared})), "l"({src_global}), '
+                f'"r"({dst_address}), "l"({src_global}), '
                 f'"r"((unsigned)({in_bounds})) : "memory");')
 
     def cp_async_wait(self, pending: int) -> str:

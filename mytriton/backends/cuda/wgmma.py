@@ -70,6 +70,16 @@ def descriptor(address: str, swizzle: int, leading: int, stride: int) -> str:
     return f"(0x{fields:x}ull | (unsigned long long)((({address}) & 0x3FFFF) >> 4))"
 
 
+def moved(desc: str, offset: int) -> str:
+    """The descriptor ``desc`` moved ``offset`` bytes on (a multiple of 16):
+    its start-address field is the address over 16, which stays below 2**14
+    in the shared window (228 KiB), so that the sum never carries into the
+    next field. A constant add, where a descriptor built again would be
+    four instructions."""
+    assert offset % 16 == 0, offset
+    return f"{desc} + {offset >> 4}" if offset else desc
+
+
 def instruction(element, n: int) -> str:
     t = TYPES[element]
     return f"wgmma.mma_async.sync.aligned.m64n{n}k{32 // element.nbytes}.f32.{t}.{t}"
@@ -172,7 +182,10 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
             em.line(f"const unsigned a_base = (unsigned)__cvta_generic_to_shared({a_name});")
         em.line(f"const unsigned b_base = (unsigned)__cvta_generic_to_shared({b_name});")
         if not registers_a:
-            em.line(f"const unsigned group_row = {tid} / {32 * WARPGROUP} * 64;  // this warpgroup's first row")
+            if em.threads <= 32 * WARPGROUP:  # a constant: the descriptors then stay in uniform registers
+                em.line("const unsigned group_row = 0;  // one warpgroup")
+            else:
+                em.line(f"const unsigned group_row = {tid} / {32 * WARPGROUP} * 64;  // this warpgroup's first row")
         em.line('asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");  // the copies, to the tensor cores')
         # wgmma.fence names the accumulator registers ("+f") and any A registers
         # ("+r"), all written before it, so that nvcc keeps their writes above it
@@ -196,32 +209,37 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
         else:
             em.line('asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");')
         ptx = instruction(element, instr_n)
+        # Each operand's descriptor once (its warpgroup's rows included); each
+        # wgmma's, that one moved by a constant.
+        em.line(f"const unsigned long long b_desc = {descriptor('b_base', b_row, b_leading, b_stride)};")
+        if not registers_a:
+            group = f"group_row / {a_block} * {k * a_row}" if a_m_major else f"group_row * {a_row}"
+            em.line(f"const unsigned long long a_desc = {descriptor(f'a_base + {group}', a_row, a_leading, a_stride)};")
         for kk in range(0, k, instr_k):
             for rm in range(reps_m):
+                row0 = rm * 16 * num_warps
                 if registers_a:
                     a_regs = [f"a_frag_{kk // instr_k}_{rm}[{i}]" for i in range(4)]
                 elif a_m_major:  # the column block of the warpgroup's first row, then k16 step kk's rows
-                    row0 = rm * 16 * num_warps
-                    a_address = f"a_base + (group_row + {row0}) / {a_block} * {k * a_row} + {kk * a_row}"
+                    # (the warpgroup's first row and row0 are multiples of 64, a column block's rows at most)
+                    assert row0 % a_block == 0 and 64 % a_block == 0, (row0, a_block)
+                    desc_a = moved("a_desc", row0 // a_block * k * a_row + kk * a_row)
                 else:
                     a_column = (kk // a_block) * m * a_row + (kk % a_block) * element.nbytes
-                    row0 = rm * 16 * num_warps
-                    a_address = f"a_base + {a_column} + (group_row + {row0}) * {a_row}"
+                    desc_a = moved("a_desc", a_column + row0 * a_row)
                 for nb in range(n // instr_n):
-                    b_address = f"b_base + {b_offset(nb, kk)}"
+                    desc_b = moved("b_desc", b_offset(nb, kk))
                     accumulators = []
                     for i in range(instr_n // 2):
                         rn = nb * instr_n // 8 + i // 4
                         reg = i % 4
                         digits = {rows_dim: str(2 * rm + reg // 2), cols_dim: str(2 * rn + reg % 2)}
                         accumulators.append(f"{storage}[{layout.slot_of(digits)}]")
-                    desc_b = descriptor(b_address, b_row, b_leading, b_stride)
                     trans_b = None if element == F32 else 0 if b_k_major else 1
                     if registers_a:
                         em.line(wgmma_register_a_asm(ptx, accumulators, a_regs, desc_b, trans_b))
                     else:
-                        em.line(wgmma_asm(ptx, accumulators, descriptor(a_address, a_row, a_leading, a_stride), desc_b,
-                                          trans_b, 1 if a_m_major else 0))
+                        em.line(wgmma_asm(ptx, accumulators, desc_a, desc_b, trans_b, 1 if a_m_major else 0))
         in_flight = op.attrs.get("in_flight", 0)
         em.line('asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");')
         if in_flight:
