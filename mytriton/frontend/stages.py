@@ -23,17 +23,17 @@ from mytriton.types import BOOL, F16, F32, F64, I32, SCALARS, PointerType, Scala
 
 
 def called_functions(module: KernelModule, fn: ast.FunctionDef) -> list[str]:
-    names: list[str] = []
+    """The @jit functions of ``module`` that ``fn`` calls, in the order of the
+    calls, then those it names as values (tl.reduce's combine_fn is called
+    too). One walk of the function: a long kernel is walked several times."""
+    called: dict[str, None] = {}
+    named: dict[str, None] = {}
     for node in ast.walk(fn):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            if node.func.id in module.functions and node.func.id not in names:
-                names.append(node.func.id)
-    # A @jit function passed as a value (tl.reduce's combine_fn) is called too.
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and node.id in module.functions and node.id not in names \
-                and node.id != fn.name:
-            names.append(node.id)
-    return names
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in module.functions:
+            called[node.func.id] = None
+        elif isinstance(node, ast.Name) and node.id in module.functions and node.id != fn.name:
+            named[node.id] = None
+    return [*called, *(name for name in named if name not in called)]
 
 
 def reachable(module: KernelModule, entry: str) -> list[str]:
