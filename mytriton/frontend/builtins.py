@@ -490,7 +490,14 @@ def _hint(kind: str) -> None:
             raise t.error(f"tl.{kind} needs a tile or a runtime scalar, got {describe(input)}", node)
         # A fact kept in the IR (later stages may vectorise accesses with it);
         # the value is unchanged.
-        return t.make("hint", (input,), node, kind=kind, values=values)
+        hinted = t.make("hint", (input,), node, kind=kind, values=values)
+        # Triton's hint marks its operand itself (it sets the attribute on x and
+        # returns x): tutorial 08's statement ``tl.multiple_of(a_ptrs, [16, 16])``
+        # is a fact about a_ptrs. The name means the hinted value from here on.
+        named = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "input"), None)
+        if isinstance(named, ast.Name) and t.env.get(named.id) is input:
+            t.env[named.id] = hinted
+        return hinted
 
 
 for _name in HINT_KINDS:

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from mytriton import remarks
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
+from mytriton.ir.axis_info import pow2_divisor
 from mytriton.ir.analysis import Definitions, NotDefinedBy, describe_operand
 from mytriton.ir.ssa import (
     BlockArg, Const, Kernel, Op, OpResult, Operand, Param, Value, defining_block, erase_op, for_bounds,
@@ -483,6 +484,10 @@ class StridedPlan:
     # The dot reads the load's tile transposed (``tl.trans(load)``, ``load.T``):
     # the axes above are the operand's, swapped from the load's; this op is the trans.
     transposed_by: Op | None = None
+    # Bytes every row's first element is a multiple of, from a tl.multiple_of
+    # on the carried pointer tile (Triton's tutorial 08): 0 where none says so.
+    # The load's rows: a transposed plan's copy does not use it.
+    row_starts: int = 0
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -502,7 +507,7 @@ class StridedPlan:
         (row_shift, col_shift) = self.bound_shifts
         return StridedPlan(self.load, self.base, self.shifts, self.advance, self.cols, self.rows,
                            self.col_stride, self.row_stride, self.col_bound, self.row_bound,
-                           (col_shift, row_shift), self.fill, self.carried, trans)
+                           (col_shift, row_shift), self.fill, self.carried, trans, self.row_starts)
 
     @property
     def element(self) -> ScalarType:
@@ -539,6 +544,17 @@ class StridedPlan:
         if self.advance is not None:
             done = iterations_done(self.advance.loop)
             base = emit("addptr", [base, emit("mul", [done, self.advance.step], I32)], base.type)
+        row_stride = self.row_stride
+        if self.row_starts and self.transposed_by is None:
+            # Row 0 starts at the base (its columns from 0), and two rows next to
+            # each other start a row stride apart: both are multiples too.
+            def hinted(value: Operand, of: int) -> Operand:
+                op = Op("hint", [value], [value.type], loc=loc, attrs={"kind": "multiple_of", "values": (of,)})
+                ops.append(op)
+                return op.result
+            base = hinted(base, self.row_starts)
+            if self.row_starts // self.element.nbytes > 1 and isinstance(row_stride, Value):
+                row_stride = hinted(row_stride, self.row_starts // self.element.nbytes)
         # A carried offset in this iteration: its first value plus the steps
         # taken, so that the copy depends on the loop index alone.
         now: dict[Operand, Operand] = {}
@@ -573,7 +589,7 @@ class StridedPlan:
             inside = emit("cmp_lt", [offset, axis.clamp], BOOL)
             return emit("where", [inside, offset, Const(0)], I32)
 
-        operands = [buffer, base, start(self.rows), start(self.cols), self.row_stride, self.col_stride,
+        operands = [buffer, base, start(self.rows), start(self.cols), row_stride, self.col_stride,
                     bounds[0], bounds[1], self.rows.wrap, self.cols.wrap, self.fill]
         ops.append(Op("copy_strided_to_shared", operands, [], loc=loc))
         return ops
@@ -585,11 +601,17 @@ def _match_strided_load(defs: Definitions, value: Operand) -> StridedPlan:
         raise _Mismatch("the operand is not a load")
     ptr, mask, other = load.operands
     advance = None
+    hints: list[Op] = []
+    while (hint := defs.defined_by(ptr, "hint")) is not None and isinstance(hint.operands[0], BlockArg):
+        hints.append(hint)  # tl.multiple_of(a_ptrs, ...) on the carried pointer, Triton's tutorial 08
+        ptr = hint.operands[0]
     tile_ptr = ptr
     if isinstance(ptr, BlockArg):
         advance = _match_advance(load, ptr)
         loop = advance.loop
         tile_ptr = for_inits(loop)[ptr.index - 1]
+    elif hints:
+        raise _Mismatch("the hinted pointer is not a carried value of a for loop")
     base, shifts, rows, row_stride, cols, col_stride = _match_strided_pointer(defs, tile_ptr)
     if shape_of(load.result.type) != (rows.size, cols.size):
         raise _Mismatch(f"the load's tile {load.result.type} is not [{rows.size}, {cols.size}]")
@@ -609,7 +631,44 @@ def _match_strided_load(defs: Definitions, value: Operand) -> StridedPlan:
     else:
         raise _Mismatch("the load does not fill masked-off elements with 0 or 0.0")
     return StridedPlan(load, base, tuple(shifts), advance, rows, cols, row_stride, col_stride, row_bound, col_bound,
-                       (row_shift, col_shift), fill, carried)
+                       (row_shift, col_shift), fill, carried,
+                       row_starts=_row_starts(defs, hints, rows, cols, col_stride, pointee))
+
+
+def _row_starts(defs: Definitions, hints: list[Op], rows: WrappedAxis, cols: WrappedAxis, col_stride: Operand,
+                pointee: ScalarType | None) -> int:
+    """Bytes the copy's base and row stride are multiples of, as a
+    ``tl.multiple_of(ptr, [_, d])`` on the carried pointer tile says (Triton's
+    meaning: the first element of each contiguous run along the last axis,
+    here each row's start, is a multiple of d bytes): two rows next to each
+    other then start a stride apart, and row 0 at the base plus its first
+    column, which must be a known multiple too. 0 where that does not follow."""
+    divisor = max((pow2_divisor(hint.attrs["values"][1]) for hint in hints
+                   if hint.attrs.get("kind") == "multiple_of" and len(hint.attrs.get("values", ())) == 2), default=0)
+    if divisor < 2 or pointee is None or not (isinstance(col_stride, Const) and col_stride.value == 1):
+        return 0
+    if rows.wrap != NO_WRAP or cols.wrap != NO_WRAP or rows.clamp is not None or cols.clamp is not None \
+            or rows.size < 2:
+        return 0
+    if _known_multiple(defs, cols.offset) * pointee.nbytes % divisor:
+        return 0
+    return divisor
+
+
+def _known_multiple(defs: Definitions, value: Operand, depth: int = 0) -> int:
+    """A power of two the i32 scalar ``value`` is a multiple of, as literals,
+    products and sums show (1 where nothing does)."""
+    if isinstance(value, Const):
+        return pow2_divisor(value.value) if type(value.value) is int and value.value else 1 << 30
+    op = defs.op(value)
+    if op is None or depth > 8:
+        return 1
+    if op.name == "mul":
+        return min(1 << 30, _known_multiple(defs, op.operands[0], depth + 1)
+                   * _known_multiple(defs, op.operands[1], depth + 1))
+    if op.name in ("add", "sub"):
+        return min(_known_multiple(defs, operand, depth + 1) for operand in op.operands)
+    return 1
 
 
 def _clamp_bound(axis: WrappedAxis, bound: Operand) -> Operand:
@@ -702,6 +761,9 @@ def _match_advance(load: Op, ptr: BlockArg) -> Advance:
     step_op = terminator.operands[ptr.index - 1]
     steps: list[Operand] = []
     while isinstance(step_op, Value) and step_op is not ptr:
+        if isinstance(step_op, OpResult) and step_op.op.name == "hint":  # tl.multiple_of(a_ptrs, ...) in the body
+            step_op = step_op.op.operands[0]
+            continue
         add = step_op.op if isinstance(step_op, OpResult) and step_op.op.name == "addptr" else None
         if add is None:
             raise _Mismatch("the carried pointer is not advanced by addptr each iteration")
