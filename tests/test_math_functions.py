@@ -86,6 +86,32 @@ def test_cuda_computes_f32_exp_and_division_with_tritons_ptx_approximations(tmp_
     assert "ex2.approx.f32" in ptx and "div.full.f32" in ptx and "div.rn.f32" in ptx
 
 
+def test_cuda_computes_f32_exp2_with_the_flushing_ex2_as_triton(tmp_path):
+    """tl.exp2 on f32 is ex2.approx.ftz.f32, as Triton's lowering (exp2f keeps
+    subnormal results, a compare and two multiplies more an element); tl.exp
+    stays ex2.approx.f32 of x * log2(e), which keeps them, as Triton's."""
+    import shutil
+    import subprocess
+
+    from conftest import compile_text
+
+    source = (
+        "import mytriton\nimport mytriton.language as tl\n\n\n@mytriton.jit\n"
+        "def k(x_ptr, out_ptr, BLOCK: tl.constexpr):\n"
+        "    offs = tl.arange(0, BLOCK)\n"
+        "    x = tl.load(x_ptr + offs)\n"
+        "    tl.store(out_ptr + offs, tl.exp2(x) + tl.exp(x))\n")
+    cuda = compile_text(source, "cuda", "k.py", defines={"BLOCK": 128}, signature="*fp32, *fp32")
+    assert "__mytriton_ex2_ftz(" in cuda and "exp2f(" in cuda  # exp2, then exp
+    if shutil.which("nvcc") is None:
+        return
+    path = tmp_path / "k.cu"
+    path.write_text(cuda)
+    ptx = subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-o", "-", str(path)], capture_output=True, text=True,
+                         check=True).stdout
+    assert ptx.count("ex2.approx.ftz.f32") == 1 and ptx.count("ex2.approx.f32") == 1
+
+
 def test_a_row_upstream_mlir_lacks_is_a_stated_refusal_there():
     refused = [row for row in ROWS if row.mlir_refused]
     assert refused

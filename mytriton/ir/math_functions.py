@@ -24,6 +24,10 @@ LOG2E_F32 = "1.44269504088896341f"  # log2(e), which exp(x) = exp2(x * log2(e)) 
 # The CUDA back end's f32 division (div.full.f32, within 2 ulp over the full
 # range), as Triton's ``/``; generated code defines it where it calls it.
 DIV_FULL_F32 = "__mytriton_div_full"
+# The CUDA back end's f32 exp2: ex2.approx.ftz.f32, as Triton's NVIDIA lowering
+# of tl.exp2 (exp2f keeps subnormal results: a compare and two multiplies more
+# an element, a fifth of an attention loop's instructions).
+EX2_FTZ_F32 = "__mytriton_ex2_ftz"
 FoldGuard = Callable[..., bool]
 
 
@@ -165,7 +169,7 @@ TABLE: tuple[MathFunction, ...] = (
     # such as a softmax, twice its time). libdevice.exp is this op too.
     MathFunction("exp", lambda np, x: np.exp(x), tl=True, method=True,
                  cuda_f32=f"exp2f(({{0}}) * {LOG2E_F32})"),
-    MathFunction("exp2", lambda np, x: np.exp2(x), tl=True, method=True),
+    MathFunction("exp2", lambda np, x: np.exp2(x), tl=True, method=True, cuda_f32=f"{EX2_FTZ_F32}({{0}})"),
     MathFunction("log", lambda np, x: np.log(x), tl=True, method=True),
     MathFunction("log2", lambda np, x: np.log2(x), tl=True, method=True),
     MathFunction("sqrt", lambda np, x: np.sqrt(x), tl=True, method=True),

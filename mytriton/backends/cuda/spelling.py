@@ -85,6 +85,9 @@ class CudaLanguage(CStyleLanguage):
         math_functions.DIV_FULL_F32: (
             f"static __device__ __forceinline__ float {math_functions.DIV_FULL_F32}(float a, float b) {{ float q; "
             'asm("div.full.f32 %0, %1, %2;" : "=f"(q) : "f"(a), "f"(b)); return q; }'),
+        math_functions.EX2_FTZ_F32: (
+            f"static __device__ __forceinline__ float {math_functions.EX2_FTZ_F32}(float x) {{ float y; "
+            'asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }'),
     }
 
     def divide(self, a: str, b: str, t: ScalarType) -> str:
