@@ -498,18 +498,19 @@ def _hoist_offsets(em: "EmitContext", op: Op, g: CopyGeometry, hoisted: dict[str
     hoisted_offsets = {"offset": name, "uniform": tuple(uniform)}
     # The bounds test of an axis the loop moves nothing on (M's rows of A,
     # N's columns of B) is the same every iteration: one bit a chunk.
-    fixed = [(coordinates[axis], bound) for axis, bound in (("row", g.row_bound), ("col", g.col_bound))
+    fixed = [(axis, coordinates[axis], bound) for axis, bound in (("row", g.row_bound), ("col", g.col_bound))
              if axis not in uniform and invariant(bound) and not _unbounded(bound)]
     if fixed and steps <= 32:
         mask = name.replace("_offset", "_inside")
-        tests = " && ".join(f"{coordinate} < {as_type(em.scalar_arg(bound), I32)}" for coordinate, bound in fixed)
-        em.line(f"// which of them are inside the {' and '.join(a for a in ('row', 'col') if a not in uniform)} "
+        tests = " && ".join(f"{coordinate} < {as_type(em.scalar_arg(bound), I32)}" for _, coordinate, bound in fixed)
+        em.line(f"// which of them are inside the {' and '.join(axis for axis, _, _ in fixed)} "
                 "bound, the same every iteration: bit s for chunk s")
         em.line(f"unsigned {mask} = 0;")
         em.line(em.lang.unroll)
         em.line(f"for (int s = 0; s < {steps}; ++s) {mask} |= (unsigned)({tests}) << s;")
         em.line(f'asm("" : "+r"({mask}));')
         hoisted_offsets["inside"] = mask
+        hoisted_offsets["inside_axes"] = tuple(axis for axis, _, _ in fixed)
     return hoisted_offsets
 
 
@@ -562,9 +563,9 @@ def _chunk_walk(em: "EmitContext", op: Op, g: CopyGeometry, args: dict[str, str]
     col = f"{hoisted['col']}[s]" if "col" in hoisted else wrapped(args['col_offset'] + ' + c', args['col_wrap'])
     dst_address = None if delta is None else f"dst0 + s * {delta * g.view_type.element.nbytes}"
     in_bounds = _in_bounds(g, args, "row", "col")
-    if "inside" in hoisted:  # the fixed axes' tests, hoisted; the moving axis's (if bounded) here
-        moving = replace(g, row_bound=Const(2 ** 31 - 1)) if "row" not in hoisted["uniform"] else g
-        moving = replace(moving, col_bound=Const(2 ** 31 - 1)) if "col" not in hoisted["uniform"] else moving
+    if "inside" in hoisted:  # the fixed axes' tests, hoisted; an axis whose offset or bound moves, here
+        unbounded = Const(2 ** 31 - 1)
+        moving = replace(g, **{f"{axis}_bound": unbounded for axis in hoisted["inside_axes"]})
         tests = [f"({hoisted['inside']} >> s & 1u)", _in_bounds(moving, args, "row", "col")]
         in_bounds = " && ".join(t for t in tests if t != "true")
     texts = body("i", in_bounds, "row", "col", "r", "c", dst_address, src)
