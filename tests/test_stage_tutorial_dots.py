@@ -5,6 +5,8 @@ only. The rewrite itself, SSA before and after, is in
 tests/lit/stage-dots/tutorial-matmul.ssa and tests/lit/software-pipeline/."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -206,6 +208,16 @@ def test_the_cuda_copies_whole_rows_only_where_the_column_stride_is_1():
     assert "stride_bn == 1 && N % 8 == 0) {  // 16-byte chunks" in cuda  # B's columns wrap at N
     assert "(M != 0 ? (" in cuda  # the rows wrap as % M does
     assert "col * stride_bn" in cuda  # the element path reads through the column stride
+
+
+def test_a_bound_the_loop_moves_is_tested_in_the_loop_though_the_offset_stays():
+    # B's rows start at 0 every iteration (the pointer moves) and its K bound, K - start, moves:
+    # the N test is worked out before the loop, the K test stays in it.
+    cuda = compile_text(SHIFTED_MASK, "cuda", "mm.py", kernel="mm", num_warps=4, num_stages=2,
+                        signature="*fp32:16, *fp32:16, *fp32:16, i32, i32:16, i32, i32, i32:1, i32:16, i32:1, "
+                                  "i32:16, i32:1")
+    assert "h1_inside |= (unsigned)((v8 + (threadIdx.x % 8 * 4)) < N) << s;" in cuda
+    assert re.search(r'"r"\(\(unsigned\)\(\(h1_inside >> s & 1u\) && row < v\d+\)\)', cuda)
 
 
 @pytest.mark.nvcc

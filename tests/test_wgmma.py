@@ -360,6 +360,40 @@ def test_an_axis_without_a_mask_is_not_tested_in_the_copies():
     assert '"r"((unsigned)(col < ' in loop and '"r"((unsigned)(row < ' in loop  # the K mask stays
 
 
+OFFSETS_FORM = ROOT / "tests" / "triton_style" / "matmul_offsets.py"
+
+
+def offsets_form_cuda() -> str:
+    """The matmul with its offsets recomputed from the loop index and masks on every axis, 128x128x64."""
+    return compile_text(OFFSETS_FORM.read_text(), "cuda", file=str(OFFSETS_FORM), kernel="matmul_offsets",
+                        signature=TUTORIAL_03_SIGNATURE, num_warps=4, num_stages=3,
+                        defines={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64})
+
+
+def test_offsets_recomputed_each_iteration_are_worked_out_before_the_loop_but_the_moving_one():
+    cuda = offsets_form_cuda()
+    before = cuda[:cuda.index("the loop and the wait")]
+    # A's chunks: their rows' offsets fixed, K's column offset moving; B's: the reverse
+    assert "h1_offset[s] = (v6 + (threadIdx.x / 8 + s * 16)) * stride_am + (threadIdx.x % 8 * 8);" in before
+    assert "h2_offset[s] = (threadIdx.x / 16 + s * 8) * stride_bk + (v11 + (threadIdx.x % 16 * 8));" in before
+    loop = k_loop(cuda)
+    assert re.search(r"auto\* src0 = a_ptr \+ \(v\d+\);", loop)  # the K offset, once an iteration
+    assert re.search(r"auto\* src0 = b_ptr \+ \(v\d+ \* stride_bk\);", loop)
+    assert '"l"(src0 + h1_offset[s])' in loop and '"l"(src0 + h2_offset[s])' in loop
+    assert "stride_am" not in loop
+
+
+def test_the_bounds_test_of_an_axis_the_loop_does_not_move_is_one_bit_a_chunk():
+    cuda = offsets_form_cuda()
+    before = cuda[:cuda.index("the loop and the wait")]
+    assert "h1_inside |= (unsigned)((v6 + (threadIdx.x / 8 + s * 16)) < M) << s;" in before
+    assert "h2_inside |= (unsigned)((v11 + (threadIdx.x % 16 * 8)) < N) << s;" in before
+    loop = k_loop(cuda)
+    assert '"r"((unsigned)((h1_inside >> s & 1u) && col < K))' in loop  # M hoisted, K tested
+    assert '"r"((unsigned)((h2_inside >> s & 1u) && row < K))' in loop
+    assert "< M" not in loop and "< N" not in loop
+
+
 def test_one_warpgroup_builds_each_descriptor_once_and_moves_it_by_constants():
     loop = k_loop(tutorial_03_cuda(128, 128, 64, 4, 3))
     assert "const unsigned group_row = 0;  // one warpgroup" in loop

@@ -373,6 +373,7 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
 # branches and divisions an iteration for 128x128x32. The wrapped coordinates
 # of a thread's chunks do not change from one iteration to the next, so they
 # are worked out once, before the loop.
+ASYNC_COPIES = ("async_copy_to_shared", "async_copy_strided_to_shared")  # the pipelined loop's copies
 WRAPPED_COPY_OPERANDS = {"row": ("row_offset", "row_wrap"), "col": ("col_offset", "col_wrap")}  # of its geometry
 
 
@@ -391,7 +392,7 @@ def hoist_copy_coordinates(em: "EmitContext", loop: Op) -> None:
         return not (isinstance(value, BlockArg) and value.block in blocks)
 
     for op in body.ops:
-        if op.name != "async_copy_strided_to_shared":
+        if op.name not in ASYNC_COPIES:
             continue
         g = copy_geometry(op)
         width = op.attrs["chunk"]
@@ -490,14 +491,38 @@ def _hoist_offsets(em: "EmitContext", op: Op, g: CopyGeometry, hoisted: dict[str
     em.line(f"int {name}[{steps}];")
     em.line(em.lang.unroll)
     em.line(f"for (int s = 0; s < {steps}; ++s) {name}[s] = {coordinates['row']} * {stride} + {coordinates['col']};")
-    return {"offset": name, "uniform": tuple(uniform)}
+    # Held opaque, as src0 in the loop: nvcc would otherwise work them out
+    # again each iteration from the thread's index (registers for instructions).
+    em.line(em.lang.unroll)
+    em.line(f'for (int s = 0; s < {steps}; ++s) asm("" : "+r"({name}[s]));')
+    hoisted_offsets = {"offset": name, "uniform": tuple(uniform)}
+    # The bounds test of an axis the loop moves nothing on (M's rows of A,
+    # N's columns of B) is the same every iteration: one bit a chunk.
+    fixed = [(axis, coordinates[axis], bound) for axis, bound in (("row", g.row_bound), ("col", g.col_bound))
+             if axis not in uniform and invariant(bound) and not _unbounded(bound)]
+    if fixed and steps <= 32:
+        mask = name.replace("_offset", "_inside")
+        tests = " && ".join(f"{coordinate} < {as_type(em.scalar_arg(bound), I32)}" for _, coordinate, bound in fixed)
+        em.line(f"// which of them are inside the {' and '.join(axis for axis, _, _ in fixed)} "
+                "bound, the same every iteration: bit s for chunk s")
+        em.line(f"unsigned {mask} = 0;")
+        em.line(em.lang.unroll)
+        em.line(f"for (int s = 0; s < {steps}; ++s) {mask} |= (unsigned)({tests}) << s;")
+        em.line(f'asm("" : "+r"({mask}));')
+        hoisted_offsets["inside"] = mask
+        hoisted_offsets["inside_axes"] = tuple(axis for axis, _, _ in fixed)
+    return hoisted_offsets
+
+
+def _unbounded(bound: object) -> bool:
+    """A bound of i32's largest value: the axis has no mask."""
+    return isinstance(bound, Const) and bound.value >= 2 ** 31 - 1
 
 
 def _in_bounds(g: CopyGeometry, args: dict[str, str], row: str, col: str) -> str:
     """A chunk's bounds test, leaving out an axis bounded by i32's largest value (no mask on it)."""
     tests = [f"{coordinate} < {args[label]}" for coordinate, label, bound in
-             ((row, "row_bound", g.row_bound), (col, "col_bound", g.col_bound))
-             if not (isinstance(bound, Const) and bound.value >= 2 ** 31 - 1)]
+             ((row, "row_bound", g.row_bound), (col, "col_bound", g.col_bound)) if not _unbounded(bound)]
     return " && ".join(tests) or "true"
 
 
@@ -537,7 +562,13 @@ def _chunk_walk(em: "EmitContext", op: Op, g: CopyGeometry, args: dict[str, str]
     row = f"{hoisted['row']}[s]" if "row" in hoisted else wrapped(args['row_offset'] + ' + r', args['row_wrap'])
     col = f"{hoisted['col']}[s]" if "col" in hoisted else wrapped(args['col_offset'] + ' + c', args['col_wrap'])
     dst_address = None if delta is None else f"dst0 + s * {delta * g.view_type.element.nbytes}"
-    texts = body("i", _in_bounds(g, args, "row", "col"), "row", "col", "r", "c", dst_address, src)
+    in_bounds = _in_bounds(g, args, "row", "col")
+    if "inside" in hoisted:  # the fixed axes' tests, hoisted; an axis whose offset or bound moves, here
+        unbounded = Const(2 ** 31 - 1)
+        moving = replace(g, **{f"{axis}_bound": unbounded for axis in hoisted["inside_axes"]})
+        tests = [f"({hoisted['inside']} >> s & 1u)", _in_bounds(moving, args, "row", "col")]
+        in_bounds = " && ".join(t for t in tests if t != "true")
+    texts = body("i", in_bounds, "row", "col", "r", "c", dst_address, src)
     def names(text: str) -> set[str]:
         return set(re.findall(r"(?<!\")\b(row|col|r)\b(?!\")", text))  # not asm's "r" constraint
 
