@@ -50,7 +50,8 @@ from mytriton.ir.ssa import Block, Kernel, Op, OpResult, walk
 @dataclass(frozen=True)
 class HoldTilesPass:
     name: str = "hold-tiles"
-    summary: str = "keep in per-thread arrays the loads other statements read and narrow values before a layout change"
+    summary: str = ("keep in per-thread arrays the loads other statements read, narrow values before a layout "
+                    "change and approximations two statements read")
     after_layouts: bool = True  # statements run over layouts: the pass manager lets it take laid-out SSA
 
     def apply(self, kernel: Kernel) -> Kernel:
