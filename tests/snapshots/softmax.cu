@@ -62,11 +62,8 @@ extern "C" __global__ void __launch_bounds__(128) softmax_kernel(float* out_ptr,
   }
   const float v10 = r10[0];
   #line 13 "samples/softmax.py"
-  // sum @13:19 of %12 along axis 0
-  float r13[1];
-  #pragma unroll
-  for (int r = 0; r < 1; ++r) r13[r] = 0.0f;
-  // sum: this thread's slots
+  float t12[8];
+  // v12 held in registers for the statements that read it (8 slot(s) per thread)
   #pragma unroll
   for (int k = 0; k < 8; ++k) {
     #line 11 "samples/softmax.py"
@@ -74,7 +71,16 @@ extern "C" __global__ void __launch_bounds__(128) softmax_kernel(float* out_ptr,
     #line 12 "samples/softmax.py"
     const float v12 = exp2f((v11) * 1.44269504088896341f);
     #line 13 "samples/softmax.py"
-    r13[0] = (r13[0] + v12);
+    t12[k] = v12;
+  }
+  // sum @13:19 of %12 along axis 0
+  float r13[1];
+  #pragma unroll
+  for (int r = 0; r < 1; ++r) r13[r] = 0.0f;
+  // sum: this thread's slots
+  #pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    r13[0] = (r13[0] + t12[k]);
   }
   #pragma unroll
   for (int r = 0; r < 1; ++r) r13[r] = (r13[r] + __shfl_xor_sync(0xffffffffu, r13[r], 16));
@@ -107,12 +113,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_kernel(float* out_ptr,
     const int v3 = c0;
     #line 14 "samples/softmax.py"
     float* v9 = (v8 + v3);
-    #line 11 "samples/softmax.py"
-    const float v11 = (t6[k] - v10);
-    #line 12 "samples/softmax.py"
-    const float v12 = exp2f((v11) * 1.44269504088896341f);
-    #line 14 "samples/softmax.py"
-    const float v14 = __mytriton_div_full(v12, v13);
+    const float v14 = __mytriton_div_full(t12[k], v13);
     #line 10 "samples/softmax.py"
     const bool v5 = (v3 < n_cols);
     #line 14 "samples/softmax.py"

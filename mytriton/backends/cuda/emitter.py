@@ -61,6 +61,7 @@ from mytriton.backends.cuda import atomics, histogram, mma, reductions, scans  #
 from mytriton.backends.cuda.atomics import emit_scalar_atomic
 from mytriton.backends.cuda.c_builder import CBuilder, INDENT
 from mytriton.backends.cuda.dots import declare_shared, emit_async, hoist_copy_coordinates, shared_array_name
+from mytriton.backends.cuda.hold_tiles import approximations_reached
 from mytriton.backends.cuda.line_directives import with_directives
 from mytriton.backends.cuda.renderers import Group, renderer_of, renders
 from mytriton.backends.cuda.shared_memory import (
@@ -156,7 +157,7 @@ class CudaEmitter:
         self.late_shared_bytes = plan.late_scratch if plan and not measure else 0
         self.late = False  # emitting such an op now
         self.late_ops = late_ops(kernel)
-        self.held: set = set()  # tiles computed into registers though not materialised (hold_before_change)
+        self.held: set = set()  # tiles computed into registers though not materialised (hold_in_registers)
         self.shared_allocs: list[Op] = []  # buffers the stage-dots pass allocated
         self.out = CBuilder(depth=1)  # the kernel body's lines, inside its braces
         self.vector_stores = 0  # staging arrays of vector stores, numbered
@@ -363,6 +364,8 @@ class CudaEmitter:
             line = next((source_line(op) for op in group.ops if op.loc is not None), None)
             self.begin_statement(group.ops[0])
             with self.out.at(line):
+                for value in self.approximations_to_hold(group):
+                    self.hold_in_registers(value, group.ops[0])
                 renderer_of(group)(self, group)
         self.begin_statement(outer)
 
@@ -509,7 +512,7 @@ class CudaEmitter:
         same thread, else a copy in shared memory (``SlotLoop.read``)."""
         (op,) = group.ops
         if op.name not in opdefs.REMAPS:
-            self.hold_before_change(op.operands[0], op)
+            self.hold_in_registers(op.operands[0], op)
         loop = self.open_loop(group.domain, op)
         coords = loop.coords()
         storage = self.storage[op.results[0]]
@@ -527,11 +530,24 @@ class CudaEmitter:
                               f"{self.parent_name(group.domain.parent)} ({group.domain.slots} slot(s) per thread)",
                         [f"{c_element(op.results[0].type)} {storage}[{group.domain.slots}];"])
 
-    def hold_before_change(self, value: Value, op: Op) -> None:
-        """Compute ``value`` into registers in its own layout just before the
-        layout change ``op`` moves it, where hold-tiles held it (a narrow
-        epilogue cast, which then crosses shared memory instead of its wider
-        inputs). A value held already is read where it is."""
+    def approximations_to_hold(self, group: Group) -> list[OpResult]:
+        """The approximations hold-tiles held that ``group`` is the first
+        statement to read (``hold_tiles.approximations_read_twice``), in
+        program order."""
+        reached = {value for op in group.ops for value in approximations_reached(op, frozenset(self.held))
+                   if value.op.attrs.get("hold") is True and value not in self.storage}
+        if not reached:
+            return []
+        order = {op: i for i, op in enumerate(walk(self.kernel.body))}
+        return sorted(reached, key=lambda value: order[value.op])
+
+    def hold_in_registers(self, value: Value, op: Op) -> None:
+        """Compute ``value`` into registers in its own layout just before
+        ``op``, where hold-tiles held it: before the layout change that
+        moves a narrow epilogue cast (which then crosses shared memory
+        instead of its wider inputs), before the first statement that
+        reads an approximation read by several. A value held already is
+        read where it is."""
         if not (isinstance(value, OpResult) and value.op.attrs.get("hold") is True and is_tile(value)) \
                 or value in self.storage:
             return
@@ -539,8 +555,9 @@ class CudaEmitter:
         loop = self.open_loop(domain, op)
         name = "t" + self.name(value)[1:]
         loop.lines.append(f"{name}[k] = {loop.value(value, loop.coords()).expr};")
-        self.close_loop(loop, f"{self.name(value)} held in registers before its layout change "
-                              f"({domain.slots} slot(s) per thread)", [f"{c_element(value.type)} {name}[{domain.slots}];"])
+        why = "before its layout change" if op.name == "convert_layout" else "for the statements that read it"
+        self.close_loop(loop, f"{self.name(value)} held in registers {why} ({domain.slots} slot(s) per thread)",
+                        [f"{c_element(value.type)} {name}[{domain.slots}];"])
         self.storage[value] = name
         self.held.add(value)
 

@@ -14,7 +14,13 @@ decision:
 - a pure tile value that a ``convert_layout`` moves and that is narrower
   than every held tile it is computed from (an epilogue's f32 -> f16
   cast): it is computed into registers just before the layout change, so
-  that the narrow value crosses shared memory, not its wider inputs.
+  that the narrow value crosses shared memory, not its wider inputs;
+- an approximation (``exp``, ``log``, ``sqrt``...: a math function whose
+  device result does not fold exactly) whose tile two or more statements
+  of its own block read (softmax's ``e = tl.exp(x - m)``: the sum and the
+  store): it is computed once into registers before the first, as
+  Triton's SSA keeps it, instead of once a reader (each a range reduction
+  and a MUFU instruction an element).
 
     %6 = load %4, %5, -inf : vector<1024 x f32, #blocked0> @10:9
     %74 = cast %67, dtype=f16 : block<128x128 x f16, #mma0> @92:9
@@ -36,14 +42,16 @@ from dataclasses import dataclass
 from mytriton.backends.cuda.shared_memory import element_bytes
 from mytriton.backends.cuda.statements import Statements, own_storage, statements
 from mytriton.passes.manager import require_laid_out
+from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile
-from mytriton.ir.ssa import Kernel, Op, OpResult, walk
+from mytriton.ir.ssa import Block, Kernel, Op, OpResult, walk
 
 
 @dataclass(frozen=True)
 class HoldTilesPass:
     name: str = "hold-tiles"
-    summary: str = "keep in per-thread arrays the loads other statements read and narrow values before a layout change"
+    summary: str = ("keep in per-thread arrays the loads other statements read, narrow values before a layout "
+                    "change and approximations two statements read")
     after_layouts: bool = True  # statements run over layouts: the pass manager lets it take laid-out SSA
 
     def apply(self, kernel: Kernel) -> Kernel:
@@ -51,9 +59,13 @@ class HoldTilesPass:
         for op in walk(kernel.body):
             op.attrs.pop("hold", None)
         held = {value for value, _ in own_storage(kernel)}
-        for load in loads_read_elsewhere(kernel, statements(kernel)):
+        found = statements(kernel)
+        for load in loads_read_elsewhere(kernel, found):
             load.attrs["hold"] = True
             held.add(load.results[0])
+        for op in approximations_read_twice(kernel, found):
+            op.attrs["hold"] = True
+            held.add(op.results[0])
         # In program order, the printer's order: a value held before one
         # layout change is a held input of those after it.
         for op in walk(kernel.body):
@@ -77,6 +89,53 @@ def loads_read_elsewhere(kernel: Kernel, found: Statements) -> list[Op]:
             if found.group_of.get(value.op) != where:
                 loads[value.op] = None
     return list(loads)
+
+
+def is_approximation(op: Op) -> bool:
+    """A math function whose device result does not fold exactly (``exp``,
+    ``log``, ``sqrt``...): computed by a sequence, not one exact instruction."""
+    opdef = opdefs.lookup(op.name)
+    return opdef is not None and opdef.math_function and not opdef.folds
+
+
+def approximations_read_twice(kernel: Kernel, found: Statements) -> list[Op]:
+    """The approximations (``is_approximation``) with a tile result that two
+    or more statements of their own block read, directly or through pure
+    tile ops; one read from a nested block (a loop's body) keeps the value
+    computed where it is used."""
+    block_of: dict[Op, Block] = {}
+    blocks = [kernel.body] + [region for op in walk(kernel.body) for region in op.regions]
+    for block in blocks:
+        for op in block.ops:
+            block_of[op] = block
+    readers: dict[OpResult, dict[int, Block | None]] = {}
+    for op in walk(kernel.body):
+        if op.name not in ("yield", "condition", "for", "if", "while") and op not in found.group_of:
+            continue
+        where = found.group_of.get(op, id(op))
+        for value in approximations_reached(op):
+            readers.setdefault(value, {})[where] = block_of.get(op)
+    return [value.op for value, groups in readers.items()
+            if len(groups) >= 2 and all(block is block_of.get(value.op) for block in groups.values())]
+
+
+def approximations_reached(op: Op, held: frozenset = frozenset()) -> list[OpResult]:
+    """Tile approximations that ``op`` reads, directly or through pure tile
+    ops, not looking past a value in ``held``."""
+    found, seen = [], set()
+    work = [o for o in op.operands if is_tile(o)]
+    if op.name == "for":
+        work = [o for o in op.operands[3:] if is_tile(o)]
+    while work:
+        value = work.pop()
+        if value in seen or not isinstance(value, OpResult) or value in held:
+            continue
+        seen.add(value)
+        if is_approximation(value.op):
+            found.append(value)
+        if not is_materialized(value) and value.op.name != "load":
+            work.extend(o for o in value.op.operands if is_tile(o))
+    return found
 
 
 def loads_reached(op: Op) -> list[OpResult]:
