@@ -400,7 +400,16 @@ def test_one_warpgroup_builds_each_descriptor_once_and_moves_it_by_constants():
     assert loop.count("const unsigned long long a_desc = ") == 1
     assert '"l"(a_desc + 2), "l"(b_desc + 128)' in loop  # k16 step 1: 32 bytes along A's row, 16 rows of B
     eight = tutorial_03_cuda(128, 128, 64, 8, 3)
-    assert "group_row = threadIdx.x / 128 * 64;" in k_loop(eight)
+    assert "group_row = mytriton_warpgroup * 64;" in k_loop(eight)
+
+
+def test_two_warpgroups_take_their_warpgroup_through_a_shuffle_once_at_the_kernel_s_top():
+    # warp-uniform to ptxas, so that the descriptors built from it stay in uniform registers
+    eight = tutorial_03_cuda(128, 128, 64, 8, 3)
+    line = "const unsigned mytriton_warpgroup = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);"
+    assert eight.count(line) == 1
+    assert eight.index(line) < eight.index("the loop and the wait")
+    assert "mytriton_warpgroup" not in tutorial_03_cuda(128, 128, 64, 4, 3)  # one warpgroup: the constant 0
 
 
 def test_a_loop_leaving_a_group_in_flight_runs_inside_a_branch_with_its_wait():

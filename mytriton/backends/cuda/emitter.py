@@ -63,6 +63,7 @@ from mytriton.backends.cuda.c_builder import CBuilder, INDENT
 from mytriton.backends.cuda.dots import declare_shared, emit_async, hoist_copy_coordinates, shared_array_name
 from mytriton.backends.cuda.hold_tiles import approximations_reached
 from mytriton.backends.cuda.line_directives import with_directives
+from mytriton.backends.cuda.wgmma import WARPGROUP_INDEX, warpgroup_index_line
 from mytriton.backends.cuda.renderers import Group, renderer_of, renders
 from mytriton.backends.cuda.shared_memory import (
     aligned, buffer_alignment, buffer_offsets, element_bytes, late_ops,
@@ -328,6 +329,8 @@ class CudaEmitter:
             out.append(f"{INDENT}// {name}: {parent.describe()}")
             for d in range(parent.rank):
                 out.append(f"{INDENT}const int {name}_p{d} = {parent.thread_position(d, self.lang.thread_id)};")
+        if WARPGROUP_INDEX in body:
+            out.append(INDENT + warpgroup_index_line(self.lang.thread_id))
         def_line = self.kernel.loc.line
         sources = [def_line] * (len(out) - start) + self.body_sources(def_line) + [def_line]
         out += self.out.lines

@@ -59,6 +59,17 @@ if TYPE_CHECKING:
     from mytriton.backends.cuda.thread_coordinates import Layout
 
 WARPGROUP = 4  # warps that issue one wgmma together
+# The thread's warpgroup, worked out once at the kernel's top through a warp
+# shuffle (``warpgroup_index_line``), as Triton's warp id: ptxas then knows it
+# is the same across a warp, and a descriptor built from it stays in uniform
+# registers (from threadIdx.x directly, 4 R2UR moves a K iteration at
+# 128x256x32 on 8 warps).
+WARPGROUP_INDEX = "mytriton_warpgroup"
+
+
+def warpgroup_index_line(thread_id: str) -> str:
+    return (f"const unsigned {WARPGROUP_INDEX} = __shfl_sync(0xffffffffu, {thread_id} / {32 * WARPGROUP}, 0);"
+            "  // this thread's warpgroup, the same across its warp")
 LAYOUT_TYPE = {128: 1, 64: 2, 32: 3}  # the descriptor's layout type of each swizzle
 TYPES = {F16: "f16", BF16: "bf16", F32: "tf32"}  # f32 operands: a TF32 dot
 
@@ -185,7 +196,7 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
             if em.threads <= 32 * WARPGROUP:  # a constant: the descriptors then stay in uniform registers
                 em.line("const unsigned group_row = 0;  // one warpgroup")
             else:
-                em.line(f"const unsigned group_row = {tid} / {32 * WARPGROUP} * 64;  // this warpgroup's first row")
+                em.line(f"const unsigned group_row = {WARPGROUP_INDEX} * 64;  // this warpgroup's first row")
         em.line('asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");  // the copies, to the tensor cores')
         # wgmma.fence names the accumulator registers ("+f") and any A registers
         # ("+r"), all written before it, so that nvcc keeps their writes above it
