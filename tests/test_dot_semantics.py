@@ -81,7 +81,8 @@ def tolerance(a, b, precision, out, bk=16):
     if a.dtype == np.float64:
         per = K * 2.0**-52
     else:
-        per = {"ieee": 0.0, "tf32": 2.0**-10, "tf32x3": 2.0**-19}[precision] + K * 2.0**-23
+        # tf32: each operand truncated to 10 mantissa bits (2**-10 each, one way: the errors add up)
+        per = {"ieee": 0.0, "tf32": 2.0**-9, "tf32x3": 2.0**-19}[precision] + K * 2.0**-23
     if out == F16:
         per += -(-K // bk) * 2.0**-11
     return per * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))) + 1e-6
@@ -109,11 +110,13 @@ def test_the_interpreter_matches_float64_numpy_within_the_precision(dot_module, 
     assert (np.abs(c.astype(np.float64) - exact(a, b)) <= tolerance(a, b, precision, out, bk=16)).all()
 
 
-def test_tf32_rounds_the_operands_before_multiplying(dot_module):
+def test_tf32_truncates_the_operands_before_multiplying(dot_module):
+    from mytriton.backends.interp import truncate_to_tf32
+
     a, b, c = run_dot(dot_module, "interp", "float32", "tf32", F32, (64, 64, 64))
-    reference = round_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
+    reference = truncate_to_tf32(a).astype(np.float64) @ truncate_to_tf32(b).astype(np.float64)
     np.testing.assert_allclose(c, reference, rtol=0, atol=64 * 2.0**-23 * 64)
-    assert np.abs(c - exact(a, b)).max() > 1e-3  # far from the exact product: the rounding is there
+    assert np.abs(c - exact(a, b)).max() > 1e-3  # far from the exact product: the truncation is there
 
 
 def test_tf32x3_is_nearly_exact_and_ieee_is_f32_accurate(dot_module):
@@ -157,6 +160,26 @@ def test_tf32_rounding_matches_cvt_rna_bit_for_bit(rng):
     np.testing.assert_array_equal(got.view(np.uint32)[~np.isnan(want)], want.view(np.uint32)[~np.isnan(want)])
     assert np.isnan(got[np.isnan(want)]).all()
     assert round_to_tf32(np.float32([1 + 2**-11]))[0] == 1 + 2**-10  # a tie goes away from zero
+
+
+def test_a_tf32_operand_is_truncated_to_19_bits_as_the_tensor_cores_read_it():
+    from mytriton.backends.interp import truncate_to_tf32
+
+    values = np.float32([1 + 2**-11, -(1 + 3 * 2**-11), 1 + 2**-10 + 2**-12, 3.4028235e38, 1e-40, 0.0, -0.0,
+                         np.inf, -np.inf, np.nan])
+    got = truncate_to_tf32(values)
+    assert got.view(np.uint32).tolist()[:9] == (values.view(np.uint32) & 0xFFFFE000).tolist()[:9]
+    assert got[0] == 1 and got[1] == -(1 + 2**-10) and got[2] == 1 + 2**-10  # toward zero, no ties
+    assert np.isnan(got[-1])
+
+
+def test_a_tf32_dot_multiplies_the_truncated_operands():
+    from mytriton.backends.interp import dot_product, truncate_to_tf32
+
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((8, 16)).astype(np.float32), rng.standard_normal((16, 4)).astype(np.float32)
+    want = truncate_to_tf32(a).astype(np.float64) @ truncate_to_tf32(b).astype(np.float64)
+    np.testing.assert_allclose(dot_product(a, b, None, "tf32", np.dtype(np.float32)), want, rtol=1e-6, atol=1e-6)
 
 
 # ---- the precision's default -----------------------------------------------------------------
@@ -333,7 +356,8 @@ def test_the_cuda_of_each_pair_builds(pair):
     cuda = compile_text(kernel_source(DOT_KERNEL), "cuda", signature=f"*{sig}, *{sig}, *{OUT_SIG[out]}, i32, i32, i32",
                         defines={"BM": 32, "BN": 32, "BK": 16, "PRECISION": precision, "OUT": out})
     ptx = compile_ptx(cuda, "sm_90")
-    assert ("cvt.rna.tf32.f32" in ptx) == (precision != "ieee")
+    # tf32x3 rounds its big/small split; tf32 gives the tensor cores the f32 bits (they read 19)
+    assert ("cvt.rna.tf32.f32" in ptx) == (precision == "tf32x3")
     if out == F16:
         assert "cvt.rn.f16.f32" in ptx  # accumulated in f32, rounded once
 

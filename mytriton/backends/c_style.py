@@ -76,8 +76,13 @@ class CStyleLanguage:
     # ---- tl.dot's operand precisions (opdefs.DOT_INPUT_PRECISIONS) ------------------------------
     def round_tf32(self, target: str, value: str) -> str:
         """A statement setting the float ``target`` to the f32 ``value``
-        rounded to TF32 (to nearest, ties away from zero)."""
+        rounded to TF32 (to nearest, ties away from zero): tf32x3's split."""
         raise CompileError(f"{type(self).__name__} has no TF32 rounding")
+
+    def truncate_tf32(self, target: str, value: str) -> str:
+        """A statement setting the float ``target`` to the f32 ``value`` as
+        the tensor cores read a TF32 operand: the low 13 mantissa bits cleared."""
+        return f"{target} = __uint_as_float(__float_as_uint({value}) & 0xFFFFE000u);"
 
     def is_nan(self, x: str) -> str:
         return f"(({x}) != ({x}))"

@@ -1115,6 +1115,16 @@ def round_to_tf32(x: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(x), x, rounded)
 
 
+def truncate_to_tf32(x: np.ndarray) -> np.ndarray:
+    """f32 values as the tensor cores read them for a TF32 product: the top
+    19 bits, the low 13 mantissa bits dropped (toward zero), as mma.sync and
+    wgmma do with f32 bits given as TF32 operands, which Triton gives them
+    unrounded; NaN stays NaN."""
+    x = np.asarray(x, dtype=_F32)
+    truncated = (x.view(np.uint32) & np.uint32(0xFFFFE000)).view(_F32)
+    return np.where(np.isnan(x), x, truncated)
+
+
 def dot_product(a: np.ndarray, b: np.ndarray, acc: np.ndarray | None, precision: str,
                 out: np.dtype) -> np.ndarray:
     """``a @ b (+ acc)`` over the last two axes, as the GPU computes tl.dot:
@@ -1129,7 +1139,7 @@ def dot_product(a: np.ndarray, b: np.ndarray, acc: np.ndarray | None, precision:
     a, b = a.astype(work, copy=False), b.astype(work, copy=False)
     total = None if acc is None else acc.astype(work)
     if precision == "tf32":
-        product = np.matmul(round_to_tf32(a), round_to_tf32(b))
+        product = np.matmul(truncate_to_tf32(a), truncate_to_tf32(b))
     elif precision == "tf32x3":
         a_hi, b_hi = round_to_tf32(a), round_to_tf32(b)
         a_lo, b_lo = round_to_tf32(a - a_hi), round_to_tf32(b - b_hi)

@@ -468,9 +468,10 @@ def _reduce(name: str) -> InferFn:
 # compile options' f32 default; out_dtype from the operand dtype and the
 # call); IR text may leave them out, meaning "ieee" and the first dtype below.
 
-# How f32 operands are multiplied: "tf32" rounds each operand to TF32 (10
-# mantissa bits, cvt.rna: to nearest, ties away from zero) and accumulates in
-# f32; "tf32x3" adds hi*hi + hi*lo + lo*hi with hi = tf32(x), lo = tf32(x - hi);
+# How f32 operands are multiplied: "tf32" truncates each operand to TF32 (10
+# mantissa bits, the low 13 dropped: what the tensor cores read of the f32 bits
+# Triton gives them) and accumulates in f32; "tf32x3" adds hi*hi + hi*lo + lo*hi
+# with hi = tf32(x), lo = tf32(x - hi), rounded (cvt.rna: to nearest, ties away);
 # "ieee" is exact f32 FMA. Other dtypes have exact products: "ieee" only.
 DOT_INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee")
 DOT_ATTRS = ("input_precision", "out_dtype")

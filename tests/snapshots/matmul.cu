@@ -227,15 +227,15 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
         unsigned b_frag[4][2];
         #pragma unroll
         for (int rm = 0; rm < 2; ++rm) {
-          asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(a_frag[rm][0]) : "f"(v30[(warp_m * 16 + rm * 32 + lane / 4 + 0) * 36 + kk + lane % 4 + 0]));
-          asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(a_frag[rm][1]) : "f"(v30[(warp_m * 16 + rm * 32 + lane / 4 + 8) * 36 + kk + lane % 4 + 0]));
-          asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(a_frag[rm][2]) : "f"(v30[(warp_m * 16 + rm * 32 + lane / 4 + 0) * 36 + kk + lane % 4 + 4]));
-          asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(a_frag[rm][3]) : "f"(v30[(warp_m * 16 + rm * 32 + lane / 4 + 8) * 36 + kk + lane % 4 + 4]));
+          a_frag[rm][0] = __float_as_uint(v30[(warp_m * 16 + rm * 32 + lane / 4 + 0) * 36 + kk + lane % 4 + 0]);
+          a_frag[rm][1] = __float_as_uint(v30[(warp_m * 16 + rm * 32 + lane / 4 + 8) * 36 + kk + lane % 4 + 0]);
+          a_frag[rm][2] = __float_as_uint(v30[(warp_m * 16 + rm * 32 + lane / 4 + 0) * 36 + kk + lane % 4 + 4]);
+          a_frag[rm][3] = __float_as_uint(v30[(warp_m * 16 + rm * 32 + lane / 4 + 8) * 36 + kk + lane % 4 + 4]);
         }
         #pragma unroll
         for (int rn = 0; rn < 4; ++rn) {
-          asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(b_frag[rn][0]) : "f"(v31[(kk + lane % 4 + 0) * 72 + warp_n * 8 + rn * 16 + lane / 4]));
-          asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(b_frag[rn][1]) : "f"(v31[(kk + lane % 4 + 4) * 72 + warp_n * 8 + rn * 16 + lane / 4]));
+          b_frag[rn][0] = __float_as_uint(v31[(kk + lane % 4 + 0) * 72 + warp_n * 8 + rn * 16 + lane / 4]);
+          b_frag[rn][1] = __float_as_uint(v31[(kk + lane % 4 + 4) * 72 + warp_n * 8 + rn * 16 + lane / 4]);
         }
         #pragma unroll
         for (int rm = 0; rm < 2; ++rm) {

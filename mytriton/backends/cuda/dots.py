@@ -23,7 +23,8 @@ explicit ops, and each becomes CUDA here:
   f16 operands, TF32 rounding), ``(1, 1)``: the same loop reads one value at
   a time.
   The operands are converted as the dot's ``input_precision`` says (TF32
-  rounding through the language object's ``round_tf32``; tf32x3 keeps a
+  truncation through the language object's ``truncate_tf32``, as the tensor
+  cores read a TF32 operand; tf32x3 rounds (``round_tf32``) and keeps a
   second accumulator for the hi*lo + lo*hi terms); f16 and bf16 multiply in
   f32, i8 in i32, f64 in f64; an f16 result is accumulated in f32 and
   rounded once at the end.
@@ -730,7 +731,8 @@ def _operand_reads(em: "EmitContext", name: str, index: str, count: int, read: s
         em.line(f"    {name}[{index}] = {value};")
     else:
         em.line(f"    const float x = {value};")
-        em.line(f"    {em.lang.round_tf32(f'{name}[{index}]', 'x')}")
+        convert = em.lang.round_tf32 if precision == "tf32x3" else em.lang.truncate_tf32
+        em.line(f"    {convert(f'{name}[{index}]', 'x')}")
         if precision == "tf32x3":
             em.line(f"    {em.lang.round_tf32(f'{name}_lo[{index}]', f'x - {name}[{index}]')}")
     em.line("  }")

@@ -15,9 +15,10 @@ each K step of the instruction it
      buffer into the column fragment ``mma`` wants;
    - int8: ``ldmatrix.x4`` for A (an 8x8 matrix of 16-bit pairs is 8 rows of
      16 bytes); B byte by byte (``ldmatrix`` cannot transpose bytes);
-   - tf32: plain 32-bit shared reads (``ldmatrix`` moves 16-bit pairs),
-     rounded to TF32 with ``cvt.rna.tf32.f32``; for ``tf32x3`` also the TF32
-     rounding of the remainder (``small``);
+   - tf32: plain 32-bit shared reads (``ldmatrix`` moves 16-bit pairs), the
+     f32 bits as they are (the tensor cores read the top 19, as Triton gives
+     them); ``tf32x3`` rounds to TF32 with ``cvt.rna.tf32.f32`` and takes the
+     TF32 rounding of the remainder (``small``);
 2. issues one ``mma.sync`` per (block row, block column) pair into the
    accumulator registers c0..c3 of that block (``tf32x3``: three, small
    products first).
@@ -353,12 +354,15 @@ def ldmatrix(ptx: str, regs: list[str], address: str) -> str:
 
 
 def tf32(target: str, expr: str, small: str | bool = False) -> str:
-    """Set ``target`` to the bits of f32 ``expr`` rounded to TF32 (to nearest,
-    ties away); with ``small``, set it to the TF32 rounding of what remains
-    (tf32x3: big + small carries about 21 of f32's 24 bits)."""
-    big = f'asm("{TF32_ROUND} %0, %1;\\n" : "=r"({target}) : "f"({expr}));'
+    """Set ``target`` to the bits of f32 ``expr`` as a TF32 operand: the f32
+    bits themselves, which the tensor cores read to 19 bits (as Triton gives
+    them; a ``cvt.rna`` each is half the K loop's instructions, emulated on
+    sm_90); with ``small`` (tf32x3), ``target`` rounded to TF32 (to nearest,
+    ties away) and ``small`` the TF32 rounding of what remains (big + small
+    carries about 21 of f32's 24 bits)."""
     if not small:
-        return big
+        return f"{target} = __float_as_uint({expr});"
+    big = f'asm("{TF32_ROUND} %0, %1;\\n" : "=r"({target}) : "f"({expr}));'
     return (f"{{ const float x = {expr}; {big.replace(expr, 'x')} "
             f'asm("{TF32_ROUND} %0, %1;\\n" : "=r"({small}) : "f"(x - __uint_as_float({target}))); }}')
 

@@ -104,9 +104,9 @@ class CudaLanguage(CStyleLanguage):
         return f"__umul64hi((unsigned long long)({a}), (unsigned long long)({b}))"
 
     def round_tf32(self, target: str, value: str) -> str:
-        # cvt.rna, as Triton and the tensor cores' TF32 inputs: the low 13
-        # mantissa bits come back zero, so the FMA path multiplies exactly
-        # what the interpreter (interp.round_to_tf32) and mma compute with.
+        # cvt.rna, as Triton's tf32x3 splits an operand into big + small
+        # (interp.round_to_tf32); a plain TF32 operand is truncated instead
+        # (truncate_tf32), as the tensor cores read one.
         return (f"{{ unsigned int tf32_bits; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(tf32_bits) : \"f\"({value})); "
                 f"{target} = __uint_as_float(tf32_bits); }}")
 
