@@ -361,17 +361,34 @@ def time_limit(seconds: float) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def _address_space_in_use() -> int:
+    """The bytes of address space this process maps now (Linux's
+    /proc/self/statm; 0 where it cannot be read)."""
+    import resource
+
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 @contextlib.contextmanager
 def memory_limit(limit_bytes: int | None) -> Iterator[None]:
-    """Cap the address space (so an absurd size fails fast instead of
-    swapping the machine); restored afterwards."""
+    """Cap the address space at ``limit_bytes`` more than the process maps
+    now (so an absurd size fails fast instead of swapping the machine);
+    restored afterwards."""
     if not limit_bytes:
         yield
         return
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    wanted = limit_bytes if hard == resource.RLIM_INFINITY else min(limit_bytes, hard)
+    # On top of what the process maps already: a pytest worker that has imported
+    # torch or loaded libnvrtc maps a good part of the limit before the first
+    # input, and the campaign's own text then failed with MemoryError.
+    wanted = limit_bytes + _address_space_in_use()
+    wanted = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
     resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
     try:
         yield

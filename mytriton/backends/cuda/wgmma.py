@@ -182,7 +182,6 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
         if b_k_major:  # column blocks of S bytes along K, N rows each
             return (kk // b_block) * n * b_row + (kk % b_block) * element.nbytes + nb * instr_n * b_row
         return (nb * instr_n // b_block) * k * b_row + kk * b_row
-    tid = em.lang.thread_id
     em.line(f"// wgmma: {reps_m} row block(s) of 64 per warpgroup x {n // instr_n} of m64n{instr_n}k{instr_k}, "
             f"{k // instr_k} k step(s){', A from registers' if registers_a else ''}")
     with em.out.scope("{"):
