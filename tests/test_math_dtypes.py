@@ -360,6 +360,30 @@ def test_sum_of_narrow_integers_is_32_bit():
     assert [op for op in kernel.body.ops if op.name == "sum"][0].results[0].type == I32
 
 
+@pytest.mark.parametrize("name,widened", [("fp16", "f32"), ("bf16", "f32"), ("i8", "i32"), ("u8", "i32"),
+                                          ("i16", "i32"), ("fp32", "f32"), ("fp64", "f64"), ("i64", "i64"),
+                                          ("u32", "u32")])
+def test_max_and_min_of_a_type_narrower_than_32_bits_are_32_bit(name, widened):
+    # Triton's tl.max / tl.min (language/standard.py): narrow floats reduce in f32, narrow integers in
+    # i32, and the result has that type (softmax's x - tl.max(x) of a bf16 row is then f32).
+    out = {"f32": "fp32", "f64": "fp64"}.get(widened, widened)
+    kernel = build(REDUCE, signature=f"*{name}, *{out}", BLOCK=128)
+    for reduction in ("max", "min"):
+        (op,) = [op for op in kernel.body.ops if op.name == reduction]
+        assert str(op.results[0].type) == widened
+
+
+def test_x_minus_its_max_is_f32_for_a_bf16_row():
+    kernel = build("""
+@mytriton.jit
+def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(out_ptr + tl.arange(0, BLOCK), tl.exp(x - tl.max(x, axis=0)))
+""", signature="*bf16, *bf16", BLOCK=128)
+    (sub,) = [op for op in kernel.body.ops if op.name == "sub"]
+    assert str(sub.results[0].type.element) == "f32"
+
+
 FULL = """
 @mytriton.jit
 def k(out_ptr, BLOCK: tl.constexpr):

@@ -452,6 +452,11 @@ def _reduce(name: str) -> InferFn:
         if name == "sum" and e.is_int and e.bits < 32:
             # Triton's _pick_sum_dtype: narrow integers sum in 32 bits, keeping their signedness.
             e = U32 if e.unsigned else I32
+        elif name in ("max", "min") and e.bits < 32:
+            # Triton's tl.max / tl.min (language/standard.py): a float narrower than 32 bits
+            # reduces in f32 and an integer in i32, and that is the result's type (softmax's
+            # m = tl.max(x) of a bf16 row is f32, so x - m, exp and the sum are f32 too).
+            e = F32 if e.is_float else I32
         axis = attrs.get("axis")
         if axis is None:
             return [e]
