@@ -43,6 +43,14 @@ def test_cuda_reads_and_writes_16_bytes_at_once():
     assert "*reinterpret_cast<uint4*>((v9) - 3) = *reinterpret_cast<uint4*>(w1_st);" in cuda
 
 
+def test_a_masked_run_is_loaded_or_filled_once_and_its_slots_read_what_is_staged():
+    # The run is under one mask value: the first slot tests it, the others read the staged element.
+    cuda = add_at("cuda", ALIGNED)
+    assert cuda.count("if (k % 4 == 0) { if (v5) *reinterpret_cast<uint4*>(") == 2
+    assert "else for (int j = 0; j < 4; ++j) w6[k + j] = 0.0f; }" in cuda
+    assert "? w6[k] :" not in cuda and "const float v6 = w6[k];" in cuda
+
+
 def test_the_verifier_refuses_a_vector_the_layout_cannot_hold():
     text = add_at("layouts", ALIGNED).replace("size_per_thread=[4]", "size_per_thread=[2]")
     with pytest.raises(CompileError, match="vector=4 needs a blocked or mma layout whose fastest dimension is the last, "

@@ -488,14 +488,19 @@ class CudaEmitter:
         buffer = "w" + self.name(op.results[0])[1:]
         declare.append(self.lang.vector_buffer(c_element(op.results[0].type), buffer, loop.domain.slots))
         first = f"{loop.index} % {n} == 0"
-        guard = f"{first} && {as_type(mask, BOOL)}" if mask is not None else first
         copy = self.lang.vector_copy(f"&{buffer}[{loop.index}]", ptr.expr, n * pointee.nbytes)
-        loop.lines.append(f"if ({guard}) {copy}")
         read = f"{buffer}[{loop.index}]"
         if mask is None:
+            loop.lines.append(f"if ({first}) {copy}")
             return read
+        # The run is under one mask value (the layouts stage's proof): its first
+        # slot loads it or fills it, once, and every slot reads what is staged.
+        # A select a slot would test the mask again at each (nvcc cannot tell
+        # that the run's later offsets are in bounds when the first is).
         fill = as_type(other, pointee) if other is not None else c_literal(0, pointee)
-        return f"({as_type(mask, BOOL)} ? {read} : {fill})"
+        loop.lines.append(f"if ({first}) {{ if ({as_type(mask, BOOL)}) {copy} "
+                          f"else for (int j = 0; j < {n}; ++j) {buffer}[{loop.index} + j] = {fill}; }}")
+        return read
 
     def vector_store(self, op: Op, ptr, value: str, loop: SlotLoop, declare: list[str],
                      conditions: list[str]) -> tuple[list[str], str]:
