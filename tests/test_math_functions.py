@@ -62,9 +62,6 @@ def test_cuda_computes_f32_exp_and_division_with_tritons_ptx_approximations(tmp_
     """ex2.approx of x * log2(e) for exp, div.full.f32 for ``/``, as Triton's
     NVIDIA lowering: the C library's careful expf and IEEE division cost a
     memory-bound softmax twice its time. div_rn still rounds exactly."""
-    import shutil
-    import subprocess
-
     from conftest import compile_text
 
     source = (
@@ -77,22 +74,29 @@ def test_cuda_computes_f32_exp_and_division_with_tritons_ptx_approximations(tmp_
     cuda = compile_text(source, "cuda", "k.py", defines={"BLOCK": 128}, signature="*fp32, *fp32, *fp32")
     assert "exp2f(" in cuda and "expf(" not in cuda.replace("exp2f(", "")
     assert "__mytriton_div_full(" in cuda and "__fdiv_rn(" in cuda
-    if shutil.which("nvcc") is None:
+    ptx = ptx_of(cuda, tmp_path)
+    if ptx is None:
         return
+    assert "ex2.approx.f32" in ptx and "div.full.f32" in ptx and "div.rn.f32" in ptx
+
+
+def ptx_of(cuda: str, tmp_path) -> str | None:
+    """nvcc's PTX of ``cuda`` for sm_90 (None where nvcc is not found)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("nvcc") is None:
+        return None
     path = tmp_path / "k.cu"
     path.write_text(cuda)
-    ptx = subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-o", "-", str(path)], capture_output=True, text=True,
-                         check=True).stdout
-    assert "ex2.approx.f32" in ptx and "div.full.f32" in ptx and "div.rn.f32" in ptx
+    return subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-o", "-", str(path)], capture_output=True, text=True,
+                          check=True).stdout
 
 
 def test_cuda_computes_f32_exp2_with_the_flushing_ex2_as_triton(tmp_path):
     """tl.exp2 on f32 is ex2.approx.ftz.f32, as Triton's lowering (exp2f keeps
     subnormal results, a compare and two multiplies more an element); tl.exp
     stays ex2.approx.f32 of x * log2(e), which keeps them, as Triton's."""
-    import shutil
-    import subprocess
-
     from conftest import compile_text
 
     source = (
@@ -103,12 +107,9 @@ def test_cuda_computes_f32_exp2_with_the_flushing_ex2_as_triton(tmp_path):
         "    tl.store(out_ptr + offs, tl.exp2(x) + tl.exp(x))\n")
     cuda = compile_text(source, "cuda", "k.py", defines={"BLOCK": 128}, signature="*fp32, *fp32")
     assert "__mytriton_ex2_ftz(" in cuda and "exp2f(" in cuda  # exp2, then exp
-    if shutil.which("nvcc") is None:
+    ptx = ptx_of(cuda, tmp_path)
+    if ptx is None:
         return
-    path = tmp_path / "k.cu"
-    path.write_text(cuda)
-    ptx = subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-o", "-", str(path)], capture_output=True, text=True,
-                         check=True).stdout
     assert ptx.count("ex2.approx.ftz.f32") == 1 and ptx.count("ex2.approx.f32") == 1
 
 

@@ -462,7 +462,10 @@ def _hoist_offsets(em: "EmitContext", op: Op, g: CopyGeometry, hoisted: dict[str
     loop moves, unwrapped, keeps that offset out (``uniform``: the same for
     every thread, added to the base pointer once an iteration). Three
     instructions of address arithmetic a chunk fewer in the loop (nvcc does
-    not hoist them itself: they sit behind the copy's predicate)."""
+    not hoist them itself: they sit behind the copy's predicate). Where an
+    axis's offset and bound are both fixed (A's M rows, B's N columns), its
+    bounds test too: bit s of ``inside`` for chunk s (``inside_axes`` says
+    which tests it holds; the others stay in the loop)."""
     rows, cols = g.view_type.shape
     width = op.attrs["chunk"]
     walk_ = _linear_walk(em, rows, cols, width)
