@@ -6,6 +6,7 @@ import pytest
 
 import mytriton
 from conftest import compile_text, kernel_source
+from mytriton.backends.interp import truncate_to_tf32
 from mytriton.passes.layouts import mma_warps
 
 # The tiled matmul of samples/matmul.py with the operand type, the dot's
@@ -155,12 +156,6 @@ def test_each_operand_type_builds_with_mma_sync(kind, config, num_warps):
 # ---- on the GPU ------------------------------------------------------------------------------------
 
 
-def tf32_round(x: np.ndarray) -> np.ndarray:
-    """f32 rounded to TF32 (10 mantissa bits) to nearest, ties away from zero (cvt.rna)."""
-    bits = x.astype(np.float32).view(np.uint32)
-    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
-
-
 def operands(kind, M, N, K, rng):
     if kind == "i8":
         return (rng.integers(-128, 128, (M, K)).astype(np.int8), rng.integers(-128, 128, (K, N)).astype(np.int8))
@@ -177,8 +172,8 @@ def operands(kind, M, N, K, rng):
 def reference(kind, a, b):
     if kind == "i8":
         return (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32)
-    if kind == "tf32":
-        a, b = tf32_round(a), tf32_round(b)
+    if kind == "tf32":  # the tensor cores read the top 19 bits of the f32 operands
+        a, b = truncate_to_tf32(a), truncate_to_tf32(b)
     return a.astype(np.float32).astype(np.float64) @ b.astype(np.float32).astype(np.float64)
 
 
