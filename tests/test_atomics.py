@@ -496,6 +496,34 @@ def test_an_f32_atomic_add_on_addresses_not_proven_aligned_stays_one_element_an_
     assert ".v4.f32" not in cuda and ".v2.f32" not in cuda
 
 
+@pytest.mark.parametrize("element,ptx", [("fp16", "f16"), ("bf16", "bf16")])
+def test_an_aligned_16_bit_atomic_add_applies_eight_elements_with_one_vector_atom(element, ptx):
+    """Triton's atom.add.noftz.v8 for f16 and bf16 (sm_90): no fences, one atom for 16 bytes."""
+    cuda = compile_text(kernel_source(VECTOR_ADD.format(extra="")), "cuda", signature=f"*{element}:16, *{element}:16",
+                        defines={"BLOCK": 1024})
+    assert f"atom.acq_rel.gpu.global.add.noftz.v8.{ptx} {{%0, %1, %2, %3, %4, %5, %6, %7}}, [%8]" in cuda
+    assert "__threadfence" not in cuda
+
+
+def test_a_16_bit_vector_atom_needs_sm_90():
+    cuda = compile_text(kernel_source(VECTOR_ADD.format(extra="")), "cuda", signature="*bf16:16, *bf16:16",
+                        defines={"BLOCK": 1024}, arch="sm_80")
+    assert ".v8.bf16" not in cuda and "atomicAdd" in cuda
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("element", ["fp16", "bf16"])
+@pytest.mark.parametrize("sem", ["acq_rel", "relaxed"])
+@pytest.mark.parametrize("scope", ["gpu", "cta"])
+def test_a_16_bit_vector_atom_builds_with_nvcc(element, sem, scope):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_text(kernel_source(VECTOR_ADD.format(extra=f', sem="{sem}", scope="{scope}"')), "cuda",
+                        signature=f"*{element}:16, *{element}:16", defines={"BLOCK": 1024})
+    assert ".global.add.noftz.v8." in cuda
+    assert ".entry" in compile_ptx(cuda, "sm_90")
+
+
 @pytest.mark.nvcc
 @pytest.mark.parametrize("sem", ["acquire", "release", "acq_rel", "relaxed"])
 @pytest.mark.parametrize("scope", ["gpu", "cta", "sys"])
@@ -691,6 +719,31 @@ def test_gpu_vector_atomic_adds_accumulate_and_return_the_old_values(kernel_modu
     cuda = compile_text(kernel_source(VECTOR_ADD_RAGGED), "cuda", signature="*fp32:16, *fp32:16, *fp32:16, i32:16",
                         defines={"BLOCK": 512})
     assert ".add.v4.f32" in cuda
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("element", ["f16", "bf16"])
+def test_gpu_16_bit_vector_atomic_adds_accumulate_and_return_the_old_values(kernel_module, element):
+    """8 halves a thread with one vector atom, rounded as the element type
+    rounds each add (n ragged: the last run masked off whole)."""
+    dtype = np.float16 if element == "f16" else ml_dtypes.bfloat16
+    module = kernel_module(VECTOR_ADD_RAGGED)
+    rng = np.random.default_rng(14)
+    n = 4000
+    start, x = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    p, olds = start.copy(), np.zeros(n, dtype)
+    for _ in range(3):
+        module.k[(-(-n // 1024),)](p, x, olds, n, BLOCK=1024)
+    expected = start
+    for _ in range(2):
+        expected = (expected.astype(np.float32) + x.astype(np.float32)).astype(dtype)
+    np.testing.assert_array_equal(olds.astype(np.float32), expected.astype(np.float32))
+    expected = (expected.astype(np.float32) + x.astype(np.float32)).astype(dtype)
+    np.testing.assert_array_equal(p.astype(np.float32), expected.astype(np.float32))
+    cuda = compile_text(kernel_source(VECTOR_ADD_RAGGED), "cuda",
+                        signature=f"*{'fp16' if element == 'f16' else 'bf16'}:16, " * 3 + "i32:16",
+                        defines={"BLOCK": 1024})
+    assert ".noftz.v8." in cuda
 
 
 @pytest.mark.parametrize("arch,vectors", [("sm_80", False), ("sm_89", False), ("sm_90", True), ("sm_90a", True),

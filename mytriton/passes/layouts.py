@@ -16,7 +16,7 @@ epilogue, where that scratch overlays the staged buffers or fits 48 KiB
 (``exchange_fits``): the fragments hold two adjacent columns a thread; a tile atomic of
 such a tile whose addresses run along the row is exchanged into a blocked
 layout along the row, so a warp's atomic covers adjacent addresses, with 4
-f32 a thread where a vector atom may add them, ``mark_vector_atomics``);
+f32 (8 f16 or bf16) a thread where a vector atom may add them, ``mark_vector_atomics``);
 each operand is asked for in the layout its consumer's rule
 gives (``OpDef.layout_rule``), sliced where it broadcasts from a lower rank.
 A reduction's operand takes the layout whose slice its consumers want, so a
@@ -107,6 +107,8 @@ DEFAULT_NUM_WARPS = 4
 SHARED_LAYOUT = PaddedShared(pad=0)
 
 
+# The element types PTX's vector atom adds (sm_90): .v2/.v4 of f32, .v2-.v8 of f16 and bf16.
+VECTOR_ATOMIC_TYPES = (F32, F16, BF16)
 # mma.sync's K per instruction, by operand element type (f32 means TF32).
 MMA_K = {F16: 16, BF16: 16, F32: 8, I8: 32}
 TENSOR_CORE_PRECISIONS = ("tf32", "tf32x3")
@@ -354,8 +356,8 @@ def access_widths(kernel: Kernel, analysis: AxisAnalysis) -> dict[Op, int]:
 def atomic_runs(kernel: Kernel, analysis: AxisAnalysis, vectors: bool) -> dict[Op, tuple[int, int]]:
     """For each tile atomic: how many consecutive addresses the axis analysis
     proves along its pointer's last dimension, and how many elements one
-    vector atom may apply there (an f32 add, aligned and under one mask
-    value, on a target with vector atomics; else 1)."""
+    vector atom may apply there (an f32, f16 or bf16 add, aligned and under
+    one mask value, on a target with vector atomics; else 1)."""
     runs = {}
     for op in walk(kernel.body):
         if op.name not in opdefs.ATOMIC_OPS or not is_tile(op.operands[0]):
@@ -363,14 +365,14 @@ def atomic_runs(kernel: Kernel, analysis: AxisAnalysis, vectors: bool) -> dict[O
         contiguity = analysis.of(op.operands[0], op.operands[0].type.shape).contiguity[-1]
         vector = 1
         if vectors and op.name == "atomic_rmw" and op.attrs.get("kind") == "add" \
-                and element_of(op.operands[0].type).pointee == F32:
-            vector = min(vector_width(analysis, op), 4)
+                and element_of(op.operands[0].type).pointee in VECTOR_ATOMIC_TYPES:
+            vector = vector_width(analysis, op)  # at most 16 bytes, as PTX's vector atom
         runs[op] = (contiguity, vector)
     return runs
 
 
 def mark_vector_atomics(kernel: Kernel, runs: dict[Op, tuple[int, int]]) -> None:
-    """``vector=N`` on each f32 atomic add whose laid-out pointer holds runs of
+    """``vector=N`` on each f32/f16/bf16 atomic add whose laid-out pointer holds runs of
     N proven elements per thread along its last dimension (PTX's vector atom)."""
     for op, (_, width) in runs.items():
         layout = op.operands[0].type.layout

@@ -57,7 +57,7 @@ from mytriton.ir.ssa_text import op_text
 from mytriton.limits import MAX_EXPRESSION_DEPTH, tile_error
 from mytriton.ir.layout_attributes import SHARED_KINDS, Mma, NvmmaShared, Slice, broadcast_view, shape_problem
 from mytriton.ir.literals import carried_type_fits, literal_conversion_error
-from mytriton.types import BOOL, F32, F64, BlockType, SharedType, TypeRuleError, concrete, element_of, without_layout
+from mytriton.types import BF16, BOOL, F16, F32, F64, BlockType, SharedType, TypeRuleError, concrete, element_of, without_layout
 
 
 class Verifier:
@@ -666,9 +666,10 @@ def vector_access_problem(op: Op, laid_out: bool) -> str | None:
         return f"'{op.name}' has vector={n!r}, a layout decision, but the kernel is not laid out"
     if not isinstance(getattr(ptr, "type", None), BlockType):
         return f"'{op.name}' of a scalar has no vector width"
-    if op.name == "atomic_rmw" and (op.attrs.get("kind") != "add" or ptr.type.element.pointee != F32
-                                    or n not in (2, 4)):
-        return f"'{op.name}': vector={n!r} is an f32 add of 2 or 4 elements (PTX's vector atom)"
+    if op.name == "atomic_rmw" and (op.attrs.get("kind") != "add" or ptr.type.element.pointee not in (F32, F16, BF16)
+                                    or n not in ((2, 4) if ptr.type.element.pointee == F32 else (2, 4, 8))):
+        return (f"'{op.name}': vector={n!r} is an f32 add of 2 or 4 elements or an f16/bf16 add of 2, 4 or 8 "
+                "(PTX's vector atom)")
     nbytes = ptr.type.element.pointee.nbytes
     if type(n) is not int or n < 2 or n & (n - 1) or n * nbytes > 16:
         return f"'{op.name}': vector={n!r} is not a power of two from 2 to {16 // nbytes} ({nbytes}-byte elements, 16-byte accesses)"

@@ -22,7 +22,9 @@ acquire, release or acq_rel, ``tl.atomic_add``'s default acq_rel) on 32- or
 64-bit integers, or an f32/f64 add, is PTX's ``atom`` with that order and
 scope on global memory (``atom.acq_rel.gpu.global.add.f32``), as Triton writes it; the others (f16,
 bf16, float max/min/xchg/cas) keep CUDA's function between fences of the
-scope, before (release, acq_rel) and after (acquire, acq_rel). The fences
+scope, before (release, acq_rel) and after (acquire, acq_rel), unless the
+layouts stage gave them ``vector=N`` (sm_90: one PTX vector atom for N
+elements, f16 and bf16 too, as Triton's ``atom.add.noftz.v8.bf16``). The fences
 cost far more: a split-K matmul's atomic_add epilogue, two ``membar.gl`` an
 element, ran at 0.30x of Triton on the H200.
 """
@@ -184,23 +186,40 @@ def _vector_atom(em: "EmitContext", op: Op, ptr: str, value: str, storage: str, 
     """``vector=N`` (the layouts stage proved each run of N consecutive slots
     contiguous, aligned and under one mask value): the run's values are
     staged, and its last slot adds all N with one PTX vector ``atom`` (f32,
-    sm_90), whose old values fill the run's slots. The slot loop unrolls, so
-    ``k`` is a constant and the staging array lives in registers."""
+    f16 or bf16, sm_90), whose old values fill the run's slots. The slot loop
+    unrolls, so ``k`` is a constant and the staging arrays live in registers.
+    f16 and bf16 go as their 16-bit patterns (the ``h`` registers), as
+    Triton's ``atom.add.noftz.v8.bf16``."""
     n = op.attrs["vector"]
+    t = element_of(op.results[0].type)
     em.vector_stores += 1
     buffer = f"w{em.vector_stores}_at"  # the shape of a local (names.py keeps user names apart)
-    declare.append(f"float {buffer}[{n}];")
-    loop.lines.append(f"{buffer}[{loop.index} % {n}] = {value};")
     sem, scope = op.attrs["sem"], op.attrs["scope"]
     # relaxed is PTX's default order, and a qualifier only some releases accept
     order = "" if sem == "relaxed" else f".{sem}"
     olds = ", ".join(f"%{i}" for i in range(n))
     adds = ", ".join(f"%{n + 1 + i}" for i in range(n))
-    outputs = ", ".join(f'"=f"({storage}[{loop.index} - {n - 1 - i}])' for i in range(n))
-    inputs = ", ".join(f'"f"({buffer}[{i}])' for i in range(n))
-    atom = (f'asm volatile("atom{order}.{scope}.global.add.v{n}.f32 {{{olds}}}, [%{n}], {{{adds}}};" '
-            f': {outputs} : "l"(({ptr}) - {n - 1}), {inputs} : "memory");')
-    return [f"{loop.index} % {n} == {n - 1}"] + conditions, atom
+    address = f'"l"(({ptr}) - {n - 1})'
+    slot = [f"{storage}[{loop.index} - {n - 1 - i}]" for i in range(n)]
+    if t.bits == 32:
+        declare.append(f"float {buffer}[{n}];")
+        loop.lines.append(f"{buffer}[{loop.index} % {n}] = {value};")
+        outputs = ", ".join(f'"=f"({s})' for s in slot)
+        inputs = ", ".join(f'"f"({buffer}[{i}])' for i in range(n))
+        return [f"{loop.index} % {n} == {n - 1}"] + conditions, (
+            f'asm volatile("atom{order}.{scope}.global.add.v{n}.f32 {{{olds}}}, [%{n}], {{{adds}}};" '
+            f': {outputs} : {address}, {inputs} : "memory");')
+    half = CUDA.scalar_type(t)
+    declare.append(f"unsigned short {buffer}[{n}];")
+    declare.append(f"unsigned short {buffer}_old[{n}];")
+    loop.lines.append(f"{buffer}[{loop.index} % {n}] = __builtin_bit_cast(unsigned short, {value});")
+    outputs = ", ".join(f'"=h"({buffer}_old[{i}])' for i in range(n))
+    inputs = ", ".join(f'"h"({buffer}[{i}])' for i in range(n))
+    back = " ".join(f"{s} = __builtin_bit_cast({half}, {buffer}_old[{i}]);" for i, s in enumerate(slot))
+    ptx = "bf16" if t == BF16 else "f16"
+    return [f"{loop.index} % {n} == {n - 1}"] + conditions, (
+        f'asm volatile("atom{order}.{scope}.global.add.noftz.v{n}.{ptx} {{{olds}}}, [%{n}], {{{adds}}};" '
+        f': {outputs} : {address}, {inputs} : "memory"); {back}')
 
 
 def _zero(t: ScalarType) -> str:
