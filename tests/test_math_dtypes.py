@@ -651,3 +651,41 @@ def test_a_literal_in_u64_range_fills_a_u64_tile():
     run_kernel(build(FULL.format(dtype="tl.uint64").replace("200", "18446744073709551615"), signature="*u64",
                      BLOCK=16), (1,), [out])
     np.testing.assert_array_equal(out, np.full(16, 2**64 - 1, np.uint64))
+
+
+HALF_ARITHMETIC = """
+@mytriton.jit
+def k(x, y, out, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    a = tl.load(x + i)
+    b = tl.load(y + i)
+    tl.store(out + i, (a * b + a) - b)
+"""
+
+
+@pytest.mark.parametrize("element,ctype", [("fp16", "__half"), ("bf16", "__nv_bfloat16")])
+def test_a_16_bit_add_sub_or_mul_is_one_half_instruction(element, ctype):
+    """Triton's HMUL2/HADD2: no widening to f32 and rounding back (the same
+    result: f32 holds the exact product, and rounding a sum twice through
+    f32 gives the once-rounded one for 11- and 8-bit significands)."""
+    cuda = compile_text(kernel_source(HALF_ARITHMETIC), "cuda", signature=f"*{element}, *{element}, *{element}",
+                        defines={"BLOCK": 64})
+    assert "__hmul(" in cuda and "__hadd(" in cuda and "__hsub(" in cuda
+    assert "(float)" not in cuda
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("element", ["f16", "bf16"])
+def test_gpu_16_bit_arithmetic_matches_the_interpreter_bit_for_bit(kernel_module, element):
+    import ml_dtypes
+
+    dtype = np.float16 if element == "f16" else ml_dtypes.bfloat16
+    module = kernel_module(HALF_ARITHMETIC)
+    rng = np.random.default_rng(21)
+    x, y = (rng.standard_normal(1024) * 100).astype(dtype), rng.standard_normal(1024).astype(dtype)
+    outs = []
+    for backend in ("cuda", "interp"):
+        out = np.zeros(1024, dtype)
+        module.k[(1,)](x, y, out, BLOCK=1024, backend=backend)
+        outs.append(out.view(np.uint16))
+    np.testing.assert_array_equal(outs[0], outs[1])
