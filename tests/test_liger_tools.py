@@ -37,6 +37,15 @@ def test_an_op_that_timed_out_says_so():
     assert "tvd (timed out: mytriton) | 0 |" in liger_speed.summary([result])
 
 
+def test_an_op_whose_script_fails_says_where_and_why():
+    tail = ('Traceback (most recent call last):\n  File "benchmark_x.py", line 186, in <module>\n'
+            "TypeError: f() got an unexpected keyword argument 'k'\n")
+    result = {"op": "x", "triton": [], "mytriton": [], "triton_tail": tail, "mytriton_tail": tail}
+    line = liger_speed.summary([result]).splitlines()[-1]
+    assert line == ("| x (the script failed on triton and mytriton: TypeError: f() got an unexpected keyword "
+                    "argument 'k') | 0 | | | |")
+
+
 def test_the_script_runner_keeps_only_liger_speed_sweeps():
     import liger_speed_rows
 

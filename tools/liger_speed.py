@@ -135,6 +135,10 @@ def summary(results: list[dict]) -> str:
         matched = pairs(result)
         note = " (no script)" if result.get("missing") else ""
         note += "".join(f" (timed out: {side})" for side in SIDES if result.get(f"{side}_timed_out"))
+        failed = [side for side in SIDES if not result.get(side) and not result.get(f"{side}_timed_out")
+                  and "Traceback" in result.get(f"{side}_tail", "")]
+        if failed:
+            note += f" (the script failed on {' and '.join(failed)}: {last_error(result[failed[0] + '_tail'])})"
         if not matched:
             lines.append(f"| {result['op']}{note} | 0 | | | |")
             continue
@@ -145,6 +149,12 @@ def summary(results: list[dict]) -> str:
         lines.append(f"| {result['op']}{note} | {len(ratios)} | {geomean:.2f} | {worst[0]:.2f} | "
                      f"{provider} {mode} x={x} |")
     return "\n".join(lines)
+
+
+def last_error(log: str) -> str:
+    """The exception line that ends a traceback in ``log``, shortened."""
+    lines = [line for line in log.strip().splitlines() if line and not line.startswith(" ")]
+    return (lines[-1] if lines else "no message")[:160].replace("|", "/")
 
 
 def details(results: list[dict]) -> str:
