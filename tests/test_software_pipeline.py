@@ -357,10 +357,20 @@ def test_padded_pipelined_buffers_give_the_same_matmul_on_the_gpu(pad):
 
 
 def test_padding_never_takes_the_scratch_the_pipeline_left_room_for():
-    summed = variant("tl.store(c_ptr + c_rows * N + c_cols, acc,",
-                     "tl.store(c_ptr + c_rows * N + c_cols, acc - tl.max(acc, axis=1)[:, None],", MATMUL)
-    # 2 stages (32 KiB) + 16 KiB kept for the reduction fill 48 KiB: A stays unpadded.
+    summed = variant("acc += tl.dot(a, b)", "acc += tl.dot(a, b)\n        acc = acc - tl.max(acc, axis=1)[:, None]",
+                     MATMUL)
+    # 2 stages (32 KiB) + 16 KiB kept for the loop's reduction fill 48 KiB: A stays unpadded.
     tight = compile_text(summed, "layouts", num_stages=3, shared_budget=NO_OPT_IN, f32_default="ieee")
     assert "pipeline_stages=2" in tight and "pad=4" not in tight
     roomy = compile_text(summed, "layouts", num_stages=3, f32_default="ieee")  # sm_90's 227 KiB
     assert "pipeline_stages=3" in roomy and "padded_shared<pad=4" in roomy
+
+
+def test_an_epilogue_s_scratch_overlays_the_buffers_so_padding_fits_beside_it():
+    """A reduction after the loop uses its scratch over the staged buffers
+    (late_scratch), never beside them: the buffers are padded all the same."""
+    summed = variant("tl.store(c_ptr + c_rows * N + c_cols, acc,",
+                     "tl.store(c_ptr + c_rows * N + c_cols, acc - tl.max(acc, axis=1)[:, None],", MATMUL)
+    tight = compile_text(summed, "layouts", num_stages=3, shared_budget=NO_OPT_IN, f32_default="ieee")
+    assert "pipeline_stages=2" in tight and "padded_shared<pad=4" in tight
+    assert "shared_memory(bytes=34816, scratch=0, late_scratch=1024)" in tight

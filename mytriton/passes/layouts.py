@@ -849,6 +849,27 @@ def buffer_of(value: Value) -> Value:
     return value
 
 
+def after_the_buffers(kernel: Kernel) -> frozenset[Op]:
+    """The top-level ops after the last one that touches a shared buffer or
+    waits on an asynchronous copy or wgmma group (a dot's pipelined loop):
+    the epilogue, whose scratch the CUDA backend overlays on the buffers
+    once a barrier has let every thread's reads finish (its late scratch)."""
+    ops = kernel.body.ops
+    last = max((i for i, op in enumerate(ops) if touches_shared(op)), default=-1)
+    return frozenset(ops[last + 1:]) if last >= 0 else frozenset()
+
+
+def touches_shared(op: Op) -> bool:
+    """Whether ``op`` or an op in its regions reads or writes a shared
+    buffer or waits on (or is) an asynchronous copy or wgmma group."""
+    for inner in [op, *(o for region in op.regions for o in walk(region))]:
+        if inner.name in ("async_wait", "async_commit", "wgmma_wait") or inner.attrs.get("in_flight"):
+            return True
+        if any(isinstance(getattr(v, "type", None), SharedType) for v in [*inner.operands, *inner.results]):
+            return True
+    return False
+
+
 def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_BUDGET,
                    wgmma: bool = False) -> dict[Value, SharedLayout]:
     """Padding for the shared operands of dots, by the buffer they read (all
@@ -862,8 +883,10 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
     from mytriton.passes.software_pipeline import scratch_reserve
 
     allocs = [r for op in walk(kernel.body) if opdefs.lookup(op.name).allocates for r in op.results]
-    # The scratch the software-pipeline pass left room for stays free: padding never takes it.
-    used = sum(r.type.numel * r.type.element.nbytes for r in allocs) + scratch_reserve(kernel)
+    # The scratch the software-pipeline pass left room for stays free: padding never takes it. An
+    # epilogue's (after the buffers' last use) overlays the buffers instead: it must fit beside none.
+    used = sum(r.type.numel * r.type.element.nbytes for r in allocs) \
+        + scratch_reserve(kernel, overlaying=after_the_buffers(kernel))
     layouts: dict[Value, SharedLayout] = {}
     k_major = k_major_buffers(kernel) if wgmma else frozenset()
     for op in walk(kernel.body):

@@ -367,16 +367,18 @@ def _erase_dead(block) -> None:
             changed = True
 
 
-def scratch_reserve(kernel: Kernel, staged: frozenset[Op] = frozenset()) -> int:
+def scratch_reserve(kernel: Kernel, staged: frozenset[Op] = frozenset(), overlaying: frozenset[Op] = frozenset()) -> int:
     """Shared bytes to leave for the CUDA backend's scratch (reductions,
     layout changes, unstaged dots), which it sizes only while emitting: the
     largest tile such an op reads or makes, at 4 bytes an element at least.
     A layout change the layouts stage adds later is not foreseen. The dots
-    in ``staged`` are about to be staged: they need none."""
+    in ``staged`` are about to be staged: they need none; the ops in
+    ``overlaying`` run after the buffers' last use, where their scratch
+    overlays the buffers (the allocator's late scratch)."""
     reserve = 0
     for op in walk(kernel.body):
         opdef = opdefs.lookup(op.name)
-        if opdef is None or op.name == "dot_shared" or op in staged \
+        if opdef is None or op.name == "dot_shared" or op in staged or op in overlaying \
                 or opdef.layout_rule not in ("reduce", "convert", "dot"):
             continue
         sizes = []

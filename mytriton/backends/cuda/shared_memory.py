@@ -13,7 +13,8 @@ from __future__ import annotations
 from mytriton.ir import opdefs
 from mytriton.ir.layout_attributes import NvmmaShared
 from mytriton.ir.ssa import Kernel, Op, walk
-from mytriton.types import PointerType, SharedType, Type, element_of
+from mytriton.passes.layouts import touches_shared
+from mytriton.types import PointerType, Type, element_of
 
 
 def aligned(nbytes: int, alignment: int = 16) -> int:
@@ -68,21 +69,8 @@ def late_ops(kernel: Kernel) -> set:
     the barrier after it (every thread's copies have landed, every group's
     reads are done), so their scratch may overlay the buffers."""
     ops = kernel.body.ops
-    last = -1
-    for index, op in enumerate(ops):
-        if _touches_buffers(op):
-            last = index
+    last = max((i for i, op in enumerate(ops) if touches_shared(op)), default=-1)
     if last < 0:
         return set()
     barrier = next((i for i in range(last + 1, len(ops)) if ops[i].name == "barrier"), None)
     return set(ops[barrier + 1:]) if barrier is not None else set()
-
-
-def _touches_buffers(op: Op) -> bool:
-    for inner in [op, *(o for region in op.regions for o in walk(region))]:
-        if inner.name in ("async_wait", "async_commit", "wgmma_wait") or inner.attrs.get("in_flight"):
-            return True
-        values = [*inner.operands, *inner.results]
-        if any(isinstance(getattr(v, "type", None), SharedType) for v in values):
-            return True
-    return False
