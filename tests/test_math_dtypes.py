@@ -670,7 +670,7 @@ def test_a_16_bit_add_sub_or_mul_is_one_half_instruction(element, ctype):
     f32 gives the once-rounded one for 11- and 8-bit significands)."""
     cuda = compile_text(kernel_source(HALF_ARITHMETIC), "cuda", signature=f"*{element}, *{element}, *{element}",
                         defines={"BLOCK": 64})
-    assert "__hmul(" in cuda and "__hadd(" in cuda and "__hsub(" in cuda
+    assert "__hmul_rn(" in cuda and "__hadd_rn(" in cuda and "__hsub_rn(" in cuda  # _rn: never fused into an fma
     assert "(float)" not in cuda
 
 

@@ -35,7 +35,7 @@ class CValue:
 Arg = CValue | Const | None
 
 _CMP = {"cmp_lt": "<", "cmp_le": "<=", "cmp_gt": ">", "cmp_ge": ">=", "cmp_eq": "==", "cmp_ne": "!="}
-_HALF_ARITH = {"add": "__hadd", "sub": "__hsub", "mul": "__hmul"}
+_HALF_ARITH = {"add": "__hadd_rn", "sub": "__hsub_rn", "mul": "__hmul_rn"}
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "/", "mod": "%", "xor": "^",
            "shl": "<<", "shr": ">>"}
 # Math functions, computed in f32: one spelling per op of the op table's
@@ -208,9 +208,10 @@ def render(op: Op, args: list[Arg]) -> str:
         t = compute_type(promote(*(element_of(a.type) for a in args)))
         return f"({as_type(args[0], t)} {_CMP[name]} {as_type(args[1], t)})"
     if name in _HALF_ARITH and element in (F16, BF16):
-        # The tensor-core era's half arithmetic, one instruction (HMUL2, HADD2; bf16 on sm_80 as an fma),
-        # where f32 would take two widenings and a rounding: the same result, as f32 holds the exact
-        # product, and a sum rounds twice innocuously (24 bits >= 2 x 11 + 2).
+        # Half arithmetic in one instruction (HMUL2, HADD2; bf16 on sm_80 as an fma), where f32 would
+        # take two widenings and a rounding: the same result, as f32 holds the exact product, and a sum
+        # rounds twice innocuously (24 bits >= 2 x 11 + 2). The _rn forms are never contracted into an
+        # fma (rounded once: the interpreter rounds the product), as the f32 path's rounding kept them.
         return f"{_HALF_ARITH[name]}({as_type(args[0], element)}, {as_type(args[1], element)})"
     t = compute_type(element)
     values = [as_type(a, t) for a in args]
