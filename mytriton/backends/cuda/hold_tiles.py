@@ -38,6 +38,7 @@ rendered.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from mytriton.backends.cuda.shared_memory import element_bytes
 from mytriton.backends.cuda.statements import Statements, own_storage, statements
@@ -122,36 +123,27 @@ def approximations_read_twice(kernel: Kernel, found: Statements) -> list[Op]:
 def approximations_reached(op: Op, held: frozenset = frozenset()) -> list[OpResult]:
     """Tile approximations that ``op`` reads, directly or through pure tile
     ops, not looking past a value in ``held``."""
+    return _tiles_reached(op, is_approximation, held)
+
+
+def loads_reached(op: Op) -> list[OpResult]:
+    """Loaded tiles that ``op`` reads, directly or through pure tile ops."""
+    return _tiles_reached(op, lambda producer: producer.name == "load")
+
+
+def _tiles_reached(op: Op, wanted: Callable[[Op], bool], held: frozenset = frozenset()) -> list[OpResult]:
+    """The tiles ``op`` reads, directly or through pure tile ops (not past a
+    load, a materialized tile or a value in ``held``), whose producer is ``wanted``."""
     found, seen = [], set()
-    work = [o for o in op.operands if is_tile(o)]
-    if op.name == "for":
-        work = [o for o in op.operands[3:] if is_tile(o)]
+    work = [o for o in (op.operands[3:] if op.name == "for" else op.operands) if is_tile(o)]
     while work:
         value = work.pop()
         if value in seen or not isinstance(value, OpResult) or value in held:
             continue
         seen.add(value)
-        if is_approximation(value.op):
+        if wanted(value.op):
             found.append(value)
         if not is_materialized(value) and value.op.name != "load":
-            work.extend(o for o in value.op.operands if is_tile(o))
-    return found
-
-
-def loads_reached(op: Op) -> list[OpResult]:
-    """Loaded tiles that ``op`` reads, directly or through pure tile ops."""
-    found, seen = [], set()
-    work = [o for o in op.operands if is_tile(o)]
-    if op.name == "for":
-        work = [o for o in op.operands[3:] if is_tile(o)]
-    while work:
-        value = work.pop()
-        if value in seen or not isinstance(value, OpResult):
-            continue
-        seen.add(value)
-        if value.op.name == "load":
-            found.append(value)
-        elif not is_materialized(value):
             work.extend(o for o in value.op.operands if is_tile(o))
     return found
 
