@@ -82,7 +82,7 @@ class CStyleLanguage:
     def truncate_tf32(self, target: str, value: str) -> str:
         """A statement setting the float ``target`` to the f32 ``value`` as
         the tensor cores read a TF32 operand: the low 13 mantissa bits cleared."""
-        return f"{target} = __uint_as_float(__float_as_uint({value}) & 0xFFFFE000u);"
+        raise CompileError(f"{type(self).__name__} has no TF32 truncation")
 
     def is_nan(self, x: str) -> str:
         return f"(({x}) != ({x}))"

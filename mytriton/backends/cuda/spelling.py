@@ -110,6 +110,9 @@ class CudaLanguage(CStyleLanguage):
         return (f"{{ unsigned int tf32_bits; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(tf32_bits) : \"f\"({value})); "
                 f"{target} = __uint_as_float(tf32_bits); }}")
 
+    def truncate_tf32(self, target: str, value: str) -> str:
+        return f"{target} = __uint_as_float(__float_as_uint({value}) & 0xFFFFE000u);"
+
     def from_float(self, expr: str, t: ScalarType) -> str:
         return f"{'__float2half' if t == F16 else '__float2bfloat16'}({expr})"
 

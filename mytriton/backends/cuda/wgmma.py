@@ -66,12 +66,13 @@ WARPGROUP = 4  # warps that issue one wgmma together
 # 128x256x32 on 8 warps).
 WARPGROUP_INDEX = "mytriton_warpgroup"
 
+LAYOUT_TYPE = {128: 1, 64: 2, 32: 3}  # the descriptor's layout type of each swizzle
+TYPES = {F16: "f16", BF16: "bf16", F32: "tf32"}  # f32 operands: a TF32 dot
+
 
 def warpgroup_index_line(thread_id: str) -> str:
     return (f"const unsigned {WARPGROUP_INDEX} = __shfl_sync(0xffffffffu, {thread_id} / {32 * WARPGROUP}, 0);"
             "  // this thread's warpgroup, the same across its warp")
-LAYOUT_TYPE = {128: 1, 64: 2, 32: 3}  # the descriptor's layout type of each swizzle
-TYPES = {F16: "f16", BF16: "bf16", F32: "tf32"}  # f32 operands: a TF32 dot
 
 
 def descriptor(address: str, swizzle: int, leading: int, stride: int) -> str:
