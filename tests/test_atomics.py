@@ -425,16 +425,44 @@ def test_sem_and_scope_choose_the_atom_order_and_scope():
 
 
 def test_an_ordered_atomic_without_an_atom_form_keeps_cuda_between_fences():
-    """f16 adds and float max (through the integers' order) have no ordered
-    atom here: CUDA's function between fences of the scope."""
+    """Float max (through the integers' order) has no ordered atom here:
+    CUDA's function between fences of the scope."""
     cuda = _cuda("""
     @mytriton.jit
-    def k(p, q):
-        tl.atomic_add(p, 1.0, sem="acq_rel")
+    def k(q):
         tl.atomic_max(q, 1.0, sem="release", scope="cta")
-    """, "*fp16, *fp32")
-    assert "__threadfence(); (*reinterpret_cast<__half*>(smem)) = atomicAdd(" in cuda
+    """, "*fp32")
     assert "{ __threadfence_block(); (*reinterpret_cast<float*>(smem)) = (!signbit(" in cuda
+
+
+@pytest.mark.parametrize("element,ptx,arch", [("fp16", "f16", 700), ("bf16", "bf16", 900)])
+def test_an_ordered_16_bit_add_is_one_atom_where_the_target_has_it(element, ptx, arch):
+    """f16 from sm_70, bf16 from sm_90 (Triton's atom.acq_rel.gpu.global.add.noftz.bf16);
+    before that, CUDA's atomicAdd between the scope's fences (the helper tests __CUDA_ARCH__)."""
+    cuda = _cuda("""
+    @mytriton.jit
+    def k(p):
+        tl.atomic_add(p, 1.0, sem="acq_rel")
+    """, f"*{element}")
+    assert f"= __mytriton_atom_add_acq_rel_gpu_{ptx}(" in cuda
+    assert f"#if __CUDA_ARCH__ >= {arch}\n" in cuda
+    assert f'asm volatile("atom.acq_rel.gpu.global.add.noftz.{ptx} %0, [%1], %2;"' in cuda
+    assert "#else\n  __threadfence(); const" in cuda
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch,fences", [("sm_90", 0), ("sm_80", 2)])
+def test_an_ordered_bf16_add_builds_with_nvcc_before_and_after_sm_90(arch, fences):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = _cuda("""
+    @mytriton.jit
+    def k(p):
+        tl.atomic_add(p, 1.0, sem="acq_rel")
+    """, "*bf16")
+    ptx = compile_ptx(cuda, arch)
+    assert ptx.count("membar.gl") == fences
+    assert ("atom.acq_rel.gpu.global.add.noftz.bf16" in ptx) is (arch == "sm_90")
 
 
 def test_an_f32_tile_add_is_one_ordered_atom_an_element_and_no_fence():
@@ -744,6 +772,30 @@ def test_gpu_16_bit_vector_atomic_adds_accumulate_and_return_the_old_values(kern
                         signature=f"*{'fp16' if element == 'f16' else 'bf16'}:16, " * 3 + "i32:16",
                         defines={"BLOCK": 1024})
     assert ".noftz.v8." in cuda
+
+
+SCATTER_ADD = """
+@mytriton.jit
+def k(p, x, index, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    o = tl.atomic_add(p + tl.load(index + offs), tl.load(x + offs))
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("element", ["f16", "bf16"])
+def test_gpu_16_bit_atomic_adds_at_scattered_addresses_add_each_element_once(kernel_module, element):
+    """Addresses the axis analysis cannot prove contiguous: one ordered atom an element (sm_90)."""
+    dtype = np.float16 if element == "f16" else ml_dtypes.bfloat16
+    module = kernel_module(SCATTER_ADD)
+    rng = np.random.default_rng(15)
+    index = rng.permutation(1024).astype(np.int32)
+    start, x = rng.standard_normal(1024).astype(dtype), rng.standard_normal(1024).astype(dtype)
+    p = start.copy()
+    module.k[(1,)](p, x, index, BLOCK=1024)
+    expected = start.copy()
+    expected[index] = (start[index].astype(np.float32) + x.astype(np.float32)).astype(dtype)
+    np.testing.assert_array_equal(p.astype(np.float32), expected.astype(np.float32))
 
 
 @pytest.mark.parametrize("arch,vectors", [("sm_80", False), ("sm_89", False), ("sm_90", True), ("sm_90a", True),

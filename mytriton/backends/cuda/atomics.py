@@ -20,8 +20,9 @@ a non-negative value by signed ``atomicMax``, a negative one by unsigned
 on their bits. CUDA's atomics are relaxed. An ordered one (``sem``
 acquire, release or acq_rel, ``tl.atomic_add``'s default acq_rel) on 32- or
 64-bit integers, or an f32/f64 add, is PTX's ``atom`` with that order and
-scope on global memory (``atom.acq_rel.gpu.global.add.f32``), as Triton writes it; the others (f16,
-bf16, float max/min/xchg/cas) keep CUDA's function between fences of the
+scope on global memory (``atom.acq_rel.gpu.global.add.f32``), as Triton writes it; an f16 or bf16
+add too where the target has it (a helper that tests ``__CUDA_ARCH__``: f16 from sm_70, bf16 from
+sm_90); the others (float max/min/xchg/cas) keep CUDA's function between fences of the
 scope, before (release, acq_rel) and after (acquire, acq_rel), unless the
 layouts stage gave them ``vector=N`` (sm_90: one PTX vector atom for N
 elements, f16 and bf16 too, as Triton's ``atom.add.noftz.v8.bf16``). The fences
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element, c_literal
 from mytriton.backends.cuda.expressions import as_type
-from mytriton.backends.cuda.spelling import CUDA
+from mytriton.backends.cuda.spelling import CUDA, SCOPE_FENCES
 from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.slots import SlotLoop, linear_index
 from mytriton.ir.ssa import Op, walk
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
 _FUNCTIONS = {"add": "atomicAdd", "max": "atomicMax", "min": "atomicMin", "and": "atomicAnd",
               "or": "atomicOr", "xor": "atomicXor", "xchg": "atomicExch", "cas": "atomicCAS"}
 _SCOPE_SUFFIX = {"gpu": "", "cta": "_block", "sys": "_system"}
-_FENCES = {"gpu": "__threadfence();", "cta": "__threadfence_block();", "sys": "__threadfence_system();"}
 _U64 = "unsigned long long"
 # The C functions atomics call (a parameter of that name would hide one: names.py renames it).
 ATOMIC_CALLED = frozenset([f + suffix for f in _FUNCTIONS.values() for suffix in _SCOPE_SUFFIX.values()]
@@ -128,6 +128,8 @@ def ordered_atom(op: Op, target: str, ptr: str, args: list[str]) -> str | None:
     sem = op.attrs["sem"]
     t = element_of(op.results[0].type)
     kind = op.attrs.get("kind", "cas")
+    if sem != "relaxed" and kind == "add" and t in (F16, BF16):
+        return f"{target} = {CUDA.ordered_half_add(sem, op.attrs['scope'], t, ptr, args[0])};"
     ptx_type = _ptx_type(kind, t)
     if sem == "relaxed" or ptx_type is None:
         return None
@@ -147,7 +149,7 @@ def apply_atomic(op: Op, target: str, ptr: str, args: list[str]) -> str:
 
 def fenced(op: Op, target: str, call: str) -> str:
     """``target = call;`` between the fences ``sem`` asks for."""
-    sem, fence = op.attrs["sem"], _FENCES[op.attrs["scope"]]
+    sem, fence = op.attrs["sem"], SCOPE_FENCES[op.attrs["scope"]]
     before = fence + " " if sem in ("release", "acq_rel") else ""
     after = " " + fence if sem in ("acquire", "acq_rel") else ""
     return f"{before}{target} = {call};{after}"

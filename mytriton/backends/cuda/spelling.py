@@ -8,6 +8,30 @@ from mytriton.types import BF16, F16, F32, F64, ScalarType
 FULL_MASK = "0xffffffffu"  # every lane of a warp takes part in a shuffle
 
 
+# A memory fence of each atomic scope.
+SCOPE_FENCES = {"gpu": "__threadfence();", "cta": "__threadfence_block();", "sys": "__threadfence_system();"}
+
+
+def half_atomic_name(sem: str, scope: str, t: ScalarType) -> str:
+    return f"__mytriton_atom_add_{sem}_{scope}_{'bf16' if t == BF16 else 'f16'}"
+
+
+def _half_atomic_helper(sem: str, scope: str, t: ScalarType) -> str:
+    ctype, ptx, arch = ("__nv_bfloat16", "bf16", 900) if t == BF16 else ("__half", "f16", 700)
+    before = SCOPE_FENCES[scope] if sem in ("release", "acq_rel") else ""
+    after = SCOPE_FENCES[scope] if sem in ("acquire", "acq_rel") else ""
+    return (f"static __device__ __forceinline__ {ctype} {half_atomic_name(sem, scope, t)}({ctype}* p, {ctype} v) {{\n"
+            f"#if __CUDA_ARCH__ >= {arch}\n"
+            f'  unsigned short old; asm volatile("atom.{sem}.{scope}.global.add.noftz.{ptx} %0, [%1], %2;" '
+            f': "=h"(old) : "l"(p), "h"(__builtin_bit_cast(unsigned short, v)) : "memory");\n'
+            f"  return __builtin_bit_cast({ctype}, old);\n"
+            "#else\n"
+            f"  {before} const {ctype} old = atomicAdd(p, v); {after}\n"
+            "  return old;\n"
+            "#endif\n"
+            "}")
+
+
 class CudaLanguage(CStyleLanguage):
     half_names = {F16: "__half", BF16: "__nv_bfloat16"}
     kernel_prefix = 'extern "C" __global__ void'
@@ -81,14 +105,24 @@ class CudaLanguage(CStyleLanguage):
 
     # Device functions generated code calls by name, each defined (before the
     # kernel) only in code that calls it.
-    helpers = {
+    helpers: dict[str, str] = {
         math_functions.DIV_FULL_F32: (
             f"static __device__ __forceinline__ float {math_functions.DIV_FULL_F32}(float a, float b) {{ float q; "
             'asm("div.full.f32 %0, %1, %2;" : "=f"(q) : "f"(a), "f"(b)); return q; }'),
         math_functions.EX2_FTZ_F32: (
             f"static __device__ __forceinline__ float {math_functions.EX2_FTZ_F32}(float x) {{ float y; "
             'asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }'),
+        # ordered f16/bf16 atomic adds (ordered_half_add)
+        **{half_atomic_name(sem, scope, t): _half_atomic_helper(sem, scope, t)
+           for sem in ("acquire", "release", "acq_rel") for scope in SCOPE_FENCES for t in (F16, BF16)},
     }
+
+    def ordered_half_add(self, sem: str, scope: str, t: ScalarType, ptr: str, value: str) -> str:
+        """An ordered (``sem`` acquire, release or acq_rel) f16/bf16 atomic add
+        at ``ptr``, its old value: one PTX ``atom`` where the target has it
+        (f16 from sm_70, bf16 from sm_90), CUDA's ``atomicAdd`` between the
+        fences of ``scope`` elsewhere (its helper tests ``__CUDA_ARCH__``)."""
+        return f"{half_atomic_name(sem, scope, t)}({ptr}, {value})"
 
     def divide(self, a: str, b: str, t: ScalarType) -> str:
         """``a / b`` as Triton's ``/`` computes it: f32 by div.full.f32
