@@ -55,3 +55,24 @@ def test_the_script_runner_keeps_only_liger_speed_sweeps():
     run(metric_name="memory", kernel_providers=["huggingface", "liger"], x_values=[1])
     run(metric_name="speed", kernel_providers=["torch"], x_values=[1])
     assert calls == [{"metric_name": "speed", "kernel_providers": ["liger", "liger-fp32-accum"], "x_values": [1]}]
+
+
+def test_the_gpu_timer_s_quantiles_interpolate_as_torch_quantile_does():
+    import liger_speed_rows
+    import numpy as np
+
+    values = [0.31, 0.12, 0.5, 0.27, 0.44, 0.2, 0.9]
+    for q in (0.0, 0.2, 0.5, 0.8, 1.0):
+        assert abs(liger_speed_rows.quantile(values, q) - float(np.quantile(values, q))) < 1e-12
+
+
+def test_the_gpu_timer_replaces_the_do_bench_that_liger_s_scripts_call(monkeypatch):
+    import types
+
+    import liger_speed_rows
+
+    testing = types.SimpleNamespace(do_bench=None)
+    monkeypatch.setitem(sys.modules, "triton", types.SimpleNamespace(testing=testing))
+    monkeypatch.setitem(sys.modules, "triton.testing", testing)
+    liger_speed_rows.use_gpu_timer()
+    assert testing.do_bench is liger_speed_rows.gpu_do_bench

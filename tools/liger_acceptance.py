@@ -114,13 +114,15 @@ SIDES = ("triton", "mytriton")
 
 
 def prepare(mirror: Path, tag: str, python_version: str) -> None:
-    """Liger's source at ``tag`` from a clone (``git archive``: src/, test/,
-    the benchmark scripts and its licence), and the plugin wheels for the GPU
+    """Liger's source at ``tag`` from a clone (``git archive``: src/, test/
+    (the grpo_loss benchmark imports its model from test/chunked_loss), the
+    benchmark scripts and its licence), and the plugin wheels for the GPU
     machine's Python."""
     if SOURCE.exists():
         shutil.rmtree(SOURCE)
     SOURCE.mkdir(parents=True)
-    paths = ["src", "test/__init__.py", "test/conftest.py", "test/utils.py", "test/transformers", "LICENSE",
+    paths = ["src", "test/__init__.py", "test/conftest.py", "test/utils.py", "test/transformers",
+             "test/chunked_loss", "LICENSE",
              "pyproject.toml", "setup.py", "benchmark/__init__.py", "benchmark/scripts"]
     archive = subprocess.run(["git", "-C", str(mirror), "archive", tag, *paths], check=True, capture_output=True)
     subprocess.run(["tar", "-x", "-C", str(SOURCE)], input=archive.stdout, check=True)

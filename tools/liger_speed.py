@@ -73,6 +73,8 @@ def run_side(side: str, script: Path, args: argparse.Namespace) -> tuple[list[di
     env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["LIGER_BENCH_TARGET"] = side
     env.update(dict(item.split("=", 1) for item in args.env))
+    if getattr(args, "timer", "do_bench") == "gpu":
+        env["LIGER_SPEED_TIMER"] = "gpu"
     command = [sys.executable, str(script), *args.script_args]
     if not args.all_rows:
         command[1:1] = [str(ROWS)]
@@ -177,9 +179,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--all-rows", action="store_true",
                         help="run the scripts' reference providers and memory sweeps too (default: "
                              "only Liger's speed rows, through tools/liger_speed_rows.py)")
+    parser.add_argument("--timer", choices=("do_bench", "gpu"), default="do_bench",
+                        help="gpu: time each call's kernels with the host kept ahead of the GPU "
+                             "(tools/liger_speed_rows.py's gpu_do_bench), not the scripts' do_bench")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="set for both sides")
     parser.add_argument("script_args", nargs="*", help="after --: arguments for every script")
     args = parser.parse_args(argv)
+    if args.timer == "gpu" and args.all_rows:
+        parser.error("--timer gpu times Liger's rows through tools/liger_speed_rows.py: leave out --all-rows")
     if args.merge:
         results = [r for path in args.merge for r in json.loads(path.read_text())]
     else:

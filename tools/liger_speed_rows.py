@@ -6,11 +6,22 @@ script's time, so ``run_benchmarks`` (the one place every script hands its
 sweeps to) is wrapped to skip them; the script itself runs unchanged.
 
     python tools/liger_speed_rows.py benchmark/scripts/benchmark_rms_norm.py [script args]
+
+With ``LIGER_SPEED_TIMER=gpu`` the scripts' ``triton.testing.do_bench`` is
+replaced by ``gpu_do_bench``: the same calls and the same L2 flush before
+each, but timed with the host kept ahead of the GPU, so that each figure is
+the GPU's time for the call's kernels alone. Liger's small rows (under ~0.1
+ms) are otherwise bound by the host's work per call on both sides (the
+torch wrapper, autograd, the launch), and their ratios swing 0.2-2x from one
+run to the next with the host's noise.
 """
 from __future__ import annotations
 
+import os
 import runpy
+import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -29,6 +40,83 @@ def liger_speed_only(run_benchmarks: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+# What Triton's do_bench flushes: 256 MiB of L2-evicting writes before each timed call.
+FLUSH_BYTES = 256 * 1024 * 1024
+# Calls timed per backlog: the GPU is held behind a sleep long enough for the host to
+# queue this many calls (at its measured pace, with a margin) before it reaches them.
+BATCH = 20
+SLEEP_MARGIN = 2.0
+# _sleep counts SM clock cycles; the H200's clock is at most 1.98 GHz, so this errs long.
+CYCLES_PER_S = 2e9
+
+
+def gpu_do_bench(fn: Callable[[], Any], warmup: float = 25, rep: float = 100, grad_to_none: Any = None,
+                 quantiles: Any = None, return_mode: str = "mean") -> Any:
+    """``triton.testing.do_bench``'s result (the same signature, flush and
+    gradient clearing before each call), each call timed by events between
+    which the GPU never waits for the host: a batch of calls is queued
+    behind a ``torch.cuda._sleep`` that outlasts the host's time to queue
+    them. A call that synchronises drains the backlog, and its figure then
+    holds the host's time as do_bench's does."""
+    import torch
+
+    cuda = torch.cuda
+    cache = torch.empty(FLUSH_BYTES // 4, dtype=torch.int, device="cuda")
+
+    def before() -> None:
+        for tensor in grad_to_none or ():
+            tensor.grad = None
+        cache.zero_()
+
+    fn()
+    cuda.synchronize()
+    host = time.perf_counter()
+    for _ in range(5):
+        before()
+        fn()
+    host_s = (time.perf_counter() - host) / 5  # the host's time a call, the GPU's bounded above by it
+    cuda.synchronize()
+    count = max(1, min(1000, int(rep / max(host_s * 1e3, 1e-3))))
+    for _ in range(max(1, min(1000, int(warmup / max(host_s * 1e3, 1e-3))))):
+        fn()
+    times: list[float] = []
+    while len(times) < count:
+        batch = min(BATCH, count - len(times))
+        starts = [cuda.Event(enable_timing=True) for _ in range(batch)]
+        ends = [cuda.Event(enable_timing=True) for _ in range(batch)]
+        cuda.synchronize()
+        cuda._sleep(int(host_s * batch * SLEEP_MARGIN * CYCLES_PER_S))
+        for start, end in zip(starts, ends):
+            before()
+            start.record()
+            fn()
+            end.record()
+        cuda.synchronize()
+        times.extend(s.elapsed_time(e) for s, e in zip(starts, ends))
+    if quantiles is not None:
+        picked = [quantile(times, q) for q in quantiles]
+        return picked[0] if len(picked) == 1 else picked
+    return {"min": min, "max": max, "median": statistics.median, "all": list}.get(
+        return_mode, statistics.fmean)(times)
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The ``q`` quantile with linear interpolation (torch.quantile's, which do_bench uses)."""
+    ordered = sorted(values)
+    at = q * (len(ordered) - 1)
+    low = int(at)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+
+
+def use_gpu_timer() -> None:
+    """Every later ``triton.testing.do_bench`` (Triton's or, under
+    mytriton.as_triton, mytriton's) is ``gpu_do_bench``."""
+    import triton.testing
+
+    triton.testing.do_bench = gpu_do_bench
+
+
 def main(argv: list[str]) -> None:
     script = Path(argv[0]).resolve()
     sys.argv = [str(script), *argv[1:]]
@@ -36,6 +124,8 @@ def main(argv: list[str]) -> None:
     import utils  # Liger's benchmark/scripts/utils.py, which its scripts import by that name
 
     utils.run_benchmarks = liger_speed_only(utils.run_benchmarks)
+    if os.environ.get("LIGER_SPEED_TIMER") == "gpu":
+        use_gpu_timer()
     runpy.run_path(str(script), run_name="__main__")
 
 
