@@ -384,12 +384,17 @@ def mark_vector_atomics(kernel: Kernel, runs: dict[Op, tuple[int, int]]) -> None
 
 
 def preferred_layouts(kernel: Kernel, widths: dict[Op, int], num_warps: int) -> dict[tuple[int, ...], Blocked]:
-    """A vectorised layout for each tile shape all of whose loads and stores
-    move at least two elements per access; not for shapes a dot touches."""
+    """A vectorised layout for each tile shape one of whose loads or stores
+    moves at least two elements per access, as wide as the widest of them;
+    not for shapes a dot touches. The others of the shape then take their
+    proven width within it (a gather one element at a time): Triton's
+    coalescing gives a load the widest vector among the accesses of its
+    shape and order, so one gather (Liger's group norm reads its weights by
+    channel) does not narrow the row's contiguous loads and stores."""
     by_shape: dict[tuple[int, ...], int] = {}
     for op, width in widths.items():
         shape = op.operands[0].type.shape
-        by_shape[shape] = min(by_shape.get(shape, width), width)
+        by_shape[shape] = max(by_shape.get(shape, width), width)
     for op in walk(kernel.body):
         if opdefs.lookup(op.name).layout_rule == "dot":
             for value in list(op.operands) + list(op.results):
