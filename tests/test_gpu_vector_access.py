@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import mytriton
+import mytriton.language as tl
 from conftest import ROOT, load_sample
 
 pytestmark = pytest.mark.gpu
@@ -103,3 +104,31 @@ def test_layer_norm_matches_numpy(rows, cols, offset):
     np.testing.assert_allclose(y.cpu().numpy(), (x - mu) / sigma * w + b, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(mean.cpu().numpy(), mu[:, 0], rtol=1e-5, atol=1e-5)
     assert ("vector=4" in handle.asm["layouts"]) == (cols % 16 == 0 and offset % 4 == 0)
+
+
+@mytriton.jit
+def scale_by_channel(x_ptr, w_ptr, out_ptr, n, per_channel, BLOCK: tl.constexpr):
+    """Group norm's normalising pass in small: a contiguous row, the weight of
+    each element's channel gathered (offs // per_channel), the row stored."""
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + row * n + offs, mask=mask, other=0.0)
+    w = tl.load(w_ptr + offs // per_channel, mask=mask, other=0.0)
+    tl.store(out_ptr + row * n + offs, x * w, mask=mask)
+
+
+@pytest.mark.parametrize("n, per_channel", [(2048, 512), (2048, 3), (1000, 7)])
+def test_a_gather_beside_a_contiguous_row_leaves_the_row_its_vectors(n, per_channel):
+    torch = torch_cuda()
+    rows = 6
+    rng = np.random.default_rng(n + per_channel)
+    x = rng.standard_normal((rows, n)).astype(np.float16)
+    w = rng.standard_normal(-(-n // per_channel)).astype(np.float16)
+    out = device(torch, np.full((rows, n), np.nan, np.float16))
+    handle = scale_by_channel[(rows,)](device(torch, x), device(torch, w), out, n, per_channel, BLOCK=2048,
+                                       backend="cuda")
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(out.cpu().numpy(), x * w[np.arange(n) // per_channel])
+    layouts = handle.asm["layouts"]
+    assert ("vector=8" in layouts) == (n % 16 == 0)  # the row's load and store; the gather has none
