@@ -14,6 +14,12 @@ paired by (kernel, mode, size, config) and each pair's ratio printed:
 Triton's milliseconds over mytriton's, so 1.0 is parity and above 1.0 is
 faster. Exit status 0 when every ratio is at least ``--target`` (0.9).
 
+Rows under ~0.1 ms are bound by the host's work a call on both sides (the
+torch wrapper, autograd, the launch: 50-100 us), which do_bench's flush does
+not hide, and their ratios then swing from run to run. ``--timer gpu`` times
+each call's kernels alone (tools/liger_speed_rows.py's ``gpu_do_bench``: the
+host kept ahead of the GPU), which tells a slow kernel from a busy host.
+
 What it needs: .liger/src made by ``tools/liger_acceptance.py prepare``
 (src/ and benchmark/scripts/); the GPU machine's torch, triton and
 transformers. Liger's scripts read their version from the installed
