@@ -70,14 +70,20 @@ def gpu_do_bench(fn: Callable[[], Any], warmup: float = 25, rep: float = 100, gr
 
     fn()
     cuda.synchronize()
+    # Five calls, as do_bench estimates: the host's time a call sizes the sleeps, the
+    # longer of it and the GPU's the counts (rep and warmup are milliseconds).
+    first, last = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
     host = time.perf_counter()
+    first.record()
     for _ in range(5):
         before()
         fn()
-    host_s = (time.perf_counter() - host) / 5  # the host's time a call, the GPU's bounded above by it
+    last.record()
+    host_s = (time.perf_counter() - host) / 5
     cuda.synchronize()
-    count = max(1, min(1000, int(rep / max(host_s * 1e3, 1e-3))))
-    for _ in range(max(1, min(1000, int(warmup / max(host_s * 1e3, 1e-3))))):
+    call_ms = max(host_s * 1e3, first.elapsed_time(last) / 5, 1e-3)
+    count = max(1, min(1000, int(rep / call_ms)))
+    for _ in range(max(1, min(1000, int(warmup / call_ms)))):
         fn()
     times: list[float] = []
     while len(times) < count:
