@@ -47,11 +47,19 @@ def shared_memory_budget(arch: str = DEFAULT_ARCH) -> int:
 # The default target's budget (sm_90: 227 KiB = 232448 bytes).
 SHARED_MEMORY_BUDGET = shared_memory_budget(DEFAULT_ARCH)
 
-# Tile elements per thread. Past 255 registers spill anyway; the bound is nvcc's
-# time on the fully unrolled slot loops: a 512-slot load and sum build in ~3.5 s,
-# 1024 in ~11 s. 512 admits a 65536-element row on 4 warps, which Triton
-# libraries launch (Liger-Kernel's group norm).
-MAX_ELEMENTS_PER_THREAD = 512
+# Tile elements per thread that a slot loop unrolls wholly (its arrays then live in
+# registers). Past 255 registers spill anyway; the bound is nvcc's time on fully
+# unrolled slot loops: a 512-slot load and sum build in ~3.5 s, 1024 in ~11 s. 512
+# admits a 65536-element row on 4 warps, which Triton libraries launch (Liger-Kernel's
+# group norm). Reductions, scans, atomics, layout changes and dots stop there.
+MAX_UNROLLED_ELEMENTS_PER_THREAD = 512
+# Loads, stores and the arithmetic between them go on past that as real loops (unrolled
+# by SLOT_LOOP_UNROLL) over arrays in local memory, as Triton's spills would hold them
+# (Liger-Kernel's multi-token attention masks a 512x512 tile on 4 warps: 2048 a thread),
+# up to this bound: a thread's array of one f32 tile is then 32 KiB, and the driver
+# reserves local memory for every thread that can be resident.
+MAX_ELEMENTS_PER_THREAD = 8192
+SLOT_LOOP_UNROLL = 4
 
 
 def budget_text(budget: int) -> str:

@@ -1,9 +1,14 @@
 """How tiles are spread over threads on the GPU: values read in the layout
 they live in stay in registers; others go through shared memory, within a
-48 KiB budget; tiles too large for the threads' registers are refused."""
+48 KiB budget; past 512 elements a thread, loads and stores run as loops over
+arrays in local memory, and tiles too large even for those are refused."""
+import re
+
 import numpy as np
 import pytest
 
+import mytriton
+import mytriton.language as tl
 from conftest import compile_text, kernel_source
 from mytriton.diagnostics import CompileError
 
@@ -67,13 +72,91 @@ def test_shared_memory_over_48_kib_is_refused_at_the_source_line():
     assert info.value.loc.line == 8  # the load of x
 
 
+INCREMENT = '''
+    @mytriton.jit
+    def big(x_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1.0)
+'''
+
+
 def test_a_tile_too_large_for_the_threads_is_refused():
-    with pytest.raises(CompileError, match=r"puts 1024 elements on each of 128 threads, over the limit of 512"):
+    with pytest.raises(CompileError, match=r"puts 16384 elements on each of 32 threads, over the limit of 8192"):
+        compile_text(kernel_source(INCREMENT), "cuda", defines={"BLOCK": 2 ** 19}, num_warps=1)
+
+
+def test_past_512_elements_a_thread_loads_and_stores_run_as_a_loop_over_local_arrays():
+    # Liger-Kernel's multi-token attention masks a 512x512 tile on 4 warps: 2048 a thread.
+    cuda = compile_text(kernel_source(INCREMENT), "cuda", defines={"BLOCK": 262144})
+    assert re.search(r"float t\d+\[2048\];", cuda)  # the load, held for the store: local memory
+    assert cuda.count("#pragma unroll 4\n") == 2 and cuda.count("for (int k = 0; k < 2048; ++k)") == 2
+
+
+@mytriton.jit
+def causal_mask(scores_ptr, out_ptr, L, BLOCK: tl.constexpr):
+    """Liger-Kernel's multi-token attention mask, in small: the future and
+    the outside masked to -1e9 on the load, the inside stored."""
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    inside = (rows[:, None] < L) & (cols[None, :] < L)
+    offs = rows[:, None] * L + cols[None, :]
+    future = cols[None, :] > rows[:, None]
+    x = tl.load(scores_ptr + offs, mask=inside & ~future, other=-1e9)
+    tl.store(out_ptr + offs, x, mask=inside)
+
+
+def masked(scores: np.ndarray) -> np.ndarray:
+    n = scores.shape[0]
+    return np.where(np.arange(n)[None, :] > np.arange(n)[:, None], np.float32(-1e9), scores)
+
+
+def test_a_2048_element_a_thread_mask_matches_numpy_in_the_interpreter():
+    L = 700
+    scores = np.random.default_rng(L).standard_normal((L, L)).astype(np.float32)
+    out = np.full((L, L), np.nan, np.float32)
+    causal_mask[(2, 2)](scores, out, L, BLOCK=512, num_warps=4, backend="interp")
+    np.testing.assert_array_equal(out, masked(scores))
+
+
+@pytest.mark.nvcc
+def test_a_2048_element_a_thread_mask_builds_with_nvcc():
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_text(kernel_source('''
+        @mytriton.jit
+        def causal_mask(scores_ptr, out_ptr, L, BLOCK: tl.constexpr):
+            rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+            inside = (rows[:, None] < L) & (cols[None, :] < L)
+            offs = rows[:, None] * L + cols[None, :]
+            future = cols[None, :] > rows[:, None]
+            x = tl.load(scores_ptr + offs, mask=inside & ~future, other=-1e9)
+            tl.store(out_ptr + offs, x, mask=inside)
+    '''), "cuda", signature="*fp32:16, *fp32:16, i32", defines={"BLOCK": 512}, num_warps=4)
+    assert "2048 slot(s) per thread" in cuda
+    assert ".entry" in compile_ptx(cuda, "sm_90")
+
+
+@pytest.mark.gpu
+def test_gpu_a_2048_element_a_thread_mask_matches_numpy():
+    import torch
+
+    L = 700  # ragged: the second block of rows and columns is mostly outside
+    scores = np.random.default_rng(L).standard_normal((L, L)).astype(np.float32)
+    out = torch.full((L, L), float("nan"), device="cuda")
+    causal_mask[(2, 2)](torch.from_numpy(scores).cuda(), out, L, BLOCK=512, num_warps=4, backend="cuda")
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(out.cpu().numpy(), masked(scores))
+
+
+def test_a_reduction_past_512_elements_a_thread_is_refused():
+    with pytest.raises(CompileError, match=r"puts 1024 elements on each of 128 threads, over the limit of 512 "
+                                           r"per thread for a sum"):
         compile_text(kernel_source('''
             @mytriton.jit
-            def big(x_ptr, BLOCK: tl.constexpr):
+            def total(x_ptr, out_ptr, BLOCK: tl.constexpr):
                 offs = tl.arange(0, BLOCK)
-                tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1.0)
+                tl.store(out_ptr, tl.sum(tl.load(x_ptr + offs)))
         '''), "cuda", defines={"BLOCK": 131072})
 
 

@@ -77,7 +77,8 @@ from mytriton.backends.cuda.slots import SlotLoop, linear_index
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile, stored_params
-from mytriton.target import MAX_ELEMENTS_PER_THREAD, OPT_IN_SHARED_MEMORY, WGMMA_BUILD_ARCH
+from mytriton.target import (MAX_ELEMENTS_PER_THREAD, MAX_UNROLLED_ELEMENTS_PER_THREAD, OPT_IN_SHARED_MEMORY,
+                             SLOT_LOOP_UNROLL, WGMMA_BUILD_ARCH)
 from mytriton.ir.ssa import BlockArg, Const, Kernel, Op, OpResult, Operand, Value, for_yield, use_counts, walk
 from mytriton.ir.ssa_text import ValueNames
 from mytriton.ir.layout_attributes import Mma
@@ -415,14 +416,25 @@ class CudaEmitter:
         return f"  // {op.name} @{op.loc.line}:{op.loc.col}" if op.loc else ""
 
     # ---- slot loops ----------------------------------------------------------------------------------
-    def open_loop(self, domain: Layout, op: Op) -> SlotLoop:
-        if domain.slots > MAX_ELEMENTS_PER_THREAD:
+    def open_loop(self, domain: Layout, op: Op, looped: bool = False) -> SlotLoop:
+        """A slot loop over ``domain``; ``looped``: the caller's loop may run
+        past MAX_UNROLLED_ELEMENTS_PER_THREAD slots as a real loop (loads,
+        stores and what is computed between them)."""
+        limit = MAX_ELEMENTS_PER_THREAD if looped else MAX_UNROLLED_ELEMENTS_PER_THREAD
+        if domain.slots > limit:
             shape = "x".join(str(d) for d in domain.shape)
+            what = "" if looped else f" for a {op.name}"
             raise self.error_at(op, f"a [{shape}] tile puts {domain.slots} elements on each of "
-                                    f"{self.threads} threads, over the limit of {MAX_ELEMENTS_PER_THREAD} per thread; "
+                                    f"{self.threads} threads, over the limit of {limit} per thread{what}; "
                                     "use more warps (--num-warps) or smaller tiles")
         self.shared = {}
         return SlotLoop(self, domain)
+
+    def slot_unroll(self, slots: int) -> str:
+        """The pragma before a loop over ``slots`` slots: wholly unrolled (the
+        slot index a constant, the arrays in registers) up to
+        MAX_UNROLLED_ELEMENTS_PER_THREAD, else by SLOT_LOOP_UNROLL."""
+        return self.lang.unroll if slots <= MAX_UNROLLED_ELEMENTS_PER_THREAD else f"{self.lang.unroll} {SLOT_LOOP_UNROLL}"
 
     def close_loop(self, loop: SlotLoop, comment: str, declare: list[str] | None = None) -> None:
         """Write a slot loop (after copying the tiles it reads from shared
@@ -433,13 +445,13 @@ class CudaEmitter:
         with own if loop.staged else nullcontext():
             self.stage_shared(loop)
             self.line(f"// {comment}")
-            self.line(self.lang.unroll)
+            self.line(self.slot_unroll(loop.domain.slots))
             with self.out.scope(f"for (int k = 0; k < {loop.domain.slots}; ++k) {{"):
                 for text in loop.body():
                     self.line(text)
 
     def tile_group(self, group: Group) -> None:
-        loop = self.open_loop(group.domain, group.ops[0])
+        loop = self.open_loop(group.domain, group.ops[0], looped=True)
         declare = []
         for op in group.ops:
             with self.out.at(source_line(op)):
@@ -560,7 +572,7 @@ class CudaEmitter:
                 or value in self.storage:
             return
         domain = self.layout_of(value)
-        loop = self.open_loop(domain, op)
+        loop = self.open_loop(domain, op, looped=True)
         name = "t" + self.name(value)[1:]
         loop.lines.append(f"{name}[k] = {loop.value(value, loop.coords()).expr};")
         why = "before its layout change" if op.name == "convert_layout" else "for the statements that read it"
@@ -584,7 +596,7 @@ class CudaEmitter:
             writer = SlotLoop(self, layout)
             index = linear_index([writer.use(c) for c in writer.coords()], value.type.shape)
             writer.lines.append(f"{name}[{index}] = {self.storage[value]}[k];")
-            self.line(self.lang.unroll)
+            self.line(self.slot_unroll(layout.slots))
             with self.out.scope(f"for (int k = 0; k < {layout.slots}; ++k) {{"):
                 for text in writer.body():
                     self.line(text)
