@@ -73,6 +73,23 @@ def test_an_epilogues_scratch_overlays_the_staged_buffers_after_their_last_use()
     assert header_of(cuda)["shared_bytes"] >= late > 0
 
 
+WIDE = {"BM": 128, "BN": 256, "BK": 32}  # the f16 config of 128 accumulators a thread on 8 warps
+ALIGNED = "*fp16:16, *fp16:16, *fp32:16, i32:16, i32:16, i32:16"  # stores proven 16 bytes wide
+
+
+def test_an_epilogue_exchange_past_the_buffers_takes_the_launchs_opted_in_memory():
+    # 128x256 f32 (128 KiB, rows padded by 8: 132 KiB) over 72 KiB of buffers, as Triton's epilogue.
+    cuda = matmul_text("cuda", ALIGNED, defines=WIDE)
+    assert header_of(cuda)["shared_bytes"] == 128 * (256 + 8) * 4
+    assert "s35[(c0) * 264 + c1]" in cuda
+
+
+def test_the_fragments_rows_in_scratch_are_padded_apart():
+    # Rows of 1 KiB would put a warp's 8 fragment rows in the same banks.
+    layouts = matmul_text("layouts", ALIGNED, defines=WIDE)
+    assert "convert_layout %35, scratch_pad=8" in layouts
+
+
 def test_scratch_used_while_the_buffers_live_comes_first_and_the_buffers_after_it():
     # A reduction inside the K loop needs scratch while the staged buffers are in use.
     with open(load_sample("matmul").__file__) as handle:
@@ -248,6 +265,25 @@ def test_the_128x128x64_f16_three_stage_matmul_matches_the_interpreter(shape):
     np.testing.assert_allclose(results["cuda"], results["interp"], rtol=1e-3, atol=1e-3)
     exact = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(results["cuda"], exact, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape, shared", [((256, 512, 96), 128 * 264 * 4), ((200, 300, 70), 3 * (128 + 256) * 32 * 2)])
+def test_a_128x256_f16_matmul_exchanged_through_132_kib_matches_the_interpreter(shape, shared):
+    # Sizes that are multiples of 16 prove the stores 16 bytes wide: the exchange; ragged ones do not.
+    kernel = load_sample("matmul").matmul_kernel
+    M, N, K = shape
+    rng = np.random.default_rng(N)
+    a = randf(rng, M, K).astype(np.float16)
+    b = randf(rng, K, N).astype(np.float16)
+    results = {}
+    for backend in ("interp", "cuda"):
+        c = np.full((M, N), np.nan, np.float32)  # an unwritten output shows
+        compiled = kernel[(cdiv(M, 128), cdiv(N, 256))](a, b, c, M, N, K, **WIDE, num_warps=8, num_stages=3,
+                                                          backend=backend)
+        results[backend] = c
+    assert header_of(compiled.asm["cuda"])["shared_bytes"] == shared
+    np.testing.assert_allclose(results["cuda"], results["interp"], rtol=1e-3, atol=1e-3)
 
 
 @pytest.mark.gpu

@@ -12,8 +12,8 @@ address and mask come from indices alone, with that tile's layout, so no
 data moves; but a tile held in an ``mma`` layout whose store the axis
 analysis proves 16 bytes wide a thread is exchanged through shared memory
 just before the store into a blocked layout of 16-byte runs, as Triton's
-epilogue, where that scratch overlays the staged buffers or fits 48 KiB
-(``exchange_fits``): the fragments hold two adjacent columns a thread; a tile atomic of
+epilogue, where that scratch overlays the staged buffers, fits 48 KiB, or
+fits the block's budget in a kernel that already opts into more (``exchange_fits``): the fragments hold two adjacent columns a thread; a tile atomic of
 such a tile whose addresses run along the row is exchanged into a blocked
 layout along the row, so a warp's atomic covers adjacent addresses, with 4
 f32 (8 f16 or bf16) a thread where a vector atom may add them, ``mark_vector_atomics``);
@@ -428,8 +428,10 @@ class _Assigner:
     def __init__(self, kernel: Kernel, num_warps: int,
                  preferred: dict[tuple[int, ...], Blocked] | None = None, wgmma: bool = False,
                  widths: dict[Op, int] | None = None,
-                 atomic_runs: dict[Op, tuple[int, int]] | None = None) -> None:
+                 atomic_runs: dict[Op, tuple[int, int]] | None = None,
+                 shared_budget: int = SHARED_MEMORY_BUDGET) -> None:
         self.kernel = kernel
+        self.shared_budget = shared_budget  # bytes of shared memory a block may use
         self.widths = widths or {}  # the elements each load and store may move at once (axis info)
         # tile atomic -> (its pointer's contiguous run along the last dimension, its vector width)
         self.atomic_runs = atomic_runs or {}
@@ -699,15 +701,20 @@ class _Assigner:
         return vectorized_blocked(shape, self.num_warps, width)
 
     def exchange_fits(self, value: Value) -> bool:
-        """Whether moving ``value`` through shared memory adds no shared memory
-        a launch must opt into: its scratch overlays the staged dot buffers
-        (it is needed after their last use), or fits the 48 KiB any block
-        has. A 128x256 f32 accumulator (128 KiB over 72 KiB of buffers) is
-        stored from its fragments instead, 8 bytes a thread, and the kernel
-        keeps to its buffers' shared memory (on the H200 that config's speed
-        did not move: its register spills are its cost)."""
+        """Whether ``value`` may move through shared memory: its scratch
+        overlays the staged dot buffers (it is needed after their last use),
+        or fits the 48 KiB any block has, or, in a kernel whose buffers
+        already take more than that (its launch opts into more), the block's
+        budget, as Triton's epilogue takes it: a 128x256 f32 accumulator on 8
+        warps (128 KiB over 72 KiB of buffers, and 128 accumulators a thread,
+        which hold a block to one an SM whatever its shared memory) is
+        stored 16 bytes a thread, 32 instructions where its fragments took 64
+        of 8 bytes, each spread over 8 rows."""
         t = value.type
-        return t.numel * element_of(t).nbytes <= max(self.staged_bytes, DEFAULT_SHARED_LIMIT)
+        nbytes = t.numel * element_of(t).nbytes
+        if nbytes <= max(self.staged_bytes, DEFAULT_SHARED_LIMIT):
+            return True
+        return self.staged_bytes > DEFAULT_SHARED_LIMIT and nbytes <= self.shared_budget
 
     def atomic_layout(self, op: Op, layout: TileLayout) -> TileLayout:
         """An atomic no tile use has asked a layout of yet applies its value
@@ -949,7 +956,7 @@ class LayoutsPass:
         wgmma = has_wgmma(self.arch)
         runs = atomic_runs(kernel, analysis, has_vector_atomics(self.arch))
         assigner = _Assigner(kernel, self.num_warps, preferred_layouts(kernel, widths, self.num_warps), wgmma, widths,
-                             runs)
+                             runs, self.shared_budget)
         assigner.block(kernel.body)
         kernel.num_warps = self.num_warps
         _with_layouts(kernel, assigner.layouts, self.shared_budget, wgmma)

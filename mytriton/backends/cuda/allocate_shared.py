@@ -17,6 +17,10 @@ addresses from byte 0, measured by running it without output
   each row of it padded (``a_pad``, elements) so that a warp's 16-byte reads
   down its rows fall in distinct banks, as a staged A buffer's rows are; a
   padding the kernel has no room for is dropped, the largest dot's first;
+- a layout change out of an mma layout gets each row of its copy in
+  scratch padded (``scratch_pad``, elements) where rows a multiple of 128
+  bytes would put a warp's 8 fragment rows in the same banks (dropped,
+  as ``a_pad`` is, where the kernel has no room for it);
 - all of it must fit the budget (the target's: sm_90 227 KiB), else an
   error at the statement that needs the most scratch (or the first buffer).
 
@@ -57,6 +61,8 @@ from mytriton.ir.ssa import Kernel, Op, SharedMemory, walk
 from mytriton.target import SHARED_MEMORY_BUDGET, budget_text
 from mytriton.types import element_of
 
+SCRATCH_PAD = "scratch_pad"  # allocate-shared's padding of a layout change's rows in scratch
+
 
 @dataclass(frozen=True)
 class AllocateSharedPass:
@@ -93,15 +99,27 @@ def padded_scratch(kernel: Kernel, shared_budget: int) -> list[ScratchNeed]:
     """The scratch needs of ``kernel`` once each dot that writes its A tile
     to scratch has its ``a_pad``: the padding where the kernel still fits
     the budget with it, else none (the largest need's dot first)."""
-    dots = {id(op): op for op in walk(kernel.body) if writes_a_to_scratch(op)}
-    for op in dots.values():
-        op.attrs[A_PAD] = scratch_a_pad(op)
+    padded_ops = {}
+    for op in walk(kernel.body):
+        if writes_a_to_scratch(op):
+            op.attrs[A_PAD] = scratch_a_pad(op)
+            padded_ops[id(op)] = A_PAD
+        elif op.name == "convert_layout":
+            op.attrs.pop(SCRATCH_PAD, None)
+            pad = fragment_exchange_pad(op)
+            if pad:
+                op.attrs[SCRATCH_PAD] = pad
+                padded_ops[id(op)] = SCRATCH_PAD
     needs = measure_scratch(kernel)
     while _plan(kernel, needs)[0] > shared_budget:
-        padded = [need for need in needs if id(need.op) in dots and need.op.attrs[A_PAD]]
+        padded = [need for need in needs if need.op.attrs.get(padded_ops.get(id(need.op), ""))]
         if not padded:
             break  # the padding is not what passes the budget: allocate says what does
-        max(padded, key=lambda need: need.nbytes).op.attrs[A_PAD] = 0
+        largest = max(padded, key=lambda need: need.nbytes).op
+        if padded_ops[id(largest)] == A_PAD:
+            largest.attrs[A_PAD] = 0
+        else:
+            del largest.attrs[SCRATCH_PAD]
         needs = measure_scratch(kernel)
     return needs
 
@@ -116,6 +134,24 @@ def writes_a_to_scratch(op: Op) -> bool:
         return False
     layout = op.results[0].type.layout
     return not (isinstance(layout, Mma) and layout.version == 3)
+
+
+def fragment_exchange_pad(op: Op) -> int:
+    """The padding after each row of a ``convert_layout``'s copy in scratch
+    when it moves a tile out of an mma layout: a warp writes its fragments
+    two adjacent columns a thread on 8 rows, and rows a multiple of 128
+    bytes long would put all 8 in the same banks (an 8-way conflict on
+    every write of a dot's epilogue). 8 elements puts each row 4 banks
+    (f16) or 8 (f32) after the one above, so that the 8 rows of a write
+    (f32: a half-warp's 4) fall in distinct banks, and keeps each row
+    16-byte aligned for the reads of the new layout. 0 where no conflict
+    arises or the element is not 2 or 4 bytes."""
+    x = op.operands[0]
+    layout = getattr(x.type, "layout", None)
+    nbytes = element_of(x.type).nbytes
+    if not isinstance(layout, Mma) or nbytes not in (2, 4) or len(x.type.shape) != 2:
+        return 0
+    return 8 if (x.type.shape[-1] * nbytes) % 128 == 0 else 0
 
 
 def scratch_a_pad(op: Op) -> int:

@@ -52,6 +52,7 @@ to, its threads per block and the shared bytes a launch must give
 from __future__ import annotations
 
 import json
+import math
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -534,6 +535,8 @@ class CudaEmitter:
         if op.name not in opdefs.REMAPS:
             self.hold_in_registers(op.operands[0], op)
         loop = self.open_loop(group.domain, op)
+        if op.attrs.get("scratch_pad"):  # allocate-shared's: the rows of its copy in scratch apart
+            loop.pads[op.operands[0]] = op.attrs["scratch_pad"]
         coords = loop.coords()
         storage = self.storage[op.results[0]]
         if op.name in opdefs.REMAPS:  # shape ops: the operand read at remapped coordinates
@@ -594,13 +597,14 @@ class CudaEmitter:
             layout = self.layout_of(value)
             self.line(f"{element}* const {name} = reinterpret_cast<{element}*>(smem + {offset});")
             writer = SlotLoop(self, layout)
-            index = linear_index([writer.use(c) for c in writer.coords()], value.type.shape)
+            shape = loop.scratch_shape(value)
+            index = linear_index([writer.use(c) for c in writer.coords()], shape)
             writer.lines.append(f"{name}[{index}] = {self.storage[value]}[k];")
             self.line(self.slot_unroll(layout.slots))
             with self.out.scope(f"for (int k = 0; k < {layout.slots}; ++k) {{"):
                 for text in writer.body():
                     self.line(text)
-            offset += aligned(value.type.numel * element_bytes(value.type))
+            offset += aligned(math.prod(shape) * element_bytes(value.type))
         # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
         self.line(self.lang.barrier)
         self.need_shared(offset, loop.staged[0])

@@ -51,6 +51,7 @@ class SlotLoop:
     used_coords: set[str] = field(default_factory=set)  # the coordinate variables some line reads
     locals: set[str] = field(default_factory=set)  # the names this loop's lines define
     staged: list[Value] = field(default_factory=list)  # tiles this loop reads from shared memory
+    pads: dict[Value, int] = field(default_factory=dict)  # a staged tile's padding after each row (elements)
 
     def __post_init__(self) -> None:
         self.lines = SourcedLines(self.emitter.out)
@@ -189,8 +190,15 @@ class SlotLoop:
             return CValue(f"{self.emitter.storage[value]}[{slot}]", element)
         if value not in self.staged:
             self.staged.append(value)
-        index = linear_index([self.use(c) for c in coords], value.type.shape)
+        index = linear_index([self.use(c) for c in coords], self.scratch_shape(value))
         return CValue(f"{self.emitter.shared_name(value)}[{index}]", element)
+
+    def scratch_shape(self, value: Value) -> tuple[int, ...]:
+        """The shape ``value``'s copy in scratch is addressed by: its own, each
+        row followed by its padding (``pads``)."""
+        shape = value.type.shape
+        pad = self.pads.get(value, 0)
+        return shape[:-1] + (shape[-1] + pad,) if pad else shape
 
 
 def in_thread_digit(parent: BlockedLayout, d: int, coordinate: str) -> str | None:
