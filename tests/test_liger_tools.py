@@ -54,7 +54,18 @@ def test_the_script_runner_keeps_only_liger_speed_sweeps():
     run(metric_name="speed", kernel_providers=["huggingface", "liger", "liger-fp32-accum"], x_values=[1])
     run(metric_name="memory", kernel_providers=["huggingface", "liger"], x_values=[1])
     run(metric_name="speed", kernel_providers=["torch"], x_values=[1])
-    assert calls == [{"metric_name": "speed", "kernel_providers": ["liger", "liger-fp32-accum"], "x_values": [1]}]
+    assert calls == [{"metric_name": "speed", "kernel_providers": ["liger", "liger-fp32-accum"], "x_values": [1],
+                      "kernel_operation_modes": [None]}]
+
+
+def test_the_script_runner_saves_each_mode_and_size_as_it_is_timed():
+    import liger_speed_rows
+
+    calls = []
+    run = liger_speed_rows.liger_speed_only(lambda **kwargs: calls.append(kwargs))
+    run(metric_name="speed", kernel_providers=["liger"], x_values=[1, 2], kernel_operation_modes=["forward", "full"])
+    assert [(c["kernel_operation_modes"], c["x_values"]) for c in calls] == \
+        [(["forward"], [1]), (["forward"], [2]), (["full"], [1]), (["full"], [2])]
 
 
 def test_the_gpu_timer_s_quantiles_interpolate_as_torch_quantile_does():

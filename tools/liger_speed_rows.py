@@ -27,7 +27,10 @@ from typing import Any, Callable
 
 
 def liger_speed_only(run_benchmarks: Callable[..., Any]) -> Callable[..., Any]:
-    """``run_benchmarks`` for the speed metric and Liger's providers only."""
+    """``run_benchmarks`` for the speed metric and Liger's providers only,
+    one mode and size at a time: Liger's writes its CSV once a whole sweep
+    is done, and a script stopped at tools/liger_speed.py's time limit would
+    leave no row of a sweep it had nearly finished."""
 
     def run(*args: Any, **kwargs: Any) -> Any:
         if args or kwargs.get("metric_name") != "speed":
@@ -35,7 +38,11 @@ def liger_speed_only(run_benchmarks: Callable[..., Any]) -> Callable[..., Any]:
         providers = [p for p in kwargs.get("kernel_providers", []) if p.startswith("liger")]
         if not providers:
             return None
-        return run_benchmarks(**{**kwargs, "kernel_providers": providers})
+        for mode in kwargs.get("kernel_operation_modes") or [None]:
+            for x in kwargs["x_values"]:
+                run_benchmarks(**{**kwargs, "kernel_providers": providers, "kernel_operation_modes": [mode],
+                                  "x_values": [x]})
+        return None
 
     return run
 
