@@ -318,7 +318,7 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
         dst_address = dst_address or f"(unsigned)__cvta_generic_to_shared(&{dst}[{place(view_type, r, c)}])"
         src = src or f"{base_name} + ({row} * {args['stride']} + {col})"
         if whole_chunks:  # the column bound cuts no chunk: each is all in or all out
-            return [CUDA.cp_async_or_zeros(dst_address, src, width * nbytes, in_bounds)]
+            return [CUDA.cp_async_or_zeros(dst_address, src, width * nbytes, in_bounds, guard)]
         return [f"const int n = {row} < {args['row_bound']} ? "
                 f"min(max({args['col_bound']} - {col}, 0), {width}) : 0;",
                 CUDA.cp_async(dst_address, f"n > 0 ? {src} : {base_name}",  # col_stride 1
@@ -326,9 +326,13 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
 
     em.line(f"// {op.name}{where}: the {rows}x{cols} tile of {base_name} at "
             f"({args['row_offset']}, {args['col_offset']}) into {dst}{_walked(g)}")
-    em.out.open(f"if ({as_type(em.scalar_arg(pred), BOOL)}) {{")
     proven = width > 1 and op.attrs["chunks"] in ("aligned", "whole")
     whole_chunks = width > 1 and op.attrs["chunks"] == "whole"
+    condition = as_type(em.scalar_arg(pred), BOOL)
+    # Whole chunks carry the predicate as each cp.async's guard (a pipeline's last
+    # prefetches predicated off, as Triton's are, where a branch went around them).
+    guard = condition if whole_chunks and condition != "true" else None
+    em.out.open("{" if guard else f"if ({condition}) {{")
     if proven:
         em.line(f"// {width * nbytes}-byte chunks: the base, row stride and column offset are multiples (axis info)")
         if not _chunk_walk(em, op, g, args, chunk):

@@ -162,15 +162,24 @@ class CudaLanguage(CStyleLanguage):
                 f'"r"({dst_address}), "l"({src_global}), "r"({src_bytes}) '
                 ': "memory");')
 
-    def cp_async_or_zeros(self, dst_address: str, src_global: str, nbytes: int, in_bounds: str) -> str:
+    def cp_async_or_zeros(self, dst_address: str, src_global: str, nbytes: int, in_bounds: str,
+                          issue: str | None = None) -> str:
         """Copy ``nbytes`` from global to shared memory without waiting where
         ``in_bounds`` holds, else write zeros without reading ``src_global``
-        (cp.async's ignore-src predicate): one predicate per chunk, no sizes."""
+        (cp.async's ignore-src predicate): one predicate per chunk, no sizes.
+        ``issue``: a condition under which the copy happens at all, as the
+        instruction's guard (nothing written where it fails), so that a
+        pipeline's last prefetches are predicated, not branched around."""
         cache = "cg" if nbytes == 16 else "ca"
-        return (f'asm volatile("{{\\n.reg .pred skip;\\nsetp.eq.u32 skip, %2, 0;\\n'
-                f'cp.async.{cache}.shared.global [%0], [%1], {nbytes}, skip;\\n}}\\n" :: '
+        if issue is None:
+            return (f'asm volatile("{{\\n.reg .pred skip;\\nsetp.eq.u32 skip, %2, 0;\\n'
+                    f'cp.async.{cache}.shared.global [%0], [%1], {nbytes}, skip;\\n}}\\n" :: '
+                    f'"r"({dst_address}), "l"({src_global}), '
+                    f'"r"((unsigned)({in_bounds})) : "memory");')
+        return (f'asm volatile("{{\\n.reg .pred skip, go;\\nsetp.eq.u32 skip, %2, 0;\\nsetp.ne.u32 go, %3, 0;\\n'
+                f'@go cp.async.{cache}.shared.global [%0], [%1], {nbytes}, skip;\\n}}\\n" :: '
                 f'"r"({dst_address}), "l"({src_global}), '
-                f'"r"((unsigned)({in_bounds})) : "memory");')
+                f'"r"((unsigned)({in_bounds})), "r"((unsigned)({issue})) : "memory");')
 
     def cp_async_wait(self, pending: int) -> str:
         """Wait until at most ``pending`` of this thread's committed groups are in flight."""
