@@ -231,6 +231,14 @@ def test_the_cuda_waits_and_copies_asynchronously():
     assert f"float* const shared_dot_b0 = reinterpret_cast<float*>(smem + {192 * 36 * 4});" in cuda
 
 
+def test_a_prefetch_of_whole_chunks_is_guarded_not_branched_around():
+    # The loop's prefetch for an iteration past the end is predicated off in each cp.async.
+    cuda = compile_text(SMALL, "cuda", signature="*fp16:16, *fp16:16, *fp32:16, i32:16, i32:16, i32:16")
+    loop = cuda.split("for (int v", 1)[1]
+    assert "@go cp.async.cg.shared.global" in loop
+    assert not re.search(r"^\s*if \(v\d+\) \{", loop, re.M)
+
+
 @pytest.mark.nvcc
 @pytest.mark.parametrize("stages", [2, 4])
 def test_the_pipelined_matmul_builds_with_cp_async_in_its_ptx(stages):
