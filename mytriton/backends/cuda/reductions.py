@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_cast, c_element, c_scalar
 from mytriton.backends.cuda.expressions import as_type, compute_type, reduce_combine, reduce_identity
-from mytriton.backends.cuda.thread_coordinates import Layout
+from mytriton.backends.cuda.thread_coordinates import BlockedLayout, Layout
 from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.ir.analysis import is_tile
@@ -49,13 +49,21 @@ def emit_reduction(em: "EmitContext", op: Op, domain: Layout) -> None:
     em.line(em.lang.unroll)
     em.line(f"for (int r = 0; r < {out_slots}; ++r) {acc}[r] = {identity};")
 
+    # Where each warp's lanes hold the whole of every reduced dimension that
+    # warps split (a small tile, its copies wrapping around each warp, as
+    # Triton's), each warp counts its own copy and needs no other warp's.
+    in_warp = type(parent) is BlockedLayout and all(
+        parent.warp_holds_whole(p) for p in reduced if parent.warps_per_cta[p] > 1)
+
     # 1. this thread's slots
     loop = em.open_loop(domain, op)
     value = loop.value(x, loop.coords())
     out = out_layout.slot_of({p: loop.digits[p] for p in out_layout.slot_dims()}) if out_layout else "0"
     counted = []
     for a, p in zip(axes, reduced):
-        if domain.shape[a] > 1:
+        if in_warp and parent.warps_per_cta[p] > 1:
+            copy = parent.first_copy_in_warp(p, loop.digits[p], em.lang.thread_id)
+        elif domain.shape[a] > 1:
             copy = parent.first_copy(p, loop.digits[p], loop.positions[p])
         else:
             copy = f"{loop.positions[p]} == 0" if parent.threads_per_dim(p) > 1 else None
@@ -80,7 +88,10 @@ def emit_reduction(em: "EmitContext", op: Op, domain: Layout) -> None:
     warps = 1
     for p in reduced:
         warps *= parent.warps_per_cta[p]
-    if warps > 1:
+    if warps > 1 and in_warp:
+        em.line(f"// each warp's lanes hold the whole of the reduced dimension{'s' if len(reduced) > 1 else ''}: "
+                "its total is already whole")
+    elif warps > 1:
         positions = loop.positions
         tid, warp = em.lang.thread_id, em.lang.warp_size
         warp_index, radix = "0", 1

@@ -107,6 +107,23 @@ class BlockedLayout:
             coord = f"(({coord}) % {self.shape[d]})" if self.shape[d] > 1 else "0"
         return coord
 
+    def warp_holds_whole(self, d: int) -> bool:
+        """Whether each warp's lanes hold all of dimension ``d`` (its lanes
+        wrap around it, so its warps along ``d`` hold copies): a reduction
+        along ``d`` is then whole within each warp."""
+        lanes = self.size_per_thread[d] * self.threads_per_warp[d]
+        return lanes >= self.shape[d] and lanes % self.shape[d] == 0
+
+    def first_copy_in_warp(self, d: int, digit: str, tid: str) -> str | None:
+        """C condition true on the one lane of each warp (of the copies along
+        ``d`` within it) that counts the element, where ``warp_holds_whole``;
+        None when the lanes hold no copies."""
+        spt = self.size_per_thread[d]
+        if spt * self.threads_per_warp[d] <= self.shape[d]:
+            return None
+        lane = _digit(f"({tid} % {WARP})", self.lane_stride(d), self.threads_per_warp[d], True)
+        return f"{_add(_mul(lane, str(spt)), _mod(digit, spt))} < {self.shape[d]}"
+
     def first_copy(self, d: int, digit: str, position: str) -> str | None:
         """C condition true on the one thread (of the copies along ``d``) that
         owns the element; None when ``d`` has no copies."""
