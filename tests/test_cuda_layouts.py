@@ -190,3 +190,53 @@ def test_layout_conversions_match_numpy_on_the_gpu(kernel_module):
     module.outer[(1,)](x, vec, mat, n, BLOCK=64, backend="cuda")
     np.testing.assert_allclose(vec, 2 * x)
     np.testing.assert_allclose(mat, x[:, None] - x[None, :])
+
+
+@mytriton.jit
+def pick_and_total(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    # A tile smaller than a warp, reduced whole and picked from element by element
+    # (Liger's attn_res: tl.sum(tl.where(arange == i, alpha, 0)) for each i).
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < N, other=0.0)
+    total = tl.sum(x, axis=0)
+    for i in tl.static_range(0, BLOCK):
+        picked = tl.sum(tl.where(offs == i, x, 0.0))
+        tl.store(out_ptr + i, picked / total, mask=i < N)
+
+
+def test_a_reduction_of_a_tile_each_warp_holds_whole_needs_no_other_warp():
+    cuda = compile_text(kernel_source('''
+        @mytriton.jit
+        def total(x_ptr, out_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(out_ptr, tl.sum(tl.load(x_ptr + offs)))
+    '''), "cuda", defines={"BLOCK": 8}, num_warps=8)
+    assert "each warp's lanes hold the whole of the reduced dimension" in cuda
+    assert '"shared_bytes": 0' in cuda and "_warps = reinterpret_cast" not in cuda
+
+
+def test_a_reduction_warps_split_still_meets_in_shared_memory():
+    cuda = compile_text(kernel_source('''
+        @mytriton.jit
+        def total(x_ptr, out_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(out_ptr, tl.sum(tl.load(x_ptr + offs)))
+    '''), "cuda", defines={"BLOCK": 1024}, num_warps=8)
+    assert "_warps = reinterpret_cast" in cuda
+
+
+@pytest.mark.parametrize("n", [8, 5])
+def test_a_small_tile_picked_and_totalled_matches_numpy_in_the_interpreter(n):
+    x = np.random.default_rng(n).uniform(0.5, 2.0, 8).astype(np.float32)
+    out = np.full(8, np.nan, np.float32)
+    pick_and_total[(1,)](x, out, n, BLOCK=8, num_warps=8, backend="interp")
+    np.testing.assert_allclose(out[:n], x[:n] / x[:n].sum(), rtol=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [8, 5])
+def test_gpu_a_small_tile_picked_and_totalled_on_8_warps_matches_numpy(n):
+    x = np.random.default_rng(n).uniform(0.5, 2.0, 8).astype(np.float32)
+    out = np.full(8, np.nan, np.float32)
+    pick_and_total[(1,)](x, out, n, BLOCK=8, num_warps=8, backend="cuda")
+    np.testing.assert_allclose(out[:n], x[:n] / x[:n].sum(), rtol=1e-6)
