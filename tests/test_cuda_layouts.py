@@ -204,24 +204,22 @@ def pick_and_total(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
         tl.store(out_ptr + i, picked / total, mask=i < N)
 
 
+TOTAL = '''
+@mytriton.jit
+def total(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr, tl.sum(tl.load(x_ptr + offs)))
+'''
+
+
 def test_a_reduction_of_a_tile_each_warp_holds_whole_needs_no_other_warp():
-    cuda = compile_text(kernel_source('''
-        @mytriton.jit
-        def total(x_ptr, out_ptr, BLOCK: tl.constexpr):
-            offs = tl.arange(0, BLOCK)
-            tl.store(out_ptr, tl.sum(tl.load(x_ptr + offs)))
-    '''), "cuda", defines={"BLOCK": 8}, num_warps=8)
+    cuda = compile_text(kernel_source(TOTAL), "cuda", defines={"BLOCK": 8}, num_warps=8)
     assert "each warp's lanes hold the whole of the reduced dimension" in cuda
     assert '"shared_bytes": 0' in cuda and "_warps = reinterpret_cast" not in cuda
 
 
 def test_a_reduction_warps_split_still_meets_in_shared_memory():
-    cuda = compile_text(kernel_source('''
-        @mytriton.jit
-        def total(x_ptr, out_ptr, BLOCK: tl.constexpr):
-            offs = tl.arange(0, BLOCK)
-            tl.store(out_ptr, tl.sum(tl.load(x_ptr + offs)))
-    '''), "cuda", defines={"BLOCK": 1024}, num_warps=8)
+    cuda = compile_text(kernel_source(TOTAL), "cuda", defines={"BLOCK": 1024}, num_warps=8)
     assert "_warps = reinterpret_cast" in cuda
 
 
