@@ -121,7 +121,7 @@ class BlockedLayout:
         spt = self.size_per_thread[d]
         if spt * self.threads_per_warp[d] <= self.shape[d]:
             return None
-        lane = _digit(f"({tid} % {WARP})", self.lane_stride(d), self.threads_per_warp[d], True)
+        lane = _digit(f"({tid} % {WARP})", self.lane_stride(d), self.threads_per_warp[d], d == self.order[-1])
         return f"{_add(_mul(lane, str(spt)), _mod(digit, spt))} < {self.shape[d]}"
 
     def first_copy(self, d: int, digit: str, position: str) -> str | None:
