@@ -2,6 +2,7 @@
 they live in stay in registers; others go through shared memory, within a
 48 KiB budget; past 512 elements a thread, loads and stores run as loops over
 arrays in local memory, and tiles too large even for those are refused."""
+import inspect
 import re
 
 import numpy as np
@@ -122,17 +123,8 @@ def test_a_2048_element_a_thread_mask_matches_numpy_in_the_interpreter():
 def test_a_2048_element_a_thread_mask_builds_with_nvcc():
     from mytriton.backends.cuda.nvcc import compile_ptx
 
-    cuda = compile_text(kernel_source('''
-        @mytriton.jit
-        def causal_mask(scores_ptr, out_ptr, L, BLOCK: tl.constexpr):
-            rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-            cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-            inside = (rows[:, None] < L) & (cols[None, :] < L)
-            offs = rows[:, None] * L + cols[None, :]
-            future = cols[None, :] > rows[:, None]
-            x = tl.load(scores_ptr + offs, mask=inside & ~future, other=-1e9)
-            tl.store(out_ptr + offs, x, mask=inside)
-    '''), "cuda", signature="*fp32:16, *fp32:16, i32", defines={"BLOCK": 512}, num_warps=4)
+    cuda = compile_text(kernel_source(inspect.getsource(causal_mask.fn)), "cuda",
+                        signature="*fp32:16, *fp32:16, i32", defines={"BLOCK": 512}, num_warps=4)
     assert "2048 slot(s) per thread" in cuda
     assert ".entry" in compile_ptx(cuda, "sm_90")
 
