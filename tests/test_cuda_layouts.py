@@ -215,18 +215,10 @@ def test_a_reduction_warps_split_still_meets_in_shared_memory():
     assert "_warps = reinterpret_cast" in cuda
 
 
+@pytest.mark.parametrize("backend", ["interp", pytest.param("cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("n", [8, 5])
-def test_a_small_tile_picked_and_totalled_matches_numpy_in_the_interpreter(n):
+def test_a_small_tile_picked_and_totalled_on_8_warps_matches_numpy(n, backend):
     x = np.random.default_rng(n).uniform(0.5, 2.0, 8).astype(np.float32)
     out = np.full(8, np.nan, np.float32)
-    pick_and_total[(1,)](x, out, n, BLOCK=8, num_warps=8, backend="interp")
-    np.testing.assert_allclose(out[:n], x[:n] / x[:n].sum(), rtol=1e-6)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("n", [8, 5])
-def test_gpu_a_small_tile_picked_and_totalled_on_8_warps_matches_numpy(n):
-    x = np.random.default_rng(n).uniform(0.5, 2.0, 8).astype(np.float32)
-    out = np.full(8, np.nan, np.float32)
-    pick_and_total[(1,)](x, out, n, BLOCK=8, num_warps=8, backend="cuda")
+    pick_and_total[(1,)](x, out, n, BLOCK=8, num_warps=8, backend=backend)
     np.testing.assert_allclose(out[:n], x[:n] / x[:n].sum(), rtol=1e-6)
