@@ -448,3 +448,120 @@ def test_an_op_that_only_reads_memory_between_the_load_and_the_dot_does_not_stop
     kernel = opt_kernel(variant("acc += tl.dot(a, b)", "first = tl.load(b_ptr)\n        acc += tl.dot(a, b) + first"))
     assert not isinstance(match_dot(Definitions(kernel), the_dot(kernel)), NotCanonical)
     assert "dot_shared" in print_kernel(StageDotsPass().apply(kernel))
+
+
+# ---- top-level dots share one pair of buffers ----------------------------------------------------
+
+# An unrolled K loop (Liger's mhc forward spells its K loop so): every step a
+# top-level dot of the same tiles.
+UNROLLED = kernel_source("""
+    @mytriton.jit
+    def unrolled_kernel(a_ptr, b_ptr, c_ptr, M, N, K: tl.constexpr,
+                        BM: tl.constexpr = 32, BN: tl.constexpr = 32, BK: tl.constexpr = 64):
+        rows = tl.program_id(0) * BM + tl.arange(0, BM)
+        cols = tl.arange(0, BN)
+        acc = tl.zeros((BM, BN), tl.float32)
+        for k0 in tl.static_range(0, K, BK):
+            ks = k0 + tl.arange(0, BK)
+            a = tl.load(a_ptr + rows[:, None] * K + ks[None, :], mask=(rows[:, None] < M) & (ks[None, :] < K),
+                        other=0.0)
+            b = tl.load(b_ptr + ks[:, None] * N + cols[None, :], mask=(ks[:, None] < K) & (cols[None, :] < N),
+                        other=0.0)
+            acc += tl.dot(a, b)
+        tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc, mask=(rows[:, None] < M) & (cols[None, :] < N))
+""")
+
+
+def unrolled(**defines):
+    return ssa_of(UNROLLED, optimized=True, file="unrolled.py", defines=defines)
+
+
+def test_an_unrolled_run_of_dots_shares_one_pair_of_buffers():
+    kernel = StageDotsPass().apply(unrolled(K=256))
+    allocations = [op for op in kernel.body.ops if op.name == "shared_alloc"]
+    assert [op.attrs["name"] for op in allocations] == ["dot_a0", "dot_b0"]
+    staged = [op for op in kernel.body.ops if op.name == "dot_shared"]
+    assert len(staged) == 4 and all(op.operands[:2] == [allocations[0].result, allocations[1].result]
+                                    for op in staged)
+
+
+def test_each_shared_dot_is_fenced_by_barriers_before_the_next_copy():
+    kernel = StageDotsPass().apply(unrolled(K=128))
+    names = [op.name for op in kernel.body.ops if op.name in ("copy_to_shared", "barrier", "dot_shared")]
+    assert names == ["copy_to_shared", "copy_to_shared", "barrier", "dot_shared", "barrier"] * 2
+
+
+def test_sixty_four_unrolled_dots_fit_the_budget_of_one_pair():
+    # 64 pairs of 32x256 by 256x32 f32 tiles would take 4 MiB; one pair takes 64 KiB.
+    kernel = StageDotsPass().apply(unrolled(K=16384, BK=256))
+    assert sum(op.result.type.nbytes for op in kernel.body.ops if op.name == "shared_alloc") == 65536
+    assert sum(op.name == "dot_shared" for op in kernel.body.ops) == 64
+
+
+def test_dots_of_other_tiles_or_precisions_keep_pairs_of_their_own():
+    source = variant("    tl.store(", "    acc += tl.dot(a, b, input_precision=\"ieee\")\n    tl.store(", UNROLLED)
+    kernel = StageDotsPass().apply(ssa_of(source, optimized=True, file="unrolled.py", defines={"K": 128}))
+    names = [op.attrs["name"] for op in kernel.body.ops if op.name == "shared_alloc"]
+    assert names == ["dot_a0", "dot_b0", "dot_a1", "dot_b1"]
+
+
+def test_dots_in_a_loop_keep_a_pair_each():
+    kernel = StageDotsPass().apply(opt_kernel(variant(*TWO_DOTS)))
+    assert sum(op.name == "shared_alloc" for op in kernel.body.ops) == 4
+
+
+@pytest.mark.parametrize("shape", [(70, 32), (33, 17)], ids=lambda s: "x".join(map(str, s)))  # N <= BN
+def test_the_shared_pair_computes_what_the_unstaged_dots_did(shape):
+    M, N = shape
+    K = 192
+    rng = np.random.default_rng(M)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    outputs = []
+    for kernel in (unrolled(K=K), StageDotsPass().apply(unrolled(K=K))):
+        c = np.full((M, N), np.nan, np.float32)
+        run_kernel(kernel, (cdiv(M, 32),), [a, b, c, M, N])
+        outputs.append(c)
+    np.testing.assert_array_equal(outputs[1], outputs[0])
+    np.testing.assert_allclose(outputs[1], a.astype(np.float64) @ b, rtol=2e-2, atol=2e-2)
+
+
+UNROLLED_SIGNATURE = "*bf16:16,*bf16:16,*fp32:16,i32,i32:16"
+
+
+def unrolled_cuda(**defines) -> str:
+    return compile_text(UNROLLED, "cuda", file="unrolled.py", signature=UNROLLED_SIGNATURE,
+                        defines={"BK": 256, **defines})
+
+
+def test_a_waited_for_copy_of_whole_chunks_moves_16_bytes_a_load():
+    cuda = unrolled_cuda(K=512)
+    assert cuda.count("uint4 shared_dot_a0_staging[8];") == 2  # each run of copies in a scope of its own
+    assert "*reinterpret_cast<const uint4*>(a_ptr + (row * 512 + col))" in cuda
+
+
+@pytest.mark.nvcc
+def test_an_unrolled_run_of_dots_sharing_buffers_builds():
+    from mytriton.backends.cuda.nvcc import compile_cubin
+
+    assert compile_cubin(unrolled_cuda(K=1024), "sm_90")[:4] == b"\x7fELF"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(96, 64), (70, 50)], ids=lambda s: "x".join(map(str, s)))  # N <= BN
+def test_gpu_an_unrolled_run_of_dots_sharing_buffers_matches_numpy(shape, kernel_module):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    kernel = kernel_module(UNROLLED.split("\n\n", 1)[1]).unrolled_kernel
+    M, N = shape
+    K = 2048
+    rng = np.random.default_rng(K + M)
+    a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
+    results = {}
+    for backend in ("interp", "cuda"):
+        c = np.full((M, N), np.nan, np.float32)  # an unwritten output shows
+        kernel[(cdiv(M, 32),)](a, b, c, M, N, K=K, BN=64, BK=256, backend=backend)
+        results[backend] = c
+    np.testing.assert_allclose(results["cuda"], results["interp"], rtol=1e-3, atol=1e-3)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(results["cuda"], exact, rtol=1e-2, atol=1e-2)

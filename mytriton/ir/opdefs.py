@@ -754,11 +754,21 @@ _register(OpDef("shared_alloc", (), _shared_alloc, attrs=("name", "shape", "dtyp
                 optional_attrs=("offset",), allocates=True,
                 doc="a zero-filled row-major buffer in the program's shared memory (at byte offset of the "
                     "shared array, once allocate-shared has placed it)"))
+# The copy-widths pass's answer (laid-out SSA): elements per access (an async
+# copy's cp.async), and what of the chunks' alignment is proven ("whole",
+# "aligned") or checked at run time. A copy waited for moves chunks only where
+# they are whole.
+ASYNC_COPY_ATTRS = ("chunk", "chunks")
+ASYNC_COPY_DOC = ("; chunk elements per cp.async, chunks 'whole', 'aligned' (proven) or 'checked' "
+                  "(at run time), once copy-widths has decided")
+SYNC_COPY_DOC = ("; chunk elements per load ('whole' chunks, proven by copy-widths), absent or 1: "
+                 "element by element")
 _register(OpDef("copy_to_shared", ("buffer", "base", "row_offset", "col_offset", "row_stride", "row_bound",
                                    "col_bound", "fill"), _copy_to_shared, reads_global=True,
                 writes_shared=True, address_operand="base", shared_operands=("buffer",),
+                attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,
                 doc="buffer[r, c] = (row_offset + r < row_bound && col_offset + c < col_bound) "
-                    "? base[(row_offset + r) * row_stride + col_offset + c] : fill"))
+                    "? base[(row_offset + r) * row_stride + col_offset + c] : fill" + SYNC_COPY_DOC))
 _register(OpDef("barrier", (), _none, synchronises=True,
                 doc="every thread of the program has finished its earlier shared-memory accesses"))
 _register(OpDef("dot_shared", ("a", "b", "acc?"), _dot_shared, attrs=DOT_ATTRS + ("in_flight",) + FMA_DOT_ATTRS,
@@ -1170,11 +1180,6 @@ def _stage_view(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     return [SharedType((rows // stages, cols), buffer.element)]
 
 
-# The copy-widths pass's answer (laid-out SSA): elements per cp.async, and
-# what of the chunks' alignment is proven ("whole", "aligned") or checked at run time.
-ASYNC_COPY_ATTRS = ("chunk", "chunks")
-ASYNC_COPY_DOC = ("; chunk elements per cp.async, chunks 'whole', 'aligned' (proven) or 'checked' "
-                  "(at run time), once copy-widths has decided")
 
 
 def _shared_alloc_stages(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
@@ -1447,9 +1452,10 @@ def _async_copy_strided_to_shared(types: list[Type | None], attrs: dict[str, Any
 
 _register(OpDef("copy_strided_to_shared", COPY_STRIDED_OPERANDS, _copy_strided_to_shared, reads_global=True,
                 writes_shared=True, address_operand="base", shared_operands=("buffer",),
+                attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,
                 doc="with R = wrap(row_offset + r, row_wrap), C = wrap(col_offset + c, col_wrap) (wrap(x, 0) = x, "
                     "else x mod w as 'mod'): buffer[r, c] = (R < row_bound && C < col_bound) "
-                    "? base[R * row_stride + C * col_stride] : fill"))
+                    "? base[R * row_stride + C * col_stride] : fill" + SYNC_COPY_DOC))
 _register(OpDef("async_copy_strided_to_shared", (*COPY_STRIDED_OPERANDS, "pred"), _async_copy_strided_to_shared,
                 reads_global=True, writes_shared=True, address_operand="base", shared_operands=("buffer",),
                 attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,

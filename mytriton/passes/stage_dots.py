@@ -44,6 +44,10 @@ In a loop body that already stages a dot_shared (attention's Q @ K^T), B's
 copy joins that dot's copies before its first barrier, so the software-pipeline pass
 multi-buffers V with K (and drops the barrier after the dot_rs).
 
+Top-level dots (in no loop or branch) of the same tiles and attributes share
+one pair of buffers (``_reuse_key``): an unrolled ``tl.static_range`` over K
+takes one pair, not one per step.
+
 A dot whose operands are not canonical is left as it is (the CUDA backend has
 a general path for it); ``match_dot`` says why. All shared buffers together
 must fit in the target's shared-memory budget (``shared_budget``, sm_90's
@@ -1004,11 +1008,11 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
     while True:
         # (A dot_rs off wgmma stages its register A through scratch: not "staged" here.)
         reserve = _scratch_reserve(kernel, frozenset(plan.dot for plan in matched if plan.a is not None))
-        taken, room, once = [], used, set()
+        taken, room, once, shared = [], used, set(), set()
         for plan in matched:
             # (The layouts stage pads the buffers' rows, and the back end's
             # scratch is known only while emitting: a margin for both.)
-            nbytes = _new_bytes(plan, once)
+            nbytes = _new_bytes(plan, once, shared)
             if plan.strided and room + nbytes * 5 // 4 + 2 * reserve > budget:
                 remarks.note(kernel, plan.dot, remarks.STAGING,
                              f"its tiles in a tutorial form take {nbytes} bytes, and with room for row padding "
@@ -1018,6 +1022,7 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
                 continue
             room += nbytes
             once |= _copied_once(plan)
+            shared.add(_reuse_key(plan))
             taken.append(plan)
         # P @ V is staged only beside a staged Q @ K^T: a dot_rs whose loop
         # body keeps another dot on the general path would read P converted
@@ -1035,10 +1040,10 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
             break
         matched = taken
     plans: list[DotPlan] = []
-    once = set()
+    once, shared = set(), set()  # (shared: the _reuse_keys of the pairs taken)
     for plan in matched:
         op = plan.dot
-        nbytes = _new_bytes(plan, once)
+        nbytes = _new_bytes(plan, once, shared)
         if used + nbytes > budget:
             earlier = f", and {used} bytes are already allocated" if used else ""
             raise CompileError(
@@ -1046,6 +1051,7 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
                 f"over the {budget_text(budget)} budget", op.loc)
         used += nbytes
         once |= _copied_once(plan)
+        shared.add(_reuse_key(plan))
         plans.append(plan)
     return plans
 
@@ -1062,10 +1068,30 @@ def _copied_once(plan: DotPlan) -> set[Op]:
     return {tile.load for tile in plan.tiles if _before_loop(plan, tile)}
 
 
-def _new_bytes(plan: DotPlan, once: set[Op]) -> int:
-    """The shared bytes ``plan`` adds: not those of a tile an earlier plan copies once."""
+def _new_bytes(plan: DotPlan, once: set[Op], shared: set[tuple] | None = None) -> int:
+    """The shared bytes ``plan`` adds: not those of a tile an earlier plan copies
+    once, nor any where an earlier top-level dot's pair serves (``shared``: the
+    ``_reuse_key``s of the pairs taken)."""
+    key = _reuse_key(plan)
+    if key is not None and shared is not None and key in shared:
+        return 0
     return sum(tile.buffer_type.nbytes for tile in plan.tiles
                if not (tile.load in once and _before_loop(plan, tile)))
+
+
+def _reuse_key(plan: DotPlan) -> tuple | None:
+    """What top-level dots (in no loop or branch) must have in common to share
+    one pair of buffers; None for a dot in a region. Such a dot's copies, its
+    barrier, the product and the barrier after it run in program order, so the
+    next one's copies never overwrite tiles still being read: Triton's
+    allocator reuses dead buffers the same way. An unrolled
+    ``tl.static_range`` over K (Liger's mhc forward: K/256 dots of 32x256 by
+    256x32 tiles) otherwise takes a pair per dot, past the budget from K = 2048."""
+    dot = plan.dot
+    if dot.parent is None or dot.parent.parent is not None:
+        return None
+    attrs = tuple(sorted((name, repr(value)) for name, value in dot.attrs.items()))
+    return (plan.a is None, tuple(tile.buffer_type for tile in plan.tiles), attrs, str(dot.result.type))
 
 
 def _scratch_reserve(kernel: Kernel, staged: frozenset[Op]) -> int:
@@ -1094,22 +1120,31 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
     # loop) reads the same buffer, which nothing between overwrote (the
     # dot's match found no store after the load).
     copied_once: dict[Op, Value] = {}
+    # The pair of buffers of each earlier top-level dot, by its _reuse_key.
+    pairs: dict[tuple, list[Value | None]] = {}
     for plan in plans:
-        while f"dot_a{index}" in taken or f"dot_b{index}" in taken:
-            index += 1
+        key = _reuse_key(plan)
         buffers: list[Value | None] = []
-        for tile, letter in ((plan.a, "a"), (plan.b, "b")):
-            if tile is None:  # A stays in registers
-                buffers.append(None)
-                continue
-            if tile.load in copied_once and _before_loop(plan, tile):
-                buffers.append(copied_once[tile.load])
-                continue
-            attrs = {"name": f"dot_{letter}{index}", "shape": tile.shape, "dtype": tile.element}
-            allocation = Op("shared_alloc", [], [tile.buffer_type], attrs, tile.load.loc)
-            allocations.append(allocation)
-            buffers.append(allocation.result)
-        index += 1
+        reused = key in pairs
+        if reused:
+            buffers = pairs[key]
+        else:
+            while f"dot_a{index}" in taken or f"dot_b{index}" in taken:
+                index += 1
+            for tile, letter in ((plan.a, "a"), (plan.b, "b")):
+                if tile is None:  # A stays in registers
+                    buffers.append(None)
+                    continue
+                if tile.load in copied_once and _before_loop(plan, tile):
+                    buffers.append(copied_once[tile.load])
+                    continue
+                attrs = {"name": f"dot_{letter}{index}", "shape": tile.shape, "dtype": tile.element}
+                allocation = Op("shared_alloc", [], [tile.buffer_type], attrs, tile.load.loc)
+                allocations.append(allocation)
+                buffers.append(allocation.result)
+            index += 1
+            if key is not None:
+                pairs[key] = buffers
         dot = plan.dot
         # The precision and out dtype go with the product (dot_shared has dot's attributes).
         name = "dot_rs" if plan.a is None else "dot_shared"
@@ -1135,7 +1170,9 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
                 in_place += prelude
                 copies.append(copy)
         barrier = Op("barrier", [], [], loc=dot.loc)
-        group = _group_of(defs, plan, groups, in_place + copies) if copies else None
+        # (A reused pair's copies stay at their dot: joined to an earlier dot's,
+        # they could meet its first user's copies before one barrier.)
+        group = _group_of(defs, plan, groups, in_place + copies) if copies and not reused else None
         if group is not None:
             # Attention's V: copied (and pipelined) with K, before Q @ K^T's
             # barrier; the barrier after P @ V keeps the next iteration's copy

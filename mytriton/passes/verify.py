@@ -136,6 +136,10 @@ class Verifier:
             if (chunk > 1) != (chunks is not None) or chunks not in (None, "whole", "aligned", "checked"):
                 raise self.error(f"a copy of chunk={chunk} has chunks={chunks!r}: 'whole', 'aligned' or "
                                  "'checked' with chunks over 1 element, none with 1", op)
+            opdef = opdefs.lookup(op.name)
+            if chunks not in (None, "whole") and opdef is not None and opdef.operands[-1:] != ("pred",):
+                raise self.error(f"a copy waited for moves chunks only where they are whole, not {chunks!r} "
+                                 "(an async copy checks or trusts their alignment)", op)
 
     def combine_chunks(self) -> None:
         """A combine's ``chunks_per_row`` (combine-strategy's, with

@@ -21,6 +21,12 @@ bound. The pass writes its answer on each copy:
 the alignment and copies element by element where it fails; ``"aligned"``:
 proven, so no test; ``"whole"``: proven, and every chunk is wholly in or
 out of bounds.
+
+A copy the threads wait for (``copy_to_shared``, ``copy_strided_to_shared``:
+a dot staged outside a pipelined loop) goes through registers, where a chunk
+cut by a bound would need its elements one by one: it moves whole chunks as
+single 8- or 16-byte loads where they are proven ``"whole"``, and otherwise
+``chunk=1``, element by element.
 """
 from __future__ import annotations
 
@@ -34,23 +40,29 @@ from mytriton.ir.ssa import Const, Kernel, Op, walk
 from mytriton.passes.stage_dots import NO_BOUND  # the column bound of an unmasked dimension
 
 
+def is_copy(op: Op) -> bool:
+    """A copy from global into shared memory."""
+    opdef = opdefs.lookup(op.name)
+    return opdef is not None and opdef.writes_shared and opdef.reads_global
+
+
 def is_async_copy(op: Op) -> bool:
     """A copy into shared memory that completes later, behind its predicate (its last operand)."""
-    opdef = opdefs.lookup(op.name)
-    return opdef is not None and opdef.writes_shared and opdef.reads_global and opdef.operands[-1:] == ("pred",)
+    return is_copy(op) and opdefs.lookup(op.name).operands[-1:] == ("pred",)
 
 
 @dataclass(frozen=True)
 class CopyWidthsPass:
     name: str = "copy-widths"
-    summary: str = "give each async copy its cp.async chunk and what the kernel checks of its alignment"
+    summary: str = ("give each copy into shared memory its chunk (an async one's cp.async) and what "
+                    "the kernel checks of its alignment")
     after_layouts: bool = True  # a buffer's padding is a layout: the pass manager lets it take laid-out SSA
 
     def apply(self, kernel: Kernel) -> Kernel:
         require_laid_out(kernel, self.name)
         facts = None
         for op in walk(kernel.body):
-            if not is_async_copy(op):
+            if not is_copy(op):
                 continue
             g = copy_geometry(op)
             width = vector_width(g.view_type, g.fill)
@@ -59,6 +71,9 @@ class CopyWidthsPass:
             if width > 1:
                 facts = facts or AxisAnalysis(kernel)
                 op.attrs["chunks"] = chunks(op, width, facts)
+                if not is_async_copy(op) and op.attrs["chunks"] != "whole":
+                    op.attrs["chunk"] = 1
+                    del op.attrs["chunks"]
         return kernel
 
 
@@ -82,7 +97,8 @@ def chunks(op: Op, width: int, facts: AxisAnalysis) -> str:
 
 def with_copy_widths(kernel: Kernel) -> Kernel:
     """``kernel`` with every async copy's chunk decided (laid-out SSA written
-    by hand, or from before this pass, has none)."""
+    by hand, or from before this pass, has none; a waited-for copy without one
+    moves element by element)."""
     if any(is_async_copy(op) and "chunk" not in op.attrs for op in walk(kernel.body)):
         return CopyWidthsPass().apply(kernel)
     return kernel

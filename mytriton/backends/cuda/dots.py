@@ -198,44 +198,70 @@ def emit_copies(em: "EmitContext", ops: list[Op]) -> None:
     elements of every tile into registers, so the loads are in flight
     together, then writes them to shared memory. (A load cannot move past a
     shared store to the compiler, which cannot rule out that the pointers
-    alias; so loads written one after a store would wait on each other.)"""
-    plans = []
-    for op in ops:
-        g, args = copy_operands(em, op)
-        buffer, base, fill = g.view, g.base, g.fill
-        rows, cols = g.view_type.shape
-        total = rows * cols
-        steps = max(1, total // em.threads)
-        name = em.storage[buffer]
-        stage = f"{name}_staging"
-        tid = em.lang.thread_id
-        index = tid if steps == 1 else f"{tid} + s * {em.threads}"
-        guard = total % em.threads != 0 and total < em.threads
-        element = c_scalar(buffer.type.element)
-        base_name = em.scalar_ref(base)
-        where = em.where(op).replace(f"  // {op.name}", "")
-        em.line(f"// {op.name}{where}: the {rows}x{cols} tile of {base_name} at "
-                f"({args['row_offset']}, {args['col_offset']}) into {name}{_walked(g)}, "
-                f"{steps} element(s) per thread")
-        em.line(f"{element} {stage}[{steps}];")
+    alias; so loads written one after a store would wait on each other.)
+    A copy whose chunks the copy-widths pass proved whole (``chunk`` over 1)
+    moves them as single 8- or 16-byte accesses; others element by element.
+    The run is a C scope of its own: its staging arrays die with it, and a
+    later run into the same buffers (top-level dots sharing a pair) declares
+    its own."""
+    em.out.open("{")
+    stores = [_stage_copy(em, op) for op in ops]
+    for store in stores:
         em.line(f"{em.lang.unroll}")
-        em.line(f"for (int s = 0; s < {steps}; ++s) {{")
-        em.line(f"  const int i = {index};")
-        em.line(f"  const int row = {wrapped(args['row_offset'] + ' + i / ' + str(cols), args['row_wrap'])};")
-        em.line(f"  const int col = {wrapped(args['col_offset'] + ' + i % ' + str(cols), args['col_wrap'])};")
-        in_bounds = f"row < {args['row_bound']} && col < {args['col_bound']}" + (f" && i < {total}" if guard else "")
+        em.line(store)
+    em.out.close()
+
+
+def _stage_copy(em: "EmitContext", op: Op) -> str:
+    """Emit the loads of one copy into a staging array; return the loop that stores it."""
+    g, args = copy_operands(em, op)
+    buffer, base, fill, view_type = g.view, g.base, g.fill, g.view_type
+    rows, cols = view_type.shape
+    width = op.attrs.get("chunk", 1)
+    per_row = cols // width
+    total = rows * per_row  # the thread-sized pieces: elements, or chunks of width
+    steps = -(-total // em.threads)
+    name = em.storage[buffer]
+    stage = f"{name}_staging"
+    tid = em.lang.thread_id
+    index = tid if steps == 1 else f"{tid} + s * {em.threads}"
+    guard = total % em.threads != 0
+    element = view_type.element
+    base_name = em.scalar_ref(base)
+    where = em.where(op).replace(f"  // {op.name}", "")
+    piece = f"{width * element.nbytes}-byte chunk(s)" if width > 1 else "element(s)"
+    em.line(f"// {op.name}{where}: the {rows}x{cols} tile of {base_name} at "
+            f"({args['row_offset']}, {args['col_offset']}) into {name}{_walked(g)}, "
+            f"{steps} {piece} per thread")
+    word = em.lang.vector_words[width * element.nbytes] if width > 1 else c_scalar(element)
+    em.line(f"{word} {stage}[{steps}];")
+    em.line(f"{em.lang.unroll}")
+    em.line(f"for (int s = 0; s < {steps}; ++s) {{")
+    em.line(f"  const int i = {index};")
+    column = f"i % {per_row}" if width == 1 else f"i % {per_row} * {width}"
+    em.line(f"  const int row = {wrapped(args['row_offset'] + ' + i / ' + str(per_row), args['row_wrap'])};")
+    em.line(f"  const int col = {wrapped(args['col_offset'] + ' + ' + column, args['col_wrap'])};")
+    in_bounds = f"row < {args['row_bound']} && col < {args['col_bound']}" + (f" && i < {total}" if guard else "")
+    if width > 1:
+        # Whole chunks (copy-widths): each is in bounds or out whole, and aligned;
+        # the fill is zero (vector_width), so an all-zero word.
+        em.line(f"  {stage}[s] = {word}{{}};")
+        em.line(f"  if ({in_bounds}) {stage}[s] = *reinterpret_cast<const {word}*>({base_name} + "
+                f"({element_offset(args)}));")
+    else:
         em.line(f"  {stage}[s] = ({in_bounds}) ? {base_name}[{element_offset(args)}] : "
-                f"{as_type(em.scalar_arg(fill), buffer.type.element)};")
-        em.line("}")
-        plans.append((name, stage, steps, index, guard, total, cols, g.view_type))
-    for name, stage, steps, index, guard, total, cols, buffer_type in plans:
-        em.line(f"{em.lang.unroll}")
-        at = index if pitch(buffer_type) == cols and not isinstance(buffer_type.layout, NvmmaShared) \
-            else place(buffer_type, f"({index}) / {cols}", f"({index}) % {cols}")
+                f"{as_type(em.scalar_arg(fill), element)};")
+    em.line("}")
+    r, c = f"({index}) / {per_row}", f"({index}) % {per_row}" + (f" * {width}" if width > 1 else "")
+    if width > 1:
+        store = f"*reinterpret_cast<{word}*>(&{name}[{place(view_type, r, c)}]) = {stage}[s];"
+    else:
+        at = index if pitch(view_type) == cols and not isinstance(view_type.layout, NvmmaShared) \
+            else place(view_type, r, c)
         store = f"{name}[{at}] = {stage}[s];"
-        if guard:
-            store = f"if ({index} < {total}) {store}"
-        em.line(f"for (int s = 0; s < {steps}; ++s) {store}")
+    if guard:
+        store = f"if ({index} < {total}) {store}"
+    return f"for (int s = 0; s < {steps}; ++s) {store}"
 
 
 # ---- the pipelined K loop's ops (the software-pipeline pass) ---------------------------------
