@@ -11,7 +11,7 @@ MYTRITON := $(PYTHON) -m mytriton
 LIT := $(PYTHON) -c "import lit.main; lit.main.main()"
 PIP_INSTALL := $(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
-.PHONY: install demo test test-slow test-all lint lit docs dist fuzz samples liger-prepare liger-acceptance liger-speed clean distclean
+.PHONY: install bytecode demo test test-slow test-all lint lit docs dist fuzz samples liger-prepare liger-acceptance liger-speed clean distclean
 
 ifeq ($(PYTHON),$(VENV)/bin/python)
 # pip runs again only when pyproject.toml changes (the install is editable).
@@ -45,14 +45,20 @@ demo: install
 PYTEST := $(PYTHON) -m pytest -q -n auto
 RUFF := $(PYTHON) -m ruff check --quiet .
 
-test: install
+# The package's bytecode, written before the tests: the lit suite and the CLI tests start a few
+# hundred `python -m mytriton` processes, and where PYTHONDONTWRITEBYTECODE is set (as in many CI
+# images) each would compile every module it imports again (0.38 s a process against 0.23 s).
+bytecode: install
+	$(PYTHON) -m compileall -q mytriton
+
+test: bytecode
 	$(RUFF)
 	$(PYTEST) -m "not slow"
 
-test-slow: install
+test-slow: bytecode
 	$(PYTEST) -m slow
 
-test-all: install
+test-all: bytecode
 	$(PYTEST)
 
 lint: install
