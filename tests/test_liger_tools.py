@@ -1,8 +1,9 @@
-"""tools/liger_speed.py's table: the Liger rows of the two sides paired by
-kernel, provider, mode, size and config, each ratio Triton's time over
-mytriton's."""
+"""The Liger tools: tools/liger_speed.py's table (the Liger rows of the two
+sides paired by kernel, provider, mode, size and config, each ratio Triton's
+time over mytriton's) and tools/cuda_fingerprint.py's Liger launches."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -87,3 +88,30 @@ def test_the_gpu_timer_replaces_the_do_bench_that_liger_s_scripts_call(monkeypat
     monkeypatch.setitem(sys.modules, "triton.testing", testing)
     liger_speed_rows.use_gpu_timer()
     assert testing.do_bench is liger_speed_rows.gpu_do_bench
+
+
+def test_the_fingerprint_tool_hashes_each_recorded_liger_launch(tmp_path, monkeypatch):
+    import liger_acceptance
+
+    import cuda_fingerprint
+
+    ops = tmp_path / "src" / "liger_kernel" / "ops"
+    ops.mkdir(parents=True)
+    (ops / "scale.py").write_text(
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        "def _scale_kernel(x_ptr, n, FACTOR: tl.constexpr, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * FACTOR, mask=offs < n)\n")
+    launches = tmp_path / "launches.json"
+    launch = {"file": "scale.py", "kernel": "_scale_kernel", "signature": "*fp32:16, i32", "num_warps": 4}
+    launches.write_text(json.dumps([{**launch, "defines": {"FACTOR": "2.0", "BLOCK": "128"}},
+                                    {**launch, "defines": {"FACTOR": "3.0", "BLOCK": "128"}},
+                                    {**launch, "defines": {"FACTOR": "2.0", "BLOCK": "100"}}]))
+    monkeypatch.setattr(liger_acceptance, "SOURCE", tmp_path)
+    monkeypatch.setattr(liger_acceptance, "KERNELS", launches)
+    found = cuda_fingerprint.liger_kernels()
+    assert list(found) == [f"liger/scale.py:_scale_kernel|*fp32:16, i32|BLOCK={block},FACTOR={factor}|4"
+                           for block, factor in (("128", "2.0"), ("128", "3.0"), ("100", "2.0"))]
+    first, second, third = found.values()
+    assert first != second and not first.startswith("error:")
+    assert third.startswith("error:")  # arange's size must be a power of two

@@ -1,7 +1,7 @@
 """Fingerprint the CUDA that mytriton generates, to show a refactor of the
 back end changes no kernel.
 
-Two sources of kernels:
+Three sources of kernels:
 
 - ``static``: every sample (with its signature), every lit input (``.py``
   and ``.ssa`` files under tests/lit) and every Triton-style kernel file
@@ -9,13 +9,18 @@ Two sources of kernels:
   mma.sync paths) with 4 and 8 warps;
 - ``pytest``: the given test files run under a plugin that records the
   CUDA of every ``compiler.emit_cuda`` call (keyed by test id and call number) and,
-  through ``MYTRITON_DUMP_DIR``, of every kernel the JIT compiles.
+  through ``MYTRITON_DUMP_DIR``, of every kernel the JIT compiles;
+- ``liger``: the launches of Liger-Kernel's ops recorded in
+  tools/liger_kernels.json, compiled from .liger/src as the CLI compiles them
+  (``tools/liger_acceptance.py prepare`` makes it): which ops' tests a change
+  of the back end calls for.
 
 Each kernel's key maps to the sha256 of its CUDA text, or of the error it
 raised (message and location). Usage::
 
     python tools/cuda_fingerprint.py record baseline.json            # static kernels
     python tools/cuda_fingerprint.py record baseline.json --pytest tests/test_wgmma.py ...
+    python tools/cuda_fingerprint.py record liger.json --no-static --liger
     python tools/cuda_fingerprint.py compare baseline.json now.json
 
 ``compare`` exits 1 when a kernel present in both differs, and lists the
@@ -93,6 +98,29 @@ def static_kernels() -> dict[str, str]:
                 continue  # a parser test's malformed input
             options = Options(arch=arch, num_warps=warps)
             found[f"{rel}|{arch}|{warps}"] = outcome(lambda: compiler.to_cuda(kernel, options))
+    return found
+
+
+def liger_kernels() -> dict[str, str]:
+    """Each recorded Liger launch, keyed ``liger/<file>:<kernel>|<signature>|<defines>|<warps>``."""
+    from liger_acceptance import KERNELS, SOURCE  # (tools/ is on sys.path: this file's folder)
+
+    from mytriton import compiler
+    from mytriton.compiler import Options
+    from mytriton.deep_stack import run_deep  # as the CLI compiles: Liger's deep expressions
+    from mytriton.frontend.stages import parse_define
+
+    found: dict[str, str] = {}
+    if not (SOURCE / "src").is_dir():
+        raise SystemExit(f"no Liger source in {SOURCE}: run 'python tools/liger_acceptance.py prepare --mirror DIR'")
+    for entry in json.loads(KERNELS.read_text()):
+        path = SOURCE / "src" / "liger_kernel" / "ops" / entry["file"]
+        defines = dict(parse_define(f"{name}={value}") for name, value in entry["defines"].items())
+        options = Options(kernel=entry["kernel"], signature=entry["signature"], defines=defines,
+                          num_warps=entry["num_warps"])
+        key = "|".join([f"liger/{entry['file']}:{entry['kernel']}", entry["signature"],
+                        ",".join(f"{n}={v}" for n, v in sorted(entry["defines"].items())), str(entry["num_warps"])])
+        found[key] = outcome(lambda: run_deep(compiler.compile_source, path.read_text(), str(path), "cuda", options))
     return found
 
 
@@ -200,6 +228,7 @@ def main() -> int:
     rec.add_argument("output")
     rec.add_argument("--pytest", nargs="+", metavar="TEST_FILE", help="record the CUDA these tests generate")
     rec.add_argument("--no-static", action="store_true", help="skip the samples, lit and Triton-style kernels")
+    rec.add_argument("--liger", action="store_true", help="add Liger's recorded launches (tools/liger_kernels.json)")
     rec.add_argument("-n", type=int, default=2, help="pytest-xdist workers (default 2)")
     rec.add_argument("--keep-texts", metavar="DIR", help="also write each test kernel's CUDA into DIR")
     rec.add_argument("--select", metavar="EXPR", help="pytest's -m marker expression (\"not nvcc\" skips the builds)")
@@ -210,6 +239,8 @@ def main() -> int:
     if args.command == "compare":
         return compare(json.loads(Path(args.before).read_text()), json.loads(Path(args.after).read_text()))
     found = {} if args.no_static else static_kernels()
+    if args.liger:
+        found.update(liger_kernels())
     if args.pytest:
         found.update(kernels_from_tests(args.pytest + (["-m", args.select] if args.select else []), args.n, args.keep_texts))
     Path(args.output).write_text(json.dumps(found, indent=0, sort_keys=True) + "\n")
