@@ -800,7 +800,7 @@ def _match_strided_pointer(defs: Definitions, ptr: Operand) -> tuple[Operand, li
         elif isinstance(offset, (Value, Const)) and not shape_of(offset.type) and _is_integer(offset):
             shifts.append(offset)
         else:
-            raise _Mismatch(POINTER_REASON)
+            raise _Mismatch(_gather_reason(defs, ptr) or POINTER_REASON)
     if not (isinstance(base, Value) and isinstance(base.type, PointerType)):
         raise _Mismatch("the pointer's base is not a scalar pointer")
     flat: list[Operand] = []
@@ -812,7 +812,7 @@ def _match_strided_pointer(defs: Definitions, ptr: Operand) -> tuple[Operand, li
         else:
             flat.append(term)
     if len(flat) != 2:
-        raise _Mismatch(POINTER_REASON)
+        raise _Mismatch(_gather_reason(defs, ptr) or POINTER_REASON)
     found: dict[int, tuple[WrappedAxis, Operand]] = {}
     for term in flat:
         for axis in (ROWS, COLUMNS):
@@ -820,9 +820,37 @@ def _match_strided_pointer(defs: Definitions, ptr: Operand) -> tuple[Operand, li
             if scaled is not None:
                 found[axis] = scaled
     if set(found) != {ROWS, COLUMNS}:
-        raise _Mismatch(POINTER_REASON)
+        raise _Mismatch(_gather_reason(defs, ptr) or POINTER_REASON)
     (rows, row_stride), (cols, col_stride) = found[ROWS], found[COLUMNS]
     return base, shifts, rows, row_stride, cols, col_stride
+
+
+# The ops a tile's coordinates pass through on their way into its pointer.
+_COORDINATE_OPS = ("addptr", "add", "sub", "mul", "expand_dims", "broadcast", "cast")
+
+
+def _gather_reason(defs: Definitions, ptr: Operand) -> str | None:
+    """Why a pointer tile is no tutorial form, where an axis's coordinates
+    are loaded (a gather: Liger's fused MoE picks each token's row of x by an
+    index it loads), said with the load's line; None where none is."""
+    work: list[tuple[Operand, int | None]] = [(ptr, None)]
+    for _ in range(64):  # a bounded walk back through the coordinate arithmetic
+        if not work:
+            return None
+        value, axis = work.pop()
+        op = defs.op(value) if isinstance(value, Value) and isinstance(value.type, BlockType) else None
+        if op is None:
+            continue
+        if op.name == "load" and axis is not None:
+            where = f" at {op.loc.line}:{op.loc.col}" if op.loc is not None else ""
+            which = "rows" if axis == ROWS else "columns"
+            return (f"its {which} are gathered: their coordinates are loaded (the load{where}), not an offset "
+                    f"plus tl.arange, and a gathered tile is not staged")
+        if op.name == "expand_dims":
+            axis = op.attrs.get("axis")
+        if op.name in _COORDINATE_OPS:
+            work += [(operand, axis) for operand in op.operands]
+    return None
 
 
 def _is_integer(operand: Operand) -> bool:
