@@ -194,6 +194,21 @@ def _grouped(p: Problem, c: list) -> Launch:
     return (p.num_sms,), (*pointers, sizes, lds, len(c)), {"NUM_SM": p.num_sms, **_block_sizes(p, "BLOCK_SIZE_")}
 
 
+def _gathered(p: Problem, c: Any) -> Launch:
+    import torch
+
+    device = p.a.device
+    bm, bn, _ = p.tiles
+    # One expert whose routed rows are A's in order: the kernel still gathers each row through the index.
+    token = torch.arange(p.M, dtype=torch.int32, device=device)
+    expert_start = torch.tensor([0, p.M], dtype=torch.int32, device=device)
+    tile_row_start = torch.arange(0, p.M, bm, dtype=torch.int32, device=device)
+    tile_expert = torch.zeros_like(tile_row_start)
+    return ((len(tile_row_start), cdiv(p.N, bn)),
+            (p.a, p.b_nk, token, expert_start, tile_row_start, tile_expert, c, p.K, p.N, p.a.stride(0),
+             p.N * p.K, p.b_nk.stride(0), c.stride(0)), _block_sizes(p, "BLOCK_"))
+
+
 FORMS: dict[str, Form] = {
     "tutorial": Form("matmul", "matmul_kernel", "tutorial 03: pointer increments, K mask, grouped ordering "
                      "(1D grid), f16 output", _tutorial, out="f16", autotuned=True),
@@ -219,6 +234,9 @@ FORMS: dict[str, Form] = {
                     "f32 C", _split_k, out="f32", zero_output=True),
     "persistent": Form("persistent_matmul", "matmul_kernel_persistent", "tutorial 09: persistent, "
                        "tl.range(flatten=True) over tiles, grid = SM count", _persistent),
+    "gathered": Form("matmul_gathered_rows", "moe_up_proj", "Liger's fused MoE: A's rows gathered through "
+                     "an index loaded before the K loop (int64 offsets), x @ w.T with w [N, K] per expert, "
+                     "masks on the expert's rows and on N", _gathered),
     "grouped": Form("grouped_gemm", "grouped_matmul_kernel", f"tutorial 08: grouped GEMM ({GROUP_COUNT} "
                     "products), pointers loaded from arrays, no masks, grid = SM count", _grouped,
                     masks=False, out="f16", dtypes=("f16",), autotuned=True, grouped=True),

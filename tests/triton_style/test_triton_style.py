@@ -214,6 +214,23 @@ def case_matmul_trans(m, rng) -> Result:
                   _matmul_cases(rng, m.matmul_at, RAGGED_MATMULS, a_stored="km")]
 
 
+def case_matmul_gathered_rows(m, rng) -> Result:
+    out: Result = []
+    # ragged: no size a multiple of its block, one expert's run under a tile, an expert with none
+    for dtype, tol in ((np.float16, 2e-2), (np.float32, F32_DOT_TOL)):
+        tokens, hidden, n, experts = 50, 70, 45, 5
+        x = rng.standard_normal((tokens, hidden)).astype(dtype)
+        w = rng.standard_normal((experts, n, hidden)).astype(dtype)
+        top = np.stack([rng.choice(experts - 1, size=2, replace=False) for _ in range(tokens)])
+        got, token, expert_start = m.up_proj(x, w, top)
+        exact = np.empty(got.shape)
+        for e in range(experts):
+            run = slice(expert_start[e], expert_start[e + 1])
+            exact[run] = x[token[run]].astype(np.float64) @ w[e].astype(np.float64).T
+        out.append((f"out {np.dtype(dtype).name}", got.astype(np.float32), exact, tol, tol))
+    return out
+
+
 def case_layer_norm_fwd(m, rng) -> Result:
     x = rng.standard_normal((13, 300)).astype(np.float32) * 3 + 1
     w = rng.standard_normal(300).astype(np.float32)
