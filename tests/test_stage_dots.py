@@ -548,8 +548,9 @@ def test_an_unrolled_run_of_dots_sharing_buffers_builds():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape", [(96, 64), (70, 50)], ids=lambda s: "x".join(map(str, s)))  # N <= BN
-def test_gpu_an_unrolled_run_of_dots_sharing_buffers_matches_numpy(shape, kernel_module):
+@pytest.mark.parametrize("shape, BM", [((96, 64), 32), ((70, 50), 32), ((130, 64), 64)],
+                         ids=["96x64-mma", "70x50-mma", "130x64-wgmma"])  # N <= BN; 64 rows on 4 warps: wgmma
+def test_gpu_an_unrolled_run_of_dots_sharing_buffers_matches_numpy(shape, BM, kernel_module):
     ml_dtypes = pytest.importorskip("ml_dtypes")
     kernel = kernel_module(UNROLLED.split("\n\n", 1)[1]).unrolled_kernel
     M, N = shape
@@ -560,7 +561,7 @@ def test_gpu_an_unrolled_run_of_dots_sharing_buffers_matches_numpy(shape, kernel
     results = {}
     for backend in ("interp", "cuda"):
         c = np.full((M, N), np.nan, np.float32)  # an unwritten output shows
-        kernel[(cdiv(M, 32),)](a, b, c, M, N, K=K, BN=64, BK=256, backend=backend)
+        kernel[(cdiv(M, BM),)](a, b, c, M, N, K=K, BM=BM, BN=64, BK=128 if BM == 64 else 256, backend=backend)
         results[backend] = c
     np.testing.assert_allclose(results["cuda"], results["interp"], rtol=1e-3, atol=1e-3)
     exact = a.astype(np.float64) @ b.astype(np.float64)

@@ -1180,8 +1180,6 @@ def _stage_view(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     return [SharedType((rows // stages, cols), buffer.element)]
 
 
-
-
 def _shared_alloc_stages(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     stages = attrs.get("stages")
     if not (isinstance(stages, int) and not isinstance(stages, bool) and 1 <= stages <= 64):
