@@ -125,6 +125,28 @@ def test_a_gathered_operand_says_which_load_its_rows_come_from(no_nvcc, tmp_path
             "offset plus tl.arange, and a gathered tile is not staged; mma.sync") in remark
 
 
+def test_an_operand_with_64_bit_offsets_says_where_they_widen(no_nvcc, tmp_path):
+    # Liger's fused MoE down-projection: the rows' offsets cast to int64 against overflow.
+    kernel = tmp_path / "k.py"
+    kernel.write_text(kernel_source("""
+        @mytriton.jit
+        def wide(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+            rows = (tl.program_id(0) * BM + tl.arange(0, BM)).to(tl.int64)
+            cols = tl.arange(0, BN)
+            acc = tl.zeros((BM, BN), tl.float32)
+            for k in range(0, K, BK):
+                ks = k + tl.arange(0, BK)
+                a = tl.load(a_ptr + rows[:, None] * K + ks[None, :], mask=(rows[:, None] < M) & (ks[None, :] < K),
+                            other=0.0)
+                b = tl.load(b_ptr + ks[:, None] * N + cols[None, :], mask=ks[:, None] < K, other=0.0)
+                acc += tl.dot(a, b)
+            tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc, mask=rows[:, None] < M)
+    """))
+    _, [remark] = remarks_of(str(kernel), "-s", F16_MATMUL, "-D", "BM=64", "-D", "BN=64", "-D", "BK=32")
+    assert ("as a tutorial form: its offsets are 64-bit integers (the cast at 6:12), which the staged copies do "
+            "not compute addresses in; mma.sync") in remark
+
+
 def test_a_loop_left_unpipelined_says_why(no_nvcc):
     _, [remark] = remarks_of("samples/matmul.py", "-s", F16_MATMUL, "--num-stages", "1")
     assert "staged (synchronous copies); not pipelined: num_stages is 1; wgmma m64n64k16; " in remark

@@ -832,25 +832,35 @@ _COORDINATE_OPS = ("addptr", "add", "sub", "mul", "expand_dims", "broadcast", "c
 def _gather_reason(defs: Definitions, ptr: Operand) -> str | None:
     """Why a pointer tile is no tutorial form, where an axis's coordinates
     are loaded (a gather: Liger's fused MoE picks each token's row of x by an
-    index it loads), said with the load's line; None where none is."""
+    index it loads), or else widened to 64 bits (its ``.to(tl.int64)`` against
+    overflow), said with the op's line; None where neither is."""
     work: list[tuple[Operand, int | None]] = [(ptr, None)]
+    widened: Op | None = None
     for _ in range(64):  # a bounded walk back through the coordinate arithmetic
         if not work:
-            return None
+            break
         value, axis = work.pop()
         op = defs.op(value) if isinstance(value, Value) and isinstance(value.type, BlockType) else None
         if op is None:
             continue
         if op.name == "load" and axis is not None:
-            where = f" at {op.loc.line}:{op.loc.col}" if op.loc is not None else ""
             which = "rows" if axis == ROWS else "columns"
-            return (f"its {which} are gathered: their coordinates are loaded (the load{where}), not an offset "
+            return (f"its {which} are gathered: their coordinates are loaded (the load{_at(op)}), not an offset "
                     f"plus tl.arange, and a gathered tile is not staged")
+        if op.name == "cast" and op.result.type.element.nbytes == 8 and getattr(op.result.type.element, "is_int", False):
+            widened = widened or op
         if op.name == "expand_dims":
             axis = op.attrs.get("axis")
         if op.name in _COORDINATE_OPS:
             work += [(operand, axis) for operand in op.operands]
+    if widened is not None:
+        return (f"its offsets are 64-bit integers (the cast{_at(widened)}), which the staged copies do not "
+                "compute addresses in")
     return None
+
+
+def _at(op: Op) -> str:
+    return f" at {op.loc.line}:{op.loc.col}" if op.loc is not None else ""
 
 
 def _is_integer(operand: Operand) -> bool:
