@@ -35,6 +35,15 @@ def remarks_of(*args: str) -> tuple[str, list[str]]:
     return result.stdout, [line for line in result.stderr.splitlines() if ": remark: " in line]
 
 
+def one_remark(tmp_path, body: str, signature: str = F16_MATMUL) -> tuple[str, str]:
+    """A kernel file of ``body`` (the standard imports added) compiled with
+    BM=BN=64, BK=32: its path and its one dot's remark."""
+    kernel = tmp_path / "k.py"
+    kernel.write_text(kernel_source(body))
+    _, [remark] = remarks_of(str(kernel), "-s", signature, "-D", "BM=64", "-D", "BN=64", "-D", "BK=32")
+    return str(kernel), remark
+
+
 def test_a_staged_wgmma_dot_says_what_it_got(no_nvcc):
     _, remarks = remarks_of("samples/matmul.py", "-s", F16_MATMUL, "--emit=ssa")
     assert remarks == [
@@ -76,8 +85,7 @@ def test_an_fma_fallback_names_the_rule(no_nvcc):
 
 
 def test_a_dot_stage_dots_refuses_names_the_fact(no_nvcc, tmp_path):
-    kernel = tmp_path / "k.py"
-    kernel.write_text(kernel_source("""
+    kernel, remark = one_remark(tmp_path, """
         @mytriton.jit
         def mm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
             rows = tl.program_id(0) * BM + tl.arange(0, BM)
@@ -91,8 +99,7 @@ def test_a_dot_stage_dots_refuses_names_the_fact(no_nvcc, tmp_path):
                             mask=((k + ks)[:, None] < K) & (cols[None, :] < N), other=0.0)
                 acc += tl.dot(a, b)
             tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc)
-    """))
-    _, [remark] = remarks_of(str(kernel), "-s", F16_MATMUL, "-D", "BM=64", "-D", "BN=64", "-D", "BK=32")
+    """)
     assert remark.startswith(f"{kernel}:15:16: remark: dot 64x64x32 f16: not staged: operand A: the load fills "
                              "masked-off elements with 1.0, not 0 or 0.0; ")
     assert "; mma.sync m16n8k16 (not wgmma: wgmma reads its operands from staged shared buffers" in remark
@@ -102,8 +109,7 @@ def test_a_dot_stage_dots_refuses_names_the_fact(no_nvcc, tmp_path):
 
 def test_a_gathered_operand_says_which_load_its_rows_come_from(no_nvcc, tmp_path):
     # Liger's fused MoE spelling: each row of A is the token an index array names.
-    kernel = tmp_path / "k.py"
-    kernel.write_text(kernel_source("""
+    kernel, remark = one_remark(tmp_path, """
         @mytriton.jit
         def gathered(x_ptr, w_ptr, idx_ptr, out_ptr, n, H, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
             pos = tl.program_id(0) * BM + tl.arange(0, BM)
@@ -117,9 +123,7 @@ def test_a_gathered_operand_says_which_load_its_rows_come_from(no_nvcc, tmp_path
                 b = tl.load(w_ptr + ks[:, None] * BN + cols[None, :], mask=ks[:, None] < H, other=0.0)
                 acc += tl.dot(a, b)
             tl.store(out_ptr + pos[:, None] * BN + cols[None, :], acc, mask=pos[:, None] < n)
-    """))
-    _, [remark] = remarks_of(str(kernel), "-s", "*fp16, *fp16, *i32, *fp32, i32, i32",
-                             "-D", "BM=64", "-D", "BN=64", "-D", "BK=32")
+    """, signature="*fp16, *fp16, *i32, *fp32, i32, i32")
     assert remark.startswith(f"{kernel}:15:16: remark: dot 64x64x32 f16: not staged: operand A: ")
     assert ("as a tutorial form: its rows are gathered: their coordinates are loaded (the load at 7:13), not an "
             "offset plus tl.arange, and a gathered tile is not staged; mma.sync") in remark
@@ -127,8 +131,7 @@ def test_a_gathered_operand_says_which_load_its_rows_come_from(no_nvcc, tmp_path
 
 def test_an_operand_with_64_bit_offsets_says_where_they_widen(no_nvcc, tmp_path):
     # Liger's fused MoE down-projection: the rows' offsets cast to int64 against overflow.
-    kernel = tmp_path / "k.py"
-    kernel.write_text(kernel_source("""
+    _, remark = one_remark(tmp_path, """
         @mytriton.jit
         def wide(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
             rows = (tl.program_id(0) * BM + tl.arange(0, BM)).to(tl.int64)
@@ -141,8 +144,7 @@ def test_an_operand_with_64_bit_offsets_says_where_they_widen(no_nvcc, tmp_path)
                 b = tl.load(b_ptr + ks[:, None] * N + cols[None, :], mask=ks[:, None] < K, other=0.0)
                 acc += tl.dot(a, b)
             tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc, mask=rows[:, None] < M)
-    """))
-    _, [remark] = remarks_of(str(kernel), "-s", F16_MATMUL, "-D", "BM=64", "-D", "BN=64", "-D", "BK=32")
+    """)
     assert ("as a tutorial form: its offsets are 64-bit integers (the cast at 6:12), which the staged copies do "
             "not compute addresses in; mma.sync") in remark
 
