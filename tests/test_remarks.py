@@ -129,24 +129,34 @@ def test_a_gathered_operand_says_which_load_its_rows_come_from(no_nvcc, tmp_path
             "offset plus tl.arange, and a gathered tile is not staged; mma.sync") in remark
 
 
-def test_an_operand_with_64_bit_offsets_says_where_they_widen(no_nvcc, tmp_path):
-    # Liger's fused MoE down-projection: the rows' offsets cast to int64 against overflow.
-    _, remark = one_remark(tmp_path, """
-        @mytriton.jit
-        def wide(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-            rows = (tl.program_id(0) * BM + tl.arange(0, BM)).to(tl.int64)
-            cols = tl.arange(0, BN)
-            acc = tl.zeros((BM, BN), tl.float32)
-            for k in range(0, K, BK):
-                ks = k + tl.arange(0, BK)
-                a = tl.load(a_ptr + rows[:, None] * K + ks[None, :], mask=(rows[:, None] < M) & (ks[None, :] < K),
-                            other=0.0)
-                b = tl.load(b_ptr + ks[:, None] * N + cols[None, :], mask=ks[:, None] < K, other=0.0)
-                acc += tl.dot(a, b)
-            tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc, mask=rows[:, None] < M)
-    """)
-    assert ("as a tutorial form: its offsets are 64-bit integers (the cast at 6:12), which the staged copies do "
-            "not compute addresses in; mma.sync") in remark
+def test_an_operand_with_64_bit_coordinates_is_staged(no_nvcc, tmp_path):
+    # Liger's fused MoE down-projection: the rows cast to int64 against overflow
+    # in their product with the stride, which the copy then computes in 64 bits.
+    _, remark = one_remark(tmp_path, WIDE_ROWS.format(rows="(tl.program_id(0) * BM + tl.arange(0, BM)).to(tl.int64)"))
+    assert "remark: dot 64x64x32 f16: staged (cp.async" in remark
+
+
+def test_an_operand_with_a_64_bit_offset_says_where_it_widens(no_nvcc, tmp_path):
+    _, remark = one_remark(tmp_path, WIDE_ROWS.format(rows="tl.program_id(0).to(tl.int64) * BM + tl.arange(0, BM)"))
+    assert ("as a tutorial form: its offsets are 64-bit integers (the cast at 6:12) before tl.arange is added; the "
+            "staged copies take i32 coordinates, widened as a whole ((offset + tl.arange(0, n)).to(tl.int64)) or not "
+            "at all; mma.sync") in remark
+
+
+WIDE_ROWS = """
+    @mytriton.jit
+    def wide(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        rows = {rows}
+        cols = tl.arange(0, BN)
+        acc = tl.zeros((BM, BN), tl.float32)
+        for k in range(0, K, BK):
+            ks = k + tl.arange(0, BK)
+            a = tl.load(a_ptr + rows[:, None] * K + ks[None, :], mask=(rows[:, None] < M) & (ks[None, :] < K),
+                        other=0.0)
+            b = tl.load(b_ptr + ks[:, None] * N + cols[None, :], mask=ks[:, None] < K, other=0.0)
+            acc += tl.dot(a, b)
+        tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc, mask=rows[:, None] < M)
+"""
 
 
 def test_a_loop_left_unpipelined_says_why(no_nvcc):

@@ -19,7 +19,7 @@ from mytriton.ir.ssa_text import print_kernel
 from mytriton.ir.text_common import format_literal
 from mytriton.target import DEFAULT_SHARED_LIMIT as NO_OPT_IN
 from mytriton.passes.stage_dots import NotCanonical, StageDotsPass, match_dot, match_operand
-from mytriton.types import F32
+from mytriton.types import F32, I64
 
 # The tiled matmul sample (samples/matmul.py).
 MATMUL = kernel_source("""
@@ -396,9 +396,14 @@ def test_a_pair_over_227_kib_is_an_error_at_the_dot():
 SHAPES = [(70, 50, 77), (65, 130, 20), (33, 17, 9), (64, 64, 0)]  # ragged; K < BK; no K step at all
 
 
+# Liger's fused MoE: rows widened to int64 against overflow in their product with the stride.
+WIDE_ROWS = variant("offs_m = pid_m * BM + tl.arange(0, BM)", "offs_m = (pid_m * BM + tl.arange(0, BM)).to(tl.int64)")
+
+
 @pytest.mark.parametrize("source", [MATMUL, variant("acc += tl.dot(a, b)", "acc = tl.dot(a, b, acc)"),
-                                    variant("acc += tl.dot(a, b)", "acc += tl.dot(a, b) + tl.sum(a, axis=1)[:, None]")],
-                         ids=["sample", "accumulator", "load-also-summed"])
+                                    variant("acc += tl.dot(a, b)", "acc += tl.dot(a, b) + tl.sum(a, axis=1)[:, None]"),
+                                    WIDE_ROWS],
+                         ids=["sample", "accumulator", "load-also-summed", "int64-rows"])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_staged_and_unstaged_ssa_compute_the_same(source, shape):
     M, N, K = shape
@@ -417,6 +422,20 @@ def test_staged_and_unstaged_ssa_compute_the_same(source, shape):
         # tl.dot's default precision for f32 is TF32: each operand truncated to 10 mantissa bits.
         bound = (2.0**-9 + K * 2.0**-23) * (np.abs(a).astype(np.float64) @ np.abs(b)) + 1e-6
         assert (np.abs(outputs[1] - a.astype(np.float64) @ b) <= bound).all()
+
+
+def test_int64_rows_are_copied_with_a_stride_cast_to_i64_once_before_the_loop():
+    staged = StageDotsPass().apply(opt_kernel(WIDE_ROWS))
+    (copy,) = [op for op in walk(staged.body) if op.name == "copy_strided_to_shared"]
+    stride = copy.operands[4]
+    assert stride.type == I64 and stride.op.name == "cast" and stride.op.operands[0].name == "K"
+    assert stride.op in staged.body.ops  # where K is defined: once, out of the loop
+    assert copy.operands[5] == Const(1)  # the columns: i32, scaled by 1
+
+
+def test_int32_rows_keep_an_i32_stride():
+    staged = StageDotsPass().apply(opt_kernel())
+    assert not [op for op in walk(staged.body) if op.name == "cast"]
 
 
 def _hypothetical_atomic_add(types, attrs):

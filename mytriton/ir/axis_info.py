@@ -13,7 +13,7 @@ Along dimension ``d`` of a tile (every 1-D fibre along ``d``):
 All three are powers of two. The facts come from parameters
 (``{divisibility=16}``: what a launch specialised on), literals, ``arange``,
 ``program_id``, broadcasting, ``add``/``sub``/``mul``/``addptr``,
-comparisons, ``expand_dims``, a loop's induction variable and the ``hint``
+comparisons, ``expand_dims``, widening integer casts, a loop's induction variable and the ``hint``
 ops (``tl.multiple_of``, ``tl.max_contiguous``, ``tl.max_constancy``);
 anything else knows nothing (1, 1, 1). Wrong facts would make the CUDA back
 end issue misaligned vector accesses, so every rule errs towards 1.
@@ -188,6 +188,15 @@ class AxisAnalysis:
         if kind == "max_contiguous":
             return AxisInfo(values, x.divisibility, x.constancy)
         return AxisInfo(x.contiguity, x.divisibility, values)
+
+    def _cast(self, op: Op, shape: tuple[int, ...]) -> AxisInfo | None:
+        """A widening integer cast (``.to(tl.int64)`` against overflow) keeps
+        the facts: the same values, in more bits."""
+        source, target = element_of(op.operands[0].type), element_of(op.result.type)
+        if isinstance(source, ScalarType) and isinstance(target, ScalarType) and source.is_int and target.is_int \
+                and not source.is_bool and target.bits >= source.bits:
+            return self.of(op.operands[0], shape)
+        return None
 
     def _binary(self, op: Op, shape: tuple[int, ...]) -> tuple[AxisInfo, AxisInfo]:
         return self.of(op.operands[0], shape), self.of(op.operands[1], shape)

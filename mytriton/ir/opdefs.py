@@ -1428,13 +1428,21 @@ def _copy_strided_to_shared(types: list[Type | None], attrs: dict[str, Any]) -> 
     buffer, base, row_offset, col_offset, row_stride, col_stride, row_bound, col_bound, row_wrap, col_wrap, fill \
         = types
     try:
-        _copy_to_shared([buffer, base, row_offset, col_offset, row_stride, row_bound, col_bound, fill], attrs)
-        for t, what in ((col_stride, "the column stride"), (row_wrap, "the row wrap"),
+        # A stride may be i64: the coordinates it scales are then multiplied in
+        # 64 bits (a kernel's offsets widened with .to(tl.int64) against overflow).
+        _copy_to_shared([buffer, base, row_offset, col_offset, _narrowed(row_stride), row_bound, col_bound, fill],
+                        attrs)
+        for t, what in ((_narrowed(col_stride), "the column stride"), (row_wrap, "the row wrap"),
                         (col_wrap, "the column wrap")):
             _i32_scalar(t, what)
     except TypeRuleError as err:
         raise _err(str(err).replace("'copy_to_shared'", "'copy_strided_to_shared'")) from None
     return []
+
+
+def _narrowed(stride: Type | None) -> Type | None:
+    """An i64 stride checked as the i32 ones are."""
+    return I32 if stride is not None and not shape_of(stride) and concrete(stride) == I64 else stride
 
 
 def _async_copy_strided_to_shared(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
@@ -1453,7 +1461,8 @@ _register(OpDef("copy_strided_to_shared", COPY_STRIDED_OPERANDS, _copy_strided_t
                 attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,
                 doc="with R = wrap(row_offset + r, row_wrap), C = wrap(col_offset + c, col_wrap) (wrap(x, 0) = x, "
                     "else x mod w as 'mod'): buffer[r, c] = (R < row_bound && C < col_bound) "
-                    "? base[R * row_stride + C * col_stride] : fill" + SYNC_COPY_DOC))
+                    "? base[R * row_stride + C * col_stride] : fill; a stride is i32 or i64, an i64 one "
+                    "multiplying its coordinates in 64 bits" + SYNC_COPY_DOC))
 _register(OpDef("async_copy_strided_to_shared", (*COPY_STRIDED_OPERANDS, "pred"), _async_copy_strided_to_shared,
                 reads_global=True, writes_shared=True, address_operand="base", shared_operands=("buffer",),
                 attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,

@@ -56,20 +56,21 @@ at the dot, raised before the kernel is changed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from mytriton import remarks
-from mytriton.diagnostics import CompileError
+from mytriton.diagnostics import CompileError, Location
 from mytriton.ir import opdefs
 from mytriton.ir.axis_info import pow2_divisor
 from mytriton.ir.analysis import Definitions, NotDefinedBy, describe_operand
 from mytriton.ir.ssa import (
     BlockArg, Const, Kernel, Op, OpResult, Operand, Param, Value, defining_block, erase_op, for_bounds,
-    for_index, for_inits, for_yield, insert_before, is_within, replace_uses, use_counts, values_used, walk,
+    for_index, for_inits, for_yield, insert_after, insert_before, is_within, replace_uses, use_counts, values_used, walk,
 )
 from mytriton.ir.text_common import format_literal
 from mytriton.target import SHARED_MEMORY_BUDGET, budget_text
-from mytriton.types import BOOL, I32, BlockType, PointerType, ScalarType, SharedType, concrete, shape_of
+from mytriton.types import BOOL, I32, I64, BlockType, PointerType, ScalarType, SharedType, concrete, element_of, shape_of
 
 
 # The fills that make a masked-off element contribute nothing to a dot.
@@ -125,7 +126,7 @@ class TilePlan:
         return [buffer, self.base, self.row_offset, self.col_offset, self.row_stride, self.row_bound,
                 self.col_bound, self.fill]
 
-    def copy_ops(self, buffer: Value) -> list[Op]:
+    def copy_ops(self, buffer: Value, widen: Callable[[Operand, Location | None], Operand]) -> list[Op]:
         return [Op("copy_to_shared", self.copy_operands(buffer), [], loc=self.load.loc)]
 
 
@@ -380,6 +381,22 @@ def _is_i32_tile(operand: Operand) -> bool:
     return isinstance(operand, Value) and isinstance(operand.type, BlockType) and operand.type.element == I32
 
 
+def _is_index_tile(operand: Operand) -> bool:
+    """An i32 tile, or an i64 one (coordinates widened against overflow: ``_vector_axis`` says which)."""
+    return isinstance(operand, Value) and isinstance(operand.type, BlockType) and operand.type.element in (I32, I64)
+
+
+def _is_i32_vector(operand: Operand) -> bool:
+    return _is_i32_tile(operand) and len(shape_of(operand.type)) == 1
+
+
+def _is_index_scalar(operand: Operand) -> bool:
+    """An i32 or i64 scalar: a stride (an i64 one scales the coordinates in 64 bits)."""
+    if isinstance(operand, Const):
+        return type(operand.value) is int and concrete(operand.type) in (I32, I64)
+    return isinstance(operand, Value) and operand.type in (I32, I64)
+
+
 def _orders_memory(op: Op) -> bool:
     """Whether a load may not move across ``op``: it writes memory (a store,
     an atomic) or synchronises."""
@@ -446,6 +463,10 @@ class WrappedAxis:
     size: int
     wrap: Operand
     clamp: Operand | None = None
+    # The coordinates widened to i64 (``.to(tl.int64)``, against overflow in
+    # the product with the stride): the same values as the i32 ones, so the
+    # mask tests them alike, but the copy scales them by an i64 stride.
+    wide: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -523,8 +544,9 @@ class StridedPlan:
     def buffer_type(self) -> SharedType:
         return SharedType(self.shape, self.element)
 
-    def copy_ops(self, buffer: Value) -> list[Op]:
-        """The ops that compute the copy's base and bounds in this iteration, then the copy."""
+    def copy_ops(self, buffer: Value, widen: Callable[[Operand, Location | None], Operand]) -> list[Op]:
+        """The ops that compute the copy's base and bounds in this iteration, then
+        the copy (``widen``: a stride as i64, cast once where it is defined)."""
         ops: list[Op] = []
         loc = self.load.loc
 
@@ -593,7 +615,12 @@ class StridedPlan:
             inside = emit("cmp_lt", [offset, axis.clamp], BOOL)
             return emit("where", [inside, offset, Const(0)], I32)
 
-        operands = [buffer, base, start(self.rows), start(self.cols), row_stride, self.col_stride,
+        def scaling(axis: WrappedAxis, stride: Operand) -> Operand:
+            """The stride, widened to i64 where the kernel scales 64-bit coordinates by it."""
+            return widen(stride, loc) if axis.wide and concrete(stride.type) != I64 else stride
+
+        operands = [buffer, base, start(self.rows), start(self.cols), scaling(self.rows, row_stride),
+                    scaling(self.cols, self.col_stride),
                     bounds[0], bounds[1], self.rows.wrap, self.cols.wrap, self.fill]
         ops.append(Op("copy_strided_to_shared", operands, [], loc=loc))
         return ops
@@ -795,7 +822,7 @@ def _match_strided_pointer(defs: Definitions, ptr: Operand) -> tuple[Operand, li
     while isinstance(base, Value) and isinstance(base.type, BlockType) \
             and (step := defs.defined_by(base, "addptr")) is not None:
         base, offset = step.operands
-        if _is_i32_tile(offset):
+        if _is_index_tile(offset):
             terms.append(offset)
         elif isinstance(offset, (Value, Const)) and not shape_of(offset.type) and _is_integer(offset):
             shifts.append(offset)
@@ -832,30 +859,33 @@ _COORDINATE_OPS = ("addptr", "add", "sub", "mul", "expand_dims", "broadcast", "c
 def _gather_reason(defs: Definitions, ptr: Operand) -> str | None:
     """Why a pointer tile is no tutorial form, where an axis's coordinates
     are loaded (a gather: Liger's fused MoE picks each token's row of x by an
-    index it loads), or else widened to 64 bits (its ``.to(tl.int64)`` against
-    overflow), said with the op's line; None where neither is."""
+    index it loads), or else widened to 64 bits in a way the copies do not
+    take (a 64-bit offset, ``pid.to(tl.int64) * BM + arange``: the copies
+    take i32 coordinates, widened only as a whole), said with the op's line;
+    None where neither is."""
     work: list[tuple[Operand, int | None]] = [(ptr, None)]
     widened: Op | None = None
     for _ in range(64):  # a bounded walk back through the coordinate arithmetic
         if not work:
             break
         value, axis = work.pop()
-        op = defs.op(value) if isinstance(value, Value) and isinstance(value.type, BlockType) else None
+        op = defs.op(value) if isinstance(value, Value) else None
         if op is None:
             continue
-        if op.name == "load" and axis is not None:
+        if op.name == "load" and axis is not None and isinstance(value.type, BlockType):  # (a scalar's is an offset)
             which = "rows" if axis == ROWS else "columns"
             return (f"its {which} are gathered: their coordinates are loaded (the load{_at(op)}), not an offset "
                     f"plus tl.arange, and a gathered tile is not staged")
-        if op.name == "cast" and op.result.type.element.nbytes == 8 and getattr(op.result.type.element, "is_int", False):
+        if op.name == "cast" and element_of(op.result.type).nbytes == 8 and getattr(element_of(op.result.type), "is_int", False):
             widened = widened or op
         if op.name == "expand_dims":
             axis = op.attrs.get("axis")
         if op.name in _COORDINATE_OPS:
             work += [(operand, axis) for operand in op.operands]
     if widened is not None:
-        return (f"its offsets are 64-bit integers (the cast{_at(widened)}), which the staged copies do not "
-                "compute addresses in")
+        return (f"its offsets are 64-bit integers (the cast{_at(widened)}) before tl.arange is added; the staged "
+                "copies take i32 coordinates, widened as a whole ((offset + tl.arange(0, n)).to(tl.int64)) or not at "
+                "all")
     return None
 
 
@@ -885,7 +915,7 @@ def _scaled_axis(defs: Definitions, value: Operand, axis: int) -> tuple[WrappedA
     if product is None:
         return None
     for tile, stride in _orders(product.operands):
-        if _is_i32_scalar(stride):
+        if _is_index_scalar(stride):
             found = _wrapped_axis(defs, tile, axis)
             if found is not None:
                 return found, stride
@@ -913,6 +943,10 @@ def _vector_axis(defs: Definitions, value: Operand) -> WrappedAxis | None:
         if hint.attrs.get("kind") == "max_contiguous":
             contiguous = max(contiguous, *hint.attrs.get("values", (0,)))
         value = hint.operands[0]
+    widen = defs.defined_by(value, "cast")
+    if widen is not None and widen.result.type.element == I64 and _is_i32_vector(widen.operands[0]):
+        narrow = _vector_axis(defs, widen.operands[0])
+        return None if narrow is None else replace(narrow, wide=True)
     clamped = _clamped_axis(defs, value)
     if clamped is not None:
         return clamped if contiguous >= clamped.size else None
@@ -1160,6 +1194,20 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
     copied_once: dict[Op, Value] = {}
     # The pair of buffers of each earlier top-level dot, by its _reuse_key.
     pairs: dict[tuple, list[Value | None]] = {}
+    widened: dict[Operand, Value] = {}
+
+    def widen(stride: Operand, loc: Location | None) -> Value:
+        """``stride`` cast to i64 once, just after its definition (before the
+        loops that copy with it): 64-bit coordinates are scaled in 64 bits."""
+        if stride not in widened:
+            cast = Op("cast", [stride], [I64], {"dtype": I64}, loc)
+            if isinstance(stride, OpResult):
+                insert_after(stride.op, cast)
+            else:
+                block = stride.block if isinstance(stride, BlockArg) else kernel.body
+                insert_before(block.ops[0], cast)
+            widened[stride] = cast.result
+        return widened[stride]
     for plan in plans:
         key = _reuse_key(plan)
         buffers: list[Value | None] = []
@@ -1195,7 +1243,7 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
         for tile, buffer in ((plan.a, buffers[0]), (plan.b, buffers[1])):
             if tile is None:
                 continue
-            *prelude, copy = tile.copy_ops(buffer)
+            *prelude, copy = tile.copy_ops(buffer, widen)
             outside = _loop_around(dot, tile.load) if isinstance(tile, StridedPlan) else None
             if outside is not None:
                 # A tile loaded before the loop (attention's Q) is copied once,

@@ -228,6 +228,15 @@ def case_matmul_gathered_rows(m, rng) -> Result:
             run = slice(expert_start[e], expert_start[e + 1])
             exact[run] = x[token[run]].astype(np.float64) @ w[e].astype(np.float64).T
         out.append((f"out {np.dtype(dtype).name}", got.astype(np.float32), exact, tol, tol))
+        # the down-projection of the up-projection's rows, in place, by expert (its rows' offsets int64)
+        a = (got / np.sqrt(hidden)).astype(dtype)  # (unit scale: TF32's error grows with it)
+        w_down = rng.standard_normal((experts, hidden, n)).astype(dtype)
+        down = m.down_proj(a, w_down, expert_start)
+        exact = np.empty(down.shape)
+        for e in range(experts):
+            run = slice(expert_start[e], expert_start[e + 1])
+            exact[run] = a[run].astype(np.float64) @ w_down[e].astype(np.float64).T
+        out.append((f"down {np.dtype(dtype).name}", down.astype(np.float32), exact, tol, tol))
     return out
 
 

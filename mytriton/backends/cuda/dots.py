@@ -51,7 +51,7 @@ from mytriton.backends.cuda.thread_coordinates import tile_layout
 from mytriton.ir.layout_attributes import Mma, NvmmaShared
 from mytriton.ir.opdefs import dot_input_precision
 from mytriton.ir.ssa import BlockArg, Const, Op, OpResult, Value, walk
-from mytriton.types import BOOL, F32, F64, I8, I32, ScalarType, SharedType, element_of
+from mytriton.types import BOOL, F32, F64, I8, I32, I64, ScalarType, SharedType, element_of
 
 if TYPE_CHECKING:
     from mytriton.backends.cuda.context import EmitContext
@@ -163,14 +163,25 @@ def copy_operands(em: "EmitContext", op: Op) -> tuple:
     """A copy's geometry and its index operands as C expressions
     (``copy_to_shared``'s with column stride 1 and no wraps)."""
     g = copy_geometry(op)
-    args = {label: as_type(em.scalar_arg(getattr(g, label)), I32)
+    args = {label: as_type(em.scalar_arg(getattr(g, label)), index_type(getattr(g, label)))
             for label in ("row_offset", "col_offset", "stride", "row_bound", "col_bound")}
     # A literal 1 stride and 0 wraps are left out of the C; a runtime wrap of 0 is none too.
     for label, absent in (("col_stride", 1), ("row_wrap", 0), ("col_wrap", 0)):
         value = getattr(g, label)
         args[label] = None if isinstance(value, Const) and value.value == absent else \
-            as_type(em.scalar_arg(value), I32)
+            as_type(em.scalar_arg(value), index_type(value))
     return g, args
+
+
+def index_type(operand: object) -> ScalarType:
+    """The C type a copy's index operand is computed in: i64 for a stride the
+    kernel widened (its products then in 64 bits, as the kernel's were), else i32."""
+    return I64 if isinstance(operand, Value) and operand.type == I64 else I32
+
+
+def wide_offsets(g: "CopyGeometry") -> bool:
+    """Whether a copy's element offsets need 64 bits (a stride is i64)."""
+    return I64 in (index_type(g.stride), index_type(g.col_stride))
 
 
 def wrapped(coordinate: str, wrap: str | None) -> str:
@@ -517,18 +528,19 @@ def _hoist_offsets(em: "EmitContext", op: Op, g: CopyGeometry, hoisted: dict[str
         else:
             coordinates[axis] = local[axis]
             uniform.append(axis)
-    stride = as_type(em.scalar_arg(g.stride), I32)
+    stride = as_type(em.scalar_arg(g.stride), index_type(g.stride))
+    wide = wide_offsets(g)
     em.line(f"// each chunk's element offset from the base of {op.name}"
             f"{em.where(op).replace('  // ' + op.name, '')}, the same every iteration"
             + (f" (the {' and '.join(uniform)} offset{'s' if len(uniform) > 1 else ''} added to the base)"
                if uniform else ""))
-    em.line(f"int {name}[{steps}];")
+    em.line(f"{'long long' if wide else 'int'} {name}[{steps}];")
     em.line(em.lang.unroll)
     em.line(f"for (int s = 0; s < {steps}; ++s) {name}[s] = {coordinates['row']} * {stride} + {coordinates['col']};")
     # Held opaque, as src0 in the loop: nvcc would otherwise work them out
     # again each iteration from the thread's index (registers for instructions).
     em.line(em.lang.unroll)
-    em.line(f'for (int s = 0; s < {steps}; ++s) asm("" : "+r"({name}[s]));')
+    em.line(f'for (int s = 0; s < {steps}; ++s) asm("" : "+{"l" if wide else "r"}"({name}[s]));')
     hoisted_offsets = {"offset": name, "uniform": tuple(uniform)}
     # The bounds test of an axis the loop moves nothing on (M's rows of A,
     # N's columns of B) is the same every iteration: one bit a chunk.

@@ -35,7 +35,7 @@ from mytriton.ir.ssa import (
     Block, Const, Kernel, Op, Operand, Param, Value, yield_types,
 )
 from mytriton.types import (
-    BF16, BOOL, F16, F32, I32, PointerType, ScalarType, SharedType, Type, WeakType, concrete, element_of, promote,
+    BF16, BOOL, F16, F32, I32, I64, PointerType, ScalarType, SharedType, Type, WeakType, concrete, element_of, promote,
     shape_of,
 )
 
@@ -696,13 +696,17 @@ class _Emitter(RegionEmitter):
             inside = w.op(f"arith.andi {row_in}, {col_in} : i1", loc)
 
             def read() -> str:
-                scaled = w.op(f"arith.muli {row}, {self.element(stride, [], I32, loc)} : i32", loc)
+                # An i64 stride scales its coordinates in 64 bits (the kernel widened them).
+                it = OFFSET if I64 in (stride.type, col_stride.type) else I32
+                r, c = (row, col) if it == I32 else (convert(w, row, I32, it, loc), convert(w, col, I32, it, loc))
+                scaled = w.op(f"arith.muli {r}, {self.element(stride, [], it, loc)} : {scalar_type(it)}", loc)
                 if col_stride != Const(1):
-                    scaled_col = w.op(f"arith.muli {col}, {self.element(col_stride, [], I32, loc)} : i32", loc)
+                    scaled_col = w.op(f"arith.muli {c}, {self.element(col_stride, [], it, loc)} : {scalar_type(it)}",
+                                      loc)
                 else:
-                    scaled_col = col
-                flat = w.op(f"arith.addi {scaled}, {scaled_col} : i32", loc)
-                wide = convert(w, flat, I32, OFFSET, loc)
+                    scaled_col = c
+                flat = w.op(f"arith.addi {scaled}, {scaled_col} : {scalar_type(it)}", loc)
+                wide = convert(w, flat, it, OFFSET, loc)
                 start = self.element(base_ptr, [], OFFSET, loc)
                 offset = w.op(f"arith.addi {start}, {wide} : i64", loc)
                 where = w.op(f"arith.index_cast {offset} : i64 to index", loc)
