@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from conftest import SAMPLES, compile_text, kernel_source, sample_names, sample_options
+from conftest import ROOT, SAMPLES, compile_text, kernel_source, sample_names, sample_options
 from control_flow_kernels import CASES
 from fuzz_kernels import FAMILIES, generate_kernel
 from mlir_check import op_names, parse_and_verify
@@ -194,6 +194,19 @@ def test_matmul_runtime_k_shows_its_k_loop_as_scf_for_with_iter_args():
 def test_staged_matmul_keeps_its_shared_buffers_and_barriers():
     module = parse_and_verify(sample_mlir("matmul"))
     assert {"memref.global", "memref.get_global", "gpu.barrier", "math.fma"} <= op_names(module)
+
+
+def test_gathered_rows_read_their_index_then_scale_it_in_64_bits():
+    # Liger's fused MoE spelling (tests/triton_style/matmul_gathered_rows.py): a gathered, int64 row.
+    path = ROOT / "tests" / "triton_style" / "matmul_gathered_rows.py"
+    text = compiler.compile_source(path.read_text(), "matmul_gathered_rows.py", "mlir", Options(
+        kernel="moe_up_proj", signature="*fp16, *fp16, *i32, *i32, *i32, *i32, *fp16, i32, i32, i32, i32, i32, i32",
+        defines={"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16}))
+    parse_and_verify(text)
+    index = re.search(r"(%\d+) = memref\.load %token_ptr\[%\d+\] : memref<\?xi32>", text)
+    assert index, text
+    widened = re.search(rf"(%\d+) = arith\.extsi {index.group(1)} : i32 to i64", text)
+    assert widened and re.search(rf"arith\.muli {widened.group(1)}, %\d+ : i64", text)
 
 
 def test_every_op_carries_its_source_location():

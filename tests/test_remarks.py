@@ -107,26 +107,36 @@ def test_a_dot_stage_dots_refuses_names_the_fact(no_nvcc, tmp_path):
     assert "as a tutorial form" not in remark  # the tutorial forms fail at the fill too: nothing more to say
 
 
-def test_a_gathered_operand_says_which_load_its_rows_come_from(no_nvcc, tmp_path):
+def test_gathered_rows_are_staged(no_nvcc, tmp_path):
     # Liger's fused MoE spelling: each row of A is the token an index array names.
-    kernel, remark = one_remark(tmp_path, """
-        @mytriton.jit
-        def gathered(x_ptr, w_ptr, idx_ptr, out_ptr, n, H, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-            pos = tl.program_id(0) * BM + tl.arange(0, BM)
-            token = tl.load(idx_ptr + pos, mask=pos < n, other=0).to(tl.int64)
-            cols = tl.arange(0, BN)
-            acc = tl.zeros((BM, BN), tl.float32)
-            for k in range(0, H, BK):
-                ks = k + tl.arange(0, BK)
-                a = tl.load(x_ptr + token[:, None] * H + ks[None, :], mask=(pos[:, None] < n) & (ks[None, :] < H),
-                            other=0.0)
-                b = tl.load(w_ptr + ks[:, None] * BN + cols[None, :], mask=ks[:, None] < H, other=0.0)
-                acc += tl.dot(a, b)
-            tl.store(out_ptr + pos[:, None] * BN + cols[None, :], acc, mask=pos[:, None] < n)
-    """, signature="*fp16, *fp16, *i32, *fp32, i32, i32")
+    _, remark = one_remark(tmp_path, GATHERED.format(a="x_ptr + token[:, None] * H + ks[None, :]"),
+                           signature="*fp16, *fp16, *i32, *fp32, i32, i32")
+    assert "remark: dot 64x64x32 f16: staged (cp.async" in remark
+
+
+def test_gathered_columns_say_which_load_they_come_from(no_nvcc, tmp_path):
+    # Each column of A is the one an index array names, loaded in the loop.
+    source = GATHERED.format(a="x_ptr + pos[:, None] * H + tl.load(idx_ptr + ks, mask=ks < H, other=0)[None, :]")
+    kernel, remark = one_remark(tmp_path, source, signature="*fp16, *fp16, *i32, *fp32, i32, i32")
     assert remark.startswith(f"{kernel}:15:16: remark: dot 64x64x32 f16: not staged: operand A: ")
-    assert ("as a tutorial form: its rows are gathered: their coordinates are loaded (the load at 7:13), not an "
-            "offset plus tl.arange, and a gathered tile is not staged; mma.sync") in remark
+    assert "its columns are gathered; a gathered tile is copied by rows; mma.sync" in remark
+
+
+GATHERED = """
+    @mytriton.jit
+    def gathered(x_ptr, w_ptr, idx_ptr, out_ptr, n, H, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        pos = tl.program_id(0) * BM + tl.arange(0, BM)
+        token = tl.load(idx_ptr + pos, mask=pos < n, other=0).to(tl.int64)
+        cols = tl.arange(0, BN)
+        acc = tl.zeros((BM, BN), tl.float32)
+        for k in range(0, H, BK):
+            ks = k + tl.arange(0, BK)
+            a = tl.load({a}, mask=(pos[:, None] < n) & (ks[None, :] < H),
+                        other=0.0)
+            b = tl.load(w_ptr + ks[:, None] * BN + cols[None, :], mask=ks[:, None] < H, other=0.0)
+            acc += tl.dot(a, b)
+        tl.store(out_ptr + pos[:, None] * BN + cols[None, :], acc, mask=pos[:, None] < n)
+"""
 
 
 def test_an_operand_with_64_bit_coordinates_is_staged(no_nvcc, tmp_path):

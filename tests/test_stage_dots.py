@@ -18,6 +18,7 @@ from mytriton.ir.ssa import BlockArg, Const, Param, for_index, walk
 from mytriton.ir.ssa_text import print_kernel
 from mytriton.ir.text_common import format_literal
 from mytriton.target import DEFAULT_SHARED_LIMIT as NO_OPT_IN
+from mytriton.passes.software_pipeline import SoftwarePipelinePass
 from mytriton.passes.stage_dots import NotCanonical, StageDotsPass, match_dot, match_operand
 from mytriton.types import F32, I64
 
@@ -340,11 +341,47 @@ TWO_DOTS = ("acc += tl.dot(a, b)", "acc += tl.dot(a, b) + tl.dot(a, tl.load(b_pt
             "mask=(b_rows < K) & (b_cols < N), other=0.0))")
 
 
+# The second dot loads its own A tile too (the same addresses, another load).
+OWN_TILES = ("acc += tl.dot(a, b)", "acc += tl.dot(a, b) + tl.dot(tl.load(a_ptr + a_rows * K + a_cols, "
+             "mask=(a_rows < M) & (a_cols < K), other=0.0), tl.load(b_ptr + b_rows * N + b_cols, "
+             "mask=(b_rows < K) & (b_cols < N), other=0.0))")
+
+
 def test_each_dot_gets_its_own_buffers_in_dot_order():
-    kernel = StageDotsPass().apply(opt_kernel(variant(*TWO_DOTS)))
+    kernel = StageDotsPass().apply(opt_kernel(variant(*OWN_TILES)))
     allocations = [op.attrs["name"] for op in kernel.body.ops if op.name == "shared_alloc"]
     assert allocations == ["dot_a0", "dot_b0", "dot_a1", "dot_b1"]
     assert kernel.body.ops[4].name != "shared_alloc"  # all four first in the kernel
+
+
+def test_a_tile_two_dots_of_a_loop_body_read_is_copied_once():
+    # Liger's MoE up-projection: one x tile times the gate weights and times the up weights.
+    kernel = StageDotsPass().apply(opt_kernel(variant(*TWO_DOTS)))
+    assert [op.attrs["name"] for op in kernel.body.ops if op.name == "shared_alloc"] == ["dot_a0", "dot_b0", "dot_b1"]
+    body = [op.name for op in walk(kernel.body)]
+    assert body.count("copy_to_shared") == 3
+    # all three copies before one barrier, then each dot with a barrier after it
+    at = body.index("dot_shared")
+    assert body[at - 1] == "barrier" and body[at - 4:at - 1] == ["copy_to_shared"] * 3
+    assert body[at + 1:at + 4] == ["barrier", "dot_shared", "barrier"]
+
+
+@pytest.mark.parametrize("stages", [1, 3], ids=["waited-for", "pipelined"])
+@pytest.mark.parametrize("shape", [(70, 50, 77), (33, 17, 9)], ids=lambda s: "x".join(map(str, s)))
+def test_two_dots_of_one_shared_tile_compute_what_the_unstaged_dots_did(stages, shape):
+    M, N, K = shape
+    rng = np.random.default_rng(M + N + K)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    source = variant(*TWO_DOTS)
+    staged = SoftwarePipelinePass(num_stages=stages).apply(StageDotsPass().apply(opt_kernel(source)))
+    assert [op.name for op in walk(staged.body)].count("dot_shared") == 2
+    outputs = []
+    for kernel in (opt_kernel(source), staged):
+        c = np.full((M, N), np.nan, np.float32)
+        run_kernel(kernel, (cdiv(M, 64), cdiv(N, 64)), [a, b, c, M, N, K])
+        outputs.append(c)
+    np.testing.assert_array_equal(outputs[1], outputs[0])
 
 
 # ---- the shared-memory budget ------------------------------------------------------------------------
@@ -525,7 +562,7 @@ def test_dots_of_other_tiles_or_precisions_keep_pairs_of_their_own():
 
 
 def test_dots_in_a_loop_keep_a_pair_each():
-    kernel = StageDotsPass().apply(opt_kernel(variant(*TWO_DOTS)))
+    kernel = StageDotsPass().apply(opt_kernel(variant(*OWN_TILES)))
     assert sum(op.name == "shared_alloc" for op in kernel.body.ops) == 4
 
 
@@ -585,3 +622,94 @@ def test_gpu_an_unrolled_run_of_dots_sharing_buffers_matches_numpy(shape, BM, ke
     np.testing.assert_allclose(results["cuda"], results["interp"], rtol=1e-3, atol=1e-3)
     exact = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(results["cuda"], exact, rtol=1e-2, atol=1e-2)
+
+
+# ---- gathered rows (Liger's fused MoE: each row of A is the token an index array names) ------------
+
+GATHERED = kernel_source("""
+    @mytriton.jit
+    def gathered_kernel(x_ptr, w_ptr, idx_ptr, out_ptr, n, H, N, BM: tl.constexpr = 32, BN: tl.constexpr = 32,
+                        BK: tl.constexpr = 16):
+        pos = tl.program_id(0) * BM + tl.arange(0, BM)
+        token = tl.load(idx_ptr + pos, mask=pos < n, other=0).to(tl.int64)
+        cols = tl.arange(0, BN)
+        acc = tl.zeros((BM, BN), tl.float32)
+        for k in range(0, H, BK):
+            ks = k + tl.arange(0, BK)
+            a = tl.load(x_ptr + token[:, None] * H + ks[None, :], mask=(pos[:, None] < n) & (ks[None, :] < H),
+                        other=0.0)
+            b = tl.load(w_ptr + ks[:, None] * N + cols[None, :], mask=(ks[:, None] < H) & (cols[None, :] < N),
+                        other=0.0)
+            acc += tl.dot(a, b)
+        tl.store(out_ptr + pos[:, None] * N + cols[None, :], acc, mask=(pos[:, None] < n) & (cols[None, :] < N))
+""")
+INDEX_LOAD = "token = tl.load(idx_ptr + pos, mask=pos < n, other=0).to(tl.int64)"
+GATHERED_SIGNATURE = "*fp32, *fp32, *i32, *fp32, i32, i32, i32"
+
+
+def gathered_ssa(source: str = GATHERED):
+    return ssa_of(source, optimized=True, file="gathered.py", f32_default="ieee", signature=GATHERED_SIGNATURE)
+
+
+def gathered(source: str = GATHERED, pipeline: int = 0):
+    kernel = StageDotsPass().apply(gathered_ssa(source))
+    return SoftwarePipelinePass(num_stages=pipeline).apply(kernel) if pipeline else kernel
+
+
+def test_gathered_rows_are_copied_through_the_index_array():
+    kernel = gathered()
+    (copy,) = [op for op in walk(kernel.body) if op.name == "copy_gathered_to_shared"]
+    assert copy.operands[2].name == "idx_ptr"
+    assert copy.operands[5].type == I64  # the token's .to(tl.int64): rows times the stride in 64 bits
+    assert [op.name for op in walk(kernel.body) if op.name.startswith("load")] == []  # the index load went too
+
+
+@pytest.mark.parametrize("pipeline", [0, 3], ids=["waited-for", "pipelined"])
+@pytest.mark.parametrize("source", ["masked index", "unmasked index", "int32 index"])
+@pytest.mark.parametrize("shape", [(45, 70, 30), (33, 17, 9)], ids=lambda s: "x".join(map(str, s)))  # N <= BN
+def test_gathered_copies_compute_what_the_loads_did(pipeline, source, shape):
+    text = {"masked index": GATHERED,
+            "unmasked index": variant(INDEX_LOAD, "token = tl.load(idx_ptr + pos).to(tl.int64)", GATHERED),
+            "int32 index": variant(INDEX_LOAD, "token = tl.load(idx_ptr + pos, mask=pos < n, other=0)",
+                                   GATHERED)}[source]
+    n, H, N = shape
+    rng = np.random.default_rng(n + H)
+    tokens = 23
+    x = rng.standard_normal((tokens, H)).astype(np.float32)
+    w = rng.standard_normal((H, N)).astype(np.float32)
+    # Past n the index array holds tokens too, for the unmasked index load to read.
+    idx = rng.integers(0, tokens, cdiv(n, 32) * 32).astype(np.int32)
+    outputs = []
+    for kernel in (gathered_ssa(text), gathered(text, pipeline)):
+        out = np.full((n, N), np.nan, np.float32)
+        run_kernel(kernel, (cdiv(n, 32),), [x, w, idx, out, n, H, N])
+        outputs.append(out)
+    np.testing.assert_array_equal(outputs[1], outputs[0])
+    np.testing.assert_allclose(outputs[1], x[idx[:n]].astype(np.float64) @ w, rtol=1e-4, atol=1e-4)
+
+
+def test_a_pipelined_gathered_copy_is_asynchronous():
+    names = [op.name for op in walk(gathered(pipeline=3).body)]
+    assert "async_copy_gathered_to_shared" in names and "copy_gathered_to_shared" not in names
+
+
+GATHERED_LEFT_ALONE = {
+    "an index mask of another bound": (INDEX_LOAD, "token = tl.load(idx_ptr + pos, mask=pos < H, other=0).to(tl.int64)",
+                                       "the load's mask does not test their positions against the bound of the "
+                                       "index load's mask"),
+    "a mask on the gathered rows": ("mask=(pos[:, None] < n) & (ks[None, :] < H)",
+                                    "mask=(token[:, None] < n) & (ks[None, :] < H)",
+                                    "the mask tests gathered coordinates, not their positions"),
+    "a store after the index load": ("acc = tl.zeros((BM, BN), tl.float32)",
+                                     "acc = tl.zeros((BM, BN), tl.float32)\n    tl.store(idx_ptr + pos, pos)",
+                                     "a store may run between the load of its row indices and the dot"),
+}
+
+
+@pytest.mark.parametrize("name", GATHERED_LEFT_ALONE)
+def test_gathered_rows_the_copy_cannot_reproduce_are_left_alone(name):
+    old, new, reason = GATHERED_LEFT_ALONE[name]
+    kernel = gathered_ssa(variant(old, new, GATHERED))
+    (dot,) = [op for op in walk(kernel.body) if op.name == "dot"]
+    found = match_dot(Definitions(kernel), dot)
+    assert isinstance(found, NotCanonical) and reason in found.remark, found.remark

@@ -1218,9 +1218,10 @@ def _copy_strided_to_shared(st: _State, op: Op, active: np.ndarray) -> None:
 
 
 def _copied_strided_tile(st: _State, op: Op, operands: list[Operand], buffer_type: SharedType,
-                         active: np.ndarray) -> np.ndarray:
+                         active: np.ndarray, index: Operand | None = None) -> np.ndarray:
     """What ``copy_strided_to_shared`` (with these operands after the
-    buffer) puts in a ``buffer_type`` tile of each program."""
+    buffer) puts in a ``buffer_type`` tile of each program; with ``index``,
+    ``copy_gathered_to_shared``'s (its rows gathered, unwrapped)."""
     base, row_offset, col_offset, row_stride, col_stride, row_bound, col_bound, row_wrap, col_wrap, fill = operands
     element = buffer_type.element
     n_rows, n_cols = buffer_type.shape
@@ -1240,10 +1241,37 @@ def _copied_strided_tile(st: _State, op: Op, operands: list[Operand], buffer_typ
     enabled = np.broadcast_to(_lanes(active, 2), shape) & inside
     values = np.array(st.full(fill, BlockType((n_rows, n_cols), element)))
     if enabled.any():
+        if index is not None:  # gathered: row P is the index array's element P, read where P is in bounds
+            rows = _gathered_rows(st, op, index, np.broadcast_to(rows, (st.P, n_rows, 1)),
+                                  enabled.any(axis=2, keepdims=True))
         offsets = rows * scalar(row_stride) + cols * scalar(col_stride)
         ptrs = np.broadcast_to(advance(st.get(base, ADDRESS, 2), offsets, np_dtype(element).itemsize), shape)
         values[enabled] = _gather(st, op, "copy from", ptrs, enabled, np_dtype(element))
     return values
+
+
+def _gathered_rows(st: _State, op: Op, index: Operand, positions: np.ndarray, enabled: np.ndarray) -> np.ndarray:
+    """The index array's elements at ``positions`` (P, R, 1) where ``enabled``, 0 elsewhere, as int64."""
+    dtype = np_dtype(index.type.pointee)
+    ptrs = advance(st.get(index, ADDRESS, 2), positions, dtype.itemsize)
+    rows = np.zeros(positions.shape, np.int64)
+    rows[enabled] = _gather(st, op, "index from", np.broadcast_to(ptrs, positions.shape), enabled, dtype)
+    return rows
+
+
+def _gathered_operands(op: Op, operands: list[Operand]) -> tuple[list[Operand], Operand]:
+    """A gathered copy's operands after the buffer as a strided copy's (no wraps), and its index."""
+    base, index, row_offset, col_offset, row_stride, col_stride, row_bound, col_bound, fill = operands
+    return [base, row_offset, col_offset, row_stride, col_stride, row_bound, col_bound, Const(0), Const(0),
+            fill], index
+
+
+@handles("copy_gathered_to_shared")
+def _copy_gathered_to_shared(st: _State, op: Op, active: np.ndarray) -> None:
+    buffer = op.operands[0]
+    operands, index = _gathered_operands(op, op.operands[1:])
+    values = _copied_strided_tile(st, op, operands, buffer.type, active, index)
+    st.env[buffer][active] = values[active]
 
 
 @handles("barrier")
@@ -1303,20 +1331,26 @@ def _stage_view(st: _State, op: Op, active: np.ndarray) -> _StageView:
 def _async_copy_to_shared(st: _State, op: Op, active: np.ndarray) -> None:
     target, *operands, pred = op.operands
     copying = active & np.broadcast_to(st.get(pred, np.dtype(bool), 0), (st.P,))
-    values = _copied_tile(st, op, operands, target.type, copying)
-    view = st.env[target]
-    programs = np.nonzero(copying)[0]
-    if isinstance(view, _StageView):
-        view.buffer[programs[:, None], view.row_indices()[programs]] = values[programs]
-    else:
-        view[programs] = values[programs]
+    _write_through(st, target, _copied_tile(st, op, operands, target.type, copying), copying)
 
 
 @handles("async_copy_strided_to_shared")
 def _async_copy_strided_to_shared(st: _State, op: Op, active: np.ndarray) -> None:
     target, *operands, pred = op.operands
     copying = active & np.broadcast_to(st.get(pred, np.dtype(bool), 0), (st.P,))
-    values = _copied_strided_tile(st, op, operands, target.type, copying)
+    _write_through(st, target, _copied_strided_tile(st, op, operands, target.type, copying), copying)
+
+
+@handles("async_copy_gathered_to_shared")
+def _async_copy_gathered_to_shared(st: _State, op: Op, active: np.ndarray) -> None:
+    target, *rest, pred = op.operands
+    copying = active & np.broadcast_to(st.get(pred, np.dtype(bool), 0), (st.P,))
+    operands, index = _gathered_operands(op, rest)
+    _write_through(st, target, _copied_strided_tile(st, op, operands, target.type, copying, index), copying)
+
+
+def _write_through(st: _State, target: Operand, values: np.ndarray, copying: np.ndarray) -> None:
+    """An async copy's tiles into its buffer or stage view, for the ``copying`` programs."""
     view = st.env[target]
     programs = np.nonzero(copying)[0]
     if isinstance(view, _StageView):

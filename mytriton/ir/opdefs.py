@@ -1469,6 +1469,51 @@ _register(OpDef("async_copy_strided_to_shared", (*COPY_STRIDED_OPERANDS, "pred")
                 doc="where pred holds, copy_strided_to_shared without waiting for it; visible after "
                     "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC))
 
+# A tile whose rows are gathered (Liger's fused MoE: each row of x is the
+# token an index array names): row r of the copy is the row index[row_offset + r]
+# of the matrix at base, read where row_offset + r < row_bound, the positions
+# the kernel's mask tests. The copy reads the index itself, so it needs no
+# register tile of indices in the threads that copy each row.
+
+COPY_GATHERED_OPERANDS = ("buffer", "base", "index", "row_offset", "col_offset", "row_stride", "col_stride",
+                          "row_bound", "col_bound", "fill")
+
+
+def _copy_gathered_to_shared(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    buffer, base, index, row_offset, col_offset, row_stride, col_stride, row_bound, col_bound, fill = types
+    if not isinstance(index, PointerType) or index.pointee not in (I32, I64):
+        raise _err(f"the index of 'copy_gathered_to_shared' must be a scalar pointer to i32 or i64, got {index}")
+    try:
+        _copy_strided_to_shared([buffer, base, row_offset, col_offset, row_stride, col_stride, row_bound, col_bound,
+                                 I32, I32, fill], attrs)
+    except TypeRuleError as err:
+        raise _err(str(err).replace("'copy_strided_to_shared'", "'copy_gathered_to_shared'")) from None
+    return []
+
+
+def _async_copy_gathered_to_shared(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    *copy, pred = types
+    try:
+        _copy_gathered_to_shared(copy, attrs)
+    except TypeRuleError as err:
+        raise _err(str(err).replace("'copy_gathered_to_shared'", "'async_copy_gathered_to_shared'")) from None
+    if pred is None or shape_of(pred) or concrete(pred) != BOOL:
+        raise _err(f"the predicate of 'async_copy_gathered_to_shared' must be a bool scalar, got {pred or 'none'}")
+    return []
+
+
+_register(OpDef("copy_gathered_to_shared", COPY_GATHERED_OPERANDS, _copy_gathered_to_shared, reads_global=True,
+                writes_shared=True, address_operand="base", shared_operands=("buffer",),
+                attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,
+                doc="with P = row_offset + r, C = col_offset + c: buffer[r, c] = (P < row_bound && C < col_bound) "
+                    "? base[index[P] * row_stride + C * col_stride] : fill (index read only where P < row_bound); "
+                    "a stride is i32 or i64, an i64 one multiplying its coordinates in 64 bits" + SYNC_COPY_DOC))
+_register(OpDef("async_copy_gathered_to_shared", (*COPY_GATHERED_OPERANDS, "pred"), _async_copy_gathered_to_shared,
+                reads_global=True, writes_shared=True, address_operand="base", shared_operands=("buffer",),
+                attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,
+                doc="where pred holds, copy_gathered_to_shared without waiting for it; visible after "
+                    "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC))
+
 # ---- sort and histogram ----------------------------------------------------------
 # tl.histogram(x, num_bins, mask=None): Triton's tt.histogram. The counts of
 # the values 0 .. num_bins - 1 in a vector of 32-bit integers (bins of width 1

@@ -145,7 +145,8 @@ def wgmma_swizzle(columns: int, element_bytes: int) -> int | None:
     return next((s for s in SWIZZLE_BYTES if (columns * element_bytes) % s == 0), None)
 
 
-COPIES = ("copy_to_shared", "copy_strided_to_shared", "async_copy_to_shared", "async_copy_strided_to_shared")
+COPIES = ("copy_to_shared", "copy_strided_to_shared", "copy_gathered_to_shared", "async_copy_to_shared",
+          "async_copy_strided_to_shared", "async_copy_gathered_to_shared")
 
 
 def column_contiguous_buffers(kernel: Kernel) -> frozenset[Value]:
@@ -158,9 +159,11 @@ def column_contiguous_buffers(kernel: Kernel) -> frozenset[Value]:
         if op.name not in COPIES:
             continue
         buffer = buffer_of(op.operands[0])
-        strided = op.name.endswith("strided_to_shared")
-        stride, col_stride = op.operands[4], op.operands[5] if strided else Const(1)
-        down_columns = (isinstance(stride, Const) and stride.value == 1
+        opdef = opdefs.lookup(op.name)
+        stride = op.operands[opdef.operand_index("row_stride")]
+        col_stride = op.operands[opdef.operand_index("col_stride")] if "col_stride" in opdef.operands else Const(1)
+        # (Gathered rows are no run down the columns, whatever their stride.)
+        down_columns = ("index" not in opdef.operands and isinstance(stride, Const) and stride.value == 1
                         and not (isinstance(col_stride, Const) and col_stride.value == 1))
         verdict[buffer] = verdict.get(buffer, True) and down_columns
     return frozenset(buffer for buffer, yes in verdict.items() if yes)

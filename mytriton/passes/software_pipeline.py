@@ -63,7 +63,8 @@ DEFAULT_NUM_STAGES = 3  # Triton's default
 
 # Each copy stage-dots writes, and the asynchronous copy that replaces it.
 ASYNC_FORM = {"copy_to_shared": "async_copy_to_shared",
-              "copy_strided_to_shared": "async_copy_strided_to_shared"}
+              "copy_strided_to_shared": "async_copy_strided_to_shared",
+              "copy_gathered_to_shared": "async_copy_gathered_to_shared"}
 
 
 class _NotPipelinable(Exception):
@@ -89,7 +90,7 @@ class _Plan:
 
     @property
     def strided(self) -> bool:
-        return any(op.name == "copy_strided_to_shared" for op in self.copies)
+        return any(op.name in ("copy_strided_to_shared", "copy_gathered_to_shared") for op in self.copies)
 
     @property
     def stage_bytes(self) -> int:
@@ -120,8 +121,6 @@ def _plan(loop: Op, allocation_of: dict[Value, Op], counts: dict[Value, int]) ->
         found = [i for i, op in enumerate(ops) if op.name == "dot_rs"][:1]
     if not found:
         raise _NotPipelinable
-    if len(found) != 1:
-        raise _NotPipelinable(f"its loop body holds {len(found)} staged dots; a loop is pipelined around one")
     at = found[0]
     dot = ops[at]
     if at < 3 or at + 1 >= len(ops) or ops[at - 1].name != "barrier" or ops[at + 1].name != "barrier":
@@ -132,8 +131,11 @@ def _plan(loop: Op, allocation_of: dict[Value, Op], counts: dict[Value, int]) ->
         start -= 1
     copies = ops[start:at - 1]
     buffers = [op.operands[0] for op in copies]
-    riders = _riders(ops, at, set(buffers) - set(dot.operands[:2]))
-    read = set(dot.operands[:2]) | {rider.operands[1] for rider, _ in riders}
+    riders = _riders(ops, at, set(buffers), set(dot.operands[:2]))
+    if len(found) > 1 and {ops[i] for i in found[1:]} - {rider for rider, _ in riders}:
+        raise _NotPipelinable(f"its loop body holds {len(found)} staged dots, not all of them reading tiles copied "
+                              "with the first; a loop is pipelined around the copies of one group")
+    read = set(dot.operands[:2]).union(*(_buffers_read(rider) for rider, _ in riders))
     # Two copies, or one where stage-dots copied the other operand once before
     # the loop (or A of a dot_rs stays in registers); a rider's B besides.
     if not copies:
@@ -146,8 +148,10 @@ def _plan(loop: Op, allocation_of: dict[Value, Op], counts: dict[Value, int]) ->
             raise _NotPipelinable("a buffer it reads without a copy in the loop body is written in the loop "
                                   "or is not a buffer of the kernel")
     allocations = []
+    readers = [dot, *(rider for rider, _ in riders)]
     for buffer in buffers:
-        if buffer not in allocation_of or counts.get(buffer, 0) != 2:  # its copy and the dot alone
+        # its copy and the dots of the group alone
+        if buffer not in allocation_of or counts.get(buffer, 0) != 1 + sum(buffer in _buffers_read(r) for r in readers):
             raise _NotPipelinable("a buffer it reads has other users than its copy and the dot")
         allocations.append(allocation_of[buffer])
     for copy in copies:
@@ -156,19 +160,26 @@ def _plan(loop: Op, allocation_of: dict[Value, Op], counts: dict[Value, int]) ->
     return _Plan(loop, copies, ops[at - 1], dot, ops[at + 1], allocations, riders)
 
 
-def _riders(ops: list[Op], at: int, buffers: set) -> tuple[tuple[Op, Op], ...]:
-    """The dot_rs ops after ``ops[at]`` reading one of ``buffers`` as B, each
-    followed by a barrier (as stage-dots writes them); every buffer read so."""
+def _riders(ops: list[Op], at: int, buffers: set, dot_reads: set) -> tuple[tuple[Op, Op], ...]:
+    """The staged dots after ``ops[at]`` (dot_rs, or dot_shared) reading a
+    buffer of ``buffers`` (the copies before the dot's barrier), each followed
+    by a barrier (as stage-dots writes them); every buffer the dot does not
+    read (``dot_reads``) read so."""
     riders = []
     for i in range(at + 2, len(ops)):
         op = ops[i]
-        if op.name == "dot_rs" and op.operands[1] in buffers:
+        if op.name in ("dot_rs", "dot_shared") and _buffers_read(op) & buffers:
             if i + 1 >= len(ops) or ops[i + 1].name != "barrier":
-                raise _NotPipelinable("a dot_rs reading a buffer copied with the dot is not followed by a barrier")
+                raise _NotPipelinable(f"a {op.name} reading a buffer copied with the dot is not followed by a barrier")
             riders.append((op, ops[i + 1]))
-    if {op.operands[1] for op, _ in riders} != buffers:
-        raise _NotPipelinable("a buffer copied with the dot is read by neither it nor a dot_rs after it")
+    if not buffers - dot_reads <= set().union(*(_buffers_read(op) for op, _ in riders)):
+        raise _NotPipelinable("a buffer copied with the dot is read by neither it nor a dot after it")
     return tuple(riders)
+
+
+def _buffers_read(dot: Op) -> set[Value]:
+    """The shared buffers a staged dot reads (dot_rs: B alone)."""
+    return {x for x in dot.operands[:2] if isinstance(x, Value) and isinstance(x.type, SharedType)}
 
 
 def _written_in(loop: Op, buffer: Value) -> bool:

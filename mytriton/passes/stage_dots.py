@@ -122,6 +122,11 @@ class TilePlan:
     def buffer_type(self) -> SharedType:
         return SharedType(self.shape, self.element)
 
+    @property
+    def root(self) -> Op:
+        """The op whose result the dot reads (erased once the copy replaces it)."""
+        return self.load
+
     def copy_operands(self, buffer: Value) -> list[Operand]:
         return [buffer, self.base, self.row_offset, self.col_offset, self.row_stride, self.row_bound,
                 self.col_bound, self.fill]
@@ -208,6 +213,11 @@ def match_dot(defs: Definitions, dot: Op) -> DotPlan | NotCanonical:
         writer = _store_between(defs, tile.load, dot)
         if writer is not None:
             return NotCanonical(f"operand {label}: a {writer.name} may run between the load and the dot")
+        gather = tile.rows.gather if isinstance(tile, StridedPlan) else None
+        writer = _store_between(defs, gather.load, dot) if gather is not None else None
+        if writer is not None:  # (the copy reads the indices where the dot is, too)
+            return NotCanonical(f"operand {label}: a {writer.name} may run between the load of its row indices "
+                                "and the dot")
         tiles.append(tile)
     return DotPlan(dot, tiles[0], tiles[1])
 
@@ -467,6 +477,19 @@ class WrappedAxis:
     # the product with the stride): the same values as the i32 ones, so the
     # mask tests them alike, but the copy scales them by an i64 stride.
     wide: bool = field(default=False, compare=False)
+    # Gathered: the coordinate at position p of ``offset + arange(0, size)``
+    # is the index array's element p (``gather``); the mask tests positions.
+    gather: "Gather | None" = None
+
+
+@dataclass(frozen=True, eq=False)
+class Gather:
+    """Coordinates loaded from an index array: ``load`` reads ``index[p]`` for
+    the positions p of the axis (where ``p < bound``; None: everywhere)."""
+
+    load: Op
+    index: Operand  # a scalar pointer to i32 or i64
+    bound: Operand | None
 
 
 @dataclass(frozen=True)
@@ -529,6 +552,8 @@ class StridedPlan:
         swapped, strides and bounds with them. A row-major [N, K] load read
         as its transpose becomes a [K, N] tile contiguous down its columns,
         stored column-major (K-major for wgmma), as ``x @ w.T`` is."""
+        if self.rows.gather is not None:
+            raise _Mismatch("its rows are gathered, and the transpose of a gathered tile is not staged")
         (row_shift, col_shift) = self.bound_shifts
         return StridedPlan(self.load, self.base, self.shifts, self.advance, self.cols, self.rows,
                            self.col_stride, self.row_stride, self.col_bound, self.row_bound,
@@ -619,8 +644,13 @@ class StridedPlan:
             """The stride, widened to i64 where the kernel scales 64-bit coordinates by it."""
             return widen(stride, loc) if axis.wide and concrete(stride.type) != I64 else stride
 
-        operands = [buffer, base, start(self.rows), start(self.cols), scaling(self.rows, row_stride),
-                    scaling(self.cols, self.col_stride),
+        strides = [scaling(self.rows, row_stride), scaling(self.cols, self.col_stride)]
+        gather = self.rows.gather
+        if gather is not None:  # (no wraps: _gathered_axis)
+            operands = [buffer, base, gather.index, start(self.rows), start(self.cols), *strides, *bounds, self.fill]
+            ops.append(Op("copy_gathered_to_shared", operands, [], loc=loc))
+            return ops
+        operands = [buffer, base, start(self.rows), start(self.cols), *strides,
                     bounds[0], bounds[1], self.rows.wrap, self.cols.wrap, self.fill]
         ops.append(Op("copy_strided_to_shared", operands, [], loc=loc))
         return ops
@@ -647,6 +677,12 @@ def _match_strided_load(defs: Definitions, value: Operand) -> StridedPlan:
     if shape_of(load.result.type) != (rows.size, cols.size):
         raise _Mismatch(f"the load's tile {load.result.type} is not [{rows.size}, {cols.size}]")
     (row_bound, row_shift), (col_bound, col_shift) = _match_strided_mask(defs, mask, rows, cols)
+    if cols.gather is not None:
+        raise _Mismatch("its columns are gathered; a gathered tile is copied by rows")
+    if rows.gather is not None and rows.gather.bound is not None \
+            and (row_bound != rows.gather.bound or row_shift != (Const(0), Const(0))):
+        raise _Mismatch("its rows are gathered, and the load's mask does not test their positions against the "
+                        "bound of the index load's mask")
     if rows.clamp is not None:
         row_bound = _clamp_bound(rows, row_bound)
     if cols.clamp is not None:
@@ -679,7 +715,7 @@ def _row_starts(defs: Definitions, hints: list[Op], rows: WrappedAxis, cols: Wra
     if divisor < 2 or pointee is None or not (isinstance(col_stride, Const) and col_stride.value == 1):
         return 0
     if rows.wrap != NO_WRAP or cols.wrap != NO_WRAP or rows.clamp is not None or cols.clamp is not None \
-            or rows.size < 2:
+            or rows.size < 2 or rows.gather is not None:
         return 0
     if _known_multiple(defs, cols.offset) * pointee.nbytes % divisor:
         return 0
@@ -947,6 +983,9 @@ def _vector_axis(defs: Definitions, value: Operand) -> WrappedAxis | None:
     if widen is not None and widen.result.type.element == I64 and _is_i32_vector(widen.operands[0]):
         narrow = _vector_axis(defs, widen.operands[0])
         return None if narrow is None else replace(narrow, wide=True)
+    indices = defs.defined_by(value, "load")
+    if indices is not None:
+        return _gathered_axis(defs, indices)
     clamped = _clamped_axis(defs, value)
     if clamped is not None:
         return clamped if contiguous >= clamped.size else None
@@ -969,6 +1008,31 @@ def _vector_axis(defs: Definitions, value: Operand) -> WrappedAxis | None:
     except _Mismatch:
         return None
     return None
+
+
+def _gathered_axis(defs: Definitions, load: Op) -> WrappedAxis | None:
+    """``load(index + p, p < bound)`` of a 1-D ``p = [offset +] arange(0, n)``
+    (or unmasked): the rows it names, gathered (Liger's fused MoE:
+    ``token_idx = tl.load(x_gather_idx_ptr + row_offs, mask=row_mask)``)."""
+    ptr, mask, _ = load.operands
+    step = defs.defined_by(ptr, "addptr")
+    if step is None:
+        return None
+    index, positions = step.operands
+    pointee = index.type.pointee if isinstance(index, Value) and isinstance(index.type, PointerType) else None
+    if pointee not in (I32, I64) or len(shape_of(positions.type)) != 1:
+        return None
+    position = _vector_axis(defs, positions)
+    if position is None or position.gather is not None or position.wrap != NO_WRAP or position.clamp is not None:
+        return None
+    bound = None
+    if mask is not None:
+        compare = defs.defined_by(mask, "cmp_lt")
+        if compare is None or _vector_axis(defs, compare.operands[0]) != position \
+                or not _is_i32_scalar(compare.operands[1]):
+            return None
+        bound = compare.operands[1]
+    return replace(position, wide=pointee == I64, gather=Gather(load, index, bound))
 
 
 def _clamped_axis(defs: Definitions, value: Operand) -> WrappedAxis | None:
@@ -1010,6 +1074,10 @@ def _match_strided_mask(defs: Definitions, mask: Operand | None, rows: WrappedAx
             continue
         axis, coordinate, bound = _axis_test(defs, test)
         pointer_axis = rows if axis == ROWS else cols
+        if coordinate.gather is not None:
+            raise _Mismatch("the mask tests gathered coordinates, not their positions")
+        if pointer_axis.gather is not None:  # the mask tests the positions the rows are gathered from
+            pointer_axis = replace(pointer_axis, gather=None)
         if axis in found or coordinate.size != pointer_axis.size:
             raise _Mismatch(MASK_REASON)
         if coordinate == pointer_axis:
@@ -1184,9 +1252,14 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
     loads: list[Op] = []
     index = 0
     # The first copy and the first barrier of each staged dot_shared, by the
-    # dot it replaced: a later dot_rs of the same loop body copies its B with
+    # dot it replaced: a later dot of the same loop body copies its tiles with
     # that dot's copies (the ops computing its operands before the first).
     groups: dict[Op, tuple[Op, Op]] = {}
+    # The buffer of each tile a group copies, by the op whose result the dot
+    # read (its load, or a trans of it), by the group's first barrier: a later
+    # dot of the group reading the same tile reads that buffer (Liger's MoE
+    # up-projection multiplies one x tile by its gate and its up weights).
+    group_tiles: dict[Op, dict[Op, Value]] = {}
     # A loop-invariant tile copied before a loop (attention's Q), by its
     # load: a later loop's dot of the same tile (the causal kernel's second
     # loop) reads the same buffer, which nothing between overwrote (the
@@ -1240,7 +1313,8 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
         # together before the barrier (the software-pipeline pass finds them there).
         in_place: list[Op] = []
         copies: list[Op] = []
-        for tile, buffer in ((plan.a, buffers[0]), (plan.b, buffers[1])):
+        copied: list[tuple[TilePlan | StridedPlan, int, list[Op], Op]] = []  # in place: tile, operand, prelude, copy
+        for at, (tile, buffer) in enumerate(((plan.a, buffers[0]), (plan.b, buffers[1]))):
             if tile is None:
                 continue
             *prelude, copy = tile.copy_ops(buffer, widen)
@@ -1255,11 +1329,20 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
             else:
                 in_place += prelude
                 copies.append(copy)
+                copied.append((tile, at, prelude, copy))
         barrier = Op("barrier", [], [], loc=dot.loc)
         # (A reused pair's copies stay at their dot: joined to an earlier dot's,
         # they could meet its first user's copies before one barrier.)
         group = _group_of(defs, plan, groups, in_place + copies) if copies and not reused else None
         if group is not None:
+            tiles = group_tiles.setdefault(group[1], {})
+            for tile, at, prelude, copy in copied:
+                if tile.root in tiles and tiles[tile.root].type == operands[at].type:  # copied for the group already
+                    allocations = [op for op in allocations if op.result is not operands[at]]
+                    operands[at] = tiles[tile.root]
+                    in_place = [op for op in in_place if op not in prelude]
+                    copies.remove(copy)
+            staged.operands = operands
             # Attention's V: copied (and pipelined) with K, before Q @ K^T's
             # barrier; the barrier after P @ V keeps the next iteration's copy
             # from overwriting V while it is read (the pipeline drops it).
@@ -1275,10 +1358,11 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
                           Op("barrier", [], [], loc=dot.loc))
             if name == "dot_shared":
                 groups[dot] = ((copies or [barrier])[0], barrier)
+                group_tiles[barrier] = {tile.root: operands[at] for tile, at, _, _ in copied}
         replace_uses(kernel.body, dot.result, staged.result)
         remarks.moved(kernel, dot, staged)
         erase_op(dot)
-        loads += [tile.root if isinstance(tile, StridedPlan) else tile.load for tile in plan.tiles]
+        loads += [tile.root for tile in plan.tiles]
     # Allocations first in the kernel, after any it already had.
     body = kernel.body
     first = next(op for op in body.ops if not _allocates(op))
@@ -1288,13 +1372,12 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
 
 def _group_of(defs: Definitions, plan: DotPlan, groups: dict[Op, tuple[Op, Op]],
               ops: list[Op]) -> tuple[Op, Op] | None:
-    """For a ``dot_rs`` whose B is copied in the loop body of an earlier
-    staged dot_shared: that dot's first copy and first barrier, where B's
-    copy can join its copies, if the copy's operands are all computed before
-    the first copy and nothing between it and the original load writes memory
+    """For a dot whose tiles are copied in the loop body of an earlier staged
+    dot_shared (attention's P @ V beside Q @ K^T; the gate and up products of
+    a MoE up-projection): that dot's first copy and first barrier, where the
+    copies can join its copies, if their operands are all computed before
+    the first copy and nothing between the loads and the dot writes memory
     or synchronises."""
-    if plan.a is not None:
-        return None
     dot = plan.dot
     for earlier, group in groups.items():
         first_copy, barrier = group
@@ -1308,7 +1391,7 @@ def _group_of(defs: Definitions, plan: DotPlan, groups: dict[Op, tuple[Op, Op]],
                 if isinstance(operand, OpResult) and operand not in made and operand.op.parent is body \
                         and body.ops.index(operand.op) >= at:
                     return None
-        first = min(defs.position[earlier], defs.position[plan.b.load])
+        first = min(defs.position[earlier], *(defs.position[tile.load] for tile in plan.tiles))
         last = defs.position[dot]
         if any(_orders_memory(op) and first < position < last for op, position in defs.position.items()
                if op is not earlier):

@@ -27,7 +27,8 @@ BANKS = 32
 BANK_BYTES = 4
 MAX_ROWS, MAX_COLS = 64, 64
 CELL_W, CELL_H = 30, 24
-COPY_OPS = ("copy_to_shared", "async_copy_to_shared", "copy_strided_to_shared", "async_copy_strided_to_shared")
+COPY_OPS = ("copy_to_shared", "async_copy_to_shared", "copy_strided_to_shared", "async_copy_strided_to_shared",
+            "copy_gathered_to_shared", "async_copy_gathered_to_shared")
 
 
 @dataclass(frozen=True)

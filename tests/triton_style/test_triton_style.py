@@ -228,6 +228,9 @@ def case_matmul_gathered_rows(m, rng) -> Result:
             run = slice(expert_start[e], expert_start[e + 1])
             exact[run] = x[token[run]].astype(np.float64) @ w[e].astype(np.float64).T
         out.append((f"out {np.dtype(dtype).name}", got.astype(np.float32), exact, tol, tol))
+        if dtype == np.float16:  # 64-row tiles too: wgmma on the GPU (the 32-row ones: mma.sync)
+            wide, _, _ = m.up_proj(x, w, top, BLOCK_M=64, BLOCK_N=64)
+            out.append(("out float16, 64x64 tiles", wide.astype(np.float32), exact, tol, tol))
         # the down-projection of the up-projection's rows, in place, by expert (its rows' offsets int64)
         a = (got / np.sqrt(hidden)).astype(dtype)  # (unit scale: TF32's error grows with it)
         w_down = rng.standard_normal((experts, hidden, n)).astype(dtype)

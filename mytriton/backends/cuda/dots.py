@@ -132,12 +132,17 @@ class CopyGeometry:
     row_wrap: object
     col_wrap: object
     fill: object
+    index: object = None  # gathered rows: the index array (row_offset + r is a position in it)
 
 
 def copy_geometry(op: Op) -> CopyGeometry:
     if op.name in ("copy_to_shared", "async_copy_to_shared"):
         buffer, base, row_offset, col_offset, stride, row_bound, col_bound, fill = op.operands[:8]
         col_stride, row_wrap, col_wrap = Const(1), Const(0), Const(0)
+    elif op.name in GATHERED_COPIES:  # never transposed: gathered rows are no run down the columns
+        buffer, base, index, row_offset, col_offset, stride, col_stride, row_bound, col_bound, fill = op.operands[:10]
+        return CopyGeometry(buffer, buffer.type, base, row_offset, col_offset, stride, col_stride, row_bound,
+                            col_bound, Const(0), Const(0), fill, index)
     else:
         (buffer, base, row_offset, col_offset, stride, col_stride, row_bound, col_bound, row_wrap, col_wrap,
          fill) = op.operands[:11]
@@ -147,6 +152,9 @@ def copy_geometry(op: Op) -> CopyGeometry:
                             col_bound, row_bound, col_wrap, row_wrap, fill)
     return CopyGeometry(buffer, buffer.type, base, row_offset, col_offset, stride, col_stride, row_bound,
                         col_bound, row_wrap, col_wrap, fill)
+
+
+GATHERED_COPIES = ("copy_gathered_to_shared", "async_copy_gathered_to_shared")
 
 
 def _walked(g: CopyGeometry) -> str:
@@ -170,6 +178,7 @@ def copy_operands(em: "EmitContext", op: Op) -> tuple:
         value = getattr(g, label)
         args[label] = None if isinstance(value, Const) and value.value == absent else \
             as_type(em.scalar_arg(value), index_type(value))
+    args["index"] = None if g.index is None else em.scalar_ref(g.index)
     return g, args
 
 
@@ -196,7 +205,16 @@ def wrapped(coordinate: str, wrap: str | None) -> str:
 
 def element_offset(args: dict, row: str = "row", col: str = "col") -> str:
     scaled = col if args["col_stride"] is None else f"{col} * {args['col_stride']}"
-    return f"{row} * {args['stride']} + {scaled}"
+    return f"{address_row(args, row)} * {args['stride']} + {scaled}"
+
+
+def address_row(args: dict, row: str) -> str:
+    """The row an address takes at coordinate ``row``: the coordinate, or for
+    gathered rows the index array's element there, read only inside the row
+    bound (past it the element is not read, and the index array may end)."""
+    if args.get("index") is None:
+        return row
+    return f"({row} < {args['row_bound']} ? {args['index']}[{row}] : 0)"
 
 
 @renders("copies")
@@ -350,10 +368,13 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
     base_name = em.scalar_ref(base)
     width = op.attrs["chunk"]
     where = em.where(op).replace(f"  // {op.name}", "")
+    hoisted = em.hoisted_coordinates.get(op, {})
 
     def chunk(i, in_bounds, row, col, r, c, dst_address=None, src=None):
         dst_address = dst_address or f"(unsigned)__cvta_generic_to_shared(&{dst}[{place(view_type, r, c)}])"
-        src = src or f"{base_name} + ({row} * {args['stride']} + {col})"
+        if src is None:
+            gathered = f"{hoisted['gathered']}[s]" if "gathered" in hoisted else address_row(args, row)
+            src = f"{base_name} + ({gathered} * {args['stride']} + {col})"
         if whole_chunks:  # the column bound cuts no chunk: each is all in or all out
             return [CUDA.cp_async_or_zeros(dst_address, src, width * nbytes, in_bounds, guard)]
         return [f"const int n = {row} < {args['row_bound']} ? "
@@ -415,7 +436,8 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
 # branches and divisions an iteration for 128x128x32. The wrapped coordinates
 # of a thread's chunks do not change from one iteration to the next, so they
 # are worked out once, before the loop.
-ASYNC_COPIES = ("async_copy_to_shared", "async_copy_strided_to_shared")  # the pipelined loop's copies
+ASYNC_COPIES = ("async_copy_to_shared", "async_copy_strided_to_shared",  # the pipelined loop's copies
+                "async_copy_gathered_to_shared")
 WRAPPED_COPY_OPERANDS = {"row": ("row_offset", "row_wrap"), "col": ("col_offset", "col_wrap")}  # of its geometry
 
 
@@ -464,10 +486,31 @@ def hoist_copy_coordinates(em: "EmitContext", loop: Op) -> None:
             em.line(f"for (int s = 0; s < {steps}; ++s) "
                     f"{name}[s] = {wrapped(f'{start} + {within}', as_type(em.scalar_arg(wrap), I32))};")
             hoisted[axis] = name
+        if g.index is not None and all(invariant(v) for v in (g.row_offset, g.index, g.row_bound)):
+            hoisted["gathered"] = _hoist_gathered_rows(em, op, g, steps, f"h{number}_gathered")
         hoisted.update(_hoist_offsets(em, op, g, hoisted, invariant, f"h{number}_offset"))
         if hoisted:
             em.hoisted_copies = number
             em.hoisted_coordinates[op] = hoisted
+
+
+def _hoist_gathered_rows(em: "EmitContext", op: Op, g: CopyGeometry, steps: int, name: str) -> str:
+    """Before a loop that moves neither a gathered copy's positions nor its
+    index array: each of a thread's chunks' row, read from the index array
+    once (Liger's fused MoE reads its token indices once, before the K loop)."""
+    _, args = copy_operands(em, op)
+    rows, cols = g.view_type.shape
+    per_row = cols // op.attrs["chunk"]
+    tid = em.lang.thread_id
+    linear = _linear_walk(em, rows, cols, op.attrs["chunk"])
+    within = f"({tid} / {per_row} + s * {linear[1]})" if linear else f"({tid} + s * {em.threads}) / {per_row}"
+    position = f"{as_type(em.scalar_arg(g.row_offset), I32)} + {within}"
+    em.line(f"// the gathered row of each chunk of {op.name}{em.where(op).replace('  // ' + op.name, '')}, "
+            "read from the index array once")
+    em.line(f"{c_scalar(g.index.type.pointee)} {name}[{steps}];")
+    em.line(em.lang.unroll)
+    em.line(f"for (int s = 0; s < {steps}; ++s) {name}[s] = {address_row(args, f'({position})')};")
+    return name
 
 
 def _linear_walk(em: "EmitContext", rows: int, cols: int, width: int) -> tuple[int, int] | None:
@@ -528,6 +571,12 @@ def _hoist_offsets(em: "EmitContext", op: Op, g: CopyGeometry, hoisted: dict[str
         else:
             coordinates[axis] = local[axis]
             uniform.append(axis)
+    # Gathered rows: the offsets from the rows read once, the bounds tests on their positions.
+    positions = dict(coordinates)
+    if g.index is not None:
+        if "gathered" not in hoisted:
+            return {}
+        coordinates["row"] = f"{hoisted['gathered']}[s]"
     stride = as_type(em.scalar_arg(g.stride), index_type(g.stride))
     wide = wide_offsets(g)
     em.line(f"// each chunk's element offset from the base of {op.name}"
@@ -544,7 +593,7 @@ def _hoist_offsets(em: "EmitContext", op: Op, g: CopyGeometry, hoisted: dict[str
     hoisted_offsets = {"offset": name, "uniform": tuple(uniform)}
     # The bounds test of an axis the loop moves nothing on (M's rows of A,
     # N's columns of B) is the same every iteration: one bit a chunk.
-    fixed = [(axis, coordinates[axis], bound) for axis, bound in (("row", g.row_bound), ("col", g.col_bound))
+    fixed = [(axis, positions[axis], bound) for axis, bound in (("row", g.row_bound), ("col", g.col_bound))
              if axis not in uniform and invariant(bound) and not _unbounded(bound)]
     if fixed and steps <= 32:
         mask = name.replace("_offset", "_inside")

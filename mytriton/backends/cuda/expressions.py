@@ -78,6 +78,9 @@ STATEMENT_OPS = {
     "async_copy_to_shared": "dots.py: cp.async of 16, 8 or 4 bytes per chunk, zero-filled past the bounds",
     "copy_strided_to_shared": "dots.py: a cooperative copy through both strides and the wraps",
     "async_copy_strided_to_shared": "dots.py: cp.async per chunk where the column stride is 1, else per element",
+    "copy_gathered_to_shared": "dots.py: as copy_strided_to_shared, each row's index read from the index array",
+    "async_copy_gathered_to_shared": "dots.py: as async_copy_strided_to_shared, each row's index read from the "
+                                     "index array (once before the loop, where the loop does not move it)",
     "async_commit": "dots.py: cp.async.commit_group",
     "async_wait": "dots.py: cp.async.wait_group pending",
     "wgmma_wait": "dots.py: wgmma.wait_group pending",

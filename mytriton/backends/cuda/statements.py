@@ -19,10 +19,10 @@ from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_tile
 from mytriton.ir.ssa import Block, Kernel, Op, Value, is_combine, walk
 
-COPY_OPS = ("copy_to_shared", "copy_strided_to_shared")  # what dots.emit_copies takes
+COPY_OPS = ("copy_to_shared", "copy_strided_to_shared", "copy_gathered_to_shared")  # what dots.emit_copies takes
 # The pipelined K loop's ops (the software-pipeline pass), each a statement of its own.
-ASYNC_OPS = ("stage_view", "async_copy_to_shared", "async_copy_strided_to_shared", "async_commit", "async_wait",
-             "wgmma_wait")
+ASYNC_OPS = ("stage_view", "async_copy_to_shared", "async_copy_strided_to_shared", "async_copy_gathered_to_shared",
+             "async_commit", "async_wait", "wgmma_wait")
 
 
 @dataclass

@@ -665,8 +665,16 @@ class _Emitter(RegionEmitter):
     def op_copy_strided_to_shared(self, op: Op) -> None:
         self._copy(op, *op.operands)
 
+    @lowers("copy_gathered_to_shared")
+    def op_copy_gathered_to_shared(self, op: Op) -> None:
+        buf, base_ptr, index, row_offset, col_offset, stride, col_stride, row_bound, col_bound, fill = op.operands
+        self._copy(op, buf, base_ptr, row_offset, col_offset, stride, col_stride, row_bound, col_bound,
+                   Const(0), Const(0), fill, index)
+
     def _copy(self, op: Op, buf, base_ptr, row_offset, col_offset, stride, col_stride, row_bound, col_bound,
-              row_wrap, col_wrap, fill) -> None:
+              row_wrap, col_wrap, fill, index=None) -> None:
+        """Every element of the buffer, read where in bounds; ``index``: the
+        rows are gathered, row P the index array's element P."""
         loc = op.loc
         t = buf.type.element
         ty = scalar_type(t)
@@ -698,7 +706,11 @@ class _Emitter(RegionEmitter):
             def read() -> str:
                 # An i64 stride scales its coordinates in 64 bits (the kernel widened them).
                 it = OFFSET if I64 in (stride.type, col_stride.type) else I32
-                r, c = (row, col) if it == I32 else (convert(w, row, I32, it, loc), convert(w, col, I32, it, loc))
+                if index is not None:
+                    r = self.gathered_row(op, index, row, it)
+                else:
+                    r = row if it == I32 else convert(w, row, I32, it, loc)
+                c = col if it == I32 else convert(w, col, I32, it, loc)
                 scaled = w.op(f"arith.muli {r}, {self.element(stride, [], it, loc)} : {scalar_type(it)}", loc)
                 if col_stride != Const(1):
                     scaled_col = w.op(f"arith.muli {c}, {self.element(col_stride, [], it, loc)} : {scalar_type(it)}",
@@ -716,6 +728,17 @@ class _Emitter(RegionEmitter):
             w.line(f"memref.store {x}, {self.names[buf]}[{r}, {c}] : {shared_type(buf.type)}", loc)
 
         self.each(buf.type.shape, loc, body)
+
+    def gathered_row(self, op: Op, index: Value, position: str, t: ScalarType) -> str:
+        """The index array's element at ``position`` (read in bounds: the caller's guard), as ``t``."""
+        loc = op.loc
+        pointee = index.type.pointee
+        memref = self.base(index, op)
+        start = self.element(index, [], OFFSET, loc)
+        at = self.w.op(f"arith.addi {start}, {convert(self.w, position, I32, OFFSET, loc)} : i64", loc)
+        where = self.w.op(f"arith.index_cast {at} : i64 to index", loc)
+        loaded = self.w.op(f"memref.load {memref}[{where}] : {memref_type(pointee)}", loc)
+        return convert(self.w, loaded, pointee, t, loc)
 
     # ---- control flow ----------------------------------------------------------------
 

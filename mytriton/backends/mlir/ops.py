@@ -94,6 +94,7 @@ STRUCTURED: dict[str, str] = {
     "shared_alloc": "memref.global in workgroup memory (address space 3) and memref.get_global",
     "copy_to_shared": "per buffer element: a guarded memref.load from global memory, memref.store into the buffer",
     "copy_strided_to_shared": "as copy_to_shared, the coordinates wrapped by arith.remsi, columns scaled by their stride",
+    "copy_gathered_to_shared": "as copy_strided_to_shared, each row's index a guarded memref.load of the index array",
     "barrier": "gpu.barrier",
     "for": "scf.for with iter_args on the loop's index type (a runtime step <= 0 runs no iteration, as on the GPU)",
     "yield": "scf.yield",
@@ -116,7 +117,7 @@ REFUSED: dict[str, str] = {
 # A pipelined K loop (the software-pipeline pass) is not lowered yet: `compile --emit=mlir`
 # stages dots unpipelined; staged SSA from `stage-dots --num-stages 1` reads too.
 PIPELINED = ("shared_alloc_stages", "stage_view", "async_copy_to_shared", "async_copy_strided_to_shared",
-             "async_commit", "async_wait", "wgmma_wait")
+             "async_copy_gathered_to_shared", "async_commit", "async_wait", "wgmma_wait")
 REFUSED.update({name: "pipelined K loops are not covered by the MLIR back end yet (stage with --num-stages 1)"
                 for name in PIPELINED})
 REFUSED["histogram"] = "tl.histogram is not covered by the MLIR back end yet"
