@@ -244,6 +244,12 @@ def _operand_text(value: Any, column_major: str) -> str:
     if isinstance(layout, NvmmaShared):
         major = f", {column_major}-major" if tuple(layout.order) == (0, 1) else ""
         return f"shared (swizzle {layout.swizzle}B{major})"
+    if isinstance(layout, PaddedShared) and layout.transposed:
+        # (a stage's view counts the other stages' runs as padding: the buffer's own is the padding)
+        view = getattr(value, "op", None)
+        pad = view.operands[0].type.layout.pad if view is not None and view.name == "stage_view" else layout.pad
+        padded = f", its {column_major} runs padded by {pad * t.element.nbytes} bytes" if pad else ""
+        return f"shared ({column_major}-major{padded})"
     if isinstance(layout, PaddedShared) and layout.pad:
         return f"shared (rows padded by {layout.pad * t.element.nbytes} bytes)"
     return "shared"

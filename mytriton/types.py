@@ -135,9 +135,11 @@ class SharedType:
 
     @property
     def allocated_bytes(self) -> int:
-        """The bytes it takes in shared memory, its layout's row padding included."""
-        pitch = self.layout.row_pitch(self.shape[1]) if self.layout is not None else self.shape[1]
-        return self.shape[0] * pitch * self.element.nbytes
+        """The bytes it takes in shared memory, its layout's row padding included
+        (a column-major buffer's: its transpose's rows, each padded)."""
+        rows, cols = self.shape[::-1] if getattr(self.layout, "transposed", False) else self.shape
+        pitch = self.layout.row_pitch(cols) if self.layout is not None else cols
+        return rows * pitch * self.element.nbytes
 
 
 @dataclass(frozen=True)

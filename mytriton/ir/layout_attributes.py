@@ -136,6 +136,9 @@ class Slice:
         return Slice(dim, parent)
 
 
+MAX_STAGE_PAD = 1 << 16  # elements: the other stages' runs, and the padding, of a stage of a column-major buffer
+
+
 @dataclass(frozen=True)
 class PaddedShared:
     pad: int  # unused elements after each row
@@ -148,14 +151,22 @@ class PaddedShared:
         return f"padded_shared<pad={self.pad}, order={_ints(self.order)}>"
 
     def problem(self, num_warps: int) -> str | None:
-        if not 0 <= self.pad <= 64:
-            return f"{self.text()}: pad must be from 0 to 64 elements"
-        if self.order != (1, 0):
-            return f"{self.text()}: only row-major buffers (order=[1, 0]) are supported"
+        # (A stage of a column-major buffer counts the other stages' runs as its padding.)
+        most = MAX_STAGE_PAD if self.order == (0, 1) else 64
+        if not 0 <= self.pad <= most:
+            return f"{self.text()}: pad must be from 0 to {most} elements"
+        if self.order not in ((1, 0), (0, 1)):
+            return f"{self.text()}: order is [1, 0] (row-major) or [0, 1] (column-major)"
         return None
 
+    @property
+    def transposed(self) -> bool:
+        """Whether the buffer holds its tile column-major (order [0, 1]): its
+        transpose row-major, each of those rows padded (mma.sync's K-major B)."""
+        return self.order == (0, 1)
+
     def row_pitch(self, columns: int) -> int:
-        """Elements from the start of one row to the next."""
+        """Elements from the start of one row to the next (of the transpose, when column-major)."""
         return columns + self.pad
 
     @staticmethod

@@ -894,7 +894,10 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
     through at the budget's edge stays unpadded): both operands of a dot on
     tensor cores (``mma_shared_layout``), the A buffer of an FMA dot
     (``fma_operand_pad``); both operands of a warpgroup dot are swizzled
-    (``nvmma_shared``, no padding)."""
+    (``nvmma_shared``, no padding). A 16-bit B of mma.sync contiguous down
+    its columns (``x @ w.T``, K^T) is held column-major, its transpose's rows
+    padded: copied in 16-byte chunks, read by ldmatrix without .trans (as
+    row-major, each element would be copied on its own)."""
     from mytriton.passes.software_pipeline import scratch_reserve
 
     allocs = [r for op in walk(kernel.body) if opdefs.lookup(op.name).allocates for r in op.results]
@@ -904,6 +907,7 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
         + scratch_reserve(kernel, overlaying=after_the_buffers(kernel))
     layouts: dict[Value, SharedLayout] = {}
     k_major = k_major_buffers(kernel) if wgmma else frozenset()
+    down_columns = column_contiguous_buffers(kernel)
     for op in walk(kernel.body):
         if op.name not in ("dot_shared", "dot_rs"):
             continue
@@ -922,6 +926,11 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
             nbytes = buffer.type.element.nbytes
             pad = mma_shared_layout(buffer.type.element, index).pad if on_tensor_cores \
                 else fma_operand_pad(cols, nbytes)
+            if on_tensor_cores and index == 1 and buffer in down_columns and buffer.type.element in (F16, BF16):
+                fits = used + cols * pad * nbytes <= budget
+                used += cols * pad * nbytes if fits else 0
+                layouts[buffer] = PaddedShared(pad=pad if fits else 0, order=(0, 1))
+                continue
             if pad and used + rows * pad * nbytes <= budget:
                 used += rows * pad * nbytes
                 layouts[buffer] = PaddedShared(pad=pad)
@@ -937,7 +946,18 @@ def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout], budget: int,
                 layout = layouts.get(value) or default_blocked(value.type.shape, kernel.num_warps)
                 value.type = replace(value.type, layout=layout)
             elif isinstance(value.type, SharedType):
-                value.type = replace(value.type, layout=shared.get(buffer_of(value), SHARED_LAYOUT))
+                value.type = replace(value.type, layout=stage_layout(op, shared.get(buffer_of(value), SHARED_LAYOUT)))
+
+
+def stage_layout(op: Op, layout: SharedLayout) -> SharedLayout:
+    """The layout of what ``op`` makes of a buffer of ``layout``: the same,
+    but for a stage of a padded column-major buffer. Its stages lie one above
+    the other, so each of its transpose's rows holds a run of every stage in
+    turn: a stage's view is padded by the other stages' runs too."""
+    if op.name != "stage_view" or not (isinstance(layout, PaddedShared) and layout.transposed):
+        return layout
+    rows = op.operands[0].type.shape[0] // op.attrs["stages"]
+    return replace(layout, pad=layout.pad + (op.attrs["stages"] - 1) * rows)
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,9 @@ def case_matmul_transposed_b(m, rng) -> Result:
         w = rng.standard_normal((N, K)).astype(np.float16)
         exact = x.astype(np.float32) @ w.astype(np.float32).T
         out.append((f"x @ w.T {M}x{N}x{K}", m.linear(x, w).astype(np.float32), exact, 2e-2, 2e-2))
+        # 8 warps over 64 rows: mma.sync on the GPU, w's tile held K-major (Liger's MoE config)
+        wide = m.linear(x, w, BM=64, BN=128, BK=64, num_warps=8, num_stages=2)
+        out.append((f"x @ w.T {M}x{N}x{K}, 8 warps", wide.astype(np.float32), exact, 2e-2, 2e-2))
     return out
 
 

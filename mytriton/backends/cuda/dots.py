@@ -48,7 +48,7 @@ from mytriton.backends.cuda.shared_memory import buffer_bytes
 from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.backends.cuda.thread_coordinates import tile_layout
-from mytriton.ir.layout_attributes import Mma, NvmmaShared
+from mytriton.ir.layout_attributes import Mma, NvmmaShared, PaddedShared
 from mytriton.ir.opdefs import dot_input_precision
 from mytriton.ir.ssa import BlockArg, Const, Op, OpResult, Value, walk
 from mytriton.types import BOOL, F32, F64, I8, I32, I64, ScalarType, SharedType, element_of
@@ -77,10 +77,10 @@ def place(buffer: SharedType, row: str, col: str) -> str:
     bytes stays contiguous either way (cp.async's chunks)."""
     layout = buffer.layout
     row, col = (x if x.isidentifier() else f"({x})" for x in (row, col))
+    if getattr(layout, "transposed", False):  # column-major: the transpose's (col, row), row-major
+        return place(transposed(buffer), col, row)
     if not isinstance(layout, NvmmaShared):
         return f"{row} * {pitch(buffer)} + {col}"
-    if layout.transposed:  # column-major: the transpose's (col, row), row-major
-        return place(transposed(buffer), col, row)
     rows = buffer.shape[0]
     per_block = layout.swizzle // buffer.element.nbytes  # elements in a 128-byte row of a block
     per_chunk = 16 // buffer.element.nbytes
@@ -103,10 +103,9 @@ def declare_shared(op: Op, offset: int) -> tuple[str, str]:
     element = c_scalar(op.attrs["dtype"])
     name = shared_array_name(op)
     padding = f", {buffer.layout.pad} padding element(s) per row" if getattr(buffer.layout, "pad", 0) else ""
-    major = "row-major"
+    major = "column-major" if _column_major(buffer) else "row-major"
     if isinstance(buffer.layout, NvmmaShared):
         padding = f", {buffer.layout.swizzle}-byte swizzle (nvmma_shared)"
-        major = "column-major" if buffer.layout.transposed else major
     return name, (CUDA.shared_view(element, name, "smem", offset)
                   + f"  // {rows}x{cols}, {major}{padding}, {buffer_bytes(op)} bytes")
 
@@ -147,7 +146,7 @@ def copy_geometry(op: Op) -> CopyGeometry:
         (buffer, base, row_offset, col_offset, stride, col_stride, row_bound, col_bound, row_wrap, col_wrap,
          fill) = op.operands[:11]
     layout = buffer.type.layout
-    if isinstance(layout, NvmmaShared) and layout.transposed and isinstance(stride, Const) and stride.value == 1:
+    if getattr(layout, "transposed", False) and isinstance(stride, Const) and stride.value == 1:
         return CopyGeometry(buffer, transposed(buffer.type), base, col_offset, row_offset, col_stride, stride,
                             col_bound, row_bound, col_wrap, row_wrap, fill)
     return CopyGeometry(buffer, buffer.type, base, row_offset, col_offset, stride, col_stride, row_bound,
@@ -164,7 +163,7 @@ def _walked(g: CopyGeometry) -> str:
 
 
 def _column_major(buffer: SharedType) -> bool:
-    return isinstance(buffer.layout, NvmmaShared) and buffer.layout.transposed
+    return getattr(buffer.layout, "transposed", False)
 
 
 def copy_operands(em: "EmitContext", op: Op) -> tuple:
@@ -305,7 +304,11 @@ def emit_async(em: "EmitContext", op: Op) -> None:
         rows = result.type.shape[0]
         name = em.name(result)
         em.storage[result] = name
-        offset = f"{as_type(em.scalar_arg(stage), I32)} * {rows * pitch(result.type)}"
+        # Stage s: rows s * R.. of the buffer; in a padded column-major one,
+        # the columns s * R.. of its transpose's rows (stage_layout).
+        step = rows if isinstance(result.type.layout, PaddedShared) and result.type.layout.transposed \
+            else rows * pitch(result.type)
+        offset = f"{as_type(em.scalar_arg(stage), I32)} * {step}"
         em.line(f"{c_scalar(result.type.element)}* const {name} = {em.storage[buffer]} + {offset};{where}")
     elif op.name == "async_commit":
         em.line(f"{CUDA.cp_async_commit}{where}")
@@ -531,9 +534,11 @@ def place_step(buffer: SharedType, rows: int) -> int | None:
     for every r and c (padded row-major: always; the 128-byte swizzle: for
     rows a multiple of its period of 8), else None."""
     layout = buffer.layout
+    if _column_major(buffer):
+        return None
     if not isinstance(layout, NvmmaShared):
         return rows * pitch(buffer)
-    if layout.transposed or rows % 8:
+    if rows % 8:
         return None
     return rows * (layout.swizzle // buffer.element.nbytes)
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element
-from mytriton.backends.cuda.dots import emit_fma_dot, pitch, stage_operands
+from mytriton.backends.cuda.dots import emit_fma_dot, pitch, stage_operands, transposed
 from mytriton.backends.cuda.expressions import CValue, as_type
 from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.thread_coordinates import Layout, MmaLayout
@@ -73,6 +73,7 @@ INSTRUCTIONS: dict[ScalarType, Instruction] = {
 }
 LDMATRIX_X4 = "ldmatrix.sync.aligned.m8n8.x4.shared.b16"
 LDMATRIX_X4_TRANS = "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"
+LDMATRIX_X2 = "ldmatrix.sync.aligned.m8n8.x2.shared.b16"
 LDMATRIX_X2_TRANS = "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"
 TF32_ROUND = "cvt.rna.tf32.f32"
 
@@ -113,6 +114,18 @@ def b_ldmatrix_trans_address(col0: str, step: int, kk: str) -> tuple[str, str]:
     2 (l % 4) and the next: the B fragment (k 2t.., n g)."""
     col = col0 if step == 0 else f"{col0} + lane / 16 * {step}"
     return f"{kk} + (lane / 8) % 2 * 8 + lane % 8", col
+
+
+def b_ldmatrix_address(col0: str, step: int, kk: str) -> tuple[str, str]:
+    """ldmatrix.x4 (no .trans) for the B blocks at columns col0 and col0 +
+    step of a column-major B (its transpose row-major, K contiguous):
+    matrices (col0, K 0-7), (col0, K 8-15), (col0 + step, K 0-7), (col0 +
+    step, K 8-15), each 8 columns of 16 bytes; lane l gives column (l % 8) of
+    matrix l / 8 (.x2 reads lanes 0-15 only: step 0), and receives column
+    l / 4, K 2 (l % 4) and the next: the B fragment (k 2t.., n g). As
+    (column, K) of the transpose."""
+    col = col0 if step == 0 else f"{col0} + lane / 16 * {step}"
+    return f"{col} + lane % 8", f"{kk} + (lane / 8) % 2 * 8"
 
 
 def tf32_a(row0: str, kk: str, reg: int) -> tuple[str, str]:
@@ -216,7 +229,16 @@ def emit_mma_dot(em: "EmitContext", op: Op) -> None:
             _materialise_register_a(em, op)
         emit_wgmma_products(em, op, layout, storage, a_name, b_name)
     else:
-        _emit_mma_sync_products(em, op, layout, storage, instr, (a_name, a_pitch), (b_name, b_pitch), split)
+        b_column_major = isinstance(b.type, SharedType) and b.type.layout.transposed
+        if isinstance(a.type, SharedType) and a.type.layout.transposed:
+            raise em.error_at(op, "mma.sync reads A from a row-major buffer, not a column-major one")
+        if b_column_major:
+            if not instr.b_by_ldmatrix:
+                raise em.error_at(op, f"mma.sync reads a column-major B of {element} elements only through "
+                                      "ldmatrix, which moves 16-bit ones")
+            b_pitch = pitch(transposed(b.type))
+        _emit_mma_sync_products(em, op, layout, storage, instr, (a_name, a_pitch), (b_name, b_pitch), split,
+                                b_column_major)
     if rounds_at_end:
         em.line(f"{c_element(result.type)} {final}[{layout.slots}];")
         em.line(em.lang.unroll)
@@ -265,8 +287,11 @@ def _materialise_register_a(em: "EmitContext", op: Op) -> None:
 
 
 def _emit_mma_sync_products(em: "EmitContext", op: Op, layout: Layout, storage: str, instr: Instruction,
-                            a_operand: tuple[str, int], b_operand: tuple[str, int], split: bool) -> None:
-    """The products of an mma.sync dot into ``storage``, K step by K step."""
+                            a_operand: tuple[str, int], b_operand: tuple[str, int], split: bool,
+                            b_column_major: bool = False) -> None:
+    """The products of an mma.sync dot into ``storage``, K step by K step
+    (``b_column_major``: B's buffer holds its transpose row-major, ``b_operand``
+    that transpose's pitch)."""
     (a_name, a_pitch), (b_name, b_pitch) = a_operand, b_operand
     parent: MmaLayout = layout.parent  # type: ignore[assignment]
     element = op.operands[0].type.element
@@ -305,7 +330,20 @@ def _emit_mma_sync_products(em: "EmitContext", op: Op, layout: Layout, storage: 
             em.line(f"  {tf32(f'a_frag[rm][{reg}]', at(a_name, a_pitch, tf32_a(row0, 'kk', reg)), split and f'a_small[rm][{reg}]')}")
     em.line("}")
     # B fragments
-    if instr.b_by_ldmatrix:
+    if b_column_major:  # B^T row-major: ldmatrix reads K runs, no transpose needed
+        pairs = reps_n // 2
+        if pairs:
+            em.line(em.lang.unroll)
+            em.line(f"for (int rn = 0; rn < {2 * pairs}; rn += 2) {{")
+            address = at(b_name, b_pitch, b_ldmatrix_address(col0("rn"), 8 * wn, "kk"))
+            regs = ["b_frag[rn][0]", "b_frag[rn][1]", "b_frag[rn + 1][0]", "b_frag[rn + 1][1]"]
+            em.line(f"  {ldmatrix(LDMATRIX_X4, regs, address)}")
+            em.line("}")
+        if reps_n % 2:
+            last = str(reps_n - 1)
+            address = at(b_name, b_pitch, b_ldmatrix_address(col0(last), 0, "kk"))
+            em.line(ldmatrix(LDMATRIX_X2, [f"b_frag[{last}][0]", f"b_frag[{last}][1]"], address))
+    elif instr.b_by_ldmatrix:
         pairs = reps_n // 2
         if pairs:
             em.line(em.lang.unroll)
