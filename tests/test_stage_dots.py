@@ -713,3 +713,31 @@ def test_gathered_rows_the_copy_cannot_reproduce_are_left_alone(name):
     (dot,) = [op for op in walk(kernel.body) if op.name == "dot"]
     found = match_dot(Definitions(kernel), dot)
     assert isinstance(found, NotCanonical) and reason in found.remark, found.remark
+
+
+# Liger's weight gradients: positions expert_start + (k + arange), the index
+# load's mask and the tile's testing k + arange against the expert's count.
+NESTED = variant("pos = tl.program_id(0) * BM + tl.arange(0, BM)\n    token = tl.load(idx_ptr + pos, mask=pos < n, other=0)",
+                 "local = tl.program_id(0) * BM + tl.arange(0, BM)\n    pos = N // 2 + local\n"
+                 "    token = tl.load(idx_ptr + pos, mask=local < n, other=0)", GATHERED)
+NESTED = variant("mask=(pos[:, None] < n) & (ks[None, :] < H)", "mask=(local[:, None] < n) & (ks[None, :] < H)", NESTED)
+NESTED = variant("tl.store(out_ptr + pos[:, None] * N + cols[None, :], acc, mask=(pos[:, None] < n)",
+                 "tl.store(out_ptr + local[:, None] * N + cols[None, :], acc, mask=(local[:, None] < n)", NESTED)
+
+
+@pytest.mark.parametrize("pipeline", [0, 3], ids=["waited-for", "pipelined"])
+def test_nested_offsets_and_a_shifted_index_mask_are_staged(pipeline):
+    n, H, N = 45, 70, 30
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((23, H)).astype(np.float32)
+    w = rng.standard_normal((H, N)).astype(np.float32)
+    idx = rng.integers(0, 23, 64 + N // 2).astype(np.int32)
+    staged = gathered(NESTED, pipeline)
+    assert [op.name for op in walk(staged.body)].count("dot") == 0
+    outputs = []
+    for kernel in (gathered_ssa(NESTED), staged):
+        out = np.full((n, N), np.nan, np.float32)
+        run_kernel(kernel, (cdiv(n, 32),), [x, w, idx, out, n, H, N])
+        outputs.append(out)
+    np.testing.assert_array_equal(outputs[1], outputs[0])
+    np.testing.assert_allclose(outputs[1], x[idx[N // 2:N // 2 + n]].astype(np.float64) @ w, rtol=1e-4, atol=1e-4)

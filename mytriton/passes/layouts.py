@@ -894,10 +894,11 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
     through at the budget's edge stays unpadded): both operands of a dot on
     tensor cores (``mma_shared_layout``), the A buffer of an FMA dot
     (``fma_operand_pad``); both operands of a warpgroup dot are swizzled
-    (``nvmma_shared``, no padding). A 16-bit B of mma.sync contiguous down
-    its columns (``x @ w.T``, K^T) is held column-major, its transpose's rows
-    padded: copied in 16-byte chunks, read by ldmatrix without .trans (as
-    row-major, each element would be copied on its own)."""
+    (``nvmma_shared``, no padding). A 16-bit operand of mma.sync contiguous
+    down its columns (B of ``x @ w.T``, K^T; A of ``tl.trans(a)``) is held
+    column-major, its transpose's rows padded: copied in 16-byte chunks, read
+    by ldmatrix with .trans for A, without for B (as row-major, each element
+    would be copied on its own)."""
     from mytriton.passes.software_pipeline import scratch_reserve
 
     allocs = [r for op in walk(kernel.body) if opdefs.lookup(op.name).allocates for r in op.results]
@@ -926,7 +927,7 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
             nbytes = buffer.type.element.nbytes
             pad = mma_shared_layout(buffer.type.element, index).pad if on_tensor_cores \
                 else fma_operand_pad(cols, nbytes)
-            if on_tensor_cores and index == 1 and buffer in down_columns and buffer.type.element in (F16, BF16):
+            if on_tensor_cores and buffer in down_columns and buffer.type.element in (F16, BF16):
                 fits = used + cols * pad * nbytes <= budget
                 used += cols * pad * nbytes if fits else 0
                 layouts[buffer] = PaddedShared(pad=pad if fits else 0, order=(0, 1))

@@ -56,6 +56,7 @@ at the dot, raised before the kernel is changed.
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -490,6 +491,9 @@ class Gather:
     load: Op
     index: Operand  # a scalar pointer to i32 or i64
     bound: Operand | None
+    # What the index load's mask tests: coordinates at this offset, where the positions are at that one
+    # (the same element tested against the bound moved by the difference, as a tile's mask).
+    shift: tuple[Operand, Operand] = (Const(0), Const(0))
 
 
 @dataclass(frozen=True)
@@ -680,7 +684,7 @@ def _match_strided_load(defs: Definitions, value: Operand) -> StridedPlan:
     if cols.gather is not None:
         raise _Mismatch("its columns are gathered; a gathered tile is copied by rows")
     if rows.gather is not None and rows.gather.bound is not None \
-            and (row_bound != rows.gather.bound or row_shift != (Const(0), Const(0))):
+            and (row_bound != rows.gather.bound or row_shift != rows.gather.shift):
         raise _Mismatch("its rows are gathered, and the load's mask does not test their positions against the "
                         "bound of the index load's mask")
     if rows.clamp is not None:
@@ -1005,9 +1009,43 @@ def _vector_axis(defs: Definitions, value: Operand) -> WrappedAxis | None:
                 size = _arange_size(defs, arange) if _is_i32_scalar(offset) else None
                 if size is not None:
                     return WrappedAxis(offset, size, wrap)
+            # offset + (offset' + arange): Liger's expert_start + (k + arange), one offset their sum
+            for offset, inner in _orders(add.operands):
+                if not (_is_i32_scalar(offset) and _is_i32_vector(inner)) or wrap != NO_WRAP:
+                    continue
+                shifted = _vector_axis(defs, inner)
+                if shifted is not None and shifted == WrappedAxis(shifted.offset, shifted.size, NO_WRAP) \
+                        and not shifted.wide:
+                    return WrappedAxis(_pending_sum(add, offset, shifted.offset), shifted.size, NO_WRAP)
     except _Mismatch:
         return None
     return None
+
+
+# The scalar sums nested additions of offsets make, by the vector addition
+# they come from: one op each (matched again, an axis is the same), inserted
+# before that addition only when a copy uses it (``_insert_pending``).
+_PENDING_SUMS: "weakref.WeakKeyDictionary[Op, Op]" = weakref.WeakKeyDictionary()
+
+
+def _pending_sum(add: Op, first: Operand, second: Operand) -> Operand:
+    if second == Const(0):
+        return first
+    if add not in _PENDING_SUMS:
+        _PENDING_SUMS[add] = Op("add", [first, second], [I32], loc=add.loc)
+    return _PENDING_SUMS[add].result
+
+
+def _insert_pending(ops: list[Op]) -> None:
+    """Put each pending sum ``ops`` use in the IR, before the addition it comes from."""
+    pending = {id(op): (vector, op) for vector, op in _PENDING_SUMS.items()}
+    for op in ops:
+        for operand in op.operands:
+            found = pending.get(id(operand.op)) if isinstance(operand, OpResult) else None
+            if found is not None and found[1].parent is None:
+                vector, sum_op = found
+                _insert_pending([sum_op])  # (its operands may be pending sums too)
+                insert_before(vector, sum_op)
 
 
 def _gathered_axis(defs: Definitions, load: Op) -> WrappedAxis | None:
@@ -1025,14 +1063,17 @@ def _gathered_axis(defs: Definitions, load: Op) -> WrappedAxis | None:
     position = _vector_axis(defs, positions)
     if position is None or position.gather is not None or position.wrap != NO_WRAP or position.clamp is not None:
         return None
-    bound = None
+    bound, shift = None, (Const(0), Const(0))
     if mask is not None:
         compare = defs.defined_by(mask, "cmp_lt")
-        if compare is None or _vector_axis(defs, compare.operands[0]) != position \
-                or not _is_i32_scalar(compare.operands[1]):
+        tested = _vector_axis(defs, compare.operands[0]) if compare is not None else None
+        if tested is None or tested.size != position.size or tested.wrap != NO_WRAP or tested.clamp is not None \
+                or tested.gather is not None or not _is_i32_scalar(compare.operands[1]):
             return None
         bound = compare.operands[1]
-    return replace(position, wide=pointee == I64, gather=Gather(load, index, bound))
+        if tested != position:  # (Liger's k_idx < M_e, the positions expert_start + k_idx)
+            shift = (tested.offset, position.offset)
+    return replace(position, wide=pointee == I64, gather=Gather(load, index, bound, shift))
 
 
 def _clamped_axis(defs: Definitions, value: Operand) -> WrappedAxis | None:
@@ -1318,6 +1359,7 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
             if tile is None:
                 continue
             *prelude, copy = tile.copy_ops(buffer, widen)
+            _insert_pending([*prelude, copy])
             outside = _loop_around(dot, tile.load) if isinstance(tile, StridedPlan) else None
             if outside is not None:
                 # A tile loaded before the loop (attention's Q) is copied once,

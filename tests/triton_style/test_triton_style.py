@@ -213,8 +213,13 @@ def case_matmul_tl_range(m, rng) -> Result:
 def case_matmul_trans(m, rng) -> Result:
     out = [(f"x @ w.T {label}", *rest) for label, *rest in
            _matmul_cases(rng, m.linear, RAGGED_MATMULS, b_stored="nk")]
-    return out + [(f"a.T @ b {label}", *rest) for label, *rest in
-                  _matmul_cases(rng, m.matmul_at, RAGGED_MATMULS, a_stored="km")]
+    out += [(f"a.T @ b {label}", *rest) for label, *rest in
+            _matmul_cases(rng, m.matmul_at, RAGGED_MATMULS, a_stored="km")]
+    # 8 warps over 64 rows: mma.sync on the GPU, A held M-major (Liger's MoE weight gradients)
+    def eight_warps(at, b):
+        return m.matmul_at(at, b, BLOCK_M=64, BLOCK_N=64, num_warps=8)
+    return out + [(f"a.T @ b {label}, 8 warps", *rest) for label, *rest in
+                  _matmul_cases(rng, eight_warps, RAGGED_MATMULS[:1], a_stored="km")]
 
 
 def case_matmul_gathered_rows(m, rng) -> Result:

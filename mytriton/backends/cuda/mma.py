@@ -116,6 +116,16 @@ def b_ldmatrix_trans_address(col0: str, step: int, kk: str) -> tuple[str, str]:
     return f"{kk} + (lane / 8) % 2 * 8 + lane % 8", col
 
 
+def a_ldmatrix_trans_address(row0: str, kk: str) -> tuple[str, str]:
+    """ldmatrix.x4.trans for A held column-major (its transpose row-major, M
+    contiguous): matrices (rows 0-7, K 0-7), (rows 8-15, K 0-7), (0-7, K 8-15),
+    (8-15, K 8-15), the A fragment's registers in order, each 8 K rows of 16
+    bytes of the transpose; lane l gives K row (l % 8) of matrix l / 8. With
+    .trans lane l receives row l / 4, K 2 (l % 4) and the next. As (K, row)
+    of the transpose."""
+    return f"{kk} + lane / 16 * 8 + lane % 8", f"{row0} + (lane / 8) % 2 * 8"
+
+
 def b_ldmatrix_address(col0: str, step: int, kk: str) -> tuple[str, str]:
     """ldmatrix.x4 (no .trans) for the B blocks at columns col0 and col0 +
     step of a column-major B (its transpose row-major, K contiguous):
@@ -229,16 +239,17 @@ def emit_mma_dot(em: "EmitContext", op: Op) -> None:
             _materialise_register_a(em, op)
         emit_wgmma_products(em, op, layout, storage, a_name, b_name)
     else:
-        b_column_major = isinstance(b.type, SharedType) and b.type.layout.transposed
-        if isinstance(a.type, SharedType) and a.type.layout.transposed:
-            raise em.error_at(op, "mma.sync reads A from a row-major buffer, not a column-major one")
+        a_column_major, b_column_major = (isinstance(x.type, SharedType) and x.type.layout.transposed
+                                          for x in (a, b))
+        if (a_column_major or b_column_major) and element not in (F16, BF16):
+            raise em.error_at(op, f"mma.sync reads a column-major operand of {element} elements only through "
+                                  "ldmatrix, which moves 16-bit ones")
+        if a_column_major:
+            a_pitch = pitch(transposed(a.type))
         if b_column_major:
-            if not instr.b_by_ldmatrix:
-                raise em.error_at(op, f"mma.sync reads a column-major B of {element} elements only through "
-                                      "ldmatrix, which moves 16-bit ones")
             b_pitch = pitch(transposed(b.type))
         _emit_mma_sync_products(em, op, layout, storage, instr, (a_name, a_pitch), (b_name, b_pitch), split,
-                                b_column_major)
+                                a_column_major, b_column_major)
     if rounds_at_end:
         em.line(f"{c_element(result.type)} {final}[{layout.slots}];")
         em.line(em.lang.unroll)
@@ -288,10 +299,10 @@ def _materialise_register_a(em: "EmitContext", op: Op) -> None:
 
 def _emit_mma_sync_products(em: "EmitContext", op: Op, layout: Layout, storage: str, instr: Instruction,
                             a_operand: tuple[str, int], b_operand: tuple[str, int], split: bool,
-                            b_column_major: bool = False) -> None:
+                            a_column_major: bool = False, b_column_major: bool = False) -> None:
     """The products of an mma.sync dot into ``storage``, K step by K step
-    (``b_column_major``: B's buffer holds its transpose row-major, ``b_operand``
-    that transpose's pitch)."""
+    (``a_column_major``, ``b_column_major``: the operand's buffer holds its
+    transpose row-major, and its pitch is that transpose's)."""
     (a_name, a_pitch), (b_name, b_pitch) = a_operand, b_operand
     parent: MmaLayout = layout.parent  # type: ignore[assignment]
     element = op.operands[0].type.element
@@ -322,7 +333,10 @@ def _emit_mma_sync_products(em: "EmitContext", op: Op, layout: Layout, storage: 
     # A fragments
     em.line(em.lang.unroll)
     em.line(f"for (int rm = 0; rm < {reps_m}; ++rm) {{")
-    if instr.a_by_ldmatrix:
+    if a_column_major:  # A^T row-major: ldmatrix.trans gives the row-major fragment
+        address = at(a_name, a_pitch, a_ldmatrix_trans_address(row0, "kk"))
+        em.line(f"  {ldmatrix(LDMATRIX_X4_TRANS, [f'a_frag[rm][{i}]' for i in range(4)], address)}")
+    elif instr.a_by_ldmatrix:
         address = at(a_name, a_pitch, a_ldmatrix_address(row0, "kk", instr.k))
         em.line(f"  {ldmatrix(LDMATRIX_X4, [f'a_frag[rm][{i}]' for i in range(4)], address)}")
     else:
