@@ -31,19 +31,16 @@ DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 #   - TF32: wgmma reads tf32 B K-major only, so only the forms whose B is contiguous along K in
 #     memory (x @ w.T: trans_b, k_major_b) get wgmma; the others run mma.sync m16n8k8 (staged);
 #   - exact f32 (ieee): FMA, staged.
-#   - gathered (A's rows through an index array, Liger's fused MoE): not staged, in every dtype.
+# (gathered, A's rows through an index array as Liger's fused MoE reads them, B x @ w.T: as trans_b.)
 # A form whose remark changes fails here: update the table (and benchmarks/NOTES.md's prediction).
 ALL_FAST = (True, True, True)
 MMA_SYNC = (True, True, False)
-UNSTAGED = (False, False, False)
 EXPECTED = {
     "f16": {name: ALL_FAST for name in bench.FORMS},
     "bf16": {name: ALL_FAST for name in bench.FORMS},
-    "f32": {name: ALL_FAST if name in ("trans_b", "k_major_b") else MMA_SYNC for name in bench.FORMS},
+    "f32": {name: ALL_FAST if name in ("trans_b", "k_major_b", "gathered") else MMA_SYNC for name in bench.FORMS},
     "ieee": {name: MMA_SYNC for name in bench.FORMS},
 }
-for expected in EXPECTED.values():
-    expected["gathered"] = UNSTAGED
 RAGGED = "3000x2000x1000"
 
 
