@@ -344,32 +344,22 @@ def _emit_mma_sync_products(em: "EmitContext", op: Op, layout: Layout, storage: 
             em.line(f"  {tf32(f'a_frag[rm][{reg}]', at(a_name, a_pitch, tf32_a(row0, 'kk', reg)), split and f'a_small[rm][{reg}]')}")
     em.line("}")
     # B fragments
-    if b_column_major:  # B^T row-major: ldmatrix reads K runs, no transpose needed
+    if b_column_major or instr.b_by_ldmatrix:
+        # B^T row-major: ldmatrix reads its K runs as they are; B row-major: with .trans
+        x4, x2, address_of = (LDMATRIX_X4, LDMATRIX_X2, b_ldmatrix_address) if b_column_major else \
+            (LDMATRIX_X4_TRANS, LDMATRIX_X2_TRANS, b_ldmatrix_trans_address)
         pairs = reps_n // 2
         if pairs:
             em.line(em.lang.unroll)
             em.line(f"for (int rn = 0; rn < {2 * pairs}; rn += 2) {{")
-            address = at(b_name, b_pitch, b_ldmatrix_address(col0("rn"), 8 * wn, "kk"))
+            address = at(b_name, b_pitch, address_of(col0("rn"), 8 * wn, "kk"))
             regs = ["b_frag[rn][0]", "b_frag[rn][1]", "b_frag[rn + 1][0]", "b_frag[rn + 1][1]"]
-            em.line(f"  {ldmatrix(LDMATRIX_X4, regs, address)}")
+            em.line(f"  {ldmatrix(x4, regs, address)}")
             em.line("}")
         if reps_n % 2:
             last = str(reps_n - 1)
-            address = at(b_name, b_pitch, b_ldmatrix_address(col0(last), 0, "kk"))
-            em.line(ldmatrix(LDMATRIX_X2, [f"b_frag[{last}][0]", f"b_frag[{last}][1]"], address))
-    elif instr.b_by_ldmatrix:
-        pairs = reps_n // 2
-        if pairs:
-            em.line(em.lang.unroll)
-            em.line(f"for (int rn = 0; rn < {2 * pairs}; rn += 2) {{")
-            address = at(b_name, b_pitch, b_ldmatrix_trans_address(col0("rn"), 8 * wn, "kk"))
-            regs = ["b_frag[rn][0]", "b_frag[rn][1]", "b_frag[rn + 1][0]", "b_frag[rn + 1][1]"]
-            em.line(f"  {ldmatrix(LDMATRIX_X4_TRANS, regs, address)}")
-            em.line("}")
-        if reps_n % 2:
-            last = str(reps_n - 1)
-            address = at(b_name, b_pitch, b_ldmatrix_trans_address(col0(last), 0, "kk"))
-            em.line(ldmatrix(LDMATRIX_X2_TRANS, [f"b_frag[{last}][0]", f"b_frag[{last}][1]"], address))
+            address = at(b_name, b_pitch, address_of(col0(last), 0, "kk"))
+            em.line(ldmatrix(x2, [f"b_frag[{last}][0]", f"b_frag[{last}][1]"], address))
     else:
         em.line(em.lang.unroll)
         em.line(f"for (int rn = 0; rn < {reps_n}; ++rn) {{")
