@@ -43,6 +43,10 @@ class Definitions:
     def __init__(self, kernel: Kernel) -> None:
         self.ops: dict[Value, Op] = {}
         self.position: dict[Op, int] = {}  # program order, as ``walk`` visits the ops
+        # Ops a matcher made from the kernel's (not in it until a rewrite puts
+        # them there), by the op each comes from: one each, so that matching
+        # again finds the same values.
+        self.made: dict[Op, Op] = {}
         for position, op in enumerate(walk(kernel.body)):
             self.position[op] = position
             for result in op.results:

@@ -56,7 +56,6 @@ at the dot, raised before the kernel is changed.
 """
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -1016,36 +1015,32 @@ def _vector_axis(defs: Definitions, value: Operand) -> WrappedAxis | None:
                 shifted = _vector_axis(defs, inner)
                 if shifted is not None and shifted == WrappedAxis(shifted.offset, shifted.size, NO_WRAP) \
                         and not shifted.wide:
-                    return WrappedAxis(_pending_sum(add, offset, shifted.offset), shifted.size, NO_WRAP)
+                    return WrappedAxis(_pending_sum(defs, add, offset, shifted.offset), shifted.size, NO_WRAP)
     except _Mismatch:
         return None
     return None
 
 
-# The scalar sums nested additions of offsets make, by the vector addition
-# they come from: one op each (matched again, an axis is the same), inserted
-# before that addition only when a copy uses it (``_insert_pending``).
-_PENDING_SUMS: "weakref.WeakKeyDictionary[Op, Op]" = weakref.WeakKeyDictionary()
-
-
-def _pending_sum(add: Op, first: Operand, second: Operand) -> Operand:
+def _pending_sum(defs: Definitions, add: Op, first: Operand, second: Operand) -> Operand:
+    """The scalar sum of the offsets a nested vector addition ``add`` makes:
+    one op (``defs.made``), put before ``add`` only when a copy uses it
+    (``_insert_pending``)."""
     if second == Const(0):
         return first
-    if add not in _PENDING_SUMS:
-        _PENDING_SUMS[add] = Op("add", [first, second], [I32], loc=add.loc)
-    return _PENDING_SUMS[add].result
+    if add not in defs.made:
+        defs.made[add] = Op("add", [first, second], [I32], loc=add.loc)
+    return defs.made[add].result
 
 
-def _insert_pending(ops: list[Op]) -> None:
+def _insert_pending(defs: Definitions, ops: list[Op]) -> None:
     """Put each pending sum ``ops`` use in the IR, before the addition it comes from."""
-    pending = {id(op): (vector, op) for vector, op in _PENDING_SUMS.items()}
+    pending = {made: origin for origin, made in defs.made.items()}
     for op in ops:
         for operand in op.operands:
-            found = pending.get(id(operand.op)) if isinstance(operand, OpResult) else None
-            if found is not None and found[1].parent is None:
-                vector, sum_op = found
-                _insert_pending([sum_op])  # (its operands may be pending sums too)
-                insert_before(vector, sum_op)
+            made = operand.op if isinstance(operand, OpResult) else None
+            if made in pending and made.parent is None:
+                _insert_pending(defs, [made])  # (its operands may be pending sums too)
+                insert_before(pending[made], made)
 
 
 def _gathered_axis(defs: Definitions, load: Op) -> WrappedAxis | None:
@@ -1359,7 +1354,7 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
             if tile is None:
                 continue
             *prelude, copy = tile.copy_ops(buffer, widen)
-            _insert_pending([*prelude, copy])
+            _insert_pending(defs, [*prelude, copy])
             outside = _loop_around(dot, tile.load) if isinstance(tile, StridedPlan) else None
             if outside is not None:
                 # A tile loaded before the loop (attention's Q) is copied once,
