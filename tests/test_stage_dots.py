@@ -741,3 +741,17 @@ def test_nested_offsets_and_a_shifted_index_mask_are_staged(pipeline):
         outputs.append(out)
     np.testing.assert_array_equal(outputs[1], outputs[0])
     np.testing.assert_allclose(outputs[1], x[idx[N // 2:N // 2 + n]].astype(np.float64) @ w, rtol=1e-4, atol=1e-4)
+
+
+def test_rows_gathered_from_an_i64_array_take_64_bit_offsets_even_with_an_i32_stride():
+    # Staged SSA edited by hand: the copy scales an i64 index by the i32 stride H itself.
+    from test_cli_chain import cli, ok
+
+    source = variant(INDEX_LOAD, "token = tl.load(idx_ptr + pos, mask=pos < n, other=0)", GATHERED)
+    staged = compile_text(source, "staged", file="gathered.py", signature="*fp16:16, *fp16:16, *i64:16, *fp32:16, "
+                          "i32:16, i32:16, i32:16", defines={"BM": 64, "BN": 64, "BK": 32}, f32_default="ieee")
+    cast = re.search(r"(%\d+) = cast H, dtype=i64", staged).group(1)
+    edited = re.sub(rf"(copy_gathered_to_shared .*?), {cast}, 1,", r"\1, H, 1,", staged)
+    assert edited != staged and "i64" in edited
+    cuda = ok(cli("emit-cuda", stdin=ok(cli("layouts", stdin=edited.encode())))).decode()
+    assert re.search(r"long long h\d+_offset\[\d+\];", cuda), cuda

@@ -188,8 +188,10 @@ def index_type(operand: object) -> ScalarType:
 
 
 def wide_offsets(g: "CopyGeometry") -> bool:
-    """Whether a copy's element offsets need 64 bits (a stride is i64)."""
-    return I64 in (index_type(g.stride), index_type(g.col_stride))
+    """Whether a copy's element offsets need 64 bits (a stride is i64, or the
+    rows are gathered from an array of i64)."""
+    gathered = getattr(g.index, "type", None)
+    return I64 in (index_type(g.stride), index_type(g.col_stride)) or getattr(gathered, "pointee", None) == I64
 
 
 def wrapped(coordinate: str, wrap: str | None) -> str:
