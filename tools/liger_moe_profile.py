@@ -7,8 +7,8 @@ total GPU time. Run it once on each side, from the repository root on the GPU
 machine (liger-kernel's source on PYTHONPATH, as ``tools/liger_speed.py``
 sets it up), and compare the rows:
 
-    LIGER_FUSED_MOE_AUTOTUNE=0 python benchmarks/liger_moe_profile.py
-    LIGER_FUSED_MOE_AUTOTUNE=0 python -m mytriton.as_triton benchmarks/liger_moe_profile.py
+    LIGER_FUSED_MOE_AUTOTUNE=0 python tools/liger_moe_profile.py
+    LIGER_FUSED_MOE_AUTOTUNE=0 python -m mytriton.as_triton tools/liger_moe_profile.py
 
 (mytriton's kernels are named ``mytriton_<kernel>``.) benchmarks/NOTES.md, the
 ninth session, shows what it found.
