@@ -1189,15 +1189,24 @@ def _shared_alloc_stages(types: list[Type | None], attrs: dict[str, Any]) -> lis
     return [SharedType((rows * stages, cols), one.element)]
 
 
-def _async_copy_to_shared(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
-    *copy, pred = types
-    try:
-        _copy_to_shared(copy, attrs)
-    except TypeRuleError as err:
-        raise _err(str(err).replace("'copy_to_shared'", "'async_copy_to_shared'")) from None
-    if pred is None or shape_of(pred) or concrete(pred) != BOOL:
-        raise _err(f"the predicate of 'async_copy_to_shared' must be a bool scalar, got {pred or 'none'}")
-    return []
+def _async_form(rule: InferFn, name: str) -> InferFn:
+    """The type rule of ``async_<name>``: ``name``'s operands, then a bool scalar predicate."""
+    async_name = f"async_{name}"
+
+    def async_rule(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+        *copy, pred = types
+        try:
+            rule(copy, attrs)
+        except TypeRuleError as err:
+            raise _err(str(err).replace(f"'{name}'", f"'{async_name}'")) from None
+        if pred is None or shape_of(pred) or concrete(pred) != BOOL:
+            raise _err(f"the predicate of '{async_name}' must be a bool scalar, got {pred or 'none'}")
+        return []
+
+    return async_rule
+
+
+_async_copy_to_shared = _async_form(_copy_to_shared, "copy_to_shared")
 
 
 def _async_wait(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
@@ -1445,15 +1454,7 @@ def _narrowed(stride: Type | None) -> Type | None:
     return I32 if stride is not None and not shape_of(stride) and concrete(stride) == I64 else stride
 
 
-def _async_copy_strided_to_shared(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
-    *copy, pred = types
-    try:
-        _copy_strided_to_shared(copy, attrs)
-    except TypeRuleError as err:
-        raise _err(str(err).replace("'copy_strided_to_shared'", "'async_copy_strided_to_shared'")) from None
-    if pred is None or shape_of(pred) or concrete(pred) != BOOL:
-        raise _err(f"the predicate of 'async_copy_strided_to_shared' must be a bool scalar, got {pred or 'none'}")
-    return []
+_async_copy_strided_to_shared = _async_form(_copy_strided_to_shared, "copy_strided_to_shared")
 
 
 _register(OpDef("copy_strided_to_shared", COPY_STRIDED_OPERANDS, _copy_strided_to_shared, reads_global=True,
@@ -1491,15 +1492,7 @@ def _copy_gathered_to_shared(types: list[Type | None], attrs: dict[str, Any]) ->
     return []
 
 
-def _async_copy_gathered_to_shared(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
-    *copy, pred = types
-    try:
-        _copy_gathered_to_shared(copy, attrs)
-    except TypeRuleError as err:
-        raise _err(str(err).replace("'copy_gathered_to_shared'", "'async_copy_gathered_to_shared'")) from None
-    if pred is None or shape_of(pred) or concrete(pred) != BOOL:
-        raise _err(f"the predicate of 'async_copy_gathered_to_shared' must be a bool scalar, got {pred or 'none'}")
-    return []
+_async_copy_gathered_to_shared = _async_form(_copy_gathered_to_shared, "copy_gathered_to_shared")
 
 
 _register(OpDef("copy_gathered_to_shared", COPY_GATHERED_OPERANDS, _copy_gathered_to_shared, reads_global=True,
