@@ -222,3 +222,42 @@ def test_a_small_tile_picked_and_totalled_on_8_warps_matches_numpy(n, backend):
     out = np.full(8, np.nan, np.float32)
     pick_and_total[(1,)](x, out, n, BLOCK=8, num_warps=8, backend=backend)
     np.testing.assert_allclose(out[:n], x[:n] / x[:n].sum(), rtol=1e-6)
+
+
+# ---- warpgroups splitting N (8 warps over 64 rows) ---------------------------------------------------
+
+def _value(expr: str, **names) -> int:
+    """A C integer expression of the layouts (/, %, +, *) evaluated for ``names``."""
+    for name, number in names.items():
+        expr = re.sub(rf"\b{name}\b", str(number), expr)
+    return eval(expr.replace("/", "//"), {"__builtins__": {}})
+
+
+@pytest.mark.parametrize("shape,groups,instr_n", [((64, 128), 2, 64), ((64, 64), 2, 32), ((64, 256), 4, 64),
+                                                  ((128, 128), 2, 64)])
+def test_a_warpgroup_split_holds_each_element_once_where_wgmma_writes_it(shape, groups, instr_n):
+    from mytriton.backends.cuda.thread_coordinates import Layout, MmaLayout
+    from mytriton.ir.layout_attributes import Mma
+
+    M, N = shape
+    layout = Layout.of(MmaLayout.of(Mma(3, (4, groups), (16, instr_n, 16)), shape))
+    rows_dim, cols_dim = layout.dims
+    holder = {}
+    for tid in range(128 * groups):
+        position = {d: str(_value(layout.parent.thread_position(d, "tid"), tid=tid)) for d in (0, 1)}
+        for k in range(layout.slots):
+            at = tuple(_value(c) for c in layout.coordinates(str(k), position))
+            assert at not in holder
+            holder[at] = (tid, k)
+    assert len(holder) == M * N
+    # m64nNk16's accumulator: warp w % 4 of warpgroup g, lane l, register i of its instruction nb
+    n_group = N // groups
+    for tid in range(128 * groups):
+        group, warp, lane = tid // 128, tid // 32 % 4, tid % 32
+        for rm in range(M // 64):
+            for nb in range(n_group // instr_n):
+                for i in range(instr_n // 2):
+                    digits = {rows_dim: str(2 * rm + i % 4 // 2), cols_dim: str(2 * (nb * instr_n // 8 + i // 4) + i % 2)}
+                    row = rm * 64 + warp * 16 + lane // 4 + 8 * (i % 4 // 2)
+                    col = group * n_group + nb * instr_n + i // 4 * 8 + lane % 4 * 2 + i % 2
+                    assert holder[(row, col)] == (tid, _value(layout.slot_of(digits)))

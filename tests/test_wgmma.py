@@ -58,8 +58,16 @@ def test_narrower_rows_take_a_narrower_swizzle(config, num_warps, a_swizzle, b_s
     assert f"{b} = nvmma_shared<swizzle={b_swizzle}, order=[1, 0]>" in text
 
 
+def test_eight_warps_over_64_rows_are_two_warpgroups_along_n():
+    # Triton's choice too (warps [4, 2]): each warpgroup all 64 rows and half of N.
+    text = compile_matmul("f16", (64, 128, 64), 8, "layouts")
+    assert "mma<version=3, warps_per_cta=[4, 2], instr_shape=[16, 64, 16]>" in text
+    cuda = compile_matmul("f16", (64, 128, 64), 8, "cuda")
+    assert "each of 2 warpgroups 64 of the 128 columns" in cuda
+
+
 @pytest.mark.parametrize("config,num_warps,why", [
-    ((64, 128, 64), 8, "fewer than 16 rows per warp"),
+    ((32, 128, 64), 8, "fewer than 16 rows per warp, and fewer than 64 rows"),
     ((64, 64, 64), 2, "not a whole warpgroup"),
 ])
 def test_other_tiles_stay_on_mma_sync(config, num_warps, why):
@@ -212,7 +220,8 @@ def run_matmul(kernel_module, kind, config, shape, num_warps, num_stages=None, s
 
 CONFIGS = [((64, 64, 64), 4), ((128, 128, 64), 4), ((128, 128, 64), 8), ((128, 256, 64), 8),
            ((64, 128, 128), 4), ((128, 64, 128), 8), ((128, 128, 32), 4), ((64, 32, 16), 4), ((64, 16, 32), 4),
-           ((128, 32, 32), 8)]
+           ((128, 32, 32), 8),
+           ((64, 128, 64), 8), ((64, 256, 32), 8)]  # warpgroups splitting N
 SHAPES = [(256, 256, 256), (200, 136, 96), (70, 300, 33), (129, 65, 200)]
 
 

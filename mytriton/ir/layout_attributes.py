@@ -262,15 +262,17 @@ class Mma:
         if len(shape) != 3 or shape[0] != 16 or not 8 <= shape[1] <= WGMMA_MAX_N or shape[1] % 8 \
                 or shape[2] not in (8, 16, 32):
             return f"{self.text()}: instr_shape must be [16, N, K], N a multiple of 8 up to 256, K 8, 16 or 32"
-        if tuple(self.warps_per_cta) != (num_warps, 1) or num_warps % 4:
-            return f"{self.text()}: warps_per_cta must be [num_warps, 1] with whole warpgroups of 4 warps"
+        split = (4, num_warps // 4)  # warpgroups splitting N (WarpgroupSplitLayout)
+        if tuple(self.warps_per_cta) not in ((num_warps, 1), split) or num_warps % 4:
+            return (f"{self.text()}: warps_per_cta must be [num_warps, 1] (warpgroups splitting M) or "
+                    f"[4, num_warps / 4] (splitting N), with whole warpgroups of 4 warps")
         return None
 
     def block(self, d: int) -> int:
         """Elements one repetition of the warps covers along ``d`` (version
         3: a warpgroup instruction's N along the columns)."""
         if self.version == 3 and d == 1:
-            return self.instr_shape[1]
+            return self.instr_shape[1] * self.warps_per_cta[1]
         return self.instr_shape[d] * self.warps_per_cta[d]
 
     @staticmethod

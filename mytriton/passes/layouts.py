@@ -235,8 +235,18 @@ def wgmma_choice(op: Op, num_warps: int, k_major: frozenset[Value] = frozenset()
             return "a TF32 wgmma reads B K-major only, and B is not contiguous along K in memory " \
                    "(its copy's row stride is not the constant 1)"
     b_swizzle = wgmma_swizzle(k if b_k_major else n, element.nbytes)
-    if m % (16 * num_warps):
+    # Warpgroups split M where each gets whole 16-row blocks a warp; else, as
+    # Triton does for 8 warps over 64 rows, N (each warpgroup all M rows, in
+    # 64-row blocks, and a contiguous share of N: WarpgroupSplitLayout). Only
+    # a dot that accumulates (a K loop's): attention's Q @ K^T (no accumulator)
+    # feeds P @ V, which reads P in the warps' M split.
+    groups = num_warps // 4
+    split = m % (16 * num_warps) != 0 and groups > 1 and not a_in_registers and m % 64 == 0 \
+        and n % (8 * groups) == 0 and op.operands[2] is not None
+    if m % (16 * num_warps) and not split:
         return f"M={m} is not a multiple of 16 rows per warp over {num_warps} warps ({16 * num_warps})"
+    warps = (4, groups) if split else (num_warps, 1)
+    n_group = n // groups if split else n
     if k % WGMMA_K[element]:
         return f"K={k} is not a multiple of the instruction's {WGMMA_K[element]}"
     if a_swizzle is None:
@@ -248,18 +258,20 @@ def wgmma_choice(op: Op, num_warps: int, k_major: frozenset[Value] = frozenset()
     if b_k_major:
         if n % 8:
             return f"N={n} is not a multiple of 8"
-        instr_n = next(w for w in range(min(n, WGMMA_MAX_N) // 8 * 8, 0, -8) if n % w == 0)
-        return Mma(3, (num_warps, 1), (16, instr_n, WGMMA_K[element]))
+        instr_n = next(w for w in range(min(n_group, WGMMA_MAX_N) // 8 * 8, 0, -8) if n_group % w == 0)
+        return Mma(3, warps, (16, instr_n, WGMMA_K[element]))
     # An instruction's N: whole column blocks of B, at most 256; with a narrower
     # swizzle than 128 bytes, one block (untested on the GPU across several such
     # blocks, which power-of-two tiles never need: a row of 64 or more halves
     # takes the 128-byte swizzle).
     block = b_swizzle // element.nbytes
+    if split and n_group % block:
+        return f"N={n} over {groups} warpgroups is not whole {b_swizzle}-byte column blocks each"
     if b_swizzle != SWIZZLE_BYTES[0]:
         instr_n = block
     else:
-        instr_n = next(w for w in range(min(n, WGMMA_MAX_N), 0, -block) if n % w == 0)
-    return Mma(3, (num_warps, 1), (16, instr_n, WGMMA_K[element]))
+        instr_n = next(w for w in range(min(n_group, WGMMA_MAX_N), 0, -block) if n_group % w == 0)
+    return Mma(3, warps, (16, instr_n, WGMMA_K[element]))
 
 
 def register_a_layout(result: Mma, a: Value, held: TileLayout | None) -> Mma:

@@ -199,6 +199,8 @@ class MmaLayout(BlockedLayout):
 
     @staticmethod
     def of(attr: Mma, shape: tuple[int, ...]) -> "MmaLayout":
+        if attr.version == 3 and attr.warps_per_cta[1] > 1:
+            return WarpgroupSplitLayout(tuple(shape), (2, 2), (8, 4), tuple(attr.warps_per_cta), (1, 0))
         return MmaLayout(tuple(shape), (2, 2), (8, 4), tuple(attr.warps_per_cta), (1, 0))
 
     def element_stride(self, d: int) -> int:
@@ -235,6 +237,42 @@ class MmaLayout(BlockedLayout):
 
     def describe(self) -> str:
         return f"mma m16n8 blocks, {'x'.join(str(w) for w in self.warps_per_cta)} warps"
+
+
+class WarpgroupSplitLayout(MmaLayout):
+    """A version-3 (wgmma) accumulator whose warpgroups split N: warps
+    ``[4, G]``, warp ``w`` at row block ``w % 4`` of warpgroup ``w / 4``
+    (a warpgroup is 4 consecutive warps), and warpgroup ``g`` holding the
+    columns ``[g N / G, (g + 1) N / G)``, which its m64nN instructions
+    compute: along the columns, element (stride 1), lane (stride 2),
+    repetition (stride 8), then the warpgroup (stride N / G). Triton's
+    choice for 8 warps over 64 rows (warps [4, 2])."""
+
+    def thread_position(self, d: int, tid: str) -> str:
+        warps = self.warps_per_cta
+        lane = _digit(f"({tid} % {WARP})", 4 if d == 0 else 1, self.threads_per_warp[d], d == 0)
+        warp = _digit(f"({tid} / {WARP})", 1 if d == 0 else warps[0], warps[d], d == 1)
+        return lane if warps[d] == 1 else f"({lane} + {self.threads_per_warp[d]} * {warp})"
+
+    def warp_stride(self, d: int) -> int:
+        return 1 if d == 0 else self.warps_per_cta[0]
+
+    def unreduced(self, d: int, digit: str, position: str) -> str:
+        if d == 0:
+            return super().unreduced(d, digit, position)
+        lanes = self.threads_per_warp[d]
+        rep, element = _div(digit, 2), _mod(digit, 2)
+        lane, group = _mod(position, lanes), _div(position, lanes)
+        coord = "0"
+        for term in (_mul(lane, "2"), element, _mul(rep, "8"), _mul(group, str(self.shape[1] // self.warps_per_cta[1]))):
+            coord = _add(coord, term)
+        return coord
+
+    def signature(self, d: int) -> tuple:
+        return ("warpgroup split",) + super().signature(d)
+
+    def describe(self) -> str:
+        return f"wgmma m64 blocks, {self.warps_per_cta[1]} warpgroups splitting N"
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,8 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
     a_block, b_block = a_row // element.nbytes, b_row // element.nbytes  # its elements
     rows_dim, cols_dim = layout.dims
     reps_m = m // (16 * num_warps)  # the warpgroups' 64-row blocks each one computes
+    groups = attr.warps_per_cta[1]  # warpgroups splitting N (WarpgroupSplitLayout): each its n_group columns
+    n_group = n // groups
     # K-major: a k step never leaves its row; M-major: column blocks K rows apart, as an N-major B's
     a_leading, a_stride = (k * a_row, 8 * a_row) if a_m_major else (0, 8 * a_row)
     # N-major: column blocks K rows apart; K-major: as A
@@ -183,8 +185,9 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
         if b_k_major:  # column blocks of S bytes along K, N rows each
             return (kk // b_block) * n * b_row + (kk % b_block) * element.nbytes + nb * instr_n * b_row
         return (nb * instr_n // b_block) * k * b_row + kk * b_row
-    em.line(f"// wgmma: {reps_m} row block(s) of 64 per warpgroup x {n // instr_n} of m64n{instr_n}k{instr_k}, "
-            f"{k // instr_k} k step(s){', A from registers' if registers_a else ''}")
+    em.line(f"// wgmma: {reps_m} row block(s) of 64 per warpgroup x {n_group // instr_n} of m64n{instr_n}k{instr_k}, "
+            f"{k // instr_k} k step(s){', A from registers' if registers_a else ''}"
+            + (f", each of {groups} warpgroups {n_group} of the {n} columns" if groups > 1 else ""))
     with em.out.scope("{"):
         if registers_a:
             a_layout = em.layout_of(a)
@@ -192,9 +195,13 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
         else:
             em.line(f"const unsigned a_base = (unsigned)__cvta_generic_to_shared({a_name});")
         em.line(f"const unsigned b_base = (unsigned)__cvta_generic_to_shared({b_name});")
+        b_start = "b_base"
+        if groups > 1:  # this warpgroup's columns: K-major rows of B, or N-major column blocks
+            per_group = n_group * b_row if b_k_major else n_group // b_block * k * b_row
+            b_start = f"b_base + {WARPGROUP_INDEX} * {per_group}"
         if not registers_a:
-            if em.threads <= 32 * WARPGROUP:  # a constant: the descriptors then stay in uniform registers
-                em.line("const unsigned group_row = 0;  // one warpgroup")
+            if em.threads <= 32 * WARPGROUP or groups > 1:  # a constant: the descriptors then stay in uniform registers
+                em.line(f"const unsigned group_row = 0;  // {'every warpgroup: all rows' if groups > 1 else 'one warpgroup'}")
             else:
                 em.line(f"const unsigned group_row = {WARPGROUP_INDEX} * 64;  // this warpgroup's first row")
         em.line('asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");  // the copies, to the tensor cores')
@@ -222,7 +229,7 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
         ptx = instruction(element, instr_n)
         # Each operand's descriptor once (its warpgroup's rows included); each
         # wgmma's, that one moved by a constant.
-        em.line(f"const unsigned long long b_desc = {descriptor('b_base', b_row, b_leading, b_stride)};")
+        em.line(f"const unsigned long long b_desc = {descriptor(b_start, b_row, b_leading, b_stride)};")
         if not registers_a:
             group = f"group_row / {a_block} * {k * a_row}" if a_m_major else f"group_row * {a_row}"
             em.line(f"const unsigned long long a_desc = {descriptor(f'a_base + {group}', a_row, a_leading, a_stride)};")
@@ -238,7 +245,7 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
                 else:
                     a_column = (kk // a_block) * m * a_row + (kk % a_block) * element.nbytes
                     desc_a = moved("a_desc", a_column + row0 * a_row)
-                for nb in range(n // instr_n):
+                for nb in range(n_group // instr_n):
                     desc_b = moved("b_desc", b_offset(nb, kk))
                     accumulators = []
                     for i in range(instr_n // 2):
