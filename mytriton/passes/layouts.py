@@ -530,13 +530,15 @@ class _Assigner:
         result = op.results[0]
         if definition.layout_rule == "dot" and len(result.type.shape) == 2:
             self.anchored.setdefault(result, self.dot_layout(op))
-        elif definition.layout_rule == "reduce" and isinstance(self.anchored.get(op.operands[0]), Mma):
-            # A reduction of a tensor-core accumulator (attention's row max and
-            # row sum of Q @ K^T) anchors its result in the slice of that mma
-            # layout, so that the row statistics computed from it and the
-            # values a loop carries for them (m_i, l_i) stay there: the acc
-            # rescale and the next iteration read them with no layout change.
-            domain = self.anchored[op.operands[0]]
+        elif definition.layout_rule == "reduce":
+            # A reduction anchors its result in the slice of its operand's
+            # layout, where it is made: the values computed from it and those
+            # a loop carries for it (attention's m_i and l_i, an accumulator of
+            # row sums `acc += tl.sum(x, axis=0)`) stay there, so the next
+            # iteration and the tiles combined with it (`tl.zeros` made
+            # again in that layout) read it with no exchange through shared
+            # memory each time it is made.
+            domain = self.anchored.get(op.operands[0]) or self.default(op.operands[0].type.shape)
             for tile in op.results:
                 if is_tile(tile):
                     self.anchored.setdefault(tile, Slice(op.attrs.get("axis"), domain))

@@ -363,6 +363,20 @@ def case_rope_pairs(m, rng) -> Result:
     return out
 
 
+def case_token_gather_sum(m, rng) -> Result:
+    out: Result = []
+    # K and H ragged against their tiles (a masked K tile, a masked H tile), then even and unweighted
+    for tokens, k, h, block_h, block_k, weighted in ((6, 3, 200, 64, 2, True), (5, 8, 256, 128, 4, False)):
+        y = rng.standard_normal((tokens * k, h)).astype(np.float32)
+        rev = rng.permutation(tokens * k).astype(np.int32)
+        w = rng.uniform(0.1, 1.0, tokens * k).astype(np.float32) if weighted else None
+        rows = y[rev].reshape(tokens, k, h)
+        expected = (rows * w.reshape(tokens, k, 1)).sum(1) if weighted else rows.sum(1)
+        got = m.token_gather_sum(y, w, rev, tokens, k, block_h, block_k)
+        out.append((f"out k={k} h={h} weighted={weighted}", got, expected, 1e-5, 1e-5))
+    return out
+
+
 def case_scale_heuristics(m, rng) -> Result:
     out: Result = []
     for n in (3001, 2048):  # a ragged size (masked) and an even one (EVEN_N: unmasked)
