@@ -306,12 +306,12 @@ def _capped(info: AxisInfo, shape: tuple[int, ...]) -> AxisInfo:
                     constant=info.constant)
 
 
-def vector_width(analysis: AxisAnalysis, op: Op) -> int:
+def vector_width(analysis: AxisAnalysis, op: Op, dim: int | None = None) -> int:
     """How many consecutive elements of a load's or a store's tile (along
-    its last dimension) one thread may move with a single access of at most
-    16 bytes: contiguous, aligned to the access size, and under one mask
-    value (Triton's getPtrContiguity, getPtrAlignment and getMaskAlignment).
-    1 when the facts are missing."""
+    ``dim``, by default its last dimension) one thread may move with a single
+    access of at most 16 bytes: contiguous, aligned to the access size, and
+    under one mask value (Triton's getPtrContiguity, getPtrAlignment and
+    getMaskAlignment). 1 when the facts are missing."""
     ptr = op.operands[0]
     shape = shape_of(ptr)
     if not shape:
@@ -321,7 +321,7 @@ def vector_width(analysis: AxisAnalysis, op: Op) -> int:
         return 1
     nbytes = pointee.nbytes
     info = analysis.of(ptr, shape)
-    d = len(shape) - 1
+    d = len(shape) - 1 if dim is None else dim
     width = min(info.contiguity[d], max(1, info.divisibility[d] // nbytes), MAX_ACCESS_BYTES // nbytes, shape[d])
     mask = op.operands[1] if op.name == "load" else (op.operands[2] if len(op.operands) > 2 else None)
     if mask is not None and not isinstance(mask, Const):
@@ -329,3 +329,18 @@ def vector_width(analysis: AxisAnalysis, op: Op) -> int:
     if isinstance(mask, Const) and mask.value is not True:
         return 1
     return max(1, width)
+
+
+def contiguous_dim(analysis: AxisAnalysis, op: Op) -> int:
+    """The dimension along which a load's or a store's addresses run
+    contiguously, as Triton's coalescing orders an access by its pointer's
+    contiguity: the last one unless another proves a longer run (a tile
+    stored column-major, `ptr + rows[:, None] + cols[None, :] * stride`)."""
+    ptr = op.operands[0]
+    shape = shape_of(ptr)
+    if not shape:
+        return 0
+    contiguity = analysis.of(ptr, shape).contiguity
+    last = len(shape) - 1
+    best = max(range(len(shape)), key=lambda d: (contiguity[d], d == last))
+    return best if contiguity[best] > contiguity[last] else last

@@ -343,13 +343,13 @@ def _int_list(params: dict[str, Any], key: str) -> tuple[int, ...]:
 # ---- choices the layouts stage makes and the rules the verifier checks ------------------
 
 
-def default_blocked(shape: tuple[int, ...], num_warps: int) -> Blocked:
-    """The contiguous dimension last and fastest; lanes fill it first, then
-    the next; warps go to the slowest dimensions first (rows of a rank-2
-    tile), so a row is read by consecutive lanes (coalesced) and a row
-    reduction stays inside a warp when the row fits."""
+def default_blocked(shape: tuple[int, ...], num_warps: int, order: tuple[int, ...] | None = None) -> Blocked:
+    """The contiguous dimension last and fastest (or ``order``'s first);
+    lanes fill it first, then the next; warps go to the slowest dimensions
+    first (rows of a rank-2 tile), so a row is read by consecutive lanes
+    (coalesced) and a row reduction stays inside a warp when the row fits."""
     rank = len(shape)
-    order = tuple(reversed(range(rank)))
+    order = tuple(reversed(range(rank))) if order is None else order
     lanes = [1] * rank
     remaining = WARP
     for d in order:

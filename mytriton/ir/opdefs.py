@@ -158,7 +158,7 @@ ATTR_KINDS: dict[str, AttrKind] = {
     # The CUDA back end's passes' decisions (copy-widths, combine-strategy, allocate-shared, insert-barriers,
     # read-widths).
     "chunk": _INT, "chunks": _STRING, "offset": _INT, "strategy": _STRING, "chunks_per_row": _INT,
-    "scratch_barrier": _BOOL, "read_widths": _INTS, "a_pad": _INT, "scratch_pad": _INT,
+    "scratch_barrier": _BOOL, "read_widths": _INTS, "a_pad": _INT, "scratch_pad": _INT, "scratch_columns": _BOOL,
     # A loop's options (loop_attrs_problem says more: a flag is true when given).
     "num_stages": _INT, "loop_unroll_factor": _INT, "pipeline_stages": _INT, "flatten": _BOOL,
     "warp_specialize": _BOOL, "disallow_acc_multi_buffer": _BOOL, "disable_licm": _BOOL,
@@ -808,11 +808,13 @@ _register(OpDef("while", (), _none, control=True,
                 doc="carried values; runs the body region while the condition region's condition holds"))
 _register(OpDef("condition", ("cond",), _none, control=True, doc="ends a while op's condition region"))
 
-_register(OpDef("convert_layout", ("x",), _convert_layout, attrs=("scratch_pad",), optional_attrs=("scratch_pad",),
+_register(OpDef("convert_layout", ("x",), _convert_layout, attrs=("scratch_pad", "scratch_columns"),
+                optional_attrs=("scratch_pad", "scratch_columns"),
                 materialised=True,
                 doc="the same tile in the layout its result type names (the layouts stage adds these); "
-                    "scratch_pad: elements of padding after each row of x's copy in scratch, once "
-                    "allocate-shared has decided"))
+                    "scratch_pad: elements of padding after each row of x's copy in scratch (each column, "
+                    "where scratch_columns), once allocate-shared has decided; scratch_columns: that copy "
+                    "is column-major, for a new layout whose runs go down the columns"))
 
 # ---- lang-surface ----------------------------------------------------------------
 # Hints (tl.multiple_of, tl.max_contiguous, tl.max_constancy), bitcasts, and

@@ -85,7 +85,7 @@ from typing import Any, ClassVar
 from mytriton import remarks
 from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
-from mytriton.ir.axis_info import AxisAnalysis, vector_width
+from mytriton.ir.axis_info import AxisAnalysis, contiguous_dim, vector_width
 from mytriton.ir.analysis import is_materialized, is_tile, reaches_materialized
 from mytriton.ir.layout_attributes import (
     SWIZZLE_BYTES, WGMMA_MAX_N, Blocked, Mma, NvmmaShared, PaddedShared, SharedLayout, Slice, TileLayout, broadcast_view,
@@ -353,19 +353,38 @@ def check_num_warps(num_warps: Any) -> None:
         raise CompileError(f"num_warps must be a power of two from 1 to 32, got {num_warps}")
 
 
-def vectorized_blocked(shape: tuple[int, ...], num_warps: int, width: int) -> Blocked:
+def vectorized_blocked(shape: tuple[int, ...], num_warps: int, width: int, dim: int | None = None) -> Blocked:
     """The default layout of ``shape`` with ``width`` consecutive elements per
-    thread along the last dimension: lanes and warps spread as they would
-    over a tile ``width`` times narrower."""
-    narrow = shape[:-1] + (max(1, shape[-1] // width),)
-    base = default_blocked(narrow, num_warps)
-    return replace(base, size_per_thread=base.size_per_thread[:-1] + (width,))
+    thread along ``dim`` (by default the last dimension), which is then the
+    fastest: lanes and warps spread as they would over a tile ``width``
+    times narrower along it."""
+    last = len(shape) - 1
+    dim = last if dim is None else dim
+    narrow = tuple(max(1, n // width) if d == dim else n for d, n in enumerate(shape))
+    order = None if dim == last else (dim, *(d for d in reversed(range(len(shape))) if d != dim))
+    base = default_blocked(narrow, num_warps, order)
+    return replace(base, size_per_thread=tuple(width if d == dim else n for d, n in enumerate(base.size_per_thread)))
 
 
 def access_widths(kernel: Kernel, analysis: AxisAnalysis) -> dict[Op, int]:
     """The vector width the axis analysis proves for each tile load and store."""
     return {op: vector_width(analysis, op) for op in walk(kernel.body)
             if op.name in ("load", "store") and is_tile(op.operands[0])}
+
+
+def column_runs(kernel: Kernel, analysis: AxisAnalysis) -> dict[Op, tuple[int, int]]:
+    """For each tile store whose addresses run contiguously along another
+    dimension than the last (a tile stored column-major): that dimension
+    and the vector width proven along it, where it is two or more."""
+    runs = {}
+    for op in walk(kernel.body):
+        if op.name == "store" and is_tile(op.operands[0]):
+            dim = contiguous_dim(analysis, op)
+            if dim != len(op.operands[0].type.shape) - 1:
+                width = vector_width(analysis, op, dim)
+                if width > 1:
+                    runs[op] = (dim, width)
+    return runs
 
 
 def atomic_runs(kernel: Kernel, analysis: AxisAnalysis, vectors: bool) -> dict[Op, tuple[int, int]]:
@@ -419,13 +438,20 @@ def preferred_layouts(kernel: Kernel, widths: dict[Op, int], num_warps: int) -> 
             for shape, width in by_shape.items() if width > 1}
 
 
-def mark_vector_accesses(kernel: Kernel, widths: dict[Op, int]) -> None:
+def mark_vector_accesses(kernel: Kernel, widths: dict[Op, int],
+                         columns: dict[Op, tuple[int, int]] | None = None) -> None:
     """``vector=N`` on each access whose laid-out pointer holds runs of N
-    proven elements per thread along its fastest, last dimension."""
+    proven elements per thread along its fastest, last dimension, or along
+    the other dimension its addresses run on (``column_runs``) where its
+    layout makes that one the fastest."""
+    for op, (dim, width) in (columns or {}).items():
+        layout = op.operands[0].type.layout
+        if isinstance(layout, Blocked) and layout.order[0] == dim and min(width, layout.size_per_thread[dim]) > 1:
+            op.attrs["vector"] = min(width, layout.size_per_thread[dim])
     for op, width in widths.items():
         layout = op.operands[0].type.layout
         last = len(op.operands[0].type.shape) - 1
-        if width < 2:
+        if width < 2 or "vector" in op.attrs:
             continue
         if isinstance(layout, Mma):
             # An accumulator's thread holds pairs of adjacent columns (its
@@ -444,8 +470,10 @@ class _Assigner:
                  preferred: dict[tuple[int, ...], Blocked] | None = None, wgmma: bool = False,
                  widths: dict[Op, int] | None = None,
                  atomic_runs: dict[Op, tuple[int, int]] | None = None,
-                 shared_budget: int = SHARED_MEMORY_BUDGET) -> None:
+                 shared_budget: int = SHARED_MEMORY_BUDGET,
+                 columns: dict[Op, tuple[int, int]] | None = None) -> None:
         self.kernel = kernel
+        self.columns = columns or {}  # store -> (the other dimension its addresses run on, the width there)
         self.shared_budget = shared_budget  # bytes of shared memory a block may use
         self.widths = widths or {}  # the elements each load and store may move at once (axis info)
         # tile atomic -> (its pointer's contiguous run along the last dimension, its vector width)
@@ -707,15 +735,19 @@ class _Assigner:
 
     def coalesced_store(self, op: Op, held: TileLayout) -> Blocked | None:
         """The layout storing 16 bytes a thread, for a store of a tile held in
-        an mma layout whose accesses the axis analysis proves that wide."""
+        an mma layout whose accesses the axis analysis proves that wide:
+        along its rows, or down its columns where it is stored column-major
+        (Liger's MoE dW2 tile, `h[None, :] * stride + i[:, None]`), whose
+        fragments would otherwise store 2 bytes at a time, 8 rows apart."""
         if op.name != "store" or not isinstance(held, Mma):
             return None
         shape = op.operands[0].type.shape
         nbytes = element_of(op.operands[0].type).pointee.nbytes
         width = 16 // nbytes
-        if self.widths.get(op, 1) < width or shape[-1] % width or not self.exchange_fits(op.operands[1]):
+        dim, proven = self.columns.get(op, (len(shape) - 1, self.widths.get(op, 1)))
+        if proven < width or shape[dim] % width or not self.exchange_fits(op.operands[1]):
             return None
-        return vectorized_blocked(shape, self.num_warps, width)
+        return vectorized_blocked(shape, self.num_warps, width, dim)
 
     def exchange_fits(self, value: Value) -> bool:
         """Whether ``value`` may move through shared memory: its scratch
@@ -993,12 +1025,13 @@ class LayoutsPass:
         widths = access_widths(kernel, analysis)
         wgmma = has_wgmma(self.arch)
         runs = atomic_runs(kernel, analysis, has_vector_atomics(self.arch))
+        columns = column_runs(kernel, analysis)
         assigner = _Assigner(kernel, self.num_warps, preferred_layouts(kernel, widths, self.num_warps), wgmma, widths,
-                             runs, self.shared_budget)
+                             runs, self.shared_budget, columns)
         assigner.block(kernel.body)
         kernel.num_warps = self.num_warps
         _with_layouts(kernel, assigner.layouts, self.shared_budget, wgmma)
-        mark_vector_accesses(kernel, widths)
+        mark_vector_accesses(kernel, widths, columns)
         mark_vector_atomics(kernel, runs)
         return kernel
 

@@ -684,10 +684,16 @@ def vector_access_problem(op: Op, laid_out: bool) -> str | None:
         if n != 2 or last != 1:
             return f"'{op.name}': vector={n} in an mma layout must be 2 (a thread's pair of adjacent columns)"
         return None
-    if not isinstance(layout, Blocked) or layout.order[0] != last or layout.size_per_thread[last] % n \
-            or ptr.type.shape[last] % n:
-        return (f"'{op.name}': vector={n} needs a blocked or mma layout whose fastest dimension is the last, "
-                f"with a multiple of {n} elements per thread there")
+    if not isinstance(layout, Blocked):
+        return f"'{op.name}': vector={n} needs a blocked or mma layout"
+    # A load's or store's runs may go down another dimension than the last (a
+    # tile stored column-major); an atomic's, as PTX's vector atom is rendered, not.
+    fastest = layout.order[0]
+    if op.name not in ("load", "store") and fastest != last:
+        return f"'{op.name}': vector={n} needs a blocked layout whose fastest dimension is the last"
+    if layout.size_per_thread[fastest] % n or ptr.type.shape[fastest] % n:
+        return (f"'{op.name}': vector={n} needs a multiple of {n} elements per thread along "
+                f"the layout's fastest dimension ({fastest})")
     return None
 
 

@@ -124,6 +124,22 @@ def case_matmul_transposed_b(m, rng) -> Result:
     return out
 
 
+def case_weight_grad(m, rng) -> Result:
+    out: Result = []
+    # ragged (masked rows, columns and T), whole tiles
+    for T, I, H in ((70, 83, 95), (96, 128, 128)):
+        for dtype, tol in ((np.float16, 2e-2), (np.float32, 2e-2)):
+            x = rng.standard_normal((T, I)).astype(dtype)
+            dy = rng.standard_normal((T, H)).astype(dtype)
+            exact = dy.astype(np.float32).T @ x.astype(np.float32)
+            name = f"dW {T}x{I}x{H} {np.dtype(dtype).name}"
+            out.append((name, m.weight_grad_of(x, dy).astype(np.float32), exact, tol, tol))
+            # Liger's dW config: 8 warps over 64 rows (wgmma's warpgroups split N on the GPU)
+            wide = m.weight_grad_of(x, dy, BM=64, BN=128, BK=32, num_warps=8, num_stages=2)
+            out.append((f"{name}, 8 warps", wide.astype(np.float32), exact, tol, tol))
+    return out
+
+
 def case_block_ptr_matmul(m, rng) -> Result:
     out: Result = []
     for shape in ((83, 95, 70), (128, 64, 96), (20, 33, 9)):  # ragged; whole blocks; K < BLOCK_SIZE_K

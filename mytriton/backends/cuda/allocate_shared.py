@@ -56,12 +56,13 @@ from mytriton.backends.cuda.read_widths import with_read_widths
 from mytriton.backends.cuda.shared_memory import aligned, buffer_offsets, buffers_end, shared_buffers
 from mytriton.diagnostics import CompileError
 from mytriton.passes.manager import require_laid_out
-from mytriton.ir.layout_attributes import Mma, fma_operand_pad
+from mytriton.ir.layout_attributes import Blocked, Mma, fma_operand_pad
 from mytriton.ir.ssa import Kernel, Op, SharedMemory, walk
 from mytriton.target import SHARED_MEMORY_BUDGET, budget_text
 from mytriton.types import element_of
 
 SCRATCH_PAD = "scratch_pad"  # allocate-shared's padding of a layout change's rows in scratch
+SCRATCH_COLUMNS = "scratch_columns"  # allocate-shared's: a layout change's copy in scratch is column-major
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,9 @@ def padded_scratch(kernel: Kernel, shared_budget: int) -> list[ScratchNeed]:
             padded_ops[id(op)] = A_PAD
         elif op.name == "convert_layout":
             op.attrs.pop(SCRATCH_PAD, None)
+            op.attrs.pop(SCRATCH_COLUMNS, None)
+            if columns_exchange(op):
+                op.attrs[SCRATCH_COLUMNS] = True
             pad = fragment_exchange_pad(op)
             if pad:
                 op.attrs[SCRATCH_PAD] = pad
@@ -136,6 +140,18 @@ def writes_a_to_scratch(op: Op) -> bool:
     return not (isinstance(layout, Mma) and layout.version == 3)
 
 
+def columns_exchange(op: Op) -> bool:
+    """Whether a ``convert_layout`` moves a tile out of an mma layout into a
+    blocked one whose runs go down its columns (a dot's result stored
+    column-major): its copy in scratch is then column-major too, so that each
+    thread reads its run as one vector, where row-major the run's elements are
+    a row apart and the warp's reads fall in the same banks."""
+    x, result = op.operands[0], op.results[0]
+    layout, new = getattr(x.type, "layout", None), getattr(result.type, "layout", None)
+    return isinstance(layout, Mma) and isinstance(new, Blocked) and len(x.type.shape) == 2 \
+        and new.order[0] == 0 and new.size_per_thread[0] > 1
+
+
 def fragment_exchange_pad(op: Op) -> int:
     """The padding after each row of a ``convert_layout``'s copy in scratch
     when it moves a tile out of an mma layout: a warp writes its fragments
@@ -151,6 +167,12 @@ def fragment_exchange_pad(op: Op) -> int:
     nbytes = element_of(x.type).nbytes
     if not isinstance(layout, Mma) or nbytes not in (2, 4) or len(x.type.shape) != 2:
         return 0
+    if op.attrs.get(SCRATCH_COLUMNS):
+        # Column-major, a write's 8 rows are adjacent and its 4 pairs of
+        # columns a column apart: 16 bytes after each column puts the pairs 4
+        # banks apart (f16: 8 rows in 4 words; f32: the half-warp's 4 words
+        # then 8 apart), and keeps each column's runs 16-byte aligned.
+        return 16 // nbytes if (x.type.shape[0] * nbytes) % 128 == 0 else 0
     return 8 if (x.type.shape[-1] * nbytes) % 128 == 0 else 0
 
 

@@ -74,7 +74,7 @@ from mytriton.backends.cuda.spelling import CUDA
 from mytriton.backends.cuda.expressions import CValue, as_type, assert_lines, print_call, render
 from mytriton.backends.cuda.thread_coordinates import BlockedLayout, Layout, tile_layout
 from mytriton.backends.cuda.names import kernel_symbol, param_c_names
-from mytriton.backends.cuda.slots import SlotLoop, linear_index
+from mytriton.backends.cuda.slots import SlotLoop
 from mytriton.diagnostics import CompileError, Location
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile, stored_params
@@ -82,7 +82,7 @@ from mytriton.target import (MAX_ELEMENTS_PER_THREAD, MAX_UNROLLED_ELEMENTS_PER_
                              SLOT_LOOP_UNROLL, WGMMA_BUILD_ARCH)
 from mytriton.ir.ssa import BlockArg, Const, Kernel, Op, OpResult, Operand, Value, for_yield, use_counts, walk
 from mytriton.ir.ssa_text import ValueNames
-from mytriton.ir.layout_attributes import Mma
+from mytriton.ir.layout_attributes import Blocked, Mma
 from mytriton.types import BOOL, BlockType, PointerType, ScalarType, element_of
 
 HEADER_PREFIX = "// mytriton-kernel: "
@@ -537,6 +537,8 @@ class CudaEmitter:
         loop = self.open_loop(group.domain, op)
         if op.attrs.get("scratch_pad"):  # allocate-shared's: the rows of its copy in scratch apart
             loop.pads[op.operands[0]] = op.attrs["scratch_pad"]
+        if op.attrs.get("scratch_columns"):  # allocate-shared's: its copy in scratch column-major
+            loop.columns.add(op.operands[0])
         coords = loop.coords()
         storage = self.storage[op.results[0]]
         if op.name in opdefs.REMAPS:  # shape ops: the operand read at remapped coordinates
@@ -548,10 +550,33 @@ class CudaEmitter:
                 expr = values[0].expr
         else:
             expr = loop.value(op.operands[0], coords).expr
-        loop.lines.append(f"{storage}[k] = {expr};")
+        run = self.column_run(op, loop)
+        if run > 1 and expr.startswith(self.shared_name(op.operands[0]) + "["):
+            # Each thread's run down a column is contiguous in its column-major
+            # copy (allocate-shared's scratch_columns): one read of the run.
+            nbytes = run * element_bytes(op.results[0].type)
+            loop.lines.append(f"if (k % {run} == 0) {self.lang.vector_copy(f'&{storage}[k]', f'&{expr}', nbytes)}")
+            declare = self.lang.vector_buffer(c_element(op.results[0].type), storage, group.domain.slots)
+        else:
+            loop.lines.append(f"{storage}[k] = {expr};")
+            declare = f"{c_element(op.results[0].type)} {storage}[{group.domain.slots}];"
         self.close_loop(loop, f"{op.name}{self.where(op).replace('  // ' + op.name, '')} into "
                               f"{self.parent_name(group.domain.parent)} ({group.domain.slots} slot(s) per thread)",
-                        [f"{c_element(op.results[0].type)} {storage}[{group.domain.slots}];"])
+                        [declare])
+
+    def column_run(self, op: Op, loop: SlotLoop) -> int:
+        """The elements a thread reads at once from a ``convert_layout``'s
+        column-major copy in scratch: its new layout's run down the columns
+        (consecutive slots), where that is 4, 8 or 16 bytes and each column,
+        padding included, keeps the runs aligned; else 1."""
+        value, layout = op.operands[0], op.results[0].type.layout
+        if value not in loop.columns or not isinstance(layout, Blocked) or layout.order[0] != 0:
+            return 1
+        run, nbytes = layout.size_per_thread[0], element_bytes(op.results[0].type)
+        column = loop.scratch_shape(value)[-1]
+        if run * nbytes not in (4, 8, 16) or (column * nbytes) % (run * nbytes) or value.type.shape[0] % run:
+            return 1
+        return run
 
     def approximations_to_hold(self, group: Group) -> list[OpResult]:
         """The approximations hold-tiles held that ``group`` is the first
@@ -598,7 +623,7 @@ class CudaEmitter:
             self.line(f"{element}* const {name} = reinterpret_cast<{element}*>(smem + {offset});")
             writer = SlotLoop(self, layout)
             shape = loop.scratch_shape(value)
-            index = linear_index([writer.use(c) for c in writer.coords()], shape)
+            index = loop.scratch_index(value, [writer.use(c) for c in writer.coords()])
             writer.lines.append(f"{name}[{index}] = {self.storage[value]}[k];")
             self.line(self.slot_unroll(layout.slots))
             with self.out.scope(f"for (int k = 0; k < {layout.slots}; ++k) {{"):

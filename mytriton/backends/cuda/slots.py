@@ -52,6 +52,7 @@ class SlotLoop:
     locals: set[str] = field(default_factory=set)  # the names this loop's lines define
     staged: list[Value] = field(default_factory=list)  # tiles this loop reads from shared memory
     pads: dict[Value, int] = field(default_factory=dict)  # a staged tile's padding after each row (elements)
+    columns: set[Value] = field(default_factory=set)  # staged tiles copied column-major (scratch_columns)
 
     def __post_init__(self) -> None:
         self.lines = SourcedLines(self.emitter.out)
@@ -190,15 +191,20 @@ class SlotLoop:
             return CValue(f"{self.emitter.storage[value]}[{slot}]", element)
         if value not in self.staged:
             self.staged.append(value)
-        index = linear_index([self.use(c) for c in coords], self.scratch_shape(value))
+        index = self.scratch_index(value, [self.use(c) for c in coords])
         return CValue(f"{self.emitter.shared_name(value)}[{index}]", element)
 
     def scratch_shape(self, value: Value) -> tuple[int, ...]:
-        """The shape ``value``'s copy in scratch is addressed by: its own, each
-        row followed by its padding (``pads``)."""
-        shape = value.type.shape
+        """The shape ``value``'s copy in scratch is addressed by: its own (its
+        dimensions reversed where it is copied column-major), each row
+        followed by its padding (``pads``)."""
+        shape = value.type.shape[::-1] if value in self.columns else value.type.shape
         pad = self.pads.get(value, 0)
         return shape[:-1] + (shape[-1] + pad,) if pad else shape
+
+    def scratch_index(self, value: Value, coords: list[str]) -> str:
+        """The position in scratch of ``value``'s element at ``coords``."""
+        return linear_index(coords[::-1] if value in self.columns else coords, self.scratch_shape(value))
 
 
 def in_thread_digit(parent: BlockedLayout, d: int, coordinate: str) -> str | None:
