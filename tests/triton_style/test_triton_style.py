@@ -127,12 +127,12 @@ def case_matmul_transposed_b(m, rng) -> Result:
 def case_weight_grad(m, rng) -> Result:
     out: Result = []
     # ragged (masked rows, columns and T), whole tiles
-    for T, I, H in ((70, 83, 95), (96, 128, 128)):
+    for T, n_in, n_out in ((70, 83, 95), (96, 128, 128)):
         for dtype, tol in ((np.float16, 2e-2), (np.float32, 2e-2)):
-            x = rng.standard_normal((T, I)).astype(dtype)
-            dy = rng.standard_normal((T, H)).astype(dtype)
+            x = rng.standard_normal((T, n_in)).astype(dtype)
+            dy = rng.standard_normal((T, n_out)).astype(dtype)
             exact = dy.astype(np.float32).T @ x.astype(np.float32)
-            name = f"dW {T}x{I}x{H} {np.dtype(dtype).name}"
+            name = f"dW {T}x{n_in}x{n_out} {np.dtype(dtype).name}"
             out.append((name, m.weight_grad_of(x, dy).astype(np.float32), exact, tol, tol))
             # Liger's dW config: 8 warps over 64 rows (wgmma's warpgroups split N on the GPU)
             wide = m.weight_grad_of(x, dy, BM=64, BN=128, BK=32, num_warps=8, num_stages=2)

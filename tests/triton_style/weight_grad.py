@@ -10,7 +10,7 @@ import mytriton.language as tl
 
 
 @triton.jit
-def weight_grad(x_ptr, dy_ptr, dw_ptr, T, I, H,
+def weight_grad(x_ptr, dy_ptr, dw_ptr, T, N_IN, N_OUT,
                 stride_xt, stride_xi, stride_dyt, stride_dyh, stride_dwh, stride_dwi,
                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     pid_m = tl.program_id(0)
@@ -22,20 +22,20 @@ def weight_grad(x_ptr, dy_ptr, dw_ptr, T, I, H,
     for k in range(0, T, BK):
         t = k + offs_t
         x = tl.load(x_ptr + t[None, :] * stride_xt + i[:, None] * stride_xi,
-                    mask=(t[None, :] < T) & (i[:, None] < I), other=0.0)
+                    mask=(t[None, :] < T) & (i[:, None] < N_IN), other=0.0)
         dy = tl.load(dy_ptr + t[:, None] * stride_dyt + h[None, :] * stride_dyh,
-                     mask=(t[:, None] < T) & (h[None, :] < H), other=0.0)
+                     mask=(t[:, None] < T) & (h[None, :] < N_OUT), other=0.0)
         acc = tl.dot(x, dy, acc)
     tl.store(dw_ptr + h[None, :] * stride_dwh + i[:, None] * stride_dwi, acc.to(dw_ptr.dtype.element_ty),
-             mask=(i[:, None] < I) & (h[None, :] < H))
+             mask=(i[:, None] < N_IN) & (h[None, :] < N_OUT))
 
 
 def weight_grad_of(x, dy, BM=64, BN=64, BK=32, num_warps=4, num_stages=3):
     """dy.T @ x for x [T, I] and dy [T, H]: dW [H, I], in x's dtype."""
-    T, I = x.shape
-    H = dy.shape[1]
-    dw = np.empty((H, I), dtype=x.dtype)
-    grid = (triton.cdiv(I, BM), triton.cdiv(H, BN))
+    T, n_in = x.shape
+    n_out = dy.shape[1]
+    dw = np.empty((n_out, n_in), dtype=x.dtype)
+    grid = (triton.cdiv(n_in, BM), triton.cdiv(n_out, BN))
     strides = [s // t.itemsize for t in (x, dy, dw) for s in t.strides]
-    weight_grad[grid](x, dy, dw, T, I, H, *strides, BM=BM, BN=BN, BK=BK, num_warps=num_warps, num_stages=num_stages)
+    weight_grad[grid](x, dy, dw, T, n_in, n_out, *strides, BM=BM, BN=BN, BK=BK, num_warps=num_warps, num_stages=num_stages)
     return dw
