@@ -150,3 +150,29 @@ def test_the_verifier_refuses_a_wider_vector_in_an_mma_layout():
                                                                    Options()), Options()))
     with pytest.raises(CompileError, match="vector=4 in an mma layout must be 2"):
         compiler.verify(compiler.read_ssa(text.replace("vector=2 @", "vector=4 @"), "matmul.ssa"))
+
+
+COLUMN_SUMS = '''
+import mytriton
+import mytriton.language as tl
+
+
+@mytriton.jit
+def column_sums(x_ptr, out_ptr, n_cols, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    for start in tl.static_range(0, 2 * BLOCK_M, BLOCK_M):
+        rows = start + tl.arange(0, BLOCK_M)
+        acc += tl.sum(tl.load(x_ptr + rows[:, None] * n_cols + cols[None, :]).to(tl.float32), axis=0)
+    tl.store(out_ptr + cols, acc.to(tl.float16))
+'''
+
+
+def test_a_row_of_sums_is_stored_from_its_slice_16_bytes_at_once():
+    # The sums stay in the slice of the loads' layout (8 f16 a thread along the
+    # columns), and the store of that slice moves each thread's 8 at once.
+    text = compile_text(COLUMN_SUMS, "layouts", file="column_sums.py", signature="*fp16:16, *fp16:16, i32:16",
+                        defines={"BLOCK_M": 4, "BLOCK_N": 128})
+    assert "size_per_thread=[1, 8]" in text and "convert_layout" not in text
+    store = next(line for line in text.splitlines() if line.strip().startswith("store"))
+    assert ", vector=8 @" in store and ": vector<" not in store

@@ -343,6 +343,20 @@ def _int_list(params: dict[str, Any], key: str) -> tuple[int, ...]:
 # ---- choices the layouts stage makes and the rules the verifier checks ------------------
 
 
+def thread_run(layout: "TileLayout") -> tuple[int, int] | None:
+    """The tile dimension along which a thread's consecutive slots hold
+    consecutive elements, and how many (its elements per thread there), for
+    a blocked layout or a slice of one: what a vector access of a thread's
+    slots may move at once. None for other layouts."""
+    if isinstance(layout, Blocked):
+        return layout.order[0], layout.size_per_thread[layout.order[0]]
+    if isinstance(layout, Slice) and isinstance(layout.parent, Blocked):
+        parent = layout.parent
+        fastest = next(d for d in parent.order if d != layout.dim)
+        return (fastest if fastest < layout.dim else fastest - 1), parent.size_per_thread[fastest]
+    return None
+
+
 def default_blocked(shape: tuple[int, ...], num_warps: int, order: tuple[int, ...] | None = None) -> Blocked:
     """The contiguous dimension last and fastest (or ``order``'s first);
     lanes fill it first, then the next; warps go to the slowest dimensions

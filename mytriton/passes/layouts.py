@@ -89,7 +89,7 @@ from mytriton.ir.axis_info import AxisAnalysis, contiguous_dim, vector_width
 from mytriton.ir.analysis import is_materialized, is_tile, reaches_materialized
 from mytriton.ir.layout_attributes import (
     SWIZZLE_BYTES, WGMMA_MAX_N, Blocked, Mma, NvmmaShared, PaddedShared, SharedLayout, Slice, TileLayout, broadcast_view,
-    default_blocked, fma_dot_layout, fma_operand_pad,
+    default_blocked, fma_dot_layout, fma_operand_pad, thread_run,
 )
 from mytriton.ir.ssa import (
     Block, BlockArg, Const, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, insert_before,
@@ -453,12 +453,15 @@ def mark_vector_accesses(kernel: Kernel, widths: dict[Op, int],
         last = len(op.operands[0].type.shape) - 1
         if width < 2 or "vector" in op.attrs:
             continue
+        run = thread_run(layout)
         if isinstance(layout, Mma):
             # An accumulator's thread holds pairs of adjacent columns (its
             # consecutive slots): a dot's epilogue stores 8 bytes of f32 at once.
             n = 2
-        elif isinstance(layout, Blocked) and layout.order[0] == last:
-            n = min(width, layout.size_per_thread[last])
+        elif run is not None and run[0] == last:
+            # a blocked layout's, or a slice's of one (a row of sums stored
+            # where the reduction made it)
+            n = min(width, run[1])
         else:
             continue
         if n > 1:
@@ -491,6 +494,7 @@ class _Assigner:
         self.preferred = preferred or {}
         # value -> the layout a dot anchors for it (see ``anchor``)
         self.anchored: dict[Value, TileLayout] = {}
+        self.reduce_defaults = False  # see ``anchor``
         self.anchor(kernel.body)
 
     # ---- anchors ------------------------------------------------------------------------------
@@ -521,13 +525,19 @@ class _Assigner:
         anchored layout of their initial or yielded values. Passes over the
         kernel in program order repeat until nothing new is anchored (a
         yield reaches its loop's next iteration in the next pass); each pass
-        but the last anchors something, so there are few."""
-        while True:
-            count = len(self.anchored)
-            for op in walk(block):
-                self.anchor_op(op)
-            if len(self.anchored) == count:
-                return
+        but the last anchors something, so there are few. A reduction whose
+        operand nothing anchors is anchored in the slice of that operand's
+        default layout only once the others have settled: in an earlier pass
+        its operand may yet take a dot's layout (the accumulator a loop
+        returns reaches the ops after the loop in the second pass)."""
+        for defaults in (False, True):
+            self.reduce_defaults = defaults
+            while True:
+                count = len(self.anchored)
+                for op in walk(block):
+                    self.anchor_op(op)
+                if len(self.anchored) == count:
+                    break
 
     def anchor_op(self, op: Op) -> None:
         if op.name == "for":
@@ -566,7 +576,11 @@ class _Assigner:
             # iteration and the tiles combined with it (`tl.zeros` made
             # again in that layout) read it with no exchange through shared
             # memory each time it is made.
-            domain = self.anchored.get(op.operands[0]) or self.default(op.operands[0].type.shape)
+            domain = self.anchored.get(op.operands[0])
+            if domain is None:
+                if not self.reduce_defaults:
+                    return
+                domain = self.default(op.operands[0].type.shape)
             for tile in op.results:
                 if is_tile(tile):
                     self.anchored.setdefault(tile, Slice(op.attrs.get("axis"), domain))

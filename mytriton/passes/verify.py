@@ -662,7 +662,7 @@ def vector_access_problem(op: Op, laid_out: bool) -> str | None:
     accesses, or None: N is a power of two of at most 16 bytes, and each
     thread's slots hold runs of N consecutive elements along the tile's last
     dimension, its fastest (the layouts stage proved them aligned)."""
-    from mytriton.ir.layout_attributes import Blocked, Mma
+    from mytriton.ir.layout_attributes import Blocked, Mma, thread_run
 
     n = op.attrs["vector"]
     ptr = op.operands[0]  # the type rule has checked it is a pointer or a tile of pointers
@@ -684,14 +684,15 @@ def vector_access_problem(op: Op, laid_out: bool) -> str | None:
         if n != 2 or last != 1:
             return f"'{op.name}': vector={n} in an mma layout must be 2 (a thread's pair of adjacent columns)"
         return None
-    if not isinstance(layout, Blocked):
-        return f"'{op.name}': vector={n} needs a blocked or mma layout"
+    run = thread_run(layout)
+    if run is None:
+        return f"'{op.name}': vector={n} needs a blocked or mma layout, or a slice of a blocked one"
     # A load's or store's runs may go down another dimension than the last (a
     # tile stored column-major); an atomic's, as PTX's vector atom is rendered, not.
-    fastest = layout.order[0]
-    if op.name not in ("load", "store") and fastest != last:
+    fastest, per_thread = run
+    if op.name not in ("load", "store") and (fastest != last or not isinstance(layout, Blocked)):
         return f"'{op.name}': vector={n} needs a blocked layout whose fastest dimension is the last"
-    if layout.size_per_thread[fastest] % n or ptr.type.shape[fastest] % n:
+    if per_thread % n or ptr.type.shape[fastest] % n:
         return (f"'{op.name}': vector={n} needs a multiple of {n} elements per thread along "
                 f"the layout's fastest dimension ({fastest})")
     return None
