@@ -20,7 +20,10 @@ addresses from byte 0, measured by running it without output
 - a layout change out of an mma layout gets each row of its copy in
   scratch padded (``scratch_pad``, elements) where rows a multiple of 128
   bytes would put a warp's 8 fragment rows in the same banks (dropped,
-  as ``a_pad`` is, where the kernel has no room for it);
+  as ``a_pad`` is, where the kernel has no room for it); into a blocked
+  layout whose runs go down the columns (a dot's result stored
+  column-major), its copy is column-major (``scratch_columns``), each
+  column padded, and each thread reads its run as one vector;
 - all of it must fit the budget (the target's: sm_90 227 KiB), else an
   error at the statement that needs the most scratch (or the first buffer).
 
