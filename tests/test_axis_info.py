@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import build
-from mytriton.ir.axis_info import AxisAnalysis, vector_width
+from mytriton.ir.axis_info import AxisAnalysis, contiguous_dim, vector_width
 from mytriton.ir.ssa import walk
 
 VECTOR_ADD = """
@@ -97,6 +97,23 @@ def test_rows_times_a_stride_plus_columns_is_contiguous_along_the_columns():
     """
     assert widths(body, "*fp32:16, *fp32:16, i32:16", BM=16, BN=64) == [("load", 4), ("store", 4)]
     assert widths(body, "*fp32:16, *fp32:16, i32", BM=16, BN=64) == [("load", 1), ("store", 1)]
+
+
+def test_a_tile_stored_column_major_runs_down_its_rows():
+    # rows + cols * stride: contiguous along dimension 0, where the access's
+    # runs then go (Triton's coalescing orders an access by its contiguity)
+    body = """
+        @mytriton.jit
+        def k(x_ptr, out_ptr, stride, BM: tl.constexpr, BN: tl.constexpr):
+            rows = tl.arange(0, BM)[:, None]
+            cols = tl.arange(0, BN)[None, :]
+            tl.store(out_ptr + rows + cols * stride, tl.load(x_ptr + rows * stride + cols))
+    """
+    kernel, analysis = analysed(body, "*fp32:16, *fp32:16, i32:16", BM=16, BN=64)
+    load, store = (op for op in walk(kernel.body) if op.name in ("load", "store"))
+    assert contiguous_dim(analysis, load) == 1 and vector_width(analysis, load) == 4
+    assert contiguous_dim(analysis, store) == 0
+    assert vector_width(analysis, store) == 1 and vector_width(analysis, store, 0) == 4
 
 
 def test_multiple_of_and_max_contiguous_hints_are_facts():
