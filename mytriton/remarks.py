@@ -211,6 +211,11 @@ def _describe(kernel: Any, op: Any, ptxas: PtxasUsage | None) -> str:
     # Operands.
     parts.append(f"A {_operand_text(a, 'M')}, B {_operand_text(b, 'K')}")
 
+    # Where its result goes.
+    stored = _result_text(kernel, op)
+    if stored:
+        parts.append(stored)
+
     # Shared memory.
     shared = kernel.shared_memory
     total = shared.bytes if shared is not None else None
@@ -290,6 +295,53 @@ def _copy_text(copies: list[Any], loop: Any) -> str:
     if widths == [widths[0]] and widths[0] >= 4:
         return f"cp.async, {widths[0]}-byte chunks"
     return "cp.async, " + "/".join(str(w) for w in widths) + "-byte chunks"
+
+
+def _result_text(kernel: Any, dot: Any) -> str:
+    """How the stores of ``dot``'s result (or of values computed from it
+    element by element) write it: from its fragments, so many bytes a thread,
+    or after an exchange through shared memory (down its columns where it is
+    stored column-major). A store of its fragments 2 or 4 bytes at a time,
+    rows apart, is the slow epilogue a user may find here."""
+    from mytriton.ir import opdefs
+    from mytriton.ir.layout_attributes import Mma
+    from mytriton.ir.ssa import for_yield, walk
+    from mytriton.types import element_of
+
+    derived = {dot.results[0]}
+    while True:  # forwards to a fixed point: loops carry the accumulator to their results
+        count = len(derived)
+        for op in walk(kernel.body):
+            if not any(o in derived for o in op.operands):
+                continue
+            if op.name == "yield" and op.parent is not None and op.parent.parent is not None \
+                    and op.parent.parent.name == "for" and for_yield(op.parent.parent) is op:
+                loop = op.parent.parent
+                derived.update(r for r, o in zip(loop.results, op.operands) if o in derived)
+            elif op.results and getattr(opdefs.lookup(op.name), "layout_rule", None) in ("elementwise", "convert"):
+                derived.update(op.results)
+        if len(derived) == count:
+            break
+    texts: list[str] = []
+    for op in walk(kernel.body):
+        if op.name != "store" or len(op.operands) < 2 or op.operands[1] not in derived:
+            continue
+        value: Any = op.operands[1]
+        pointers: Any = op.operands[0]
+        pointer: Any = element_of(pointers.type)
+        nbytes = pointer.pointee.nbytes * op.attrs.get("vector", 1)
+        source = getattr(value, "op", None)
+        if isinstance(value.type.layout, Mma):
+            text = f"result stored from its fragments, {nbytes} bytes a thread at a time"
+        elif source is not None and source.name == "convert_layout" \
+                and isinstance(getattr(source.operands[0].type, "layout", None), Mma):
+            down = " down its columns" if source.attrs.get("scratch_columns") else ""
+            text = f"result exchanged through shared memory, stored {nbytes} bytes a thread at a time{down}"
+        else:
+            text = f"result stored {nbytes} bytes a thread at a time"
+        if text not in texts:
+            texts.append(text)
+    return ", ".join(texts)
 
 
 def _loop_of(op: Any) -> Any:

@@ -48,8 +48,8 @@ def test_a_staged_wgmma_dot_says_what_it_got(no_nvcc):
     _, remarks = remarks_of("samples/matmul.py", "-s", F16_MATMUL, "--emit=ssa")
     assert remarks == [
         MATMUL_DOT + "dot 64x64x32 f16: staged (cp.async, 16-byte chunks); 3 stages; wgmma m64n64k16, in flight "
-        "over the next tiles' copies; A shared (swizzle 64B), B shared (swizzle 128B); 24 KiB shared; "
-        "ptxas not run (nvcc not found)"]
+        "over the next tiles' copies; A shared (swizzle 64B), B shared (swizzle 128B); result stored from its "
+        "fragments, 4 bytes a thread at a time; 24 KiB shared; ptxas not run (nvcc not found)"]
 
 
 def test_a_remark_quotes_its_source_line_with_a_caret(no_nvcc):
@@ -242,3 +242,22 @@ def test_no_remarks_without_the_env(monkeypatch, capfd):
 def test_ptxas_gives_registers_and_spills():
     _, [remark] = remarks_of("samples/matmul.py", "-s", F16_MATMUL)
     assert re.search(r"; ptxas: \d+ registers, no spills$", remark), remark
+
+
+WEIGHT_GRAD = "tests/triton_style/weight_grad.py"
+ALIGNED_GRAD = "*fp16:16, *fp16:16, *fp16:16, i32:16, i32:16, i32:16, i32:16, i32:1, i32:16, i32:1, i32:16, i32:1"
+
+
+def test_a_result_stored_column_major_says_it_goes_down_its_columns(no_nvcc):
+    # dW[h, i] with i contiguous: exchanged, then 16 bytes a thread down each column
+    _, [remark] = remarks_of(WEIGHT_GRAD, "-s", ALIGNED_GRAD, "-D", "BM=64", "-D", "BN=64", "-D", "BK=32",
+                             "--emit=ssa")
+    assert "; result exchanged through shared memory, stored 16 bytes a thread at a time down its columns; " \
+        in remark
+
+
+def test_a_result_stored_from_its_fragments_says_how_narrow(no_nvcc):
+    # the bounds unaligned, the mask is no constant over a run: each fragment element alone, 2 bytes
+    ragged = ALIGNED_GRAD.replace("i32:16, i32:16, i32:16, i32:16,", "i32, i32, i32, i32:16,", 1)
+    _, [remark] = remarks_of(WEIGHT_GRAD, "-s", ragged, "-D", "BM=64", "-D", "BN=64", "-D", "BK=32", "--emit=ssa")
+    assert "; result stored from its fragments, 2 bytes a thread at a time; " in remark
