@@ -152,7 +152,7 @@ def dot_remarks(kernel: Any, ptxas: PtxasUsage | None = None) -> list[Remark]:
 
 def _describe(kernel: Any, op: Any, ptxas: PtxasUsage | None) -> str:
     from mytriton.ir.layout_attributes import Mma
-    from mytriton.passes.layouts import buffer_of
+    from mytriton.passes.dot_layouts import buffer_of
     from mytriton.types import SharedType, element_of
 
     facts = facts_of(kernel, op)
@@ -231,7 +231,7 @@ def _describe(kernel: Any, op: Any, ptxas: PtxasUsage | None) -> str:
 
 
 def _mma_k(element: Any) -> int:
-    from mytriton.passes.layouts import MMA_K
+    from mytriton.passes.dot_layouts import MMA_K
 
     return MMA_K.get(element, 0)
 
@@ -271,7 +271,7 @@ def _buffer_bytes(buffer: Any) -> int:
 
 def _copies_into(kernel: Any, buffers: list[Any]) -> list[Any]:
     from mytriton.ir.ssa import Value, walk
-    from mytriton.passes.layouts import COPIES, buffer_of
+    from mytriton.passes.dot_layouts import COPIES, buffer_of
 
     wanted = set(buffers)
     return [op for op in walk(kernel.body)

@@ -281,7 +281,7 @@ def test_on_hopper_p_at_v_is_a_warpgroup_dot_reading_p_where_q_at_k_left_it():
 
 def test_a_register_a_not_in_a_warpgroup_layout_is_asked_for_in_one_over_its_own_k():
     from mytriton.ir.layout_attributes import Blocked, Mma
-    from mytriton.passes.layouts import register_a_layout
+    from mytriton.passes.dot_layouts import register_a_layout
     result = Mma(3, (8, 1), (16, 128, 16))
     kernel = staged(attention_options(**H200))
     a = the_op(kernel, "dot_rs").operands[0]  # [128, 64]

@@ -7,7 +7,7 @@ import pytest
 import mytriton
 from conftest import compile_text, kernel_source
 from mytriton.backends.interp import truncate_to_tf32
-from mytriton.passes.layouts import mma_warps
+from mytriton.passes.dot_layouts import mma_warps
 
 # The tiled matmul of samples/matmul.py with the operand type, the dot's
 # precision and the accumulator's type filled in.
