@@ -132,7 +132,8 @@ def layouts(kernel: Kernel, options: Options) -> Kernel:
     input) on ``options.arch``, let wgmma dots overlap their loops' copies
     (overlap-wgmma), and make the CUDA back end's decisions: copy widths,
     the FMA dots' read widths, combine strategies, held tiles, the
-    shared-memory plan (allocate-shared) and the barriers."""
+    shared-memory plan (allocate-shared), the barriers and wgmma's proxy
+    fences."""
     return run_stage_passes("layouts", kernel, options)
 
 
@@ -166,13 +167,14 @@ def _layout_passes(options: Options) -> Sequence[Any]:
     from mytriton.backends.cuda.copy_widths import CopyWidthsPass
     from mytriton.backends.cuda.insert_barriers import InsertBarriersPass
     from mytriton.backends.cuda.hold_tiles import HoldTilesPass
+    from mytriton.backends.cuda.proxy_fences import ProxyFencesPass
     from mytriton.backends.cuda.read_widths import ReadWidthsPass
     from mytriton.passes.layouts import LayoutsPass
     from mytriton.passes.overlap_wgmma import OverlapWgmmaPass
 
     return [LayoutsPass(num_warps=options.num_warps, shared_budget=options.budget, arch=options.arch),
             OverlapWgmmaPass(), CopyWidthsPass(), ReadWidthsPass(), CombineStrategyPass(), HoldTilesPass(),
-            AllocateSharedPass(shared_budget=options.budget), InsertBarriersPass()]
+            AllocateSharedPass(shared_budget=options.budget), InsertBarriersPass(), ProxyFencesPass()]
 
 
 def emit_cuda(kernel: Kernel, options: Options | None = None) -> str:
@@ -184,11 +186,12 @@ def emit_cuda(kernel: Kernel, options: Options | None = None) -> str:
     from mytriton.backends.cuda.emitter import emit_cuda as emit
     from mytriton.backends.cuda.hold_tiles import with_held_tiles
     from mytriton.backends.cuda.insert_barriers import with_barriers
+    from mytriton.backends.cuda.proxy_fences import with_proxy_fences
     from mytriton.backends.cuda.read_widths import with_read_widths
 
     budget = (options if options is not None else Options()).budget
     decided = with_held_tiles(with_combine_strategies(with_read_widths(with_copy_widths(kernel))))
-    return emit(with_barriers(allocated(decided, budget)))
+    return emit(with_proxy_fences(with_barriers(allocated(decided, budget))))
 
 
 def emit_mlir(kernel: Kernel) -> str:

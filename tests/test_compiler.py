@@ -56,7 +56,7 @@ def test_every_pass_of_every_stage_runs_under_the_pass_hooks():
                 after_each=lambda name, kernel: after.append(name))
     assert before == after == [*DEFAULT_PIPELINE, "stage-dots", "software-pipeline", "layouts", "overlap-wgmma",
                                "copy-widths", "read-widths", "combine-strategy", "hold-tiles", "allocate-shared",
-                               "insert-barriers"]
+                               "insert-barriers", "proxy-fences"]
 
 
 def test_a_stage_pass_that_breaks_the_ssa_is_named_in_the_error(monkeypatch):

@@ -176,7 +176,6 @@ def test_the_cuda_builds_for_sm_90a_with_wgmma_and_no_local_memory(kind, config,
     ptx = compile_ptx(cuda, "sm_90")
     assert ".target sm_90a" in ptx
     assert f"wgmma.mma_async.sync.aligned.m64n{min(config[1], 256)}k16.f32.{kind}.{kind}" in ptx
-    assert "fence.proxy.async.shared::cta" in ptx
     assert "ldmatrix" not in ptx
     assert ".local" not in ptx
 

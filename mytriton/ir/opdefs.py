@@ -55,6 +55,11 @@ class OpDef:
     reads_shared: bool = False
     writes_shared: bool = False
     synchronises: bool = False
+    # Its shared-memory writes land later (cp.async): complete for this thread
+    # at an ``async_wait``, for the block after a barrier that follows it. They
+    # are the generic proxy's, which wgmma reads without a proxy fence (as
+    # Triton's fence insertion and CUTLASS's cp.async mainloops take them).
+    async_shared_write: bool = False
     # Talks to the host while the kernel runs (prints, or stops the kernel):
     # an effect, kept by DCE and never moved; not a memory access.
     talks_to_host: bool = False
@@ -158,7 +163,7 @@ ATTR_KINDS: dict[str, AttrKind] = {
     # The CUDA back end's passes' decisions (copy-widths, combine-strategy, allocate-shared, insert-barriers,
     # read-widths).
     "chunk": _INT, "chunks": _STRING, "offset": _INT, "strategy": _STRING, "chunks_per_row": _INT,
-    "scratch_barrier": _BOOL, "read_widths": _INTS, "a_pad": _INT, "scratch_pad": _INT, "scratch_columns": _BOOL,
+    "scratch_barrier": _BOOL, "proxy_fence": _BOOL, "read_widths": _INTS, "a_pad": _INT, "scratch_pad": _INT, "scratch_columns": _BOOL,
     # A loop's options (loop_attrs_problem says more: a flag is true when given).
     "num_stages": _INT, "loop_unroll_factor": _INT, "pipeline_stages": _INT, "flatten": _BOOL,
     "warp_specialize": _BOOL, "disallow_acc_multi_buffer": _BOOL, "disable_licm": _BOOL,
@@ -744,6 +749,9 @@ FMA_DOT_DOC = "; read_widths: elements per shared read of A and of B on CUDA cor
 # ``a_pad=N`` (laid-out SSA): allocate-shared's padding of each row of a
 # register A tile that the CUDA back end writes to scratch (elements).
 SCRATCH_DOT_ATTRS = ("a_pad",)
+# ``proxy_fence=true|false`` (laid-out SSA): the proxy-fences pass's answer
+# for a wgmma dot, whether a ``fence.proxy.async`` comes before it.
+WGMMA_DOT_ATTRS = ("proxy_fence",)
 SCRATCH_DOT_DOC = "; a_pad: elements of padding after each row of A in scratch, once allocate-shared has decided"
 _register(OpDef("dot", ("a", "b", "acc?"), _dot, attrs=DOT_ATTRS + FMA_DOT_ATTRS + SCRATCH_DOT_ATTRS,
                 optional_attrs=DOT_ATTRS + FMA_DOT_ATTRS + SCRATCH_DOT_ATTRS, materialised=True,
@@ -771,8 +779,9 @@ _register(OpDef("copy_to_shared", ("buffer", "base", "row_offset", "col_offset",
                     "? base[(row_offset + r) * row_stride + col_offset + c] : fill" + SYNC_COPY_DOC))
 _register(OpDef("barrier", (), _none, synchronises=True,
                 doc="every thread of the program has finished its earlier shared-memory accesses"))
-_register(OpDef("dot_shared", ("a", "b", "acc?"), _dot_shared, attrs=DOT_ATTRS + ("in_flight",) + FMA_DOT_ATTRS,
-                optional_attrs=DOT_ATTRS + ("in_flight",) + FMA_DOT_ATTRS,
+_register(OpDef("dot_shared", ("a", "b", "acc?"), _dot_shared,
+                attrs=DOT_ATTRS + ("in_flight",) + FMA_DOT_ATTRS + WGMMA_DOT_ATTRS,
+                optional_attrs=DOT_ATTRS + ("in_flight",) + FMA_DOT_ATTRS + WGMMA_DOT_ATTRS,
                 reads_shared=True, shared_operands=("a", "b"),
                 materialised=True, doc="dot of two shared buffers (plus acc), with dot's attributes"))
 _register(OpDef("yield", (), _none, control=True,
@@ -1227,7 +1236,8 @@ _register(OpDef("stage_view", ("buffer", "stage"), _stage_view, attrs=("stages",
                 doc="rows [stage * R, (stage + 1) * R) of a buffer of stages * R rows, as an R-row buffer"))
 _register(OpDef("async_copy_to_shared", ("buffer", "base", "row_offset", "col_offset", "row_stride", "row_bound",
                                          "col_bound", "fill", "pred"), _async_copy_to_shared,
-                reads_global=True, writes_shared=True, address_operand="base", shared_operands=("buffer",),
+                reads_global=True, writes_shared=True, async_shared_write=True, address_operand="base",
+                shared_operands=("buffer",),
                 attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,
                 doc="where pred holds, copy_to_shared without waiting for it; visible after "
                     "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC))
@@ -1467,7 +1477,8 @@ _register(OpDef("copy_strided_to_shared", COPY_STRIDED_OPERANDS, _copy_strided_t
                     "? base[R * row_stride + C * col_stride] : fill; a stride is i32 or i64, an i64 one "
                     "multiplying its coordinates in 64 bits" + SYNC_COPY_DOC))
 _register(OpDef("async_copy_strided_to_shared", (*COPY_STRIDED_OPERANDS, "pred"), _async_copy_strided_to_shared,
-                reads_global=True, writes_shared=True, address_operand="base", shared_operands=("buffer",),
+                reads_global=True, writes_shared=True, async_shared_write=True, address_operand="base",
+                shared_operands=("buffer",),
                 attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,
                 doc="where pred holds, copy_strided_to_shared without waiting for it; visible after "
                     "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC))
@@ -1504,7 +1515,8 @@ _register(OpDef("copy_gathered_to_shared", COPY_GATHERED_OPERANDS, _copy_gathere
                     "? base[index[P] * row_stride + C * col_stride] : fill (index read only where P < row_bound); "
                     "a stride is i32 or i64, an i64 one multiplying its coordinates in 64 bits" + SYNC_COPY_DOC))
 _register(OpDef("async_copy_gathered_to_shared", (*COPY_GATHERED_OPERANDS, "pred"), _async_copy_gathered_to_shared,
-                reads_global=True, writes_shared=True, address_operand="base", shared_operands=("buffer",),
+                reads_global=True, writes_shared=True, async_shared_write=True, address_operand="base",
+                shared_operands=("buffer",),
                 attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,
                 doc="where pred holds, copy_gathered_to_shared without waiting for it; visible after "
                     "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC))
@@ -1652,8 +1664,9 @@ def _dot_rs(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     return _dot_rule("dot_rs", a, b, acc, attrs)
 
 
-_register(OpDef("dot_rs", ("a", "b", "acc?"), _dot_rs, attrs=DOT_ATTRS + FMA_DOT_ATTRS + SCRATCH_DOT_ATTRS,
-                optional_attrs=DOT_ATTRS + FMA_DOT_ATTRS + SCRATCH_DOT_ATTRS,
+_register(OpDef("dot_rs", ("a", "b", "acc?"), _dot_rs,
+                attrs=DOT_ATTRS + FMA_DOT_ATTRS + SCRATCH_DOT_ATTRS + WGMMA_DOT_ATTRS,
+                optional_attrs=DOT_ATTRS + FMA_DOT_ATTRS + SCRATCH_DOT_ATTRS + WGMMA_DOT_ATTRS,
                 reads_shared=True, shared_operands=("b",), materialised=True,
                 doc="dot of the register tile a and the shared buffer b (plus acc), with dot's attributes "
                     "(a_pad included)"))

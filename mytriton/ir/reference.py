@@ -22,6 +22,8 @@ TRAITS: dict[str, str] = {
     "writes_global": "writes global memory: an effect, kept by DCE; no memory access moves across it",
     "reads_shared": "reads a shared-memory buffer",
     "writes_shared": "writes a shared-memory buffer: an effect",
+    "async_shared_write": "its shared-memory writes land later (cp.async): complete at an async_wait, "
+                          "visible to the block after the barrier that follows; wgmma reads them unfenced",
     "synchronises": "a barrier between the program's threads: an effect; nothing moves across it",
     "talks_to_host": "prints or stops the kernel while it runs: an effect, never moved",
     "control": "structure (regions and their terminators): kept or dropped by what it holds",

@@ -40,6 +40,7 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "hold-tiles": ("mytriton.backends.cuda.hold_tiles", "HoldTilesPass"),
     "allocate-shared": ("mytriton.backends.cuda.allocate_shared", "AllocateSharedPass"),
     "insert-barriers": ("mytriton.backends.cuda.insert_barriers", "InsertBarriersPass"),
+    "proxy-fences": ("mytriton.backends.cuda.proxy_fences", "ProxyFencesPass"),
 }
 
 # licm before cse, so that hoisted copies of an op meet the ones outside the loop.

@@ -22,6 +22,16 @@ from mytriton.ir.ssa import Const, Kernel, Op, OpResult, Value, walk
 from mytriton.types import BF16, F16, F32, I8, BlockType, SharedType, element_of
 
 
+
+def computed_by_wgmma(op: Op) -> bool:
+    """A dot that wgmma computes: its op takes wgmma's decisions (``dot_shared``, ``dot_rs``) and its
+    result is in a version-3 mma layout."""
+    opdef = opdefs.lookup(op.name)
+    if opdef is None or not set(opdefs.WGMMA_DOT_ATTRS) <= set(opdef.attrs) or not op.results:
+        return False
+    result = op.results[0].type
+    return isinstance(result, BlockType) and isinstance(result.layout, Mma) and result.layout.version == 3
+
 # mma.sync's K per instruction, by operand element type (f32 means TF32).
 MMA_K = {F16: 16, BF16: 16, F32: 8, I8: 32}
 TENSOR_CORE_PRECISIONS = ("tf32", "tf32x3")

@@ -33,7 +33,8 @@
   CUDA cores) 1 or a 16-byte vector of its f32 or f64 result for each operand,
   a dot's ``a_pad`` whole 16-byte units of A's elements, on a dot that writes a
   register A tile to scratch (not a wgmma ``dot_rs``), a statement's ``scratch_barrier`` true or false, only on an op that may
-  address shared scratch, in a kernel with a shared-memory plan;
+  address shared scratch, a wgmma dot's ``proxy_fence`` true or false, both in
+  a kernel with a shared-memory plan;
 - a laid-out kernel's ``shared_memory`` plan gives every buffer an offset past
   its scratch, within its bytes and apart from the other buffers; without a
   plan no buffer has an offset;
@@ -57,6 +58,7 @@ from mytriton.ir.ssa_text import op_text
 from mytriton.limits import MAX_EXPRESSION_DEPTH, tile_error
 from mytriton.ir.layout_attributes import SHARED_KINDS, Mma, NvmmaShared, Slice, broadcast_view, shape_problem
 from mytriton.ir.literals import carried_type_fits, literal_conversion_error
+from mytriton.passes.dot_layouts import computed_by_wgmma
 from mytriton.types import BF16, BOOL, F16, F32, F64, BlockType, SharedType, TypeRuleError, concrete, element_of, without_layout
 
 
@@ -98,6 +100,7 @@ class Verifier:
         self.dot_read_widths()
         self.dot_a_pads()
         self.scratch_barriers()
+        self.proxy_fences()
         self.held_tiles()
 
     def scratch_barriers(self) -> None:
@@ -118,6 +121,22 @@ class Verifier:
             if rule not in ("load", "store", "reduce", "scan", "dot", "convert"):
                 raise self.error(f"'{op.name}' never addresses shared scratch: it cannot have a scratch_barrier "
                                  "(a barrier op orders what it must)", op)
+
+    def proxy_fences(self) -> None:
+        """``proxy_fence`` (proxy-fences'): true or false, on a dot that wgmma
+        computes (its result in a version-3 mma layout), in a kernel with a
+        shared-memory plan."""
+        for op in walk(self.kernel.body):
+            if "proxy_fence" not in op.attrs:
+                continue
+            if type(op.attrs["proxy_fence"]) is not bool:
+                raise self.error(f"proxy_fence must be true or false, got {op.attrs['proxy_fence']!r}", op)
+            if not computed_by_wgmma(op):
+                raise self.error("proxy_fence is for a dot that wgmma computes (its result in a version-3 mma "
+                                 "layout)", op)
+            if self.kernel.shared_memory is None:
+                raise self.error("a dot has a proxy_fence, but the kernel has no shared_memory plan "
+                                 "(proxy-fences runs after allocate-shared)", op)
 
     def copy_chunks(self) -> None:
         """An async copy's ``chunk`` (copy-widths'): a power of two of at most

@@ -177,7 +177,7 @@ class _Membar:
         if opdef is None or not (opdef.reads_shared or opdef.writes_shared) or op.name == "stage_view":
             return frozenset()
         kind = "write" if opdef.writes_shared else "read"
-        if op.name.startswith("async_copy"):
+        if opdef.async_shared_write:
             kind = "async write"
         elif op.attrs.get("in_flight"):
             kind = "async read"

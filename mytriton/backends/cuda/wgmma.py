@@ -37,10 +37,12 @@ m16n8 fragments of ``mma.sync`` side by side along N, so the ``version=3``
 layout's slots are those of the version-2 layout with warps ``[W, 1]``
 (register ``i`` of warp ``w``'s row block: n8 block ``i / 4``, element ``i % 4``).
 
-Ordering: the buffers were written by cp.async or plain stores (the generic
-proxy) and the tensor cores read them through the async proxy, so a
-``fence.proxy.async`` comes between the barrier that published them and the
-first wgmma; ``wgmma.fence`` orders the accumulator registers' earlier
+Ordering: the tensor cores read the buffers through the async proxy; where
+plain stores (the generic proxy: a synchronous copy, scratch overlaying the
+buffers) may have written them since the last fence, a ``fence.proxy.async``
+comes between the barrier that published them and the first wgmma (the
+proxy-fences pass decides, ``proxy_fence``; cp.async's writes need none);
+``wgmma.fence`` orders the accumulator registers' earlier
 writes; the group is committed and waited for (``wait_group 0``) before the
 accumulator is read or the buffers are overwritten: at once, or, for an
 ``in_flight`` dot, at its ``wgmma_wait``. Each wait names the accumulator
@@ -204,7 +206,8 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
                 em.line(f"const unsigned group_row = 0;  // {'every warpgroup: all rows' if groups > 1 else 'one warpgroup'}")
             else:
                 em.line(f"const unsigned group_row = {WARPGROUP_INDEX} * 64;  // this warpgroup's first row")
-        em.line('asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");  // the copies, to the tensor cores')
+        if op.attrs.get("proxy_fence", True):  # the proxy-fences pass's decision (absent: fence)
+            em.line('asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");  // plain stores, to the tensor cores')
         # wgmma.fence names the accumulator registers ("+f") and any A registers
         # ("+r"), all written before it, so that nvcc keeps their writes above it
         # (the accumulator's zeros, attention's rescaled acc, the packed P): ptxas
