@@ -69,6 +69,7 @@ class Verifier:
         self.everywhere: set[Value] = set()  # every value defined anywhere, to explain misuse
         self.buffer_names: dict[str, Op] = {}
         self.depths: dict[Value, int] = {}  # op results -> the length of the chain of ops that computes them
+        self.ops: list[Op] = []
 
     def error(self, message: str, op: Op | None) -> CompileError:
         loc = op.loc if op is not None and op.loc is not None else self.kernel.loc
@@ -83,7 +84,8 @@ class Verifier:
                 kind = "a block" if isinstance(param.type, BlockType) else "a shared buffer"
                 raise CompileError(f"invalid SSA: parameter '{param.name}' cannot be {kind}",
                                    self.kernel.loc)
-        for op in walk(self.kernel.body):
+        self.ops = list(walk(self.kernel.body))  # every op, in program order: each check below reads it
+        for op in self.ops:
             for value in op.results:
                 self.everywhere.add(value)
             for region in op.regions:
@@ -108,7 +110,7 @@ class Verifier:
         with a shared_memory plan, on a statement that may address shared
         scratch: a load, store, atomic, reduction, scan, dot or layout change
         (never a loop, an if, a yield, a barrier, a buffer or a pure op)."""
-        for op in walk(self.kernel.body):
+        for op in self.ops:
             if "scratch_barrier" not in op.attrs:
                 continue
             value = op.attrs["scratch_barrier"]
@@ -126,7 +128,7 @@ class Verifier:
         """``proxy_fence`` (proxy-fences'): true or false, on a dot that wgmma
         computes (its result in a version-3 mma layout), in a kernel with a
         shared-memory plan."""
-        for op in walk(self.kernel.body):
+        for op in self.ops:
             if "proxy_fence" not in op.attrs:
                 continue
             if type(op.attrs["proxy_fence"]) is not bool:
@@ -142,7 +144,7 @@ class Verifier:
         """An async copy's ``chunk`` (copy-widths'): a power of two of at most
         16 bytes of its elements; ``chunks`` with it where it is over 1. A
         combine's ``strategy`` (combine-strategy's): shuffle or shared."""
-        for op in walk(self.kernel.body):
+        for op in self.ops:
             if op.attrs.get("strategy", "shared") not in ("shuffle", "shared"):
                 raise self.error(f"strategy={op.attrs['strategy']!r} is neither 'shuffle' nor 'shared'", op)
             if "chunk" not in op.attrs and "chunks" not in op.attrs:
@@ -165,7 +167,7 @@ class Verifier:
         ``strategy="shared"``, in a laid-out kernel): a power of two that
         divides its rows' length, and where it is over 1, no more chunks in
         all than the kernel has threads (each combines one)."""
-        for op in walk(self.kernel.body):
+        for op in self.ops:
             if "chunks_per_row" not in op.attrs:
                 continue
             chunks = op.attrs["chunks_per_row"]
@@ -189,7 +191,7 @@ class Verifier:
         """A dot's ``read_widths`` (read-widths'), in a laid-out kernel, on a
         dot on CUDA cores (its result in no mma layout): two widths, A's and
         B's, each 1 or, for an f32 or f64 result, a 16-byte vector of it."""
-        for op in walk(self.kernel.body):
+        for op in self.ops:
             if "read_widths" not in op.attrs:
                 continue
             if not self.kernel.laid_out:
@@ -212,7 +214,7 @@ class Verifier:
         16-byte units of A's elements, so that the rows of A in scratch stay
         as aligned as the FMA loop's reads and ldmatrix need them; not on a
         ``dot_rs`` in a wgmma layout, whose A is never written to scratch."""
-        for op in walk(self.kernel.body):
+        for op in self.ops:
             if "a_pad" not in op.attrs:
                 continue
             if not self.kernel.laid_out:
@@ -233,7 +235,7 @@ class Verifier:
         tile result, in a laid-out kernel: the CUDA back end's per-thread
         arrays are of laid-out tiles, and the other ops' results have theirs
         whatever it decides (its type, a boolean, the reader checks)."""
-        for op in walk(self.kernel.body):
+        for op in self.ops:
             if "hold" not in op.attrs:
                 continue
             if not self.kernel.laid_out:
@@ -250,7 +252,7 @@ class Verifier:
         an offset and lies past the scratch, within the plan's bytes, apart
         from the others; without one, no buffer has an offset."""
         plan = self.kernel.shared_memory
-        buffers = [op for op in walk(self.kernel.body) if opdefs.lookup(op.name).allocates]
+        buffers = [op for op in self.ops if opdefs.lookup(op.name).allocates]
         if plan is None:
             for op in buffers:
                 if "offset" in op.attrs:
