@@ -12,9 +12,12 @@ stall samples.
 
 Runs after insert-barriers, on laid-out SSA with its shared-memory plan. The
 walk carries the byte intervals of shared memory that plain stores may have
-written since the last fence, on some path: a statement's scratch (bytes 0
-to what the emitter measures, as insert-barriers reads it), a buffer a
-synchronous copy writes. A wgmma dot whose buffers overlap one of them gets
+written since the last fence, on some path: a buffer a synchronous copy
+writes; a statement's scratch, taken as the plan's whole scratch (bytes 0
+to ``scratch``, or to ``late_scratch`` for the ops past the buffers' last
+use, ``shared_memory.late_ops``), which costs no measuring of each
+statement and loses nothing: the scratch lies below every buffer, and the
+late scratch that overlays them comes after every wgmma. A wgmma dot whose buffers overlap one of them gets
 ``proxy_fence=true``, which empties the set (its fence orders every earlier
 write, the barrier before it every thread's); one whose buffers none
 overlaps gets ``proxy_fence=false``. Loops are walked until the set at their
@@ -32,9 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mytriton.backends.cuda.emitter import measure_scratch
-from mytriton.backends.cuda.hold_tiles import with_held_tiles
-from mytriton.diagnostics import CompileError
+from mytriton.backends.cuda.shared_memory import late_ops
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import Block, Kernel, Op, OpResult, Value, walk
 from mytriton.passes.dot_layouts import computed_by_wgmma
@@ -43,6 +44,15 @@ from mytriton.types import SharedType
 
 ATTR = "proxy_fence"
 Interval = tuple[int, int]
+
+
+def may_address_scratch(op: Op) -> bool:
+    """Whether ``op`` may write shared scratch: a statement a ``scratch_barrier`` may be on, or a loop or an
+    if, whose carried values may be copied through it."""
+    if op.name in ("for", "while", "if"):
+        return True
+    opdef = opdefs.lookup(op.name)
+    return opdef is not None and opdef.layout_rule in ("load", "store", "reduce", "scan", "dot", "convert")
 
 
 @dataclass(frozen=True)
@@ -58,15 +68,9 @@ class ProxyFencesPass:
             op.attrs.pop(ATTR, None)
         if not dots or kernel.shared_memory is None:
             return kernel  # no wgmma, or no plan (allocate-shared found it cannot be rendered)
-        scratch: dict[Op, int] = {}
-        if kernel.shared_memory.scratch or kernel.shared_memory.late_scratch:
-            try:
-                needs = measure_scratch(with_held_tiles(kernel))
-            except CompileError:
-                return kernel  # emit-cuda says why; without a decision every wgmma is fenced
-            for need in needs:
-                if need.statement is not None:
-                    scratch[need.statement] = max(scratch.get(need.statement, 0), need.nbytes)
+        late = late_ops(kernel)
+        scratch = {op: kernel.shared_memory.late_scratch if op in late else kernel.shared_memory.scratch
+                   for op in walk(kernel.body) if may_address_scratch(op)}
         walker = _Walk(kernel, scratch)
         walker.block(kernel.body, frozenset())
         for op in dots:
@@ -85,7 +89,7 @@ def with_proxy_fences(kernel: Kernel) -> Kernel:
 class _Walk:
     def __init__(self, kernel: Kernel, scratch: dict[Op, int]) -> None:
         self.kernel = kernel
-        self.scratch = scratch  # statement -> the bytes of scratch it writes from 0
+        self.scratch = scratch  # statement -> the bytes of scratch it may write from 0
         self.decided: dict[Op, bool] = {}
 
     def block(self, block: Block, written: frozenset[Interval]) -> frozenset[Interval]:
