@@ -158,3 +158,20 @@ def test_a_dot_of_f16_tiles_off_the_tensor_cores_reads_one_value_at_a_time_and_b
     assert "reinterpret_cast<const" not in cuda  # no vector reads (the buffers are views of smem)
     assert "(float)(shared_dot_a0[" in cuda
     assert ".entry matmul_kernel" in compile_ptx(cuda, "sm_90")
+
+
+TRANS_A = (Path(__file__).parent / "triton_style" / "matmul_trans.py").read_text()
+
+
+def test_a_transposed_a_whose_rows_are_adjacent_is_copied_by_consecutive_threads_down_its_columns():
+    """a.T @ b with a [K, M] row-major: the [M, K] buffer's rows are adjacent
+    in memory (stride_am is 1), so element by element, consecutive threads
+    copy consecutive rows and a warp's loads are one run of memory."""
+    ints = ["i32:16"] * 4 + ["i32:1", "i32:16", "i32:1", "i32:16", "i32:1"]  # M, N, K, then the strides
+    cuda = compile_text(TRANS_A, "cuda", kernel="matmul_trans_a", file="matmul_trans.py", f32_default="ieee",
+                        signature="*fp32:16, *fp32:16, *fp32:16, " + ", ".join(ints),
+                        defines={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32})
+    copy = cuda.split("async_copy_strided_to_shared", 1)[1].split("async_copy_to_shared", 1)[0]
+    assert "} else {  // element by element" in copy
+    assert "const int r = i % 128;" in copy and "const int c = i / 128;" in copy
+    assert "a_ptr + (row * 1 + col * stride_ak)" in copy

@@ -48,6 +48,7 @@ from mytriton.backends.cuda.shared_memory import buffer_bytes
 from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.backends.cuda.thread_coordinates import tile_layout
+from mytriton.ir import opdefs
 from mytriton.ir.layout_attributes import Mma, NvmmaShared, PaddedShared
 from mytriton.ir.opdefs import dot_input_precision
 from mytriton.ir.ssa import BlockArg, Const, Op, OpResult, Value, walk
@@ -429,10 +430,23 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
     # flight at once, in registers the loop's accumulators need. cp.async's
     # hold none, but each its 64-bit address: unrolled by 4 (wholly, the
     # 32 of a 32x128 f32 tile spill).
-    _copy_loop(em, rows, cols, 1, row_pitch, args, one, unroll=4 if nbytes in (4, 8) and _zero(fill) else 1)
+    _copy_loop(em, rows, cols, 1, row_pitch, args, one, unroll=4 if nbytes in (4, 8) and _zero(fill) else 1,
+               down_columns=_rows_adjacent(op))
     if width > 1:
         em.out.close()
     em.out.close()
+
+
+def _rows_adjacent(op: Op) -> bool:
+    """Whether a strided copy's rows are adjacent in memory (its row stride the
+    literal 1, its column stride not: ``tl.trans`` of an [K, M] tile's A)."""
+    opdef = opdefs.lookup(op.name)
+    if "col_stride" not in opdef.operands:
+        return False
+    row_stride = op.operands[opdef.operand_index("row_stride")]
+    col_stride = op.operands[opdef.operand_index("col_stride")]
+    return isinstance(row_stride, Const) and row_stride.value == 1 \
+        and not (isinstance(col_stride, Const) and col_stride.value == 1)
 
 
 # Tutorial 03 wraps a tile's rows and columns (``% M``, ``% N``) outside its K
@@ -690,10 +704,31 @@ def _chunk_walk(em: "EmitContext", op: Op, g: CopyGeometry, args: dict[str, str]
 
 
 def _copy_loop(em: "EmitContext", rows: int, cols: int, width: int, row_pitch: int, args: dict[str, str],
-               body, unroll: int | None = None, hoisted: dict[str, str] | None = None) -> None:
+               body, unroll: int | None = None, hoisted: dict[str, str] | None = None,
+               down_columns: bool = False) -> None:
     """A loop over a thread's chunks of ``width`` elements of a row-major tile
-    (``hoisted``: arrays of the chunks' wrapped rows or columns, by axis)."""
+    (``hoisted``: arrays of the chunks' wrapped rows or columns, by axis).
+    ``down_columns`` (single elements of a tile whose rows are adjacent in
+    memory): consecutive threads take consecutive rows of a column, so that a
+    warp's loads are one run, not 32 rows' sectors."""
     hoisted = hoisted or {}
+    if down_columns:
+        assert width == 1 and not hoisted
+        total = rows * cols
+        tid = em.lang.thread_id
+        em.line(em.lang.unroll if unroll is None else f"{em.lang.unroll} {unroll}")
+        em.line(f"for (int s = 0; s < {max(1, total // em.threads)}; ++s) {{")
+        em.line(f"  const int i = {tid} + s * {em.threads};")
+        if total < em.threads:
+            em.line(f"  if (i >= {total}) break;")
+        em.line(f"  const int r = i % {rows};")
+        em.line(f"  const int c = i / {rows};")
+        em.line(f"  const int row = {wrapped(args['row_offset'] + ' + r', args['row_wrap'])};")
+        em.line(f"  const int col = {wrapped(args['col_offset'] + ' + c', args['col_wrap'])};")
+        for text in body("i", f"row < {args['row_bound']} && col < {args['col_bound']}", "row", "col", "r", "c"):
+            em.line(f"  {text}")
+        em.line("}")
+        return
     per_row = cols // width
     total = rows * per_row
     steps = max(1, total // em.threads)
