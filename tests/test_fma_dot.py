@@ -164,14 +164,53 @@ TRANS_A = (Path(__file__).parent / "triton_style" / "matmul_trans.py").read_text
 
 
 def test_a_transposed_a_whose_rows_are_adjacent_is_copied_by_consecutive_threads_down_its_columns():
-    """a.T @ b with a [K, M] row-major: the [M, K] buffer's rows are adjacent
-    in memory (stride_am is 1), so element by element, consecutive threads
-    copy consecutive rows and a warp's loads are one run of memory."""
+    """a.T @ b with a [K, M] row-major, TF32 on mma.sync: the row-major [M, K]
+    buffer's rows are adjacent in memory (stride_am is 1), so element by
+    element, consecutive threads copy consecutive rows and a warp's loads are
+    one run of memory."""
     ints = ["i32:16"] * 4 + ["i32:1", "i32:16", "i32:1", "i32:16", "i32:1"]  # M, N, K, then the strides
-    cuda = compile_text(TRANS_A, "cuda", kernel="matmul_trans_a", file="matmul_trans.py", f32_default="ieee",
+    cuda = compile_text(TRANS_A, "cuda", kernel="matmul_trans_a", file="matmul_trans.py", f32_default="tf32",
                         signature="*fp32:16, *fp32:16, *fp32:16, " + ", ".join(ints),
                         defines={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32})
     copy = cuda.split("async_copy_strided_to_shared", 1)[1].split("async_copy_to_shared", 1)[0]
     assert "} else {  // element by element" in copy
     assert "const int r = i % 128;" in copy and "const int c = i / 128;" in copy
     assert "a_ptr + (row * 1 + col * stride_ak)" in copy
+
+
+def load_trans_module():
+    import importlib.util
+
+    path = Path(__file__).parent / "triton_style" / "matmul_trans.py"
+    spec = importlib.util.spec_from_file_location("fma_matmul_trans", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_transposed_a_of_an_exact_dot_is_held_column_major_and_copied_in_16_byte_chunks():
+    """a.T @ b, exact: A's buffer is column-major (M-major), so each 16-byte
+    run of a row of a [K, M] tile is one cp.async, and the dot reads A one
+    value at a time down a column (a k), its threads' rows adjacent there."""
+    ints = ["i32:16"] * 4 + ["i32:1", "i32:16", "i32:1", "i32:16", "i32:1"]  # M, N, K, then the strides
+    cuda = compile_text(TRANS_A, "cuda", kernel="matmul_trans_a", file="matmul_trans.py", f32_default="ieee",
+                        signature="*fp32:16, *fp32:16, *fp32:16, " + ", ".join(ints),
+                        defines={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32})
+    assert "// 384x32, column-major, 49152 bytes" in cuda
+    copy = cuda.split("async_copy_strided_to_shared", 1)[1].split("async_copy_to_shared", 1)[0]
+    assert "column by column (a column-major buffer)" in copy and "element by element" not in copy
+    assert "cp.async.cg.shared.global [%0], [%1], 16" in copy
+    assert re.search(r"a_tile\[i\]\[0\] = v\d+\[kk \* 384 \+ \(\(L0_p0 \+ i \* 16\)\)\];", cuda)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", [(32, 32, 16), (64, 64, 32), (128, 128, 32)])
+@pytest.mark.parametrize("shape", [(256, 192, 128), (200, 130, 77), (97, 255, 40)])
+def test_a_transposed_a_of_an_exact_dot_matches_numpy_on_the_gpu(config, shape):
+    M, N, K = shape
+    rng = np.random.default_rng(sum(shape) + sum(config))
+    at = rng.standard_normal((K, M)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    bm, bn, bk = config
+    c = load_trans_module().matmul_at(at, b, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk)
+    np.testing.assert_allclose(c, at.T.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)

@@ -587,7 +587,8 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
     down its columns (B of ``x @ w.T``, K^T; A of ``tl.trans(a)``) is held
     column-major, its transpose's rows padded: copied in 16-byte chunks, read
     by ldmatrix with .trans for A, without for B (as row-major, each element
-    would be copied on its own)."""
+    would be copied on its own); so is the A of an FMA dot contiguous down
+    its columns (unpadded: read one value at a time down a column)."""
     from mytriton.passes.software_pipeline import scratch_reserve
 
     allocs = [r for op in walk(kernel.body) if opdefs.lookup(op.name).allocates for r in op.results]
@@ -620,6 +621,11 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
                 fits = used + cols * pad * nbytes <= budget
                 used += cols * pad * nbytes if fits else 0
                 layouts[buffer] = PaddedShared(pad=pad if fits else 0, order=(0, 1))
+                continue
+            if not on_tensor_cores and buffer in down_columns:
+                # An FMA dot reads A one value at a time down a column (a k): its
+                # threads' rows are adjacent there, no padding needed.
+                layouts[buffer] = PaddedShared(pad=0, order=(0, 1))
                 continue
             if pad and used + rows * pad * nbytes <= budget:
                 used += rows * pad * nbytes

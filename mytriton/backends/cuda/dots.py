@@ -815,7 +815,7 @@ def emit_fma_dot(em: "EmitContext", op: Op) -> None:
     col_of = parent.coordinate(cols_dim, "j", positions[cols_dim])
     digits = {rows_dim: "i", cols_dim: "j"}
     slot = layout.slot_of(digits)
-    a_read = f"{a_name}[({row_of}) * {a_pitch} + kk]"
+    a_read = f"{a_name}[{_a_index(a.type, row_of, a_pitch)}]"
     b_read = f"{b_name}[kk * {b_pitch} + {col_of}]"
     em.line(f"{em.lang.unroll} 4")
     em.line(f"for (int kk = 0; kk < {k}; ++kk) {{")
@@ -845,6 +845,13 @@ def emit_fma_dot(em: "EmitContext", op: Op) -> None:
         em.line(f"{c_scalar(out_t)} {storage}[{layout.slots}];")
         em.line(em.lang.unroll)
         em.line(f"for (int k = 0; k < {layout.slots}; ++k) {storage}[k] = {em.lang.cast(f'{total}[k]', work_t, out_t)};")
+
+
+def _a_index(a_type: object, row: str, a_pitch: int) -> str:
+    """The index of A's (``row``, kk) in its buffer: row-major, or down a column of a column-major one."""
+    if isinstance(a_type, SharedType) and _column_major(a_type):
+        return place(a_type, row, "kk")
+    return f"({row}) * {a_pitch} + kk"
 
 
 def dot_work_type(operand: object) -> ScalarType:
@@ -901,7 +908,9 @@ def fma_read_widths(op: Op, a_pitch: int, b_pitch: int) -> tuple[int, int]:
     def widest(pitch: int, run: int) -> int:
         return 1 if pitch % width or run % width else width
 
-    return widest(a_pitch, a.type.shape[1]), widest(b_pitch, b_run)
+    # A column-major A (contiguous down its columns in memory) is read one value at a time down a k.
+    a_width = 1 if isinstance(a.type, SharedType) and _column_major(a.type) else widest(a_pitch, a.type.shape[1])
+    return a_width, widest(b_pitch, b_run)
 
 
 def _vector_fma_loop(em: "EmitContext", op: Op, storage: str, layout, positions: dict,
@@ -943,7 +952,7 @@ def _vector_fma_loop(em: "EmitContext", op: Op, storage: str, layout, positions:
     em.line(f"  {value_t} a_tile[{rows}][{wa}];")
     em.line(f"  {unroll}")
     em.line(f"  for (int i = 0; i < {rows}; ++i) {{")
-    em.line(f"    {read(a_name, f'({row_of}) * {a_pitch} + kk', wa, 'a_tile[i][{}]')}")
+    em.line(f"    {read(a_name, _a_index(op.operands[0].type, row_of, a_pitch), wa, 'a_tile[i][{}]')}")
     em.line("  }")
     em.line(f"  {unroll}")
     em.line(f"  for (int q = 0; q < {wa}; ++q) {{")
