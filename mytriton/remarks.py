@@ -271,11 +271,11 @@ def _buffer_bytes(buffer: Any) -> int:
 
 def _copies_into(kernel: Any, buffers: list[Any]) -> list[Any]:
     from mytriton.ir.ssa import Value, walk
-    from mytriton.passes.dot_layouts import COPIES, buffer_of
+    from mytriton.passes.dot_layouts import buffer_of, copies_into_shared
 
     wanted = set(buffers)
     return [op for op in walk(kernel.body)
-            if op.name in COPIES and isinstance(op.operands[0], Value) and buffer_of(op.operands[0]) in wanted]
+            if copies_into_shared(op) and isinstance(op.operands[0], Value) and buffer_of(op.operands[0]) in wanted]
 
 
 def _copy_text(copies: list[Any], loop: Any) -> str:

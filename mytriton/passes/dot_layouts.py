@@ -68,8 +68,11 @@ def wgmma_swizzle(columns: int, element_bytes: int) -> int | None:
     return next((s for s in SWIZZLE_BYTES if (columns * element_bytes) % s == 0), None)
 
 
-COPIES = ("copy_to_shared", "copy_strided_to_shared", "copy_gathered_to_shared", "async_copy_to_shared",
-          "async_copy_strided_to_shared", "async_copy_gathered_to_shared")
+def copies_into_shared(op: Op) -> bool:
+    """A copy from global memory into a shared buffer (its first operand): its op reads global memory and
+    writes shared memory."""
+    opdef = opdefs.lookup(op.name)
+    return opdef is not None and opdef.reads_global and opdef.writes_shared
 
 
 def column_contiguous_buffers(kernel: Kernel) -> frozenset[Value]:
@@ -79,7 +82,7 @@ def column_contiguous_buffers(kernel: Kernel) -> frozenset[Value]:
     tile is copied in 16-byte chunks, and wgmma reads it as a K-major B."""
     verdict: dict[Value, bool] = {}
     for op in walk(kernel.body):
-        if op.name not in COPIES:
+        if not copies_into_shared(op):
             continue
         buffer = buffer_of(op.operands[0])
         opdef = opdefs.lookup(op.name)

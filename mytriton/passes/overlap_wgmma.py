@@ -35,15 +35,13 @@ from typing import ClassVar
 
 from mytriton import remarks
 from mytriton.ir import opdefs
-from mytriton.ir.layout_attributes import Mma
+from mytriton.passes.dot_layouts import computed_by_wgmma
 from mytriton.ir.ssa import Block, BlockArg, Kernel, Op, OpResult, for_body, for_yield, insert_after, insert_before, use_counts, walk
-from mytriton.types import BlockType
 
 
 def is_wgmma(op: Op) -> bool:
-    t = op.results[0].type if op.results else None
-    return op.name == "dot_shared" and isinstance(t, BlockType) and isinstance(t.layout, Mma) \
-        and t.layout.version == 3
+    """A dot that wgmma computes from two shared buffers, which may be left in flight."""
+    return computed_by_wgmma(op) and "in_flight" in opdefs.lookup(op.name).attrs
 
 
 def _inputs_after(op: Op, body: Block, after: int) -> list[Op] | None:

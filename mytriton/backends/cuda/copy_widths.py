@@ -37,13 +37,11 @@ from mytriton.passes.manager import require_laid_out
 from mytriton.ir import opdefs
 from mytriton.ir.axis_info import AxisAnalysis
 from mytriton.ir.ssa import Const, Kernel, Op, walk
+from mytriton.passes.dot_layouts import copies_into_shared
 from mytriton.passes.stage_dots import NO_BOUND  # the column bound of an unmasked dimension
 
 
-def is_copy(op: Op) -> bool:
-    """A copy from global into shared memory."""
-    opdef = opdefs.lookup(op.name)
-    return opdef is not None and opdef.writes_shared and opdef.reads_global
+is_copy = copies_into_shared  # a copy from global into shared memory
 
 
 def is_async_copy(op: Op) -> bool:
