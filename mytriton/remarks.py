@@ -198,6 +198,9 @@ def _describe(kernel: Any, op: Any, ptxas: PtxasUsage | None) -> str:
             text += ", in flight over the next tiles' copies"
         elif OVERLAP in facts:
             text += f", not overlapped: {facts[OVERLAP]}"
+        if op.attrs.get("proxy_fence"):
+            # (the proxy-fences pass's decision: none where cp.async alone writes the buffers)
+            text += ", after a proxy fence at each issue (plain stores wrote its buffers)"
         parts.append(text)
     elif isinstance(layout, Mma):
         instr_m, instr_n = layout.instr_shape[:2]
@@ -280,13 +283,14 @@ def _copies_into(kernel: Any, buffers: list[Any]) -> list[Any]:
 
 def _copy_text(copies: list[Any], loop: Any) -> str:
     """How a buffer is filled: once before the dot's loop, by cp.async (and its chunks), or synchronously."""
+    from mytriton.ir import opdefs
     from mytriton.ir.ssa import is_within
 
     if not copies:
         return "no copies"
     if loop is not None and not any(is_within(op.parent, loop.regions[0]) for op in copies):
         return "copied once before the loop"
-    if not all(op.name.startswith("async_") for op in copies):
+    if not all(getattr(opdefs.lookup(op.name), "async_shared_write", False) for op in copies):
         return "synchronous copies"
     widths = sorted({op.attrs["chunk"] * op.operands[0].type.element.nbytes for op in copies
                      if "chunk" in op.attrs})

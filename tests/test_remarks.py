@@ -171,7 +171,18 @@ WIDE_ROWS = """
 
 def test_a_loop_left_unpipelined_says_why(no_nvcc):
     _, [remark] = remarks_of("samples/matmul.py", "-s", F16_MATMUL, "--num-stages", "1")
-    assert "staged (synchronous copies); not pipelined: num_stages is 1; wgmma m64n64k16; " in remark
+    assert "staged (synchronous copies); not pipelined: num_stages is 1; wgmma m64n64k16, " in remark
+
+
+def test_a_wgmma_dot_after_plain_stores_says_it_waits_for_a_proxy_fence(no_nvcc):
+    """Unpipelined, the buffers are written by plain stores: the async proxy sees them past a fence."""
+    _, [remark] = remarks_of("samples/matmul.py", "-s", F16_MATMUL, "--num-stages", "1")
+    assert "wgmma m64n64k16, after a proxy fence at each issue (plain stores wrote its buffers); " in remark
+
+
+def test_a_wgmma_dot_fed_by_cp_async_alone_has_no_proxy_fence(no_nvcc):
+    _, [remark] = remarks_of("samples/matmul.py", "-s", F16_MATMUL)
+    assert "wgmma m64n64k16" in remark and "proxy fence" not in remark
 
 
 def test_fewer_stages_than_asked_say_why(no_nvcc):
