@@ -53,10 +53,11 @@ from dataclasses import dataclass
 
 from mytriton.backends.cuda.emitter import ScratchNeed, measure_scratch
 from mytriton.backends.cuda.hold_tiles import with_held_tiles
+from mytriton.backends.cuda.shared_memory import buffer_interval, loop_exit
 from mytriton.diagnostics import CompileError
 from mytriton.passes.manager import require_laid_out
 from mytriton.ir import opdefs
-from mytriton.ir.ssa import Block, Kernel, Op, OpResult, walk
+from mytriton.ir.ssa import Block, Kernel, Op, walk
 from mytriton.types import SharedType
 
 ATTR = "scratch_barrier"
@@ -135,28 +136,12 @@ class _Membar:
             return frozenset((lo, hi, "read" if kind == "async read" else kind) for lo, hi, kind in pending)
         if op.name in ("for", "while"):
             pending = self.scratch_access(op, pending)  # the carried values' first copies, before the loop
-            return self.loop(op, pending)
+            return loop_exit(op, pending, self.block)
         if op.name == "if":
             then, other = (self.block(region, pending) for region in op.regions)
             return then | other
         pending = self.scratch_access(op, pending)
         return pending | self.buffer_accesses(op)
-
-    def loop(self, op: Op, entry: frozenset[Access]) -> frozenset[Access]:
-        """The set at the loop's exit: its head's once what an iteration leaves
-        there stops adding to it (the sets only grow: the walk ends)."""
-        head = entry
-        while True:
-            if op.name == "for":
-                exit_ = head
-                end = self.block(op.regions[0], head)
-            else:  # while: the condition region runs before every exit and every body
-                exit_ = self.block(op.regions[0], head)
-                end = self.block(op.regions[1], exit_)
-            grown = head | end
-            if grown == head:
-                return exit_
-            head = grown
 
     def scratch_access(self, op: Op, pending: frozenset[Access]) -> frozenset[Access]:
         nbytes = self.scratch.get(op)
@@ -184,18 +169,9 @@ class _Membar:
         found = set()
         for value in op.operands:
             if isinstance(getattr(value, "type", None), SharedType):
-                lo, hi = self.interval(value)
+                lo, hi = buffer_interval(self.kernel, value)
                 found.add((lo, hi, kind))
         return frozenset(found)
-
-    def interval(self, value) -> tuple[int, int]:
-        """The bytes of the buffer ``value`` is (a stage view: its whole buffer)."""
-        while isinstance(value, OpResult) and value.op.name == "stage_view":
-            value = value.op.operands[0]
-        alloc = value.op if isinstance(value, OpResult) else None
-        if alloc is None or "offset" not in alloc.attrs:
-            return 0, self.kernel.shared_memory.bytes
-        return alloc.attrs["offset"], alloc.attrs["offset"] + alloc.results[0].type.allocated_bytes
 
 
 def _after_barrier(pending: frozenset[Access]) -> frozenset[Access]:

@@ -35,9 +35,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mytriton.backends.cuda.shared_memory import late_ops
+from mytriton.backends.cuda.shared_memory import buffer_interval, late_ops, loop_exit
 from mytriton.ir import opdefs
-from mytriton.ir.ssa import Block, Kernel, Op, OpResult, Value, walk
+from mytriton.ir.ssa import Block, Kernel, Op, walk
 from mytriton.passes.dot_layouts import computed_by_wgmma
 from mytriton.passes.manager import require_laid_out
 from mytriton.types import SharedType
@@ -101,43 +101,21 @@ class _Walk:
         if op in self.scratch:  # a loop's carried-value copies come before it
             written = written | {(0, self.scratch[op])}
         if op.name in ("for", "while"):
-            return self.loop(op, written)
+            return loop_exit(op, written, self.block)
         if op.name == "if":
             then, other = (self.block(region, written) for region in op.regions)
             return then | other
         if computed_by_wgmma(op):
-            reads = [self.interval(v) for v in op.operands if isinstance(getattr(v, "type", None), SharedType)]
+            reads = self.buffers(op)
             needed = any(lo < w_hi and w_lo < hi for lo, hi in reads for w_lo, w_hi in written)
             self.decided[op] = self.decided.get(op, False) or needed
             if needed:
                 written = frozenset()
         opdef = opdefs.lookup(op.name)
         if opdef is not None and opdef.writes_shared and not opdef.async_shared_write:
-            written = written | {self.interval(v) for v in op.operands if isinstance(getattr(v, "type", None), SharedType)}
+            written = written | set(self.buffers(op))
         return written
 
-    def loop(self, op: Op, entry: frozenset[Interval]) -> frozenset[Interval]:
-        """The set at the loop's exit, once an iteration adds nothing to its head's."""
-        head = entry
-        while True:
-            if op.name == "for":
-                exit_ = head
-                end = self.block(op.regions[0], head)
-            else:  # while: the condition region runs before every exit and every body
-                exit_ = self.block(op.regions[0], head)
-                end = self.block(op.regions[1], exit_)
-            grown = head | end
-            if grown == head:
-                return exit_
-            head = grown
-
-    def interval(self, value: Value) -> Interval:
-        """The bytes of the buffer ``value`` is (a stage view: its whole buffer)."""
-        while isinstance(value, OpResult) and value.op.name == "stage_view":
-            value = value.op.operands[0]
-        alloc = value.op if isinstance(value, OpResult) else None
-        plan = self.kernel.shared_memory
-        assert plan is not None
-        if alloc is None or "offset" not in alloc.attrs:
-            return 0, plan.bytes
-        return alloc.attrs["offset"], alloc.attrs["offset"] + alloc.results[0].type.allocated_bytes
+    def buffers(self, op: Op) -> list[Interval]:
+        """The bytes of each shared buffer ``op`` reads or writes."""
+        return [buffer_interval(self.kernel, v) for v in op.operands if isinstance(getattr(v, "type", None), SharedType)]

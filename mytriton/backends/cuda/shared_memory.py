@@ -10,9 +10,11 @@ the printer no choice: it only reads the offsets the IR holds).
 """
 from __future__ import annotations
 
+from typing import Callable, TypeVar
+
 from mytriton.ir import opdefs
 from mytriton.ir.layout_attributes import NvmmaShared
-from mytriton.ir.ssa import Kernel, Op, walk
+from mytriton.ir.ssa import Block, Kernel, Op, OpResult, Value, walk
 from mytriton.passes.layouts import touches_shared
 from mytriton.types import PointerType, Type, element_of
 
@@ -74,3 +76,39 @@ def late_ops(kernel: Kernel) -> set:
         return set()
     barrier = next((i for i in range(last + 1, len(ops)) if ops[i].name == "barrier"), None)
     return set(ops[barrier + 1:]) if barrier is not None else set()
+
+
+def buffer_interval(kernel: Kernel, value: Value) -> tuple[int, int]:
+    """The bytes [lo, hi) of the shared array that the buffer ``value`` is
+    (a stage view: its whole buffer), at its plan ``offset``; the whole
+    array where it has none."""
+    while isinstance(value, OpResult) and value.op.name == "stage_view":
+        value = value.op.operands[0]
+    alloc = value.op if isinstance(value, OpResult) else None
+    plan = kernel.shared_memory
+    assert plan is not None
+    if alloc is None or "offset" not in alloc.attrs:
+        return 0, plan.bytes
+    return alloc.attrs["offset"], alloc.attrs["offset"] + alloc.results[0].type.allocated_bytes
+
+
+State = TypeVar("State", bound=frozenset)
+
+
+def loop_exit(op: Op, entry: State, block: Callable[[Block, State], State]) -> State:
+    """What a walk of ``block`` (a region and the set it enters with, to the
+    set it leaves with) carries out of the loop ``op`` (a ``for`` or a
+    ``while``): the set at its head, once what an iteration leaves there
+    adds nothing to it (the sets only grow, so the walk ends)."""
+    head = entry
+    while True:
+        if op.name == "for":
+            exit_ = head
+            end = block(op.regions[0], head)
+        else:  # while: the condition region runs before every exit and every body
+            exit_ = block(op.regions[0], head)
+            end = block(op.regions[1], exit_)
+        grown = head | end
+        if grown == head:
+            return exit_
+        head = grown
