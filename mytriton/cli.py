@@ -689,12 +689,14 @@ def samples(directory: str) -> None:
 
 
 @main.command()
-def doctor() -> None:
+@click.option("--build", is_flag=True, help="Also time a new kernel's build here (a 128x128x64 f16 matmul: "
+              "mytriton's stages, then NVRTC or nvcc; caches bypassed).")
+def doctor(build: bool) -> None:
     """Report Python, mytriton, NumPy, Lark, click, the CUDA driver, nvcc, the GPUs,
     the cache, and which backend 'auto' picks and why."""
     from mytriton.doctor import render, report
 
-    click.echo(render(report()), nl=False)
+    click.echo(render(report(build)), nl=False)
 
 
 @main.group()

@@ -94,6 +94,55 @@ def nvrtc_row() -> Row:
     return "nvrtc", f"{text}: builds kernels"
 
 
+# The kernel `doctor --build` times: a tiled matmul as tutorial 03 writes its K loop.
+BUILD_KERNEL = '''
+import mytriton
+import mytriton.language as tl
+
+
+@mytriton.jit
+def matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_m[:, None] * K + offs_k[None, :]
+    b_ptrs = b_ptr + offs_k[:, None] * N + offs_n[None, :]
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
+        acc += tl.dot(a, b)
+        a_ptrs += BK
+        b_ptrs += BK * N
+    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc.to(tl.float16),
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+'''
+
+
+def build_row(arch: str = "sm_90") -> Row:
+    """How long a new kernel's build takes here, caches bypassed: a
+    128x128x64 f16 matmul through mytriton's stages to CUDA, then NVRTC or
+    nvcc to a cubin (what a kernel's first launch spends before loading)."""
+    import time
+
+    from mytriton.backends.cuda import nvcc
+    from mytriton.compiler import Options, compile_source
+    from mytriton.diagnostics import CompileError
+
+    options = Options(kernel="matmul", defines={"BM": 128, "BN": 128, "BK": 64}, arch=arch,
+                      signature="*fp16:16, *fp16:16, *fp16:16, i32:16, i32:16, i32:16")
+    try:
+        started = time.perf_counter()
+        source = compile_source(BUILD_KERNEL, "<doctor>", "cuda", options)
+        staged = time.perf_counter()
+        nvcc.build(str(source), arch, "cubin", cached=False)
+    except CompileError as err:
+        return "build", f"cannot build the test kernel: {err.message}"
+    built = time.perf_counter()
+    return "build", (f"a 128x128x64 f16 matmul for {arch}: mytriton's stages {staged - started:.2f} s, "
+                     f"{nvcc.last_toolchain()} {built - staged:.2f} s (caches bypassed)")
+
+
 def headers_row() -> Row:
     """Whether nvcc finds the headers generated code includes (a toolkit
     without its runtime headers builds nothing) and its host compiler runs:
@@ -168,14 +217,16 @@ def describe_size(size: int) -> str:
     return f"{size} bytes"
 
 
-def report() -> list[Row]:
-    """Every row, in the order printed; no check stops the others."""
+def report(build: bool = False) -> list[Row]:
+    """Every row, in the order printed; no check stops the others. ``build``:
+    a timed build of a test kernel too (``build_row``)."""
     checks: list[Callable[[], Row | list[Row]]] = [
         python_row, mytriton_row,
         lambda: _module_row("NumPy", "numpy", "numpy"),
         lambda: _module_row("Lark", "lark", "lark"),
         lambda: _module_row("click", "click", "click"),
-        driver_row, nvcc_row, nvrtc_row, headers_row, gpu_rows, cache_row, backend_row]
+        driver_row, nvcc_row, nvrtc_row, headers_row, *([build_row] if build else []), gpu_rows, cache_row,
+        backend_row]
     rows: list[Row] = []
     for check in checks:
         try:

@@ -4,6 +4,7 @@ OSError) when ``cuda`` is asked for where the CUDA driver is missing."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -87,6 +88,19 @@ def test_doctor_reports_nvccs_path_and_release():
 @pytest.mark.nvcc
 def test_doctor_checks_that_nvcc_finds_the_headers_generated_code_includes():
     assert doctor()["headers"] == "cuda_fp16.h, cuda_bf16.h, math_constants.h found by nvcc, host compiler runs"
+
+
+def test_doctor_builds_nothing_unless_asked():
+    assert "build" not in doctor()
+
+
+@pytest.mark.nvcc
+def test_doctor_build_times_a_new_kernels_stages_and_compile_and_caches_nothing(cache):
+    result = CliRunner().invoke(main, ["doctor", "--build"], catch_exceptions=False)
+    [row] = [line for line in result.stdout.splitlines() if line.startswith("build ")]
+    assert re.fullmatch(r"build +a 128x128x64 f16 matmul for sm_90: mytriton's stages \d+\.\d\d s, "
+                        r"(nvrtc|nvcc) \d+\.\d\d s \(caches bypassed\)", row), row
+    assert not list(cache.glob("*.cubin"))
 
 
 def test_doctor_names_the_header_a_toolkit_lacks(tmp_path, monkeypatch):

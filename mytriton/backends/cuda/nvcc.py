@@ -108,17 +108,19 @@ def nvcc_version(nvcc: str) -> str:
     return out.strip().splitlines()[-1] if out.strip() else "unknown"
 
 
-def build(source: str, arch: str, kind: str, driver_version: int | None = None) -> bytes:
+def build(source: str, arch: str, kind: str, driver_version: int | None = None, cached: bool = True) -> bytes:
     """Compile CUDA ``source`` to ``kind`` ("cubin" or "ptx") for ``arch``,
     reusing an earlier build of the same source, options and toolchain: NVRTC
     where it is found and supports ``arch`` (and, given the version of the
-    driver that will load the cubin, is no newer than it), else nvcc."""
+    driver that will load the cubin, is no newer than it), else nvcc.
+    ``cached=False``: a build of its own, neither read from the cache nor
+    written to it (``mytriton doctor --build`` times one)."""
     arch = build_arch(source, arch)
     text = for_nvcc(source)  # what the compiler reads: the key holds all of it (the Python file's absolute name)
     compiler = nvrtc_for(arch, driver_version)
     if compiler is not None:
         try:
-            return build_nvrtc(compiler, text, arch, kind)
+            return build_nvrtc(compiler, text, arch, kind, cached)
         except nvrtc.BuiltinsMissing:
             pass  # this libnvrtc cannot compile at all (it is dropped for the process): nvcc builds
     nvcc = find_nvcc()
@@ -128,13 +130,14 @@ def build(source: str, arch: str, kind: str, driver_version: int | None = None) 
     options = [target, "-O3", "-lineinfo", *FIXED_PATH]
     key_text = "\n".join([VERSION, nvcc_version(nvcc), kind, *options, text])
     key = hashlib.sha256(key_text.encode()).hexdigest()
-    cached = cache_dir() / f"{key}.{kind}"
+    entry = cache_dir() / f"{key}.{kind}"
     _used.name = "nvcc"
-    data = None if always_compile() else read_entry(cached)
+    data = None if always_compile() or not cached else read_entry(entry)
     if data is not None:
         return data
     data = run_nvcc(nvcc, text, kind, options)
-    write_entry(cached, data)
+    if cached:
+        write_entry(entry, data)
     return data
 
 
@@ -171,7 +174,7 @@ def _key(toolchain: str, kind: str, options: list[str], text: str) -> str:
     return hashlib.sha256("\n".join([VERSION, toolchain, kind, *options, nvrtc.PRELUDE, text]).encode()).hexdigest()
 
 
-def build_nvrtc(compiler: nvrtc.Nvrtc, text: str, arch: str, kind: str) -> bytes:
+def build_nvrtc(compiler: nvrtc.Nvrtc, text: str, arch: str, kind: str, cached: bool = True) -> bytes:
     """``build`` through NVRTC. Its cache keys name NVRTC's version (and
     library), where nvcc's name nvcc's: the two never read each other's
     entries. A compile gives the PTX and the cubin: a PTX build keeps both
@@ -179,20 +182,22 @@ def build_nvrtc(compiler: nvrtc.Nvrtc, text: str, arch: str, kind: str) -> bytes
     ``--emit=cubin`` compiles the CUDA once and a later JIT build of the same
     kernel finds its cubin."""
     options = nvrtc_options(compiler, arch)
-    cached = cache_dir() / f"{_key(compiler.toolchain, kind, options, text)}.{kind}"
+    entry = cache_dir() / f"{_key(compiler.toolchain, kind, options, text)}.{kind}"
     _used.name = "nvrtc"
-    data = None if always_compile() else read_entry(cached)
+    data = None if always_compile() or not cached else read_entry(entry)
     if data is not None:
         return data
     # The fixed name, as nvcc's source gets: -lineinfo records it for the lines before the kernel's own.
     ptx, cubin = nvrtc.compile_source(compiler, f'{nvrtc.PRELUDE}#line 1 "{SOURCE_NAME}"\n{text}', SOURCE_NAME,
                                       options)
+    if not cached:
+        return ptx if kind == "ptx" else cubin
     if kind == "ptx":
-        write_entry(cached, ptx)
+        write_entry(entry, ptx)
         write_entry(cache_dir() / f"{_key(compiler.toolchain, 'cubin', options, text)}.cubin", cubin)
         _remember_cubin(compiler, ptx, cubin)
         return ptx
-    write_entry(cached, cubin)
+    write_entry(entry, cubin)
     return cubin
 
 
