@@ -1,0 +1,174 @@
+"""Where a kernel's first launch goes (issue 25 item 4): mytriton's stages
+(source to optimised SSA; staging, layouts and the CUDA source), the build
+(NVRTC or nvcc, to a cubin), the module load and the rest (binding the
+arguments, the launch, waiting for it), for a process's first kernel and the
+ones after it, each new to both compilers' caches; Triton's first call of the
+same source beside it where Triton is installed.
+
+    python benchmarks/first_call.py [--json F]      # on the GPU, against Triton
+    python benchmarks/first_call.py --stand-in      # no GPU: a stand-in driver, real builds
+
+The kernels, in this order, in one process: the matmul sample (f16, 64x64x32,
+then 128x128x64), the offsets and unmasked matmul forms (128x128x64) and the
+tutorial's attention forward (D64, 128x64 blocks): each the first launch of
+its own source or constants. ``--stand-in`` times everything but the launch
+itself on any machine (the driver's calls do nothing; NVRTC or nvcc builds
+for real), which is what tells a slow compiler from a slow machine.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable
+
+from common import ROOT, Results, add_json_option, cold_caches, load_as_triton, load_module, triton_available
+
+STYLE = ROOT / "tests" / "triton_style"
+PARTS = ("to SSA", "to CUDA", "build", "load")
+
+
+class Stopwatch:
+    """Seconds spent in each wrapped function, by part, since the last ``reset``."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = defaultdict(float)
+
+    def wrap(self, owner: Any, name: str, part: str) -> None:
+        original = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.spent[part] += time.perf_counter() - started
+
+        setattr(owner, name, timed)
+
+    def reset(self) -> None:
+        self.spent.clear()
+
+
+def watch_mytriton(watch: Stopwatch, driver_class: type) -> None:
+    from mytriton import compiler
+    from mytriton.runtime import cuda_driver
+
+    watch.wrap(compiler, "source_to_ssa", "to SSA")
+    for name in ("stage_dots", "layouts", "emit_cuda"):
+        watch.wrap(compiler, name, "to CUDA")
+    watch.wrap(cuda_driver, "compile_cubin", "build")
+    watch.wrap(driver_class, "load_module", "load")
+
+
+def matmul_case(path: Path, kernel: str, tiles: tuple[int, int, int], prefix: str, strides: bool):
+    """A matmul launch of ``kernel`` at 4096^3 in f16 (the sample takes M, N, K; the forms their strides too)."""
+    n = 4096
+    bm, bn, bk = tiles
+    constexprs = dict(zip((f"{prefix}M", f"{prefix}N", f"{prefix}K"), tiles))
+
+    def launch(module: Any, a: Any, b: Any, c: Any) -> None:
+        extra = (n, 1, n, 1, n, 1) if strides else ()
+        getattr(module, kernel)[(n // bm, n // bn)](a, b, c, n, n, n, *extra, **constexprs, num_warps=4,
+                                                    num_stages=3)
+    return path, launch, n
+
+
+def cases() -> list[tuple[str, Path, Callable[..., None], int]]:
+    sample = ROOT / "samples" / "matmul.py"
+    rows = [("matmul sample 64x64x32", *matmul_case(sample, "matmul_kernel", (64, 64, 32), "B", False)),
+            ("matmul sample 128x128x64", *matmul_case(sample, "matmul_kernel", (128, 128, 64), "B", False)),
+            ("form offsets 128x128x64", *matmul_case(STYLE / "matmul_offsets.py", "matmul_offsets",
+                                                     (128, 128, 64), "BLOCK_", True)),
+            ("form unmasked 128x128x64", *matmul_case(STYLE / "matmul_unmasked.py", "matmul_unmasked",
+                                                      (128, 128, 64), "BLOCK_", True))]
+    return rows
+
+
+def attention_launch(module: Any, q: Any, k: Any, v: Any, o: Any, m: Any, ctx: int) -> None:
+    z, h, d = 1, 2, 64
+    strides = (h * ctx * d, ctx * d, d, 1)
+    module._attn_fwd[(ctx // 128, z * h, 1)](q, k, v, 0.5, m, o, *strides, *strides, *strides, *strides, z, h,
+                                             N_CTX=ctx, HEAD_DIM=d, STAGE=1, BLOCK_M=128, BLOCK_N=64,
+                                             num_warps=4, num_stages=3)
+
+
+def run(stand_in: bool, record: Results) -> None:
+    watch = Stopwatch()
+    if stand_in:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from launch_overhead import StandInDtype, StandInTensor, install_stand_ins
+
+        install_stand_ins()
+        from mytriton.runtime import cuda_driver, driver_api
+        from mytriton.backends.cuda.nvcc import compile_cubin
+
+        cuda_driver.compile_cubin = compile_cubin  # the stand-ins skip the build: this one builds for real
+        half = StandInDtype("float16")
+
+        def tensor(numel: int) -> Any:
+            tensor.next = getattr(tensor, "next", 0x7F0000000000) + (numel * 2 + 4095) // 4096 * 4096
+            return StandInTensor(tensor.next, half)
+
+        def sync() -> None:
+            pass
+        driver_class = type(driver_api._driver)
+    else:
+        import torch
+
+        def tensor(numel: int) -> Any:
+            return torch.randn(numel, device="cuda", dtype=torch.float16)
+
+        def sync() -> None:
+            torch.cuda.synchronize()
+        from mytriton.runtime.driver_api import driver
+        driver_class = type(driver())
+    watch_mytriton(watch, driver_class)
+    theirs_available = not stand_in and triton_available()
+
+    def first(fn: Callable[[], None]) -> float:
+        sync()
+        started = time.perf_counter()
+        fn()
+        sync()
+        return time.perf_counter() - started
+
+    print(f"{'kernel':<28} {'order':>5}  {'mytriton':>8}  " + "  ".join(f"{p:>8}" for p in PARTS)
+          + f"  {'other':>7}  {'triton':>7}")
+    rows: list[tuple[str, Path, Callable[..., None], Any]] = [
+        (name, path, lambda module, n=n, launch=launch: launch(module, *(tensor(n * n) for _ in range(3))), None)
+        for name, path, launch, n in cases()]
+    ctx = 1024
+    rows.append(("attention tutorial D64", STYLE / "fused_attention.py",
+                 lambda module: attention_launch(module, *(tensor(2 * ctx * 64) for _ in range(4)),
+                                                 tensor(2 * ctx * 2), ctx), None))
+    for order, (name, path, launch, _) in enumerate(rows, start=1):
+        ours = load_module(path, f"first_call_{order}")
+        watch.reset()
+        total = first(lambda: launch(ours))
+        parts = {p: watch.spent.get(p, 0.0) for p in PARTS}
+        other = total - sum(parts.values())
+        theirs = None
+        if theirs_available:
+            module = load_as_triton("", f"first_call_{order}", path=path)
+            theirs = first(lambda: launch(module))
+        print(f"{name:<28} {order:>5}  {total:>7.3f}s  " + "  ".join(f"{parts[p]:>7.3f}s" for p in PARTS)
+              + f"  {other:>6.3f}s  " + (f"{theirs:>6.3f}s" if theirs is not None else f"{'-':>7}"), flush=True)
+        record.add(name, "s", mytriton=total, triton=theirs, order=order, other=other,
+                   **{p.replace(" ", "_"): parts[p] for p in PARTS})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stand-in", action="store_true", help="no GPU: a stand-in driver, real builds")
+    add_json_option(parser)
+    args = parser.parse_args()
+    record = Results("first_call" + ("_stand_in" if args.stand_in else ""), args)
+    cold_caches()
+    run(args.stand_in, record)
+
+
+if __name__ == "__main__":
+    main()
