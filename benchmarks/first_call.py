@@ -113,7 +113,7 @@ def run(stand_in: bool, record: Results) -> None:
             return StandInTensor(tensor.next, half)
 
         def sync() -> None:
-            pass
+            """No GPU: nothing to wait for."""
         driver_class = type(driver_api._driver)
     else:
         import torch
