@@ -17,10 +17,10 @@ writes; a statement's scratch, taken as the plan's whole scratch (bytes 0
 to ``scratch``, or to ``late_scratch`` for the ops past the buffers' last
 use, ``shared_memory.late_ops``), which costs no measuring of each
 statement and loses nothing: the scratch lies below every buffer, and the
-late scratch that overlays them comes after every wgmma. A wgmma dot whose buffers overlap one of them gets
-``proxy_fence=true``, which empties the set (its fence orders every earlier
-write, the barrier before it every thread's); one whose buffers none
-overlaps gets ``proxy_fence=false``. Loops are walked until the set at their
+late scratch that overlays them comes after every wgmma. A wgmma dot whose
+buffers overlap one of them gets ``proxy_fence=true``, which empties the set
+(its fence orders every earlier write, the barrier before it every
+thread's); one whose buffers none overlaps gets ``proxy_fence=false``. Loops are walked until the set at their
 head stops growing, as insert-barriers walks them; an ``if`` joins its
 branches' sets.
 
