@@ -82,17 +82,22 @@ def column_contiguous_buffers(kernel: Kernel) -> frozenset[Value]:
     tile is copied in 16-byte chunks, and wgmma reads it as a K-major B."""
     verdict: dict[Value, bool] = {}
     for op in walk(kernel.body):
-        if not copies_into_shared(op):
-            continue
-        buffer = buffer_of(op.operands[0])
-        opdef = opdefs.lookup(op.name)
-        stride = op.operands[opdef.operand_index("row_stride")]
-        col_stride = op.operands[opdef.operand_index("col_stride")] if "col_stride" in opdef.operands else Const(1)
-        # (Gathered rows are no run down the columns, whatever their stride.)
-        down_columns = ("index" not in opdef.operands and isinstance(stride, Const) and stride.value == 1
-                        and not (isinstance(col_stride, Const) and col_stride.value == 1))
-        verdict[buffer] = verdict.get(buffer, True) and down_columns
+        if copies_into_shared(op):
+            buffer = buffer_of(op.operands[0])
+            verdict[buffer] = verdict.get(buffer, True) and reads_down_columns(op)
     return frozenset(buffer for buffer, yes in verdict.items() if yes)
+
+
+def reads_down_columns(copy: Op) -> bool:
+    """Whether a copy into shared memory reads a tile whose rows are adjacent
+    in memory (its row stride the literal 1, its column stride not). Gathered
+    rows are no run down the columns, whatever their stride."""
+    opdef = opdefs.lookup(copy.name)
+    assert opdef is not None
+    stride = copy.operands[opdef.operand_index("row_stride")]
+    col_stride = copy.operands[opdef.operand_index("col_stride")] if "col_stride" in opdef.operands else Const(1)
+    return ("index" not in opdef.operands and isinstance(stride, Const) and stride.value == 1
+            and not (isinstance(col_stride, Const) and col_stride.value == 1))
 
 
 def is_tf32(op: Op) -> bool:

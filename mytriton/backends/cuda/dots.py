@@ -48,10 +48,10 @@ from mytriton.backends.cuda.shared_memory import buffer_bytes
 from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.backends.cuda.thread_coordinates import tile_layout
-from mytriton.ir import opdefs
 from mytriton.ir.layout_attributes import Mma, NvmmaShared, PaddedShared
 from mytriton.ir.opdefs import dot_input_precision
 from mytriton.ir.ssa import BlockArg, Const, Op, OpResult, Value, walk
+from mytriton.passes.dot_layouts import reads_down_columns
 from mytriton.types import BOOL, F32, F64, I8, I32, I64, ScalarType, SharedType, element_of
 
 if TYPE_CHECKING:
@@ -431,22 +431,10 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
     # hold none, but each its 64-bit address: unrolled by 4 (wholly, the
     # 32 of a 32x128 f32 tile spill).
     _copy_loop(em, rows, cols, 1, row_pitch, args, one, unroll=4 if nbytes in (4, 8) and _zero(fill) else 1,
-               down_columns=_rows_adjacent(op))
+               down_columns=reads_down_columns(op))
     if width > 1:
         em.out.close()
     em.out.close()
-
-
-def _rows_adjacent(op: Op) -> bool:
-    """Whether a strided copy's rows are adjacent in memory (its row stride the
-    literal 1, its column stride not: ``tl.trans`` of an [K, M] tile's A)."""
-    opdef = opdefs.lookup(op.name)
-    if "col_stride" not in opdef.operands:
-        return False
-    row_stride = op.operands[opdef.operand_index("row_stride")]
-    col_stride = op.operands[opdef.operand_index("col_stride")]
-    return isinstance(row_stride, Const) and row_stride.value == 1 \
-        and not (isinstance(col_stride, Const) and col_stride.value == 1)
 
 
 # Tutorial 03 wraps a tile's rows and columns (``% M``, ``% N``) outside its K
