@@ -232,9 +232,11 @@ def test_a_constant_that_decides_and_still_decides():
 
 # ---- CUDA ---------------------------------------------------------------------------------------------
 
-def test_cuda_casts_the_address_to_a_pointer():
+def test_cuda_casts_the_address_to_a_global_pointer():
     cuda = compile_text(kernel_source(GATHER), "cuda", signature=GATHER_SIG, defines={"BLOCK": 8})
-    assert "((float*)(" in cuda
+    # Triton's pointers are global: said so, the accesses through it are LDG/STG, not generic
+    assert "__mytriton_global((float*)(" in cuda
+    assert "__builtin_assume(__isGlobal(p))" in cuda
     cuda = compile_text(kernel_source(ROUND_TRIP), "cuda", signature="*fp32, *i64, *fp32", defines={"BLOCK": 16})
     assert "((long long)(" in cuda
 
@@ -249,6 +251,16 @@ def test_cuda_of_pointers_from_memory_builds(cache, source, sig, defines):
 
     assert ".entry k" in compile_ptx(compile_text(kernel_source(source), "cuda", signature=sig, defines=defines),
                                      "sm_90")
+
+
+@pytest.mark.nvcc
+def test_accesses_through_a_loaded_address_are_global_in_the_ptx(cache):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    ptx = compile_ptx(compile_text(kernel_source(GATHER), "cuda", signature=GATHER_SIG, defines={"BLOCK": 8}),
+                      "sm_90")
+    loads = [line.split()[0] for line in ptx.splitlines() if line.strip().startswith("ld.")]
+    assert loads and all(op.startswith(("ld.global", "ld.param")) for op in loads), loads
 
 
 # ---- GPU against the interpreter ------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mytriton.backends.cuda.ctypes import c_cast, c_literal
-from mytriton.backends.cuda.spelling import CUDA
+from mytriton.backends.cuda.spelling import CUDA, GLOBAL_POINTER
 from mytriton.diagnostics import CompileError
 from mytriton.ir import math_functions
 from mytriton.ir.opdefs import CMP_OPS, LIBDEVICE_OPS, MATH_FUNCTIONS, device_print_label
@@ -190,7 +190,7 @@ def render(op: Op, args: list[Arg]) -> str:
     if name == "int_to_ptr":  # an address loaded or computed as a 64-bit integer
         (x,) = args
         source = x.type if isinstance(x, CValue) else concrete(x.type)
-        return f"(({CUDA.element_type(op.results[0].type)})({as_type(x, source)}))"
+        return f"{GLOBAL_POINTER}(({CUDA.element_type(op.results[0].type)})({as_type(x, source)}))"
     if name == "ptr_to_int":
         return f"(({CUDA.scalar_type(element)})({as_type(args[0], args[0].type)}))"
     if name == "bitcast":

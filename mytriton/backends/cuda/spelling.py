@@ -12,6 +12,14 @@ FULL_MASK = "0xffffffffu"  # every lane of a warp takes part in a shuffle
 SCOPE_FENCES = {"gpu": "__threadfence();", "cta": "__threadfence_block();", "sys": "__threadfence_system();"}
 
 
+# Triton's pointers are global (tl.pointer_type's address space 1): a pointer
+# made from an integer is said to be one, so that the compiler accesses
+# through it with global loads and stores (LDG, STG), not generic ones.
+# (__cvta_global_to_generic says the same, but cicc 13.0 never finishes some
+# kernels written with it: tutorial 08's grouped GEMM at 32x32x32.)
+GLOBAL_POINTER = "__mytriton_global"
+
+
 def half_atomic_name(sem: str, scope: str, t: ScalarType) -> str:
     return f"__mytriton_atom_add_{sem}_{scope}_{'bf16' if t == BF16 else 'f16'}"
 
@@ -112,6 +120,9 @@ class CudaLanguage(CStyleLanguage):
         math_functions.EX2_FTZ_F32: (
             f"static __device__ __forceinline__ float {math_functions.EX2_FTZ_F32}(float x) {{ float y; "
             'asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }'),
+        GLOBAL_POINTER: (
+            f"template <typename T> static __device__ __forceinline__ T* {GLOBAL_POINTER}(T* p) "
+            "{ __builtin_assume(__isGlobal(p)); return p; }"),
         # ordered f16/bf16 atomic adds (ordered_half_add)
         **{half_atomic_name(sem, scope, t): _half_atomic_helper(sem, scope, t)
            for sem in ("acquire", "release", "acq_rel") for scope in SCOPE_FENCES for t in (F16, BF16)},
