@@ -80,6 +80,9 @@ class OpDef:
     math_function: bool = False  # an elementwise ``tl.<name>(x)`` of a float
     # Held in registers by the CUDA backend instead of recomputed where used.
     materialised: bool = False
+    # Its result is its first operand's value itself (a hint): a back end
+    # may read the operand where the result is not yet defined.
+    identity: bool = False
     # Runs a combine region over its N tile operands (reduce, scan): variadic
     # operands and results, one closed region of 2N scalar arguments
     # (``ssa.make_combine``); the readers and the verifier check it by hand.
@@ -898,7 +901,7 @@ def _trans(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
 
 _register(OpDef("trans", ("x",), _trans, materialised=True,
                 doc="the rank-2 tile x transposed (x.T, tl.trans); held in registers like a layout change"))
-_register(OpDef("hint", ("x",), _hint, attrs=("kind", "values"), elementwise=True,
+_register(OpDef("hint", ("x",), _hint, attrs=("kind", "values"), elementwise=True, identity=True,
                 doc="x itself, with a fact about its values for later stages (vectorised access)"))
 _register(OpDef("bitcast", ("x",), _bitcast, attrs=("dtype",), elementwise=True,
                 doc="x's bits read as dtype (same width)"))

@@ -49,6 +49,7 @@ from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.backends.cuda.thread_coordinates import tile_layout
 from mytriton.ir.layout_attributes import Mma, NvmmaShared, PaddedShared
+from mytriton.ir import opdefs
 from mytriton.ir.opdefs import dot_input_precision
 from mytriton.ir.ssa import BlockArg, Const, Op, OpResult, Value, walk
 from mytriton.passes.dot_layouts import reads_down_columns
@@ -462,10 +463,18 @@ def hoist_copy_coordinates(em: "EmitContext", loop: Op) -> None:
             return value.op not in inside
         return not (isinstance(value, BlockArg) and value.block in blocks)
 
+    def before_loop(value):
+        """``value``, or where it is a hint the software pipeliner recomputes in
+        the loop (``tl.multiple_of(ptrs, ...)``), the value the hint is of."""
+        while isinstance(value, OpResult) and value.op in inside and opdefs.lookup(value.op.name).identity:
+            value = value.op.operands[0]
+        return value
+
     for op in body.ops:
         if op.name not in ASYNC_COPIES:
             continue
         g = copy_geometry(op)
+        g = replace(g, stride=before_loop(g.stride))
         width = op.attrs["chunk"]
         if width < 2 or op.attrs["chunks"] == "checked":
             continue  # the element-by-element path keeps its own coordinates
