@@ -48,8 +48,8 @@ def test_a_staged_wgmma_dot_says_what_it_got(no_nvcc):
     _, remarks = remarks_of("samples/matmul.py", "-s", F16_MATMUL, "--emit=ssa")
     assert remarks == [
         MATMUL_DOT + "dot 64x64x32 f16: staged (cp.async, 16-byte chunks); 3 stages; wgmma m64n64k16, in flight "
-        "over the next tiles' copies; A shared (swizzle 64B), B shared (swizzle 128B); result stored from its "
-        "fragments, 4 bytes a thread at a time; 24 KiB shared; ptxas not run (nvcc not found)"]
+        "over the next tiles' copies; A shared (swizzle 64B), B shared (swizzle 128B); result exchanged through "
+        "shared memory, stored 4 bytes a thread at a time; 24 KiB shared; ptxas not run (nvcc not found)"]
 
 
 def test_a_remark_quotes_its_source_line_with_a_caret(no_nvcc):

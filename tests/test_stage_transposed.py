@@ -93,7 +93,7 @@ def test_the_transpose_of_a_load_that_does_not_match_says_why():
 
 def _canonical_cuda(source: str, signature: str, arch: str) -> str:
     """The kernel's CUDA without what only names or places differ by:
-    source locations, #line directives, the digest, value numbers."""
+    source locations, #line directives, the digest, value numbers (a scratch copy's sN too)."""
     import re
 
     cuda = compiler.compile_source(source, "k.py", "cuda", Options(signature=signature, arch=arch))
@@ -101,7 +101,7 @@ def _canonical_cuda(source: str, signature: str, arch: str) -> str:
     cuda = "\n".join(line for line in cuda.splitlines() if not line.strip().startswith("#line"))
     cuda = re.sub(r'"source_sha256": "[0-9a-f]+"', "", cuda)
     names: dict[str, int] = {}
-    return re.sub(r"\b([vtwr])(\d+)\b", lambda m: m.group(1) + str(names.setdefault(m.group(0), len(names))), cuda)
+    return re.sub(r"\b([vtwrs])(\d+)\b", lambda m: m.group(1) + str(names.setdefault(m.group(0), len(names))), cuda)
 
 
 LINEAR_64 = kernel_source("""

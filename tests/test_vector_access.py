@@ -131,23 +131,43 @@ def test_the_epilogue_exchange_reuses_the_staged_buffers_memory():
     assert "the staged buffers, then 69632 of scratch from 0 after their last use" in cuda
 
 
-def test_an_epilogue_proven_only_two_wide_stores_a_threads_pair_of_columns_from_its_fragments():
+def two_wide_epilogue() -> str:
+    """The matmul laid out with C's rows proven contiguous but only 8 bytes aligned."""
     ssa = matmul_at("ssa", ALIGNED_MATMUL)
     two_wide = ssa.replace("N: i32 {divisibility=16}", "N: i32 {divisibility=2}", 1)
-    text = compiler.print_ssa(compiler.layouts(compiler.stage_dots(compiler.read_ssa(two_wide, "matmul.ssa"),
+    return compiler.print_ssa(compiler.layouts(compiler.stage_dots(compiler.read_ssa(two_wide, "matmul.ssa"),
                                                                    Options()), Options()))
-    assert ", vector=2 @" in store_line(text) and "convert_layout" not in text.split(" = for ")[-1]
 
 
-def test_an_epilogue_without_alignment_facts_stores_element_by_element():
+def test_an_epilogue_proven_only_two_wide_is_exchanged_into_rows_of_two_a_thread():
+    # The fragments would store their pairs 8 rows apart; a warp's lanes along a row store one run.
+    text = two_wide_epilogue()
+    assert "blocked<size_per_thread=[1, 2], threads_per_warp=[1, 32]" in text
+    assert ", vector=2 @" in store_line(text) and "convert_layout" in text.split(" = for ")[-1]
+
+
+def test_an_epilogue_without_alignment_facts_stores_element_by_element_along_its_rows():
     text = matmul_at("layouts", "*fp16, *fp16, *fp32, i32, i32, i32")
     assert "vector=" not in store_line(text)
+    assert "blocked<size_per_thread=[1, 1], threads_per_warp=[1, 32]" in text
+    assert "convert_layout" in text.split(" = for ")[-1]
 
 
-def test_the_verifier_refuses_a_wider_vector_in_an_mma_layout():
-    ssa = matmul_at("ssa", ALIGNED_MATMUL).replace("N: i32 {divisibility=16}", "N: i32 {divisibility=2}", 1)
-    text = compiler.print_ssa(compiler.layouts(compiler.stage_dots(compiler.read_ssa(ssa, "matmul.ssa"),
-                                                                   Options()), Options()))
+def test_an_epilogue_whose_rows_are_not_proven_contiguous_stores_from_its_fragments():
+    # C's columns a runtime stride apart: no run along a row for a warp's lanes to store
+    strided = MATMUL.replace("c_rows * N + c_cols,", "c_rows * N + c_cols * stride_cn,").replace(
+        "c_ptr, M, N, K,", "c_ptr, M, N, K, stride_cn,")
+    assert strided != MATMUL
+    text = compile_text(strided, "layouts", file="samples/matmul.py", signature=ALIGNED_MATMUL + ", i32",
+                        defines={"BM": 128, "BN": 128, "BK": 64})
+    assert "convert_layout" not in text.split(" = for ")[-1]
+
+
+def test_the_verifier_refuses_a_wider_vector_in_an_mma_layout(monkeypatch):
+    from mytriton.passes import layouts
+    monkeypatch.setattr(layouts, "UNALIGNED_ROW_RUN", 1 << 30)  # the fragments store the tile
+    text = two_wide_epilogue()
+    assert ", vector=2 @" in store_line(text) and "convert_layout" not in text.split(" = for ")[-1]
     with pytest.raises(CompileError, match="vector=4 in an mma layout must be 2"):
         compiler.verify(compiler.read_ssa(text.replace("vector=2 @", "vector=4 @"), "matmul.ssa"))
 

@@ -61,6 +61,15 @@ def column_runs(kernel: Kernel, analysis: AxisAnalysis) -> dict[Op, tuple[int, i
     return runs
 
 
+def row_runs(kernel: Kernel, analysis: AxisAnalysis) -> dict[Op, int]:
+    """For each tile store: how many consecutive addresses the axis analysis
+    proves along its pointer's last dimension, whatever their alignment (a
+    pointer loaded from an array of addresses is contiguous along the row
+    but of unknown alignment)."""
+    return {op: analysis.of(op.operands[0], op.operands[0].type.shape).contiguity[-1] for op in walk(kernel.body)
+            if op.name == "store" and is_tile(op.operands[0])}
+
+
 def atomic_runs(kernel: Kernel, analysis: AxisAnalysis, vectors: bool) -> dict[Op, tuple[int, int]]:
     """For each tile atomic: how many consecutive addresses the axis analysis
     proves along its pointer's last dimension, and how many elements one

@@ -86,7 +86,7 @@ from mytriton.target import (
 )
 from mytriton.passes.access_layouts import (
     access_widths, atomic_runs, column_runs, mark_vector_accesses, mark_vector_atomics, preferred_layouts,
-    vectorized_blocked,
+    row_runs, vectorized_blocked,
 )
 from mytriton.passes.dot_layouts import (
     buffer_of, column_contiguous_buffers, k_major_buffers, mma_layout, mma_shared_layout, mma_sync_choice,
@@ -99,6 +99,9 @@ DEFAULT_NUM_WARPS = 4
 # (see ``shared_layouts``): B is read along its rows from consecutive banks and
 # the copies write consecutive addresses.
 SHARED_LAYOUT = PaddedShared(pad=0)
+# The proven run along a row from which an mma-held tile's unaligned store is
+# exchanged first: past the 8 columns a fragment's 4 lanes already cover.
+UNALIGNED_ROW_RUN = 16
 
 
 def check_num_warps(num_warps: Any) -> None:
@@ -112,9 +115,11 @@ class _Assigner:
                  widths: dict[Op, int] | None = None,
                  atomic_runs: dict[Op, tuple[int, int]] | None = None,
                  shared_budget: int = SHARED_MEMORY_BUDGET,
-                 columns: dict[Op, tuple[int, int]] | None = None) -> None:
+                 columns: dict[Op, tuple[int, int]] | None = None,
+                 rows: dict[Op, int] | None = None) -> None:
         self.kernel = kernel
         self.columns = columns or {}  # store -> (the other dimension its addresses run on, the width there)
+        self.rows = rows or {}  # store -> its addresses' proven run along the last dimension, aligned or not
         self.shared_budget = shared_budget  # bytes of shared memory a block may use
         self.widths = widths or {}  # the elements each load and store may move at once (axis info)
         # tile atomic -> (its pointer's contiguous run along the last dimension, its vector width)
@@ -390,16 +395,25 @@ class _Assigner:
         an mma layout whose accesses the axis analysis proves that wide:
         along its rows, or down its columns where it is stored column-major
         (Liger's MoE dW2 tile, `h[None, :] * stride + i[:, None]`), whose
-        fragments would otherwise store 2 bytes at a time, 8 rows apart."""
-        if op.name != "store" or not isinstance(held, Mma):
+        fragments would otherwise store 2 bytes at a time, 8 rows apart.
+        A store whose rows are proven contiguous but not aligned (tutorial
+        08's C, its address loaded from an array) is exchanged too, into the
+        lanes of a warp along a row, as many elements a thread as are proven
+        aligned: each instruction then writes one run of the row, where the
+        fragments' write 8 rows' sectors in part (as Triton's coalescing
+        orders such a store by its contiguity)."""
+        if op.name != "store" or not isinstance(held, Mma) or not self.exchange_fits(op.operands[1]):
             return None
         shape = op.operands[0].type.shape
         nbytes = element_of(op.operands[0].type).pointee.nbytes
         width = 16 // nbytes
-        dim, proven = self.columns.get(op, (len(shape) - 1, self.widths.get(op, 1)))
-        if proven < width or shape[dim] % width or not self.exchange_fits(op.operands[1]):
-            return None
-        return vectorized_blocked(shape, self.num_warps, width, dim)
+        last = len(shape) - 1
+        dim, proven = self.columns.get(op, (last, self.widths.get(op, 1)))
+        if proven >= width and shape[dim] % width == 0:
+            return vectorized_blocked(shape, self.num_warps, width, dim)
+        if dim == last and self.rows.get(op, 1) >= UNALIGNED_ROW_RUN and shape[last] % max(proven, 1) == 0:
+            return vectorized_blocked(shape, self.num_warps, max(proven, 1))
+        return None
 
     def exchange_fits(self, value: Value) -> bool:
         """Whether ``value`` may move through shared memory: its scratch
@@ -676,7 +690,7 @@ class LayoutsPass:
         runs = atomic_runs(kernel, analysis, has_vector_atomics(self.arch))
         columns = column_runs(kernel, analysis)
         assigner = _Assigner(kernel, self.num_warps, preferred_layouts(kernel, widths, self.num_warps), wgmma, widths,
-                             runs, self.shared_budget, columns)
+                             runs, self.shared_budget, columns, row_runs(kernel, analysis))
         assigner.block(kernel.body)
         kernel.num_warps = self.num_warps
         _with_layouts(kernel, assigner.layouts, self.shared_budget, wgmma)

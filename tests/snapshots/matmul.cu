@@ -4,12 +4,15 @@
 
 #line 9 "samples/matmul.py"
 extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, float* b_ptr, float* c_ptr, int M, int N, int K) {
-  extern __shared__ __align__(16) unsigned char smem[];  // 55296 bytes at launch: the staged buffers
+  extern __shared__ __align__(16) unsigned char smem[];  // 55296 bytes at launch: the staged buffers, then 18432 of scratch from 0 after their last use
   float* const shared_dot_a0 = reinterpret_cast<float*>(smem + 0);  // 192x32, row-major, 4 padding element(s) per row, 27648 bytes
   float* const shared_dot_b0 = reinterpret_cast<float*>(smem + 27648);  // 96x64, row-major, 8 padding element(s) per row, 27648 bytes
   // L0: mma m16n8 blocks, 2x2 warps
   const int L0_p0 = (((threadIdx.x % 32) / 4) + 8 * ((threadIdx.x / 32) / 2));
   const int L0_p1 = (((threadIdx.x % 32) % 4) + 4 * ((threadIdx.x / 32) % 2));
+  // L1: 1x32 lanes, 4x1 warps, order 1x0
+  const int L1_p0 = (threadIdx.x / 32);
+  const int L1_p1 = ((threadIdx.x % 32) % 32);
   #line 11 "samples/matmul.py"
   const int v2 = (int)blockIdx.x;  // program_id @11:13
   #line 13 "samples/matmul.py"
@@ -259,12 +262,31 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
   #line 24 "samples/matmul.py"
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");  // async_wait @24:16
   __syncthreads();  // barrier @24:16
+  #line 17 "samples/matmul.py"
+  float t41[32];
+  {  // the shared-memory copies below are this loop's alone
+    float* const s35 = reinterpret_cast<float*>(smem + 0);
+    #pragma unroll
+    for (int k = 0; k < 32; ++k) {
+      const int c0 = (L0_p0 % 8) + ((k / 8) % 2) * 8 + (L0_p0 / 8) * 16 + ((k / 8) / 2) * 32;
+      const int c1 = (L0_p1 % 4) * 2 + ((k % 8) % 2) + (L0_p1 / 4) * 8 + ((k % 8) / 2) * 16;
+      s35[(c0) * 72 + c1] = t35[k];
+    }
+    __syncthreads();
+    // convert_layout @17:5 into L1 (32 slot(s) per thread)
+    #pragma unroll
+    for (int k = 0; k < 32; ++k) {
+      const int c0 = L1_p0 + (k / 2) * 4;
+      const int c1 = L1_p1 + (k % 2) * 32;
+      t41[k] = s35[(c0) * 72 + c1];
+    }
+  }
   #line 27 "samples/matmul.py"
-  // store @27 over L0 (32 slot(s) per thread)
+  // store @27 over L1 (32 slot(s) per thread)
   #pragma unroll
   for (int k = 0; k < 32; ++k) {
-    const int c0 = (L0_p0 % 8) + ((k / 8) % 2) * 8 + (L0_p0 / 8) * 16 + ((k / 8) / 2) * 32;
-    const int c1 = (L0_p1 % 4) * 2 + ((k % 8) % 2) + (L0_p1 / 4) * 8 + ((k % 8) / 2) * 16;
+    const int c0 = L1_p0 + (k / 2) * 4;
+    const int c1 = L1_p1 + (k % 2) * 32;
     #line 13 "samples/matmul.py"
     const int v5 = c0;
     const int v6 = (v3 + v5);
@@ -283,7 +305,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
     const bool v14 = (v9 < N);
     #line 27 "samples/matmul.py"
     const bool v40 = (v12 && v14);
-    if (v40) *v39 = t35[(k % 8) + (k / 8) * 8];
+    if (v40) *v39 = t41[(k % 2) + (k / 2) * 2];
   }
 #line 9 "samples/matmul.py"
 }

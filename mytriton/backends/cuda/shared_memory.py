@@ -69,13 +69,24 @@ def late_ops(kernel: Kernel) -> set:
     """The top-level ops after the buffers' last use: past the last op that
     touches a shared buffer or an asynchronous copy or wgmma group, and past
     the barrier after it (every thread's copies have landed, every group's
-    reads are done), so their scratch may overlay the buffers."""
+    reads are done), so their scratch may overlay the buffers. In a kernel
+    without asynchronous copies or wgmma groups, the ops right after the
+    last use are (a K loop of plain copies, its last barrier inside it):
+    insert-barriers puts a barrier before their first scratch write where
+    the buffers' last accesses may still be under way."""
     ops = kernel.body.ops
     last = max((i for i, op in enumerate(ops) if touches_shared(op)), default=-1)
     if last < 0:
         return set()
     barrier = next((i for i in range(last + 1, len(ops)) if ops[i].name == "barrier"), None)
-    return set(ops[barrier + 1:]) if barrier is not None else set()
+    if barrier is not None:
+        return set(ops[barrier + 1:])
+    return set() if any(_asynchronous(op) for op in walk(kernel.body)) else set(ops[last + 1:])
+
+
+def _asynchronous(op: Op) -> bool:
+    return op.name in ("async_wait", "async_commit", "wgmma_wait") or bool(op.attrs.get("in_flight")) \
+        or opdefs.lookup(op.name).async_shared_write
 
 
 def buffer_interval(kernel: Kernel, value: Value) -> tuple[int, int]:
