@@ -4,6 +4,7 @@ without the facts everything stays scalar."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -121,6 +122,23 @@ def test_an_aligned_epilogue_is_exchanged_through_shared_memory_and_stored_16_by
     assert ", vector=4 @" in lines[store]
     cuda = matmul_at("cuda", ALIGNED_MATMUL, arch)
     assert "= *reinterpret_cast<uint4*>(w1_st);" in cuda  # 16 bytes: four f32
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_the_exchange_writes_each_fragment_pair_and_reads_each_run_at_once(arch):
+    cuda = matmul_at("cuda", ALIGNED_MATMUL, arch)
+    # f32: a pair of adjacent columns is 8 bytes; a thread's run of 4 along a row 16
+    assert "__align__(16) float pair[2] = {" in cuda and "*reinterpret_cast<uint2*>(&s" in cuda
+    assert re.search(r"if \(k % 4 == 0\) \*reinterpret_cast<uint4\*>\(&t\d+\[k\]\) = "
+                     r"\*reinterpret_cast<const uint4\*>\(&s\d+\[", cuda)
+
+
+@pytest.mark.nvcc
+def test_the_exchange_moves_through_shared_memory_in_vectors(cache):
+    ptx = matmul_at("ptx", ALIGNED_MATMUL)
+    shared = re.findall(r"\b(?:st|ld)\.shared\.[a-z0-9.]+", ptx)
+    # 128 f32 a thread: 64 pair writes and 32 run reads (nvcc may split a pair), not 256 accesses
+    assert 0 < len(shared) <= 100 and all(op.startswith("ld.shared.v4") for op in shared if op.startswith("ld"))
 
 
 def test_the_epilogue_exchange_reuses_the_staged_buffers_memory():

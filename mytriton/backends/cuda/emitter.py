@@ -550,10 +550,10 @@ class CudaEmitter:
                 expr = values[0].expr
         else:
             expr = loop.value(op.operands[0], coords).expr
-        run = self.column_run(op, loop)
+        run = self.scratch_run(op, loop)
         if run > 1 and expr.startswith(self.shared_name(op.operands[0]) + "["):
-            # Each thread's run down a column is contiguous in its column-major
-            # copy (allocate-shared's scratch_columns): one read of the run.
+            # Each thread's run is contiguous in the copy (along its rows, or
+            # down the columns of a column-major one): one read of the run.
             nbytes = run * element_bytes(op.results[0].type)
             loop.lines.append(f"if (k % {run} == 0) {self.lang.vector_copy(f'&{storage}[k]', f'&{expr}', nbytes)}")
             declare = self.lang.vector_buffer(c_element(op.results[0].type), storage, group.domain.slots)
@@ -564,19 +564,35 @@ class CudaEmitter:
                               f"{self.parent_name(group.domain.parent)} ({group.domain.slots} slot(s) per thread)",
                         [declare])
 
-    def column_run(self, op: Op, loop: SlotLoop) -> int:
+    def scratch_run(self, op: Op, loop: SlotLoop) -> int:
         """The elements a thread reads at once from a ``convert_layout``'s
-        column-major copy in scratch: its new layout's run down the columns
-        (consecutive slots), where that is 4, 8 or 16 bytes and each column,
-        padding included, keeps the runs aligned; else 1."""
+        copy in scratch: its new layout's run (consecutive slots) along the
+        rows of a row-major copy, or down the columns of a column-major one
+        (allocate-shared's ``scratch_columns``), where that is 4, 8 or 16
+        bytes and each row (column), padding included, keeps the runs
+        aligned; else 1."""
         value, layout = op.operands[0], op.results[0].type.layout
-        if value not in loop.columns or not isinstance(layout, Blocked) or layout.order[0] != 0:
+        if not isinstance(layout, Blocked) or not value.type.shape:
             return 1
-        run, nbytes = layout.size_per_thread[0], element_bytes(op.results[0].type)
-        column = loop.scratch_shape(value)[-1]
-        if run * nbytes not in (4, 8, 16) or (column * nbytes) % (run * nbytes) or value.type.shape[0] % run:
+        dim = 0 if value in loop.columns else len(value.type.shape) - 1
+        if layout.order[0] != dim:
+            return 1
+        run, nbytes = layout.size_per_thread[dim], element_bytes(op.results[0].type)
+        pitch = loop.scratch_shape(value)[-1]
+        if run * nbytes not in (4, 8, 16) or (pitch * nbytes) % (run * nbytes) or value.type.shape[dim] % run:
             return 1
         return run
+
+    def fragment_pair_bytes(self, value: Value, loop: SlotLoop) -> int:
+        """The bytes of a thread's pair of adjacent columns (consecutive slots
+        of an mma layout) written to a row-major copy in scratch at once:
+        4 or 8 where the rows, padding included, keep the pairs aligned; else 0."""
+        nbytes = element_bytes(value.type)
+        if not isinstance(value.type.layout, Mma) or value in loop.columns or len(value.type.shape) != 2:
+            return 0
+        if 2 * nbytes not in (4, 8) or (loop.scratch_shape(value)[-1] * nbytes) % (2 * nbytes):
+            return 0
+        return 2 * nbytes
 
     def approximations_to_hold(self, group: Group) -> list[OpResult]:
         """The approximations hold-tiles held that ``group`` is the first
@@ -624,7 +640,14 @@ class CudaEmitter:
             writer = SlotLoop(self, layout)
             shape = loop.scratch_shape(value)
             index = loop.scratch_index(value, [writer.use(c) for c in writer.coords()])
-            writer.lines.append(f"{name}[{index}] = {self.storage[value]}[k];")
+            pair = self.fragment_pair_bytes(value, loop)
+            if pair:
+                # A fragment's two adjacent columns (its consecutive slots) in one write.
+                staged = f"{self.storage[value]}[k], {self.storage[value]}[k + 1]"
+                writer.lines.append(f"if (k % 2 == 0) {{ {self.lang.vector_buffer(element, 'pair', 2)[:-1]} = {{{staged}}}; "
+                                    f"{self.lang.vector_copy(f'&{name}[{index}]', 'pair', pair)} }}")
+            else:
+                writer.lines.append(f"{name}[{index}] = {self.storage[value]}[k];")
             self.line(self.slot_unroll(layout.slots))
             with self.out.scope(f"for (int k = 0; k < {layout.slots}; ++k) {{"):
                 for text in writer.body():
