@@ -131,6 +131,10 @@ def build_row(arch: str = "sm_90") -> Row:
 
     options = Options(kernel="matmul", defines={"BM": 128, "BN": 128, "BK": 64}, arch=arch,
                       signature="*fp16:16, *fp16:16, *fp16:16, i32:16, i32:16, i32:16")
+    # NVRTC 13 keeps its builds in the driver's compute cache too (~/.nv,
+    # across processes): off, so that a second doctor times a build again.
+    previous = os.environ.get("CUDA_CACHE_DISABLE")
+    os.environ["CUDA_CACHE_DISABLE"] = "1"
     try:
         started = time.perf_counter()
         source = compile_source(BUILD_KERNEL, "<doctor>", "cuda", options)
@@ -138,6 +142,11 @@ def build_row(arch: str = "sm_90") -> Row:
         nvcc.build(str(source), arch, "cubin", cached=False)
     except CompileError as err:
         return "build", f"cannot build the test kernel: {err.message}"
+    finally:
+        if previous is None:
+            del os.environ["CUDA_CACHE_DISABLE"]
+        else:
+            os.environ["CUDA_CACHE_DISABLE"] = previous
     built = time.perf_counter()
     return "build", (f"a 128x128x64 f16 matmul for {arch}: mytriton's stages {staged - started:.2f} s, "
                      f"{nvcc.last_toolchain()} {built - staged:.2f} s (caches bypassed)")

@@ -103,6 +103,17 @@ def test_doctor_build_times_a_new_kernels_stages_and_compile_and_caches_nothing(
     assert not list(cache.glob("*.cubin"))
 
 
+def test_doctor_build_keeps_nvrtc_out_of_the_drivers_compute_cache(monkeypatch):
+    from mytriton import doctor as doctor_module
+    from mytriton.backends.cuda import nvcc
+
+    seen = []
+    monkeypatch.setattr(nvcc, "build", lambda *args, **kwargs: seen.append(os.environ.get("CUDA_CACHE_DISABLE")))
+    monkeypatch.delenv("CUDA_CACHE_DISABLE", raising=False)
+    doctor_module.build_row()
+    assert seen == ["1"] and "CUDA_CACHE_DISABLE" not in os.environ  # set for the build alone
+
+
 def test_doctor_names_the_header_a_toolkit_lacks(tmp_path, monkeypatch):
     """A slim toolkit (nvcc without the runtime headers): the preprocessor's
     own error, and what to install."""
