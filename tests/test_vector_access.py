@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import SAMPLES, compile_text
+from conftest import ROOT, SAMPLES, compile_text
 from mytriton import compiler
 from mytriton.diagnostics import CompileError
 from mytriton.compiler import Options
@@ -214,3 +214,17 @@ def test_a_row_of_sums_is_stored_from_its_slice_16_bytes_at_once():
     assert "size_per_thread=[1, 8]" in text and "convert_layout" not in text
     store = next(line for line in text.splitlines() if line.strip().startswith("store"))
     assert ", vector=8 @" in store and ": vector<" not in store
+
+
+GROUPED = ROOT / "tests" / "triton_style" / "grouped_gemm.py"
+
+
+@pytest.mark.parametrize("block_n,stages,exchanged", [(128, 3, True), (256, 4, False)])
+def test_a_store_in_a_loop_is_exchanged_only_where_its_copy_fits_beside_the_live_buffers(block_n, stages,
+                                                                                          exchanged):
+    # Tutorial 08's C store sits in the tile loop, where the K loop's buffers stay live: 128x256 f16
+    # (64 KiB, rows padded) beside 192 KiB of buffers would pass the 227 KiB budget.
+    text = compile_text(GROUPED.read_text(), "layouts", file=str(GROUPED), kernel="grouped_matmul_kernel",
+                        signature="*i64, *i64, *i64, *i32, *i32, i32", num_stages=stages,
+                        defines={"NUM_SM": 132, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": block_n, "BLOCK_SIZE_K": 64})
+    assert ("convert_layout" in text) == exchanged

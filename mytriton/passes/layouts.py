@@ -402,7 +402,7 @@ class _Assigner:
         aligned: each instruction then writes one run of the row, where the
         fragments' write 8 rows' sectors in part (as Triton's coalescing
         orders such a store by its contiguity)."""
-        if op.name != "store" or not isinstance(held, Mma) or not self.exchange_fits(op.operands[1]):
+        if op.name != "store" or not isinstance(held, Mma) or not self.exchange_fits(op.operands[1], op):
             return None
         shape = op.operands[0].type.shape
         nbytes = element_of(op.operands[0].type).pointee.nbytes
@@ -415,18 +415,23 @@ class _Assigner:
             return vectorized_blocked(shape, self.num_warps, max(proven, 1))
         return None
 
-    def exchange_fits(self, value: Value) -> bool:
-        """Whether ``value`` may move through shared memory: its scratch
-        overlays the staged dot buffers (it is needed after their last use),
-        or fits the 48 KiB any block has, or, in a kernel whose buffers
-        already take more than that (its launch opts into more), the block's
-        budget, as Triton's epilogue takes it: a 128x256 f32 accumulator on 8
-        warps (128 KiB over 72 KiB of buffers, and 128 accumulators a thread,
-        which hold a block to one an SM whatever its shared memory) is
-        stored 16 bytes a thread, 32 instructions where its fragments took 64
-        of 8 bytes, each spread over 8 rows."""
+    def exchange_fits(self, value: Value, op: Op) -> bool:
+        """Whether ``value`` may move through shared memory just before
+        ``op``. At the kernel's top level (an epilogue, after the K loops)
+        its scratch overlays the staged dot buffers, or fits the 48 KiB any
+        block has, or, in a kernel whose buffers already take more than that
+        (its launch opts into more), the block's budget, as Triton's epilogue
+        takes it: a 128x256 f32 accumulator on 8 warps (128 KiB over 72 KiB
+        of buffers, and 128 accumulators a thread, which hold a block to one
+        an SM whatever its shared memory) is stored 16 bytes a thread, 32
+        instructions where its fragments took 64 of 8 bytes, each spread over
+        8 rows. Inside a loop (tutorial 08's tiles, a persistent kernel's)
+        the buffers are live around it: its copy, rows padded (a quarter
+        more at most), must fit beside them."""
         t = value.type
         nbytes = t.numel * element_of(t).nbytes
+        if op.parent is not self.kernel.body:
+            return self.staged_bytes + nbytes * 5 // 4 <= self.shared_budget
         if nbytes <= max(self.staged_bytes, DEFAULT_SHARED_LIMIT):
             return True
         return self.staged_bytes > DEFAULT_SHARED_LIMIT and nbytes <= self.shared_budget
@@ -442,7 +447,7 @@ class _Assigner:
                 and value.type.shape == op.results[0].type.shape and not any(reaches_materialized(o) for o in others):
             held = self.held(value)
             contiguity, vector = self.atomic_runs.get(op, (1, 1))
-            if not isinstance(held, Mma) or contiguity < 2 or not self.exchange_fits(value):
+            if not isinstance(held, Mma) or contiguity < 2 or not self.exchange_fits(value, op):
                 return held
             # A tensor-core fragment holds pairs of columns on 8 rows a warp:
             # its atomics would touch 8 rows' sectors per instruction, each
