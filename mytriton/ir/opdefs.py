@@ -1248,6 +1248,12 @@ _register(OpDef("async_commit", (), _none, synchronises=True,
                 doc="closes this thread's group of async copies issued since the last commit"))
 _register(OpDef("async_wait", (), _async_wait, attrs=("pending",), synchronises=True,
                 doc="waits until at most pending of this thread's committed copy groups are in flight"))
+# The proxy-fences pass's, before a loop whose wgmma dots read buffers plain
+# stores wrote before it (attention's Q): one fence where the dot's own would
+# come every iteration.
+_register(OpDef("proxy_fence", (), _none, synchronises=True,
+                doc="this thread's plain stores to shared memory so far are visible to wgmma's reads "
+                    "(fence.proxy.async) after the next barrier"))
 
 # A loop the software-pipeline pass has multi-buffered says how many stages it got
 # (fewer than num_stages asked for where shared memory does not allow more).

@@ -127,8 +127,12 @@ class Verifier:
     def proxy_fences(self) -> None:
         """``proxy_fence`` (proxy-fences'): true or false, on a dot that wgmma
         computes (its result in a version-3 mma layout), in a kernel with a
-        shared-memory plan."""
+        shared-memory plan; a ``proxy_fence`` op (the pass's, before a loop)
+        in such a kernel too."""
         for op in self.ops:
+            if op.name == "proxy_fence" and self.kernel.shared_memory is None:
+                raise self.error("a proxy_fence is the proxy-fences pass's, in a kernel with a shared_memory plan "
+                                 "(it runs after allocate-shared)", op)
             if "proxy_fence" not in op.attrs:
                 continue
             if type(op.attrs["proxy_fence"]) is not bool:

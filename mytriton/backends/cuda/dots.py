@@ -316,6 +316,8 @@ def emit_async(em: "EmitContext", op: Op) -> None:
         em.line(f"{c_scalar(result.type.element)}* const {name} = {em.storage[buffer]} + {offset};{where}")
     elif op.name == "async_commit":
         em.line(f"{CUDA.cp_async_commit}{where}")
+    elif op.name == "proxy_fence":
+        em.line(f"{CUDA.proxy_fence}{where}")
     elif op.name == "async_wait":
         em.line(f"{CUDA.cp_async_wait(op.attrs['pending'])}{where}")
     elif op.name == "wgmma_wait":

@@ -84,6 +84,7 @@ STATEMENT_OPS = {
     "async_commit": "dots.py: cp.async.commit_group",
     "async_wait": "dots.py: cp.async.wait_group pending",
     "wgmma_wait": "dots.py: wgmma.wait_group pending",
+    "proxy_fence": "dots.py: fence.proxy.async.shared::cta",
     "for": "emitter.py: a C for loop",
     "yield": "emitter.py: the loop's carried assignments, an if's result assignments",
     "if": "emitter.py: a C if/else assigning result locals declared before it",

@@ -24,6 +24,13 @@ thread's); one whose buffers none overlaps gets ``proxy_fence=false``. Loops are
 head stops growing, as insert-barriers walks them; an ``if`` joins its
 branches' sets.
 
+A ``for`` loop that enters with such writes to the buffers of a wgmma dot
+inside it (attention's Q, copied once before its K loop) gets a
+``proxy_fence`` op just before it, where the loop's body has a barrier
+before its first wgmma (the fence, then the barrier, then the tensor cores,
+as Triton's fence insertion and CUTLASS order them): one fence per loop
+instead of the dot's own at every iteration (Triton hoists it so too).
+
     %26 = dot_shared %24, %25, %22 : block<128x256 x f32, #mma0>
   =>
     %26 = dot_shared %24, %25, %22, proxy_fence=false : block<128x256 x f32, #mma0>
@@ -37,12 +44,13 @@ from dataclasses import dataclass
 
 from mytriton.backends.cuda.shared_memory import buffer_interval, late_ops, loop_exit
 from mytriton.ir import opdefs
-from mytriton.ir.ssa import Block, Kernel, Op, walk
+from mytriton.ir.ssa import Block, Kernel, Op, insert_before, walk
 from mytriton.passes.dot_layouts import computed_by_wgmma
 from mytriton.passes.manager import require_laid_out
 from mytriton.types import SharedType
 
 ATTR = "proxy_fence"
+FENCE = "proxy_fence"  # the op a loop's fence is
 Interval = tuple[int, int]
 
 
@@ -66,6 +74,8 @@ class ProxyFencesPass:
         dots = [op for op in walk(kernel.body) if computed_by_wgmma(op)]
         for op in walk(kernel.body):
             op.attrs.pop(ATTR, None)
+        for op in [op for op in walk(kernel.body) if op.name == FENCE]:  # an earlier run's: decided again
+            op.parent.ops.remove(op)
         if not dots or kernel.shared_memory is None:
             return kernel  # no wgmma, or no plan (allocate-shared found it cannot be rendered)
         late = late_ops(kernel)
@@ -75,6 +85,10 @@ class ProxyFencesPass:
         walker.block(kernel.body, frozenset())
         for op in dots:
             op.attrs[ATTR] = walker.decided.get(op, True)
+        for fence in [op for op in walk(kernel.body) if op.name == FENCE]:
+            loop = fence.parent.ops[fence.parent.ops.index(fence) + 1]
+            if all(op.attrs[ATTR] for op in walk(loop.regions[0]) if computed_by_wgmma(op)):
+                fence.parent.ops.remove(fence)  # its dots fence every issue themselves (plain copies in the loop)
         return kernel
 
 
@@ -93,13 +107,17 @@ class _Walk:
         self.decided: dict[Op, bool] = {}
 
     def block(self, block: Block, written: frozenset[Interval]) -> frozenset[Interval]:
-        for op in block.ops:
+        for op in list(block.ops):  # (a fence may be inserted before a loop on the way)
             written = self.op(op, written)
         return written
 
     def op(self, op: Op, written: frozenset[Interval]) -> frozenset[Interval]:
+        if op.name == FENCE:
+            return frozenset()
         if op in self.scratch:  # a loop's carried-value copies come before it
             written = written | {(0, self.scratch[op])}
+        if op.name == "for" and written and self.fenced_before(op, written):
+            written = frozenset()
         if op.name in ("for", "while"):
             return loop_exit(op, written, self.block)
         if op.name == "if":
@@ -116,6 +134,31 @@ class _Walk:
             written = written | set(self.buffers(op))
         return written
 
+    def fenced_before(self, loop: Op, written: frozenset[Interval]) -> bool:
+        """Whether ``loop`` has (now) a fence just before it: where a wgmma dot
+        in it reads bytes ``written`` holds and its body has a barrier before
+        its first wgmma."""
+        block = loop.parent
+        at = block.ops.index(loop)
+        if at and block.ops[at - 1].name == FENCE:
+            return True
+        reads = [interval for op in walk(loop.regions[0]) if computed_by_wgmma(op) for interval in self.buffers(op)]
+        if not any(lo < w_hi and w_lo < hi for lo, hi in reads for w_lo, w_hi in written):
+            return False
+        for op in loop.regions[0].ops:
+            if op.name == "barrier":
+                insert_before(loop, Op(FENCE, [], [], loc=loop.loc))
+                return True
+            if any(computed_by_wgmma(inner) for inner in [op, *walk_regions(op)]):
+                return False
+        return False
+
     def buffers(self, op: Op) -> list[Interval]:
         """The bytes of each shared buffer ``op`` reads or writes."""
         return [buffer_interval(self.kernel, v) for v in op.operands if isinstance(getattr(v, "type", None), SharedType)]
+
+
+def walk_regions(op: Op):
+    """The ops nested in ``op``'s regions."""
+    for region in op.regions:
+        yield from walk(region)

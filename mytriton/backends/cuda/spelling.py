@@ -163,6 +163,7 @@ class CudaLanguage(CStyleLanguage):
 
     # Asynchronous copies (cp.async, sm_80 on): the pipelined K loop's ops.
     cp_async_commit = 'asm volatile("cp.async.commit_group;\\n" ::: "memory");'
+    proxy_fence = 'asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");'
 
     def cp_async(self, dst_address: str, src_global: str, nbytes: int, src_bytes: str) -> str:
         """Copy ``nbytes`` (4, 8 or 16) from global to shared memory (at

@@ -22,7 +22,7 @@ from mytriton.ir.ssa import Block, Kernel, Op, Value, is_combine, walk
 COPY_OPS = ("copy_to_shared", "copy_strided_to_shared", "copy_gathered_to_shared")  # what dots.emit_copies takes
 # The pipelined K loop's ops (the software-pipeline pass), each a statement of its own.
 ASYNC_OPS = ("stage_view", "async_copy_to_shared", "async_copy_strided_to_shared", "async_copy_gathered_to_shared",
-             "async_commit", "async_wait", "wgmma_wait")
+             "async_commit", "async_wait", "wgmma_wait", "proxy_fence")
 
 
 @dataclass

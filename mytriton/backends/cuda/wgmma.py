@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mytriton.backends.cuda.spelling import CUDA
 from mytriton.ir.layout_attributes import Mma
 from mytriton.ir.ssa import Op, walk
 from mytriton.types import BF16, F16, F32
@@ -207,7 +208,7 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
             else:
                 em.line(f"const unsigned group_row = {WARPGROUP_INDEX} * 64;  // this warpgroup's first row")
         if op.attrs.get("proxy_fence", True):  # the proxy-fences pass's decision (absent: fence)
-            em.line('asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");  // plain stores, to the tensor cores')
+            em.line(f"{CUDA.proxy_fence}  // plain stores, to the tensor cores")
         # wgmma.fence names the accumulator registers ("+f") and any A registers
         # ("+r"), all written before it, so that nvcc keeps their writes above it
         # (the accumulator's zeros, attention's rescaled acc, the packed P): ptxas
