@@ -12,8 +12,11 @@ address and mask come from indices alone, with that tile's layout, so no
 data moves; but a tile held in an ``mma`` layout whose store the axis
 analysis proves 16 bytes wide a thread is exchanged through shared memory
 just before the store into a blocked layout of 16-byte runs, as Triton's
-epilogue, where that scratch overlays the staged buffers, fits 48 KiB, or
-fits the block's budget in a kernel that already opts into more (``exchange_fits``): the fragments hold two adjacent columns a thread; a tile atomic of
+epilogue, and one whose rows it proves contiguous but not aligned into a
+warp's lanes along the row, where that scratch overlays the staged buffers
+(after the K loops), fits 48 KiB, or fits the block's budget in a kernel
+that already opts into more, or, inside a loop, fits beside the live
+buffers (``exchange_fits``): the fragments hold two adjacent columns a thread; a tile atomic of
 such a tile whose addresses run along the row is exchanged into a blocked
 layout along the row, so a warp's atomic covers adjacent addresses, with 4
 f32 (8 f16 or bf16) a thread where a vector atom may add them, ``mark_vector_atomics``);
@@ -582,11 +585,18 @@ def after_the_buffers(kernel: Kernel) -> frozenset[Op]:
     return frozenset(ops[last + 1:]) if last >= 0 else frozenset()
 
 
+def asynchronous(op: Op) -> bool:
+    """Whether ``op`` is (or waits on) an asynchronous copy or wgmma group:
+    its shared-memory accesses may land after it."""
+    return op.name in ("async_wait", "async_commit", "wgmma_wait") or bool(op.attrs.get("in_flight")) \
+        or opdefs.lookup(op.name).async_shared_write
+
+
 def touches_shared(op: Op) -> bool:
     """Whether ``op`` or an op in its regions reads or writes a shared
     buffer or waits on (or is) an asynchronous copy or wgmma group."""
     for inner in [op, *(o for region in op.regions for o in walk(region))]:
-        if inner.name in ("async_wait", "async_commit", "wgmma_wait") or inner.attrs.get("in_flight"):
+        if asynchronous(inner):
             return True
         if any(isinstance(getattr(v, "type", None), SharedType) for v in [*inner.operands, *inner.results]):
             return True

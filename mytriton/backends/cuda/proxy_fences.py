@@ -149,16 +149,10 @@ class _Walk:
             if op.name == "barrier":
                 insert_before(loop, Op(FENCE, [], [], loc=loop.loc))
                 return True
-            if any(computed_by_wgmma(inner) for inner in [op, *walk_regions(op)]):
+            if any(computed_by_wgmma(inner) for inner in [op, *(o for region in op.regions for o in walk(region))]):
                 return False
         return False
 
     def buffers(self, op: Op) -> list[Interval]:
         """The bytes of each shared buffer ``op`` reads or writes."""
         return [buffer_interval(self.kernel, v) for v in op.operands if isinstance(getattr(v, "type", None), SharedType)]
-
-
-def walk_regions(op: Op):
-    """The ops nested in ``op``'s regions."""
-    for region in op.regions:
-        yield from walk(region)

@@ -15,7 +15,7 @@ from typing import Callable, TypeVar
 from mytriton.ir import opdefs
 from mytriton.ir.layout_attributes import NvmmaShared
 from mytriton.ir.ssa import Block, Kernel, Op, OpResult, Value, walk
-from mytriton.passes.layouts import touches_shared
+from mytriton.passes.layouts import asynchronous, touches_shared
 from mytriton.types import PointerType, Type, element_of
 
 
@@ -81,12 +81,7 @@ def late_ops(kernel: Kernel) -> set:
     barrier = next((i for i in range(last + 1, len(ops)) if ops[i].name == "barrier"), None)
     if barrier is not None:
         return set(ops[barrier + 1:])
-    return set() if any(_asynchronous(op) for op in walk(kernel.body)) else set(ops[last + 1:])
-
-
-def _asynchronous(op: Op) -> bool:
-    return op.name in ("async_wait", "async_commit", "wgmma_wait") or bool(op.attrs.get("in_flight")) \
-        or opdefs.lookup(op.name).async_shared_write
+    return set() if any(asynchronous(op) for op in walk(kernel.body)) else set(ops[last + 1:])
 
 
 def buffer_interval(kernel: Kernel, value: Value) -> tuple[int, int]:
