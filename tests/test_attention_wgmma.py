@@ -102,6 +102,21 @@ def test_the_causal_kernels_two_loops_read_q_from_one_buffer_copied_once(head_di
     assert len(writes) == 1 and kernel.body.ops.index(writes[0]) < kernel.body.ops.index(loops[0])
 
 
+def test_the_causal_head_dim_128_kernels_second_loop_takes_the_first_loops_bytes():
+    """The two K loops' K and V buffers are never live at once: the second
+    loop's lie over the first's, so both loops stage P @ V and keep their 3
+    stages (side by side, the second P @ V found no room and ran on
+    mma.sync through scratch, 196 KiB in all, and the kernel spilled)."""
+    options = attention_options("fp16", 3, 128, 64, 128, num_stages=3)
+    kernel = compiler.layouts(staged(options), options)
+    loops = [op for op in kernel.body.ops if op.name == "for"]
+    assert [loop.attrs["pipeline_stages"] for loop in loops] == [3, 3]
+    assert all("dot_rs" in [o.name for o in loop.regions[0].ops] for loop in loops)
+    buffers = {op.attrs["name"]: op.attrs["offset"] for op in kernel.body.ops if "offset" in op.attrs}
+    assert buffers["dot_b2"] == buffers["dot_b0"] and buffers["dot_b3"] == buffers["dot_b1"]
+    assert kernel.shared_memory.bytes == 128 * 1024
+
+
 def test_without_pipelining_a_barrier_follows_p_at_v():
     kernel = staged(attention_options(num_stages=1))
     loop = the_op(kernel, "for")

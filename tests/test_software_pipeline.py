@@ -119,11 +119,12 @@ def test_tritons_128x128x64_f16_config_gets_its_three_stages():
     assert sum(op.result.type.nbytes for op in allocations) == 3 * 32768
 
 
-def test_choose_stages_counts_the_other_buffers():
-    assert choose_stages(4, 8192, 0) == 4
-    assert choose_stages(4, 8192, SHARED_MEMORY_BUDGET - 3 * 8192) == 3
-    assert choose_stages(3, 8192, SHARED_MEMORY_BUDGET) == 1
-    assert choose_stages(4, 8192, NO_OPT_IN - 3 * 8192, NO_OPT_IN) == 3
+def test_choose_stages_takes_the_most_that_fit_the_budget():
+    beside = SHARED_MEMORY_BUDGET - 3 * 8192
+    assert choose_stages(4, lambda stages: stages * 8192) == 4
+    assert choose_stages(4, lambda stages: beside + stages * 8192) == 3
+    assert choose_stages(3, lambda stages: SHARED_MEMORY_BUDGET + stages * 8192) == 1
+    assert choose_stages(4, lambda stages: NO_OPT_IN - 3 * 8192 + stages * 8192, NO_OPT_IN) == 3
 
 
 def test_a_second_run_changes_nothing():

@@ -87,6 +87,7 @@ from mytriton.ir.ssa import (
 from mytriton.target import (
     DEFAULT_ARCH, DEFAULT_SHARED_LIMIT, SHARED_MEMORY_BUDGET, has_vector_atomics, has_wgmma,
 )
+from mytriton.passes.buffer_liveness import array_bytes, asynchronous
 from mytriton.passes.access_layouts import (
     access_widths, atomic_runs, column_runs, mark_vector_accesses, mark_vector_atomics, preferred_layouts,
     row_runs, vectorized_blocked,
@@ -128,8 +129,7 @@ class _Assigner:
         # tile atomic -> (its pointer's contiguous run along the last dimension, its vector width)
         self.atomic_runs = atomic_runs or {}
         # the bytes of the staged dot buffers, which scratch needed after them may overlay
-        self.staged_bytes = sum(op.results[0].type.nbytes for op in walk(kernel.body)
-                                if opdefs.lookup(op.name).allocates and isinstance(op.results[0].type, SharedType))
+        self.staged_bytes = array_bytes(kernel, lambda op: op.results[0].type.nbytes)
         self.num_warps = num_warps
         self.wgmma = wgmma  # the target has Hopper's warpgroup instructions
         self.k_major = k_major_buffers(kernel) if wgmma else frozenset()
@@ -585,13 +585,6 @@ def after_the_buffers(kernel: Kernel) -> frozenset[Op]:
     return frozenset(ops[last + 1:]) if last >= 0 else frozenset()
 
 
-def asynchronous(op: Op) -> bool:
-    """Whether ``op`` is (or waits on) an asynchronous copy or wgmma group:
-    its shared-memory accesses may land after it."""
-    return op.name in ("async_wait", "async_commit", "wgmma_wait") or bool(op.attrs.get("in_flight")) \
-        or opdefs.lookup(op.name).async_shared_write
-
-
 def touches_shared(op: Op) -> bool:
     """Whether ``op`` or an op in its regions reads or writes a shared
     buffer or waits on (or is) an asynchronous copy or wgmma group."""
@@ -620,10 +613,9 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
     its columns (unpadded: read one value at a time down a column)."""
     from mytriton.passes.software_pipeline import scratch_reserve
 
-    allocs = [r for op in walk(kernel.body) if opdefs.lookup(op.name).allocates for r in op.results]
     # The scratch the software-pipeline pass left room for stays free: padding never takes it. An
     # epilogue's (after the buffers' last use) overlays the buffers instead: it must fit beside none.
-    used = sum(r.type.numel * r.type.element.nbytes for r in allocs) \
+    used = array_bytes(kernel, lambda op: op.results[0].type.numel * op.results[0].type.element.nbytes) \
         + scratch_reserve(kernel, overlaying=after_the_buffers(kernel))
     layouts: dict[Value, SharedLayout] = {}
     k_major = k_major_buffers(kernel) if wgmma else frozenset()

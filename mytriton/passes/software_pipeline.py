@@ -50,9 +50,11 @@ pipeline carries (a second run leaves those loops alone).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from mytriton import remarks
 from mytriton.ir import opdefs
+from mytriton.passes.buffer_liveness import Liveness, placed_end, placement
 from mytriton.ir.ssa import (
     BlockArg, Const, Kernel, Op, OpResult, Operand, Value, erase_op, for_body, for_bounds, for_index, for_yield, insert_before, use_counts, values_used, walk,
 )
@@ -358,8 +360,15 @@ def _pipeline(plan: _Plan, stages: int) -> None:
     insert_before(terminator, *after.ops)
     terminator.operands.append(following)
 
-    # Epilogue: nothing in flight, nobody still reading the last stage.
-    _insert_after(loop, [Op("async_wait", [], [], {"pending": 0}, dot.loc), Op("barrier", [], [], loc=dot.loc)])
+    # Epilogue: nothing in flight, nobody still reading the last stage. (Where a
+    # barrier follows the loop already, stage-dots' before a later loop's
+    # buffers take these ones' bytes, the wait goes before it.)
+    block = loop.parent
+    following_op = block.ops[block.ops.index(loop) + 1] if block.ops[-1] is not loop else None
+    drain = [Op("async_wait", [], [], {"pending": 0}, dot.loc)]
+    if following_op is None or following_op.name != "barrier":
+        drain.append(Op("barrier", [], [], loc=dot.loc))
+    _insert_after(loop, drain)
     _erase_dead(body)
 
 
@@ -411,10 +420,10 @@ def _note(kernel: Kernel, loop: Op, fact: str) -> None:
             remarks.note(kernel, op, remarks.PIPELINE, fact)
 
 
-def choose_stages(requested: int, stage_bytes: int, other_bytes: int, budget: int = SHARED_MEMORY_BUDGET) -> int:
-    """The most stages up to ``requested`` whose buffers fit beside ``other_bytes`` in ``budget``."""
-    fit = (budget - other_bytes) // stage_bytes if stage_bytes else requested
-    return max(1, min(requested, fit))
+def choose_stages(requested: int, total: Callable[[int], int], budget: int = SHARED_MEMORY_BUDGET) -> int:
+    """The most stages up to ``requested`` at which the shared array takes
+    ``total(stages)`` bytes within ``budget`` (1 where none from 2 does)."""
+    return max([1] + [stages for stages in range(2, requested + 1) if total(stages) <= budget])
 
 
 @dataclass(frozen=True)
@@ -445,15 +454,19 @@ class SoftwarePipelinePass:
                 continue
         if not plans:
             return kernel
-        # Budget: every other buffer stays as it is; loops are served in program order.
+        # Budget: every other buffer stays as it is; loops are served in program order. A loop's
+        # buffers take the bytes of those a drained barrier separates them from (buffer_liveness:
+        # the causal attention's second K loop reuses the first's).
         strided = any(plan.strided for plan in plans)
-        used = sum((_padded_bytes(op) if strided else op.result.type.nbytes)
-                   for op in kernel.body.ops if opdefs.lookup(op.name).allocates)
-        used += scratch_reserve(kernel)
+        reserve = scratch_reserve(kernel)
         for plan in plans:
             requested = requested_stages(plan.loop, self.num_stages)
-            stages = choose_stages(requested, plan.stage_bytes, used - plan.stage_bytes, self.shared_budget)
-            room = (f"a stage of its buffers takes {plan.stage_bytes} bytes, beside {used - plan.stage_bytes} "
+            liveness = Liveness(kernel)
+            stages = choose_stages(
+                requested, lambda n, plan=plan, liveness=liveness: _array_bytes(kernel, liveness, plan, strided, n)
+                + reserve, self.shared_budget)
+            other = _array_bytes(kernel, liveness, plan, strided, 1) + reserve - plan.stage_bytes
+            room = (f"a stage of its buffers takes {plan.stage_bytes} bytes, beside {other} "
                     f"bytes of other buffers and scratch reserve in the {budget_text(self.shared_budget)} budget")
             if stages <= 1:
                 remarks.note(kernel, plan.dot, remarks.PIPELINE, f"{requested} stages asked, but only 1 fits: {room}")
@@ -461,6 +474,19 @@ class SoftwarePipelinePass:
                 continue
             if stages < requested:
                 remarks.note(kernel, plan.dot, remarks.PIPELINE, f"of {requested} asked: {room}")
-            used += (stages - 1) * plan.stage_bytes
             _pipeline(plan, stages)
         return kernel
+
+
+def _array_bytes(kernel: Kernel, liveness: Liveness, plan: _Plan, strided: bool, stages: int) -> int:
+    """The bytes of the kernel's buffers, overlaid where their live ranges
+    allow, with ``plan``'s at ``stages`` stages."""
+    own = set(plan.allocations)
+
+    def size(op: Op) -> int:
+        if op in own:
+            return (_padded_bytes(op) if plan.strided else op.result.type.nbytes) * stages
+        return _padded_bytes(op) if strided else op.result.type.nbytes
+    buffers = [op for op in kernel.body.ops if opdefs.lookup(op.name).allocates]
+    offsets = placement(buffers, size, lambda op: 16, 0, liveness.may_overlay)
+    return placed_end(buffers, offsets, size, 0)

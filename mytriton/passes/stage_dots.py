@@ -1184,19 +1184,20 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
     while True:
         # (A dot_rs off wgmma stages its register A through scratch: not "staged" here.)
         reserve = _scratch_reserve(kernel, frozenset(plan.dot for plan in matched if plan.a is not None))
-        taken, room, once, shared = [], used, set(), set()
+        taken, room, once, shared = [], _Room(used), set(), set()
         for plan in matched:
             # (The layouts stage pads the buffers' rows, and the back end's
             # scratch is known only while emitting: a margin for both.)
             nbytes = _new_bytes(plan, once, shared)
-            if plan.strided and room + nbytes * 5 // 4 + 2 * reserve > budget:
+            beside = room.after(plan, once, shared) - nbytes
+            if plan.strided and beside + nbytes * 5 // 4 + 2 * reserve > budget:
                 remarks.note(kernel, plan.dot, remarks.STAGING,
                              f"its tiles in a tutorial form take {nbytes} bytes, and with room for row padding "
                              f"(a quarter more) and twice the {reserve} bytes of scratch that what stays unstaged "
-                             f"may need, beside {room} bytes already taken, they would pass the "
+                             f"may need, beside {beside} bytes already taken, they would pass the "
                              f"{budget_text(budget)} budget")
                 continue
-            room += nbytes
+            room.take(plan, once, shared)
             once |= _copied_once(plan)
             shared.add(_reuse_key(plan))
             taken.append(plan)
@@ -1217,19 +1218,75 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
         matched = taken
     plans: list[DotPlan] = []
     once, shared = set(), set()  # (shared: the _reuse_keys of the pairs taken)
+    room = _Room(used)
     for plan in matched:
         op = plan.dot
         nbytes = _new_bytes(plan, once, shared)
-        if used + nbytes > budget:
-            earlier = f", and {used} bytes are already allocated" if used else ""
+        beside = room.after(plan, once, shared) - nbytes
+        if beside + nbytes > budget:
+            earlier = f", and {beside} bytes are already allocated" if beside else ""
             raise CompileError(
                 f"tl.dot needs {nbytes} bytes of shared memory to stage {plan.describe()}{earlier}, "
                 f"over the {budget_text(budget)} budget", op.loc)
-        used += nbytes
+        room.take(plan, once, shared)
         once |= _copied_once(plan)
         shared.add(_reuse_key(plan))
         plans.append(plan)
     return plans
+
+
+def phase_of(dot: Op) -> Op | None:
+    """The top-level loop around ``dot``, if any. The buffers of its tiles
+    (but those copied once before the loop) are used in that loop alone and,
+    after it, a drained barrier (``_stage`` sees to it) lets a later loop's
+    buffers take their bytes (``buffer_liveness``): the causal attention's
+    two K loops need the room of one."""
+    op = dot
+    while op.parent is not None and op.parent.parent is not None:
+        op = op.parent.parent
+    return op if op is not dot and op.name in ("for", "while") else None
+
+
+class _Room:
+    """The shared bytes the plans taken so far need: what every loop's dots
+    share (the kernel's earlier buffers, tiles copied once before a loop,
+    top-level dots' pairs) and, beside it, the most any one top-level loop's
+    own tiles take."""
+
+    def __init__(self, used: int) -> None:
+        self.common = used
+        self.phases: dict[Op, int] = {}
+
+    def _split(self, plan: DotPlan, once: set[Op], shared: set[tuple]) -> tuple[int, int, Op | None]:
+        """The bytes ``plan`` adds (``_new_bytes``) in common and to its loop's own, and that loop."""
+        phase = phase_of(plan.dot)
+        key = _reuse_key(plan)
+        if key is not None and key in shared:
+            return 0, 0, phase
+        common = own = 0
+        for tile in plan.tiles:
+            if tile.load in once and _before_loop(plan, tile):
+                continue
+            if phase is None or _before_loop(plan, tile):
+                common += tile.buffer_type.nbytes  # live across the loops, or in none
+            else:
+                own += tile.buffer_type.nbytes
+        return common, own, phase
+
+    def after(self, plan: DotPlan, once: set[Op], shared: set[tuple]) -> int:
+        """The bytes needed once ``plan`` is taken too."""
+        common, own, phase = self._split(plan, once, shared)
+        phases = dict(self.phases)
+        if phase is not None:
+            phases[phase] = phases.get(phase, 0) + own
+        return self.common + common + max(phases.values(), default=0)
+
+    def take(self, plan: DotPlan, once: set[Op], shared: set[tuple]) -> None:
+        """Count ``plan`` in (before ``once`` and ``shared`` take it in)."""
+        common, own, phase = self._split(plan, once, shared)
+        self.common += common
+        if phase is not None:
+            self.phases[phase] = self.phases.get(phase, 0) + own
 
 
 def _before_loop(plan: DotPlan, tile: "TilePlan | StridedPlan") -> bool:
@@ -1284,6 +1341,7 @@ def _allocates(op: Op) -> bool:
 
 def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
     taken = {op.attrs.get("name") for op in walk(kernel.body) if _allocates(op)}
+    phases = list(dict.fromkeys(phase for phase in map(phase_of, (plan.dot for plan in plans)) if phase is not None))
     allocations: list[Op] = []
     loads: list[Op] = []
     index = 0
@@ -1405,6 +1463,14 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
     first = next(op for op in body.ops if not _allocates(op))
     insert_before(first, *allocations)
     _erase_staging_only(kernel, defs, loads)
+    # A barrier after each loop but the last whose tiles a later loop's may
+    # overlay: the drained barrier buffer_liveness asks for (the software
+    # pipeline puts its wait for the copies before it).
+    for phase in phases[:-1]:
+        ops = phase.parent.ops
+        at = ops.index(phase) + 1
+        if at == len(ops) or ops[at].name != "barrier":
+            insert_after(phase, Op("barrier", [], [], loc=phase.loc))
 
 
 def _group_of(defs: Definitions, plan: DotPlan, groups: dict[Op, tuple[Op, Op]],

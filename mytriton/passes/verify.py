@@ -36,8 +36,9 @@
   address shared scratch, a wgmma dot's ``proxy_fence`` true or false, both in
   a kernel with a shared-memory plan;
 - a laid-out kernel's ``shared_memory`` plan gives every buffer an offset past
-  its scratch, within its bytes and apart from the other buffers; without a
-  plan no buffer has an offset;
+  its scratch, within its bytes and apart from the other buffers (but those
+  whose live ranges a drained barrier separates); without a plan no buffer
+  has an offset;
 - a ``reduce`` or ``scan`` reads N >= 1 tiles of one shape and has one region
   taking 2N scalars (the tiles' element types, twice) and ending with a
   ``yield`` of N values of those types; the region is closed (its arguments,
@@ -58,6 +59,7 @@ from mytriton.ir.ssa_text import op_text
 from mytriton.limits import MAX_EXPRESSION_DEPTH, tile_error
 from mytriton.ir.layout_attributes import SHARED_KINDS, Mma, NvmmaShared, Slice, broadcast_view, shape_problem
 from mytriton.ir.literals import carried_type_fits, literal_conversion_error
+from mytriton.passes.buffer_liveness import Liveness
 from mytriton.passes.dot_layouts import computed_by_wgmma
 from mytriton.types import BF16, BOOL, F16, F32, F64, BlockType, SharedType, TypeRuleError, concrete, element_of, without_layout
 
@@ -254,7 +256,8 @@ class Verifier:
     def shared_memory_plan(self) -> None:
         """With a ``shared_memory`` plan (allocate-shared's), every buffer has
         an offset and lies past the scratch, within the plan's bytes, apart
-        from the others; without one, no buffer has an offset."""
+        from the others but those a drained barrier separates it from
+        (``buffer_liveness``); without one, no buffer has an offset."""
         plan = self.kernel.shared_memory
         buffers = [op for op in self.ops if opdefs.lookup(op.name).allocates]
         if plan is None:
@@ -269,6 +272,7 @@ class Verifier:
             raise CompileError(f"invalid SSA: shared_memory's scratch ({plan.scratch}) and late_scratch "
                                f"({plan.late_scratch}) must fit in its bytes ({plan.bytes})", self.kernel.loc)
         taken: list[tuple[int, int, Op]] = []
+        liveness = Liveness(self.kernel)
         for op in buffers:
             if "offset" not in op.attrs:
                 raise self.error("the kernel has a shared_memory plan, but this buffer has no offset", op)
@@ -278,9 +282,10 @@ class Verifier:
                 raise self.error(f"the buffer takes bytes {start} to {end}, but the shared_memory plan leaves "
                                  f"buffers bytes {plan.scratch} to {plan.bytes} (past its scratch)", op)
             for other_start, other_end, other in taken:
-                if start < other_end and other_start < end:
+                if start < other_end and other_start < end and not liveness.may_overlay(op, other):
                     raise self.error(f"the buffer takes bytes {start} to {end}, which overlap "
-                                     f"'{other.attrs['name']}' ({other_start} to {other_end})", op)
+                                     f"'{other.attrs['name']}' ({other_start} to {other_end}), and no drained "
+                                     "barrier separates their uses", op)
             taken.append((start, end, op))
 
     def block(self, block: Block, visible: set[Value], in_loop: bool, ends_with: str | None = None,

@@ -9,7 +9,9 @@ addresses from byte 0, measured by running it without output
 
 - the scratch is the most any statement needs before the buffers' last use;
 - each stage-dots buffer follows it, in program order, at its alignment
-  (16 bytes; a swizzled ``nvmma_shared`` buffer 1024);
+  (16 bytes; a swizzled ``nvmma_shared`` buffer 1024), over the bytes of
+  an earlier one whose live range a drained barrier separates from its
+  own (``buffer_liveness``: the causal attention's two K loops);
 - a statement past the buffers' last use and the barrier after it
   (``shared_memory.late_ops``: an epilogue's layout change) has its
   scratch from byte 0 again, over the dead buffers;
@@ -56,7 +58,7 @@ from mytriton.backends.cuda.dots import A_PAD
 from mytriton.backends.cuda.emitter import ScratchNeed, measure_scratch
 from mytriton.backends.cuda.hold_tiles import with_held_tiles
 from mytriton.backends.cuda.read_widths import with_read_widths
-from mytriton.backends.cuda.shared_memory import aligned, buffer_offsets, buffers_end, shared_buffers
+from mytriton.backends.cuda.shared_memory import aligned, buffers_end, overlaid_offsets, shared_buffers
 from mytriton.diagnostics import CompileError
 from mytriton.passes.manager import require_laid_out
 from mytriton.ir.layout_attributes import Blocked, Mma, fma_operand_pad
@@ -200,7 +202,7 @@ def _plan(kernel: Kernel, needs: list[ScratchNeed]) -> tuple[int, int, int, Op |
             if not need.late:
                 scratch = need.nbytes
     buffers = shared_buffers(kernel)
-    offsets = buffer_offsets(buffers, scratch)
+    offsets = overlaid_offsets(kernel, scratch)
     total = max(buffers_end(buffers, offsets, scratch), aligned(late))
     return total, scratch, late, largest, offsets
 

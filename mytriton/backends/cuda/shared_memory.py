@@ -2,7 +2,9 @@
 may start, when the buffers are dead.
 
 A kernel has one dynamic shared array. Ops' scratch starts at byte 0; the
-stage-dots buffers follow it, in allocation order, each at its alignment;
+stage-dots buffers follow it, in allocation order, each at its alignment
+(a buffer whose live range a drained barrier separates from an earlier
+one's may take its bytes: ``buffer_liveness``);
 scratch needed only after the buffers' last use starts at byte 0 again,
 over them. The allocate-shared pass decides the plan from these facts and
 writes it into the IR; the printer reads it back (``buffer_offsets`` gives
@@ -15,12 +17,9 @@ from typing import Callable, TypeVar
 from mytriton.ir import opdefs
 from mytriton.ir.layout_attributes import NvmmaShared
 from mytriton.ir.ssa import Block, Kernel, Op, OpResult, Value, walk
-from mytriton.passes.layouts import asynchronous, touches_shared
+from mytriton.passes.buffer_liveness import Liveness, aligned, asynchronous, placed_end, placement
+from mytriton.passes.layouts import touches_shared
 from mytriton.types import PointerType, Type, element_of
-
-
-def aligned(nbytes: int, alignment: int = 16) -> int:
-    return (nbytes + alignment - 1) // alignment * alignment
 
 
 def element_bytes(t: Type) -> int:
@@ -60,9 +59,17 @@ def buffer_offsets(buffers: list[Op], scratch: int) -> list[int]:
     return offsets
 
 
+def overlaid_offsets(kernel: Kernel, scratch: int) -> list[int]:
+    """Where each of the kernel's buffers starts: past ``scratch``, first
+    fit in program order, taking the bytes of a buffer whose live range a
+    drained barrier separates from its own (``buffer_liveness``). Where all
+    are live at once, the same offsets as ``buffer_offsets``."""
+    return placement(shared_buffers(kernel), buffer_bytes, buffer_alignment, scratch, Liveness(kernel).may_overlay)
+
+
 def buffers_end(buffers: list[Op], offsets: list[int], scratch: int) -> int:
-    """The first byte past the last buffer (past the scratch where there is none)."""
-    return offsets[-1] + aligned(buffer_bytes(buffers[-1])) if buffers else aligned(scratch)
+    """The first byte past every buffer (past the scratch where there is none)."""
+    return placed_end(buffers, offsets, buffer_bytes, scratch)
 
 
 def late_ops(kernel: Kernel) -> set:
