@@ -483,7 +483,7 @@ def test_the_gpu_cases_check_the_interpreter_against_numpy_here():
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("n_ctx", [1024, 1000, 77])
-@pytest.mark.parametrize("tile", [(128, 64, 64, 4), (64, 64, 64, 4), (128, 64, 128, 8)],
+@pytest.mark.parametrize("tile", [(128, 64, 64, 4), (64, 64, 64, 4), (128, 64, 128, 8), (128, 64, 128, 4)],
                          ids=lambda t: "x".join(map(str, t)))
 def test_the_warpgroup_attention_on_the_gpu_matches_the_interpreter(dtype, causal, n_ctx, tile):
     attention_case(dtype, causal, n_ctx, tile, 3)
