@@ -164,9 +164,9 @@ class Verifier:
                 raise self.error(f"a copy of chunk={chunk} has chunks={chunks!r}: 'whole', 'aligned' or "
                                  "'checked' with chunks over 1 element, none with 1", op)
             opdef = opdefs.lookup(op.name)
-            if chunks not in (None, "whole") and opdef is not None and opdef.operands[-1:] != ("pred",):
-                raise self.error(f"a copy waited for moves chunks only where they are whole, not {chunks!r} "
-                                 "(an async copy checks or trusts their alignment)", op)
+            if chunks not in (None, "whole", "checked") and opdef is not None and opdef.operands[-1:] != ("pred",):
+                raise self.error(f"a copy waited for moves chunks only where they are whole, proven or checked at "
+                                 f"run time, not {chunks!r} (an async copy trusts an alignment with no bound)", op)
 
     def combine_chunks(self) -> None:
         """A combine's ``chunks_per_row`` (combine-strategy's, with

@@ -23,10 +23,13 @@ proven, so no test; ``"whole"``: proven, and every chunk is wholly in or
 out of bounds.
 
 A copy the threads wait for (``copy_to_shared``, ``copy_strided_to_shared``:
-a dot staged outside a pipelined loop) goes through registers, where a chunk
-cut by a bound would need its elements one by one: it moves whole chunks as
-single 8- or 16-byte loads where they are proven ``"whole"``, and otherwise
-``chunk=1``, element by element.
+a dot staged outside a pipelined loop, attention's Q) goes through
+registers, where a chunk cut by a bound would need its elements one by one:
+it moves whole chunks as single 8- or 16-byte loads where they are proven
+``"whole"``; where only the column bound is proven (none, or a multiple of
+the chunk), ``"checked"``: the kernel tests the alignment (Q's row and
+column strides are runtime values) and falls back to a loop element by
+element; otherwise ``chunk=1``, element by element.
 """
 from __future__ import annotations
 
@@ -69,7 +72,8 @@ class CopyWidthsPass:
             if width > 1:
                 facts = facts or AxisAnalysis(kernel)
                 op.attrs["chunks"] = chunks(op, width, facts)
-                if not is_async_copy(op) and op.attrs["chunks"] != "whole":
+                if not is_async_copy(op) and op.attrs["chunks"] != "whole" \
+                        and not (op.attrs["chunks"] == "checked" and bound_cuts_no_chunk(op, width, facts)):
                     op.attrs["chunk"] = 1
                     del op.attrs["chunks"]
         return kernel
@@ -89,8 +93,14 @@ def chunks(op: Op, width: int, facts: AxisAnalysis) -> str:
         return "checked"  # a wrap of 0 (none) is divisible by everything
     if not (multiple(g.base, width * nbytes) and multiple(g.stride, width) and multiple(g.col_offset, width)):
         return "checked"
-    whole = g.col_bound == NO_BOUND or multiple(g.col_bound, width)
-    return "whole" if whole else "aligned"
+    return "whole" if bound_cuts_no_chunk(op, width, facts) else "aligned"
+
+
+def bound_cuts_no_chunk(op: Op, width: int, facts: AxisAnalysis) -> bool:
+    """Whether a copy's column bound is none or a proven multiple of ``width``:
+    aligned, each chunk is then wholly in or out of bounds."""
+    g = copy_geometry(op)
+    return g.col_bound == NO_BOUND or facts.of(g.col_bound).scalar_divisibility % width == 0
 
 
 def with_copy_widths(kernel: Kernel) -> Kernel:

@@ -237,11 +237,54 @@ def emit_copies(em: "EmitContext", ops: list[Op]) -> None:
     later run into the same buffers (top-level dots sharing a pair) declares
     its own."""
     em.out.open("{")
-    stores = [_stage_copy(em, op) for op in ops]
+    stores = [_stage_copy(em, op) for op in ops if op.attrs.get("chunks") != "checked"]
     for store in stores:
         em.line(f"{em.lang.unroll}")
         em.line(store)
+    for op in ops:
+        if op.attrs.get("chunks") == "checked":
+            _checked_copy(em, op)
     em.out.close()
+
+
+def _checked_copy(em: "EmitContext", op: Op) -> None:
+    """A waited-for copy whose alignment the kernel tests (copy-widths'
+    ``"checked"``: attention's Q, its strides runtime values): whole chunks
+    through registers where it holds, else element by element in a loop
+    left rolled. (Unrolled, the 128x128 f16 Q's 128 elements a thread were a
+    third of the causal kernel's PTX, and of NVRTC's time.)"""
+    g, args = copy_operands(em, op)
+    view_type = g.view_type
+    width, nbytes = op.attrs["chunk"], view_type.element.nbytes
+    base_name = em.scalar_ref(g.base)
+    em.out.open(f"if ({alignment_test(args, base_name, width, nbytes)}) {{  // {width * nbytes}-byte chunks")
+    store = _stage_copy(em, op)
+    em.line(em.lang.unroll)
+    em.line(store)
+    em.out.switch("} else {  // element by element")
+    dst, fill_c = em.storage[g.view], as_type(em.scalar_arg(g.fill), view_type.element)
+
+    def one(i, in_bounds, row, col, r, c):
+        return [f"{dst}[{place(view_type, r, c)}] = ({in_bounds}) ? "
+                f"{base_name}[{element_offset(args, row, col)}] : {fill_c};"]
+
+    rows, cols = view_type.shape
+    _copy_loop(em, rows, cols, 1, pitch(view_type), args, one, unroll=1)
+    em.out.close()
+
+
+def alignment_test(args: dict, base_name: str, width: int, nbytes: int) -> str:
+    """The C test that a copy's chunks of ``width`` elements are aligned runs of
+    its rows: the base address, the row stride and the column offset multiples
+    of the chunk, the columns contiguous, and any wrap (the tutorial's % N) a
+    multiple of the chunk, so that no chunk straddles it."""
+    test = (f"reinterpret_cast<unsigned long long>({base_name}) % {width * nbytes} == 0 && "
+            f"{args['stride']} % {width} == 0 && {args['col_offset']} % {width} == 0")
+    if args["col_stride"] is not None:
+        test += f" && {args['col_stride']} == 1"
+    if args["col_wrap"] is not None:
+        test += f" && {args['col_wrap']} % {width} == 0"
+    return test
 
 
 def _stage_copy(em: "EmitContext", op: Op) -> str:
@@ -405,15 +448,7 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
         if not _chunk_walk(em, op, g, args, chunk):
             _copy_loop(em, rows, cols, width, row_pitch, args, chunk, hoisted=em.hoisted_coordinates.get(op))
     elif width > 1:
-        aligned = (f"reinterpret_cast<unsigned long long>({base_name}) % {width * nbytes} == 0 && "
-                   f"{args['stride']} % {width} == 0 && {args['col_offset']} % {width} == 0")
-        # A chunk is a run of a row: the columns contiguous, and a wrap (the
-        # tutorial's % N) a multiple of the chunk, so that no chunk straddles it.
-        if args["col_stride"] is not None:
-            aligned += f" && {args['col_stride']} == 1"
-        if args["col_wrap"] is not None:
-            aligned += f" && {args['col_wrap']} % {width} == 0"
-        em.out.open(f"if ({aligned}) {{  // {width * nbytes}-byte chunks")
+        em.out.open(f"if ({alignment_test(args, base_name, width, nbytes)}) {{  // {width * nbytes}-byte chunks")
         _copy_loop(em, rows, cols, width, row_pitch, args, chunk)
         em.out.switch("} else {  // element by element")
     fill_c = as_type(em.scalar_arg(fill), element)
