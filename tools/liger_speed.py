@@ -26,6 +26,34 @@ transformers. Liger's scripts read their version from the installed
 distribution's metadata, which a source folder lacks: a metadata-only
 dist-info for it is written into .liger/meta (nothing else is installed).
 
+Three scripts fail on both sides at RELEASE, before any Liger row, for
+reasons of their own:
+
+- benchmark_modulated_rms_norm.py: ``compute_seq_len_sweep_config()`` is
+  called with ``kernel_bytes_per_token``, which Liger's benchmark_model_configs
+  at this tag does not take (TypeError);
+- benchmark_grpo_loss.py: its Liger provider (the chunked loss,
+  liger_kernel.chunked_loss) runs its loss math through torch.compile; on
+  Triton dynamo raises an internal IndexError (``produce_guards``), on mytriton
+  inductor imports ``triton.compiler``, which mytriton.as_triton does not
+  provide (inductor's generated code is Triton's own);
+- benchmark_qwen2vl_mrope.py: its reference provider's import,
+  ``apply_multimodal_rotary_pos_emb`` from transformers' qwen2_vl, is gone from
+  the installed transformers (ImportError).
+
+For these ops (DIRECT_OPS), when the script fails on both sides,
+tools/liger_speed_direct.py runs instead, on each side as the script did (the
+same environment, CSV and timer, under ``python -m mytriton.as_triton`` on
+mytriton's side): Liger's provider alone, called directly with its script's
+inputs, sizes, dtypes and modes (for grpo_loss, Liger's Triton kernel
+``liger_kernel.ops.GrpoLossFunction`` as benchmark_grpo_loss_kernel.py times
+it: the chunked loss holds no Triton kernel of Liger's). The scripts' errors
+stay in the JSON (``script_errors``); the rows are marked "(direct)" in the
+tables. ``--direct`` skips those scripts and runs the driver at once. The
+three on the H200:
+
+    python tools/liger_speed.py --ops modulated_rms_norm,grpo_loss,qwen2vl_mrope --timer gpu --json $OUT/d.json
+
 On the H200, from the repository root (carry ``[".liger/src"]``), a few ops
 per device call (each script takes about a minute a side):
 
@@ -51,6 +79,10 @@ DATA = SOURCE / "benchmark" / "data"
 META = LIGER / "meta"
 
 ROWS = Path(__file__).resolve().parent / "liger_speed_rows.py"
+DIRECT = Path(__file__).resolve().parent / "liger_speed_direct.py"
+# The ops whose script fails on both sides at RELEASE (the docstring says how), which
+# tools/liger_speed_direct.py times instead.
+DIRECT_OPS = ("modulated_rms_norm", "grpo_loss", "qwen2vl_mrope")
 # The ops whose benchmark script is not benchmark_<op>.py.
 SCRIPT_NAMES = {"experimental/embedding": "benchmark_embedding.py"}
 
@@ -68,9 +100,11 @@ def write_metadata() -> Path:
     return META
 
 
-def run_side(side: str, script: Path, args: argparse.Namespace) -> tuple[list[dict], str, bool]:
-    """The script on one side: its Liger rows from the side's CSV, the log's
-    tail, and whether it timed out."""
+def run_side(side: str, script: Path, args: argparse.Namespace, direct: str | None = None
+             ) -> tuple[list[dict], str, bool]:
+    """The script (or, with ``direct``, tools/liger_speed_direct.py for that
+    op) on one side: its Liger rows from the side's CSV, the log's tail, and
+    whether it timed out."""
     out = DATA / f"all_benchmark_data_{side}.csv"
     if out.exists():
         out.unlink()
@@ -82,7 +116,9 @@ def run_side(side: str, script: Path, args: argparse.Namespace) -> tuple[list[di
     if getattr(args, "timer", "do_bench") == "gpu":
         env["LIGER_SPEED_TIMER"] = "gpu"
     command = [sys.executable, str(script), *args.script_args]
-    if not args.all_rows:
+    if direct:
+        command = [sys.executable, str(DIRECT), direct, *args.script_args]
+    elif not args.all_rows:
         command[1:1] = [str(ROWS)]
     if side == "mytriton":
         command[1:1] = ["-m", "mytriton.as_triton"]
@@ -125,15 +161,34 @@ def pairs(result: dict) -> list[tuple[tuple, float, float]]:
 def run_op(op: str, args: argparse.Namespace) -> dict:
     script = script_of(op)
     result: dict = {"op": op, "script": script.name}
-    if not script.exists():
+    direct = op in DIRECT_OPS and getattr(args, "direct", False)
+    if not script.exists() and not direct:
         result["missing"] = True
         return result
+    if not direct:
+        run_sides(result, script, args)
+        direct = op in DIRECT_OPS and all(failed(result, side) for side in SIDES)
+    if direct:
+        # The script fails on both sides (or --direct): Liger's provider through tools/liger_speed_direct.py.
+        result["script_errors"] = {side: last_error(result[f"{side}_tail"]) for side in SIDES
+                                   if f"{side}_tail" in result}
+        result["direct"] = DIRECT.name
+        run_sides(result, script, args, direct=op)
+    return result
+
+
+def run_sides(result: dict, script: Path, args: argparse.Namespace, direct: str | None = None) -> None:
     for side in SIDES:
-        rows, tail, timed_out = run_side(side, script, args)
+        rows, tail, timed_out = run_side(side, script, args, direct)
         result[side], result[f"{side}_tail"] = rows, tail
         if timed_out:
             result[f"{side}_timed_out"] = True
-    return result
+
+
+def failed(result: dict, side: str) -> bool:
+    """Whether the side's run ended in a traceback before any row."""
+    return (not result.get(side) and not result.get(f"{side}_timed_out")
+            and "Traceback" in result.get(f"{side}_tail", ""))
 
 
 def summary(results: list[dict]) -> str:
@@ -142,11 +197,12 @@ def summary(results: list[dict]) -> str:
     for result in results:
         matched = pairs(result)
         note = " (no script)" if result.get("missing") else ""
+        note += " (direct)" if result.get("direct") else ""
         note += "".join(f" (timed out: {side})" for side in SIDES if result.get(f"{side}_timed_out"))
-        failed = [side for side in SIDES if not result.get(side) and not result.get(f"{side}_timed_out")
-                  and "Traceback" in result.get(f"{side}_tail", "")]
-        if failed:
-            note += f" (the script failed on {' and '.join(failed)}: {last_error(result[failed[0] + '_tail'])})"
+        failing = [side for side in SIDES if failed(result, side)]
+        if failing:
+            what = "the direct driver" if result.get("direct") else "the script"
+            note += f" ({what} failed on {' and '.join(failing)}: {last_error(result[failing[0] + '_tail'])})"
         if not matched:
             lines.append(f"| {result['op']}{note} | 0 | | | |")
             continue
@@ -168,8 +224,9 @@ def last_error(log: str) -> str:
 def details(results: list[dict]) -> str:
     out = []
     for result in results:
+        op = result["op"] + (" (direct)" if result.get("direct") else "")
         for (kernel, provider, mode, x, config), t, m in pairs(result):
-            out.append(f"{result['op']:<28} {provider:<18} {mode:<10} x={x:<10} triton {t:9.4f} ms  "
+            out.append(f"{op:<28} {provider:<18} {mode:<10} x={x:<10} triton {t:9.4f} ms  "
                        f"mytriton {m:9.4f} ms  {t / m:5.2f}")
     return "\n".join(out)
 
@@ -188,6 +245,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--timer", choices=("do_bench", "gpu"), default="do_bench",
                         help="gpu: time each call's kernels with the host kept ahead of the GPU "
                              "(tools/liger_speed_rows.py's gpu_do_bench), not the scripts' do_bench")
+    parser.add_argument("--direct", action="store_true",
+                        help=f"time {', '.join(DIRECT_OPS)} with tools/liger_speed_direct.py without trying "
+                             "their scripts first (which fail on both sides at this release)")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="set for both sides")
     parser.add_argument("script_args", nargs="*", help="after --: arguments for every script")
     args = parser.parse_args(argv)
