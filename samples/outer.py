@@ -2,14 +2,15 @@
 
 The x tile feeds a rank-1 store (spread over all threads) and the rows of a
 rank-2 product (held by the threads of each row): the layouts stage keeps it
-in one layout and converts it to the other (compile --emit=layouts).
+in one layout and converts it to the other (compile --emit=layouts). (A tile
+of fewer elements than the block has threads is loaded again instead.)
 """
 import mytriton
 import mytriton.language as tl
 
 
 @mytriton.jit
-def outer_kernel(x_ptr, y_ptr, out_ptr, x2_ptr, M, N, BM: tl.constexpr = 16, BN: tl.constexpr = 64):
+def outer_kernel(x_ptr, y_ptr, out_ptr, x2_ptr, M, N, BM: tl.constexpr = 128, BN: tl.constexpr = 64):
     rows = tl.program_id(0) * BM + tl.arange(0, BM)
     cols = tl.program_id(1) * BN + tl.arange(0, BN)
     x = tl.load(x_ptr + rows, mask=rows < M, other=0.0)

@@ -27,10 +27,17 @@ OUTER = '''
 
 
 def test_a_tile_read_in_another_layout_goes_through_shared_memory():
-    cuda = compile_text(kernel_source(OUTER), "cuda", defines={"BLOCK": 64})
-    assert "extern __shared__ __align__(16) unsigned char smem[];  // 256 bytes at launch" in cuda
-    assert '"shared_bytes": 256' in cuda.split("\n", 1)[0]
+    cuda = compile_text(kernel_source(OUTER), "cuda", defines={"BLOCK": 128})
+    assert "extern __shared__ __align__(16) unsigned char smem[];  // 512 bytes at launch" in cuda
+    assert '"shared_bytes": 512' in cuda.split("\n", 1)[0]
     assert "__syncthreads();" in cuda
+
+
+def test_a_load_of_fewer_elements_than_threads_is_loaded_again_in_another_layout():
+    # 64 elements, 128 threads: reading them again costs less than an exchange and two barriers.
+    cuda = compile_text(kernel_source(OUTER), "cuda", defines={"BLOCK": 64})
+    assert "smem" not in cuda.split("\n", 1)[1] and "__syncthreads();" not in cuda
+    assert cuda.count("// load @") == 3  # for the vector, the rows and the columns of the matrix
 
 
 def test_a_row_reduction_read_back_against_its_rows_stays_in_registers():
@@ -163,23 +170,25 @@ def test_a_65536_element_row_on_four_warps_compiles():
     assert "512 slot(s) per thread" in cuda
 
 
-def test_layout_conversions_match_numpy_in_the_interpreter(kernel_module):
+@pytest.mark.parametrize("block", [64, 128])
+def test_layout_conversions_match_numpy_in_the_interpreter(kernel_module, block):
     module = kernel_module(OUTER)
-    n = 50
+    n = block - 14
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     vec, mat = np.full(n, np.nan, np.float32), np.full((n, n), np.nan, np.float32)
-    module.outer[(1,)](x, vec, mat, n, BLOCK=64, backend="interp")
+    module.outer[(1,)](x, vec, mat, n, BLOCK=block, backend="interp")
     np.testing.assert_allclose(vec, 2 * x)
     np.testing.assert_allclose(mat, x[:, None] - x[None, :])
 
 
 @pytest.mark.gpu
-def test_layout_conversions_match_numpy_on_the_gpu(kernel_module):
+@pytest.mark.parametrize("block", [64, 128])  # loaded again, converted
+def test_layout_conversions_match_numpy_on_the_gpu(kernel_module, block):
     module = kernel_module(OUTER)
-    n = 50
+    n = block - 14
     x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
     vec, mat = np.full(n, np.nan, np.float32), np.full((n, n), np.nan, np.float32)
-    module.outer[(1,)](x, vec, mat, n, BLOCK=64, backend="cuda")
+    module.outer[(1,)](x, vec, mat, n, BLOCK=block, backend="cuda")
     np.testing.assert_allclose(vec, 2 * x)
     np.testing.assert_allclose(mat, x[:, None] - x[None, :])
 

@@ -29,7 +29,8 @@ thread (``paired``), so the halves are read in registers. The first
 request (the latest use in program order) decides a value's layout. A later
 request for another layout is met
 
-- for a value computed elementwise (index arithmetic, ``arange``, a mask):
+- for a value computed elementwise (index arithmetic, ``arange``, a mask),
+  or loaded with fewer elements than the block has threads:
   by a copy of its op in the new layout (*rematerialised*, as Triton's
   RemoveLayoutConversions does), since recomputing is cheaper than moving;
 - for a value held in registers (a load, a reduction, a dot, a loop's
@@ -77,8 +78,8 @@ from mytriton.ir import opdefs
 from mytriton.ir.axis_info import AxisAnalysis
 from mytriton.ir.analysis import is_materialized, is_tile, reaches_materialized
 from mytriton.ir.layout_attributes import (
-    Blocked, Mma, PaddedShared, SharedLayout, Slice, TileLayout, broadcast_view, default_blocked, fma_dot_layout,
-    fma_operand_pad,
+    WARP, Blocked, Mma, PaddedShared, SharedLayout, Slice, TileLayout, broadcast_view, default_blocked,
+    fma_dot_layout, fma_operand_pad,
 )
 from mytriton.ir.ssa import (
     Block, BlockArg, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, insert_before,
@@ -278,10 +279,20 @@ class _Assigner:
             return
         variant = self.variants.get((value, layout))
         if variant is None:
-            variant = self.rematerialize(value, layout) if not is_materialized(value) \
+            variant = self.rematerialize(value, layout) if not is_materialized(value) or self.cheap_load(value) \
                 else self.convert(value, layout)
             self.variants[(value, layout)] = variant
         op.operands[index] = variant
+
+    def cheap_load(self, value: Value) -> bool:
+        """Whether ``value`` is a load of fewer elements than the block has
+        threads, which a later use in another layout loads again rather than
+        exchanging through shared memory (two barriers), as Triton's
+        RemoveLayoutConversions judges such a load cheap
+        (``isExpensiveLoadOrStore``): Liger's mrope reads its cos and sin rows
+        (64 elements) in the layouts of both its q and its k tiles."""
+        return isinstance(value, OpResult) and value.op.name == "load" \
+            and value.type.numel < self.num_warps * WARP
 
     def rematerialize(self, value: Value, layout: TileLayout) -> Value:
         original = value.op
