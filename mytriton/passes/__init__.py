@@ -26,6 +26,7 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "cse": ("mytriton.passes.cse", "CSEPass"),
     "dce": ("mytriton.passes.dce", "DCEPass"),
     "licm": ("mytriton.passes.licm", "LICMPass"),
+    "hoist-held": ("mytriton.passes.hoist_held", "HoistHeldPass"),
     # The CUDA backend's preparation, not an optimisation: compile runs it
     # after opt (and `mytriton stage-dots` alone); not in the default pipeline.
     "stage-dots": ("mytriton.passes.stage_dots", "StageDotsPass"),
@@ -43,8 +44,9 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "proxy-fences": ("mytriton.backends.cuda.proxy_fences", "ProxyFencesPass"),
 }
 
-# licm before cse, so that hoisted copies of an op meet the ones outside the loop.
-DEFAULT_PIPELINE = ("fold", "licm", "cse", "dce")
+# licm before cse, so that hoisted copies of an op meet the ones outside the loop; hoist-held
+# after fold, which makes `acc += tl.dot(a, b)` one dot accumulating into acc.
+DEFAULT_PIPELINE = ("fold", "licm", "cse", "dce", "hoist-held")
 
 
 def get_pass(name: str) -> Pass:
