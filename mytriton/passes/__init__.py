@@ -44,9 +44,10 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "proxy-fences": ("mytriton.backends.cuda.proxy_fences", "ProxyFencesPass"),
 }
 
-# licm before cse, so that hoisted copies of an op meet the ones outside the loop; hoist-held
-# after fold, which makes `acc += tl.dot(a, b)` one dot accumulating into acc.
-DEFAULT_PIPELINE = ("fold", "licm", "cse", "dce", "hoist-held")
+# licm before cse, so that hoisted copies of an op meet the ones outside the loop.
+# (hoist-held, after dce, is not in it yet: it changes the CUDA of 27 of Liger's kernels, whose
+# tests and speed rows on the GPU have still to be run with it; `-p fold,licm,cse,dce,hoist-held`.)
+DEFAULT_PIPELINE = ("fold", "licm", "cse", "dce")
 
 
 def get_pass(name: str) -> Pass:

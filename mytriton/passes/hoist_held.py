@@ -26,6 +26,9 @@ reading memory) it does not read lies between: elsewhere (a K loop's dot at
 the end of its body, after pointer increments) it stays, since moving it
 would only lengthen its result's life. They are visited in program order,
 so a chain of them moves up link by link.
+
+Not yet in the default pipeline (``passes.DEFAULT_PIPELINE`` says why);
+``opt -p fold,licm,cse,dce,hoist-held`` runs it.
 """
 from __future__ import annotations
 
