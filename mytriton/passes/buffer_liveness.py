@@ -25,7 +25,9 @@ from __future__ import annotations
 from typing import Callable
 
 from mytriton.ir import opdefs
-from mytriton.ir.ssa import Kernel, Op, OpResult, Operand, walk
+from mytriton.ir.ssa import Kernel, Op, OpResult, Operand, Value, walk
+from mytriton.passes.dot_layouts import buffer_of
+from mytriton.types import SharedType
 
 
 def asynchronous(op: Op) -> bool:
@@ -36,17 +38,17 @@ def asynchronous(op: Op) -> bool:
 
 
 def allocates(op: Op) -> bool:
+    """A shared buffer's allocation (``shared_alloc``, or the software pipeline's ``shared_alloc_stages``)."""
     opdef = opdefs.lookup(op.name)
     return opdef is not None and opdef.allocates
 
 
-def buffer_of(value: Operand) -> Op | None:
-    """The allocation ``value`` is (or a stage view of), else None."""
-    while isinstance(value, OpResult) and value.op.name == "stage_view":
-        value = value.op.operands[0]
-    if isinstance(value, OpResult) and allocates(value.op):
-        return value.op
-    return None
+def allocation_of(value: Operand) -> Op | None:
+    """The op allocating the buffer ``value`` is (or views), else None."""
+    if not isinstance(value, Value) or not isinstance(value.type, SharedType):
+        return None
+    value = buffer_of(value)
+    return value.op if isinstance(value, OpResult) and allocates(value.op) else None
 
 
 def live_ranges(kernel: Kernel) -> dict[Op, tuple[int, int]]:
@@ -58,7 +60,7 @@ def live_ranges(kernel: Kernel) -> dict[Op, tuple[int, int]]:
             continue
         for inner in [op, *(o for region in op.regions for o in walk(region))]:
             for operand in inner.operands:
-                buffer = buffer_of(operand)
+                buffer = allocation_of(operand)
                 if buffer is not None:
                     first, _ = ranges.get(buffer, (index, index))
                     ranges[buffer] = (first, index)

@@ -64,6 +64,7 @@ from mytriton.diagnostics import CompileError, Location
 from mytriton.ir import opdefs
 from mytriton.ir.axis_info import pow2_divisor
 from mytriton.ir.analysis import Definitions, NotDefinedBy, describe_operand
+from mytriton.passes.buffer_liveness import allocates
 from mytriton.ir.ssa import (
     BlockArg, Const, Kernel, Op, OpResult, Operand, Param, Value, defining_block, erase_op, for_bounds,
     for_index, for_inits, for_yield, insert_after, insert_before, is_within, replace_uses, use_counts, values_used, walk,
@@ -1168,7 +1169,7 @@ def _axis_test(defs: Definitions, test: Operand) -> tuple[int, WrappedAxis, Oper
 def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUDGET) -> list[DotPlan]:
     """The dots to stage, in program order. Raises if their buffers, with the
     kernel's existing ones, do not fit in the shared-memory budget."""
-    used = sum(op.results[0].type.nbytes for op in walk(kernel.body) if _allocates(op))
+    used = sum(op.results[0].type.nbytes for op in walk(kernel.body) if allocates(op))
     matched = []
     for op in walk(kernel.body):
         if op.name != "dot":
@@ -1332,15 +1333,10 @@ def _scratch_reserve(kernel: Kernel, staged: frozenset[Op]) -> int:
     return scratch_reserve(kernel, staged)
 
 
-def _allocates(op: Op) -> bool:
-    """A shared buffer's allocation (``shared_alloc``, or the software-pipeline pass's
-    ``shared_alloc_stages``)."""
-    opdef = opdefs.lookup(op.name)
-    return opdef is not None and opdef.allocates
 
 
 def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
-    taken = {op.attrs.get("name") for op in walk(kernel.body) if _allocates(op)}
+    taken = {op.attrs.get("name") for op in walk(kernel.body) if allocates(op)}
     phases = list(dict.fromkeys(phase for phase in map(phase_of, (plan.dot for plan in plans)) if phase is not None))
     allocations: list[Op] = []
     loads: list[Op] = []
@@ -1460,7 +1456,7 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
         loads += [tile.root for tile in plan.tiles]
     # Allocations first in the kernel, after any it already had.
     body = kernel.body
-    first = next(op for op in body.ops if not _allocates(op))
+    first = next(op for op in body.ops if not allocates(op))
     insert_before(first, *allocations)
     _erase_staging_only(kernel, defs, loads)
     # A barrier after each loop but the last whose tiles a later loop's may
