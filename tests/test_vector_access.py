@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import ROOT, SAMPLES, compile_text
+from conftest import ROOT, SAMPLES, compile_text, kernel_source
 from mytriton import compiler
 from mytriton.diagnostics import CompileError
 from mytriton.compiler import Options
@@ -131,6 +131,20 @@ def test_the_exchange_writes_each_fragment_pair_and_reads_each_run_at_once(arch)
     assert "__align__(16) float pair[2] = {" in cuda and "*reinterpret_cast<uint2*>(&s" in cuda
     assert re.search(r"if \(k % 4 == 0\) \*reinterpret_cast<uint4\*>\(&t\d+\[k\]\) = "
                      r"\*reinterpret_cast<const uint4\*>\(&s\d+\[", cuda)
+
+
+def test_a_transpose_reads_its_copy_in_scratch_one_element_at_a_time():
+    # A run of tl.trans(x)'s result goes down a column of x's row-major copy: no vector read
+    # (one was, misaligned, and the H200 refused the launch).
+    cuda = compile_text(kernel_source("""
+    @mytriton.jit
+    def k(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
+        rm = tl.arange(0, M)
+        rn = tl.arange(0, N)
+        x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+        tl.store(out_ptr + rn[:, None] * M + rm[None, :], tl.trans(x))
+    """), "cuda", defines={"M": 16, "N": 64}, signature="*fp32:16, *fp32:16")
+    assert "// trans @" in cuda and "reinterpret_cast<const uint4*>(&s" not in cuda
 
 
 @pytest.mark.nvcc

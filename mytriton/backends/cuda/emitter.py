@@ -572,7 +572,9 @@ class CudaEmitter:
         bytes and each row (column), padding included, keeps the runs
         aligned; else 1."""
         value, layout = op.operands[0], op.results[0].type.layout
-        if not isinstance(layout, Blocked) or not value.type.shape:
+        # A shape op (trans, permute, reshape) reads its operand at remapped
+        # coordinates: a run of its result need not be one in the copy.
+        if op.name in opdefs.REMAPS or not isinstance(layout, Blocked) or not value.type.shape:
             return 1
         dim = 0 if value in loop.columns else len(value.type.shape) - 1
         if layout.order[0] != dim:
