@@ -268,9 +268,12 @@ def test_the_128x128x64_f16_three_stage_matmul_matches_the_interpreter(shape):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape, shared", [((256, 512, 96), 128 * 264 * 4), ((200, 300, 70), 3 * (128 + 256) * 32 * 2)])
-def test_a_128x256_f16_matmul_exchanged_through_132_kib_matches_the_interpreter(shape, shared):
-    # Sizes that are multiples of 16 prove the stores 16 bytes wide: the exchange; ragged ones do not.
+@pytest.mark.parametrize("shape", [(256, 512, 96), (200, 300, 70)])
+def test_a_128x256_f16_matmul_exchanged_through_132_kib_matches_the_interpreter(shape):
+    # Sizes that are multiples of 16 prove the stores 16 bytes wide, ragged ones their rows contiguous
+    # (not aligned): both are exchanged into a warp's lanes along the row (e86d346), through the
+    # 128 x 264 f32 of scratch that overlays the three stages' buffers.
+    shared = 128 * 264 * 4
     kernel = load_sample("matmul").matmul_kernel
     M, N, K = shape
     rng = np.random.default_rng(N)
@@ -282,8 +285,8 @@ def test_a_128x256_f16_matmul_exchanged_through_132_kib_matches_the_interpreter(
         compiled = kernel[(cdiv(M, 128), cdiv(N, 256))](a, b, c, M, N, K, **WIDE, num_warps=8, num_stages=3,
                                                           backend=backend)
         results[backend] = c
-    assert header_of(compiled.asm["cuda"])["shared_bytes"] == shared
     np.testing.assert_allclose(results["cuda"], results["interp"], rtol=1e-3, atol=1e-3)
+    assert header_of(compiled.asm["cuda"])["shared_bytes"] == shared
 
 
 @pytest.mark.gpu
