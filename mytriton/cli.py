@@ -292,7 +292,7 @@ def attach_ir_printing(options: Any, print_ir_after_all: bool, print_after: tupl
 @stage_command("opt")
 @input_argument
 @click.option("-p", "--passes", default=None, metavar="LIST",
-              help="Comma-separated passes (default: fold,licm,cse,dce; see 'mytriton passes').")
+              help="Comma-separated passes (default: fold,licm,cse,dce,hoist-held; see 'mytriton passes').")
 @ir_printing_options
 @output_option
 @reports_errors

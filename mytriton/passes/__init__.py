@@ -44,10 +44,9 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "proxy-fences": ("mytriton.backends.cuda.proxy_fences", "ProxyFencesPass"),
 }
 
-# licm before cse, so that hoisted copies of an op meet the ones outside the loop.
-# (hoist-held, after dce, is not in it yet: it changes the CUDA of 27 of Liger's kernels, whose
-# tests and speed rows on the GPU have still to be run with it; `-p fold,licm,cse,dce,hoist-held`.)
-DEFAULT_PIPELINE = ("fold", "licm", "cse", "dce")
+# licm before cse, so that hoisted copies of an op meet the ones outside the loop; hoist-held
+# last, so that it moves the ops that are left, next to the operands cse has merged.
+DEFAULT_PIPELINE = ("fold", "licm", "cse", "dce", "hoist-held")
 
 
 def get_pass(name: str) -> Pass:

@@ -27,8 +27,8 @@ the end of its body, after pointer increments) it stays, since moving it
 would only lengthen its result's life. They are visited in program order,
 so a chain of them moves up link by link.
 
-Not yet in the default pipeline (``passes.DEFAULT_PIPELINE`` says why);
-``opt -p fold,licm,cse,dce,hoist-held`` runs it.
+The last pass of the default pipeline (``passes.DEFAULT_PIPELINE``), since
+Liger's tests of the 39 kernels it changed passed on the H200 (issue 22).
 """
 from __future__ import annotations
 
