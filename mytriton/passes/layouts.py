@@ -34,7 +34,9 @@ request for another layout is met
   by a copy of its op in the new layout (*rematerialised*, as Triton's
   RemoveLayoutConversions does), since recomputing is cheaper than moving;
 - for a value held in registers (a load, a reduction, a dot, a loop's
-  carried value): by an explicit ``convert_layout`` after its definition,
+  carried value), or computed elementwise from two or more such tiles in its
+  layout (the total of an unrolled loop's row sums: a copy would exchange
+  each of them): by an explicit ``convert_layout`` after its definition,
   which the back end renders as an exchange through shared memory.
 
 A dot the tensor cores can compute anchors an ``mma`` result layout, so
@@ -270,7 +272,7 @@ class _Assigner:
         have = self.layouts.get(value)
         if have is None:
             anchored = self.anchored.get(value)
-            if anchored is None or anchored == layout or not is_materialized(value):
+            if anchored is None or anchored == layout or not self.held_there(value, anchored):
                 self.layouts[value] = layout
                 return
             # A held tile keeps the layout its dot anchors; this use converts.
@@ -279,10 +281,34 @@ class _Assigner:
             return
         variant = self.variants.get((value, layout))
         if variant is None:
-            variant = self.rematerialize(value, layout) if not is_materialized(value) or self.cheap_load(value) \
+            variant = self.rematerialize(value, layout) if not self.held_there(value, have) or self.cheap_load(value) \
                 else self.convert(value, layout)
             self.variants[(value, layout)] = variant
         op.operands[index] = variant
+
+    def held_there(self, value: Value, layout: TileLayout) -> bool:
+        """Whether a use of ``value`` in another layout than ``layout`` converts
+        it rather than computing it again there: it is held in registers, or
+        it combines, elementwise, two or more tiles held in ``layout`` (an
+        unrolled ``sumsq += tl.sum(x * x, axis=1)``: a copy of the sum chain
+        in the other layout would exchange every step's sum; one exchange of
+        the total costs less)."""
+        if is_materialized(value):
+            return True
+        held, work, seen = 0, [value], set()
+        while work:
+            tile = work.pop()
+            if tile in seen or not is_tile(tile) or tile.type.shape != value.type.shape \
+                    or self.anchored.get(tile) != layout:
+                continue
+            seen.add(tile)
+            if is_materialized(tile):
+                held += not self.cheap_load(tile)
+                if held > 1:
+                    return True
+            elif opdefs.lookup(tile.op.name).layout_rule == "elementwise":
+                work.extend(tile.op.operands)
+        return False
 
     def cheap_load(self, value: Value) -> bool:
         """Whether ``value`` is a load of fewer elements than the block has
