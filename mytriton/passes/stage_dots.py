@@ -40,6 +40,12 @@ P = softmax(Q @ K^T)) and whose B is a canonical tile load stages B alone:
     %c = dot_rs %p, %sb, %acc          (a register tile times a shared buffer)
     barrier
 
+The same holds for a canonical A whose tile other ops read too (an unrolled
+``sumsq += tl.sum(x * x, axis=1)`` beside ``acc += tl.dot(x, phi)``) where
+the dot is in no loop: the tile is in registers anyway, and writing it to
+shared memory saves a second read from global memory, as Triton's
+``local_alloc`` of a loaded tile does. (In a loop, the pipelined copy wins.)
+
 In a loop body that already stages a dot_shared (attention's Q @ K^T), B's
 copy joins that dot's copies before its first barrier, so the software-pipeline pass
 multi-buffers V with K (and drops the barrier after the dot_rs).
@@ -193,17 +199,24 @@ class _Mismatch(Exception):
 # ---- matching ---------------------------------------------------------------------------
 
 
-def match_dot(defs: Definitions, dot: Op) -> DotPlan | NotCanonical:
+def match_dot(defs: Definitions, dot: Op, read_elsewhere: frozenset[Value] = frozenset()) -> DotPlan | NotCanonical:
     """The plan to stage ``dot``'s operands, or why they are not canonical.
     An A operand computed in registers (not a load: attention's P) stays
-    there when B is a canonical tile load: B alone is staged (``dot_rs``)."""
+    there when B is a canonical tile load: B alone is staged (``dot_rs``);
+    so does a loaded A that other ops read too (``read_elsewhere``: the
+    loaded tiles with a reader besides dots) where the dot is in no loop."""
     a, b, _ = dot.operands
     tiles: list[TilePlan | StridedPlan | None] = []
     a_reason: NotCanonical | None = None
     for value, label in ((a, "A"), (b, "B")):
         tile = match_operand(defs, value)
+        held = label == "A" and value in read_elsewhere and phase_of(dot) is None \
+            and not isinstance(tile, NotCanonical) and tile.load.result is value
+        if held:
+            tile = NotCanonical("its tile is in registers for its other readers and the dot is in no loop, "
+                                "so it is written to shared memory from there")
         if isinstance(tile, NotCanonical):
-            if label == "A" and _in_registers(defs, value):
+            if label == "A" and (held or _in_registers(defs, value)):
                 a_reason = tile
                 tiles.append(None)
                 continue
@@ -1171,10 +1184,11 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
     kernel's existing ones, do not fit in the shared-memory budget."""
     used = sum(op.results[0].type.nbytes for op in walk(kernel.body) if allocates(op))
     matched = []
+    read_elsewhere = _read_elsewhere(kernel)
     for op in walk(kernel.body):
         if op.name != "dot":
             continue
-        plan = match_dot(defs, op)
+        plan = match_dot(defs, op, read_elsewhere)
         if isinstance(plan, NotCanonical):
             remarks.note(kernel, op, remarks.STAGING, plan.remark)
         else:
@@ -1234,6 +1248,12 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
         shared.add(_reuse_key(plan))
         plans.append(plan)
     return plans
+
+
+def _read_elsewhere(kernel: Kernel) -> frozenset[Value]:
+    """The loaded tiles an op other than a dot reads."""
+    return frozenset(operand for op in walk(kernel.body) if op.name != "dot" for operand in op.operands
+                     if isinstance(operand, OpResult) and operand.op.name == "load")
 
 
 def phase_of(dot: Op) -> Op | None:
