@@ -21,6 +21,12 @@ and mytriton on Liger's kernels.
   which holds no Triton kernel of Liger's: plain torch plus torch.compile,
   whose generated code needs real Triton.
 
+- mhc: its script's own ``bench_speed_mhc`` (benchmark_mhc.py, imported, not
+  run), for its three sub-kernels and three modes at B=4, HC=4 and the model's
+  hidden size, on the first size of its T sweep (128): each T is a new N (a
+  constexpr) for every kernel, compiled anew on both sides, and the script's
+  seven sizes take longer than a device call.
+
 The token sweeps (B*T, T) run by powers of two from 1024 to the model's
 max_position_embeddings (llama_3_8b: 8192) at batch 1, as the scripts'
 sweeps do: their memory probe also bounds the sweep at 40% of the GPU's
@@ -154,6 +160,16 @@ def sweeps(op: str, model: Any) -> list[dict]:
                  "extra_benchmark_configs": [{"T": 512, "V": 32000, "beta": 0.1, "dtype": torch.bfloat16,
                                               "importance_sampling_level": level}]}
                 for level in ("token", "sequence")]
+    if op == "mhc":
+        import benchmark_mhc  # Liger's script, as a module: its setup and timing, not its sweep
+
+        config = {"B": 4, "HC": 4, "C": model.hidden_size, "tmax": 20, "rms_eps": 1e-6, "pre_eps": 0.0,
+                  "sinkhorn_eps": 1e-6, "post_mult": 2.0}
+        return [{**speed, "bench_test_fn": benchmark_mhc.bench_speed_mhc, "kernel_name": f"mhc_{sub_kernel}",
+                 "x_name": "T", "x_label": "Sequence Length (T)", "x_values": [128],
+                 "kernel_operation_modes": ["forward", "backward", "full"],
+                 "extra_benchmark_configs": [{**config, "sub_kernel": sub_kernel}]}
+                for sub_kernel in ("coeffs", "pre", "post_res")]
     raise ValueError(f"no direct driver for {op!r} (ops: {', '.join(DIRECT_OPS)})")
 
 
