@@ -208,11 +208,15 @@ def match_dot(defs: Definitions, dot: Op, read_elsewhere: frozenset[Value] = fro
     a, b, _ = dot.operands
     tiles: list[TilePlan | StridedPlan | None] = []
     a_reason: NotCanonical | None = None
+    held_a = False
     for value, label in ((a, "A"), (b, "B")):
         tile = match_operand(defs, value)
+        # (16-bit elements: the dot_rs forms attention's P @ V exercises, on mma.sync and wgmma.)
         held = label == "A" and value in read_elsewhere and phase_of(dot) is None \
-            and not isinstance(tile, NotCanonical) and tile.load.result is value
+            and not isinstance(tile, NotCanonical) and tile.load.result is value \
+            and element_of(value.type).nbytes == 2
         if held:
+            held_a = True
             tile = NotCanonical("its tile is in registers for its other readers and the dot is in no loop, "
                                 "so it is written to shared memory from there")
         if isinstance(tile, NotCanonical):
@@ -220,8 +224,9 @@ def match_dot(defs: Definitions, dot: Op, read_elsewhere: frozenset[Value] = fro
                 a_reason = tile
                 tiles.append(None)
                 continue
-            # Neither operand stages: A's reason says the most (it is the first).
-            if a_reason is not None:
+            # Neither operand stages: A's reason says the most (it is the first), unless A
+            # was a canonical tile kept in registers only because B would be staged.
+            if a_reason is not None and not held_a:
                 return NotCanonical(f"operand A: {a_reason}", a_reason.tutorial)
             return NotCanonical(f"operand {label}: {tile}", tile.tutorial)
         writer = _store_between(defs, tile.load, dot)
