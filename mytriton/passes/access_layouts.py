@@ -116,7 +116,8 @@ def preferred_layouts(kernel: Kernel, widths: dict[Op, int], num_warps: int) -> 
         by_shape[shape] = max(by_shape.get(shape, width), width)
     for op in walk(kernel.body):
         if opdefs.lookup(op.name).layout_rule == "dot":
-            for value in list(op.operands[op.name == "dot_rs":]) + list(op.results):
+            operands = op.operands[1:] if op.name == "dot_rs" else op.operands
+            for value in list(operands) + list(op.results):
                 if value is not None and is_tile(value):
                     by_shape.pop(value.type.shape, None)
     return {shape: vectorized_blocked(shape, num_warps, width)
