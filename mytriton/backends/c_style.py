@@ -182,7 +182,13 @@ class CStyleLanguage:
             text += "f"
         if t == F64:
             return f"((double){text})"  # NaN or infinity
-        return text if t == F32 else self.from_float(text, t)
+        if t == F32:
+            return text
+        return self.half_literal(v, t) if math.isfinite(v) else self.from_float(text, t)
+
+    def half_literal(self, value: float, t: ScalarType) -> str:
+        """A finite literal of the half type ``t``: the f32 literal converted."""
+        return self.from_float(f"{value!r}f", t)
 
     def from_float(self, expr: str, t: ScalarType) -> str:
         """An f32 expression as the half type ``t``."""

@@ -1,6 +1,8 @@
 """CUDA C++ as a ``CStyleLanguage``: every CUDA spelling the back end uses."""
 from __future__ import annotations
 
+import struct
+
 from mytriton.backends.c_style import CStyleLanguage
 from mytriton.ir import math_functions
 from mytriton.types import BF16, F16, F32, F64, ScalarType
@@ -18,6 +20,18 @@ SCOPE_FENCES = {"gpu": "__threadfence();", "cta": "__threadfence_block();", "sys
 # (__cvta_global_to_generic says the same, but cicc 13.0 never finishes some
 # kernels written with it: tutorial 08's grouped GEMM at 32x32x32.)
 GLOBAL_POINTER = "__mytriton_global"
+
+
+def half_bits(value: float, t: ScalarType) -> int | None:
+    """The bits of the f16 or bf16 nearest the f32 nearest ``value`` (ties to
+    even, as cvt.rn rounds), or None past the range of f32 or of f16."""
+    try:
+        single = struct.unpack("<I", struct.pack("<f", value))[0]
+        if t == BF16:
+            return (single + 0x7FFF + ((single >> 16) & 1)) >> 16
+        return struct.unpack("<H", struct.pack("<e", struct.unpack("<f", struct.pack("<I", single))[0]))[0]
+    except OverflowError:  # past f32's range, or f16's
+        return None
 
 
 def half_atomic_name(sem: str, scope: str, t: ScalarType) -> str:
@@ -160,6 +174,15 @@ class CudaLanguage(CStyleLanguage):
 
     def from_float(self, expr: str, t: ScalarType) -> str:
         return f"{'__float2half' if t == F16 else '__float2bfloat16'}({expr})"
+
+    def half_literal(self, value: float, t: ScalarType) -> str:
+        # Its bits, rounded here as cvt.rn would round the f32 literal: cuda_bf16.h
+        # converts with inline asm, which nvcc cannot fold (a masked load's
+        # fill of 8 zeros was 8 cvt instructions in the PTX).
+        bits = half_bits(value, t)
+        if bits is None:
+            return super().half_literal(value, t)
+        return f"{'__ushort_as_half' if t == F16 else '__ushort_as_bfloat16'}((unsigned short){bits:#06x}u)"
 
     # Asynchronous copies (cp.async, sm_80 on): the pipelined K loop's ops.
     cp_async_commit = 'asm volatile("cp.async.commit_group;\\n" ::: "memory");'
