@@ -44,11 +44,11 @@ from typing import TYPE_CHECKING
 from mytriton.backends.cuda.ctypes import c_element, c_literal, c_scalar
 from mytriton.backends.cuda.spelling import CUDA
 from mytriton.backends.cuda.expressions import as_type
-from mytriton.backends.cuda.shared_memory import buffer_bytes
+from mytriton.backends.cuda.shared_memory import buffer_bytes, element_bytes
 from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.slots import linear_index
 from mytriton.backends.cuda.thread_coordinates import tile_layout
-from mytriton.ir.layout_attributes import Mma, NvmmaShared, PaddedShared
+from mytriton.ir.layout_attributes import Blocked, Mma, NvmmaShared, PaddedShared, thread_run
 from mytriton.ir import opdefs
 from mytriton.ir.opdefs import dot_input_precision
 from mytriton.ir.ssa import BlockArg, Const, Op, OpResult, Value, walk
@@ -1027,14 +1027,39 @@ def stage_operands(em: "EmitContext", op: Op) -> tuple[str, str, object, object,
         element_value = loop.value(value, coords)
         rows_here = value.type.shape[0]
         index = linear_index([loop.use(c) for c in coords], (rows_here, pitches[label]))
-        loop.lines.append(f"{name}[{index}] = {element_value.expr};")
-        em.close_loop(loop, f"dot operand {label}: registers to shared memory")
+        run = operand_write_run(value.type.layout, value.type.shape, pitches[label], element_bytes(value.type))
+        declare = []
+        if run > 1:
+            # A thread's run of consecutive columns, gathered as it is computed, written at once.
+            buffer = f"w{name}"
+            declare.append(em.lang.vector_buffer(element, buffer, run))
+            loop.lines.append(f"{buffer}[k % {run}] = {element_value.expr};")
+            copy = em.lang.vector_copy(f"&{name}[{index}] - {run - 1}", buffer, run * element_bytes(value.type),
+                                       source_const=False)
+            loop.lines.append(f"if (k % {run} == {run - 1}) {copy}")
+        else:
+            loop.lines.append(f"{name}[{index}] = {element_value.expr};")
+        em.close_loop(loop, f"dot operand {label}: registers to shared memory", declare)
         offset += _aligned(rows_here * pitches[label] * element_of(value.type).nbytes)
         names.append(name)
     # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
     em.line(em.lang.barrier)
     em.need_shared(offset, op)
     return names[0], names[1], element_of(a.type), _element(b.type), pitches["a"]
+
+
+def operand_write_run(layout, shape: tuple[int, ...], pitch: int, nbytes: int) -> int:
+    """The elements a thread writes at once into a dot operand's row-major
+    tile in scratch: its layout's run of consecutive slots along the rows
+    (a blocked layout's elements per thread there), where that is 4, 8 or 16
+    bytes and each row, padding included, keeps the runs aligned; else 1."""
+    along = thread_run(layout) if isinstance(layout, Blocked) else None
+    if along is None or along[0] != len(shape) - 1:
+        return 1
+    run = along[1]
+    if run * nbytes not in (4, 8, 16) or (pitch * nbytes) % (run * nbytes) or shape[-1] % run:
+        return 1
+    return run
 
 
 def _element(t) -> ScalarType:
