@@ -138,8 +138,9 @@ def token_sweep(model: Any) -> list[int]:
     return [2**i for i in range(10, int(math.log2(model.max_position_embeddings)) + 1)]
 
 
-def sweeps(op: str, model: Any) -> list[dict]:
-    """run_benchmarks' keyword arguments for ``op``'s speed sweeps, as its script builds them."""
+def sweeps(op: str, model: Any, sub_kernels: list[str] | None = None, modes: list[str] | None = None) -> list[dict]:
+    """run_benchmarks' keyword arguments for ``op``'s speed sweeps, as its script builds them
+    (mhc: ``sub_kernels`` and ``modes`` of them, where given)."""
     speed = {"metric_name": "speed", "metric_unit": "ms", "kernel_providers": ["liger"]}
     if op == "modulated_rms_norm":
         config = {"hidden_size": model.hidden_size, "dtype": model.dtype, "eps": 1e-6, "has_shift": True}
@@ -167,9 +168,9 @@ def sweeps(op: str, model: Any) -> list[dict]:
                   "sinkhorn_eps": 1e-6, "post_mult": 2.0}
         return [{**speed, "bench_test_fn": benchmark_mhc.bench_speed_mhc, "kernel_name": f"mhc_{sub_kernel}",
                  "x_name": "T", "x_label": "Sequence Length (T)", "x_values": [128],
-                 "kernel_operation_modes": ["forward", "backward", "full"],
+                 "kernel_operation_modes": modes or ["forward", "backward", "full"],
                  "extra_benchmark_configs": [{**config, "sub_kernel": sub_kernel}]}
-                for sub_kernel in ("coeffs", "pre", "post_res")]
+                for sub_kernel in sub_kernels or ("coeffs", "pre", "post_res")]
     raise ValueError(f"no direct driver for {op!r} (ops: {', '.join(DIRECT_OPS)})")
 
 
@@ -188,6 +189,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("op", choices=DIRECT_OPS)
     parser.add_argument("--model", help="benchmark_model_configs' model (default: llama_3_8b), as the scripts take")
     parser.add_argument("--dry-run", action="store_true", help="list the rows it would time; time nothing")
+    parser.add_argument("--mhc-sub-kernels", help="mhc: comma-separated sub-kernels (default: coeffs,pre,post_res), "
+                        "each compiled anew on both sides")
+    parser.add_argument("--mhc-modes", help="mhc: comma-separated modes (default: forward,backward,full)")
     args, ignored = parser.parse_known_args(argv)
     if ignored:
         print(f"liger_speed_direct.py: ignoring the scripts' arguments {' '.join(ignored)}", file=sys.stderr)
@@ -195,7 +199,10 @@ def main(argv: list[str]) -> int:
     run = liger_speed_only(list_row if args.dry_run else utils.run_benchmarks)
     if os.environ.get("LIGER_SPEED_TIMER") == "gpu" and not args.dry_run:
         use_gpu_timer()
-    for sweep in sweeps(args.op, model):
+    def listed(text: str | None) -> list[str] | None:
+        return text.split(",") if text else None
+
+    for sweep in sweeps(args.op, model, listed(args.mhc_sub_kernels), listed(args.mhc_modes)):
         run(**sweep)
     return 0
 
