@@ -241,3 +241,25 @@ def test_verify_rejects_an_i32_bound_of_an_i64_loop():
             '    yield @2:3\n  }\n}\n')
     result = mytriton("verify", "-", stdin=text)
     assert_cli_error(result, "invalid SSA: the loop stop is i32, but the loop counts in i64 (cast it)")
+
+
+HALF_VALUES = [0.0, -0.0, 1.0, 0.1, -2.5, 3.14159, 1e-8, 6e-5, 65504.0, 65520.0, 1e38, 3.4e38, 1e39]
+
+
+@pytest.mark.parametrize("value", HALF_VALUES)
+def test_a_half_literal_is_written_as_the_bits_numpy_rounds_the_f32_literal_to(value):
+    # cuda_bf16.h converts a float with inline asm nvcc cannot fold; the bits are rounded here
+    # as cvt.rn rounds (ties to even), past f16's or f32's range the conversion is left to CUDA.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from mytriton.types import BF16, F16
+
+    with np.errstate(over="ignore"):
+        single = np.array([value], np.float64).astype(np.float32)
+        halves = {BF16: single.astype(ml_dtypes.bfloat16), F16: single.astype(np.float16)}
+    for t, function in ((BF16, "__ushort_as_bfloat16"), (F16, "__ushort_as_half")):
+        text = c_literal(value, t)
+        # bf16 shares f32's exponent: a finite f32 past bf16's largest rounds to its infinity's bits
+        if np.isfinite(single[0]) and (t == BF16 or np.isfinite(halves[t][0].astype(np.float32))):
+            assert text == f"{function}((unsigned short){int(halves[t].view(np.uint16)[0]):#06x}u)"
+        else:
+            assert text.startswith("__float2half(" if t == F16 else "__float2bfloat16(")
