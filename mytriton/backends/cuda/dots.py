@@ -1004,6 +1004,18 @@ def _vector_fma_loop(em: "EmitContext", op: Op, storage: str, layout, positions:
     em.line("}")
 
 
+def writes_scratch_first(op: Op) -> bool:
+    """Whether ``op``'s rendering touches shared memory first with its
+    scratch writes, then its own barrier: a ``dot`` or ``dot_rs`` off wgmma,
+    whose register operands ``stage_operands`` writes to scratch before the
+    barrier after which anything (its scratch, a ``dot_rs``'s B buffer) is
+    read."""
+    if op.name not in ("dot", "dot_rs"):
+        return False
+    layout = getattr(op.results[0].type, "layout", None)
+    return not (isinstance(layout, Mma) and layout.version == 3)
+
+
 def stage_operands(em: "EmitContext", op: Op) -> tuple[str, str, object, object, int]:
     """Write a general dot's operand tiles to scratch shared memory, each
     row of A followed by the ``a_pad`` elements allocate-shared gave it (none

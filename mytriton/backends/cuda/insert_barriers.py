@@ -45,19 +45,33 @@ them as scratch accesses after a barrier.
 
 Barriers between the stage-dots buffers' own accesses (copies, dots, the
 pipelined loop's stages) are stage-dots' and software-pipeline's explicit
-``barrier`` ops: this pass reads them and adds none there.
+``barrier`` ops: this pass reads them and adds none there. It erases one
+that a statement's own barrier makes redundant: a ``barrier`` just before a
+dot that writes its register operands to scratch and then synchronises
+(``dots.writes_scratch_first``: a ``dot_rs`` on mma.sync, whose B copy the
+barrier followed), where those writes overlap nothing pending and nothing
+pending is asynchronous. Triton's order for the same dot: A and B written
+to shared memory, one barrier, the dot.
+
+    copy_to_shared %0, ...
+    barrier
+    %27 = dot_rs %17, %0, %1
+  =>
+    copy_to_shared %0, ...
+    %27 = dot_rs %17, %0, %1, scratch_barrier=false
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mytriton.backends.cuda.dots import writes_scratch_first
 from mytriton.backends.cuda.emitter import ScratchNeed, measure_scratch
 from mytriton.backends.cuda.hold_tiles import with_held_tiles
 from mytriton.backends.cuda.shared_memory import buffer_interval, loop_exit
 from mytriton.diagnostics import CompileError
 from mytriton.passes.manager import require_laid_out
 from mytriton.ir import opdefs
-from mytriton.ir.ssa import Block, Kernel, Op, walk
+from mytriton.ir.ssa import Block, Kernel, Op, erase_ops, walk
 from mytriton.types import SharedType
 
 ATTR = "scratch_barrier"
@@ -114,18 +128,35 @@ class _Membar:
             if need.statement is not None:
                 self.scratch[need.statement] = max(self.scratch.get(need.statement, 0), need.nbytes)
         self.decided: dict[Op, bool] = {}
+        self.redundant: dict[Op, bool] = {}  # explicit barriers a statement's own barrier replaces
 
     def run(self) -> None:
         self.block(self.kernel.body, frozenset())
         for op, needed in self.decided.items():
             if op.name not in CONTROL:
                 op.attrs[ATTR] = needed
+        erase_ops([op for op, redundant in self.redundant.items() if redundant])
 
     # ---- the walk ----------------------------------------------------------------------------------
     def block(self, block: Block, pending: frozenset[Access]) -> frozenset[Access]:
-        for op in block.ops:
+        for op, after in zip(block.ops, block.ops[1:] + [None]):
+            if op.name == "barrier" and after is not None and writes_scratch_first(after):
+                self.note_redundancy(op, after, pending)
             pending = self.op(op, pending)
         return pending
+
+    def note_redundancy(self, barrier: Op, statement: Op, pending: frozenset[Access]) -> None:
+        """An explicit barrier just before a statement that writes its scratch
+        first and then has its own barrier (``writes_scratch_first``) is
+        redundant where those writes overlap nothing pending before it and
+        nothing pending is asynchronous: the statement's barrier orders
+        everything before it against everything after, as this one did. It
+        must hold each time the walk passes (a loop's body until its set
+        stops growing)."""
+        nbytes = self.scratch.get(statement)
+        holds = nbytes is not None and not any(a[0] < nbytes and 0 < a[1] or a[2].startswith("async")
+                                               for a in pending)
+        self.redundant[barrier] = self.redundant.get(barrier, True) and holds
 
     def op(self, op: Op, pending: frozenset[Access]) -> frozenset[Access]:
         if op.name == "barrier":
