@@ -62,7 +62,7 @@ from mytriton.backends.cuda import atomics, histogram, mma, reductions, scans  #
 from mytriton.backends.cuda.atomics import emit_scalar_atomic
 from mytriton.backends.cuda.c_builder import CBuilder, INDENT
 from mytriton.backends.cuda.dots import declare_shared, emit_async, hoist_copy_coordinates, shared_array_name
-from mytriton.backends.cuda.hold_tiles import approximations_reached
+from mytriton.backends.cuda.hold_tiles import accumulations, approximations_reached, combined_results, statement_results
 from mytriton.backends.cuda.line_directives import with_directives
 from mytriton.backends.cuda.wgmma import WARPGROUP_INDEX, warpgroup_index_line
 from mytriton.backends.cuda.renderers import Group, renderer_of, renders
@@ -161,6 +161,10 @@ class CudaEmitter:
         self.late = False  # emitting such an op now
         self.late_ops = late_ops(kernel)
         self.held: set = set()  # tiles computed into registers though not materialised (hold_in_registers)
+        self.rendered: set[Op] = set()  # the statements written so far
+        # hold-tiles' running combinations of reduction results, computed as soon as those are
+        self.accumulated = statement_results(kernel)
+        self.accumulating = accumulations(kernel, self.accumulated, set(), decide=False)
         self.shared_allocs: list[Op] = []  # buffers the stage-dots pass allocated
         self.out = CBuilder(depth=1)  # the kernel body's lines, inside its braces
         self.vector_stores = 0  # staging arrays of vector stores, numbered
@@ -372,6 +376,9 @@ class CudaEmitter:
                 for value in self.approximations_to_hold(group):
                     self.hold_in_registers(value, group.ops[0])
                 renderer_of(group)(self, group)
+                self.rendered.update(group.ops)
+                for value in self.accumulations_ready():
+                    self.hold_in_registers(value, group.ops[0], "as soon as the results it combines are")
         self.begin_statement(outer)
 
     def begin_statement(self, op: Op | None) -> None:
@@ -607,13 +614,26 @@ class CudaEmitter:
         order = {op: i for i, op in enumerate(walk(self.kernel.body))}
         return sorted(reached, key=lambda value: order[value.op])
 
-    def hold_in_registers(self, value: Value, op: Op) -> None:
+    def accumulations_ready(self) -> list[OpResult]:
+        """The running combinations hold-tiles held (``hold_tiles.accumulations``)
+        whose reduction results are all computed now: each goes into registers
+        at once, so that those results die here."""
+        ready = []
+        for op in self.accumulating:
+            value = op.results[0]
+            if value not in self.storage and all(v.op in self.rendered or v in self.held
+                                                 for v in combined_results(op, self.accumulated)):
+                ready.append(value)
+        return ready
+
+    def hold_in_registers(self, value: Value, op: Op, why: str | None = None) -> None:
         """Compute ``value`` into registers in its own layout just before
         ``op``, where hold-tiles held it: before the layout change that
         moves a narrow epilogue cast (which then crosses shared memory
         instead of its wider inputs), before the first statement that
-        reads an approximation read by several. A value held already is
-        read where it is."""
+        reads an approximation read by several, after the statement whose
+        result completes a running combination (``why`` says which). A
+        value held already is read where it is."""
         if not (isinstance(value, OpResult) and value.op.attrs.get("hold") is True and is_tile(value)) \
                 or value in self.storage:
             return
@@ -621,7 +641,8 @@ class CudaEmitter:
         loop = self.open_loop(domain, op, looped=True)
         name = "t" + self.name(value)[1:]
         loop.lines.append(f"{name}[k] = {loop.value(value, loop.coords()).expr};")
-        why = "before its layout change" if op.name == "convert_layout" else "for the statements that read it"
+        if why is None:
+            why = "before its layout change" if op.name == "convert_layout" else "for the statements that read it"
         self.close_loop(loop, f"{self.name(value)} held in registers {why} ({domain.slots} slot(s) per thread)",
                         [f"{c_element(value.type)} {name}[{domain.slots}];"])
         self.storage[value] = name
