@@ -163,8 +163,14 @@ class CudaEmitter:
         self.held: set = set()  # tiles computed into registers though not materialised (hold_in_registers)
         self.rendered: set[Op] = set()  # the statements written so far
         # hold-tiles' running combinations of reduction results, computed as soon as those are
-        self.accumulated = statement_results(kernel)
-        self.accumulating = accumulations(kernel, self.accumulated, set(), decide=False)
+        # (each waits for the statements of the results it combines; one
+        # combined with an earlier combination waits for that one's)
+        results = statement_results(kernel)
+        self.waiting: dict[Op, list[tuple[Op, list[OpResult]]]] = {}
+        for op in accumulations(kernel, results, set(), decide=False):
+            inputs = combined_results(op, results)
+            for value in inputs:
+                self.waiting.setdefault(value.op, []).append((op, inputs))
         self.shared_allocs: list[Op] = []  # buffers the stage-dots pass allocated
         self.out = CBuilder(depth=1)  # the kernel body's lines, inside its braces
         self.vector_stores = 0  # staging arrays of vector stores, numbered
@@ -377,7 +383,7 @@ class CudaEmitter:
                     self.hold_in_registers(value, group.ops[0])
                 renderer_of(group)(self, group)
                 self.rendered.update(group.ops)
-                for value in self.accumulations_ready():
+                for value in self.accumulations_ready(group.ops):
                     self.hold_in_registers(value, group.ops[0], "as soon as the results it combines are")
         self.begin_statement(outer)
 
@@ -614,16 +620,21 @@ class CudaEmitter:
         order = {op: i for i, op in enumerate(walk(self.kernel.body))}
         return sorted(reached, key=lambda value: order[value.op])
 
-    def accumulations_ready(self) -> list[OpResult]:
+    def accumulations_ready(self, done: list[Op]) -> list[OpResult]:
         """The running combinations hold-tiles held (``hold_tiles.accumulations``)
-        whose reduction results are all computed now: each goes into registers
-        at once, so that those results die here."""
-        ready = []
-        for op in self.accumulating:
-            value = op.results[0]
-            if value not in self.storage and all(v.op in self.rendered or v in self.held
-                                                 for v in combined_results(op, self.accumulated)):
-                ready.append(value)
+        that the statements ``done`` complete: each goes into registers at
+        once (and, held, completes those waiting for it), so that the reduction
+        results it combines die here."""
+        ready: list[OpResult] = []
+        work = list(done)
+        while work:
+            for op, inputs in self.waiting.pop(work.pop(), []):
+                value = op.results[0]
+                if value not in self.storage and value not in ready \
+                        and all(v.op in self.rendered or v in ready for v in inputs):
+                    ready.append(value)
+                    self.rendered.add(op)
+                    work.append(op)
         return ready
 
     def hold_in_registers(self, value: Value, op: Op, why: str | None = None) -> None:
