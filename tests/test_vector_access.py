@@ -9,6 +9,7 @@ import re
 import pytest
 
 from conftest import ROOT, SAMPLES, compile_text, kernel_source
+from test_stage_dots import HELD_A  # x loaded, its row sums taken, and x @ w: a dot_rs
 from mytriton import compiler
 from mytriton.diagnostics import CompileError
 from mytriton.compiler import Options
@@ -244,25 +245,12 @@ def test_a_store_in_a_loop_is_exchanged_only_where_its_copy_fits_beside_the_live
     assert ("convert_layout" in text) == exchanged
 
 
-HELD_DOT_OPERAND = """
-@mytriton.jit
-def k(x_ptr, w_ptr, out_ptr, s_ptr):
-    r = tl.arange(0, 32)
-    c = tl.arange(0, 64)
-    x = tl.load(x_ptr + r[:, None] * 64 + c[None, :])
-    sums = tl.sum(x * x, axis=1)
-    w = tl.load(w_ptr + c[:, None] * 32 + r[None, :])
-    tl.store(out_ptr + r[:, None] * 32 + r[None, :], tl.dot(x, w))
-    tl.store(s_ptr + r, sums)
-"""
-
-
 @pytest.mark.parametrize("signature, run", [("*fp16:16, *fp16:16, *fp32:16, *fp32:16", 8),
                                             ("*fp16, *fp16, *fp32, *fp32", 1)])
 def test_a_dot_operand_written_to_scratch_from_registers_moves_its_thread_runs_at_once(signature, run):
     # A held in registers (a dot_rs on mma.sync): each thread's 8 consecutive f16 of a row, one
     # 16-byte write; without the alignment facts the layout holds one element a thread, written alone.
-    cuda = compile_text(kernel_source(HELD_DOT_OPERAND), "cuda", signature=signature)
+    cuda = compile_text(kernel_source(HELD_A), "cuda", signature=signature)
     assert "// dot operand a: registers to shared memory" in cuda
     wide = re.search(r"if \(k % 8 == 7\) \*reinterpret_cast<uint4\*>\(&a\d+_tile\[.*\] - 7\) = ", cuda)
     assert (wide is not None) == (run == 8)
