@@ -102,10 +102,11 @@ def mark_vector_atomics(kernel: Kernel, runs: dict[Op, tuple[int, int]]) -> None
 
 def preferred_layouts(kernel: Kernel, widths: dict[Op, int], num_warps: int) -> dict[tuple[int, ...], Blocked]:
     """A vectorised layout for each tile shape one of whose loads or stores
-    moves at least two elements per access, as wide as the widest of them;
-    not for shapes a dot touches (but a ``dot_rs``'s A, whatever its layout,
-    is written to shared memory or converted to wgmma's fragment from
-    there: the loaded tile keeps its wide loads). The others of the shape then take their
+    moves at least two elements per access, as wide as the widest of them,
+    shapes a dot touches too: a dot's operand in registers is written to
+    shared memory (or converted to wgmma's fragment) from whatever layout it
+    has, a thread's run at once, and a dot's result keeps its mma layout
+    whatever the shape's default. The others of the shape then take their
     proven width within it (a gather one element at a time): Triton's
     coalescing gives a load the widest vector among the accesses of its
     shape and order, so one gather (Liger's group norm reads its weights by
@@ -114,12 +115,6 @@ def preferred_layouts(kernel: Kernel, widths: dict[Op, int], num_warps: int) -> 
     for op, width in widths.items():
         shape = op.operands[0].type.shape
         by_shape[shape] = max(by_shape.get(shape, width), width)
-    for op in walk(kernel.body):
-        if opdefs.lookup(op.name).layout_rule == "dot":
-            operands = op.operands[1:] if op.name == "dot_rs" else op.operands
-            for value in list(operands) + list(op.results):
-                if value is not None and is_tile(value):
-                    by_shape.pop(value.type.shape, None)
     return {shape: vectorized_blocked(shape, num_warps, width)
             for shape, width in by_shape.items() if width > 1}
 
