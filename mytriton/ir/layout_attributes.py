@@ -439,6 +439,15 @@ def broadcast_view(layout: TileLayout, rank: int) -> TileLayout:
     return layout
 
 
+def transposed_blocked(layout: Blocked) -> Blocked:
+    """The rank-2 blocked layout of a tile's transpose that places each
+    element on the thread and in the slot holding it in ``layout``: a
+    ``trans`` between the two moves no data (Triton's TransOp infers it)."""
+    swap = (lambda t: t[::-1])
+    return Blocked(swap(layout.size_per_thread), swap(layout.threads_per_warp), swap(layout.warps_per_cta),
+                   tuple(1 - d for d in layout.order))
+
+
 def shape_problem(layout: Any, shape: tuple[int, ...], num_warps: int) -> str | None:
     """Why ``layout`` cannot describe a tile of ``shape``, or None."""
     if layout.rank != len(shape):

@@ -167,6 +167,7 @@ ATTR_KINDS: dict[str, AttrKind] = {
     # read-widths).
     "chunk": _INT, "chunks": _STRING, "offset": _INT, "strategy": _STRING, "chunks_per_row": _INT,
     "scratch_barrier": _BOOL, "proxy_fence": _BOOL, "read_widths": _INTS, "a_pad": _INT, "scratch_pad": _INT, "scratch_columns": _BOOL,
+    "a_columns": _BOOL, "b_columns": _BOOL, "b_pad": _INT,
     # A loop's options (loop_attrs_problem says more: a flag is true when given).
     "num_stages": _INT, "loop_unroll_factor": _INT, "pipeline_stages": _INT, "flatten": _BOOL,
     "warp_specialize": _BOOL, "disallow_acc_multi_buffer": _BOOL, "disable_licm": _BOOL,
@@ -750,12 +751,16 @@ for _name in ("sum", "max", "min"):
 FMA_DOT_ATTRS = ("read_widths",)
 FMA_DOT_DOC = "; read_widths: elements per shared read of A and of B on CUDA cores, once read-widths has decided"
 # ``a_pad=N`` (laid-out SSA): allocate-shared's padding of each row of a
-# register A tile that the CUDA back end writes to scratch (elements).
-SCRATCH_DOT_ATTRS = ("a_pad",)
+# register A tile that the CUDA back end writes to scratch (elements);
+# ``a_columns``/``b_columns``: that operand's tile is written column-major
+# (its transpose row-major: a ``tl.trans`` of a tile held in registers), its
+# rows then padded by ``a_pad``/``b_pad``.
+SCRATCH_DOT_ATTRS = ("a_pad", "a_columns", "b_columns", "b_pad")
 # ``proxy_fence=true|false`` (laid-out SSA): the proxy-fences pass's answer
 # for a wgmma dot, whether a ``fence.proxy.async`` comes before it.
 WGMMA_DOT_ATTRS = ("proxy_fence",)
-SCRATCH_DOT_DOC = "; a_pad: elements of padding after each row of A in scratch, once allocate-shared has decided"
+SCRATCH_DOT_DOC = ("; a_pad: elements of padding after each row of A in scratch, once allocate-shared has decided; "
+                   "a_columns, b_columns: that operand written to scratch column-major (b_pad: its rows' padding)")
 _register(OpDef("dot", ("a", "b", "acc?"), _dot, attrs=DOT_ATTRS + FMA_DOT_ATTRS + SCRATCH_DOT_ATTRS,
                 optional_attrs=DOT_ATTRS + FMA_DOT_ATTRS + SCRATCH_DOT_ATTRS, materialised=True,
                 doc="tl.dot: the matrix product of rank-2 tiles a and b, plus acc when given; input_precision "

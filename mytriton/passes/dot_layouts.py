@@ -15,7 +15,7 @@ Where a dot does not get the faster instruction, ``wgmma_choice`` and
 from __future__ import annotations
 
 from mytriton.ir.layout_attributes import (
-    SWIZZLE_BYTES, WGMMA_MAX_N, Mma, NvmmaShared, PaddedShared, TileLayout,
+    SWIZZLE_BYTES, WGMMA_MAX_N, Mma, NvmmaShared, PaddedShared, TileLayout, thread_run,
 )
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import Const, Kernel, Op, OpResult, Value, walk
@@ -31,6 +31,30 @@ def computed_by_wgmma(op: Op) -> bool:
         return False
     result = op.results[0].type
     return isinstance(result, BlockType) and isinstance(result.layout, Mma) and result.layout.version == 3
+
+
+def column_major_problem(op: Op, label: str) -> str | None:
+    """Why ``op``'s operand ``label`` ("a" or "b") cannot be written to
+    scratch column-major (``a_columns``/``b_columns``), or None: only a
+    dot on mma.sync of 16-bit operands (ldmatrix reads either orientation),
+    an operand that is a register tile whose blocked layout runs down its
+    columns (each thread's run is then one write)."""
+    if op.name not in ("dot", "dot_rs") or not op.results:
+        return "only a dot or a dot_rs writes its operands to scratch"
+    value = op.operands[0 if label == "a" else 1]
+    result = op.results[0].type
+    if not (isinstance(result, BlockType) and isinstance(result.layout, Mma) and result.layout.version == 2):
+        return "only a dot on mma.sync (an mma layout of version 2) reads a column-major operand from scratch"
+    if not isinstance(value.type, BlockType) or isinstance(value.type, SharedType):
+        return f"operand {label} is not a register tile"
+    if element_of(value.type).nbytes != 2:
+        return ("mma.sync reads a column-major operand through ldmatrix, of 16-bit elements, "
+                f"not {element_of(value.type)}")
+    run = thread_run(value.type.layout)
+    if run is None or run[0] != 0:
+        return f"the layout of operand {label} does not run down its columns"
+    return None
+
 
 # mma.sync's K per instruction, by operand element type (f32 means TF32).
 MMA_K = {F16: 16, BF16: 16, F32: 8, I8: 32}

@@ -25,7 +25,11 @@ gives (``OpDef.layout_rule``), sliced where it broadcasts from a lower rank.
 A reduction's operand takes the layout whose slice its consumers want, so a
 row maximum read back against its row needs no data exchange; a ``split``'s
 operand takes its halves' blocked layout with the pair held whole by each
-thread (``paired``), so the halves are read in registers. The first
+thread (``paired``), so the halves are read in registers; a ``trans``
+that a dot reads takes its operand's blocked layout with the axes swapped
+(Triton's TransOp infers it), so it moves no data, and the dot writes that
+operand to scratch column-major (allocate-shared's ``a_columns``,
+``b_columns``). The first
 request (the latest use in program order) decides a value's layout. A later
 request for another layout is met
 
@@ -60,7 +64,6 @@ proves contiguous and aligned (``access_layouts.py``, Triton's Coalesce):
 a shape's layout holds that many elements a thread along its contiguous
 dimension, and each access that can gets ``vector=N``. A dot's result stored
 column-major is exchanged into a layout whose runs go down its columns.
-Shapes a dot reads or writes keep their default layouts.
 
 Shared buffers from stage-dots get a ``padded_shared`` layout: the A operand
 of an FMA dot is padded so that its rows' 16-byte reads fall in distinct
@@ -81,7 +84,7 @@ from mytriton.ir.axis_info import AxisAnalysis
 from mytriton.ir.analysis import is_materialized, is_tile, reaches_materialized
 from mytriton.ir.layout_attributes import (
     WARP, Blocked, Mma, PaddedShared, SharedLayout, Slice, TileLayout, broadcast_view, default_blocked,
-    fma_dot_layout, fma_operand_pad,
+    fma_dot_layout, fma_operand_pad, transposed_blocked,
 )
 from mytriton.ir.ssa import (
     Block, BlockArg, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, insert_before,
@@ -353,7 +356,8 @@ class _Assigner:
             for index in (0, 1):
                 operand = op.operands[index]
                 if is_tile(operand):
-                    wanted = self.layout(operand)
+                    wanted = self.layout(operand) if operand in self.layouts \
+                        else self.register_transpose(operand) or self.layout(operand)
                     if index == 0 and op.name == "dot_rs" and isinstance(layout, Mma) and layout.version == 3:
                         wanted = register_a_layout(layout, operand, self.layouts.get(operand)
                                                    or self.anchored.get(operand))
@@ -392,6 +396,9 @@ class _Assigner:
         if op.name == "split":
             self.split(op)
             return
+        if op.name == "trans":
+            self.trans(op)
+            return
         if rule == "convert" or not op.results or not is_tile(op.results[0]):
             return
         result = op.results[0]
@@ -400,6 +407,26 @@ class _Assigner:
             layout = self.atomic_layout(op, layout)
         self.layouts[result] = layout
         self.operands(op, layout)
+
+    def trans(self, op: Op) -> None:
+        """A transpose read by a dot is laid out as its operand is, axes
+        swapped (``register_transpose``), so it moves no data; pin the operand
+        there, where no later use decided otherwise."""
+        result, operand = op.results[0], op.operands[0]
+        layout = self.layouts.get(result)
+        if isinstance(layout, Blocked) and layout == self.register_transpose(result) \
+                and operand not in self.layouts:
+            self.request(op, 0, transposed_blocked(layout))
+
+    def register_transpose(self, value: Value) -> Blocked | None:
+        """For a rank-2 ``trans`` whose operand is (or will be) in a blocked
+        layout: that layout with its axes swapped, in which the transpose
+        reads every element from the thread's own registers."""
+        if not isinstance(value, OpResult) or value.op.name != "trans":
+            return None
+        operand = value.op.operands[0]
+        have = self.layouts.get(operand) or self.anchored.get(operand) or self.default(operand.type.shape)
+        return transposed_blocked(have) if isinstance(have, Blocked) else None
 
     def split(self, op: Op) -> None:
         """One half of ``tl.split``: its operand is asked for in the result's

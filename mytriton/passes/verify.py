@@ -60,7 +60,7 @@ from mytriton.limits import MAX_EXPRESSION_DEPTH, tile_error
 from mytriton.ir.layout_attributes import SHARED_KINDS, Mma, NvmmaShared, Slice, broadcast_view, shape_problem
 from mytriton.ir.literals import carried_type_fits, literal_conversion_error
 from mytriton.passes.buffer_liveness import Liveness
-from mytriton.passes.dot_layouts import computed_by_wgmma
+from mytriton.passes.dot_layouts import column_major_problem, computed_by_wgmma
 from mytriton.types import BF16, BOOL, F16, F32, F64, BlockType, SharedType, TypeRuleError, concrete, element_of, without_layout
 
 
@@ -103,6 +103,7 @@ class Verifier:
         self.combine_chunks()
         self.dot_read_widths()
         self.dot_a_pads()
+        self.dot_columns()
         self.scratch_barriers()
         self.proxy_fences()
         self.held_tiles()
@@ -231,10 +232,34 @@ class Verifier:
                                  "layout reads A from registers", op)
             element = element_of(op.operands[0].type)
             unit = max(1, 16 // element.nbytes)
-            pad, most = op.attrs["a_pad"], max(unit, op.operands[0].type.shape[-1])
+            row = 0 if op.attrs.get("a_columns") else -1  # a column-major tile's rows are A's columns
+            pad, most = op.attrs["a_pad"], max(unit, op.operands[0].type.shape[row])
             if pad < 0 or pad % unit or pad > most:
                 raise self.error(f"a_pad={pad} must be whole 16-byte units of A's {element} elements (a multiple "
                                  f"of {unit}), at most {most}", op)
+
+    def dot_columns(self) -> None:
+        """``a_columns``/``b_columns`` (allocate-shared's) only on an operand
+        the CUDA back end can write column-major
+        (``dot_layouts.column_major_problem``); ``b_pad`` only with
+        ``b_columns``, whole 16-byte units."""
+        for op in self.ops:
+            for label in ("a", "b"):
+                if not op.attrs.get(f"{label}_columns"):
+                    continue
+                problem = column_major_problem(op, label)
+                if problem:
+                    raise self.error(f"{label}_columns: {problem}", op)
+            if "b_pad" not in op.attrs:
+                continue
+            if not op.attrs.get("b_columns"):
+                raise self.error("b_pad pads the rows of a column-major B tile: it needs b_columns", op)
+            b = op.operands[1]
+            unit, most = max(1, 16 // element_of(b.type).nbytes), b.type.shape[0]
+            pad = op.attrs["b_pad"]
+            if pad < 0 or pad % unit or pad > max(unit, most):
+                raise self.error(f"b_pad={pad} must be whole 16-byte units of B's {element_of(b.type)} elements "
+                                 f"(a multiple of {unit}), at most {max(unit, most)}", op)
 
     def held_tiles(self) -> None:
         """``hold`` (hold-tiles'): on a load of a tile, or a pure op with a

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 from mytriton.backends.cuda.combine_strategy import with_combine_strategies
 from mytriton.backends.cuda.copy_widths import with_copy_widths
-from mytriton.backends.cuda.dots import A_PAD
+from mytriton.backends.cuda.dots import A_PAD, B_PAD, COLUMNS, columns_pad, writes_columns
 from mytriton.backends.cuda.emitter import ScratchNeed, measure_scratch
 from mytriton.backends.cuda.hold_tiles import with_held_tiles
 from mytriton.backends.cuda.read_widths import with_read_widths
@@ -108,7 +108,15 @@ def padded_scratch(kernel: Kernel, shared_budget: int) -> list[ScratchNeed]:
     padded_ops = {}
     for op in walk(kernel.body):
         if writes_a_to_scratch(op):
+            for label in ("a", "b"):
+                op.attrs.pop(COLUMNS[label], None)
+                if writes_columns(op, label):
+                    op.attrs[COLUMNS[label]] = True
+            op.attrs.pop(B_PAD, None)
             op.attrs[A_PAD] = scratch_a_pad(op)
+            if op.attrs.get(COLUMNS["b"]):
+                b = op.operands[1]
+                op.attrs[B_PAD] = columns_pad(b.type.shape[0], element_of(b.type).nbytes)
             padded_ops[id(op)] = A_PAD
         elif op.name == "convert_layout":
             op.attrs.pop(SCRATCH_PAD, None)
@@ -121,12 +129,15 @@ def padded_scratch(kernel: Kernel, shared_budget: int) -> list[ScratchNeed]:
                 padded_ops[id(op)] = SCRATCH_PAD
     needs = measure_scratch(kernel)
     while _plan(kernel, needs)[0] > shared_budget:
-        padded = [need for need in needs if need.op.attrs.get(padded_ops.get(id(need.op), ""))]
+        padded = [need for need in needs if need.op.attrs.get(padded_ops.get(id(need.op), ""))
+                  or padded_ops.get(id(need.op)) == A_PAD and need.op.attrs.get(B_PAD)]
         if not padded:
             break  # the padding is not what passes the budget: allocate says what does
         largest = max(padded, key=lambda need: need.nbytes).op
         if padded_ops[id(largest)] == A_PAD:
             largest.attrs[A_PAD] = 0
+            if largest.attrs.get(B_PAD):
+                largest.attrs[B_PAD] = 0
         else:
             del largest.attrs[SCRATCH_PAD]
         needs = measure_scratch(kernel)
@@ -186,6 +197,8 @@ def scratch_a_pad(op: Op) -> int:
     distinct banks for the warps' 16-byte reads (``fma_operand_pad``, as a
     staged A buffer's; it also keeps ldmatrix's rows 16-byte aligned)."""
     a = op.operands[0]
+    if op.attrs.get(COLUMNS["a"]):  # its transpose's rows, read by ldmatrix.trans
+        return columns_pad(a.type.shape[0], element_of(a.type).nbytes)
     return fma_operand_pad(a.type.shape[1], element_of(a.type).nbytes)
 
 

@@ -52,13 +52,15 @@ from mytriton.ir.layout_attributes import Blocked, Mma, NvmmaShared, PaddedShare
 from mytriton.ir import opdefs
 from mytriton.ir.opdefs import dot_input_precision
 from mytriton.ir.ssa import BlockArg, Const, Op, OpResult, Value, walk
-from mytriton.passes.dot_layouts import reads_down_columns
+from mytriton.passes.dot_layouts import column_major_problem, reads_down_columns
 from mytriton.types import BOOL, F32, F64, I8, I32, I64, ScalarType, SharedType, element_of
 
 if TYPE_CHECKING:
     from mytriton.backends.cuda.context import EmitContext
 
 A_PAD = "a_pad"  # allocate-shared's padding of an unstaged dot's A rows in scratch
+B_PAD = "b_pad"  # allocate-shared's padding of a column-major B tile's rows in scratch
+COLUMNS = {"a": "a_columns", "b": "b_columns"}  # allocate-shared's: that tile is written column-major
 
 
 def shared_array_name(op: Op) -> str:
@@ -806,8 +808,8 @@ def emit_fma_dot(em: "EmitContext", op: Op) -> None:
         a_t, b_t = a.type.element, b.type.element
         a_pitch, b_pitch = pitch(a.type), pitch(b.type)
     else:
-        a_name, b_name, a_t, b_t, a_pitch = stage_operands(em, op)
-        b_pitch = pitch(b.type) if isinstance(b.type, SharedType) else n  # dot_rs: B is a staged buffer
+        a_name, b_name, a_t, b_t, a_pitch, b_pitch, _, _ = stage_operands(em, op)  # never column-major here
+        b_pitch = pitch(b.type) if isinstance(b.type, SharedType) else b_pitch  # dot_rs: B is a staged buffer
     widest = fma_read_widths(op, a_pitch, b_pitch)
     for operand, width, most in zip("AB", widths, widest):
         if width not in (1, most):
@@ -1016,33 +1018,41 @@ def writes_scratch_first(op: Op) -> bool:
     return not (isinstance(layout, Mma) and layout.version == 3)
 
 
-def stage_operands(em: "EmitContext", op: Op) -> tuple[str, str, object, object, int]:
+def stage_operands(em: "EmitContext", op: Op) -> tuple[str, str, object, object, int, int, bool, bool]:
     """Write a general dot's operand tiles to scratch shared memory, each
     row of A followed by the ``a_pad`` elements allocate-shared gave it (none
-    where the dot has no ``a_pad``). Returns the tiles' names, their element
-    types and A's row pitch. A ``dot_rs``'s B is a staged buffer already: it
-    is read where it is."""
+    where the dot has no ``a_pad``); an operand allocate-shared marked
+    ``a_columns``/``b_columns`` is written column-major (its transpose
+    row-major, each row padded by ``a_pad``/``b_pad``), each thread's run
+    down its columns at once. Returns the tiles' names, their element types,
+    their row pitches and whether each is column-major. A ``dot_rs``'s B is
+    a staged buffer already: it is read where it is."""
     a, b, _ = op.operands
-    names = []
+    names, pitches, columns = [], [], []
     offset = 0
-    pitches = {"a": a.type.shape[1] + op.attrs.get(A_PAD, 0), "b": b.type.shape[1]}
     em.scratch_fence()
     for value, label in ((a, "a"), (b, "b")):
         if isinstance(value.type, SharedType):
             names.append(em.storage[value])
+            pitches.append(0)
+            columns.append(False)
             continue
         element = c_element(value.type)
         name = f"{label}{em.name(op.results[0])[1:]}_tile"
         em.line(f"{element}* const {name} = reinterpret_cast<{element}*>(smem + {offset});")
+        column_major = bool(op.attrs.get(COLUMNS[label]))
+        rows, cols = value.type.shape
+        pad = op.attrs.get(A_PAD if label == "a" else B_PAD, 0) if label == "a" or column_major else 0
+        # the tile as it is stored: row-major, or its transpose row-major
+        stored, dim = ((cols, rows + pad), 0) if column_major else ((rows, cols + pad), 1)
         loop = em.open_loop(em.layout_of(value), op)
-        coords = loop.coords()
-        element_value = loop.value(value, coords)
-        rows_here = value.type.shape[0]
-        index = linear_index([loop.use(c) for c in coords], (rows_here, pitches[label]))
-        run = operand_write_run(value.type.layout, value.type.shape, pitches[label], element_bytes(value.type))
+        coords = [loop.use(c) for c in loop.coords()]
+        element_value = loop.value(value, loop.coords())
+        index = linear_index(coords[::-1] if column_major else coords, stored)
+        run = operand_write_run(value.type.layout, value.type.shape, stored[1], element_bytes(value.type), dim)
         declare = []
         if run > 1:
-            # A thread's run of consecutive columns, gathered as it is computed, written at once.
+            # A thread's run of consecutive elements, gathered as it is computed, written at once.
             buffer = f"w{name}"
             declare.append(em.lang.vector_buffer(element, buffer, run))
             loop.lines.append(f"{buffer}[k % {run}] = {element_value.expr};")
@@ -1051,27 +1061,53 @@ def stage_operands(em: "EmitContext", op: Op) -> tuple[str, str, object, object,
             loop.lines.append(f"if (k % {run} == {run - 1}) {copy}")
         else:
             loop.lines.append(f"{name}[{index}] = {element_value.expr};")
-        em.close_loop(loop, f"dot operand {label}: registers to shared memory", declare)
-        offset += _aligned(rows_here * pitches[label] * element_of(value.type).nbytes)
+        order = "column-major " if column_major else ""
+        em.close_loop(loop, f"dot operand {label}: registers to shared memory {order}".rstrip(), declare)
+        offset += _aligned(stored[0] * stored[1] * element_of(value.type).nbytes)
         names.append(name)
+        pitches.append(stored[1])
+        columns.append(column_major)
     # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
     em.line(em.lang.barrier)
     em.need_shared(offset, op)
-    return names[0], names[1], element_of(a.type), _element(b.type), pitches["a"]
+    return names[0], names[1], element_of(a.type), _element(b.type), pitches[0], pitches[1], columns[0], columns[1]
 
 
-def operand_write_run(layout, shape: tuple[int, ...], pitch: int, nbytes: int) -> int:
-    """The elements a thread writes at once into a dot operand's row-major
-    tile in scratch: its layout's run of consecutive slots along the rows
-    (a blocked layout's elements per thread there), where that is 4, 8 or 16
-    bytes and each row, padding included, keeps the runs aligned; else 1."""
+def operand_write_run(layout, shape: tuple[int, ...], pitch: int, nbytes: int, dim: int | None = None) -> int:
+    """The elements a thread writes at once into a dot operand's tile in
+    scratch: its layout's run of consecutive slots along ``dim`` (by default
+    the rows; dimension 0 for a tile written column-major), where that is 4,
+    8 or 16 bytes and each stored row, padding included (``pitch``), keeps
+    the runs aligned; else 1."""
+    dim = len(shape) - 1 if dim is None else dim
     along = thread_run(layout) if isinstance(layout, Blocked) else None
-    if along is None or along[0] != len(shape) - 1:
+    if along is None or along[0] != dim:
         return 1
     run = along[1]
-    if run * nbytes not in (4, 8, 16) or (pitch * nbytes) % (run * nbytes) or shape[-1] % run:
+    if run * nbytes not in (4, 8, 16) or (pitch * nbytes) % (run * nbytes) or shape[dim] % run:
         return 1
     return run
+
+
+def writes_columns(op: Op, label: str) -> bool:
+    """Whether ``op``'s operand ``label`` ("a" or "b") is written to scratch
+    column-major (``dot_layouts.column_major_problem`` says where it may be):
+    where its register tile's run down the columns (a ``tl.trans`` of a
+    row-major tile, which the layouts stage lays out in its operand's
+    registers) is 4 to 16 bytes, so each thread writes it at once, where
+    row-major its elements lie a row apart."""
+    if (op.name == "dot_rs" and label == "b") or column_major_problem(op, label) is not None:
+        return False
+    value = op.operands[0 if label == "a" else 1]
+    return operand_write_run(value.type.layout, value.type.shape, value.type.shape[0], 2, 0) > 1
+
+
+def columns_pad(rows: int, nbytes: int) -> int:
+    """The padding after each row of a column-major operand tile (``rows``
+    elements of ``nbytes``): ldmatrix reads 16 bytes from each of 8 rows at
+    once, in distinct banks only where a row spans an odd number of 16-byte
+    units; 16 bytes more where it spans an even one."""
+    return 16 // nbytes if (rows * nbytes // 16) % 2 == 0 else 0
 
 
 def _element(t) -> ScalarType:

@@ -181,6 +181,7 @@ def emit_mma_dot(em: "EmitContext", op: Op) -> None:
     storage = em.storage[result]
     where = em.where(op)
     registers_a = op.name == "dot_rs" and result.type.layout.version == 3
+    a_columns = b_columns = False  # the operands' tiles in scratch written column-major (stage_operands)
     if op.name == "dot_shared":
         a_name, b_name = em.storage[a], em.storage[b]
         element = a.type.element
@@ -192,8 +193,8 @@ def emit_mma_dot(em: "EmitContext", op: Op) -> None:
         _check_register_a(em, op)
     else:
         # A's rows may be padded by whole 16-byte units (a_pad), which keeps ldmatrix's rows aligned.
-        a_name, b_name, element, _, a_pitch = stage_operands(em, op)
-        b_pitch = pitch(b.type) if isinstance(b.type, SharedType) else n  # dot_rs: B is a staged buffer
+        a_name, b_name, element, _, a_pitch, b_pitch, a_columns, b_columns = stage_operands(em, op)
+        b_pitch = pitch(b.type) if isinstance(b.type, SharedType) else b_pitch  # dot_rs: B is a staged buffer
     if result.type.layout.version == 3:
         _check_wgmma_buffers(em, op, registers_a)
     elif any(isinstance(x.type, SharedType) and isinstance(x.type.layout, NvmmaShared) for x in (a, b)):
@@ -239,14 +240,14 @@ def emit_mma_dot(em: "EmitContext", op: Op) -> None:
             _materialise_register_a(em, op)
         emit_wgmma_products(em, op, layout, storage, a_name, b_name)
     else:
-        a_column_major, b_column_major = (isinstance(x.type, SharedType) and x.type.layout.transposed
-                                          for x in (a, b))
+        a_column_major, b_column_major = (columns or isinstance(x.type, SharedType) and x.type.layout.transposed
+                                          for x, columns in ((a, a_columns), (b, b_columns)))
         if (a_column_major or b_column_major) and element not in (F16, BF16):
             raise em.error_at(op, f"mma.sync reads a column-major operand of {element} elements only through "
                                   "ldmatrix, which moves 16-bit ones")
-        if a_column_major:
+        if a_column_major and not a_columns:
             a_pitch = pitch(transposed(a.type))
-        if b_column_major:
+        if b_column_major and not b_columns:
             b_pitch = pitch(transposed(b.type))
         _emit_mma_sync_products(em, op, layout, storage, instr, (a_name, a_pitch), (b_name, b_pitch), split,
                                 a_column_major, b_column_major)
