@@ -29,7 +29,10 @@ thread (``paired``), so the halves are read in registers; a ``trans``
 that a dot reads takes its operand's blocked layout with the axes swapped
 (Triton's TransOp infers it), so it moves no data, and the dot writes that
 operand to scratch column-major (allocate-shared's ``a_columns``,
-``b_columns``). The first
+``b_columns``); a tile atomic of a reduction's slice, which holds each element
+on every lane its reduced dimension spread over, is exchanged first into a
+layout spread over the block (``replicated``): one fenced atomic a thread,
+not one per element its owner holds. The first
 request (the latest use in program order) decides a value's layout. A later
 request for another layout is met
 
@@ -514,6 +517,16 @@ class _Assigner:
                 and value.type.shape == op.results[0].type.shape and not any(reaches_materialized(o) for o in others):
             held = self.held(value)
             contiguity, vector = self.atomic_runs.get(op, (1, 1))
+            shape = value.type.shape
+            if self.replicated(held, value) and self.exchange_fits(value, op):
+                # A reduction's slice holds each element on every lane (warp)
+                # the reduced dimension spread over, and only its owner applies
+                # it: 16 elements a thread, each an atomic behind its own fence,
+                # where spread over the block's threads each adds one (Triton
+                # lays an atomic out by its own access pattern, then converts).
+                spread = vectorized_blocked(shape, self.num_warps, vector) \
+                    if vector > 1 and shape[-1] % vector == 0 else default_blocked(shape, self.num_warps)
+                return self.exchange_before(op, index, held, spread)
             if not isinstance(held, Mma) or contiguity < 2 or not self.exchange_fits(value, op):
                 return held
             # A tensor-core fragment holds pairs of columns on 8 rows a warp:
@@ -522,11 +535,22 @@ class _Assigner:
             # rows as Triton's coalesced atomics, a warp's instruction covers
             # adjacent elements, and on sm_90 each thread adds 4 f32 at once
             # (one fence per 4 elements).
-            shape = value.type.shape
             coalesced = vectorized_blocked(shape, self.num_warps, vector) if vector > 1 and shape[-1] % vector == 0 \
                 else default_blocked(shape, self.num_warps)
             return self.exchange_before(op, index, held, coalesced)
         return layout
+
+    def replicated(self, layout: TileLayout, value: Value) -> bool:
+        """Whether ``layout`` (a reduction's slice) holds each element of
+        ``value`` on several lanes or warps and so gives a thread more of its
+        elements than the block's default layout would: the reduced
+        dimension's lanes and warps all hold the result."""
+        if not isinstance(layout, Slice) or not isinstance(layout.parent, Blocked):
+            return False
+        parent = layout.parent
+        copies = parent.threads_per_warp[layout.dim] * parent.warps_per_cta[layout.dim]
+        threads = self.num_warps * WARP
+        return copies > 1 and value.type.numel * copies > max(threads, value.type.numel)
 
     def exchange_before(self, op: Op, index: int, held: TileLayout, layout: TileLayout) -> TileLayout:
         """``op``'s operand ``index`` (held in ``held``) moved into ``layout`` by
