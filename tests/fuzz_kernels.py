@@ -589,6 +589,39 @@ def _loop(ch: Any, index: int) -> GeneratedKernel:
                            description={"per_program": per_program, "nested": nested, "static": static})
 
 
+# How a dot operand is read: its tile as stored ("rows"), its transpose stored
+# and read back with tl.trans ("trans"), or that transpose scaled first
+# (computed in registers, so the dot is not staged: "scaled trans").
+OPERAND_FORMS = ("rows", "trans", "scaled trans")
+
+
+def _operand(form: str, name: str, rows: str, cols: str, n_rows: str, n_cols: str, cast: str) -> str:
+    """The lines that load operand ``name`` (a tile of ``rows`` x ``cols``
+    indices, ``n_rows`` x ``n_cols`` bounds) in ``form``."""
+    if form == "rows":
+        return (f"        {name}_rows = {rows}\n        {name}_cols = {cols}\n"
+                f"        {name} = tl.load({name}_ptr + {name}_rows * {n_cols} + {name}_cols, "
+                f"mask=({name}_rows < {n_rows}) & ({name}_cols < {n_cols}), other=0.0){cast}\n")
+    # the transpose is stored: index it with the axes swapped, then read it back transposed
+    t_rows, t_cols = cols.replace("[None, :]", "[:, None]"), rows.replace("[:, None]", "[None, :]")
+    tile = (f"tl.load({name}_ptr + {name}_t_rows * {n_rows} + {name}_t_cols, "
+            f"mask=({name}_t_rows < {n_cols}) & ({name}_t_cols < {n_rows}), other=0.0){cast}")
+    if form == "scaled trans":
+        tile = f"({tile} * 2.0)"
+    return (f"        {name}_t_rows = {t_rows}\n        {name}_t_cols = {t_cols}\n"
+            f"        {name} = tl.trans({tile})\n")
+
+
+def _operand_values(form: str, flat: np.ndarray, n_rows: int, n_cols: int, dtype: Any) -> np.ndarray:
+    """The operand the kernel reads in ``form`` from its argument ``flat``."""
+    if form == "rows":
+        tile = flat[:n_rows * n_cols].reshape(n_rows, n_cols)
+    else:
+        tile = flat[:n_rows * n_cols].reshape(n_cols, n_rows).T
+    tile = tile.astype(dtype).astype(np.float64)
+    return tile * 2.0 if form == "scaled trans" else tile
+
+
 def _dot(ch: Any, index: int) -> GeneratedKernel:
     bm, bn, bk = ch.choice((16, 32, 64)), ch.choice((16, 32, 64)), ch.choice((16, 32))
     m, n = ch.integer(1, 2 * bm + 3), ch.integer(1, 2 * bn + 3)
@@ -596,12 +629,18 @@ def _dot(ch: Any, index: int) -> GeneratedKernel:
     grid = (-(-m // bm), -(-n // bn))
     accumulate = ch.choice(("+=", "acc_arg"))
     epilogue = ch.choice(("acc", "acc * alpha", "tl.maximum(acc, 0.0)", "acc + bias[None, :]"))
+    a_form, b_form = ch.choice(OPERAND_FORMS), ch.choice(OPERAND_FORMS)
+    # f32 operands, or f16 ones (rounded as they are loaded: the tensor cores' mma.sync or wgmma).
+    operands = ch.choice(("fp32", "fp16"))
     # tl.dot's precision for f32 (TF32 by default, as in Triton): spelled out
     # in the call, the tolerance scaled to it (TF32 keeps 10 mantissa bits).
-    precision = ch.choice(("tf32", "tf32x3", "ieee"))
-    spelled = f'input_precision="{precision}"'
-    update = f"acc += tl.dot(a, b, {spelled})" if accumulate == "+=" else f"acc = tl.dot(a, b, acc, {spelled})"
+    precision = ch.choice(("tf32", "tf32x3", "ieee")) if operands == "fp32" else "ieee"
+    spelled = f', input_precision="{precision}"' if operands == "fp32" else ""
+    update = f"acc += tl.dot(a, b{spelled})" if accumulate == "+=" else f"acc = tl.dot(a, b, acc{spelled})"
     tol = 2e-3 if precision == "tf32" else 1e-4
+    cast = ".to(tl.float16)" if operands == "fp16" else ""
+    a_lines = _operand(a_form, "a", "offs_m[:, None]", "k + offs_k[None, :]", "M", "K", cast)
+    b_lines = _operand(b_form, "b", "k + offs_k[:, None]", "offs_n[None, :]", "K", "N", cast)
     body = f"""    pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     offs_m = pid_m * BM + tl.arange(0, BM)
@@ -609,13 +648,7 @@ def _dot(ch: Any, index: int) -> GeneratedKernel:
     offs_k = tl.arange(0, BK)
     acc = tl.zeros((BM, BN), tl.float32)
     for k in range(0, K, BK):
-        a_rows = offs_m[:, None]
-        a_cols = k + offs_k[None, :]
-        a = tl.load(a_ptr + a_rows * K + a_cols, mask=(a_rows < M) & (a_cols < K), other=0.0)
-        b_rows = k + offs_k[:, None]
-        b_cols = offs_n[None, :]
-        b = tl.load(b_ptr + b_rows * N + b_cols, mask=(b_rows < K) & (b_cols < N), other=0.0)
-        {update}
+{a_lines}{b_lines}        {update}
     bias = tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0)
     out = {epilogue}
     c_rows = offs_m[:, None]
@@ -631,7 +664,8 @@ def _dot(ch: Any, index: int) -> GeneratedKernel:
 
     def reference(args: list[Any]) -> dict[int, np.ndarray]:
         a, b, c, bias, _, _, _, alpha = args
-        acc = (a[:m * k].reshape(m, k).astype(np.float64) @ b[:k * n].reshape(k, n).astype(np.float64))
+        dtype = np.float16 if operands == "fp16" else np.float32
+        acc = _operand_values(a_form, a, m, k, dtype) @ _operand_values(b_form, b, k, n, dtype)
         out = {"acc": acc, "acc * alpha": acc * np.float32(alpha), "tl.maximum(acc, 0.0)": np.maximum(acc, 0),
                "acc + bias[None, :]": acc + bias[None, :]}[epilogue]
         result = c.copy()
@@ -643,7 +677,8 @@ def _dot(ch: Any, index: int) -> GeneratedKernel:
               "BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):\n" + body)
     return GeneratedKernel("dot", name, source, params, {"BM": bm, "BN": bn, "BK": bk}, grid, [2], make_args,
                            reference, rtol=tol, atol=tol * max(k, 1), num_warps=ch.choice((1, 2, 4, 8)),
-                           description={"epilogue": epilogue, "accumulate": accumulate, "precision": precision})
+                           description={"epilogue": epilogue, "accumulate": accumulate, "precision": precision,
+                                        "a": a_form, "b": b_form, "operands": operands})
 
 
 SCAN_COMBINES = {
