@@ -524,9 +524,7 @@ class _Assigner:
                 # it: 16 elements a thread, each an atomic behind its own fence,
                 # where spread over the block's threads each adds one (Triton
                 # lays an atomic out by its own access pattern, then converts).
-                spread = vectorized_blocked(shape, self.num_warps, vector) \
-                    if vector > 1 and shape[-1] % vector == 0 else default_blocked(shape, self.num_warps)
-                return self.exchange_before(op, index, held, spread)
+                return self.exchange_before(op, index, held, self.atomic_runs_layout(shape, vector))
             if not isinstance(held, Mma) or contiguity < 2 or not self.exchange_fits(value, op):
                 return held
             # A tensor-core fragment holds pairs of columns on 8 rows a warp:
@@ -535,10 +533,16 @@ class _Assigner:
             # rows as Triton's coalesced atomics, a warp's instruction covers
             # adjacent elements, and on sm_90 each thread adds 4 f32 at once
             # (one fence per 4 elements).
-            coalesced = vectorized_blocked(shape, self.num_warps, vector) if vector > 1 and shape[-1] % vector == 0 \
-                else default_blocked(shape, self.num_warps)
-            return self.exchange_before(op, index, held, coalesced)
+            return self.exchange_before(op, index, held, self.atomic_runs_layout(shape, vector))
         return layout
+
+    def atomic_runs_layout(self, shape: tuple[int, ...], vector: int) -> Blocked:
+        """The blocked layout an exchanged tile atomic takes: ``vector``
+        elements a thread along its rows where one vector atom may add them,
+        else the default one."""
+        if vector > 1 and shape[-1] % vector == 0:
+            return vectorized_blocked(shape, self.num_warps, vector)
+        return default_blocked(shape, self.num_warps)
 
     def replicated(self, layout: TileLayout, value: Value) -> bool:
         """Whether ``layout`` (a reduction's slice) holds each element of
