@@ -443,8 +443,7 @@ def transposed_blocked(layout: Blocked) -> Blocked:
     """The rank-2 blocked layout of a tile's transpose that places each
     element on the thread and in the slot holding it in ``layout``: a
     ``trans`` between the two moves no data (Triton's TransOp infers it)."""
-    swap = (lambda t: t[::-1])
-    return Blocked(swap(layout.size_per_thread), swap(layout.threads_per_warp), swap(layout.warps_per_cta),
+    return Blocked(layout.size_per_thread[::-1], layout.threads_per_warp[::-1], layout.warps_per_cta[::-1],
                    tuple(1 - d for d in layout.order))
 
 
