@@ -508,7 +508,7 @@ def k(p, x, BLOCK: tl.constexpr):
 
 def test_an_aligned_f32_atomic_add_applies_four_elements_with_one_vector_atom():
     cuda = compile_text(kernel_source(VECTOR_ADD.format(extra="")), "cuda", signature="*fp32:16, *fp32:16",
-                        defines={"BLOCK": 256})
+                        defines={"BLOCK": 512})
     assert "atom.acq_rel.gpu.global.add.v4.f32 {%0, %1, %2, %3}, [%4], {%5, %6, %7, %8};" in cuda
 
 
@@ -559,7 +559,7 @@ def test_every_sem_and_scope_of_a_vector_atom_builds_with_nvcc(sem, scope):
     from mytriton.backends.cuda.nvcc import compile_ptx
 
     cuda = compile_text(kernel_source(VECTOR_ADD.format(extra=f', sem="{sem}", scope="{scope}"')), "cuda",
-                        signature="*fp32:16, *fp32:16", defines={"BLOCK": 256})
+                        signature="*fp32:16, *fp32:16", defines={"BLOCK": 512})
     assert ".global.add.v4.f32" in cuda
     assert ".entry" in compile_ptx(cuda, "sm_90")
 

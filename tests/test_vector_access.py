@@ -225,7 +225,7 @@ def test_a_row_of_sums_is_stored_from_its_slice_16_bytes_at_once():
     # The sums stay in the slice of the loads' layout (8 f16 a thread along the
     # columns), and the store of that slice moves each thread's 8 at once.
     text = compile_text(COLUMN_SUMS, "layouts", file="column_sums.py", signature="*fp16:16, *fp16:16, i32:16",
-                        defines={"BLOCK_M": 4, "BLOCK_N": 128})
+                        defines={"BLOCK_M": 4, "BLOCK_N": 256})
     assert "size_per_thread=[1, 8]" in text and "convert_layout" not in text
     store = next(line for line in text.splitlines() if line.strip().startswith("store"))
     assert ", vector=8 @" in store and ": vector<" not in store

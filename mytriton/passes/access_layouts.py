@@ -14,11 +14,12 @@ atom where their runs allow it (``atomic_runs``, ``mark_vector_atomics``).
 from __future__ import annotations
 
 from dataclasses import replace
+from math import prod
 
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_tile
 from mytriton.ir.axis_info import AxisAnalysis, contiguous_dim, vector_width
-from mytriton.ir.layout_attributes import Blocked, Mma, default_blocked, thread_run
+from mytriton.ir.layout_attributes import WARP, Blocked, Mma, default_blocked, thread_run
 from mytriton.ir.ssa import Kernel, Op, walk
 from mytriton.types import BF16, F16, F32, element_of
 
@@ -115,6 +116,11 @@ def preferred_layouts(kernel: Kernel, widths: dict[Op, int], num_warps: int) -> 
     for op, width in widths.items():
         shape = op.operands[0].type.shape
         by_shape[shape] = max(by_shape.get(shape, width), width)
+    # As Triton's Coalesce: no thread takes more than its share of the tile,
+    # so a small tile spreads over the lanes instead of leaving most of
+    # them holding copies.
+    threads = WARP * num_warps
+    by_shape = {shape: min(width, max(1, prod(shape) // threads)) for shape, width in by_shape.items()}
     return {shape: vectorized_blocked(shape, num_warps, width)
             for shape, width in by_shape.items() if width > 1}
 

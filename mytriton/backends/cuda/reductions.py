@@ -55,14 +55,23 @@ def emit_reduction(em: "EmitContext", op: Op, domain: Layout) -> None:
     in_warp = type(parent) is BlockedLayout and all(
         parent.warp_holds_whole(p) for p in reduced if parent.warps_per_cta[p] > 1)
 
+    # Where a warp's lanes wrap a reduced dimension, each aligned group of
+    # its distinct lanes holds every element once: the group counts its own
+    # copy and the shuffles stay within it.
+    distinct = {p: _distinct_lanes(parent, p) for p in reduced
+                if in_warp or parent.warps_per_cta[p] == 1}
+    distinct = {p: n for p, n in distinct.items() if n is not None}
+
     # 1. this thread's slots
     loop = em.open_loop(domain, op)
     value = loop.value(x, loop.coords())
     out = out_layout.slot_of({p: loop.digits[p] for p in out_layout.slot_dims()}) if out_layout else "0"
     counted = []
     for a, p in zip(axes, reduced):
-        if in_warp and parent.warps_per_cta[p] > 1:
-            copy = parent.first_copy_in_warp(p, loop.digits[p], em.lang.thread_id)
+        if p in distinct:
+            copy = _first_copy_in_thread(parent, p, loop.digits.get(p, "0"))
+        elif in_warp and parent.warps_per_cta[p] > 1:
+            copy = parent.first_copy_in_warp(p, loop.digits.get(p, "0"), em.lang.thread_id)
         elif domain.shape[a] > 1:
             copy = parent.first_copy(p, loop.digits[p], loop.positions[p])
         else:
@@ -75,7 +84,7 @@ def emit_reduction(em: "EmitContext", op: Op, domain: Layout) -> None:
 
     # 2. lanes
     for p in reduced:
-        lanes, stride = parent.threads_per_warp[p], parent.lane_stride(p)
+        lanes, stride = distinct.get(p, parent.threads_per_warp[p]), parent.lane_stride(p)
         offset = lanes // 2
         while offset >= 1:
             em.line(em.lang.unroll)
@@ -135,3 +144,26 @@ def emit_reduction(em: "EmitContext", op: Op, domain: Layout) -> None:
         em.line(f"for (int r = 0; r < {out_slots}; ++r) {storage}[r] = {c_cast(f'{acc}[r]', t, element)};")
     else:
         em.line(f"const {c_element(result.type)} {em.name(result)} = {c_cast(f'{acc}[0]', t, element)};")
+
+
+def _distinct_lanes(parent: Layout, d: int) -> int | None:
+    """How many consecutive lanes along ``d`` hold distinct elements, where
+    the warp's lanes wrap around ``d`` so that later lanes hold copies
+    (fewer than the lanes along ``d``); None where every lane is distinct or
+    the copies do not fall in aligned groups."""
+    if type(parent) is not BlockedLayout:
+        return None
+    lanes, spt, n = parent.threads_per_warp[d], parent.size_per_thread[d], parent.shape[d]
+    if lanes == 1 or not parent.warp_holds_whole(d):
+        return None
+    group = max(1, n // spt)
+    if group >= lanes or group & (group - 1) or lanes % group or (spt > n and spt % n) or (spt <= n and n % spt):
+        return None
+    return group
+
+
+def _first_copy_in_thread(parent: Layout, d: int, digit: str) -> str | None:
+    """C condition true on the slot (of a thread's own copies along ``d``,
+    where it holds more elements than ``d`` has) that counts the element."""
+    spt, n = parent.size_per_thread[d], parent.shape[d]
+    return f"({digit}) % {spt} < {n}" if spt > n and digit != "0" else None

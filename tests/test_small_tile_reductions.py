@@ -1,0 +1,63 @@
+"""Reductions of tiles smaller than the block's lanes: the layout wraps the
+lanes around a dimension, so several lanes hold copies of each element, and
+each aligned group of distinct lanes counts its own copy and shuffles within
+itself (backends/cuda/reductions.py). Checked against NumPy on the GPU for
+every axis, sums and maxima, tiles from 1x2 to 16x8 on 1, 4 and 8 warps."""
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from conftest import compile_text, kernel_source
+
+SUMS = """
+@mytriton.jit
+def k(x_ptr, rows_ptr, cols_ptr, all_ptr, maxes_ptr, R: tl.constexpr, C: tl.constexpr):
+    r = tl.arange(0, R)
+    c = tl.arange(0, C)
+    x = tl.load(x_ptr + r[:, None] * C + c[None, :])
+    tl.store(rows_ptr + r, tl.sum(x, axis=1))
+    tl.store(cols_ptr + c, tl.sum(x, axis=0))
+    tl.store(all_ptr, tl.sum(x))
+    tl.store(maxes_ptr + c, tl.max(x, axis=0))
+"""
+
+SHAPES = [(1, 2), (2, 2), (4, 4), (2, 8), (8, 2), (4, 16), (16, 8), (1, 32), (32, 1)]
+
+
+def test_a_column_sum_of_a_4x4_tile_takes_two_shuffle_rounds():
+    cuda = compile_text(kernel_source(SUMS), "cuda", signature="*fp32:16, *fp32:16, *fp32:16, *fp32:16, *fp32:16",
+                        defines={"R": 4, "C": 4})
+    column_sum = cuda.split("along axis 0")[1].split("// store")[0]
+    assert column_sum.count("__shfl_xor_sync") == 2
+
+
+@pytest.mark.parametrize("num_warps", [1, 4, 8])
+def test_a_sum_along_a_dimension_of_one_element_on_warps_that_copy_it_compiles(num_warps):
+    # a 32x1 tile on 4 warps: the warps hold copies of its one column, and the
+    # row sums' slots have no digit along it
+    cuda = compile_text(kernel_source(SUMS), "cuda", signature="*fp32:16, *fp32:16, *fp32:16, *fp32:16, *fp32:16",
+                        defines={"R": 32, "C": 1}, num_warps=num_warps)
+    assert "along axis 1" in cuda
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_warps", [1, 4, 8])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_small_tile_reductions_match_numpy(tmp_path, shape, num_warps):
+    path = tmp_path / "sums.py"
+    path.write_text(kernel_source(SUMS))
+    spec = importlib.util.spec_from_file_location("small_sums", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows, cols = shape
+    x = np.random.default_rng(rows * 100 + cols).standard_normal(shape).astype(np.float32)
+    out_rows, out_cols = np.empty(rows, np.float32), np.empty(cols, np.float32)
+    out_all, out_max = np.empty(1, np.float32), np.empty(cols, np.float32)
+    module.k[(1,)](x, out_rows, out_cols, out_all, out_max, R=rows, C=cols, num_warps=num_warps, backend="cuda")
+    np.testing.assert_allclose(out_rows, x.sum(axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out_cols, x.sum(axis=0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out_all[0], x.sum(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(out_max, x.max(axis=0))
