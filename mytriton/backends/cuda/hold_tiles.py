@@ -11,10 +11,12 @@ decision:
 
 - a load read by a statement other than its own slot loop (directly or
   through pure ops): its loop also fills the array the others read;
-- a pure tile value that a ``convert_layout`` moves and that is narrower
-  than every held tile it is computed from (an epilogue's f32 -> f16
-  cast): it is computed into registers just before the layout change, so
-  that the narrow value crosses shared memory, not its wider inputs;
+- a pure tile value that a ``convert_layout`` moves and that takes fewer
+  bytes than the held tiles it is computed from together (an epilogue's
+  f32 -> f16 cast; ``acc + x * scale`` cast to bf16, from an f32
+  accumulator and a bf16 tile): it is computed into registers just before
+  the layout change, so that the value crosses shared memory, not its
+  inputs;
 - a running combination of reduction results (``sumsq += tl.sum(x * x, 1)``
   in a ``tl.static_range``, unrolled: each step's add reads the sums
   before it and the step's own): a pure elementwise tile op reading such
@@ -211,7 +213,7 @@ def _tiles_reached(op: Op, wanted: Callable[[Op], bool], held: frozenset = froze
 
 def narrower_than_its_inputs(value: OpResult, held: set) -> bool:
     """Whether tile ``value``, not held yet, is computed from held tiles
-    (or block arguments) that are all wider than it."""
+    (or block arguments) that take more bytes together than it does."""
     if not is_tile(value) or value in held:
         return False
     inputs, work, seen = [], [value], set()
@@ -224,8 +226,11 @@ def narrower_than_its_inputs(value: OpResult, held: set) -> bool:
             inputs.append(v)
         else:
             work.extend(v.op.operands)
-    nbytes = element_bytes(value.type)
-    return bool(inputs) and all(element_bytes(v.type) > nbytes for v in inputs)
+    return bool(inputs) and sum(tile_bytes(v) for v in inputs) > tile_bytes(value)
+
+
+def tile_bytes(value) -> int:
+    return element_bytes(value.type) * value.type.numel
 
 
 def with_held_tiles(kernel: Kernel) -> Kernel:
