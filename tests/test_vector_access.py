@@ -46,10 +46,20 @@ def test_cuda_reads_and_writes_16_bytes_at_once():
 
 
 def test_a_masked_run_is_loaded_or_filled_once_and_its_slots_read_what_is_staged():
-    # The run is under one mask value: the first slot tests it, the others read the staged element.
+    # The run is under one mask value: the first slot tests it, the others read the staged
+    # element. A fill of zero bits is the run's word zeroed, then loaded over where the mask holds.
     cuda = add_at("cuda", ALIGNED)
-    assert cuda.count("if (k % 4 == 0) { if (v5) *reinterpret_cast<uint4*>(") == 2
-    assert "else for (int j = 0; j < 4; ++j) w6[k + j] = 0.0f; }" in cuda
+    assert "if (k % 4 == 0) { uint4 w6_z{}; if (v5) w6_z = *reinterpret_cast<const uint4*>(v4); " \
+           "*reinterpret_cast<uint4*>(&w6[k]) = w6_z; }" in cuda
+    assert cuda.count("_z{}; if (v5)") == 2
+
+
+@pytest.mark.parametrize("other", ["float('-inf')", "-0.0", "2.5"])
+def test_a_masked_run_with_another_fill_fills_its_elements_one_by_one(other):
+    source = ADD.replace("tl.load(x_ptr + offsets, mask=mask)", f"tl.load(x_ptr + offsets, mask=mask, other={other})")
+    cuda = compile_text(source, "cuda", file="samples/add.py", signature=ALIGNED)
+    assert "if (k % 4 == 0) { if (v5) *reinterpret_cast<uint4*>(&w6[k])" in cuda
+    assert "else for (int j = 0; j < 4; ++j) w6[k + j] = " in cuda
     assert "? w6[k] :" not in cuda and "const float v6 = w6[k];" in cuda
 
 

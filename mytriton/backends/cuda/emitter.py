@@ -523,6 +523,17 @@ class CudaEmitter:
         # slot loads it or fills it, once, and every slot reads what is staged.
         # A select a slot would test the mask again at each (nvcc cannot tell
         # that the run's later offsets are in bounds when the first is).
+        if fills_zero_bits(op.operands[2] if len(op.operands) > 2 else None):
+            # A fill of zero bits is the run's word zeroed, then loaded over
+            # where the mask holds: nvcc keeps the run one word and selects it
+            # (filled element by element, it kept each 16-bit half apart and
+            # merged them with byte permutes: Liger's bf16 layer norm 59
+            # registers against 48, 424 instructions against 360).
+            word = self.lang.vector_words[n * pointee.nbytes]
+            loop.lines.append(f"if ({first}) {{ {word} {buffer}_z{{}}; if ({as_type(mask, BOOL)}) {buffer}_z = "
+                              f"*reinterpret_cast<const {word}*>({ptr.expr}); "
+                              f"*reinterpret_cast<{word}*>(&{buffer}[{loop.index}]) = {buffer}_z; }}")
+            return read
         fill = as_type(other, pointee) if other is not None else c_literal(0, pointee)
         loop.lines.append(f"if ({first}) {{ if ({as_type(mask, BOOL)}) {copy} "
                           f"else for (int j = 0; j < {n}; ++j) {buffer}[{loop.index} + j] = {fill}; }}")
@@ -902,6 +913,14 @@ def _while(em: CudaEmitter, group: Group) -> None:
 @renders("for")
 def _for(em: CudaEmitter, group: Group) -> None:
     em.loop(group.ops[0])
+
+
+def fills_zero_bits(other: Operand) -> bool:
+    """Whether a masked load's fill (``other``; none fills 0) is all zero
+    bits: 0, 0.0 or False, not -0.0 nor a runtime value."""
+    if other is None:
+        return True
+    return isinstance(other, Const) and other.value == 0 and math.copysign(1.0, other.value) > 0
 
 
 def load_expr(op: Op, args: list) -> str:
