@@ -24,8 +24,10 @@ defines one of its operands (those pure themselves, as the accumulator's
 reads one (``sumsq += tl.sum(...)``'s add), but only where a load (an op
 reading memory) it does not read lies between: elsewhere (a K loop's dot at
 the end of its body, after pointer increments) it stays, since moving it
-would only lengthen its result's life. They are visited in program order,
-so a chain of them moves up link by link.
+would only lengthen its result's life. A load of scalars neither makes it
+move nor lets it pass: holding a scalar costs one register, and a
+reduction's barriers before the load would hold its latency up. They are
+visited in program order, so a chain of them moves up link by link.
 
 The last pass of the default pipeline (``passes.DEFAULT_PIPELINE``), since
 Liger's tests of the 39 kernels it changed passed on the H200 (issue 22).
@@ -35,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mytriton.ir import opdefs
+from mytriton.ir.analysis import is_tile
 from mytriton.ir.ssa import Block, Kernel, Op, OpResult, walk
 
 
@@ -54,12 +57,20 @@ def _producers(block: Block, op: Op) -> list[Op]:
     return list(dict.fromkeys(v.op for v in op.operands if isinstance(v, OpResult) and v.op.parent is block))
 
 
+def _scalar_read(op: Op) -> bool:
+    """A memory read of scalars (``tl.load(mean_ptr + row)``): one register held."""
+    return opdefs.reads_memory(op.name) and bool(op.results) and not any(is_tile(r) for r in op.results)
+
+
 def _hoist_in(block: Block) -> None:
     ops = block.ops
     index = {id(op): i for i, op in enumerate(ops)}
-    readers = [0]  # readers[i]: how many ops before index i read memory
-    for op in ops:
-        readers.append(readers[-1] + opdefs.reads_memory(op.name))
+    readers = [0]  # readers[i]: how many ops before index i read tiles from memory
+    floors = [-1]  # floors[i]: the index of the latest scalar read before index i
+    for i, op in enumerate(ops):
+        readers.append(readers[-1] + (opdefs.reads_memory(op.name) and not _scalar_read(op)))
+        floors.append(i if _scalar_read(op) else floors[-1])
+    floor: dict[int, Op] = {}
     # anchor: the latest op, by index, that an op's pure producers (and itself) must follow.
     anchor: dict[int, int] = {}
     held: set[int] = set()
@@ -74,7 +85,12 @@ def _hoist_in(block: Block) -> None:
             continue
         start = anchor[id(op)]
         if readers[i] - readers[start + 1] == 0:
-            continue  # no load waits between: it stays
+            continue  # no tile load waits between: it stays
+        if id(op) in held and floors[i] > start:
+            # Not above a scalar read: its barriers would hold the read's
+            # latency up (Liger's layer norm backward: mean and rstd were
+            # loaded after the first row sum's two barriers).
+            floor[id(op)] = ops[floors[i]]
         work = [op]
         while work:  # it and the pure ops it needs that come after its anchor
             cone = work.pop()
@@ -88,7 +104,8 @@ def _hoist_in(block: Block) -> None:
     key: dict[int, tuple[int, int, int]] = {}
     for i, op in enumerate(ops):
         if id(op) in moved:
-            latest = max((key[id(p)] for p in _producers(block, op)), default=(-1, 0, -1))
+            after = _producers(block, op) + ([floor[id(op)]] if id(op) in floor else [])
+            latest = max((key[id(p)] for p in after), default=(-1, 0, -1))
             key[id(op)] = (latest[0], latest[1] + 1, i)
         else:
             key[id(op)] = (i, 0, i)
