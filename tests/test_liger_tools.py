@@ -115,3 +115,14 @@ def test_the_fingerprint_tool_hashes_each_recorded_liger_launch(tmp_path, monkey
     first, second, third = found.values()
     assert first != second and not first.startswith("error:")
     assert third.startswith("error:")  # arange's size must be a power of two
+
+
+def test_the_fingerprint_comparison_names_the_liger_ops_whose_kernels_changed():
+    import cuda_fingerprint
+
+    keys = ["liger/fused_moe_kernels.py:_moe_router_kernel|*i32:16|E=8|4",
+            "liger/rms_norm.py:_rms_norm_forward_kernel|*fp32:16|BLOCK_SIZE=64|4",
+            "liger/experimental/embedding.py:embedding_forward_kernel|*fp32:16||4",
+            "liger/utils.py:element_mul_kernel|*fp32:16||4",
+            "samples/add.py|sm_90|4"]
+    assert cuda_fingerprint.liger_ops(keys) == ["experimental/embedding", "fused_moe", "rms_norm", "utils.py"]

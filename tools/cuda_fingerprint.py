@@ -218,7 +218,26 @@ def compare(before: dict[str, str], after: dict[str, str]) -> int:
     errors = sum(1 for k in common if before[k].startswith("error:"))
     print(f"{len(common)} kernels in both ({errors} of them errors), {len(changed)} changed, "
           f"{len(set(before) - set(after))} only before, {len(set(after) - set(before))} only after")
+    ops = liger_ops(changed)
+    if ops:
+        print(f"Liger ops whose kernels changed (liger_acceptance.py --ops): {','.join(ops)}")
     return 1 if changed else 0
+
+
+def liger_ops(keys: list[str]) -> list[str]:
+    """The Liger ops (liger_acceptance.OPS) whose kernel files the keys
+    ``liger/<file>:...`` name: the op a file is named after
+    (``fused_moe_kernels.py``: fused_moe), else the file itself."""
+    from liger_acceptance import OPS
+
+    found: dict[str, None] = {}
+    for key in keys:
+        if not key.startswith("liger/"):
+            continue
+        stem = key[len("liger/"):].split(":", 1)[0].removesuffix(".py")
+        named = [op for op in OPS if stem == op or stem.startswith(op + "_")]
+        found[max(named, key=len) if named else f"{stem}.py"] = None
+    return sorted(found)
 
 
 def main() -> int:
