@@ -1,8 +1,11 @@
 """Reductions of tiles smaller than the block's lanes: the layout wraps the
 lanes around a dimension, so several lanes hold copies of each element, and
 each aligned group of distinct lanes counts its own copy and shuffles within
-itself (backends/cuda/reductions.py). Checked against NumPy on the GPU for
-every axis, sums and maxima, tiles from 1x2 to 16x8 on 1, 4 and 8 warps."""
+itself; and of tiles whose warps split the reduced dimension, whose warps'
+partials meet in shared memory and are combined with shuffles, a partial a
+lane, where each group of lanes computes the same outputs
+(backends/cuda/reductions.py). Checked against NumPy on the GPU for every
+axis, sums and maxima, tiles from 1x2 to 256x2 on 1, 4 and 8 warps."""
 from __future__ import annotations
 
 import importlib.util
@@ -24,22 +27,37 @@ def k(x_ptr, rows_ptr, cols_ptr, all_ptr, maxes_ptr, R: tl.constexpr, C: tl.cons
     tl.store(maxes_ptr + c, tl.max(x, axis=0))
 """
 
-SHAPES = [(1, 2), (2, 2), (4, 4), (2, 8), (8, 2), (4, 16), (16, 8), (1, 32), (32, 1)]
+SHAPES = [(1, 2), (2, 2), (4, 4), (2, 8), (8, 2), (4, 16), (16, 8), (1, 32), (32, 1), (64, 32), (256, 2), (2, 256)]
+SIGNATURE = "*fp32:16, *fp32:16, *fp32:16, *fp32:16, *fp32:16"
 
 
 def test_a_column_sum_of_a_4x4_tile_takes_two_shuffle_rounds():
-    cuda = compile_text(kernel_source(SUMS), "cuda", signature="*fp32:16, *fp32:16, *fp32:16, *fp32:16, *fp32:16",
-                        defines={"R": 4, "C": 4})
+    cuda = compile_text(kernel_source(SUMS), "cuda", signature=SIGNATURE, defines={"R": 4, "C": 4})
     column_sum = cuda.split("along axis 0")[1].split("// store")[0]
     assert column_sum.count("__shfl_xor_sync") == 2
+
+
+def test_the_warps_partials_of_a_whole_tile_sum_are_combined_with_shuffles_a_partial_a_lane():
+    cuda = compile_text(kernel_source(SUMS), "cuda", signature=SIGNATURE, defines={"R": 64, "C": 32}, num_warps=8)
+    whole = cuda.split("along all axes")[1].split("// max")[0]
+    assert "_warps[(0) * 8 + threadIdx.x % 8];" in whole
+    assert [f"total, {offset})" in whole for offset in (4, 2, 1)] == [True] * 3
+    assert "for (int w = 0;" not in whole
+
+
+def test_the_warps_partials_of_column_sums_whose_lanes_run_along_the_columns_are_each_read_by_every_lane():
+    # lanes 0-7 of a warp hold different columns: a shuffle between them would mix two columns' sums
+    cuda = compile_text(kernel_source(SUMS), "cuda", signature=SIGNATURE, defines={"R": 64, "C": 32}, num_warps=4)
+    columns = cuda.split("along axis 0")[1].split("// store")[0]
+    assert "for (int w = 0; w < 4; ++w)" in columns
 
 
 @pytest.mark.parametrize("num_warps", [1, 4, 8])
 def test_a_sum_along_a_dimension_of_one_element_on_warps_that_copy_it_compiles(num_warps):
     # a 32x1 tile on 4 warps: the warps hold copies of its one column, and the
     # row sums' slots have no digit along it
-    cuda = compile_text(kernel_source(SUMS), "cuda", signature="*fp32:16, *fp32:16, *fp32:16, *fp32:16, *fp32:16",
-                        defines={"R": 32, "C": 1}, num_warps=num_warps)
+    cuda = compile_text(kernel_source(SUMS), "cuda", signature=SIGNATURE, defines={"R": 32, "C": 1},
+                        num_warps=num_warps)
     assert "along axis 1" in cuda
 
 

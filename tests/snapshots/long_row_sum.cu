@@ -75,8 +75,9 @@ extern "C" __global__ void __launch_bounds__(128) long_row_sum_kernel(float* x_p
   __syncthreads();
   #pragma unroll
   for (int r = 0; r < 1; ++r) {
-    float total = 0.0f;
-    for (int w = 0; w < 4; ++w) total = (total + r14_warps[(0) * 4 + w]);
+    float total = r14_warps[(0) * 4 + threadIdx.x % 4];
+    total = (total + __shfl_xor_sync(0xffffffffu, total, 2));
+    total = (total + __shfl_xor_sync(0xffffffffu, total, 1));
     r14[r] = total;
   }
   const float v14 = r14[0];

@@ -78,8 +78,9 @@ extern "C" __global__ void __launch_bounds__(128) ragged_rows_kernel(float* valu
   __syncthreads();
   #pragma unroll
   for (int r = 0; r < 1; ++r) {
-    float total = 0.0f;
-    for (int w = 0; w < 4; ++w) total = (total + r16_warps[(0) * 4 + w]);
+    float total = r16_warps[(0) * 4 + threadIdx.x % 4];
+    total = (total + __shfl_xor_sync(0xffffffffu, total, 2));
+    total = (total + __shfl_xor_sync(0xffffffffu, total, 1));
     r16[r] = total;
   }
   const float v16 = r16[0];

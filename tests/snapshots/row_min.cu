@@ -62,8 +62,8 @@ extern "C" __global__ void __launch_bounds__(128) row_min_kernel(float* x_ptr, f
   __syncthreads();
   #pragma unroll
   for (int r = 0; r < 1; ++r) {
-    float total = INFINITY;
-    for (int w = 0; w < 2; ++w) total = fminf(total, r15_warps[(L0_p0) * 2 + w]);
+    float total = r15_warps[(L0_p0) * 2 + threadIdx.x % 2];
+    total = fminf(total, __shfl_xor_sync(0xffffffffu, total, 1));
     r15[r] = total;
   }
   float t15[1];

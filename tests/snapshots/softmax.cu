@@ -56,8 +56,9 @@ extern "C" __global__ void __launch_bounds__(128) softmax_kernel(float* out_ptr,
   __syncthreads();
   #pragma unroll
   for (int r = 0; r < 1; ++r) {
-    float total = (-INFINITY);
-    for (int w = 0; w < 4; ++w) total = fmaxf(total, r10_warps[(0) * 4 + w]);
+    float total = r10_warps[(0) * 4 + threadIdx.x % 4];
+    total = fmaxf(total, __shfl_xor_sync(0xffffffffu, total, 2));
+    total = fmaxf(total, __shfl_xor_sync(0xffffffffu, total, 1));
     r10[r] = total;
   }
   const float v10 = r10[0];
@@ -99,8 +100,9 @@ extern "C" __global__ void __launch_bounds__(128) softmax_kernel(float* out_ptr,
   __syncthreads();
   #pragma unroll
   for (int r = 0; r < 1; ++r) {
-    float total = 0.0f;
-    for (int w = 0; w < 4; ++w) total = (total + r13_warps[(0) * 4 + w]);
+    float total = r13_warps[(0) * 4 + threadIdx.x % 4];
+    total = (total + __shfl_xor_sync(0xffffffffu, total, 2));
+    total = (total + __shfl_xor_sync(0xffffffffu, total, 1));
     r13[r] = total;
   }
   const float v13 = r13[0];

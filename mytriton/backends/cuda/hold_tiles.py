@@ -56,7 +56,7 @@ from mytriton.backends.cuda.statements import Statements, own_storage, rule, sta
 from mytriton.passes.manager import require_laid_out
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import is_materialized, is_tile
-from mytriton.ir.ssa import Block, Kernel, Op, OpResult, is_combine, walk
+from mytriton.ir.ssa import Block, Kernel, Op, OpResult, Value, is_combine, walk
 
 
 @dataclass(frozen=True)
@@ -229,7 +229,7 @@ def narrower_than_its_inputs(value: OpResult, held: set) -> bool:
     return bool(inputs) and sum(tile_bytes(v) for v in inputs) > tile_bytes(value)
 
 
-def tile_bytes(value) -> int:
+def tile_bytes(value: Value) -> int:
     return element_bytes(value.type) * value.type.numel
 
 

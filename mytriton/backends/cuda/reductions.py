@@ -4,7 +4,8 @@ Three steps, each over what the previous one left:
 1. each thread combines its own slots (copies of an element count once);
 2. lanes of a warp that split the reduced dimension exchange partial results
    with warp shuffles (``__shfl_xor_sync`` in CUDA);
-3. if warps split it too, each warp's partials meet in shared memory.
+3. if warps split it too, each warp's partials meet in shared memory, and
+   each warp combines them with shuffles, a partial a lane.
 The result is left where the reduction's layout says (a slice of the input's
 layout), so reading it back against the tile it came from is local.
 """
@@ -130,9 +131,20 @@ def emit_reduction(em: "EmitContext", op: Op, domain: Layout) -> None:
         em.line(em.lang.barrier)
         em.line(em.lang.unroll)
         em.line(f"for (int r = 0; r < {out_slots}; ++r) {{")
-        em.line(f"  {ct} total = {identity};")
-        em.line(f"  for (int w = 0; w < {warps}; ++w) total = "
-                + reduce_combine(op.name, t, "total", f"{acc}_warps[({out_index}) * {warps} + w]") + ";")
+        if out_layout is None or _groups_share_outputs(parent, reduced, warps):
+            # Each lane reads one warp's partial and its group of lanes combines
+            # them with shuffles (as Triton does): a thread reading every
+            # partial held them all in registers (Liger's layer norm forward:
+            # 54 registers, 48 so, Triton's).
+            em.line(f"  {ct} total = {acc}_warps[({out_index}) * {warps} + {tid} % {warps}];")
+            offset = warps // 2
+            while offset >= 1:
+                em.line("  total = " + reduce_combine(op.name, t, "total", em.lang.shuffle_xor("total", offset)) + ";")
+                offset //= 2
+        else:
+            em.line(f"  {ct} total = {identity};")
+            em.line(f"  for (int w = 0; w < {warps}; ++w) total = "
+                    + reduce_combine(op.name, t, "total", f"{acc}_warps[({out_index}) * {warps} + w]") + ";")
         em.line(f"  {acc}[r] = total;")
         em.line("}")
 
@@ -167,3 +179,19 @@ def _first_copy_in_thread(parent: Layout, d: int, digit: str) -> str | None:
     where it holds more elements than ``d`` has) that counts the element."""
     spt, n = parent.size_per_thread[d], parent.shape[d]
     return f"({digit}) % {spt} < {n}" if spt > n and digit != "0" else None
+
+
+def _groups_share_outputs(parent: Layout, reduced: list[int], warps: int) -> bool:
+    """Whether each aligned group of ``warps`` consecutive lanes computes
+    the same output elements: the lowest bits of the lane index all run
+    along reduced dimensions, so the lanes of a group differ only there."""
+    if type(parent) is not BlockedLayout:
+        return False
+    group = 1
+    for d in parent.order:
+        if parent.threads_per_warp[d] == 1:
+            continue
+        if d not in reduced:
+            break
+        group *= parent.threads_per_warp[d]
+    return group >= warps
