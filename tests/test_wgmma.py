@@ -315,6 +315,22 @@ def test_the_overlapped_cuda_waits_with_the_accumulator_registers_named():
         assert wait.count('"+f"(') == 128  # 128x128 f32 over 128 threads
 
 
+def test_a_dots_products_are_one_asm_statement_naming_each_accumulator_once():
+    """128x128x64 on one warpgroup: two 64-row blocks x four k16 steps, eight
+    wgmma instructions in one statement whose outputs are the thread's 128
+    accumulators, once each (NVVM's time grows with a statement's operands)."""
+    cuda = compile_matmul("f16", (128, 128, 64), 4, "cuda")
+    lines = cuda.splitlines()
+    first = next(i for i, line in enumerate(lines) if "wgmma.mma_async" in line)
+    last = next(i for i in range(first, len(lines)) if lines[i].strip().startswith('"}\\n" :'))
+    assert sum("wgmma.mma_async" in line for line in lines[first:last]) == 8
+    assert sum("wgmma.mma_async" in line for line in lines) == 8  # no other statement issues one
+    outputs = re.findall(r'"\+f"\(([^)]*)\)', lines[last])
+    assert len(outputs) == 128 and len(set(outputs)) == 128
+    operands = [int(x) for x in re.findall(r"%(\d+)", " ".join(lines[first:last]))]
+    assert max(operands) < 128 + len(re.findall(r'"l"\(', lines[last]))  # each descriptor an input, once
+
+
 def test_an_in_flight_dot_without_wgmma_is_a_located_error():
     from mytriton.diagnostics import CompileError
     from mytriton.ir.ssa_text import parse_kernel

@@ -50,7 +50,7 @@ registers ("+f"), so that nvcc keeps every read of them after it.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from mytriton.backends.cuda.spelling import CUDA
 from mytriton.ir.layout_attributes import Mma
@@ -100,33 +100,54 @@ def instruction(element, n: int) -> str:
     return f"wgmma.mma_async.sync.aligned.m64n{n}k{32 // element.nbytes}.f32.{t}.{t}"
 
 
-def wgmma_asm(ptx: str, accumulators: list[str], desc_a: str, desc_b: str, trans_b: int | None = 1,
-              trans_a: int = 0) -> str:
-    """``trans_b`` None: the tf32 form, which has no transpose operands (both
-    operands K-major)."""
-    count = len(accumulators)
-    d = ", ".join(f"%{i}" for i in range(count))
-    outs = ", ".join(f'"+f"({x})' for x in accumulators)
-    transposes = "" if trans_b is None else f", {trans_a}, {trans_b}"
-    return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{count + 2}, 0;\\n'
-            f'{ptx} {{{d}}}, %{count}, %{count + 1}, p, 1, 1{transposes};\\n}}\\n" '
-            f': {outs} : "l"({desc_a}), "l"({desc_b}), "n"(1));')
+class Product(NamedTuple):
+    """One ``wgmma.mma_async`` of a dot: its accumulator registers (C
+    expressions), A (a descriptor expression, or four .b32 register
+    expressions where A is in registers), B's descriptor, and the
+    immediates after scale-d."""
+    accumulators: list[str]
+    a: str | list[str]
+    desc_b: str
+    immediates: str
 
 
-def wgmma_register_a_asm(ptx: str, accumulators: list[str], a_regs: list[str], desc_b: str,
-                         trans_b: int = 1) -> str:
-    """``wgmma.mma_async`` with A from four .b32 registers (two 16-bit
-    elements each, the lower column in the low half): operands d, a, b-desc,
-    scale-d, imm-scale-a, imm-scale-b, imm-trans-b (no imm-trans-a: A in
-    registers is K-major by definition)."""
-    count = len(accumulators)
-    d = ", ".join(f"%{i}" for i in range(count))
-    a = ", ".join(f"%{count + i}" for i in range(4))
-    outs = ", ".join(f'"+f"({x})' for x in accumulators)
-    ins = ", ".join(f'"r"({r})' for r in a_regs)
-    return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{count + 5}, 0;\\n'
-            f'{ptx} {{{d}}}, {{{a}}}, %{count + 4}, p, 1, 1, {trans_b};\\n}}\\n" '
-            f': {outs} : {ins}, "l"({desc_b}), "n"(1));')
+def immediates(trans_b: int | None, trans_a: int | None) -> str:
+    """imm-scale-a, imm-scale-b, then the transposes where the form has
+    them: ``trans_b`` None is the tf32 form, which has none (both operands
+    K-major); ``trans_a`` None is A from registers, which has no imm-trans-a
+    (K-major by definition)."""
+    if trans_b is None:
+        return "1, 1"
+    return f"1, 1, {trans_b}" if trans_a is None else f"1, 1, {trans_a}, {trans_b}"
+
+
+def products_asm(ptx: str, products: list[Product]) -> list[str]:
+    """A dot's ``wgmma.mma_async`` instructions, in issue order, as one
+    ``asm`` statement, an instruction a line. Each accumulator register is
+    one operand ("+f") however many instructions write it, each descriptor
+    and A register one input. NVVM's time grows with a statement's operands:
+    a 128x128x64 matmul's eight statements of 64 accumulators each took it
+    0.1 s more than one of 128 (NVRTC, 0.37 -> 0.28 s a build here), and
+    ptxas, reading the same instructions in the same order, made the same
+    SASS of it. ``setp`` makes scale-d a predicate (1: accumulate)."""
+    outputs: dict[str, int] = {}
+    for product in products:
+        for register in product.accumulators:
+            outputs.setdefault(register, len(outputs))
+    inputs: dict[tuple[str, str], int] = {}
+
+    def operand(constraint: str, expression: str) -> str:
+        return f"%{len(outputs) + inputs.setdefault((constraint, expression), len(inputs))}"
+    lines = []
+    for product in products:
+        d = ", ".join(f"%{outputs[register]}" for register in product.accumulators)
+        a = operand("l", product.a) if isinstance(product.a, str) else \
+            "{" + ", ".join(operand("r", register) for register in product.a) + "}"
+        lines.append(f'"{ptx} {{{d}}}, {a}, {operand("l", product.desc_b)}, p, {product.immediates};\\n"')
+    outs = ", ".join(f'"+f"({register})' for register in outputs)
+    ins = ", ".join(f'"{constraint}"({expression})' for constraint, expression in inputs)
+    return [f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{len(outputs) + len(inputs)}, 0;\\n"',
+            *lines, f'"}}\\n" : {outs} : {ins}, "n"(1));']
 
 
 # The bits of a 16-bit element, for packing two into an A register.
@@ -237,20 +258,21 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
         if not registers_a:
             group = f"group_row / {a_block} * {k * a_row}" if a_m_major else f"group_row * {a_row}"
             em.line(f"const unsigned long long a_desc = {descriptor(f'a_base + {group}', a_row, a_leading, a_stride)};")
+        products = []
         for kk in range(0, k, instr_k):
             for rm in range(reps_m):
                 row0 = rm * 16 * num_warps
+                a_operand: str | list[str]
                 if registers_a:
-                    a_regs = [f"a_frag_{kk // instr_k}_{rm}[{i}]" for i in range(4)]
+                    a_operand = [f"a_frag_{kk // instr_k}_{rm}[{i}]" for i in range(4)]
                 elif a_m_major:  # the column block of the warpgroup's first row, then k16 step kk's rows
                     # (the warpgroup's first row and row0 are multiples of 64, a column block's rows at most)
                     assert row0 % a_block == 0 and 64 % a_block == 0, (row0, a_block)
-                    desc_a = moved("a_desc", row0 // a_block * k * a_row + kk * a_row)
+                    a_operand = moved("a_desc", row0 // a_block * k * a_row + kk * a_row)
                 else:
                     a_column = (kk // a_block) * m * a_row + (kk % a_block) * element.nbytes
-                    desc_a = moved("a_desc", a_column + row0 * a_row)
+                    a_operand = moved("a_desc", a_column + row0 * a_row)
                 for nb in range(n_group // instr_n):
-                    desc_b = moved("b_desc", b_offset(nb, kk))
                     accumulators = []
                     for i in range(instr_n // 2):
                         rn = nb * instr_n // 8 + i // 4
@@ -258,10 +280,11 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
                         digits = {rows_dim: str(2 * rm + reg // 2), cols_dim: str(2 * rn + reg % 2)}
                         accumulators.append(f"{storage}[{layout.slot_of(digits)}]")
                     trans_b = None if element == F32 else 0 if b_k_major else 1
-                    if registers_a:
-                        em.line(wgmma_register_a_asm(ptx, accumulators, a_regs, desc_b, trans_b))
-                    else:
-                        em.line(wgmma_asm(ptx, accumulators, desc_a, desc_b, trans_b, 1 if a_m_major else 0))
+                    trans_a = None if registers_a else 1 if a_m_major else 0
+                    products.append(Product(accumulators, a_operand, moved("b_desc", b_offset(nb, kk)),
+                                            immediates(trans_b, trans_a)))
+        for line in products_asm(ptx, products):
+            em.line(line)
         in_flight = op.attrs.get("in_flight", 0)
         em.line('asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");')
         if in_flight:
