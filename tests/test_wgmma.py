@@ -309,10 +309,14 @@ def test_waiting_with_a_group_pending_does_not_complete_the_result():
 
 
 def test_the_overlapped_cuda_waits_with_the_accumulator_registers_named():
+    """The wait after the loop (pending 0) completes the accumulator and names
+    its registers, so that no read moves above it; the loop's pending-1 wait
+    completes nothing the IR may read and names none."""
     cuda = compile_matmul("f16", (128, 128, 64), 4, "cuda")
-    for pending in (1, 0):
-        wait = next(line for line in cuda.splitlines() if f"wgmma.wait_group.sync.aligned {pending}" in line)
-        assert wait.count('"+f"(') == 128  # 128x128 f32 over 128 threads
+    waits = {pending: next(line for line in cuda.splitlines() if f"wgmma.wait_group.sync.aligned {pending}" in line)
+             for pending in (1, 0)}
+    assert waits[0].count('"+f"(') == 128  # 128x128 f32 over 128 threads
+    assert '"+f"(' not in waits[1] and '::: "memory"' in waits[1]
 
 
 def test_a_dots_products_are_one_asm_statement_naming_each_accumulator_once():

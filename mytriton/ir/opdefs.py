@@ -1271,8 +1271,8 @@ OPS["for"] = replace(OPS["for"], attrs=LOOP_ATTRS)
 # once: its result is complete only after a later ``wgmma_wait`` of it, which
 # the verifier requires before any other use. What comes between (the next
 # tiles' copies) overlaps the multiplication. The CUDA back end lists the
-# accumulator's registers in the wait, so that nvcc cannot move a read of
-# them above it.
+# accumulator's registers in a pending-0 wait, so that nvcc cannot move a
+# read of them above it.
 
 
 def _wgmma_wait(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:

@@ -45,8 +45,9 @@ proxy-fences pass decides, ``proxy_fence``; cp.async's writes need none);
 ``wgmma.fence`` orders the accumulator registers' earlier
 writes; the group is committed and waited for (``wait_group 0``) before the
 accumulator is read or the buffers are overwritten: at once, or, for an
-``in_flight`` dot, at its ``wgmma_wait``. Each wait names the accumulator
-registers ("+f"), so that nvcc keeps every read of them after it.
+``in_flight`` dot, at its ``wgmma_wait``. A wait that completes the
+accumulator (pending 0) names its registers ("+f"), so that nvcc keeps every
+read of them after it.
 """
 from __future__ import annotations
 
@@ -171,9 +172,12 @@ def a_register_slots(a_layout: "Layout", rm: int, kk: int) -> list[tuple[str, st
 
 
 def wait_asm(pending: int, registers: list[str]) -> str:
-    """``wgmma.wait_group pending`` naming the accumulator registers the
-    waited-for groups write ("+f"): nvcc then cannot move a read of them
-    above the wait (ptxas would otherwise serialise the wgmma pipeline)."""
+    """``wgmma.wait_group pending`` naming ``registers``, the accumulator
+    registers the waited-for groups write ("+f"), if any: nvcc then cannot
+    move a read of them above the wait (ptxas would otherwise serialise the
+    wgmma pipeline)."""
+    if not registers:
+        return f'asm volatile("wgmma.wait_group.sync.aligned {pending};\\n" ::: "memory");'
     outs = ", ".join(f'"+f"({r})' for r in registers)
     return f'asm volatile("wgmma.wait_group.sync.aligned {pending};\\n" : {outs} :: "memory");'
 
