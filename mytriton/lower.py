@@ -266,7 +266,24 @@ class Lowerer:
             elif not ptr_first:
                 operands = [operands[1], operands[0]]
             name = "addptr"
+        if name == "store":
+            operands = self.stored_as_pointee(operands, node)
         return self.emit(name, operands, node.attrs, node)
+
+    def stored_as_pointee(self, operands: list[Operand], node: Node) -> list[Operand]:
+        """A stored value converted to the pointer's element type by a
+        ``cast`` of its own, as Triton's ``tl.store`` converts it: the passes
+        after see the narrow value (layouts exchange an f32 accumulator
+        stored to f16 as f16, at half the shared memory). A literal stays
+        as it is: the store converts it exactly."""
+        ptr, value, mask = operands
+        pointer = element_of(operand_type(ptr)) if ptr is not None else None
+        if isinstance(value, Const) or value is None or not isinstance(pointer, PointerType):
+            return operands
+        source = element_of(concrete(value.type))
+        if isinstance(source, PointerType) or source == pointer.pointee:
+            return operands
+        return [ptr, self.emit("cast", [value], {"dtype": pointer.pointee}, node), mask]
 
     def emit(self, name: str, operands: list[Operand], attrs: dict, node: Node) -> Operand:
         opdef = opdefs.lookup(name)

@@ -144,6 +144,18 @@ def test_the_exchange_writes_each_fragment_pair_and_reads_each_run_at_once(arch)
                      r"\*reinterpret_cast<const uint4\*>\(&s\d+\[", cuda)
 
 
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_an_f32_accumulator_stored_to_f16_is_exchanged_as_f16(arch):
+    # The sample stores acc (f32) to an f16 pointer without .to(): the store's conversion is a
+    # cast before the exchange, which moves halves (half the shared memory, 16-byte runs of 8).
+    text = matmul_at("layouts", "*fp16:16, *fp16:16, *fp16:16, i32:16, i32:16, i32:16", arch)
+    lines = text.splitlines()
+    store = next(i for i, line in enumerate(lines) if line.strip().startswith("store "))
+    assert " = convert_layout " in lines[store - 1] and "x f16, #blocked" in lines[store - 1]
+    assert ", vector=8 @" in lines[store]
+    assert any(" = cast " in line and "dtype=f16" in line and "#mma" in line for line in lines[:store])
+
+
 def test_a_transpose_reads_its_copy_in_scratch_one_element_at_a_time():
     # A run of tl.trans(x)'s result goes down a column of x's row-major copy: no vector read
     # (one was, misaligned, and the H200 refused the launch).
