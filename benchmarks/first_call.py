@@ -9,7 +9,8 @@ same source beside it where Triton is installed.
     python benchmarks/first_call.py --stand-in      # no GPU: a stand-in driver, real builds
 
 The kernels, in this order, in one process: the matmul sample (f16, 64x64x32,
-then 128x128x64), the offsets and unmasked matmul forms (128x128x64) and the
+then 128x128x64), the offsets, unmasked, split-K and persistent matmul forms
+(128x128x64) and the
 tutorial's attention forward (D64, 128x64 blocks): each the first launch of
 its own source or constants. ``--stand-in`` times everything but the launch
 itself on any machine (the driver's calls do nothing; NVRTC or nvcc builds
@@ -73,17 +74,42 @@ def matmul_case(path: Path, kernel: str, tiles: tuple[int, int, int], prefix: st
         extra = (n, 1, n, 1, n, 1) if strides else ()
         getattr(module, kernel)[(n // bm, n // bn)](a, b, c, n, n, n, *extra, **constexprs, num_warps=4,
                                                     num_stages=3)
-    return path, launch, n
+    return path, launch, n, "float16"
 
 
-def cases() -> list[tuple[str, Path, Callable[..., None], int]]:
+def split_k_case() -> tuple[Path, Callable[..., None], int, str]:
+    """The split-K form at 4096^3 (SPLIT_K 4, atomics into an f32 C): its epilogue adds where the others store."""
+    n = 4096
+
+    def launch(module: Any, a: Any, b: Any, c: Any) -> None:
+        module._matmul_split_k_kernel[((n // 128) * (n // 128), 4)](
+            a, b, c, n, n, n, n, 1, n, 1, n, 1, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, SPLIT_K=4,
+            num_warps=4, num_stages=3)
+    return STYLE / "matmul_split_k.py", launch, n, "float32"
+
+
+def persistent_case() -> tuple[Path, Callable[..., None], int, str]:
+    """Tutorial 09's persistent form at 4096^3 on 132 programs (the H200's multiprocessors)."""
+    n = 4096
+
+    def launch(module: Any, a: Any, b: Any, c: Any) -> None:
+        module.matmul_kernel_persistent[(132,)](a, b, c, n, n, n, n, 1, n, 1, n, 1, BLOCK_SIZE_M=128,
+                                                 BLOCK_SIZE_N=128, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, NUM_SMS=132,
+                                                 num_warps=4, num_stages=3)
+    return STYLE / "persistent_matmul.py", launch, n, "float16"
+
+
+def cases() -> list[tuple[str, Path, Callable[..., None], int, str]]:
+    """(name, source, launch, n, C's torch dtype) of each matmul row, in order."""
     sample = ROOT / "samples" / "matmul.py"
     rows = [("matmul sample 64x64x32", *matmul_case(sample, "matmul_kernel", (64, 64, 32), "B", False)),
             ("matmul sample 128x128x64", *matmul_case(sample, "matmul_kernel", (128, 128, 64), "B", False)),
             ("form offsets 128x128x64", *matmul_case(STYLE / "matmul_offsets.py", "matmul_offsets",
                                                      (128, 128, 64), "BLOCK_", True)),
             ("form unmasked 128x128x64", *matmul_case(STYLE / "matmul_unmasked.py", "matmul_unmasked",
-                                                      (128, 128, 64), "BLOCK_", True))]
+                                                      (128, 128, 64), "BLOCK_", True)),
+            ("form split_k 128x128x64", *split_k_case()),
+            ("form persistent 128x128x64", *persistent_case())]
     return rows
 
 
@@ -106,11 +132,9 @@ def run(stand_in: bool, record: Results) -> None:
         from mytriton.backends.cuda.nvcc import compile_cubin
 
         cuda_driver.compile_cubin = compile_cubin  # the stand-ins skip the build: this one builds for real
-        half = StandInDtype("float16")
-
-        def tensor(numel: int) -> Any:
-            tensor.next = getattr(tensor, "next", 0x7F0000000000) + (numel * 2 + 4095) // 4096 * 4096
-            return StandInTensor(tensor.next, half)
+        def tensor(numel: int, dtype: str = "float16") -> Any:
+            tensor.next = getattr(tensor, "next", 0x7F0000000000) + (numel * 4 + 4095) // 4096 * 4096
+            return StandInTensor(tensor.next, StandInDtype(dtype))
 
         def sync() -> None:
             """No GPU: nothing to wait for."""
@@ -118,8 +142,8 @@ def run(stand_in: bool, record: Results) -> None:
     else:
         import torch
 
-        def tensor(numel: int) -> Any:
-            return torch.randn(numel, device="cuda", dtype=torch.float16)
+        def tensor(numel: int, dtype: str = "float16") -> Any:
+            return torch.randn(numel, device="cuda", dtype=getattr(torch, dtype))
 
         def sync() -> None:
             torch.cuda.synchronize()
@@ -138,8 +162,9 @@ def run(stand_in: bool, record: Results) -> None:
     print(f"{'kernel':<28} {'order':>5}  {'mytriton':>8}  " + "  ".join(f"{p:>8}" for p in PARTS)
           + f"  {'other':>7}  {'triton':>7}")
     rows: list[tuple[str, Path, Callable[..., None], Any]] = [
-        (name, path, lambda module, n=n, launch=launch: launch(module, *(tensor(n * n) for _ in range(3))), None)
-        for name, path, launch, n in cases()]
+        (name, path, lambda module, n=n, launch=launch, out=out: launch(module, tensor(n * n), tensor(n * n),
+                                                                         tensor(n * n, out)), None)
+        for name, path, launch, n, out in cases()]
     ctx = 1024
     rows.append(("attention tutorial D64", STYLE / "fused_attention.py",
                  lambda module: attention_launch(module, *(tensor(2 * ctx * 64) for _ in range(4)),
