@@ -369,10 +369,20 @@ def test_the_wrapped_rows_and_columns_of_the_copies_are_worked_out_before_the_k_
     cuda = tutorial_03_cuda(128, 128, 32, 4, 3)
     before = cuda[:cuda.index("the loop and the wait")]
     assert "int h1_row[4];" in before and "int h2_col[4];" in before
-    assert "h1_offset[s] = h1_row[s] * stride_am + " in before and "* stride_bk + h2_col[s];" in before
+    assert re.search(r"h\d+_offset\[s\] = h1_row\[s\] \* stride_am \+ ", before)
+    assert "* stride_bk + h2_col[s];" in before
     loop = k_loop(cuda)
-    assert '"l"(src0 + h1_offset[s])' in loop and '"l"(src0 + h2_offset[s])' in loop
+    assert len(re.findall(r'"l"\(src0 \+ h\d+_offset\[s\]\)', loop)) == 2
     assert "% M" not in loop and "% N" not in loop  # no division an iteration
+
+
+def test_the_prologue_s_copies_take_the_wrapped_rows_and_columns_worked_out_once():
+    cuda = tutorial_03_cuda(128, 128, 32, 4, 3)
+    before = cuda[:cuda.index("the loop and the wait")]
+    # the arrays come before the first copy; both prologue stages read them (no % a chunk)
+    assert before.index("int h1_row[4];") < before.index("// async_copy")
+    assert before.count("const int row = h1_row[s];") == 2 and before.count("const int col = h2_col[s];") == 2
+    assert cuda.count("% M") == 1 and cuda.count("% N :") == 1  # the arrays' own definitions
 
 
 def test_a_thread_s_chunks_are_a_constant_number_of_shared_bytes_apart():

@@ -28,6 +28,7 @@ class EmitContext(Protocol):
     held: set  # tiles computed into registers though not materialised
     hoisted_copies: int
     hoisted_coordinates: dict
+    wrapped_arrays: dict  # top-level arrays of chunks' wrapped coordinates, by (axis, offset, wrap, walk)
     vector_stores: int  # staging arrays of vector stores and atomics, numbered
 
     def line(self, text: str) -> None: ...

@@ -417,6 +417,7 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
     element by element (4- and 8-byte elements by cp.async, others, and
     non-zero fills, by plain loads and shared stores, which the same wait and
     barrier order)."""
+    hoist_prologue_coordinates(em, op)
     g, args = copy_operands(em, op)
     view, base, fill, view_type = g.view, g.base, g.fill, g.view_type
     pred = op.operands[-1]
@@ -489,6 +490,7 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
 # branches and divisions an iteration for 128x128x32. The wrapped coordinates
 # of a thread's chunks do not change from one iteration to the next, so they
 # are worked out once, before the loop.
+TOP_LEVEL = 1  # the emitter's depth for the kernel body's own lines
 ASYNC_COPIES = ("async_copy_to_shared", "async_copy_strided_to_shared",  # the pipelined loop's copies
                 "async_copy_gathered_to_shared")
 WRAPPED_COPY_OPERANDS = {"row": ("row_offset", "row_wrap"), "col": ("col_offset", "col_wrap")}  # of its geometry
@@ -532,27 +534,74 @@ def hoist_copy_coordinates(em: "EmitContext", loop: Op) -> None:
             offset, wrap = getattr(g, at_offset), getattr(g, at_wrap)
             if isinstance(wrap, Const) and wrap.value == 0 or not (invariant(offset) and invariant(wrap)):
                 continue
-            name = f"h{number}_{axis}"
-            i = f"({em.lang.thread_id} + s * {em.threads})"
-            within = f"{i} / {per_row}" if axis == "row" else f"{i} % {per_row} * {width}"
-            linear = _linear_walk(em, rows, cols, width)
-            if linear:  # the same column for all a thread's chunks: nvcc sees it so
-                within = (f"({em.lang.thread_id} / {per_row} + s * {linear[1]})" if axis == "row"
-                          else f"{em.lang.thread_id} % {per_row} * {width}")
-            start = as_type(em.scalar_arg(offset), I32)
-            em.line(f"// the wrapped {axis}s of each chunk of {op.name}{em.where(op).replace('  // ' + op.name, '')}, "
-                    f"the same every iteration")
-            em.line(f"int {name}[{steps}];")
-            em.line(em.lang.unroll)
-            em.line(f"for (int s = 0; s < {steps}; ++s) "
-                    f"{name}[s] = {wrapped(f'{start} + {within}', as_type(em.scalar_arg(wrap), I32))};")
-            hoisted[axis] = name
+            hoisted[axis] = wrapped_chunk_coordinates(em, op, axis, offset, wrap, (rows, cols, width),
+                                                      f"h{number}_{axis}", "the same every iteration")
         if g.index is not None and all(invariant(v) for v in (g.row_offset, g.index, g.row_bound)):
             hoisted["gathered"] = _hoist_gathered_rows(em, op, g, steps, f"h{number}_gathered")
         hoisted.update(_hoist_offsets(em, op, g, hoisted, invariant, f"h{number}_offset"))
         if hoisted:
             em.hoisted_copies = number
             em.hoisted_coordinates[op] = hoisted
+
+
+def wrapped_chunk_coordinates(em: "EmitContext", op: Op, axis: str, offset, wrap, walk: tuple[int, int, int],
+                              name: str, why: str) -> str:
+    """The array of a thread's chunks' wrapped rows (or columns) of a copy of
+    ``walk`` (rows, cols, chunk width), chunk s at [s]: one the kernel's top
+    level already declared for the same offset, wrap and walk (a pipeline's
+    prologue copies and its loop's copies wrap the same rows), else ``name``,
+    declared here."""
+    rows, cols, width = walk
+    key = (axis, _operand_key(offset), _operand_key(wrap), walk)
+    if key in em.wrapped_arrays:
+        return em.wrapped_arrays[key]
+    per_row = cols // width
+    steps = max(1, rows * per_row // em.threads)
+    i = f"({em.lang.thread_id} + s * {em.threads})"
+    within = f"{i} / {per_row}" if axis == "row" else f"{i} % {per_row} * {width}"
+    linear = _linear_walk(em, rows, cols, width)
+    if linear:  # the same column for all a thread's chunks: nvcc sees it so
+        within = (f"({em.lang.thread_id} / {per_row} + s * {linear[1]})" if axis == "row"
+                  else f"{em.lang.thread_id} % {per_row} * {width}")
+    start = as_type(em.scalar_arg(offset), I32)
+    em.line(f"// the wrapped {axis}s of each chunk of {op.name}{em.where(op).replace('  // ' + op.name, '')}, {why}")
+    em.line(f"int {name}[{steps}];")
+    em.line(em.lang.unroll)
+    em.line(f"for (int s = 0; s < {steps}; ++s) "
+            f"{name}[s] = {wrapped(f'{start} + {within}', as_type(em.scalar_arg(wrap), I32))};")
+    if em.out.depth == TOP_LEVEL:  # seen by everything after it in the kernel
+        em.wrapped_arrays[key] = name
+    return name
+
+
+def _operand_key(value) -> object:
+    """An operand as a key: a literal by its value, an SSA value by identity."""
+    return ("literal", value.value) if isinstance(value, Const) else id(value)
+
+
+def hoist_prologue_coordinates(em: "EmitContext", op: Op) -> None:
+    """A chunked copy at the kernel's top level (a pipeline's prologue) that
+    wraps its rows or columns: the wrapped coordinates in an array before
+    it, which the pipeline's other prologue copies and its loop's copies
+    take again (C's % behind each chunk's predicate is a branch and a
+    division a chunk, which nvcc keeps: 32 of them in a 128x128x64
+    split-K prologue, NVRTC's time up by a tenth)."""
+    if em.out.depth != TOP_LEVEL or op in em.hoisted_coordinates or op.attrs["chunk"] < 2 \
+            or op.attrs["chunks"] == "checked" or op.name not in ASYNC_COPIES:
+        return
+    g = copy_geometry(op)
+    rows, cols = g.view_type.shape
+    hoisted = {}
+    number = em.hoisted_copies + 1
+    for axis, (at_offset, at_wrap) in WRAPPED_COPY_OPERANDS.items():
+        offset, wrap = getattr(g, at_offset), getattr(g, at_wrap)
+        if not (isinstance(wrap, Const) and wrap.value == 0):
+            hoisted[axis] = wrapped_chunk_coordinates(em, op, axis, offset, wrap, (rows, cols, op.attrs["chunk"]),
+                                                      f"h{number}_{axis}", "the same for the copies after it")
+    if hoisted:
+        em.hoisted_coordinates[op] = hoisted
+        if any(name.startswith(f"h{number}_") for name in hoisted.values()):
+            em.hoisted_copies = number
 
 
 def _hoist_gathered_rows(em: "EmitContext", op: Op, g: CopyGeometry, steps: int, name: str) -> str:

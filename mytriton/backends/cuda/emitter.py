@@ -61,7 +61,7 @@ from mytriton.backends.cuda.ctypes import c_element, c_literal
 from mytriton.backends.cuda import atomics, histogram, mma, reductions, scans  # noqa: F401
 from mytriton.backends.cuda.atomics import emit_scalar_atomic
 from mytriton.backends.cuda.c_builder import CBuilder, INDENT
-from mytriton.backends.cuda.dots import declare_shared, emit_async, hoist_copy_coordinates, shared_array_name
+from mytriton.backends.cuda.dots import TOP_LEVEL, declare_shared, emit_async, hoist_copy_coordinates, shared_array_name
 from mytriton.backends.cuda.hold_tiles import accumulations, approximations_reached, combined_results, statement_results
 from mytriton.backends.cuda.line_directives import with_directives
 from mytriton.backends.cuda.wgmma import WARPGROUP_INDEX, warpgroup_index_line
@@ -172,7 +172,7 @@ class CudaEmitter:
             for value in inputs:
                 self.waiting.setdefault(value.op, []).append((op, inputs))
         self.shared_allocs: list[Op] = []  # buffers the stage-dots pass allocated
-        self.out = CBuilder(depth=1)  # the kernel body's lines, inside its braces
+        self.out = CBuilder(depth=TOP_LEVEL)  # the kernel body's lines, inside its braces
         self.vector_stores = 0  # staging arrays of vector stores, numbered
         # Copies in loops whose wrapped chunk coordinates were worked out before
         # the loop (dots.hoist_copy_coordinates): op -> {"row"|"col"|"offset": array, "uniform": axes}.
@@ -185,6 +185,7 @@ class CudaEmitter:
         self.statement: Op | None = None
         self.fences = 0
         self.hoisted_coordinates: dict = {}
+        self.wrapped_arrays: dict = {}  # (dots.wrapped_chunk_coordinates)
         self._param_names()
 
     # ---- names ---------------------------------------------------------------------------
