@@ -9,8 +9,8 @@ same source beside it where Triton is installed.
     python benchmarks/first_call.py --stand-in      # no GPU: a stand-in driver, real builds
 
 The kernels, in this order, in one process: the matmul sample (f16, 64x64x32,
-then 128x128x64), the offsets, unmasked, split-K and persistent matmul forms
-(128x128x64) and the
+then 128x128x64), the offsets, unmasked, helper, trans_b, split-K and
+persistent matmul forms (128x128x64) and the
 tutorial's attention forward (D64, 128x64 blocks): each the first launch of
 its own source or constants. ``--stand-in`` times everything but the launch
 itself on any machine (the driver's calls do nothing; NVRTC or nvcc builds
@@ -108,6 +108,10 @@ def cases() -> list[tuple[str, Path, Callable[..., None], int, str]]:
                                                      (128, 128, 64), "BLOCK_", True)),
             ("form unmasked 128x128x64", *matmul_case(STYLE / "matmul_unmasked.py", "matmul_unmasked",
                                                       (128, 128, 64), "BLOCK_", True)),
+            ("form helper 128x128x64", *matmul_case(STYLE / "matmul_loop_helper.py", "matmul_loop_helper",
+                                                   (128, 128, 64), "BLOCK_", True)),
+            ("form trans_b 128x128x64", *matmul_case(STYLE / "matmul_trans.py", "matmul_trans_b",
+                                                    (128, 128, 64), "BLOCK_", True)),
             ("form split_k 128x128x64", *split_k_case()),
             ("form persistent 128x128x64", *persistent_case())]
     return rows
