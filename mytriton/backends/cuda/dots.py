@@ -586,8 +586,8 @@ def hoist_prologue_coordinates(em: "EmitContext", op: Op) -> None:
     take again (C's % behind each chunk's predicate is a branch and a
     division a chunk, which nvcc keeps: 32 of them in a 128x128x64
     split-K prologue, NVRTC's time up by a tenth)."""
-    if em.out.depth != TOP_LEVEL or op in em.hoisted_coordinates or op.attrs["chunk"] < 2 \
-            or op.attrs["chunks"] == "checked" or op.name not in ASYNC_COPIES:
+    if op.name not in ASYNC_COPIES or em.out.depth != TOP_LEVEL or op in em.hoisted_coordinates \
+            or op.attrs["chunk"] < 2 or op.attrs["chunks"] == "checked":
         return
     g = copy_geometry(op)
     rows, cols = g.view_type.shape
