@@ -163,19 +163,21 @@ def test_a_dot_of_f16_tiles_off_the_tensor_cores_reads_one_value_at_a_time_and_b
 TRANS_A = (Path(__file__).parent / "triton_style" / "matmul_trans.py").read_text()
 
 
-def test_a_transposed_a_whose_rows_are_adjacent_is_copied_by_consecutive_threads_down_its_columns():
-    """a.T @ b with a [K, M] row-major, TF32 on mma.sync: the row-major [M, K]
-    buffer's rows are adjacent in memory (stride_am is 1), so element by
-    element, consecutive threads copy consecutive rows and a warp's loads are
-    one run of memory."""
+def test_a_tf32_transposed_a_is_held_column_major_and_copied_in_16_byte_chunks():
+    """a.T @ b with a [K, M] row-major, TF32 on mma.sync: the A buffer holds
+    the tile column-major (its transpose's rows are a's rows, stride_am 1),
+    so each thread copies 16-byte chunks of them, and the fragments are read
+    down the transpose's rows from each lane's first element."""
     ints = ["i32:16"] * 4 + ["i32:1", "i32:16", "i32:1", "i32:16", "i32:1"]  # M, N, K, then the strides
     cuda = compile_text(TRANS_A, "cuda", kernel="matmul_trans_a", file="matmul_trans.py", f32_default="tf32",
                         signature="*fp32:16, *fp32:16, *fp32:16, " + ", ".join(ints),
                         defines={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32})
+    assert "shared_dot_a0 = reinterpret_cast<float*>(smem + 0);  // 384x32, column-major, 8 padding" in cuda
     copy = cuda.split("async_copy_strided_to_shared", 1)[1].split("async_copy_to_shared", 1)[0]
-    assert "} else {  // element by element" in copy
-    assert "const int r = i % 128;" in copy and "const int c = i / 128;" in copy
-    assert "a_ptr + (row * 1 + col * stride_ak)" in copy
+    assert "column by column (a column-major buffer)" in copy and "element by element" not in copy
+    assert "cp.async.cg.shared.global [%0], [%1], 16" in copy
+    assert "const float* const a_lane = &v28[(lane % 4) * 392 + warp_m * 16 + lane / 4];" in cuda
+    assert "a_frag[rm][3] = __float_as_uint(a_lane[(kk + 4) * 392 + rm * 32 + 8]);" in cuda
 
 
 def load_trans_module():

@@ -105,7 +105,7 @@ def load_kernel():
 
 def at_b_case(dtype: str, shape, config, num_warps: int, num_stages: int, backend: str = "cuda"):
     M, N, K = shape
-    np_type = {"f16": np.float16}.get(dtype) or pytest.importorskip("ml_dtypes").bfloat16
+    np_type = {"f16": np.float16, "f32": np.float32}.get(dtype) or pytest.importorskip("ml_dtypes").bfloat16
     rng = np.random.default_rng(M * N + K)
     at = rng.standard_normal((K, M)).astype(np_type)
     b = rng.standard_normal((K, N)).astype(np_type)
@@ -117,7 +117,7 @@ def at_b_case(dtype: str, shape, config, num_warps: int, num_stages: int, backen
                                                       BLOCK_K=bk, num_warps=num_warps, num_stages=num_stages,
                                                       backend=backend)
     exact = at.astype(np.float64).T @ b.astype(np.float64)
-    tol = {"f16": 2e-2}.get(dtype, 6e-2) * max(1.0, np.sqrt(K) / 8)
+    tol = {"f16": 2e-2, "f32": 1e-2}.get(dtype, 6e-2) * max(1.0, np.sqrt(K) / 8)  # f32: TF32 products
     np.testing.assert_allclose(c.astype(np.float64), exact, rtol=tol, atol=tol)
     return c
 
@@ -127,7 +127,7 @@ def test_the_gpu_case_checks_the_interpreter_against_numpy_here():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "f32"])  # f32: TF32 on mma.sync, A held column-major
 @pytest.mark.parametrize("config,num_warps,num_stages", [((128, 128, 64), 4, 3), ((64, 64, 64), 4, 3),
                                                          ((128, 256, 64), 8, 3), ((64, 128, 32), 4, 1),
                                                          ((128, 64, 16), 4, 4)])

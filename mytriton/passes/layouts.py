@@ -105,7 +105,7 @@ from mytriton.passes.dot_layouts import (
     buffer_of, column_contiguous_buffers, k_major_buffers, mma_layout, mma_shared_layout, mma_sync_choice,
     register_a_layout, wgmma_choice, wgmma_layout, wgmma_shared_layout,
 )
-from mytriton.types import BF16, F16, BlockType, SharedType, element_of
+from mytriton.types import BF16, F16, F32, BlockType, SharedType, element_of
 
 DEFAULT_NUM_WARPS = 4
 # Row-major shared buffers, unpadded unless an FMA dot reads them across rows
@@ -701,7 +701,8 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
     down its columns (B of ``x @ w.T``, K^T; A of ``tl.trans(a)``) is held
     column-major, its transpose's rows padded: copied in 16-byte chunks, read
     by ldmatrix with .trans for A, without for B (as row-major, each element
-    would be copied on its own); so is the A of an FMA dot contiguous down
+    would be copied on its own); so is a TF32 one, read element by element
+    down its transpose's rows; so is the A of an FMA dot contiguous down
     its columns (unpadded: read one value at a time down a column)."""
     from mytriton.passes.software_pipeline import scratch_reserve
 
@@ -730,7 +731,11 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
             nbytes = buffer.type.element.nbytes
             pad = mma_shared_layout(buffer.type.element, index).pad if on_tensor_cores \
                 else fma_operand_pad(cols, nbytes)
-            if on_tensor_cores and buffer in down_columns and buffer.type.element in (F16, BF16):
+            if on_tensor_cores and buffer in down_columns and buffer.type.element in (F16, BF16, F32):
+                if buffer.type.element == F32:
+                    # TF32 reads go element by element: the transpose of A is read as a
+                    # row-major B is, that of B as a row-major A (their paddings swap).
+                    pad = mma_shared_layout(F32, 1 - index).pad
                 fits = used + cols * pad * nbytes <= budget
                 used += cols * pad * nbytes if fits else 0
                 layouts[buffer] = PaddedShared(pad=pad if fits else 0, order=(0, 1))

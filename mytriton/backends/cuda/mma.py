@@ -242,9 +242,9 @@ def emit_mma_dot(em: "EmitContext", op: Op) -> None:
     else:
         a_column_major, b_column_major = (columns or isinstance(x.type, SharedType) and x.type.layout.transposed
                                           for x, columns in ((a, a_columns), (b, b_columns)))
-        if (a_column_major or b_column_major) and element not in (F16, BF16):
+        if (a_column_major or b_column_major) and element not in (F16, BF16, F32):
             raise em.error_at(op, f"mma.sync reads a column-major operand of {element} elements only through "
-                                  "ldmatrix, which moves 16-bit ones")
+                                  "ldmatrix, which moves 16-bit ones (TF32 ones element by element)")
         if a_column_major and not a_columns:
             a_pitch = pitch(transposed(a.type))
         if b_column_major and not b_columns:
@@ -316,6 +316,12 @@ def _emit_mma_sync_products(em: "EmitContext", op: Op, layout: Layout, storage: 
     em.line(f"const int lane = {tid} % 32;")
     em.line(f"const int warp_m = {tid} / 32 / {wn};" if wm > 1 else "const int warp_m = 0;")
     em.line(f"const int warp_n = {tid} / 32 % {wn};" if wn > 1 else "const int warp_n = 0;")
+    # TF32 reads of a column-major operand start from this lane's element: nvcc
+    # folds the rest of each address into the load, not the lane's part.
+    if a_column_major and element == F32:
+        em.line(f"const float* const a_lane = &{a_name}[(lane % 4) * {a_pitch} + warp_m * 16 + lane / 4];")
+    if b_column_major and element == F32:
+        em.line(f"const float* const b_lane = &{b_name}[(warp_n * 8 + lane / 4) * {b_pitch} + lane % 4];")
     em.line(em.lang.unroll)
     em.out.open(f"for (int kk = 0; kk < {k}; kk += {instr.k}) {{")
     em.line(f"unsigned a_frag[{reps_m}][4];")
@@ -334,7 +340,11 @@ def _emit_mma_sync_products(em: "EmitContext", op: Op, layout: Layout, storage: 
     # A fragments
     em.line(em.lang.unroll)
     em.line(f"for (int rm = 0; rm < {reps_m}; ++rm) {{")
-    if a_column_major:  # A^T row-major: ldmatrix.trans gives the row-major fragment
+    if a_column_major and element == F32:  # A^T row-major, read element by element
+        for reg in range(4):
+            address = f"a_lane[(kk + {4 * (reg // 2)}) * {a_pitch} + rm * {16 * wm} + {8 * (reg % 2)}]"
+            em.line(f"  {tf32(f'a_frag[rm][{reg}]', address, split and f'a_small[rm][{reg}]')}")
+    elif a_column_major:  # A^T row-major: ldmatrix.trans gives the row-major fragment
         address = at(a_name, a_pitch, a_ldmatrix_trans_address(row0, "kk"))
         em.line(f"  {ldmatrix(LDMATRIX_X4_TRANS, [f'a_frag[rm][{i}]' for i in range(4)], address)}")
     elif instr.a_by_ldmatrix:
@@ -345,7 +355,14 @@ def _emit_mma_sync_products(em: "EmitContext", op: Op, layout: Layout, storage: 
             em.line(f"  {tf32(f'a_frag[rm][{reg}]', at(a_name, a_pitch, tf32_a(row0, 'kk', reg)), split and f'a_small[rm][{reg}]')}")
     em.line("}")
     # B fragments
-    if b_column_major or instr.b_by_ldmatrix:
+    if b_column_major and element == F32:  # B^T row-major, read element by element
+        em.line(em.lang.unroll)
+        em.line(f"for (int rn = 0; rn < {reps_n}; ++rn) {{")
+        for reg in range(2):
+            address = f"b_lane[rn * {8 * wn * b_pitch} + kk + {4 * reg}]"
+            em.line(f"  {tf32(f'b_frag[rn][{reg}]', address, split and f'b_small[rn][{reg}]')}")
+        em.line("}")
+    elif b_column_major or instr.b_by_ldmatrix:
         # B^T row-major: ldmatrix reads its K runs as they are; B row-major: with .trans
         x4, x2, address_of = (LDMATRIX_X4, LDMATRIX_X2, b_ldmatrix_address) if b_column_major else \
             (LDMATRIX_X4_TRANS, LDMATRIX_X2_TRANS, b_ldmatrix_trans_address)
