@@ -139,6 +139,20 @@ def test_a_loop_index_is_divisible_by_its_start_and_step():
                   BLOCK=256) == [("load", 1), ("store", 1)]
 
 
+def test_a_scalar_where_is_a_multiple_of_what_both_choices_are():
+    """A scalar choice between multiples of 128 and of 0 (persistent
+    matmul's clamped column start, once stage-dots takes it as a scalar)."""
+    body = """
+        @mytriton.jit
+        def k(out_ptr, n, BLOCK: tl.constexpr):
+            start = tl.program_id(0) * BLOCK
+            tl.store(out_ptr, tl.where(start < n, start, 0))
+    """
+    assert info_of(body, "*i32:16, i32", "where", BLOCK=128).scalar_divisibility == 128
+    assert info_of(body.replace("start, 0))", "start, 3))"), "*i32:16, i32", "where",
+                   BLOCK=128).scalar_divisibility == 1
+
+
 @pytest.mark.parametrize("expr", ["tl.where(offs < n, offs, 0)", "offs // 2", "offs % 64"])
 def test_ops_without_rules_know_nothing(expr):
     body = VECTOR_ADD.replace("tl.arange(0, BLOCK)\n", "tl.arange(0, BLOCK)\n        offs = " + expr + "\n")

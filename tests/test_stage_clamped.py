@@ -127,3 +127,20 @@ def test_tutorial_09s_persistent_matmul_is_staged_on_wgmma():
     (remark,) = remarks.dot_remarks(kernel)
     assert remark.message.startswith("dot 128x128x64 f16: staged"), remark.message
     assert "wgmma" in remark.message
+
+
+def test_tutorial_09s_clamped_column_start_is_known_aligned_so_b_is_copied_without_a_fallback():
+    """The clamped column start (``start_n`` or 0) is a multiple of 128, so
+    B's copy takes 16-byte chunks without a run-time test and an element by
+    element copy beside them."""
+    from mytriton import compiler
+    from mytriton.compiler import Options
+
+    path = ROOT / "tests" / "triton_style" / "persistent_matmul.py"
+    ints = ["i32:16"] * 3 + ["i32:16", "i32:1", "i32:16", "i32:1", "i32:16", "i32:1"]  # M, N, K, the strides
+    options = Options(kernel="matmul_kernel_persistent", signature="*fp16:16, *fp16:16, *fp16:16, " + ", ".join(ints),
+                      defines={"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8,
+                               "NUM_SMS": 132}, arch="sm_90a")
+    cuda = compiler.run_stages(path.read_text(), str(path), "cuda", options)
+    assert cuda.count("async_copy_strided_to_shared") >= 2
+    assert "element by element" not in cuda

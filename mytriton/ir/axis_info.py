@@ -286,8 +286,9 @@ class AxisAnalysis:
     _and = _or = _logical
 
     def _where(self, op: Op, shape: tuple[int, ...]) -> AxisInfo | None:
-        if not shape:
-            return None
+        if not shape:  # a scalar choice: a multiple of what both choices are
+            a, b = (self.of(o) for o in op.operands[1:])
+            return scalar(gcd(a.scalar_divisibility, b.scalar_divisibility))
         c, a, b = (self.of(o, shape) for o in op.operands)
         every_a, every_b = _every_element(a), _every_element(b)
         return AxisInfo((1,) * len(shape), (gcd(every_a, every_b),) * len(shape),
