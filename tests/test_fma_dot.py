@@ -180,6 +180,22 @@ def test_a_tf32_transposed_a_is_held_column_major_and_copied_in_16_byte_chunks()
     assert "a_frag[rm][3] = __float_as_uint(a_lane[(kk + 4) * 392 + rm * 32 + 8]);" in cuda
 
 
+def test_a_tf32_b_held_column_major_is_read_by_ldmatrix_four_k_to_a_matrix_row():
+    """x @ w.T in TF32 on mma.sync (a 32-row tile: no wgmma): B's buffer holds
+    w's rows (K contiguous); ldmatrix without .trans reads two blocks' K
+    halves of 4 f32 each, from each lane's first element."""
+    ints = ["i32:16"] * 4 + ["i32:1", "i32:16", "i32:1", "i32:16", "i32:1"]
+    for precision, split in (("tf32", False), ("tf32x3", True)):
+        cuda = compile_text(TRANS_A, "cuda", kernel="matmul_trans_b", file="matmul_trans.py", f32_default=precision,
+                            signature="*fp32:16, *fp32:16, *fp32:16, " + ", ".join(ints),
+                            defines={"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32})
+        assert "96x32, column-major, 4 padding" in cuda
+        lane_k = "(lane / 8) % 2 * 4"
+        assert f"const unsigned b_lane = (unsigned)__cvta_generic_to_shared(&v29[(warp_n * 8 + lane / 16 * 16 + lane % 8) * 100 + 0 + {lane_k}]);" in cuda
+        assert '"r"(b_lane + (rn * 16 * 100 + kk) * 4)' in cuda
+        assert ("const float x = __uint_as_float(b_frag[rn][1]);" in cuda) == split
+
+
 def load_trans_module():
     import importlib.util
 
@@ -216,3 +232,26 @@ def test_a_transposed_a_of_an_exact_dot_matches_numpy_on_the_gpu(config, shape):
     bm, bn, bk = config
     c = load_trans_module().matmul_at(at, b, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk)
     np.testing.assert_allclose(c, at.T.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
+@pytest.mark.parametrize("form", ["x @ w.T", "a.T @ b"])
+@pytest.mark.parametrize("config", [(32, 32, 32), (64, 64, 32), (128, 128, 32)])
+@pytest.mark.parametrize("shape", [(200, 130, 77), (97, 255, 40)])
+def test_a_tf32_operand_held_column_major_matches_numpy_on_the_gpu(monkeypatch, precision, form, config, shape):
+    """The column-major TF32 operands on mma.sync (B by ldmatrix, A element by
+    element; 128-row x @ w.T runs on wgmma), tf32x3 splitting what they read."""
+    monkeypatch.setenv("MYTRITON_F32_DEFAULT", precision)
+    M, N, K = shape
+    rng = np.random.default_rng(sum(shape) + sum(config))
+    bm, bn, bk = config
+    module = load_trans_module()
+    if form == "x @ w.T":
+        x, w = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((N, K)).astype(np.float32)
+        c, exact = module.linear(x, w, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk), x.astype(np.float64) @ w.T
+    else:
+        at, b = rng.standard_normal((K, M)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+        c, exact = module.matmul_at(at, b, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk), at.T.astype(np.float64) @ b
+    tol = (1e-2 if precision == "tf32" else 1e-4) * np.sqrt(K)  # TF32 keeps 10 bits of each operand
+    np.testing.assert_allclose(c, exact, rtol=tol, atol=tol)

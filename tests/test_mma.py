@@ -107,6 +107,20 @@ def test_tf32x3_issues_three_products_per_block():
     assert "a_small" not in compile_matmul("tf32", (64, 64, 32), 4, "cuda")
 
 
+def test_a_tf32_a_is_read_by_ldmatrix_eight_rows_of_four_from_each_lane_s_first_element():
+    """An 8x8 matrix of b16 pairs is 8 rows of 4 f32: ldmatrix gives lane l
+    row l / 4, element l % 4, the TF32 A fragment's (g, t). B, row-major,
+    is read element by element (ldmatrix cannot transpose 32-bit elements)."""
+    for kind in ("tf32", "tf32x3"):
+        cuda = compile_matmul(kind, (64, 64, 32), 4, "cuda")
+        assert "const unsigned a_lane = (unsigned)__cvta_generic_to_shared(" in cuda
+        assert '"r"(a_lane + (rm * 32 * 36 + kk) * 4)' in cuda
+        assert cuda.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 1
+        assert "b_frag[rn][1] = __float_as_uint(" in cuda or "b_small[rn][1]" in cuda
+    # tf32x3 splits what ldmatrix read into the TF32 rounding and the rest
+    assert "const float x = __uint_as_float(a_frag[rm][3]);" in compile_matmul("tf32x3", (64, 64, 32), 4, "cuda")
+
+
 def test_tf32_pads_b_rows_by_8_and_a_rows_by_4():
     layouts = compile_matmul("tf32", (64, 64, 32), 4, "layouts", num_stages=1)
     assert "shared<64x32 x f32, #padded_shared0>" in layouts
@@ -146,7 +160,7 @@ def test_each_operand_type_builds_with_mma_sync(kind, config, num_warps):
         assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
         assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx or \
             "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16" in ptx
-    if kind == "i8":
+    if kind in ("i8", "tf32", "tf32x3"):
         assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
     if kind == "tf32x3":
         assert "cvt.rna.tf32.f32" in ptx  # the big/small split rounds

@@ -224,16 +224,14 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
       const int lane = threadIdx.x % 32;
       const int warp_m = threadIdx.x / 32 / 2;
       const int warp_n = threadIdx.x / 32 % 2;
+      const unsigned a_lane = (unsigned)__cvta_generic_to_shared(&v30[(warp_m * 16 + (lane / 8) % 2 * 8 + lane % 8) * 36 + 0 + lane / 16 * 4]);
       #pragma unroll
       for (int kk = 0; kk < 32; kk += 8) {
         unsigned a_frag[2][4];
         unsigned b_frag[4][2];
         #pragma unroll
         for (int rm = 0; rm < 2; ++rm) {
-          a_frag[rm][0] = __float_as_uint(v30[(warp_m * 16 + rm * 32 + lane / 4 + 0) * 36 + kk + lane % 4 + 0]);
-          a_frag[rm][1] = __float_as_uint(v30[(warp_m * 16 + rm * 32 + lane / 4 + 8) * 36 + kk + lane % 4 + 0]);
-          a_frag[rm][2] = __float_as_uint(v30[(warp_m * 16 + rm * 32 + lane / 4 + 0) * 36 + kk + lane % 4 + 4]);
-          a_frag[rm][3] = __float_as_uint(v30[(warp_m * 16 + rm * 32 + lane / 4 + 8) * 36 + kk + lane % 4 + 4]);
+          asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(a_frag[rm][0]), "=r"(a_frag[rm][1]), "=r"(a_frag[rm][2]), "=r"(a_frag[rm][3]) : "r"(a_lane + (rm * 32 * 36 + kk) * 4));
         }
         #pragma unroll
         for (int rn = 0; rn < 4; ++rn) {

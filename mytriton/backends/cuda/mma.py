@@ -38,6 +38,7 @@ against the tables and NumPy, so a mistake here shows without a GPU.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.ctypes import c_element
@@ -68,7 +69,9 @@ class Instruction:
 INSTRUCTIONS: dict[ScalarType, Instruction] = {
     F16: Instruction("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 16, "f", True, True),
     BF16: Instruction("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, "f", True, True),
-    F32: Instruction("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 8, "f", False, False),
+    # ldmatrix moves an 8x8 matrix of b16 pairs: for f32, 8 rows of 4 elements, lane l receiving
+    # row l / 4, element l % 4, as the tf32 A fragment (and a K-contiguous B's) has them.
+    F32: Instruction("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 8, "f", True, False),
     I8: Instruction("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", 32, "r", True, False),
 }
 LDMATRIX_X4 = "ldmatrix.sync.aligned.m8n8.x4.shared.b16"
@@ -126,16 +129,17 @@ def a_ldmatrix_trans_address(row0: str, kk: str) -> tuple[str, str]:
     return f"{kk} + lane / 16 * 8 + lane % 8", f"{row0} + (lane / 8) % 2 * 8"
 
 
-def b_ldmatrix_address(col0: str, step: int, kk: str) -> tuple[str, str]:
+def b_ldmatrix_address(col0: str, step: int, kk: str, half: int = 8) -> tuple[str, str]:
     """ldmatrix.x4 (no .trans) for the B blocks at columns col0 and col0 +
     step of a column-major B (its transpose row-major, K contiguous):
     matrices (col0, K 0-7), (col0, K 8-15), (col0 + step, K 0-7), (col0 +
     step, K 8-15), each 8 columns of 16 bytes; lane l gives column (l % 8) of
     matrix l / 8 (.x2 reads lanes 0-15 only: step 0), and receives column
     l / 4, K 2 (l % 4) and the next: the B fragment (k 2t.., n g). As
-    (column, K) of the transpose."""
+    (column, K) of the transpose. ``half``: K elements per matrix (tf32: 4,
+    lane l receiving K l % 4 of column l / 4)."""
     col = col0 if step == 0 else f"{col0} + lane / 16 * {step}"
-    return f"{col} + lane % 8", f"{kk} + (lane / 8) % 2 * 8"
+    return f"{col} + lane % 8", f"{kk} + (lane / 8) % 2 * {half}"
 
 
 def tf32_a(row0: str, kk: str, reg: int) -> tuple[str, str]:
@@ -316,19 +320,6 @@ def _emit_mma_sync_products(em: "EmitContext", op: Op, layout: Layout, storage: 
     em.line(f"const int lane = {tid} % 32;")
     em.line(f"const int warp_m = {tid} / 32 / {wn};" if wm > 1 else "const int warp_m = 0;")
     em.line(f"const int warp_n = {tid} / 32 % {wn};" if wn > 1 else "const int warp_n = 0;")
-    # TF32 reads of a column-major operand start from this lane's element: nvcc
-    # folds the rest of each address into the load, not the lane's part.
-    if a_column_major and element == F32:
-        em.line(f"const float* const a_lane = &{a_name}[(lane % 4) * {a_pitch} + warp_m * 16 + lane / 4];")
-    if b_column_major and element == F32:
-        em.line(f"const float* const b_lane = &{b_name}[(warp_n * 8 + lane / 4) * {b_pitch} + lane % 4];")
-    em.line(em.lang.unroll)
-    em.out.open(f"for (int kk = 0; kk < {k}; kk += {instr.k}) {{")
-    em.line(f"unsigned a_frag[{reps_m}][4];")
-    em.line(f"unsigned b_frag[{reps_n}][2];")
-    if split:
-        em.line(f"unsigned a_small[{reps_m}][4];")
-        em.line(f"unsigned b_small[{reps_n}][2];")
     row0 = block_row("rm", wm)
 
     def col0(rn: str) -> str:
@@ -337,6 +328,44 @@ def _emit_mma_sync_products(em: "EmitContext", op: Op, layout: Layout, storage: 
     def at(name: str, row_pitch: int, rc: tuple[str, str]) -> str:
         return f"{name}[({rc[0]}) * {row_pitch} + {rc[1]}]"
 
+    # Each lane's reads start from its own element, worked out once: nvcc folds
+    # the rest of each address (the block's and the K step's, constants once
+    # unrolled) into the load's offset, not the lane's part.
+    nbytes = element.nbytes
+    a_ldmatrix = a_column_major and element != F32 or not a_column_major and instr.a_by_ldmatrix
+    b_ldmatrix = b_column_major or instr.b_by_ldmatrix
+    if a_column_major and element == F32:
+        em.line(f"const float* const a_lane = &{a_name}[(lane % 4) * {a_pitch} + warp_m * 16 + lane / 4];")
+    elif a_ldmatrix:
+        first = a_ldmatrix_trans_address("warp_m * 16", "0") if a_column_major else \
+            a_ldmatrix_address("warp_m * 16", "0", instr.k)
+        em.line(f"const unsigned a_lane = (unsigned)__cvta_generic_to_shared(&{at(a_name, a_pitch, first)});")
+    if b_ldmatrix:
+        # B^T row-major: ldmatrix reads its K runs as they are (tf32: 4 to a matrix row); B
+        # row-major: with .trans
+        x4, x2, address_of = (LDMATRIX_X4, LDMATRIX_X2, partial(b_ldmatrix_address, half=instr.k // 2)) \
+            if b_column_major else (LDMATRIX_X4_TRANS, LDMATRIX_X2_TRANS, b_ldmatrix_trans_address)
+        pairs = reps_n // 2
+        # x4 reads two blocks 8 * wn columns apart; x2 (an odd last block) one, lanes 0-15
+        for name, step, wanted in (("b_lane", 8 * wn, pairs), ("b_lane_x2", 0, reps_n % 2)):
+            if wanted:
+                em.line(f"const unsigned {name} = (unsigned)__cvta_generic_to_shared("
+                        f"&{at(b_name, b_pitch, address_of('warp_n * 8', step, '0'))});")
+
+    def b_offset(rn: str) -> str:
+        """Bytes from a lane's first B element to block ``rn``'s at step kk."""
+        blocks = f"{rn} * {8 * wn}"
+        elements = f"{blocks} * {b_pitch} + kk" if b_column_major else f"kk * {b_pitch} + {blocks}"
+        return f"({elements}) * {nbytes}"
+
+    em.line(em.lang.unroll)
+    em.out.open(f"for (int kk = 0; kk < {k}; kk += {instr.k}) {{")
+    em.line(f"unsigned a_frag[{reps_m}][4];")
+    em.line(f"unsigned b_frag[{reps_n}][2];")
+    if split:
+        em.line(f"unsigned a_small[{reps_m}][4];")
+        em.line(f"unsigned b_small[{reps_n}][2];")
+
     # A fragments
     em.line(em.lang.unroll)
     em.line(f"for (int rm = 0; rm < {reps_m}; ++rm) {{")
@@ -344,40 +373,34 @@ def _emit_mma_sync_products(em: "EmitContext", op: Op, layout: Layout, storage: 
         for reg in range(4):
             address = f"a_lane[(kk + {4 * (reg // 2)}) * {a_pitch} + rm * {16 * wm} + {8 * (reg % 2)}]"
             em.line(f"  {tf32(f'a_frag[rm][{reg}]', address, split and f'a_small[rm][{reg}]')}")
-    elif a_column_major:  # A^T row-major: ldmatrix.trans gives the row-major fragment
-        address = at(a_name, a_pitch, a_ldmatrix_trans_address(row0, "kk"))
-        em.line(f"  {ldmatrix(LDMATRIX_X4_TRANS, [f'a_frag[rm][{i}]' for i in range(4)], address)}")
-    elif instr.a_by_ldmatrix:
-        address = at(a_name, a_pitch, a_ldmatrix_address(row0, "kk", instr.k))
-        em.line(f"  {ldmatrix(LDMATRIX_X4, [f'a_frag[rm][{i}]' for i in range(4)], address)}")
+    elif a_ldmatrix:
+        # A^T row-major: ldmatrix.trans gives the row-major fragment; A row-major: ldmatrix
+        blocks = f"rm * {16 * wm}"
+        elements = f"kk * {a_pitch} + {blocks}" if a_column_major else f"{blocks} * {a_pitch} + kk"
+        em.line(f"  {ldmatrix(LDMATRIX_X4_TRANS if a_column_major else LDMATRIX_X4, [f'a_frag[rm][{i}]' for i in range(4)], f'a_lane + ({elements}) * {nbytes}')}")
+        for reg in range(4) if split else ():
+            em.line(f"  {tf32(f'a_frag[rm][{reg}]', f'__uint_as_float(a_frag[rm][{reg}])', f'a_small[rm][{reg}]')}")
     else:
         for reg in range(4):
             em.line(f"  {tf32(f'a_frag[rm][{reg}]', at(a_name, a_pitch, tf32_a(row0, 'kk', reg)), split and f'a_small[rm][{reg}]')}")
     em.line("}")
     # B fragments
-    if b_column_major and element == F32:  # B^T row-major, read element by element
-        em.line(em.lang.unroll)
-        em.line(f"for (int rn = 0; rn < {reps_n}; ++rn) {{")
-        for reg in range(2):
-            address = f"b_lane[rn * {8 * wn * b_pitch} + kk + {4 * reg}]"
-            em.line(f"  {tf32(f'b_frag[rn][{reg}]', address, split and f'b_small[rn][{reg}]')}")
-        em.line("}")
-    elif b_column_major or instr.b_by_ldmatrix:
-        # B^T row-major: ldmatrix reads its K runs as they are; B row-major: with .trans
-        x4, x2, address_of = (LDMATRIX_X4, LDMATRIX_X2, b_ldmatrix_address) if b_column_major else \
-            (LDMATRIX_X4_TRANS, LDMATRIX_X2_TRANS, b_ldmatrix_trans_address)
-        pairs = reps_n // 2
+    if b_ldmatrix:
         if pairs:
             em.line(em.lang.unroll)
             em.line(f"for (int rn = 0; rn < {2 * pairs}; rn += 2) {{")
-            address = at(b_name, b_pitch, address_of(col0("rn"), 8 * wn, "kk"))
             regs = ["b_frag[rn][0]", "b_frag[rn][1]", "b_frag[rn + 1][0]", "b_frag[rn + 1][1]"]
-            em.line(f"  {ldmatrix(x4, regs, address)}")
+            em.line(f"  {ldmatrix(x4, regs, 'b_lane + ' + b_offset('rn'))}")
             em.line("}")
         if reps_n % 2:
             last = str(reps_n - 1)
-            address = at(b_name, b_pitch, address_of(col0(last), 0, "kk"))
-            em.line(ldmatrix(x2, [f"b_frag[{last}][0]", f"b_frag[{last}][1]"], address))
+            em.line(ldmatrix(x2, [f"b_frag[{last}][0]", f"b_frag[{last}][1]"], f"b_lane_x2 + {b_offset(last)}"))
+        if split:  # tf32x3: the f32 values read, split into their TF32 rounding and the rest
+            em.line(em.lang.unroll)
+            em.line(f"for (int rn = 0; rn < {reps_n}; ++rn) {{")
+            for reg in range(2):
+                em.line(f"  {tf32(f'b_frag[rn][{reg}]', f'__uint_as_float(b_frag[rn][{reg}])', f'b_small[rn][{reg}]')}")
+            em.line("}")
     else:
         em.line(em.lang.unroll)
         em.line(f"for (int rn = 0; rn < {reps_n}; ++rn) {{")
@@ -407,10 +430,10 @@ def _emit_mma_sync_products(em: "EmitContext", op: Op, layout: Layout, storage: 
 
 
 def ldmatrix(ptx: str, regs: list[str], address: str) -> str:
+    """``ptx`` into ``regs`` from ``address``, a shared-space address (unsigned)."""
     outs = ", ".join(f"%{i}" for i in range(len(regs)))
     constraints = ", ".join(f'"=r"({r})' for r in regs)
-    return (f'asm volatile("{ptx} {{{outs}}}, [%{len(regs)}];\\n" : {constraints} '
-            f': "r"((unsigned)__cvta_generic_to_shared(&{address})));')
+    return f'asm volatile("{ptx} {{{outs}}}, [%{len(regs)}];\\n" : {constraints} : "r"({address}));'
 
 
 def tf32(target: str, expr: str, small: str | bool = False) -> str:
