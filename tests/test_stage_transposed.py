@@ -101,7 +101,7 @@ def _canonical_cuda(source: str, signature: str, arch: str) -> str:
     cuda = "\n".join(line for line in cuda.splitlines() if not line.strip().startswith("#line"))
     cuda = re.sub(r'"source_sha256": "[0-9a-f]+"', "", cuda)
     names: dict[str, int] = {}
-    return re.sub(r"\b([vtwrs])(\d+)\b", lambda m: m.group(1) + str(names.setdefault(m.group(0), len(names))), cuda)
+    return re.sub(r"\b([vtwrs])(\d+)(?!\d)", lambda m: m.group(1) + str(names.setdefault(m.group(0), len(names))), cuda)
 
 
 LINEAR_64 = kernel_source("""

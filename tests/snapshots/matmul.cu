@@ -264,11 +264,10 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
   float t41[32];
   {  // the shared-memory copies below are this loop's alone
     float* const s35 = reinterpret_cast<float*>(smem + 0);
+    float* const s35_lane = &s35[((L0_p0 % 8) + (L0_p0 / 8) * 16) * 72 + (L0_p1 % 4) * 2 + (L0_p1 / 4) * 8];
     #pragma unroll
     for (int k = 0; k < 32; ++k) {
-      const int c0 = (L0_p0 % 8) + ((k / 8) % 2) * 8 + (L0_p0 / 8) * 16 + ((k / 8) / 2) * 32;
-      const int c1 = (L0_p1 % 4) * 2 + ((k % 8) % 2) + (L0_p1 / 4) * 8 + ((k % 8) / 2) * 16;
-      if (k % 2 == 0) { __align__(16) float pair[2] = {t35[k], t35[k + 1]}; *reinterpret_cast<uint2*>(&s35[(c0) * 72 + c1]) = *reinterpret_cast<const uint2*>(pair); }
+      if (k % 2 == 0) { __align__(16) float pair[2] = {t35[k], t35[k + 1]}; *reinterpret_cast<uint2*>(&s35_lane[(((k / 8) % 2) * 8 + ((k / 8) / 2) * 32) * 72 + ((k % 8) % 2) + ((k % 8) / 2) * 16]) = *reinterpret_cast<const uint2*>(pair); }
     }
     __syncthreads();
     // convert_layout @17:5 into L1 (32 slot(s) per thread)

@@ -685,15 +685,23 @@ class CudaEmitter:
             self.line(f"{element}* const {name} = reinterpret_cast<{element}*>(smem + {offset});")
             writer = SlotLoop(self, layout)
             shape = loop.scratch_shape(value)
-            index = loop.scratch_index(value, [writer.use(c) for c in writer.coords()])
+            split = writer.split_coords()
+            if split is not None:
+                # Each write from this thread's first element: nvcc folds each slot's
+                # part (a constant once unrolled) into the store, not the thread's.
+                thread, slot = split
+                target, index = f"{name}_lane", loop.scratch_index(value, slot)
+                self.line(f"{element}* const {target} = &{name}[{loop.scratch_index(value, thread)}];")
+            else:
+                target, index = name, loop.scratch_index(value, [writer.use(c) for c in writer.coords()])
             pair = self.fragment_pair_bytes(value, loop)
             if pair:
                 # A fragment's two adjacent columns (its consecutive slots) in one write.
                 staged = f"{self.storage[value]}[k], {self.storage[value]}[k + 1]"
                 writer.lines.append(f"if (k % 2 == 0) {{ {self.lang.vector_buffer(element, 'pair', 2)[:-1]} = {{{staged}}}; "
-                                    f"{self.lang.vector_copy(f'&{name}[{index}]', 'pair', pair)} }}")
+                                    f"{self.lang.vector_copy(f'&{target}[{index}]', 'pair', pair)} }}")
             else:
-                writer.lines.append(f"{name}[{index}] = {self.storage[value]}[k];")
+                writer.lines.append(f"{target}[{index}] = {self.storage[value]}[k];")
             self.line(self.slot_unroll(layout.slots))
             with self.out.scope(f"for (int k = 0; k < {layout.slots}; ++k) {{"):
                 for text in writer.body():

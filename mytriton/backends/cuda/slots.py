@@ -76,6 +76,24 @@ class SlotLoop:
             self.coord_vars[p] = name
         return self.coord_vars[p]
 
+    def split_coords(self) -> tuple[list[str], list[str]] | None:
+        """Each coordinate as this thread's part and the slot's, where the
+        layout's coordinates are their sums (no copies wrapped around the
+        shape): the thread's position at slot 0, and the slot's digits at
+        position 0; None where a dimension wraps."""
+        parent = self.domain.parent
+        thread, slot = [], []
+        for p, extent in zip(self.domain.dims, self.domain.shape):
+            if extent == 1:
+                thread.append("0")
+                slot.append("0")
+                continue
+            if parent.replicated(p):
+                return None
+            thread.append(parent.coordinate(p, "0", self.positions[p]))
+            slot.append(parent.coordinate(p, self.digits[p], "0"))
+        return thread, slot
+
     def use(self, coord: Coord) -> str:
         """``coord`` as C, for a line of this loop (which then declares it)."""
         if coord.dim is not None:
