@@ -81,7 +81,7 @@ def test_an_epilogue_exchange_past_the_buffers_takes_the_launchs_opted_in_memory
     # 128x256 f32 (128 KiB, rows padded by 8: 132 KiB) over 72 KiB of buffers, as Triton's epilogue.
     cuda = matmul_text("cuda", ALIGNED, defines=WIDE)
     assert header_of(cuda)["shared_bytes"] == 128 * (256 + 8) * 4
-    assert "s35[(c0) * 264 + c1]" in cuda
+    assert "const float* const s35_read = &s35[(L1_p0) * 264 + L1_p1 * 4];" in cuda
 
 
 def test_the_fragments_rows_in_scratch_are_padded_apart():

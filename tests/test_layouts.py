@@ -293,7 +293,8 @@ def test_a_convert_layout_goes_through_shared_memory():
     before, after = cuda.split("// convert_layout", 1)
     copy = re.search(r"float\* const (s\d+) = reinterpret_cast<float\*>\(smem \+ 0\);", before)
     assert copy and before.rstrip().endswith("__syncthreads();")
-    assert re.search(rf"t\d+\[k\] = {copy.group(1)}\[c0\];", after.split("}", 1)[0])
+    assert f"const float* const {copy.group(1)}_read = &{copy.group(1)}[L1_p0];" in before
+    assert re.search(rf"t\d+\[k\] = {copy.group(1)}_read\[k \* 4\];", after.split("}", 1)[0])
 
 
 @pytest.mark.nvcc

@@ -139,9 +139,9 @@ def test_an_aligned_epilogue_is_exchanged_through_shared_memory_and_stored_16_by
 def test_the_exchange_writes_each_fragment_pair_and_reads_each_run_at_once(arch):
     cuda = matmul_at("cuda", ALIGNED_MATMUL, arch)
     # f32: a pair of adjacent columns is 8 bytes; a thread's run of 4 along a row 16
-    assert "__align__(16) float pair[2] = {" in cuda and "*reinterpret_cast<uint2*>(&s" in cuda
+    assert re.search(r"if \(k % 2 == 0\) \*reinterpret_cast<float2\*>\(&s\d+_write\[.*\]\) = make_float2\(t\d+\[k\], t\d+\[k \+ 1\]\);", cuda)
     assert re.search(r"if \(k % 4 == 0\) \*reinterpret_cast<uint4\*>\(&t\d+\[k\]\) = "
-                     r"\*reinterpret_cast<const uint4\*>\(&s\d+\[", cuda)
+                     r"\*reinterpret_cast<const uint4\*>\(&s\d+_read\[", cuda)
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80"])

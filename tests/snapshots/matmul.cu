@@ -264,18 +264,17 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
   float t41[32];
   {  // the shared-memory copies below are this loop's alone
     float* const s35 = reinterpret_cast<float*>(smem + 0);
-    float* const s35_lane = &s35[((L0_p0 % 8) + (L0_p0 / 8) * 16) * 72 + (L0_p1 % 4) * 2 + (L0_p1 / 4) * 8];
+    float* const s35_write = &s35[((L0_p0 % 8) + (L0_p0 / 8) * 16) * 72 + (L0_p1 % 4) * 2 + (L0_p1 / 4) * 8];
     #pragma unroll
     for (int k = 0; k < 32; ++k) {
-      if (k % 2 == 0) { __align__(16) float pair[2] = {t35[k], t35[k + 1]}; *reinterpret_cast<uint2*>(&s35_lane[(((k / 8) % 2) * 8 + ((k / 8) / 2) * 32) * 72 + ((k % 8) % 2) + ((k % 8) / 2) * 16]) = *reinterpret_cast<const uint2*>(pair); }
+      if (k % 2 == 0) *reinterpret_cast<float2*>(&s35_write[(((k / 8) % 2) * 8 + ((k / 8) / 2) * 32) * 72 + ((k % 8) % 2) + ((k % 8) / 2) * 16]) = make_float2(t35[k], t35[k + 1]);
     }
+    const float* const s35_read = &s35[(L1_p0) * 72 + L1_p1];
     __syncthreads();
     // convert_layout @17:5 into L1 (32 slot(s) per thread)
     #pragma unroll
     for (int k = 0; k < 32; ++k) {
-      const int c0 = L1_p0 + (k / 2) * 4;
-      const int c1 = L1_p1 + (k % 2) * 32;
-      t41[k] = s35[(c0) * 72 + c1];
+      t41[k] = s35_read[((k / 2) * 4) * 72 + (k % 2) * 32];
     }
   }
   #line 27 "samples/matmul.py"

@@ -31,17 +31,17 @@ extern "C" __global__ void __launch_bounds__(128) outer_kernel(float* x_ptr, flo
   float t9[32];
   {  // the shared-memory copies below are this loop's alone
     float* const s8 = reinterpret_cast<float*>(smem + 0);
-    float* const s8_lane = &s8[L0_p0];
+    float* const s8_write = &s8[L0_p0];
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
-      s8_lane[0] = t8[k];
+      s8_write[0] = t8[k];
     }
+    const float* const s8_read = &s8[L1_p0];
     __syncthreads();
     // convert_layout @16:9 into L1 (32 slot(s) per thread)
     #pragma unroll
     for (int k = 0; k < 32; ++k) {
-      const int c0 = L1_p0 + k * 4;
-      t9[k] = s8[c0];
+      t9[k] = s8_read[k * 4];
     }
   }
   #line 15 "samples/outer.py"

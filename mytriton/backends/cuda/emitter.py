@@ -576,7 +576,7 @@ class CudaEmitter:
         else:
             expr = loop.value(op.operands[0], coords).expr
         run = self.scratch_run(op, loop)
-        if run > 1 and expr.startswith(self.shared_name(op.operands[0]) + "["):
+        if run > 1 and expr.startswith(tuple(self.shared_name(op.operands[0]) + end for end in ("[", "_read["))):
             # Each thread's run is contiguous in the copy (along its rows, or
             # down the columns of a column-major one): one read of the run.
             nbytes = run * element_bytes(op.results[0].type)
@@ -688,24 +688,29 @@ class CudaEmitter:
             split = writer.split_coords()
             if split is not None:
                 # Each write from this thread's first element: nvcc folds each slot's
-                # part (a constant once unrolled) into the store, not the thread's.
+                # part (a constant once unrolled) into the store, not the thread's (the
+                # reading loop's reads likewise, from its own thread's: SlotLoop.read).
                 thread, slot = split
-                target, index = f"{name}_lane", loop.scratch_index(value, slot)
+                target, index = f"{name}_write", loop.scratch_index(value, slot)
                 self.line(f"{element}* const {target} = &{name}[{loop.scratch_index(value, thread)}];")
             else:
                 target, index = name, loop.scratch_index(value, [writer.use(c) for c in writer.coords()])
             pair = self.fragment_pair_bytes(value, loop)
             if pair:
                 # A fragment's two adjacent columns (its consecutive slots) in one write.
-                staged = f"{self.storage[value]}[k], {self.storage[value]}[k + 1]"
-                writer.lines.append(f"if (k % 2 == 0) {{ {self.lang.vector_buffer(element, 'pair', 2)[:-1]} = {{{staged}}}; "
-                                    f"{self.lang.vector_copy(f'&{target}[{index}]', 'pair', pair)} }}")
+                first, second = f"{self.storage[value]}[k]", f"{self.storage[value]}[k + 1]"
+                write = self.lang.pair_write(element, f"&{target}[{index}]", first, second) or \
+                    f"{{ {self.lang.vector_buffer(element, 'pair', 2)[:-1]} = {{{first}, {second}}}; " \
+                    f"{self.lang.vector_copy(f'&{target}[{index}]', 'pair', pair)} }}"
+                writer.lines.append(f"if (k % 2 == 0) {write}")
             else:
                 writer.lines.append(f"{target}[{index}] = {self.storage[value]}[k];")
             self.line(self.slot_unroll(layout.slots))
             with self.out.scope(f"for (int k = 0; k < {layout.slots}; ++k) {{"):
                 for text in writer.body():
                     self.line(text)
+            if value in loop.thread_reads:  # the reading loop's thread's first element (SlotLoop.read)
+                self.line(f"const {element}* const {name}_read = &{name}[{loop.thread_reads[value]}];")
             offset += aligned(math.prod(shape) * element_bytes(value.type))
         # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
         self.line(self.lang.barrier)

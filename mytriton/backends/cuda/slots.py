@@ -53,6 +53,9 @@ class SlotLoop:
     staged: list[Value] = field(default_factory=list)  # tiles this loop reads from shared memory
     pads: dict[Value, int] = field(default_factory=dict)  # a staged tile's padding after each row (elements)
     columns: set[Value] = field(default_factory=set)  # staged tiles copied column-major (scratch_columns)
+    # staged tiles read at this loop's own coordinates: the thread's part of each position
+    # (the emitter declares a pointer there before the loop; each read adds the slot's part)
+    thread_reads: dict[Value, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.lines = SourcedLines(self.emitter.out)
@@ -209,6 +212,11 @@ class SlotLoop:
             return CValue(f"{self.emitter.storage[value]}[{slot}]", element)
         if value not in self.staged:
             self.staged.append(value)
+        split = self.split_coords() if coords == self.coords() else None
+        if split is not None:
+            thread, slot = split
+            self.thread_reads[value] = self.scratch_index(value, thread)
+            return CValue(f"{self.emitter.shared_name(value)}_read[{self.scratch_index(value, slot)}]", element)
         index = self.scratch_index(value, [self.use(c) for c in coords])
         return CValue(f"{self.emitter.shared_name(value)}[{index}]", element)
 
