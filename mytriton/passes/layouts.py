@@ -701,8 +701,8 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
     down its columns (B of ``x @ w.T``, K^T; A of ``tl.trans(a)``) is held
     column-major, its transpose's rows padded: copied in 16-byte chunks, read
     by ldmatrix with .trans for A, without for B (as row-major, each element
-    would be copied on its own); so is a TF32 one, read element by element
-    down its transpose's rows; so is the A of an FMA dot contiguous down
+    would be copied on its own); so is a TF32 one (A read element by element
+    down its transpose's rows, B by ldmatrix); so is the A of an FMA dot contiguous down
     its columns (unpadded: read one value at a time down a column)."""
     from mytriton.passes.software_pipeline import scratch_reserve
 
@@ -733,8 +733,8 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
                 else fma_operand_pad(cols, nbytes)
             if on_tensor_cores and buffer in down_columns and buffer.type.element in (F16, BF16, F32):
                 if buffer.type.element == F32:
-                    # TF32 reads go element by element: the transpose of A is read as a
-                    # row-major B is, that of B as a row-major A (their paddings swap).
+                    # The transpose of A is read as a row-major B is (element by element),
+                    # that of B as a row-major A is (by ldmatrix): their paddings swap.
                     pad = mma_shared_layout(F32, 1 - index).pad
                 fits = used + cols * pad * nbytes <= budget
                 used += cols * pad * nbytes if fits else 0

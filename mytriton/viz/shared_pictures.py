@@ -141,7 +141,7 @@ def copy_pattern(op: Any, offset: int, where: str) -> AccessPattern:
 
 def mma_read_patterns(dot: Any, operand: int, buffer: Any, offset: int, where: str) -> list[AccessPattern]:
     """The reads of a version-2 mma dot's operand ``operand`` (0: A, 1: B)
-    from ``buffer``: ldmatrix for 16-bit types and A of int8, plain reads else."""
+    from ``buffer``: ldmatrix for 16-bit types and A of int8 and TF32, plain reads else."""
     from mytriton.backends.cuda import mma
     from mytriton.backends.cuda.thread_coordinates import MmaLayout
 

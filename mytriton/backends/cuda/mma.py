@@ -247,8 +247,8 @@ def emit_mma_dot(em: "EmitContext", op: Op) -> None:
         a_column_major, b_column_major = (columns or isinstance(x.type, SharedType) and x.type.layout.transposed
                                           for x, columns in ((a, a_columns), (b, b_columns)))
         if (a_column_major or b_column_major) and element not in (F16, BF16, F32):
-            raise em.error_at(op, f"mma.sync reads a column-major operand of {element} elements only through "
-                                  "ldmatrix, which moves 16-bit ones (TF32 ones element by element)")
+            raise em.error_at(op, f"mma.sync reads a column-major operand of 16-bit or TF32 elements, "
+                                  f"not of {element}")
         if a_column_major and not a_columns:
             a_pitch = pitch(transposed(a.type))
         if b_column_major and not b_columns:
