@@ -91,6 +91,22 @@ def cold_caches() -> None:
     os.environ["CUDA_CACHE_DISABLE"] = "1"
 
 
+def recold_caches() -> None:
+    """Empty both compilers' kernel caches again (``cold_caches`` made them),
+    so that a kernel loaded anew compiles on its first call, as it did the
+    first time: mytriton's directory wholly, Triton's but for what holds a
+    shared object (its launcher and utilities, which a program builds once
+    for all its kernels). Each side's in-process caches belong to the kernel
+    object: load the kernel's module anew too."""
+    import shutil
+
+    for entry in Path(os.environ["MYTRITON_CACHE_DIR"]).iterdir():
+        shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    for entry in Path(os.environ["TRITON_CACHE_DIR"]).iterdir():
+        if entry.is_dir() and not any(f.suffix == ".so" for f in entry.rglob("*")):
+            shutil.rmtree(entry)
+
+
 def first_call(fn) -> float:
     """Seconds from a kernel's first call to its result: the compile, the
     load and the run (both compilers' caches cold: ``cold_caches``)."""

@@ -5,7 +5,7 @@ arguments, the launch, waiting for it), for a process's first kernel and the
 ones after it, each new to both compilers' caches; Triton's first call of the
 same source beside it where Triton is installed.
 
-    python benchmarks/first_call.py [--json F]      # on the GPU, against Triton
+    python benchmarks/first_call.py [--rounds N] [--json F]   # on the GPU, against Triton
     python benchmarks/first_call.py --stand-in      # no GPU: a stand-in driver, real builds
 
 The kernels, in this order, in one process: the matmul sample (f16, 64x64x32,
@@ -19,13 +19,15 @@ for real), which is what tells a slow compiler from a slow machine.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-from common import ROOT, Results, add_json_option, cold_caches, load_as_triton, load_module, triton_available
+from common import (ROOT, Results, add_json_option, cold_caches, load_as_triton, load_module, recold_caches,
+                    triton_available)
 
 STYLE = ROOT / "tests" / "triton_style"
 PARTS = ("to SSA", "to CUDA", "build", "load")
@@ -125,7 +127,7 @@ def attention_launch(module: Any, q: Any, k: Any, v: Any, o: Any, m: Any, ctx: i
                                              num_warps=4, num_stages=3)
 
 
-def run(stand_in: bool, record: Results) -> None:
+def run(stand_in: bool, record: Results, rounds: int = 1) -> None:
     watch = Stopwatch()
     if stand_in:
         sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -173,30 +175,56 @@ def run(stand_in: bool, record: Results) -> None:
     rows.append(("attention tutorial D64", STYLE / "fused_attention.py",
                  lambda module: attention_launch(module, *(tensor(2 * ctx * 64) for _ in range(4)),
                                                  tensor(2 * ctx * 2), ctx), None))
-    for order, (name, path, launch, _) in enumerate(rows, start=1):
-        ours = load_module(path, f"first_call_{order}")
-        watch.reset()
-        total = first(lambda: launch(ours))
-        parts = {p: watch.spent.get(p, 0.0) for p in PARTS}
-        other = total - sum(parts.values())
-        theirs = None
-        if theirs_available:
-            module = load_as_triton("", f"first_call_{order}", path=path)
-            theirs = first(lambda: launch(module))
-        print(f"{name:<28} {order:>5}  {total:>7.3f}s  " + "  ".join(f"{parts[p]:>7.3f}s" for p in PARTS)
-              + f"  {other:>6.3f}s  " + (f"{theirs:>6.3f}s" if theirs is not None else f"{'-':>7}"), flush=True)
-        record.add(name, "s", mytriton=total, triton=theirs, order=order, other=other,
+    taken: dict[str, list[tuple[float, dict[str, float], float | None]]] = defaultdict(list)
+    for again in range(rounds):
+        if again:
+            recold_caches()
+            print(f"round {again + 1} of {rounds}: every kernel loaded anew, both caches emptied", flush=True)
+        suffix = f"_{again}" if again else ""
+        for order, (name, path, launch, _) in enumerate(rows, start=1):
+            ours = load_module(path, f"first_call_{order}{suffix}")
+            watch.reset()
+            total = first(lambda: launch(ours))
+            parts = {p: watch.spent.get(p, 0.0) for p in PARTS}
+            theirs = None
+            if theirs_available:
+                module = load_as_triton("", f"first_call_{order}{suffix}", path=path)
+                theirs = first(lambda: launch(module))
+            print_row(name, order, total, parts, theirs)
+            taken[name].append((total, parts, theirs))
+    if rounds > 1:
+        print(f"median of {rounds} rounds:", flush=True)
+    for order, (name, *_) in enumerate(rows, start=1):
+        samples = taken[name]
+        total = statistics.median(t for t, _, _ in samples)
+        parts = {p: statistics.median(ps[p] for _, ps, _ in samples) for p in PARTS}
+        theirs_all = [t for _, _, t in samples if t is not None]
+        theirs = statistics.median(theirs_all) if theirs_all else None
+        if rounds > 1:
+            print_row(name, order, total, parts, theirs)
+        record.add(name, "s", mytriton=total, triton=theirs, order=order, other=total - sum(parts.values()),
+                   rounds=rounds, mytriton_samples=[t for t, _, _ in samples], triton_samples=theirs_all or None,
+                   build_samples=[ps["build"] for _, ps, _ in samples],
                    **{p.replace(" ", "_"): parts[p] for p in PARTS})
+
+
+def print_row(name: str, order: int, total: float, parts: dict[str, float], theirs: float | None) -> None:
+    other = total - sum(parts.values())
+    print(f"{name:<28} {order:>5}  {total:>7.3f}s  " + "  ".join(f"{parts[p]:>7.3f}s" for p in PARTS)
+          + f"  {other:>6.3f}s  " + (f"{theirs:>6.3f}s" if theirs is not None else f"{'-':>7}"), flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stand-in", action="store_true", help="no GPU: a stand-in driver, real builds")
+    parser.add_argument("--rounds", type=int, default=1, metavar="N",
+                        help="first calls of each kernel, in N rounds, each loading every kernel anew after "
+                             "both compilers' caches were emptied; the last table gives the medians (default 1)")
     add_json_option(parser)
     args = parser.parse_args()
     record = Results("first_call" + ("_stand_in" if args.stand_in else ""), args)
     cold_caches()
-    run(args.stand_in, record)
+    run(args.stand_in, record, args.rounds)
 
 
 if __name__ == "__main__":

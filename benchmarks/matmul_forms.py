@@ -4,7 +4,8 @@ same source with the same launch, in one process.
 
     python benchmarks/matmul_forms.py [--dtype f16|bf16|f32] [--precision tf32|ieee]
         [--sizes 4096 3000x2000x1000] [--config 128x128x64] [--num-warps 4]
-        [--num-stages 3] [--forms tutorial offsets ...] [--repeat 20] [--json PATH]
+        [--num-stages 3] [--forms tutorial offsets ...] [--repeat 20] [--first-calls 1]
+        [--json PATH]
 
 Each row: mytriton's remarks for the kernel's dots (staged? pipelined? wgmma?),
 then both results checked against torch.matmul in f32 (relative Frobenius
@@ -12,7 +13,9 @@ error under 1e-2; 1e-4 for exact f32, 1e-3 where the kernel stores f16),
 then both timed with the same grid, constexprs, num_warps and num_stages:
 milliseconds, TFLOP/s (2 M N K per product) and the ratio Triton ms /
 mytriton ms (above 1: mytriton is faster; the issue's target is 0.9). The
-first call of each (both caches empty) is printed and recorded too. A form
+first call of each (both caches empty) is printed and recorded too: with
+``--first-calls N``, the median of N, the sides alternating, each of the
+kernel loaded anew into emptied caches. A form
 that fails on one side (a compile error, a wrong result) is printed and
 recorded as such, and the run goes on with the next row.
 
@@ -27,13 +30,14 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import statistics
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from common import (ROOT, Results, add_json_option, cold_caches, first_call, first_call_line, load_as_triton,
-                    load_module, time_cuda, timing_columns, triton_available)
+                    load_module, recold_caches, time_cuda, timing_columns, triton_available)
 
 STYLE = ROOT / "tests" / "triton_style"
 GROUP_COUNT = 4  # products in the grouped GEMM's group (the same operands, GROUP_COUNT outputs)
@@ -340,6 +344,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--forms", nargs="+", choices=list(FORMS), default=list(FORMS), metavar="FORM",
                         help="the forms to run (default: all; listed below)")
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--first-calls", type=int, default=1, metavar="N",
+                        help="first calls per row and side, each of the kernel loaded anew with both compilers' "
+                             "caches emptied; the row shows their median (default 1)")
     add_json_option(parser)
     args = parser.parse_args(argv)
     if args.precision is not None and args.dtype != "f32":
@@ -449,6 +456,36 @@ def measure(name: str, form: Form, p: Problem, reference: Any, tol: float, sides
     return row
 
 
+def first_launch(form: Form, p: Problem, kernel: Any, extra: dict, timing: Timing) -> float:
+    """The seconds of one more first call of ``kernel`` (loaded anew, the caches emptied)."""
+    c = make_output(form, p)
+    grid, call_args, constexprs = form.launch(p, c)
+    kwargs = {**constexprs, **p.launch_options, **extra}
+    return timing.first(lambda: kernel[grid](*call_args, **kwargs))
+
+
+def more_first_calls(row: Row, form: Form, p: Problem, sides: list[tuple[str, dict]],
+                     fresh: Callable[[Form, str, int], Any], timing: Timing, first_calls: int) -> None:
+    """Take ``first_calls`` first calls in all of each side that ran (the
+    row's own first), the sides alternating, each of a kernel loaded anew
+    (``fresh``) after both caches were emptied; the row keeps their median
+    and the samples (a first call on the H200 moves by up to 0.2 s)."""
+    samples = {side: [row.firsts[side]] for side, _ in sides if side in row.firsts and side not in row.failures}
+    for again in range(1, first_calls):
+        recold_caches()
+        for side, extra in sides:
+            if side not in samples:
+                continue
+            try:
+                samples[side].append(first_launch(form, p, fresh(form, side, again), extra, timing))
+            except Exception as error:
+                print(f"    first call {again + 1} of {side} FAILED: {short(error)}", flush=True)
+                del samples[side]
+    for side, taken in samples.items():
+        row.firsts[side] = statistics.median(taken)
+        row.info[f"{side}_first_calls_s"] = taken
+
+
 def run_forms(args: argparse.Namespace, device: str, num_sms: int, triton_side: bool, timing: Timing,
               mytriton_extra: dict | None = None) -> list[tuple[str, str, Row]]:
     """Every size and form of ``args``: printed, recorded (``Results``), and returned."""
@@ -460,11 +497,12 @@ def run_forms(args: argparse.Namespace, device: str, num_sms: int, triton_side: 
     tiles = parse_config(args.config)
     modules: dict[tuple[str, str], Any] = {}
 
-    def kernel(form: Form, side: str) -> Any:
-        key = (form.stem, side)
+    def kernel(form: Form, side: str, again: int = 0) -> Any:
+        key = (form.stem, side, again)
         if key not in modules:
-            modules[key] = (load_module(form.path(), f"mytriton_forms_{form.stem}") if side == "mytriton" else
-                            load_as_triton("", f"forms_{form.stem}", path=form.path()))
+            suffix = f"_{again}" if again else ""
+            modules[key] = (load_module(form.path(), f"mytriton_forms_{form.stem}{suffix}") if side == "mytriton"
+                            else load_as_triton("", f"forms_{form.stem}{suffix}", path=form.path()))
         return kernel_of(form, modules[key])
 
     label = args.dtype + (f" ({precision})" if precision else "")
@@ -484,13 +522,15 @@ def run_forms(args: argparse.Namespace, device: str, num_sms: int, triton_side: 
                 print(f"{name:<12} skipped: {why}", flush=True)
                 continue
             sides = []
-            for side, extra in [("mytriton", mytriton_extra or {"backend": "cuda"})] + \
-                    ([("triton", {})] if triton_side else []):
+            launches = [("mytriton", mytriton_extra or {"backend": "cuda"})] + ([("triton", {})] if triton_side else [])
+            for side, extra in launches:
                 try:
                     sides.append((side, kernel(form, side), extra))
                 except Exception as error:  # the file does not load: as a failed row
                     sides.append((side, _Unloadable(error), extra))
             row = measure(name, form, p, reference, tolerance(args.dtype, precision, form.out), sides, timing)
+            if args.first_calls > 1:
+                more_first_calls(row, form, p, launches, kernel, timing, args.first_calls)
             flops = flops_of(form, p)
             if "mytriton" in row.results:
                 print(f"{name:<12} {timing_columns(flops, row.results)}", flush=True)

@@ -171,6 +171,34 @@ def test_a_failing_side_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch, c
     assert "broken       64x64x64         FAILED: mytriton" in out
 
 
+def test_more_first_calls_load_the_kernel_anew_into_emptied_caches_and_keep_their_median(tmp_path, monkeypatch):
+    for name in ("MYTRITON_CACHE_DIR", "TRITON_CACHE_DIR"):
+        (tmp_path / name).mkdir()
+        monkeypatch.setenv(name, str(tmp_path / name))
+    (tmp_path / "MYTRITON_CACHE_DIR" / "old.cubin").write_bytes(b"x")
+    (tmp_path / "TRITON_CACHE_DIR" / "kernel").mkdir()
+    (tmp_path / "TRITON_CACHE_DIR" / "launcher").mkdir()
+    (tmp_path / "TRITON_CACHE_DIR" / "launcher" / "cuda_utils.so").write_bytes(b"x")
+    loaded, seconds = [], iter([0.5, 0.3])
+    timing = bench.Timing(first=lambda fn: (fn(), next(seconds))[1], sync=lambda: None)
+
+    class Kernel:
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: None
+
+    def fresh(form, side, again):
+        loaded.append((side, again, sorted(p.name for p in tmp_path.rglob("*"))))
+        return Kernel()
+    form = bench.FORMS["offsets"]
+    p = bench.make_problem(64, 64, 64, None, "cpu", (32, 32, 16), 4, 3, 4, 4)
+    row = bench.Row(firsts={"mytriton": 0.1})
+    bench.more_first_calls(row, form, p, [("mytriton", {})], fresh, timing, 3)
+    # Triton's launcher (a shared object) stays; its kernels and every mytriton entry go
+    assert loaded[0][:2] == ("mytriton", 1) and "old.cubin" not in loaded[0][2] and "kernel" not in loaded[0][2]
+    assert "cuda_utils.so" in loaded[0][2] and [again for _, again, _ in loaded] == [1, 2]
+    assert row.info["mytriton_first_calls_s"] == [0.1, 0.5, 0.3] and row.firsts["mytriton"] == 0.3
+
+
 def test_load_as_triton_keeps_mytritons_host_helpers(monkeypatch):
     """grouped_gemm.py imports mytriton.runtime.memory.addressable for its host code: Triton's copy keeps that
     import (Triton has no such module) and takes Triton's jit and language."""
