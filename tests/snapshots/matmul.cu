@@ -266,8 +266,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
     float* const s35 = reinterpret_cast<float*>(smem + 0);
     float* const s35_write = &s35[((L0_p0 % 8) + (L0_p0 / 8) * 16) * 72 + (L0_p1 % 4) * 2 + (L0_p1 / 4) * 8];
     #pragma unroll
-    for (int k = 0; k < 32; ++k) {
-      if (k % 2 == 0) *reinterpret_cast<float2*>(&s35_write[(((k / 8) % 2) * 8 + ((k / 8) / 2) * 32) * 72 + ((k % 8) % 2) + ((k % 8) / 2) * 16]) = make_float2(t35[k], t35[k + 1]);
+    for (int k = 0; k < 32; k += 2) {
+      *reinterpret_cast<float2*>(&s35_write[(((k / 8) % 2) * 8 + ((k / 8) / 2) * 32) * 72 + ((k % 8) % 2) + ((k % 8) / 2) * 16]) = make_float2(t35[k], t35[k + 1]);
     }
     const float* const s35_read = &s35[(L1_p0) * 72 + L1_p1];
     __syncthreads();

@@ -461,7 +461,7 @@ class CudaEmitter:
             self.stage_shared(loop)
             self.line(f"// {comment}")
             self.line(self.slot_unroll(loop.domain.slots))
-            with self.out.scope(f"for (int k = 0; k < {loop.domain.slots}; ++k) {{"):
+            with self.out.scope(f"for (int k = 0; k < {loop.domain.slots}; {slot_step(loop.step)}) {{"):
                 for text in loop.body():
                     self.line(text)
 
@@ -580,7 +580,8 @@ class CudaEmitter:
             # Each thread's run is contiguous in the copy (along its rows, or
             # down the columns of a column-major one): one read of the run.
             nbytes = run * element_bytes(op.results[0].type)
-            loop.lines.append(f"if (k % {run} == 0) {self.lang.vector_copy(f'&{storage}[k]', f'&{expr}', nbytes)}")
+            loop.lines.append(self.lang.vector_copy(f'&{storage}[k]', f'&{expr}', nbytes))
+            loop.step = run
             declare = self.lang.vector_buffer(c_element(op.results[0].type), storage, group.domain.slots)
         else:
             loop.lines.append(f"{storage}[k] = {expr};")
@@ -702,11 +703,12 @@ class CudaEmitter:
                 write = self.lang.pair_write(element, f"&{target}[{index}]", first, second) or \
                     f"{{ {self.lang.vector_buffer(element, 'pair', 2)[:-1]} = {{{first}, {second}}}; " \
                     f"{self.lang.vector_copy(f'&{target}[{index}]', 'pair', pair)} }}"
-                writer.lines.append(f"if (k % 2 == 0) {write}")
+                writer.lines.append(write)
+                writer.step = 2
             else:
                 writer.lines.append(f"{target}[{index}] = {self.storage[value]}[k];")
             self.line(self.slot_unroll(layout.slots))
-            with self.out.scope(f"for (int k = 0; k < {layout.slots}; ++k) {{"):
+            with self.out.scope(f"for (int k = 0; k < {layout.slots}; {slot_step(writer.step)}) {{"):
                 for text in writer.body():
                     self.line(text)
             if value in loop.thread_reads:  # the reading loop's thread's first element (SlotLoop.read)
@@ -966,6 +968,11 @@ def c_comment(text: str) -> str:
 def emit_cuda(kernel: Kernel) -> str:
     """CUDA C++ for laid-out SSA with its shared-memory plan (allocate-shared)."""
     return CudaEmitter(kernel).emit()
+
+
+def slot_step(step: int) -> str:
+    """A slot loop's increment."""
+    return "++k" if step == 1 else f"k += {step}"
 
 
 def measure_scratch(kernel: Kernel) -> list[ScratchNeed]:

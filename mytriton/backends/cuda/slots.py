@@ -56,6 +56,10 @@ class SlotLoop:
     # staged tiles read at this loop's own coordinates: the thread's part of each position
     # (the emitter declares a pointer there before the loop; each read adds the slot's part)
     thread_reads: dict[Value, str] = field(default_factory=dict)
+    # The loop visits every step-th slot: a loop whose one statement moves a
+    # run of slots at once (a vector read of scratch) need not unroll the
+    # slots between, which NVVM would otherwise unroll and then delete.
+    step: int = 1
 
     def __post_init__(self) -> None:
         self.lines = SourcedLines(self.emitter.out)
