@@ -217,5 +217,9 @@ class CStyleLanguage:
             e = element_of(t)
             return e.pointee if isinstance(e, PointerType) else e
 
-        halves = any(scalar(t) in (F16, BF16) for t in types)
-        return [*(self.half_includes if halves else ()), *self.includes]
+        present = {scalar(t) for t in types}
+        return [*self.includes_for_halves(present & {F16, BF16}), *self.includes]
+
+    def includes_for_halves(self, halves: set[ScalarType]) -> tuple[str, ...]:
+        """The half_includes a kernel with values of ``halves`` (f16, bf16) needs."""
+        return self.half_includes if halves else ()
