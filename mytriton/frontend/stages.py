@@ -3,6 +3,8 @@ and ``trace`` (kernel file or bundle -> tree IR)."""
 from __future__ import annotations
 
 import ast
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -65,16 +67,48 @@ def select_kernel(module: KernelModule, name: str | None) -> str:
     return entries[0]
 
 
+# What this process checked a moment ago, which the next stage reads again
+# without checking it a second time (a launch's first compile read the file
+# twice and the bundle once, each check 1-6 ms): a kernel file read with its
+# globals (jit's first look at it, then compile's parse stage), and the
+# bundle the parse stage wrote (each function in it as checked in the file),
+# each once, by the next read of the same text with the same globals.
+_CHECKED_KEPT = 16
+_checked: OrderedDict[tuple, bool] = OrderedDict()  # key -> whether the next read consumes it
+_checked_lock = threading.Lock()
+
+
+def _remember_checked(key: tuple, once: bool) -> None:
+    with _checked_lock:
+        _checked[key] = once
+        _checked.move_to_end(key)
+        while len(_checked) > _CHECKED_KEPT:
+            _checked.popitem(last=False)
+
+
+def _was_checked(key: tuple) -> bool:
+    with _checked_lock:
+        once = _checked.get(key)
+        if once:
+            del _checked[key]
+        return once is not None
+
+
 def load_kernel(text: str, file: str, name: str | None = None,
-                namespace: Mapping[str, Any] | None = None) -> tuple[KernelModule, str]:
+                namespace: Mapping[str, Any] | None = None, again_soon: bool = False) -> tuple[KernelModule, str]:
     """Read a kernel file or bundle, choose the kernel and check its syntax
     and that of every @jit function of the file it calls. ``namespace``:
     the module's globals, for a kernel launched from Python (source.py's
-    KernelModule.namespace)."""
+    KernelModule.namespace). ``again_soon``: the same file is read again
+    next (a launch, to compile it), which need not check it again."""
     module = read_module(text, file, namespace)
     entry = select_kernel(module, name)
-    for fn_name in reachable(module, entry):
-        check_function(module, module.functions[fn_name], entry=fn_name == entry)
+    key = (text, file, name, id(namespace) if namespace is not None else None)
+    if not (_was_checked(key) or _was_checked(("bundle", text, key[3]))):
+        for fn_name in reachable(module, entry):
+            check_function(module, module.functions[fn_name], entry=fn_name == entry)
+    if again_soon:
+        _remember_checked(key, once=True)
     return module, entry
 
 
@@ -110,7 +144,9 @@ def parse_stage(text: str, file: str, name: str | None = None,
         fn = module.functions[fn_name]
         lines.append("")
         lines += [SOURCES.line(module.file, n) or "" for n in range(first[fn_name], fn.end_lineno + 1)]
-    return "\n".join(lines) + "\n"
+    bundle = "\n".join(lines) + "\n"
+    _remember_checked(("bundle", bundle, id(namespace) if namespace is not None else None), once=True)
+    return bundle
 
 
 def _imports(module: KernelModule) -> list[str]:

@@ -66,6 +66,7 @@ class SyntaxChecker(ast.NodeVisitor):
         self.module = module
         self.fn = fn
         self.entry = entry
+        self._locals: set[str] | None = None
 
     def error(self, message: str, node: ast.AST) -> CompileError:
         return CompileError(message, self.module.loc(node))
@@ -264,8 +265,10 @@ class SyntaxChecker(ast.NodeVisitor):
         return found is not None and found[0] != "value"
 
     def _local(self, name: str) -> bool:
-        return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-                   for n in ast.walk(self.fn)) or name in {a.arg for a in self.fn.args.args}
+        if self._locals is None:  # one walk of the function, not one per call it makes
+            self._locals = {n.id for n in ast.walk(self.fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            self._locals |= {a.arg for a in self.fn.args.args}
+        return name in self._locals
 
     def _callee(self, func: ast.expr) -> str | None:
         if isinstance(func, ast.Name) and func.id == "range" and func.id not in self.module.aliases:

@@ -302,7 +302,7 @@ class JITFunction:
             from mytriton.frontend.stages import kernel_params, load_kernel
 
             self.file, text = function_source(self.fn)
-            module, entry = load_kernel(text, self.file, self.fn.__name__, self.fn.__globals__)
+            module, entry = load_kernel(text, self.file, self.fn.__name__, self.fn.__globals__, again_soon=True)
             runtime, constexpr, _ = kernel_params(module, entry)
             self._static = (text, runtime, constexpr)
         return self._static
