@@ -23,6 +23,15 @@ def load_module(path: Path, name: str):
     return module
 
 
+def load_copy(path: Path, name: str):
+    """The module at ``path`` loaded from a copy in a new directory: the same
+    kernels, whose generated code names another file (so NVRTC, which keeps
+    what it built in the process, builds them again, as a new kernel's are)."""
+    copy = Path(tempfile.mkdtemp(prefix="mytriton-bench-copy-")) / path.name
+    copy.write_text(path.read_text())
+    return load_module(copy, name)
+
+
 def load_sample(name: str):
     return load_module(ROOT / "samples" / f"{name}.py", f"mytriton_{name}")
 
@@ -97,7 +106,9 @@ def recold_caches() -> None:
     first time: mytriton's directory wholly, Triton's but for what holds a
     shared object (its launcher and utilities, which a program builds once
     for all its kernels). Each side's in-process caches belong to the kernel
-    object: load the kernel's module anew too."""
+    object: load the kernel's module anew too, mytriton's from a copy
+    (``load_copy``: NVRTC keeps what it built in the process, by the CUDA's
+    text, which names the kernel's file)."""
     import shutil
 
     for entry in Path(os.environ["MYTRITON_CACHE_DIR"]).iterdir():

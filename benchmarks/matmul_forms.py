@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from common import (ROOT, Results, add_json_option, cold_caches, first_call, first_call_line, load_as_triton,
-                    load_module, recold_caches, time_cuda, timing_columns, triton_available)
+                    load_copy, load_module, recold_caches, time_cuda, timing_columns, triton_available)
 
 STYLE = ROOT / "tests" / "triton_style"
 GROUP_COUNT = 4  # products in the grouped GEMM's group (the same operands, GROUP_COUNT outputs)
@@ -501,7 +501,8 @@ def run_forms(args: argparse.Namespace, device: str, num_sms: int, triton_side: 
         key = (form.stem, side, again)
         if key not in modules:
             suffix = f"_{again}" if again else ""
-            modules[key] = (load_module(form.path(), f"mytriton_forms_{form.stem}{suffix}") if side == "mytriton"
+            load = load_copy if again else load_module  # a copy: NVRTC builds it again (load_copy)
+            modules[key] = (load(form.path(), f"mytriton_forms_{form.stem}{suffix}") if side == "mytriton"
                             else load_as_triton("", f"forms_{form.stem}{suffix}", path=form.path()))
         return kernel_of(form, modules[key])
 
