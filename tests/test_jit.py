@@ -43,6 +43,23 @@ def test_each_specialisation_compiles_once(kernel_module, monkeypatch):
     assert len(calls) == 2
 
 
+def test_a_launch_checks_the_kernels_syntax_once_per_specialisation(kernel_module, monkeypatch):
+    """jit's first look at the file, the parse stage and the trace stage's read of the bundle: one check."""
+    from mytriton.frontend import stages
+
+    add = kernel_module(ADD).add
+    checked = []
+    real = stages.check_function
+    monkeypatch.setattr(stages, "check_function", lambda module, fn, entry: checked.append(fn.name) or
+                        real(module, fn, entry))
+    x, y = inputs()
+    out = np.empty_like(x)
+    add[(2,)](x, y, out, 100, backend="interp")
+    assert checked == ["add"]
+    add[(4,)](x, y, out, 100, BLOCK=32, backend="interp")  # a new specialisation: the file read again, checked
+    assert checked == ["add", "add"]
+
+
 def test_argument_types_specialise_the_kernel(kernel_module):
     add = kernel_module(ADD).add
     xi = np.arange(100, dtype=np.int32)

@@ -72,26 +72,32 @@ def select_kernel(module: KernelModule, name: str | None) -> str:
 # twice and the bundle once, each check 1-6 ms): a kernel file read with its
 # globals (jit's first look at it, then compile's parse stage), and the
 # bundle the parse stage wrote (each function in it as checked in the file),
-# each once, by the next read of the same text with the same globals.
+# each skipped once, by the next read of the same text with the same globals.
+# Each entry keeps its globals, so that no other namespace takes their id meanwhile.
 _CHECKED_KEPT = 16
-_checked: OrderedDict[tuple, bool] = OrderedDict()  # key -> whether the next read consumes it
+_checked: OrderedDict[tuple, Mapping[str, Any] | None] = OrderedDict()
 _checked_lock = threading.Lock()
 
 
-def _remember_checked(key: tuple, once: bool) -> None:
+def _checked_key(text: str, namespace: Mapping[str, Any] | None, *more: Any) -> tuple:
+    return (text, *more, id(namespace) if namespace is not None else None)
+
+
+def _remember_checked(key: tuple, namespace: Mapping[str, Any] | None) -> None:
     with _checked_lock:
-        _checked[key] = once
+        _checked[key] = namespace
         _checked.move_to_end(key)
         while len(_checked) > _CHECKED_KEPT:
             _checked.popitem(last=False)
 
 
-def _was_checked(key: tuple) -> bool:
+def _was_checked(key: tuple, namespace: Mapping[str, Any] | None) -> bool:
+    """Whether ``key`` was checked a moment ago with these globals; it is then forgotten (read once)."""
     with _checked_lock:
-        once = _checked.get(key)
-        if once:
-            del _checked[key]
-        return once is not None
+        if key not in _checked or _checked[key] is not namespace:
+            return False
+        del _checked[key]
+        return True
 
 
 def load_kernel(text: str, file: str, name: str | None = None,
@@ -103,12 +109,12 @@ def load_kernel(text: str, file: str, name: str | None = None,
     next (a launch, to compile it), which need not check it again."""
     module = read_module(text, file, namespace)
     entry = select_kernel(module, name)
-    key = (text, file, name, id(namespace) if namespace is not None else None)
-    if not (_was_checked(key) or _was_checked(("bundle", text, key[3]))):
+    key = _checked_key(text, namespace, file, name)
+    if not (_was_checked(key, namespace) or _was_checked(_checked_key(text, namespace, "bundle"), namespace)):
         for fn_name in reachable(module, entry):
             check_function(module, module.functions[fn_name], entry=fn_name == entry)
     if again_soon:
-        _remember_checked(key, once=True)
+        _remember_checked(key, namespace)
     return module, entry
 
 
@@ -145,7 +151,7 @@ def parse_stage(text: str, file: str, name: str | None = None,
         lines.append("")
         lines += [SOURCES.line(module.file, n) or "" for n in range(first[fn_name], fn.end_lineno + 1)]
     bundle = "\n".join(lines) + "\n"
-    _remember_checked(("bundle", bundle, id(namespace) if namespace is not None else None), once=True)
+    _remember_checked(_checked_key(bundle, namespace, "bundle"), namespace)
     return bundle
 
 
