@@ -416,18 +416,7 @@ def measure(name: str, form: Form, p: Problem, reference: Any, tol: float, sides
     row = Row()
     for side, kernel, extra in sides:
         try:
-            c = make_output(form, p)
-            if form.zero_output:
-                for out in outputs_of(form, c):
-                    out.zero_()
-            grid, call_args, constexprs = form.launch(p, c)
-            kwargs = {**constexprs, **p.launch_options, **extra}
-            compiled: list = []
-
-            def launch(kernel=kernel, grid=grid, call_args=call_args, kwargs=kwargs, compiled=compiled):
-                handle = kernel[grid](*call_args, **kwargs)
-                if not compiled:
-                    compiled.append(handle)
+            c, launch, compiled = row_launch(form, p, kernel, extra)
 
             row.firsts[side] = timing.first(launch)
             if side == "mytriton":
@@ -456,12 +445,28 @@ def measure(name: str, form: Form, p: Problem, reference: Any, tol: float, sides
     return row
 
 
-def first_launch(form: Form, p: Problem, kernel: Any, extra: dict, timing: Timing) -> float:
-    """The seconds of one more first call of ``kernel`` (loaded anew, the caches emptied)."""
+def row_launch(form: Form, p: Problem, kernel: Any, extra: dict) -> tuple[Any, Callable[[], None], list]:
+    """A fresh output for ``form`` on ``p`` (zeroed where the form adds into
+    it), the launch of ``kernel`` that writes it, and the list the launch
+    puts its first handle in (mytriton's remarks read it)."""
     c = make_output(form, p)
+    if form.zero_output:
+        for out in outputs_of(form, c):
+            out.zero_()
     grid, call_args, constexprs = form.launch(p, c)
     kwargs = {**constexprs, **p.launch_options, **extra}
-    return timing.first(lambda: kernel[grid](*call_args, **kwargs))
+    compiled: list = []
+
+    def launch() -> None:
+        handle = kernel[grid](*call_args, **kwargs)
+        if not compiled:
+            compiled.append(handle)
+    return c, launch, compiled
+
+
+def first_launch(form: Form, p: Problem, kernel: Any, extra: dict, timing: Timing) -> float:
+    """The seconds of one more first call of ``kernel`` (loaded anew, the caches emptied)."""
+    return timing.first(row_launch(form, p, kernel, extra)[1])
 
 
 def more_first_calls(row: Row, form: Form, p: Problem, sides: list[tuple[str, dict]],
