@@ -155,6 +155,12 @@ def budget_option(fn: Callable[..., Any]) -> Callable[..., Any]:
                              "232448; 49152 for GPUs that cannot opt in to more).")(fn)
 
 
+def tma_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--tma/--no-tma", default=True, show_default=True,
+                        help="Copy a pipelined loop's tiles with TMA where the IR proves a tensor map describes "
+                             "them (wgmma's swizzled buffers), else with cp.async; --no-tma: cp.async always.")(fn)
+
+
 def arch_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--arch", default=compiler.DEFAULT_ARCH, show_default=True,
                         help="The GPU architecture: nvcc's -arch for --emit=ptx|cubin, the layouts' tensor-core "
@@ -369,15 +375,17 @@ def ops(names: tuple[str, ...], markdown: bool, output: str) -> None:
 @warps_option
 @arch_option
 @budget_option
+@tma_option
 @output_option
 @reports_errors
-def layouts(input: str, num_warps: int, arch: str, shared_budget: int | None, output: str) -> None:
+def layouts(input: str, num_warps: int, arch: str, shared_budget: int | None, tma: bool, output: str) -> None:
     """Give every tile of SSA a GPU layout (the CUDA back end's input)."""
     text, file = read_input(input)
     kernel = compiler.read_ssa(text, file)
     compiler.verify(kernel)
     options = make_options(num_warps=num_warps, arch=arch)
     options.shared_budget = shared_budget
+    options.tma = tma
     write_output(output, compiler.print_ssa(compiler.layouts(kernel, options)))
 
 
@@ -441,6 +449,7 @@ def emit_ttir(input: str, output: str) -> None:
 @click.option("-p", "--passes", default=None, metavar="LIST", help="Passes for the opt stage.")
 @arch_option
 @budget_option
+@tma_option
 @click.option("--dump-dir", default=None, metavar="DIR",
               help="Write every stage into DIR (00-ast.py ... 08-cubin.cubin, each opt pass's SSA too); "
                    "without --emit, the pipeline runs to cubin.")
@@ -456,7 +465,7 @@ def emit_ttir(input: str, output: str) -> None:
 @reports_errors
 def compile_command(input: str, emit: str | None, kernel: str | None, defines: tuple[str, ...],
                     signature: str | None, num_warps: int, num_stages: int | None, passes: str | None, arch: str,
-                    shared_budget: int | None, dump_dir: str | None, remarks: bool, html: str | None,
+                    shared_budget: int | None, tma: bool, dump_dir: str | None, remarks: bool, html: str | None,
                     print_ir_after_all: bool, print_after: tuple[str, ...], print_before: tuple[str, ...],
                     print_ir_after_change: bool, time_passes: bool, output: str) -> None:
     """Run the pipeline up to one stage in one process."""
@@ -472,6 +481,7 @@ def compile_command(input: str, emit: str | None, kernel: str | None, defines: t
     options = make_options(kernel, defines, signature, num_warps, passes, arch)
     options.num_stages = num_stages
     options.shared_budget = shared_budget
+    options.tma = tma
     from mytriton import instrument
 
     results: dict[str, Any] = {}

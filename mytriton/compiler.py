@@ -40,6 +40,8 @@ class Options:
     # (tf32, or ieee with allow_tf32=False). The CLI and the JIT read it from
     # MYTRITON_F32_DEFAULT (f32_default_from_env).
     f32_default: str | None = None
+    # Copies that TMA can make go by TMA (the tma-copies pass); False: by cp.async (compile --no-tma).
+    tma: bool = True
     # The globals of the kernel's module, for a kernel launched from Python:
     # its names resolve there, as Python resolved them (frontend/namespace.py).
     # None (the CLI): names resolve from the file's text alone.
@@ -169,11 +171,12 @@ def _layout_passes(options: Options) -> Sequence[Any]:
     from mytriton.backends.cuda.hold_tiles import HoldTilesPass
     from mytriton.backends.cuda.proxy_fences import ProxyFencesPass
     from mytriton.backends.cuda.read_widths import ReadWidthsPass
+    from mytriton.backends.cuda.tma_copies import TmaCopiesPass
     from mytriton.passes.layouts import LayoutsPass
     from mytriton.passes.overlap_wgmma import OverlapWgmmaPass
 
     return [LayoutsPass(num_warps=options.num_warps, shared_budget=options.budget, arch=options.arch),
-            OverlapWgmmaPass(), CopyWidthsPass(), ReadWidthsPass(), CombineStrategyPass(), HoldTilesPass(),
+            OverlapWgmmaPass(), CopyWidthsPass(), TmaCopiesPass(enabled=options.tma), ReadWidthsPass(), CombineStrategyPass(), HoldTilesPass(),
             AllocateSharedPass(shared_budget=options.budget), InsertBarriersPass(), ProxyFencesPass()]
 
 

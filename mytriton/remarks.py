@@ -29,6 +29,7 @@ _KEY = "dot_remarks"  # Kernel.meta[_KEY]: {dot op: [(topic, fact), ...]}
 
 # What a recorded fact is about.
 STAGING, PIPELINE, INSTRUCTION, OVERLAP = "staging", "pipeline", "instruction", "overlap"
+TMA = "tma"  # on a copy: why TMA does not make it
 
 
 def remarks_from_env() -> bool:
@@ -174,7 +175,7 @@ def _describe(kernel: Any, op: Any, ptxas: PtxasUsage | None) -> str:
     else:
         loop = _loop_of(op)
         named = [(letter, buffer_of(x)) for letter, x in (("A", a), ("B", b)) if isinstance(x.type, SharedType)]
-        how = {letter: _copy_text(_copies_into(kernel, [buffer]), loop) for letter, buffer in named}
+        how = {letter: _copy_text(kernel, _copies_into(kernel, [buffer]), loop) for letter, buffer in named}
         if len(set(how.values())) == 1:
             text = next(iter(how.values()))
         else:
@@ -220,12 +221,16 @@ def _describe(kernel: Any, op: Any, ptxas: PtxasUsage | None) -> str:
         parts.append(stored)
 
     # Shared memory.
+    from mytriton.backends.cuda.tma import ring_bytes
+
     shared = kernel.shared_memory
-    total = shared.bytes if shared is not None else None
+    ring = ring_bytes(kernel)  # TMA's mbarriers, after everything else
+    total = shared.bytes - ring if shared is not None else None
     own = sum(_buffer_bytes(x) for x in dict.fromkeys(buffers))
     if own:
         parts.append(f"{size_text(own)} shared" + (f" of the kernel's {size_text(total)}" if total and total != own
-                                                      else ""))
+                                                      else "")
+                     + (f", and {ring} bytes of mbarriers for TMA" if ring else ""))
     elif total:
         parts.append(f"no buffers of its own; the kernel's shared memory {size_text(total)}")
     if ptxas is not None:
@@ -281,8 +286,9 @@ def _copies_into(kernel: Any, buffers: list[Any]) -> list[Any]:
             if copies_into_shared(op) and isinstance(op.operands[0], Value) and buffer_of(op.operands[0]) in wanted]
 
 
-def _copy_text(copies: list[Any], loop: Any) -> str:
-    """How a buffer is filled: once before the dot's loop, by cp.async (and its chunks), or synchronously."""
+def _copy_text(kernel: Any, copies: list[Any], loop: Any) -> str:
+    """How a buffer is filled: once before the dot's loop, by TMA, by cp.async
+    (its chunks, and why not TMA), or synchronously."""
     from mytriton.ir import opdefs
     from mytriton.ir.ssa import is_within
 
@@ -292,13 +298,21 @@ def _copy_text(copies: list[Any], loop: Any) -> str:
         return "copied once before the loop"
     if not all(getattr(opdefs.lookup(op.name), "async_shared_write", False) for op in copies):
         return "synchronous copies"
+    tma = [op.attrs.get("engine") == "tma" for op in copies]
+    if all(tma):
+        return "TMA"
     widths = sorted({op.attrs["chunk"] * op.operands[0].type.element.nbytes for op in copies
                      if "chunk" in op.attrs})
     if not widths:
-        return "cp.async"
-    if widths == [widths[0]] and widths[0] >= 4:
-        return f"cp.async, {widths[0]}-byte chunks"
-    return "cp.async, " + "/".join(str(w) for w in widths) + "-byte chunks"
+        text = "cp.async"
+    elif widths == [widths[0]] and widths[0] >= 4:
+        text = f"cp.async, {widths[0]}-byte chunks"
+    else:
+        text = "cp.async, " + "/".join(str(w) for w in widths) + "-byte chunks"
+    if any(tma):
+        return f"TMA and {text}"
+    why = next((facts_of(kernel, op)[TMA] for op in copies if TMA in facts_of(kernel, op)), None)
+    return f"{text} (not TMA: {why})" if why else text
 
 
 def _result_text(kernel: Any, dot: Any) -> str:

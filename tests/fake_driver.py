@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import struct
 import threading
 from dataclasses import dataclass
 
@@ -28,6 +29,7 @@ class Launch:
     stream: int
     params: bytes
     thread: str
+    param_pointers: int | None = None  # kernelParams, where the launcher gave them (tensor maps)
 
 
 class FakeDriver:
@@ -47,6 +49,7 @@ class FakeDriver:
         self.attributes: dict[int, int] = {}
         self.context_switches = 0
         self.shared_limit = shared_limit
+        self.encoded: list[tuple] = []  # encode_tensor_map's calls
         # Which device holds an address (None: host memory); every nonzero
         # address is device 0's unless told otherwise.
         self.device_of = device_of or (lambda address: 0 if address else None)
@@ -124,14 +127,23 @@ class FakeDriver:
             self.refused.append(function)  # none current, or a function of another context
             return CUDA_ERROR_INVALID_CONTEXT if not context else CUDA_ERROR_INVALID_HANDLE
         data = b""
+        if params is not None and extra is not None:
+            return 1  # CUDA_ERROR_INVALID_VALUE: one or the other
         if extra is not None:
             slots = (ctypes.c_void_p * 5).from_address(extra)
             size = ctypes.c_size_t.from_address(slots[3]).value
             data = ctypes.string_at(slots[1], size)
         with self._lock:
             self.launches.append(Launch(function, context - 0xC0000, (gx, gy, gz), bx, shared_bytes,
-                                        int(stream or 0), data, threading.current_thread().name))
+                                        int(stream or 0), data, threading.current_thread().name,
+                                        int(params) if params is not None else None))
         return 0
+
+    def encode_tensor_map(self, address: int, dims: tuple[int, int], stride: int, box: tuple[int, int],
+                          data_type: int, swizzle: int) -> bytes | None:
+        """Records the call; the "map" is its arguments, readable back (``decode_map``)."""
+        self.encoded.append((address, dims, stride, box, data_type, swizzle))
+        return struct.pack("<9Q", address, *dims, stride, *box, data_type, swizzle, 0x4D4150).ljust(128, b"\0")
 
     def error_name(self, code: int) -> str:
         return f"CUDA error {code}"
@@ -197,3 +209,10 @@ def install(monkeypatch, fake: FakeDriver) -> FakeDriver:
 
 def _same(handle):
     return handle
+
+
+def decode_map(encoded: bytes) -> tuple:
+    """A stand-in map's arguments: (address, dims, stride, box, data_type, swizzle)."""
+    address, cols, rows, stride, box_cols, box_rows, data_type, swizzle, mark = struct.unpack("<9Q", encoded[:72])
+    assert mark == 0x4D4150, "not a stand-in tensor map"
+    return address, (cols, rows), stride, (box_cols, box_rows), data_type, swizzle

@@ -47,7 +47,8 @@ def one_remark(tmp_path, body: str, signature: str = F16_MATMUL) -> tuple[str, s
 def test_a_staged_wgmma_dot_says_what_it_got(no_nvcc):
     _, remarks = remarks_of("samples/matmul.py", "-s", F16_MATMUL, "--emit=ssa")
     assert remarks == [
-        MATMUL_DOT + "dot 64x64x32 f16: staged (cp.async, 16-byte chunks); 3 stages; wgmma m64n64k16, in flight "
+        MATMUL_DOT + "dot 64x64x32 f16: staged (cp.async, 16-byte chunks (not TMA: its base is not proven 16-byte "
+        "aligned)); 3 stages; wgmma m64n64k16, in flight "
         "over the next tiles' copies; A shared (swizzle 64B), B shared (swizzle 128B); result exchanged through "
         "shared memory, stored 4 bytes a thread at a time; 24 KiB shared; ptxas not run (nvcc not found)"]
 
@@ -111,7 +112,7 @@ def test_gathered_rows_are_staged(no_nvcc, tmp_path):
     # Liger's fused MoE spelling: each row of A is the token an index array names.
     _, remark = one_remark(tmp_path, GATHERED.format(a="x_ptr + token[:, None] * H + ks[None, :]"),
                            signature="*fp16, *fp16, *i32, *fp32, i32, i32")
-    assert "remark: dot 64x64x32 f16: staged (cp.async" in remark
+    assert "remark: dot 64x64x32 f16: staged (A cp.async, 16-byte chunks (not TMA: its rows are gathered), " in remark
 
 
 def test_gathered_columns_say_which_load_they_come_from(no_nvcc, tmp_path):
@@ -235,7 +236,7 @@ def test_remarks_env_prints_at_a_launchs_compile(monkeypatch, capfd):
     kernel[(1, 1)](a, b, c, 64, 64, 32, backend="interp")
     assert np.all(c == 32)
     err = capfd.readouterr().err
-    assert re.search(r"matmul\.py:24:16: remark: dot 64x64x32 f16: staged \(cp\.async, 16-byte chunks\); 3 stages; "
+    assert re.search(r"matmul\.py:24:16: remark: dot 64x64x32 f16: staged \(TMA\); 3 stages; "
                      r"wgmma m64n64k16.*; ptxas not run \(the launch runs in the interpreter\)\n", err), err
     kernel[(1, 1)](a, b, c, 64, 64, 32, backend="interp")  # compiled once: no second remark
     assert "remark:" not in capfd.readouterr().err

@@ -188,7 +188,7 @@ def test_a_kernel_without_wgmma_has_no_arch_in_its_header():
 def test_a_copy_proven_aligned_has_no_run_time_check_or_element_fallback():
     source = matmul_source("f16")
     cuda = compile_text(source, "cuda", signature="*fp16:16, *fp16:16, *fp32:16, i32:16, i32:16, i32:16",
-                        num_warps=4, defines={"BM": 128, "BN": 128, "BK": 64})
+                        num_warps=4, defines={"BM": 128, "BN": 128, "BK": 64}, tma=False)  # cp.async's copies
     assert "(axis info)" in cuda
     assert "element by element" not in cuda
 
@@ -404,10 +404,11 @@ OFFSETS_FORM = ROOT / "tests" / "triton_style" / "matmul_offsets.py"
 
 
 def offsets_form_cuda() -> str:
-    """The matmul with its offsets recomputed from the loop index and masks on every axis, 128x128x64."""
+    """The matmul with its offsets recomputed from the loop index and masks on every axis, 128x128x64,
+    its copies made by cp.async (--no-tma; TMA would make them: test_tma_copies.py)."""
     return compile_text(OFFSETS_FORM.read_text(), "cuda", file=str(OFFSETS_FORM), kernel="matmul_offsets",
                         signature=TUTORIAL_03_SIGNATURE, num_warps=4, num_stages=3,
-                        defines={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64})
+                        defines={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}, tma=False)
 
 
 def test_offsets_recomputed_each_iteration_are_worked_out_before_the_loop_but_the_moving_one():

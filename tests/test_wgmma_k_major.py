@@ -28,10 +28,11 @@ def signature(dtype: str = "fp16", stride_bk: str = "1") -> str:
             f"i32:16, i32:1, i32:16, i32:{stride_bk}, i32:16, i32:1")
 
 
-def compiled(emit: str, config=(64, 64, 64), num_warps: int = 4, num_stages: int = 3, **sig) -> str:
+def compiled(emit: str, config=(64, 64, 64), num_warps: int = 4, num_stages: int = 3, tma: bool = True,
+             **sig) -> str:
     bm, bn, bk = config
     return compile_text(SOURCE, emit, signature=signature(**sig), num_warps=num_warps, num_stages=num_stages,
-                        defines={"BM": bm, "BN": bn, "BK": bk}, arch="sm_90a")
+                        defines={"BM": bm, "BN": bn, "BK": bk}, arch="sm_90a", tma=tma)
 
 
 def b_copy(cuda: str) -> str:
@@ -85,7 +86,7 @@ def test_a_k_major_b_takes_any_n_multiple_of_8_up_to_256(config, num_warps, inst
 
 
 def test_the_k_major_copy_moves_16_bytes_a_chunk_with_no_element_fallback():
-    copy = b_copy(compiled("cuda"))
+    copy = b_copy(compiled("cuda", tma=False))  # by cp.async (TMA would make it: test_tma_copies.py)
     assert "column by column" in copy
     assert "16-byte chunks: the base, row stride and column offset are multiples (axis info)" in copy
     assert "cp.async.cg.shared.global [%0], [%1], 16" in copy

@@ -27,10 +27,11 @@ def signature(dtype: str = "fp16", stride_am: str = "1") -> str:
 
 
 def compiled(emit: str, config=(128, 128, 64), num_warps: int = 4, num_stages: int = 3, arch: str = "sm_90a",
-             **sig) -> str:
+             tma: bool = True, **sig) -> str:
     bm, bn, bk = config
     return compile_text(SOURCE, emit, signature=signature(**sig), num_warps=num_warps, num_stages=num_stages,
-                        defines={"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}, arch=arch, kernel="matmul_trans_a")
+                        defines={"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}, arch=arch, kernel="matmul_trans_a",
+                        tma=tma)
 
 
 def wgmma_lines(cuda: str) -> list[str]:
@@ -50,7 +51,7 @@ def test_wgmma_reads_the_column_major_a_m_major():
 
 
 def test_the_m_major_copy_moves_16_bytes_a_chunk_column_by_column():
-    cuda = compiled("cuda")
+    cuda = compiled("cuda", tma=False)  # by cp.async (TMA would make it: test_tma_copies.py)
     start = cuda.index("of a_ptr")
     copy = cuda[start:cuda.index("cp.async.commit_group", start)]
     assert "column by column (a column-major buffer)" in copy

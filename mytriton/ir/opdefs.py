@@ -165,7 +165,7 @@ ATTR_KINDS: dict[str, AttrKind] = {
     "scope": _STRING, "sem": _STRING, "shape": _INTS, "stages": _INT, "values": _INTS, "vector": _INT,
     # The CUDA back end's passes' decisions (copy-widths, combine-strategy, allocate-shared, insert-barriers,
     # read-widths).
-    "chunk": _INT, "chunks": _STRING, "offset": _INT, "strategy": _STRING, "chunks_per_row": _INT,
+    "chunk": _INT, "chunks": _STRING, "engine": _STRING, "offset": _INT, "strategy": _STRING, "chunks_per_row": _INT,
     "scratch_barrier": _BOOL, "proxy_fence": _BOOL, "read_widths": _INTS, "a_pad": _INT, "scratch_pad": _INT, "scratch_columns": _BOOL,
     "a_columns": _BOOL, "b_columns": _BOOL, "b_pad": _INT,
     # A loop's options (loop_attrs_problem says more: a flag is true when given).
@@ -775,6 +775,9 @@ _register(OpDef("shared_alloc", (), _shared_alloc, attrs=("name", "shape", "dtyp
 # "aligned") or checked at run time. A copy waited for moves chunks only where
 # they are whole.
 ASYNC_COPY_ATTRS = ("chunk", "chunks")
+# tma-copies' decision on a pipelined copy: engine="tma" (one thread, a
+# tensor map) where cp.async would copy it (absent).
+PIPELINED_COPY_ATTRS = (*ASYNC_COPY_ATTRS, "engine")
 ASYNC_COPY_DOC = ("; chunk elements per cp.async, chunks 'whole', 'aligned' (proven) or 'checked' "
                   "(at run time), once copy-widths has decided")
 SYNC_COPY_DOC = ("; chunk elements per load ('whole' chunks, proven by copy-widths), absent or 1: "
@@ -1220,6 +1223,8 @@ def _async_form(rule: InferFn, name: str) -> InferFn:
             raise _err(str(err).replace(f"'{name}'", f"'{async_name}'")) from None
         if pred is None or shape_of(pred) or concrete(pred) != BOOL:
             raise _err(f"the predicate of '{async_name}' must be a bool scalar, got {pred or 'none'}")
+        if attrs.get("engine", "tma") != "tma":
+            raise _err(f"the engine of '{async_name}' is \"tma\" or absent (cp.async), got {attrs['engine']!r}")
         return []
 
     return async_rule
@@ -1246,7 +1251,7 @@ _register(OpDef("async_copy_to_shared", ("buffer", "base", "row_offset", "col_of
                                          "col_bound", "fill", "pred"), _async_copy_to_shared,
                 reads_global=True, writes_shared=True, async_shared_write=True, address_operand="base",
                 shared_operands=("buffer",),
-                attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,
+                attrs=PIPELINED_COPY_ATTRS, optional_attrs=PIPELINED_COPY_ATTRS,
                 doc="where pred holds, copy_to_shared without waiting for it; visible after "
                     "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC))
 _register(OpDef("async_commit", (), _none, synchronises=True,
@@ -1493,7 +1498,7 @@ _register(OpDef("copy_strided_to_shared", COPY_STRIDED_OPERANDS, _copy_strided_t
 _register(OpDef("async_copy_strided_to_shared", (*COPY_STRIDED_OPERANDS, "pred"), _async_copy_strided_to_shared,
                 reads_global=True, writes_shared=True, async_shared_write=True, address_operand="base",
                 shared_operands=("buffer",),
-                attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,
+                attrs=PIPELINED_COPY_ATTRS, optional_attrs=PIPELINED_COPY_ATTRS,
                 doc="where pred holds, copy_strided_to_shared without waiting for it; visible after "
                     "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC))
 

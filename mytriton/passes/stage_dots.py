@@ -793,7 +793,7 @@ def _carried_offset(load: Op, offset: Operand) -> CarriedOffset | None:
     return None
 
 
-def _non_negative(defs: Definitions, value: Operand, depth: int = 0) -> bool:
+def non_negative(defs: Definitions, value: Operand, depth: int = 0) -> bool:
     """Whether the i32 scalar ``value`` is never negative, as far as a
     few rules tell (program ids, literals, sums, products and quotients
     of such, a for loop's index counting up from one, an offset it
@@ -808,17 +808,17 @@ def _non_negative(defs: Definitions, value: Operand, depth: int = 0) -> bool:
             return False
         if value is for_index(loop):
             start, _, step = for_bounds(loop)
-            return _non_negative(defs, start, depth + 1) and _non_negative(defs, step, depth + 1)
+            return non_negative(defs, start, depth + 1) and non_negative(defs, step, depth + 1)
         terminator = for_yield(loop)
         if terminator is None:
             return False
         after = terminator.operands[value.index - 1]
-        if not _non_negative(defs, for_inits(loop)[value.index - 1], depth + 1):
+        if not non_negative(defs, for_inits(loop)[value.index - 1], depth + 1):
             return False
         if after is value:
             return True
         add = defs.defined_by(after, "add")
-        return add is not None and any(first is value and _non_negative(defs, other, depth + 1)
+        return add is not None and any(first is value and non_negative(defs, other, depth + 1)
                                        for first, other in _orders(add.operands))
     op = defs.op(value)
     if op is None:
@@ -826,9 +826,9 @@ def _non_negative(defs: Definitions, value: Operand, depth: int = 0) -> bool:
     if op.name in ("program_id", "num_programs"):
         return True
     if op.name in ("add", "mul", "floordiv", "mod", "minimum", "hint"):
-        return all(_non_negative(defs, operand, depth + 1) for operand in op.operands if operand is not None)
+        return all(non_negative(defs, operand, depth + 1) for operand in op.operands if operand is not None)
     if op.name == "maximum":
-        return any(_non_negative(defs, operand, depth + 1) for operand in op.operands)
+        return any(non_negative(defs, operand, depth + 1) for operand in op.operands)
     return False
 
 
@@ -1124,7 +1124,7 @@ def _match_strided_mask(defs: Definitions, mask: Operand | None, rows: WrappedAx
             # provably never negative.
             axis, coordinate = lower
             pointer_axis = rows if axis == ROWS else cols
-            if coordinate != pointer_axis or not _non_negative(defs, pointer_axis.offset):
+            if coordinate != pointer_axis or not non_negative(defs, pointer_axis.offset):
                 raise _Mismatch("the mask tests coordinate >= 0 on coordinates that may be negative")
             continue
         axis, coordinate, bound = _axis_test(defs, test)

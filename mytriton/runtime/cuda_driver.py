@@ -15,7 +15,7 @@ import hashlib
 import math
 import struct
 import threading
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from mytriton.backends.cuda.emitter import read_header
 from mytriton.backends.cuda.nvcc import compile_cubin
@@ -23,6 +23,7 @@ from mytriton.diagnostics import CompileError, printable
 from mytriton.ir.text_common import parse_type
 from mytriton.limits import grid_error
 from mytriton.runtime import placement
+from mytriton.runtime.tensor_maps import MAP_ALIGNMENT, MAP_BYTES, TensorMaps, read_specs
 from mytriton.runtime.driver_api import (
     ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, LAUNCH_PARAM_BUFFER_POINTER, LAUNCH_PARAM_BUFFER_SIZE,
     LAUNCH_PARAM_END, CudaError, Driver, driver, driver_version,
@@ -144,10 +145,19 @@ class on_device:
 class CudaKernel:
     """A compiled kernel: its cubin, loaded on each device it launches on."""
 
-    def __init__(self, cuda_source: str, arch: str = "sm_90", file: str = "<cuda>") -> None:
+    def __init__(self, cuda_source: str, arch: str = "sm_90", file: str = "<cuda>",
+                 without_tma: Callable[[], str] | None = None) -> None:
         self.header = read_header(cuda_source, file)
         self.name = str(self.header["kernel"])
         self.params = [(name, parse_type(text)) for name, text in self.header["params"]]
+        # Copies made by TMA read tensor maps, encoded at each launch; a launch
+        # whose values no map can describe runs the kernel built with cp.async
+        # (``without_tma`` makes its CUDA), built at that first launch.
+        specs = self.header.get("tensor_maps")
+        self.maps = TensorMaps(read_specs(specs, [n for n, _ in self.params], self.name)) if specs else None
+        self._without_tma = without_tma
+        self._cp_async_kernel: CudaKernel | None = None
+        self._arch = arch
         self.stores = set(self.header["stores"])
         self.threads = int(self.header["threads"])
         # The kernel's one dynamic shared array, sized at each launch (emitter.py).
@@ -167,17 +177,33 @@ class CudaKernel:
         # cuLaunchKernel copies at the call: a lock keeps two threads' launches
         # of this kernel from packing it at once.
         self._struct = struct.Struct("@" + self.function_format)
-        self._buffer = ctypes.create_string_buffer(max(self._struct.size, 1))
-        self._size = ctypes.c_size_t(self._struct.size)
+        size = self._struct.size
+        if self.maps:
+            # Each map 128 bytes at a multiple of 64, after the kernel's own
+            # parameters; given through kernelParams, a pointer to each (the
+            # driver refuses such parameters packed through ``extra``).
+            first = -(-size // MAP_ALIGNMENT) * MAP_ALIGNMENT
+            size = first + MAP_BYTES * len(self.maps)
+            self._map_offsets = [first + MAP_BYTES * i for i in range(len(self.maps))]
+        self._buffer = ctypes.create_string_buffer(max(size, 1))
+        self._size = ctypes.c_size_t(size)
         self._extra_array = (ctypes.c_void_p * 5)(
             LAUNCH_PARAM_BUFFER_POINTER, ctypes.addressof(self._buffer),
             LAUNCH_PARAM_BUFFER_SIZE, ctypes.addressof(self._size), LAUNCH_PARAM_END)
-        self._extra = ctypes.addressof(self._extra_array) if self._struct.size else None
+        self._extra = ctypes.addressof(self._extra_array) if self._struct.size and not self.maps else None
+        self._param_pointers = None
+        if self.maps:
+            at = ctypes.addressof(self._buffer)
+            self._param_pointers = (ctypes.c_void_p * (len(self.params) + len(self.maps)))(
+                *[at + offset for offset in param_offsets(self.function_format)],
+                *[at + offset for offset in self._map_offsets])
         self._lock = threading.Lock()
         # cuLaunchKernel as the driver hands it out for the hot path, with the
         # handles made into what it takes once (the stream at its first use).
         self._launch_raw, self._handle = self.driver.launch_call()
         self._extra_handle = self._handle(self._extra) if self._extra is not None else None
+        self._params_handle = (self._handle(ctypes.addressof(self._param_pointers))
+                               if self._param_pointers is not None else None)
         self._handles: dict[int, Any] = {}  # device -> its CUfunction as _handle made it
         self._stream_handle: tuple[int, Any] = (0, self._handle(0))  # the last stream, and as made
 
@@ -251,19 +277,34 @@ class CudaKernel:
         else:
             handle = placement.launch_stream(stream, kinds, device)
         drv = self.driver
+        kernel = self
+        if self.maps is not None and self.maps.shapes(values, frozenset(i for i, _ in host or ())) is None:
+            kernel = self.cp_async_kernel()
         context = drv.primary_context(device)
         previous = drv.current_context()
         if previous != context:
             drv.set_current(context)
         try:
-            function = self._handles.get(device) or self._function_handle(device)
+            function = kernel._handles.get(device) or kernel._function_handle(device)
             if host is None:
-                self._launch(function, grid3, handle, values)
+                kernel._launch(function, grid3, handle, values)
             else:
-                self._launch_with_copies(function, grid3, handle, values, host)
+                kernel._launch_with_copies(function, grid3, handle, values, host)
         finally:
             if previous != context:
                 drv.set_current(previous)
+
+    def cp_async_kernel(self) -> "CudaKernel":
+        """The kernel built with cp.async where this one copies with TMA: for a
+        launch whose values give a tensor map TMA cannot take."""
+        if self._cp_async_kernel is None:
+            if self._without_tma is None:
+                raise CompileError(f"kernel '{self.name}' copies with TMA, and this launch's arguments give a "
+                                   "tensor map TMA cannot take (a stride or size not positive, a row stride not "
+                                   "a multiple of 16 bytes); launched from its source (@jit), it would run "
+                                   "its cp.async build instead", placement.launch_site())
+            self._cp_async_kernel = CudaKernel(self._without_tma(), self._arch, self.name)
+        return self._cp_async_kernel
 
     def _function_handle(self, device: int) -> Any:
         """The kernel's CUfunction on ``device`` as the launch call takes it."""
@@ -273,18 +314,28 @@ class CudaKernel:
     def _launch(self, function: Any, grid3: tuple[int, int, int], stream: int, values: list[Any]) -> None:
         for i, convert in self._conversions:
             values[i] = convert(values[i])
+        maps = None
+        if self.maps is not None:
+            shapes = self.maps.shapes(values)
+            if shapes is None:  # launch3 chose this kernel for values it had then
+                raise CompileError(f"kernel '{self.name}': no tensor map for these arguments",
+                                   placement.launch_site())
+            maps = self.maps.encode(shapes, self.driver.encode_tensor_map)
         with self._lock:
             try:
                 self._struct.pack_into(self._buffer, 0, *values)
             except (struct.error, OverflowError, TypeError, ValueError):
                 self._struct.pack_into(self._buffer, 0, *self._converted(values))
+            if maps is not None:
+                for offset, encoded in zip(self._map_offsets, maps):
+                    ctypes.memmove(ctypes.addressof(self._buffer) + offset, encoded, MAP_BYTES)
             last, handle = self._stream_handle
             if stream != last:
                 handle = self._handle(stream)
                 self._stream_handle = (stream, handle)
             try:
                 code = self._launch_raw(function, grid3[0], grid3[1], grid3[2], self.threads, 1, 1,
-                                        self.shared_bytes, handle, None, self._extra_handle)
+                                        self.shared_bytes, handle, self._params_handle, self._extra_handle)
             except ctypes.ArgumentError:  # past a C int: launch and launch3's callers check the grid first
                 raise CompileError(f"kernel '{self.name}': {grid_error(grid3) or f'a grid of {grid3}'} cannot be "
                                    "launched", placement.launch_site()) from None
@@ -332,3 +383,9 @@ class CudaKernel:
             raise
         for address in buffers:
             drv.free(address)
+
+
+def param_offsets(function_format: str) -> list[int]:
+    """Each parameter's byte offset in the native struct of ``function_format``."""
+    return [struct.calcsize("@" + function_format[:i + 1]) - struct.calcsize("@" + char)
+            for i, char in enumerate(function_format)]

@@ -30,6 +30,8 @@ FUNCTION_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 POINTER_ATTRIBUTE_MEMORY_TYPE = 2
 POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
 MEMORY_TYPE_HOST = 1
+# A tensor map's L2 promotion: its lines fetched 128 bytes at a time (CU_TENSOR_MAP_L2_PROMOTION_L2_128B).
+TENSOR_MAP_L2_PROMOTION_128B = 2
 # The keys of cuLaunchKernel's ``extra`` array: the parameters as one packed buffer.
 LAUNCH_PARAM_END = 0
 LAUNCH_PARAM_BUFFER_POINTER = 1
@@ -255,6 +257,26 @@ class Driver:
     def set_max_dynamic_shared(self, function: int, nbytes: int) -> None:
         self._check(self.lib.cuFuncSetAttribute(function, FUNCTION_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                 nbytes), "cuFuncSetAttribute")
+
+    def encode_tensor_map(self, address: int, dims: tuple[int, int], stride: int, box: tuple[int, int],
+                          data_type: int, swizzle: int) -> bytes | None:
+        """A 2-D ``CUtensorMap`` (128 bytes) of the row-major matrix at
+        ``address``: ``dims`` (columns, rows), ``stride`` bytes a row, boxes
+        of ``box`` (columns, rows) swizzled by ``swizzle`` (a CUtensorMapSwizzle),
+        zeros outside; None where the driver refuses it (CUDA 12's call)."""
+        encode = getattr(self, "_encode", None)
+        if encode is None:
+            encode = getattr(self.lib, "cuTensorMapEncodeTiled", None)
+            if encode is None:
+                return None
+            encode.argtypes = [_V, _I, ctypes.c_uint32, _V, _V, _V, _V, _V, _I, _I, _I, _I]
+            encode.restype = _I
+            self._encode = encode
+        out = (ctypes.c_uint64 * 16)()
+        code = encode(ctypes.addressof(out), data_type, 2, address, (ctypes.c_uint64 * 2)(*dims),
+                      (ctypes.c_uint64 * 1)(stride), (ctypes.c_uint32 * 2)(*box), (ctypes.c_uint32 * 2)(1, 1),
+                      0, swizzle, TENSOR_MAP_L2_PROMOTION_128B, 0)
+        return None if code else bytes(out)
 
     # ---- memory and streams ---------------------------------------------------------
     def allocate(self, nbytes: int) -> int:

@@ -120,6 +120,16 @@ def _known_backend(requested: str | None) -> str | None:
     return None
 
 
+def cuda_without_tma(compiled: Any, options: Any) -> str:
+    """The CUDA of ``compiled`` with every copy made by cp.async (for a launch
+    no tensor map can describe: runtime/tensor_maps.py)."""
+    from mytriton import compiler
+    from mytriton.backends.cuda.tma_copies import without_tma
+
+    return run_deep(lambda: compiler.emit_cuda(
+        without_tma(compiler.read_ssa(compiled.asm["layouts"], compiled.kernel.loc.file)), options))
+
+
 def launch_backend(requested: str | None = None) -> str:
     """select_backend's answer for a launch (select_backend itself where
     _known_backend cannot say)."""
@@ -404,7 +414,8 @@ class JITFunction:
             if backend == "cuda":
                 from mytriton.runtime.cuda_driver import CudaKernel
 
-                compiled.launcher = CudaKernel(compiled.asm["cuda"], options.arch)
+                compiled.launcher = CudaKernel(compiled.asm["cuda"], options.arch,
+                                               without_tma=functools.partial(cuda_without_tma, compiled, options))
             self._compiled[key] = compiled
         if fast is not None:
             self._by_launch_key[fast] = compiled

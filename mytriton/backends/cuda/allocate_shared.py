@@ -56,6 +56,8 @@ from mytriton.backends.cuda.combine_strategy import with_combine_strategies
 from mytriton.backends.cuda.copy_widths import with_copy_widths
 from mytriton.backends.cuda.dots import A_PAD, B_PAD, COLUMNS, columns_pad, writes_columns
 from mytriton.backends.cuda.emitter import ScratchNeed, measure_scratch
+from mytriton.backends.cuda.tma import ring_bytes
+from mytriton.backends.cuda.tma_copies import without_tma
 from mytriton.backends.cuda.hold_tiles import with_held_tiles
 from mytriton.backends.cuda.read_widths import with_read_widths
 from mytriton.backends.cuda.shared_memory import aligned, buffers_end, overlaid_offsets, shared_buffers
@@ -202,6 +204,10 @@ def scratch_a_pad(op: Op) -> int:
     return fma_operand_pad(a.type.shape[1], element_of(a.type).nbytes)
 
 
+def aligned8(nbytes: int) -> int:
+    return (nbytes + 7) // 8 * 8
+
+
 def _plan(kernel: Kernel, needs: list[ScratchNeed]) -> tuple[int, int, int, Op | None, list[int]]:
     """The shared array's bytes in all, the scratch before the buffers' last
     use and after it, the statement needing the most, and the buffers' offsets."""
@@ -223,6 +229,14 @@ def _plan(kernel: Kernel, needs: list[ScratchNeed]) -> tuple[int, int, int, Op |
 def allocate(kernel: Kernel, needs: list[ScratchNeed], shared_budget: int) -> Kernel:
     total, scratch, late, largest, offsets = _plan(kernel, needs)
     buffers = shared_buffers(kernel)
+    # The mbarriers of TMA's copy groups go last (tma.py); where they alone
+    # would pass the budget, cp.async makes the copies instead.
+    ring = ring_bytes(kernel)
+    if ring and total <= shared_budget < aligned8(total) + ring:
+        without_tma(kernel)
+        ring = 0
+    if ring:
+        total = aligned8(total) + ring
     if total > shared_budget:
         end = buffers_end(buffers, offsets, scratch)
         staged = end - aligned(scratch) if buffers else 0

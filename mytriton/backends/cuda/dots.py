@@ -353,7 +353,8 @@ def _stage_copy(em: "EmitContext", op: Op) -> str:
 
 def emit_async(em: "EmitContext", op: Op) -> None:
     """One op of a pipelined K loop: a stage view is a pointer into its
-    buffer; a copy is cp.async; commit and wait are cp.async's groups."""
+    buffer; a copy is cp.async; commit and wait are cp.async's groups
+    (tma.emit_pipelined takes TMA's copies and groups first)."""
     where = em.where(op)
     if op.name == "stage_view":
         buffer, stage = op.operands
@@ -526,7 +527,7 @@ def hoist_copy_coordinates(em: "EmitContext", loop: Op) -> None:
         return value
 
     for op in body.ops:
-        if op.name not in ASYNC_COPIES:
+        if op.name not in ASYNC_COPIES or op.attrs.get("engine") == "tma":  # TMA: the map holds the addresses
             continue
         g = copy_geometry(op)
         g = replace(g, stride=before_loop(g.stride))
@@ -595,7 +596,7 @@ def hoist_prologue_coordinates(em: "EmitContext", op: Op) -> None:
     division a chunk, which nvcc keeps: 32 of them in a 128x128x64
     split-K prologue, NVRTC's time up by a tenth)."""
     if op.name not in ASYNC_COPIES or em.out.depth != TOP_LEVEL or op in em.hoisted_coordinates \
-            or op.attrs["chunk"] < 2 or op.attrs["chunks"] == "checked":
+            or op.attrs["chunk"] < 2 or op.attrs["chunks"] == "checked" or op.attrs.get("engine") == "tma":
         return
     g = copy_geometry(op)
     rows, cols = g.view_type.shape

@@ -75,14 +75,17 @@ STATEMENT_OPS = {
     "barrier": "emitter.py: __syncthreads()",
     "shared_alloc_stages": "dots.py: a pointer into the dynamic shared array holding every stage",
     "stage_view": "dots.py: a pointer to one stage of its buffer (emit_async)",
-    "async_copy_to_shared": "dots.py: cp.async of 16, 8 or 4 bytes per chunk, zero-filled past the bounds",
+    "async_copy_to_shared": "dots.py: cp.async of 16, 8 or 4 bytes per chunk, zero-filled past the bounds; "
+                            "tma.py: with engine=\"tma\", one thread's cp.async.bulk.tensor per box",
     "copy_strided_to_shared": "dots.py: a cooperative copy through both strides and the wraps",
-    "async_copy_strided_to_shared": "dots.py: cp.async per chunk where the column stride is 1, else per element",
+    "async_copy_strided_to_shared": "dots.py: cp.async per chunk where the column stride is 1, else per element; "
+                                    "tma.py: with engine=\"tma\", one thread's cp.async.bulk.tensor per box",
     "copy_gathered_to_shared": "dots.py: as copy_strided_to_shared, each row's index read from the index array",
     "async_copy_gathered_to_shared": "dots.py: as async_copy_strided_to_shared, each row's index read from the "
                                      "index array (once before the loop, where the loop does not move it)",
-    "async_commit": "dots.py: cp.async.commit_group",
-    "async_wait": "dots.py: cp.async.wait_group pending",
+    "async_commit": "dots.py: cp.async.commit_group; tma.py: with TMA copies, an arrival on the group's mbarrier",
+    "async_wait": "dots.py: cp.async.wait_group pending; tma.py: with TMA copies, a wait on each older group's "
+                  "mbarrier",
     "wgmma_wait": "dots.py: wgmma.wait_group pending",
     "proxy_fence": "dots.py: fence.proxy.async.shared::cta",
     "for": "emitter.py: a C for loop",

@@ -1,0 +1,123 @@
+"""A kernel's tensor maps: what each of its TMA copies reads (emit-cuda's
+header ``tensor_maps``, ``backends/cuda/tma.py``), encoded for a launch's
+arguments by the driver (``cuTensorMapEncodeTiled``) and passed after the
+kernel's own parameters, each 128 bytes at a multiple of 64.
+
+A map describes a row-major matrix by its base address, its extents and its
+row stride, each a parameter of the kernel or a literal. TMA takes only a
+16-byte aligned base, positive extents below 2^32 and a positive row stride
+of a multiple of 16 bytes below 2^40; a launch whose values give anything
+else cannot use the kernel (``shapes`` says None), and the launcher runs the
+kernel built with cp.async instead. Encodings are kept per shape: a loop of
+launches on the same tensors encodes once.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from mytriton.diagnostics import CompileError
+
+MAP_BYTES = 128
+MAP_ALIGNMENT = 64
+SWIZZLE_MODES = {32: 1, 64: 2, 128: 3}  # CU_TENSOR_MAP_SWIZZLE_32B, _64B, _128B
+# CU_TENSOR_MAP_DATA_TYPE_UINT8, 16, 32, 64: a copy moves bits, zero-filled outside.
+DATA_TYPES = {1: 0, 2: 1, 4: 2, 8: 4}
+DIM_LIMIT = 2 ** 32
+STRIDE_LIMIT = 2 ** 40
+CACHE_LIMIT = 64  # encodings kept per kernel
+
+Shape = tuple[int, tuple[int, int], int]  # base address, (columns, rows), row stride in bytes
+
+
+@dataclass(frozen=True)
+class MapSpec:
+    """One map of the header: parameter indices (int) or literals (("literal", n))."""
+
+    base: int
+    dims: tuple[Any, Any]
+    stride: Any
+    element_bytes: int
+    box: tuple[int, int]
+    swizzle: int
+
+
+def _operand(text: Any, names: list[str], kernel: str) -> Any:
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        raise CompileError(f"kernel '{kernel}': a tensor map names {text!r}, neither a parameter nor an integer")
+    if isinstance(text, int):
+        return ("literal", text)
+    if text not in names:
+        raise CompileError(f"kernel '{kernel}': a tensor map names '{text}', which is no parameter")
+    return names.index(text)
+
+
+def read_specs(specs: Any, names: list[str], kernel: str) -> list[MapSpec]:
+    """The header's maps, checked (a malformed header is an error, not a wrong copy)."""
+    if not isinstance(specs, list):
+        raise CompileError(f"kernel '{kernel}': the header's tensor_maps is not a list")
+    out = []
+    for spec in specs:
+        try:
+            base = _operand(spec["base"], names, kernel)
+            dims = tuple(_operand(d, names, kernel) for d in spec["dims"])
+            stride = _operand(spec["stride"], names, kernel)
+            element_bytes, swizzle = int(spec["element_bytes"]), int(spec["swizzle"])
+            box = tuple(int(b) for b in spec["box"])
+        except (KeyError, TypeError, ValueError):
+            raise CompileError(f"kernel '{kernel}': a malformed tensor map in the header: {spec!r}") from None
+        if not isinstance(base, int) or len(dims) != 2 or len(box) != 2 or element_bytes not in DATA_TYPES \
+                or swizzle not in SWIZZLE_MODES or not all(0 < b <= 256 for b in box):
+            raise CompileError(f"kernel '{kernel}': a malformed tensor map in the header: {spec!r}")
+        out.append(MapSpec(base, dims, stride, element_bytes, box, swizzle))
+    return out
+
+
+class TensorMaps:
+    def __init__(self, specs: list[MapSpec]) -> None:
+        self.specs = specs
+        self._cache: dict[tuple[Shape, ...], list[bytes]] = {}
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    def shapes(self, values: list[Any], pending: frozenset[int] = frozenset()) -> tuple[Shape, ...] | None:
+        """Each map's base, extents and stride for these argument values, or
+        None where TMA cannot take one. ``pending``: pointer parameters whose
+        device buffers are yet to be made (fresh, so aligned; address 0 here)."""
+
+        def value(operand: Any) -> int:
+            return operand[1] if isinstance(operand, tuple) else operator.index(values[operand])
+
+        out = []
+        for spec in self.specs:
+            try:
+                address = 0 if spec.base in pending else operator.index(values[spec.base])
+                dims = (value(spec.dims[0]), value(spec.dims[1]))
+                stride = value(spec.stride) * spec.element_bytes
+            except (TypeError, IndexError):
+                return None
+            if address % 16 or not all(0 < d < DIM_LIMIT for d in dims) or not 0 < stride < STRIDE_LIMIT \
+                    or stride % 16:
+                return None
+            out.append((address, dims, stride))
+        return tuple(out)
+
+    def encode(self, shapes: tuple[Shape, ...], encoder: Callable[..., bytes | None]) -> list[bytes]:
+        """The maps' 128-byte encodings (the driver's ``encode_tensor_map``)."""
+        cached = self._cache.get(shapes)
+        if cached is not None:
+            return cached
+        out = []
+        for spec, (address, dims, stride) in zip(self.specs, shapes):
+            encoded = encoder(address, dims, stride, spec.box, DATA_TYPES[spec.element_bytes],
+                              SWIZZLE_MODES[spec.swizzle])
+            if encoded is None:
+                raise CompileError(f"the driver cannot encode a tensor map of {dims[0]}x{dims[1]} elements, "
+                                   f"{stride} bytes a row, boxes of {spec.box[0]}x{spec.box[1]}")
+            out.append(encoded)
+        if len(self._cache) >= CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[shapes] = out
+        return out

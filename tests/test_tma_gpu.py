@@ -1,0 +1,58 @@
+"""Copies made by TMA on the GPU (skipped without one), against NumPy: the
+tensor-descriptor matmul at sizes no block divides (rows of a multiple of 16
+elements, as a tensor map needs; TMA's zero fill is the masks'), and a launch whose row stride is 0 (a broadcast operand), which no
+tensor map describes: the launcher runs the kernel built with cp.async."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mytriton
+
+pytestmark = pytest.mark.gpu
+
+STYLE = Path(__file__).resolve().parent / "triton_style"
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(f"tma_gpu_{name}", STYLE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def operands(M, N, K, seed):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((M, K)).astype(np.float16), rng.standard_normal((K, N)).astype(np.float16)
+
+
+@pytest.mark.parametrize("M,N,K", [(256, 256, 512), (200, 272, 144), (130, 80, 16)])
+def test_the_descriptor_matmul_copies_with_tma_and_matches_numpy(M, N, K):
+    module = load("descriptor_matmul")
+    a, b = operands(M, N, K, M + N + K)
+    c = np.empty((M, N), dtype=np.float16)
+    grid = (mytriton.cdiv(M, 128), mytriton.cdiv(N, 128))
+    handle = module.matmul_kernel_descriptor[grid](a, b, c, M, N, K, BLOCK_SIZE_M=128, BLOCK_SIZE_N=128,
+                                                   BLOCK_SIZE_K=64, backend="cuda")
+    assert "cp.async.bulk.tensor.2d" in handle.asm["cuda"]
+    np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32),
+                               rtol=2e-2, atol=2e-1)
+
+
+def test_a_row_stride_of_0_runs_the_cp_async_build_and_matches_numpy():
+    module = load("matmul_offsets")
+    M, N, K = 192, 128, 256
+    a, _ = operands(M, N, K, 5)
+    row = np.random.default_rng(6).standard_normal((1, N)).astype(np.float16)
+    b = np.broadcast_to(row, (K, N))  # every row the same: row stride 0
+    c = np.full((M, N), np.nan, dtype=np.float16)
+    grid = (mytriton.cdiv(M, 64), mytriton.cdiv(N, 64))
+    handle = module.matmul_offsets[grid](a, row, c, M, N, K, K, 1, 0, 1, N, 1, BLOCK_M=64, BLOCK_N=64,
+                                         BLOCK_K=64, backend="cuda")
+    assert "cp.async.bulk.tensor.2d" in handle.asm["cuda"]  # compiled with TMA; this launch ran without
+    assert handle.launcher._cp_async_kernel is not None
+    np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32),
+                               rtol=2e-2, atol=2e-1)
