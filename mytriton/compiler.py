@@ -176,8 +176,9 @@ def _layout_passes(options: Options) -> Sequence[Any]:
     from mytriton.passes.overlap_wgmma import OverlapWgmmaPass
 
     return [LayoutsPass(num_warps=options.num_warps, shared_budget=options.budget, arch=options.arch),
-            OverlapWgmmaPass(), CopyWidthsPass(), TmaCopiesPass(enabled=options.tma), ReadWidthsPass(), CombineStrategyPass(), HoldTilesPass(),
-            AllocateSharedPass(shared_budget=options.budget), InsertBarriersPass(), ProxyFencesPass()]
+            OverlapWgmmaPass(), CopyWidthsPass(), TmaCopiesPass(enabled=options.tma, arch=options.arch),
+            ReadWidthsPass(), CombineStrategyPass(), HoldTilesPass(), AllocateSharedPass(shared_budget=options.budget),
+            InsertBarriersPass(), ProxyFencesPass()]
 
 
 def emit_cuda(kernel: Kernel, options: Options | None = None) -> str:

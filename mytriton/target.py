@@ -32,6 +32,11 @@ def has_wgmma(arch: str) -> bool:
     return arch in WGMMA_ARCHS
 
 
+def has_tma(arch: str) -> bool:
+    """The Tensor Memory Accelerator (``cp.async.bulk.tensor``) needs sm_90."""
+    return has_vector_atomics(arch)
+
+
 def has_vector_atomics(arch: str) -> bool:
     """PTX's vector ``atom`` (``.v2``/``.v4`` of f32) needs sm_90."""
     number = re.fullmatch(r"sm_(\d+)a?", arch)

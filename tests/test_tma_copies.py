@@ -56,3 +56,9 @@ def test_mbarriers_that_would_pass_the_budget_leave_the_copies_to_cp_async():
     tight = AllocateSharedPass(shared_budget=needed - 1).apply(kernel_of(compiler.print_ssa(kernel)))
     assert tight.shared_memory.bytes == needed - 16  # the buffers and scratch alone
     assert not any(is_tma(op) for op in walk(tight.body))
+
+
+def test_an_arch_before_hopper_leaves_every_copy_to_cp_async():
+    kernel = TmaCopiesPass(arch="sm_80").apply(kernel_of())
+    assert not any(is_tma(op) for op in walk(kernel.body))
+    assert remarks.facts_of(kernel, copies(kernel)[0])[remarks.TMA] == "sm_80 has no TMA (sm_90 has)"

@@ -54,6 +54,7 @@ from mytriton.ir.ssa import Block, Const, Kernel, Op, Param, walk
 from mytriton.passes.manager import require_laid_out
 from mytriton.remarks import note
 from mytriton.passes.stage_dots import non_negative
+from mytriton.target import DEFAULT_ARCH, has_tma
 from mytriton.types import I32, PointerType
 
 TMA = "tma"
@@ -190,6 +191,7 @@ class TmaCopiesPass:
     summary: str = "copy with TMA (one thread, a tensor map) what the IR proves a tensor map can describe"
     after_layouts: bool = True  # the swizzle that TMA must match is a layout
     enabled: bool = True  # False: every copy by cp.async (compile --no-tma)
+    arch: str = DEFAULT_ARCH  # TMA from sm_90
 
     def apply(self, kernel: Kernel) -> Kernel:
         require_laid_out(kernel, self.name)
@@ -198,9 +200,10 @@ class TmaCopiesPass:
             op.attrs.pop(ENGINE, None)
         if not copies:
             return kernel
-        if not self.enabled:
+        if not self.enabled or not has_tma(self.arch):
+            why = "TMA is off (--no-tma)" if not self.enabled else f"{self.arch} has no TMA (sm_90 has)"
             for op in copies:
-                note(kernel, op, remarks.TMA, "TMA is off (--no-tma)")
+                note(kernel, op, remarks.TMA, why)
             return kernel
         if ring_size(kernel) is None:
             for op in copies:
