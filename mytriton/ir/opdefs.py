@@ -778,6 +778,7 @@ ASYNC_COPY_ATTRS = ("chunk", "chunks")
 # tma-copies' decision on a pipelined copy: engine="tma" (one thread, a
 # tensor map) where cp.async would copy it (absent).
 PIPELINED_COPY_ATTRS = (*ASYNC_COPY_ATTRS, "engine")
+TMA_COPY_DOC = "; engine 'tma': TMA makes it, through a tensor map (tma-copies)"
 ASYNC_COPY_DOC = ("; chunk elements per cp.async, chunks 'whole', 'aligned' (proven) or 'checked' "
                   "(at run time), once copy-widths has decided")
 SYNC_COPY_DOC = ("; chunk elements per load ('whole' chunks, proven by copy-widths), absent or 1: "
@@ -1253,7 +1254,7 @@ _register(OpDef("async_copy_to_shared", ("buffer", "base", "row_offset", "col_of
                 shared_operands=("buffer",),
                 attrs=PIPELINED_COPY_ATTRS, optional_attrs=PIPELINED_COPY_ATTRS,
                 doc="where pred holds, copy_to_shared without waiting for it; visible after "
-                    "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC))
+                    "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC + TMA_COPY_DOC))
 _register(OpDef("async_commit", (), _none, synchronises=True,
                 doc="closes this thread's group of async copies issued since the last commit"))
 _register(OpDef("async_wait", (), _async_wait, attrs=("pending",), synchronises=True,
@@ -1500,7 +1501,7 @@ _register(OpDef("async_copy_strided_to_shared", (*COPY_STRIDED_OPERANDS, "pred")
                 shared_operands=("buffer",),
                 attrs=PIPELINED_COPY_ATTRS, optional_attrs=PIPELINED_COPY_ATTRS,
                 doc="where pred holds, copy_strided_to_shared without waiting for it; visible after "
-                    "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC))
+                    "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC + TMA_COPY_DOC))
 
 # A tile whose rows are gathered (Liger's fused MoE: each row of x is the
 # token an index array names): row r of the copy is the row index[row_offset + r]
