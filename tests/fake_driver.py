@@ -50,6 +50,7 @@ class FakeDriver:
         self.context_switches = 0
         self.shared_limit = shared_limit
         self.encoded: list[tuple] = []  # encode_tensor_map's calls
+        self.refuse_maps = False
         # Which device holds an address (None: host memory); every nonzero
         # address is device 0's unless told otherwise.
         self.device_of = device_of or (lambda address: 0 if address else None)
@@ -141,8 +142,11 @@ class FakeDriver:
 
     def encode_tensor_map(self, address: int, dims: tuple[int, int], stride: int, box: tuple[int, int],
                           data_type: int, swizzle: int) -> bytes | None:
-        """Records the call; the "map" is its arguments, readable back (``decode_map``)."""
+        """Records the call; the "map" is its arguments, readable back
+        (``decode_map``); None, as the driver's refusal, where ``refuse_maps``."""
         self.encoded.append((address, dims, stride, box, data_type, swizzle))
+        if self.refuse_maps:
+            return None
         return struct.pack("<9Q", address, *dims, stride, *box, data_type, swizzle, 0x4D4150).ljust(128, b"\0")
 
     def error_name(self, code: int) -> str:

@@ -74,3 +74,10 @@ def test_a_launch_no_map_can_describe_runs_the_kernel_built_with_cp_async(descri
     assert tma_run.function != cp_async_run.function
     assert cp_async_run.param_pointers is None and len(cp_async_run.params) > 0
     assert len(gpu.encoded) == 2  # only the first launch's
+
+
+def test_a_map_the_driver_refuses_runs_the_kernel_built_with_cp_async(descriptor_matmul, gpu):
+    gpu.refuse_maps = True
+    handle = launch(descriptor_matmul, 256, 512, 1024)
+    (run,) = gpu.launches
+    assert run.param_pointers is None and handle.launcher._cp_async_kernel is not None

@@ -278,8 +278,10 @@ class CudaKernel:
             handle = placement.launch_stream(stream, kinds, device)
         drv = self.driver
         kernel = self
-        if self.maps is not None and self.maps.shapes(values, frozenset(i for i, _ in host or ())) is None:
-            kernel = self.cp_async_kernel()
+        if self.maps is not None:
+            shapes = self.maps.shapes(values, frozenset(i for i, _ in host or ()))
+            if shapes is None or self.maps.encode(shapes, self.driver.encode_tensor_map) is None:
+                kernel = self.cp_async_kernel()
         context = drv.primary_context(device)
         previous = drv.current_context()
         if previous != context:
@@ -321,6 +323,9 @@ class CudaKernel:
                 raise CompileError(f"kernel '{self.name}': no tensor map for these arguments",
                                    placement.launch_site())
             maps = self.maps.encode(shapes, self.driver.encode_tensor_map)
+            if maps is None:  # launch3 found the driver took this shape
+                raise CompileError(f"kernel '{self.name}': the driver refuses a tensor map for these arguments",
+                                   placement.launch_site())
         with self._lock:
             try:
                 self._struct.pack_into(self._buffer, 0, *values)

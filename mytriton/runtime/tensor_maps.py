@@ -27,6 +27,9 @@ DATA_TYPES = {1: 0, 2: 1, 4: 2, 8: 4}
 DIM_LIMIT = 2 ** 32
 STRIDE_LIMIT = 2 ** 40
 CACHE_LIMIT = 64  # encodings kept per kernel
+# Where a pointer's device buffer is yet to be made (a host array's): an
+# aligned address, so that the driver says whether it takes the map's shape.
+PLACEHOLDER_ADDRESS = 1 << 20
 
 Shape = tuple[int, tuple[int, int], int]  # base address, (columns, rows), row stride in bytes
 
@@ -104,18 +107,18 @@ class TensorMaps:
             out.append((address, dims, stride))
         return tuple(out)
 
-    def encode(self, shapes: tuple[Shape, ...], encoder: Callable[..., bytes | None]) -> list[bytes]:
-        """The maps' 128-byte encodings (the driver's ``encode_tensor_map``)."""
+    def encode(self, shapes: tuple[Shape, ...], encoder: Callable[..., bytes | None]) -> list[bytes] | None:
+        """The maps' 128-byte encodings (the driver's ``encode_tensor_map``),
+        or None where the driver refuses one."""
         cached = self._cache.get(shapes)
         if cached is not None:
             return cached
         out = []
         for spec, (address, dims, stride) in zip(self.specs, shapes):
-            encoded = encoder(address, dims, stride, spec.box, DATA_TYPES[spec.element_bytes],
+            encoded = encoder(address or PLACEHOLDER_ADDRESS, dims, stride, spec.box, DATA_TYPES[spec.element_bytes],
                               SWIZZLE_MODES[spec.swizzle])
             if encoded is None:
-                raise CompileError(f"the driver cannot encode a tensor map of {dims[0]}x{dims[1]} elements, "
-                                   f"{stride} bytes a row, boxes of {spec.box[0]}x{spec.box[1]}")
+                return None
             out.append(encoded)
         if len(self._cache) >= CACHE_LIMIT:
             self._cache.clear()
