@@ -23,6 +23,8 @@ class EmitContext(Protocol):
     lang: CStyleLanguage  # every target spelling
     out: CBuilder  # where the lines go, at the current scope's depth
     threads: int
+    tensor_maps: list  # TMA's (tma_copies.TensorMap), in the order of the kernel's parameters
+    tma_ring: int  # the mbarriers of TMA's copy groups (0: none)
     ssa_names: ValueNames
     storage: dict[Value, str]  # tiles held in per-thread arrays; loop-carried locals; shared buffers
     held: set  # tiles computed into registers though not materialised

@@ -174,6 +174,9 @@ class CudaEmitter:
             for value in inputs:
                 self.waiting.setdefault(value.op, []).append((op, inputs))
         self.shared_allocs: list[Op] = []  # buffers the stage-dots pass allocated
+        # TMA's copies (tma.py): the tensor maps they read and the mbarriers of their groups, found once
+        self.tensor_maps = tensor_maps(kernel)
+        self.tma_ring = tma.ring_of(kernel) if self.tensor_maps else 0
         self.out = CBuilder(depth=TOP_LEVEL)  # the kernel body's lines, inside its braces
         self.vector_stores = 0  # staging arrays of vector stores, numbered
         # Copies in loops whose wrapped chunk coordinates were worked out before
@@ -317,7 +320,7 @@ class CudaEmitter:
             header["symbol"] = symbol  # what the launcher looks the kernel up by
         if self.uses_wgmma():
             header["arch"] = WGMMA_BUILD_ARCH  # nvcc builds an sm_90 kernel with wgmma for sm_90a
-        maps = tensor_maps(self.kernel)
+        maps = self.tensor_maps
         if maps:
             header["tensor_maps"] = [m.header() for m in maps]  # the launcher encodes each (tma.py)
         # json.dumps escapes control and non-ASCII characters: the header stays one line.
@@ -334,7 +337,7 @@ class CudaEmitter:
         # From here on every line comes from a Python line: the prologue, what
         # no op says it comes from and the closing brace from the def line.
         start = len(out)
-        params = [f"{c_element(p.type)} {self.cnames[p]}" for p in self.kernel.params] + tma.params(self.kernel)
+        params = [f"{c_element(p.type)} {self.cnames[p]}" for p in self.kernel.params] + tma.params(self.tensor_maps)
         out.append(self.lang.kernel_signature(symbol, params, self.threads) + " {")
         if self.total_shared_bytes():
             parts = [f"{self.shared_bytes} of scratch from 0"] if self.shared_bytes else []
@@ -345,7 +348,7 @@ class CudaEmitter:
                        f"at launch: {', then '.join(parts)}")
         for op, offset in zip(self.shared_allocs, self.shared_offsets()):
             out.append(INDENT + declare_shared(op, offset)[1])
-        out += [INDENT + line for line in tma.prologue(self.kernel)]
+        out += [INDENT + line for line in tma.prologue(self.kernel, self.tma_ring)]
         for name, parent in self.parents.values():
             out.append(f"{INDENT}// {name}: {parent.describe()}")
             for d in range(parent.rank):

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.dots import copy_operands, emit_async
-from mytriton.backends.cuda.tma_copies import is_tma, ring_size, tensor_map_of, tensor_maps
+from mytriton.backends.cuda.tma_copies import is_tma, ring_size, tensor_map_of
 from mytriton.backends.cuda.copy_widths import is_async_copy
 from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.spelling import CUDA
@@ -69,17 +69,13 @@ def has_cp_async(kernel: Kernel) -> bool:
     return any(is_async_copy(op) and not is_tma(op) for op in walk(kernel.body))
 
 
-def params(kernel: Kernel) -> list[str]:
-    """The C parameters after the kernel's own."""
-    maps = tensor_maps(kernel)
-    if not maps:
-        return []
+def params(maps: list) -> list[str]:
+    """The C parameters after the kernel's own: its tensor maps."""
     return [f"const __grid_constant__ {MAP_TYPE} {map_name(i)}" for i in range(len(maps))]
 
 
-def prologue(kernel: Kernel) -> list[str]:
+def prologue(kernel: Kernel, ring: int) -> list[str]:
     """The ring's mbarriers, initialised before any copy, and the counters."""
-    ring = ring_of(kernel)
     if not ring:
         return []
     offset = kernel.shared_memory.bytes - ring * BARRIER_BYTES
@@ -103,7 +99,7 @@ def _open_barrier(ring: int) -> str:
 def emit_pipelined(em: "EmitContext", op: Op) -> None:
     """One op of a pipelined loop (dots.emit_async's), TMA's copies and the
     groups of a kernel that has them taken here."""
-    ring = ring_of(em.kernel)
+    ring = em.tma_ring
     if op.name == "async_commit" and ring:
         emit_commit(em, em.where(op))
     elif op.name == "async_wait" and ring:
@@ -116,7 +112,7 @@ def emit_pipelined(em: "EmitContext", op: Op) -> None:
 
 def emit_commit(em: "EmitContext", where: str) -> None:
     kernel = em.kernel
-    ring = ring_of(kernel)
+    ring = em.tma_ring
     if not ring or has_cp_async(kernel):
         em.line(f"{CUDA.cp_async_commit}{where}")
         where = ""
@@ -128,7 +124,7 @@ def emit_commit(em: "EmitContext", where: str) -> None:
 
 def emit_wait(em: "EmitContext", pending: int, where: str) -> None:
     kernel = em.kernel
-    ring = ring_of(kernel)
+    ring = em.tma_ring
     if not ring or has_cp_async(kernel):
         em.line(f"{CUDA.cp_async_wait(pending)}{where}")
         where = ""
@@ -142,11 +138,10 @@ def emit_wait(em: "EmitContext", pending: int, where: str) -> None:
 
 def emit_tma_copy(em: "EmitContext", op: Op) -> None:
     """One TMA copy (the module's doc), where its predicate holds."""
-    kernel = em.kernel
     g, args = copy_operands(em, op)
     tile = g.view_type
     m = tensor_map_of(op)
-    index = tensor_maps(kernel).index(m)
+    index = em.tensor_maps.index(m)
     rows, cols = tile.shape
     nbytes = tile.element.nbytes
     boxes = cols // m.box_cols
@@ -158,7 +153,7 @@ def emit_tma_copy(em: "EmitContext", op: Op) -> None:
             f"({args['row_offset']}, {args['col_offset']}), TMA through map {index}, {boxes} box(es) of "
             f"{m.box_cols}x{rows}")
     em.line(f"if (({pred}) && threadIdx.x == 0) {{")
-    em.line(f"  const unsigned bar = {_open_barrier(ring_of(kernel))};")
+    em.line(f"  const unsigned bar = {_open_barrier(em.tma_ring)};")
     em.line(f"  const unsigned dst0 = (unsigned)__cvta_generic_to_shared({dst});")
     # The proxy fence orders the threads' earlier reads of this buffer (before
     # the barrier that came first) ahead of TMA's writes into it.
