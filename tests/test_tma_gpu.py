@@ -1,7 +1,10 @@
 """Copies made by TMA on the GPU (skipped without one), against NumPy: the
 tensor-descriptor matmul at sizes no block divides (rows of a multiple of 16
-elements, as a tensor map needs; TMA's zero fill is the masks'), and a launch whose row stride is 0 (a broadcast operand), which no
-tensor map describes: the launcher runs the kernel built with cp.async."""
+elements, as a tensor map needs; TMA's zero fill is the masks'); a launch
+whose row stride is 0 (a broadcast operand), which no tensor map describes:
+the launcher runs the kernel built with cp.async; and pointers the loop
+advances (the pointer-increment spelling), their offset in the column
+coordinate."""
 from __future__ import annotations
 
 import importlib.util
@@ -54,5 +57,18 @@ def test_a_row_stride_of_0_runs_the_cp_async_build_and_matches_numpy():
                                          BLOCK_K=64, backend="cuda")
     assert "cp.async.bulk.tensor.2d" in handle.asm["cuda"]  # compiled with TMA; this launch ran without
     assert handle.launcher._cp_async_kernel is not None
+    np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32),
+                               rtol=2e-2, atol=2e-1)
+
+
+def test_pointers_the_loop_advances_are_copied_by_tma_at_a_column_offset():
+    module = load("matmul_unmasked")
+    M, N, K = 256, 384, 512
+    a, b = operands(M, N, K, 9)
+    c = np.full((M, N), np.nan, dtype=np.float16)
+    handle = module.matmul_unmasked[(M // 128, N // 128)](a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_M=128,
+                                                          BLOCK_N=128, BLOCK_K=64, backend="cuda")
+    assert handle.asm["cuda"].count("cp.async.bulk.tensor.2d") >= 2  # A and B, each a + k's column
+    assert handle.launcher._cp_async_kernel is None
     np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32),
                                rtol=2e-2, atol=2e-1)

@@ -793,32 +793,34 @@ def _carried_offset(load: Op, offset: Operand) -> CarriedOffset | None:
     return None
 
 
-def non_negative(defs: Definitions, value: Operand, depth: int = 0) -> bool:
+def non_negative(defs: Definitions, value: Operand, depth: int = 0, assumed: frozenset = frozenset()) -> bool:
     """Whether the i32 scalar ``value`` is never negative, as far as a
     few rules tell (program ids, literals, sums, products and quotients
     of such, a for loop's index counting up from one, an offset it
-    carries and advances by one); i32 overflow aside."""
+    carries and advances by one, the parameters ``assumed``); i32 overflow aside."""
     if depth > 16:
         return False
     if isinstance(value, Const):
         return type(value.value) is int and value.value >= 0
+    if isinstance(value, Param):
+        return value in assumed
     if isinstance(value, BlockArg):
         loop = value.block.parent
         if loop is None or loop.name != "for":
             return False
         if value is for_index(loop):
             start, _, step = for_bounds(loop)
-            return non_negative(defs, start, depth + 1) and non_negative(defs, step, depth + 1)
+            return non_negative(defs, start, depth + 1, assumed) and non_negative(defs, step, depth + 1, assumed)
         terminator = for_yield(loop)
         if terminator is None:
             return False
         after = terminator.operands[value.index - 1]
-        if not non_negative(defs, for_inits(loop)[value.index - 1], depth + 1):
+        if not non_negative(defs, for_inits(loop)[value.index - 1], depth + 1, assumed):
             return False
         if after is value:
             return True
         add = defs.defined_by(after, "add")
-        return add is not None and any(first is value and non_negative(defs, other, depth + 1)
+        return add is not None and any(first is value and non_negative(defs, other, depth + 1, assumed)
                                        for first, other in _orders(add.operands))
     op = defs.op(value)
     if op is None:
@@ -826,9 +828,9 @@ def non_negative(defs: Definitions, value: Operand, depth: int = 0) -> bool:
     if op.name in ("program_id", "num_programs"):
         return True
     if op.name in ("add", "mul", "floordiv", "mod", "minimum", "hint"):
-        return all(non_negative(defs, operand, depth + 1) for operand in op.operands if operand is not None)
+        return all(non_negative(defs, operand, depth + 1, assumed) for operand in op.operands if operand is not None)
     if op.name == "maximum":
-        return any(non_negative(defs, operand, depth + 1) for operand in op.operands)
+        return any(non_negative(defs, operand, depth + 1, assumed) for operand in op.operands)
     return False
 
 

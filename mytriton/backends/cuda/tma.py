@@ -25,11 +25,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mytriton.backends.cuda.dots import copy_operands, emit_async
-from mytriton.backends.cuda.tma_copies import is_tma, ring_size, tensor_map_of
+from mytriton.backends.cuda.tma_copies import is_tma, map_base, ring_size, tensor_map_of
 from mytriton.backends.cuda.copy_widths import is_async_copy
 from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.spelling import CUDA
-from mytriton.types import BOOL
+from mytriton.types import BOOL, I32
 from mytriton.ir.ssa import Kernel, Op, walk
 
 if TYPE_CHECKING:
@@ -159,8 +159,10 @@ def emit_tma_copy(em: "EmitContext", op: Op) -> None:
     # the barrier that came first) ahead of TMA's writes into it.
     em.line('  asm volatile("fence.proxy.async.shared::cta;\\nmbarrier.expect_tx.relaxed.cta.shared::cta.b64 '
             f'[%0], %1;" :: "r"(bar), "n"({box_bytes * boxes}) : "memory");')
+    _, shift = map_base(g.base) or (None, None)
+    col0 = args["col_offset"] if shift is None else f"{args['col_offset']} + {as_type(em.scalar_arg(shift), I32)}"
     for j in range(boxes):
-        col = args["col_offset"] if not j else f"{args['col_offset']} + {j * m.box_cols}"
+        col = col0 if not j else f"{col0} + {j * m.box_cols}"
         em.line('  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes '
                 f'[%0], [%1, {{%2, %3}}], [%4];" :: "r"(dst0 + {j * box_bytes}), "l"(&{map_name(index)}), '
                 f'"r"({col}), "r"({args["row_offset"]}), "r"(bar) : "memory");')

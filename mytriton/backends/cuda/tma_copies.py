@@ -20,9 +20,11 @@ descriptor):
   contiguous (column stride 1);
 - into an ``nvmma_shared`` buffer, whose swizzle is TMA's: a box per block of
   ``swizzle`` bytes of the walked rows, at most 256 rows;
-- the base a pointer parameter proven 16-byte aligned, the row stride a
-  parameter or a literal proven a multiple of 16 bytes, the bounds
-  parameters or literals: all of what the host reads to encode the map;
+- the base a pointer parameter proven 16-byte aligned (or one plus an i32
+  offset never negative, where the columns are unbounded: the offset goes
+  into the column coordinate), the row stride a parameter or a literal
+  proven a multiple of 16 bytes, the bounds parameters or literals: all of
+  what the host reads to encode the map;
 - i32 offsets proven never negative (TMA fills zeros at a negative
   coordinate, where the copy reads the memory there); and the loop's copy
   groups bounded (``ring_size``).
@@ -50,12 +52,12 @@ from mytriton import remarks
 from mytriton.ir.analysis import Definitions
 from mytriton.ir.axis_info import AxisAnalysis
 from mytriton.ir.layout_attributes import NvmmaShared
-from mytriton.ir.ssa import Block, Const, Kernel, Op, Param, walk
+from mytriton.ir.ssa import Block, Const, Kernel, Op, OpResult, Param, walk
 from mytriton.passes.manager import require_laid_out
 from mytriton.remarks import note
-from mytriton.passes.stage_dots import non_negative
+from mytriton.passes.stage_dots import NO_BOUND, non_negative
 from mytriton.target import DEFAULT_ARCH, has_tma
-from mytriton.types import I32, PointerType
+from mytriton.types import I32, BlockType, PointerType
 
 TMA = "tma"
 ENGINE = "engine"
@@ -97,11 +99,26 @@ def _host_value(operand: object) -> str | int | None:
     return None
 
 
+def map_base(base: object) -> tuple[Param, object | None] | None:
+    """The pointer parameter a copy's base is, or is at plus an i32 element
+    offset (a pointer the loop advances: ``a_ptr + k * BK``), and that offset."""
+    if isinstance(base, Param) and isinstance(base.type, PointerType):
+        return base, None
+    if isinstance(base, OpResult) and base.op.name == "addptr":
+        pointer, offset = base.op.operands
+        if isinstance(pointer, Param) and isinstance(pointer.type, PointerType) \
+                and getattr(offset, "type", I32) == I32 and not isinstance(getattr(offset, "type", None), BlockType):
+            return pointer, offset
+    return None
+
+
 def tensor_map_of(op: Op) -> TensorMap:
     g = copy_geometry(op)
     nbytes = g.view_type.element.nbytes
     rows = g.view_type.shape[0]
-    return TensorMap(g.base.name, _host_value(g.col_bound), _host_value(g.row_bound),  # type: ignore[arg-type]
+    based = map_base(g.base)
+    assert based is not None, "a TMA copy's base is a pointer parameter (tma_problem)"
+    return TensorMap(based[0].name, _host_value(g.col_bound), _host_value(g.row_bound),  # type: ignore[arg-type]
                      _host_value(g.stride), nbytes, g.view_type.layout.swizzle // nbytes, rows,  # type: ignore[arg-type]
                      g.view_type.layout.swizzle)
 
@@ -138,9 +155,11 @@ def tma_problem(op: Op, facts: AxisAnalysis, defs: Definitions) -> str | None:
         return "its walked columns are not contiguous"
     if not all(isinstance(w, Const) and w.value == 0 for w in (g.row_wrap, g.col_wrap)):
         return "its coordinates wrap (% M)"
-    if not (isinstance(g.base, Param) and isinstance(g.base.type, PointerType)):
-        return "its base is not a pointer parameter"
-    if facts.of(g.base).scalar_divisibility % 16:
+    based = map_base(g.base)
+    if based is None:
+        return "its base is not a pointer parameter, or one plus an i32 offset"
+    base, shift = based
+    if facts.of(base).scalar_divisibility % 16:
         return "its base is not proven 16-byte aligned"
     stride = _host_value(g.stride)
     if stride is None:
@@ -153,8 +172,17 @@ def tma_problem(op: Op, facts: AxisAnalysis, defs: Definitions) -> str | None:
             return f"its {what} bound is not an i32 parameter or a literal"
     if index_type(g.row_offset) != I32 or index_type(g.col_offset) != I32:
         return "its offsets are i64"
-    if not (non_negative(defs, g.row_offset) and non_negative(defs, g.col_offset)):
+    # A map is made only for a positive stride and bounds (the launcher's test): assume them.
+    assumed = frozenset(v for v in (g.stride, g.row_bound, g.col_bound) if isinstance(v, Param))
+    if not (non_negative(defs, g.row_offset, assumed=assumed) and non_negative(defs, g.col_offset, assumed=assumed)):
         return "its offsets are not proven never negative (TMA would fill zeros where the copy reads)"
+    if shift is not None:
+        # base + shift + R * stride + C is the element at column C + shift of the map at base:
+        # the same element where the columns are unbounded.
+        if g.col_bound != NO_BOUND:
+            return "its base moves (a pointer the loop advances) and its columns are bounded"
+        if not non_negative(defs, shift, assumed=assumed):
+            return "its base's offset is not proven never negative"
     return None
 
 
