@@ -143,9 +143,10 @@ class FakeDriver:
     def encode_tensor_map(self, address: int, dims: tuple[int, int], stride: int, box: tuple[int, int],
                           data_type: int, swizzle: int) -> bytes | None:
         """Records the call; the "map" is its arguments, readable back
-        (``decode_map``); None, as the driver's refusal, where ``refuse_maps``."""
+        (``decode_map``); None, as the driver's refusal, where ``refuse_maps``
+        or with no context current (the H200's driver refused then)."""
         self.encoded.append((address, dims, stride, box, data_type, swizzle))
-        if self.refuse_maps:
+        if self.refuse_maps or not self.current_context():
             return None
         return struct.pack("<9Q", address, *dims, stride, *box, data_type, swizzle, 0x4D4150).ljust(128, b"\0")
 

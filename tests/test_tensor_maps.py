@@ -81,3 +81,21 @@ def test_a_map_the_driver_refuses_runs_the_kernel_built_with_cp_async(descriptor
     handle = launch(descriptor_matmul, 256, 512, 1024)
     (run,) = gpu.launches
     assert run.param_pointers is None and handle.launcher._cp_async_kernel is not None
+
+
+def test_host_arrays_on_a_thread_with_no_context_current_still_get_their_maps(gpu):
+    """The maps are encoded once the device's context is current (the driver
+    encodes none before): NumPy arrays, copied to the device around the
+    launch, are copied by TMA too."""
+    import numpy as np
+
+    spec = importlib.util.spec_from_file_location("tma_unmasked", ROOT / "triton_style" / "matmul_unmasked.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    M, N, K = 256, 384, 512
+    a, b, c = np.ones((M, K), np.float16), np.ones((K, N), np.float16), np.zeros((M, N), np.float16)
+    assert gpu.current_context() == 0
+    handle = module.matmul_unmasked[(2, 3)](a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_M=128, BLOCK_N=128,
+                                           BLOCK_K=64, backend="cuda")
+    assert handle.launcher._cp_async_kernel is None
+    assert gpu.launches[0].param_pointers is not None

@@ -277,16 +277,13 @@ class CudaKernel:
         else:
             handle = placement.launch_stream(stream, kinds, device)
         drv = self.driver
-        kernel = self
-        if self.maps is not None:
-            shapes = self.maps.shapes(values, frozenset(i for i, _ in host or ()))
-            if shapes is None or self.maps.encode(shapes, self.driver.encode_tensor_map) is None:
-                kernel = self.cp_async_kernel()
         context = drv.primary_context(device)
         previous = drv.current_context()
         if previous != context:
             drv.set_current(context)
         try:
+            # With the device's context current: the driver encodes no tensor map without one.
+            kernel = self if self.maps is None or self._maps_fit(values, host) else self.cp_async_kernel()
             function = kernel._handles.get(device) or kernel._function_handle(device)
             if host is None:
                 kernel._launch(function, grid3, handle, values)
@@ -295,6 +292,13 @@ class CudaKernel:
         finally:
             if previous != context:
                 drv.set_current(previous)
+
+    def _maps_fit(self, values: list[Any], host: list | None) -> bool:
+        """Whether tensor maps describe this launch (its host arrays' device
+        buffers, not made yet, taken as aligned)."""
+        assert self.maps is not None
+        shapes = self.maps.shapes(values, frozenset(i for i, _ in host or ()))
+        return shapes is not None and self.maps.encode(shapes, self.driver.encode_tensor_map) is not None
 
     def cp_async_kernel(self) -> "CudaKernel":
         """The kernel built with cp.async where this one copies with TMA: for a
