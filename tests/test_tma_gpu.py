@@ -27,6 +27,11 @@ def load(name):
     return module
 
 
+def assert_product(c, a, b):
+    np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32),
+                               rtol=2e-2, atol=2e-1)
+
+
 def operands(M, N, K, seed):
     rng = np.random.default_rng(seed)
     return rng.standard_normal((M, K)).astype(np.float16), rng.standard_normal((K, N)).astype(np.float16)
@@ -42,8 +47,7 @@ def test_the_descriptor_matmul_copies_with_tma_and_matches_numpy(M, N, K):
                                                    BLOCK_SIZE_K=64, backend="cuda")
     assert "cp.async.bulk.tensor.2d" in handle.asm["cuda"]
     assert handle.launcher._cp_async_kernel is None  # the maps described it: TMA ran
-    np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32),
-                               rtol=2e-2, atol=2e-1)
+    assert_product(c, a, b)
 
 
 def test_a_row_stride_of_0_runs_the_cp_async_build_and_matches_numpy():
@@ -58,8 +62,7 @@ def test_a_row_stride_of_0_runs_the_cp_async_build_and_matches_numpy():
                                          BLOCK_K=64, backend="cuda")
     assert "cp.async.bulk.tensor.2d" in handle.asm["cuda"]  # compiled with TMA; this launch ran without
     assert handle.launcher._cp_async_kernel is not None
-    np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32),
-                               rtol=2e-2, atol=2e-1)
+    assert_product(c, a, b)
 
 
 def test_pointers_the_loop_advances_are_copied_by_tma_at_a_column_offset():
@@ -71,5 +74,4 @@ def test_pointers_the_loop_advances_are_copied_by_tma_at_a_column_offset():
                                                           BLOCK_N=128, BLOCK_K=64, backend="cuda")
     assert handle.asm["cuda"].count("cp.async.bulk.tensor.2d") >= 2  # A and B, each a + k's column
     assert handle.launcher._cp_async_kernel is None
-    np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32),
-                               rtol=2e-2, atol=2e-1)
+    assert_product(c, a, b)

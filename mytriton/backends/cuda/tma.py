@@ -110,30 +110,32 @@ def emit_pipelined(em: "EmitContext", op: Op) -> None:
         emit_async(em, op)
 
 
+def _cp_async_too(em: "EmitContext", line: str, where: str) -> str:
+    """cp.async's ``line`` where the kernel also has copies cp.async makes;
+    the ``where`` comment left for the next line."""
+    if not has_cp_async(em.kernel):
+        return where
+    em.line(f"{line}{where}")
+    return ""
+
+
 def emit_commit(em: "EmitContext", where: str) -> None:
-    kernel = em.kernel
-    ring = em.tma_ring
-    if not ring or has_cp_async(kernel):
-        em.line(f"{CUDA.cp_async_commit}{where}")
-        where = ""
-    if ring:
-        em.line(f'if (threadIdx.x == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: '
-                f'"r"({_open_barrier(ring)}) : "memory");{where}')
-        em.line(f"++{COMMITTED};  // the next TMA copies go to the next group")
+    """``async_commit`` in a kernel with TMA copies: thread 0 arrives on the open group's mbarrier."""
+    where = _cp_async_too(em, CUDA.cp_async_commit, where)
+    em.line(f'if (threadIdx.x == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: '
+            f'"r"({_open_barrier(em.tma_ring)}) : "memory");{where}')
+    em.line(f"++{COMMITTED};  // the next TMA copies go to the next group")
 
 
 def emit_wait(em: "EmitContext", pending: int, where: str) -> None:
-    kernel = em.kernel
+    """``async_wait`` in a kernel with TMA copies: each older group's mbarrier, oldest first."""
+    where = _cp_async_too(em, CUDA.cp_async_wait(pending), where)
     ring = em.tma_ring
-    if not ring or has_cp_async(kernel):
-        em.line(f"{CUDA.cp_async_wait(pending)}{where}")
-        where = ""
-    if ring:
-        em.line(f"while ({COMMITTED} - {WAITED} > {pending}u) {{{where or '  // the TMA groups'}, "
-                f"all but the newest {pending}, oldest first")
-        em.line(f"  {WAIT}({RING} + {BARRIER_BYTES} * ({WAITED} % {ring}), {WAITED} / {ring} & 1u);")
-        em.line(f"  ++{WAITED};")
-        em.line("}")
+    em.line(f"while ({COMMITTED} - {WAITED} > {pending}u) {{{where or '  // the TMA groups'}, "
+            f"all but the newest {pending}, oldest first")
+    em.line(f"  {WAIT}({RING} + {BARRIER_BYTES} * ({WAITED} % {ring}), {WAITED} / {ring} & 1u);")
+    em.line(f"  ++{WAITED};")
+    em.line("}")
 
 
 def emit_tma_copy(em: "EmitContext", op: Op) -> None:
