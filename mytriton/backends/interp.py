@@ -956,6 +956,34 @@ def _store(st: _State, op: Op, active: np.ndarray) -> None:
         buf.data[elem[sel]] = values[sel]
 
 
+
+@handles("store_tile")
+def _store_tile(st: _State, op: Op, active: np.ndarray) -> None:
+    """``store_tile`` (tma-stores'): the tile written where its rows and columns are in bounds."""
+    base, row_offset, col_offset, row_stride, row_bound, col_bound, value = op.operands
+    n_rows, n_cols = value.type.shape
+    shape = (st.P, n_rows, n_cols)
+
+    def scalar(operand: Operand) -> Any:
+        return st.get(operand, np.dtype(np.int64), 2)
+
+    rows = scalar(row_offset) + np.arange(n_rows).reshape(1, -1, 1)
+    cols = scalar(col_offset) + np.arange(n_cols).reshape(1, 1, -1)
+    enabled = np.broadcast_to(_lanes(active, 2), shape) & np.broadcast_to(
+        (rows < scalar(row_bound)) & (cols < scalar(col_bound)), shape)
+    if not enabled.any():
+        return
+    dtype = np_dtype(value.type.element)
+    ptrs = np.broadcast_to(advance(st.get(base, ADDRESS, 2), rows * scalar(row_stride) + cols, dtype.itemsize), shape)
+    values = np.broadcast_to(st.get(value, dtype, 2), shape)[enabled]
+    which, elem = _locate(st, op, "store to", ptrs, enabled, dtype.itemsize, dtype)
+    for b, sel in _by_buffer(which):
+        buf = st.buffers[b - 1]
+        if not buf.data.flags.writeable:
+            raise CompileError(f"store to '{buf.name}': the array is read-only", op.loc)
+        st.detach(buf)
+        buf.data[elem[sel]] = values[sel]
+
 # ---- atomics ------------------------------------------------------------------------------------
 # A kernel with atomics runs one program at a time (``programs_per_chunk``),
 # and each atomic applies its enabled elements one at a time in order, so

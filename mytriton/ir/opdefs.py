@@ -78,6 +78,9 @@ class OpDef:
     reduction: bool = False
     comparison: bool = False
     math_function: bool = False  # an elementwise ``tl.<name>(x)`` of a float
+    # Written through shared scratch by the CUDA back end whatever its layouts
+    # (a TMA store stages its tile there): it may carry a scratch_barrier.
+    stages_through_scratch: bool = False
     # Held in registers by the CUDA backend instead of recomputed where used.
     materialised: bool = False
     # Its result is its first operand's value itself (a hint): a back end
@@ -1502,6 +1505,34 @@ _register(OpDef("async_copy_strided_to_shared", (*COPY_STRIDED_OPERANDS, "pred")
                 attrs=PIPELINED_COPY_ATTRS, optional_attrs=PIPELINED_COPY_ATTRS,
                 doc="where pred holds, copy_strided_to_shared without waiting for it; visible after "
                     "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC + TMA_COPY_DOC))
+
+# A tile stored as one box (tma-stores): the laid-out store of a dot's result
+# at a pointer parameter's rows and columns, both bounded, which TMA writes
+# from shared memory in one instruction a box, dropping what lies outside.
+STORE_TILE_OPERANDS = ("base", "row_offset", "col_offset", "row_stride", "row_bound", "col_bound", "value")
+
+
+def _store_tile(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    base, row_offset, col_offset, row_stride, row_bound, col_bound, value = types
+    if not isinstance(base, PointerType):
+        raise _err(f"the base of 'store_tile' must be a scalar pointer, got {base}")
+    if not isinstance(value, BlockType) or len(value.shape) != 2:
+        raise _err(f"'store_tile' stores a 2-D tile, got {value}")
+    if value.element != base.pointee:
+        raise _err(f"'store_tile' cannot store {value} through {base}: the element types differ")
+    for t, what in ((row_offset, "the row offset"), (col_offset, "the column offset"),
+                    (row_stride, "the row stride"), (row_bound, "the row bound"), (col_bound, "the column bound")):
+        if t is None or shape_of(t) or concrete(t) != I32:
+            raise _err(f"{what} of 'store_tile' must be an i32 scalar, got {t or 'none'}")
+    return []
+
+
+_register(OpDef("store_tile", STORE_TILE_OPERANDS, _store_tile, writes_global=True, address_operand="base",
+                stages_through_scratch=True,
+                attrs=("engine",), optional_attrs=("engine",),
+                doc="base[(row_offset + r) * row_stride + col_offset + c] = value[r, c] where row_offset + r < "
+                    "row_bound and col_offset + c < col_bound (the offsets never negative); engine 'tma': TMA "
+                    "writes it from shared memory, through a tensor map (tma-stores)"))
 
 # A tile whose rows are gathered (Liger's fused MoE: each row of x is the
 # token an index array names): row r of the copy is the row index[row_offset + r]

@@ -31,6 +31,8 @@ TRAITS: dict[str, str] = {
     "reduction": "combines the elements of a tile along an axis",
     "comparison": "compares its operands in their promoted type; the result is boolean",
     "math_function": "an elementwise `tl.<name>(x)` of a float, spelled by the target's math tables",
+    "stages_through_scratch": "the CUDA back end writes it through shared scratch whatever its layouts: "
+                              "it may carry a scratch_barrier",
     "materialised": "held in registers by the CUDA back end instead of recomputed where it is used",
     "identity": "its result is its first operand's value itself: a back end may read the operand instead",
     "combine": "runs a combine region (2N scalars in, N out) over its N tile operands: reduce and scan",

@@ -111,8 +111,8 @@ class Verifier:
     def scratch_barriers(self) -> None:
         """``scratch_barrier`` (insert-barriers'): true or false, in a kernel
         with a shared_memory plan, on a statement that may address shared
-        scratch: a load, store, atomic, reduction, scan, dot or layout change
-        (never a loop, an if, a yield, a barrier, a buffer or a pure op)."""
+        scratch: a load, store, atomic, reduction, scan, dot, layout change or
+        an op staged through scratch (never a loop, an if, a yield, a barrier, a buffer or a pure op)."""
         for op in self.ops:
             if "scratch_barrier" not in op.attrs:
                 continue
@@ -122,8 +122,9 @@ class Verifier:
             if self.kernel.shared_memory is None:
                 raise self.error("a statement has a scratch_barrier, but the kernel has no shared_memory plan "
                                  "(insert-barriers runs after allocate-shared)", op)
-            rule = opdefs.lookup(op.name).layout_rule
-            if rule not in ("load", "store", "reduce", "scan", "dot", "convert"):
+            opdef = opdefs.lookup(op.name)
+            if opdef.layout_rule not in ("load", "store", "reduce", "scan", "dot", "convert") \
+                    and not opdef.stages_through_scratch:
                 raise self.error(f"'{op.name}' never addresses shared scratch: it cannot have a scratch_barrier "
                                  "(a barrier op orders what it must)", op)
 

@@ -81,7 +81,7 @@ STRUCTURED: dict[str, str] = {
 _STAGED = ("shared_alloc", "copy_to_shared", "dot_shared", "dot_rs", "shared_alloc_stages", "stage_view",
            "async_copy_to_shared", "async_commit", "async_wait", "copy_strided_to_shared",
            "async_copy_strided_to_shared", "copy_gathered_to_shared", "async_copy_gathered_to_shared", "wgmma_wait",
-           "proxy_fence")
+           "proxy_fence", "store_tile")
 REFUSED: dict[str, str] = {
     name: "the TTIR back end reads SSA before stage-dots (Triton stages and pipelines its own dots): "
           "give it the output of 'opt'"
