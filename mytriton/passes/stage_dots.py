@@ -827,7 +827,9 @@ def non_negative(defs: Definitions, value: Operand, depth: int = 0, assumed: fro
         return False
     if op.name in ("program_id", "num_programs"):
         return True
-    if op.name in ("add", "mul", "floordiv", "mod", "minimum", "hint"):
+    if op.name == "mod":  # the remainder takes the dividend's sign (C's, Triton's): tutorial 03's pid_m
+        return non_negative(defs, op.operands[0], depth + 1, assumed)
+    if op.name in ("add", "mul", "floordiv", "minimum", "hint"):
         return all(non_negative(defs, operand, depth + 1, assumed) for operand in op.operands if operand is not None)
     if op.name == "maximum":
         return any(non_negative(defs, operand, depth + 1, assumed) for operand in op.operands)
@@ -1181,6 +1183,44 @@ def _axis_test(defs: Definitions, test: Operand) -> tuple[int, WrappedAxis, Oper
     if coordinate is None or not _is_i32_scalar(bound):
         raise _Mismatch(MASK_REASON)
     return axis, coordinate, bound
+
+
+@dataclass(frozen=True)
+class TileStore:
+    """A store of a 2-D tile at ``base + rows * row_stride + cols * col_stride``
+    (``shifts`` added) where the mask's bounds hold (tma-stores' question)."""
+
+    base: Operand
+    shifts: tuple[Operand, ...]
+    rows: WrappedAxis
+    cols: WrappedAxis
+    row_stride: Operand
+    col_stride: Operand
+    row_bound: Operand
+    col_bound: Operand
+    bound_shifts: tuple[tuple[Operand, Operand], tuple[Operand, Operand]]  # (mask offset, pointer offset)
+
+
+def match_tile_store(defs: Definitions, store: Op) -> TileStore | str:
+    """``store`` as a tile at a base, its rows and columns, strides and
+    bounds, as the copies of a dot's operands are matched; else why not."""
+    ptr, value, mask = store.operands
+    if not isinstance(ptr, Value) or len(shape_of(ptr.type)) != 2:
+        return "it is no 2-D tile"
+    try:
+        base, shifts, rows, row_stride, cols, col_stride = _match_strided_pointer(defs, ptr)
+        if shape_of(ptr.type) != (rows.size, cols.size):
+            return f"its pointer tile {ptr.type} is not [{rows.size}, {cols.size}]"
+        (row_bound, row_shift), (col_bound, col_shift) = _match_strided_mask(defs, mask, rows, cols)
+    except _Mismatch as mismatch:
+        return mismatch.reason.replace("of the load", "of the store")
+    return TileStore(base, tuple(shifts), rows, cols, row_stride, col_stride, row_bound, col_bound,
+                     (row_shift, col_shift))
+
+
+def insert_pending(defs: Definitions, ops: list[Op]) -> None:
+    """Put the sums of nested offsets ``ops`` read (a match's) in the IR."""
+    _insert_pending(defs, ops)
 
 
 # ---- planning and rewriting ----------------------------------------------------------------
