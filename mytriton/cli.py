@@ -157,8 +157,9 @@ def budget_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def tma_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--tma/--no-tma", default=True, show_default=True,
-                        help="Copy a pipelined loop's tiles with TMA where the IR proves a tensor map describes "
-                             "them (wgmma's swizzled buffers), else with cp.async; --no-tma: cp.async always.")(fn)
+                        help="Copy a pipelined loop's tiles (wgmma's swizzled buffers), and store a dot's "
+                             "result, with TMA where the IR proves a tensor map describes them; --no-tma: "
+                             "cp.async and stores as laid out, always.")(fn)
 
 
 def arch_option(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -172,11 +172,13 @@ def _layout_passes(options: Options) -> Sequence[Any]:
     from mytriton.backends.cuda.proxy_fences import ProxyFencesPass
     from mytriton.backends.cuda.read_widths import ReadWidthsPass
     from mytriton.backends.cuda.tma_copies import TmaCopiesPass
+    from mytriton.backends.cuda.tma_stores import TmaStoresPass
     from mytriton.passes.layouts import LayoutsPass
     from mytriton.passes.overlap_wgmma import OverlapWgmmaPass
 
     return [LayoutsPass(num_warps=options.num_warps, shared_budget=options.budget, arch=options.arch),
             OverlapWgmmaPass(), CopyWidthsPass(), TmaCopiesPass(enabled=options.tma, arch=options.arch),
+            TmaStoresPass(enabled=options.tma, arch=options.arch, shared_budget=options.budget),
             ReadWidthsPass(), CombineStrategyPass(), HoldTilesPass(), AllocateSharedPass(shared_budget=options.budget),
             InsertBarriersPass(), ProxyFencesPass()]
 

@@ -342,6 +342,14 @@ def _result_text(kernel: Any, dot: Any) -> str:
             break
     texts: list[str] = []
     for op in walk(kernel.body):
+        if op.name == "store_tile" and op.operands[-1] in derived:
+            tile: Any = op.operands[-1]
+            rows, cols = tile.type.shape
+            how = "by TMA from shared memory" if op.attrs.get("engine") == "tma" else "element by element"
+            text = f"result stored {how} ({rows}x{cols}, tma-stores)"
+            if text not in texts:
+                texts.append(text)
+            continue
         if op.name != "store" or len(op.operands) < 2 or op.operands[1] not in derived:
             continue
         value: Any = op.operands[1]
@@ -357,6 +365,9 @@ def _result_text(kernel: Any, dot: Any) -> str:
             text = f"result exchanged through shared memory, stored {nbytes} bytes a thread at a time{down}"
         else:
             text = f"result stored {nbytes} bytes a thread at a time"
+        why = facts_of(kernel, op).get(TMA)
+        if why:
+            text += f" (not TMA: {why})"
         if text not in texts:
             texts.append(text)
     return ", ".join(texts)

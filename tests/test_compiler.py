@@ -55,7 +55,7 @@ def test_every_pass_of_every_stage_runs_under_the_pass_hooks():
     compile_add("layouts", before_each=lambda name, kernel: before.append(name),
                 after_each=lambda name, kernel: after.append(name))
     assert before == after == [*DEFAULT_PIPELINE, "stage-dots", "software-pipeline", "layouts", "overlap-wgmma",
-                               "copy-widths", "tma-copies", "read-widths", "combine-strategy", "hold-tiles", "allocate-shared",
+                               "copy-widths", "tma-copies", "tma-stores", "read-widths", "combine-strategy", "hold-tiles", "allocate-shared",
                                "insert-barriers", "proxy-fences"]
 
 

@@ -50,7 +50,8 @@ def test_a_staged_wgmma_dot_says_what_it_got(no_nvcc):
         MATMUL_DOT + "dot 64x64x32 f16: staged (cp.async, 16-byte chunks (not TMA: its base is not proven 16-byte "
         "aligned)); 3 stages; wgmma m64n64k16, in flight "
         "over the next tiles' copies; A shared (swizzle 64B), B shared (swizzle 128B); result exchanged through "
-        "shared memory, stored 4 bytes a thread at a time; 24 KiB shared; ptxas not run (nvcc not found)"]
+        "shared memory, stored 4 bytes a thread at a time (not TMA: its base is not proven 16-byte aligned); "
+        "24 KiB shared; ptxas not run (nvcc not found)"]
 
 
 def test_a_remark_quotes_its_source_line_with_a_caret(no_nvcc):
@@ -266,12 +267,12 @@ def test_a_result_stored_column_major_says_it_goes_down_its_columns(no_nvcc):
     # dW[h, i] with i contiguous: exchanged, then 16 bytes a thread down each column
     _, [remark] = remarks_of(WEIGHT_GRAD, "-s", ALIGNED_GRAD, "-D", "BM=64", "-D", "BN=64", "-D", "BK=32",
                              "--emit=ssa")
-    assert "; result exchanged through shared memory, stored 16 bytes a thread at a time down its columns; " \
-        in remark
+    assert "; result exchanged through shared memory, stored 16 bytes a thread at a time down its columns (not TMA: " \
+        "its columns are not contiguous); " in remark
 
 
 def test_a_result_stored_from_its_fragments_says_how_narrow(no_nvcc):
     # the bounds unaligned, the mask is no constant over a run: each fragment element alone, 2 bytes
     ragged = ALIGNED_GRAD.replace("i32:16, i32:16, i32:16, i32:16,", "i32, i32, i32, i32:16,", 1)
     _, [remark] = remarks_of(WEIGHT_GRAD, "-s", ragged, "-D", "BM=64", "-D", "BN=64", "-D", "BK=32", "--emit=ssa")
-    assert "; result stored from its fragments, 2 bytes a thread at a time; " in remark
+    assert "; result stored from its fragments, 2 bytes a thread at a time (not TMA: " in remark

@@ -1,5 +1,5 @@
-"""A kernel whose copies TMA makes is launched with a tensor map per copied
-matrix, encoded from the launch's arguments (runtime/tensor_maps.py), and a
+"""A kernel whose copies (and epilogue store) TMA makes is launched with a
+tensor map per matrix it copies or stores, encoded from the launch's arguments (runtime/tensor_maps.py), and a
 launch no map can describe runs the kernel built with cp.async. On a
 stand-in driver (tests/fake_driver.py): its "maps" are their arguments."""
 import ctypes
@@ -36,35 +36,37 @@ def launch(kernel, M, N, K, a=0x100000, b=0x200000, c=0x300000):
 
 
 def params_of(run, count):
-    """The launch's kernelParams (the kernel's six, then its two maps) and the
+    """The launch's kernelParams (the kernel's six, then its three maps) and the
     first ``count`` parameters' 8 bytes."""
-    pointers = (ctypes.c_void_p * 8).from_address(run.param_pointers)
+    pointers = (ctypes.c_void_p * 9).from_address(run.param_pointers)
     return pointers, [ctypes.string_at(pointers[i], 8) for i in range(count)]
 
 
 def test_each_map_is_encoded_from_the_arguments_and_passed_after_them(descriptor_matmul, gpu):
     handle = launch(descriptor_matmul, 256, 512, 1024)
     assert "cp.async.bulk.tensor.2d" in handle.asm["cuda"]
-    a_map, b_map = gpu.encoded
+    a_map, b_map, c_map = gpu.encoded
     # A: K columns, M rows, K * 2 bytes a row, boxes of 64 columns (128 bytes) by 128 rows.
     assert a_map == (0x100000, (1024, 256), 2048, (64, 128), UINT16, SWIZZLE_128B)
     # B: a 64x128 tile as two boxes of 64 columns by 64 rows, N * 2 bytes a row.
     assert b_map == (0x200000, (512, 1024), 1024, (64, 64), UINT16, SWIZZLE_128B)
+    # C, stored by TMA: N columns, M rows, in boxes of 64 columns by 128 rows.
+    assert c_map == (0x300000, (512, 256), 1024, (64, 128), UINT16, SWIZZLE_128B)
     (run,) = gpu.launches
     assert run.params == b""  # no packed buffer: kernelParams
     pointers, values = params_of(run, 3)
     assert [struct.unpack("<Q", v)[0] for v in values] == [0x100000, 0x200000, 0x300000]
-    maps = [ctypes.string_at(pointers[6 + i], 128) for i in range(2)]
-    assert [decode_map(m) for m in maps] == [a_map, b_map]
+    maps = [ctypes.string_at(pointers[6 + i], 128) for i in range(3)]
+    assert [decode_map(m) for m in maps] == [a_map, b_map, c_map]
     # After the six parameters (36 bytes), each map at the next multiple of 64, as CUDA lays them out.
-    assert [pointers[i] - pointers[0] for i in range(8)] == [0, 8, 16, 24, 28, 32, 64, 192]
+    assert [pointers[i] - pointers[0] for i in range(9)] == [0, 8, 16, 24, 28, 32, 64, 192, 320]
 
 
 def test_a_repeated_launch_on_the_same_matrices_encodes_its_maps_once(descriptor_matmul, gpu):
     for _ in range(3):
         launch(descriptor_matmul, 256, 512, 1024)
     launch(descriptor_matmul, 256, 512, 1024, a=0x500000)
-    assert [m[0] for m in gpu.encoded] == [0x100000, 0x200000, 0x500000, 0x200000]
+    assert [m[0] for m in gpu.encoded] == [0x100000, 0x200000, 0x300000, 0x500000, 0x200000, 0x300000]
 
 
 def test_a_launch_no_map_can_describe_runs_the_kernel_built_with_cp_async(descriptor_matmul, gpu):
@@ -73,7 +75,7 @@ def test_a_launch_no_map_can_describe_runs_the_kernel_built_with_cp_async(descri
     tma_run, cp_async_run = gpu.launches
     assert tma_run.function != cp_async_run.function
     assert cp_async_run.param_pointers is None and len(cp_async_run.params) > 0
-    assert len(gpu.encoded) == 2  # only the first launch's
+    assert len(gpu.encoded) == 3  # only the first launch's
 
 
 def test_a_map_the_driver_refuses_runs_the_kernel_built_with_cp_async(descriptor_matmul, gpu):

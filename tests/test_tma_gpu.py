@@ -75,3 +75,29 @@ def test_pointers_the_loop_advances_are_copied_by_tma_at_a_column_offset():
     assert handle.asm["cuda"].count("cp.async.bulk.tensor.2d") >= 2  # A and B, each a + k's column
     assert handle.launcher._cp_async_kernel is None
     assert_product(c, a, b)
+
+
+@pytest.mark.parametrize("out,tiles,warps", [
+    (np.float16, (64, 64, 32), 4), (np.float32, (128, 128, 64), 4), (np.float16, (128, 256, 64), 8),
+    (np.float32, (64, 128, 32), 4), ("bfloat16", (128, 128, 64), 4),
+])
+def test_an_epilogue_stored_by_tma_writes_every_element_in_bounds_and_none_past(out, tiles, warps):
+    import ml_dtypes
+
+    out = ml_dtypes.bfloat16 if out == "bfloat16" else out
+    module = load("matmul_offsets")
+    M, N, K = 200, 272, 144
+    bm, bn, bk = tiles
+    a, b = operands(M, N, K, bm + bn + warps)
+    if out is ml_dtypes.bfloat16:
+        a, b = a.astype(out), b.astype(out)
+    # C the top left of a larger matrix (rows N + 16 apart): what the store must
+    # leave alone lies past its bounds.
+    whole = np.full((M + 3, N + 16), 7, dtype=out)
+    grid = (mytriton.cdiv(M, bm), mytriton.cdiv(N, bn))
+    handle = module.matmul_offsets[grid](a, b, whole, M, N, K, K, 1, N, 1, N + 16, 1, BLOCK_M=bm, BLOCK_N=bn,
+                                         BLOCK_K=bk, num_warps=warps, backend="cuda")
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in handle.asm["cuda"]
+    assert handle.launcher._cp_async_kernel is None  # the maps described it: TMA stored it
+    assert_product(whole[:M, :N], a, b)
+    assert (whole[M:] == 7).all() and (whole[:, N:] == 7).all()

@@ -37,6 +37,7 @@ REGISTRY: dict[str, tuple[str, str]] = {
     # The layouts stage's last passes, the CUDA back end's own: they decide for its printer.
     "copy-widths": ("mytriton.backends.cuda.copy_widths", "CopyWidthsPass"),
     "tma-copies": ("mytriton.backends.cuda.tma_copies", "TmaCopiesPass"),
+    "tma-stores": ("mytriton.backends.cuda.tma_stores", "TmaStoresPass"),
     "read-widths": ("mytriton.backends.cuda.read_widths", "ReadWidthsPass"),
     "combine-strategy": ("mytriton.backends.cuda.combine_strategy", "CombineStrategyPass"),
     "hold-tiles": ("mytriton.backends.cuda.hold_tiles", "HoldTilesPass"),

@@ -87,6 +87,8 @@ STATEMENT_OPS = {
     "async_wait": "dots.py: cp.async.wait_group pending; tma.py: with TMA copies, a wait on each older group's "
                   "mbarrier",
     "wgmma_wait": "dots.py: wgmma.wait_group pending",
+    "store_tile": "tile_stores.py: with engine=\"tma\", the tile staged swizzled in scratch, then one thread's "
+                  "cp.async.bulk.tensor per box; else each thread's elements where in bounds",
     "proxy_fence": "dots.py: fence.proxy.async.shared::cta",
     "for": "emitter.py: a C for loop",
     "yield": "emitter.py: the loop's carried assignments, an if's result assignments",

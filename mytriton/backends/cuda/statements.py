@@ -105,6 +105,9 @@ def _group(block: Block, found: Statements) -> list[Group]:
         elif kind == "dot":
             open_group = None
             groups.append(Group("dot", [op]))
+        elif op.name == "store_tile":  # tma-stores': a statement over its tile's layout (tile_stores.py)
+            open_group = None
+            groups.append(Group("store_tile", [op], layout_of(op.operands[-1])))
         elif op.name in opdefs.ATOMIC_OPS and is_tile(op.results[0]):
             open_group = None  # an atomic is a statement of its own, in the kernel's order
             groups.append(Group("atomic", [op], domain(op)))

@@ -54,8 +54,8 @@ def map_name(index: int) -> str:
 
 def ring_of(kernel: Kernel) -> int:
     """The mbarriers a kernel's TMA copies complete on: 0 where it has none."""
-    if not any(is_tma(op) for op in walk(kernel.body)):
-        return 0
+    if not any(is_tma(op) and is_async_copy(op) for op in walk(kernel.body)):
+        return 0  # (a TMA store waits for itself)
     # One more than the groups in flight: a thread that lags behind thread 0
     # between a wait and the barrier after it still finds its group's phase.
     return ring_size(kernel) + 1

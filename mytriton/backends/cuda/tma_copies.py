@@ -66,6 +66,15 @@ STRIDED = ("async_copy_to_shared", "async_copy_strided_to_shared")
 TMA_ELEMENTS = ("f16", "bf16", "f32")  # what the fallback's element copy spells
 
 
+SWIZZLES = (128, 64, 32)  # TMA's swizzle blocks, in bytes
+
+
+def swizzle_of(cols: int, nbytes: int) -> int | None:
+    """The swizzle block a TMA store stages rows of ``cols`` elements in: the
+    widest that divides a row; None where none does."""
+    return next((s for s in SWIZZLES if (cols * nbytes) % s == 0), None)
+
+
 def is_tma(op: Op) -> bool:
     return op.attrs.get(ENGINE) == TMA
 
@@ -90,7 +99,7 @@ class TensorMap:
                 "element_bytes": self.element_bytes, "box": [self.box_cols, self.box_rows], "swizzle": self.swizzle}
 
 
-def _host_value(operand: object) -> str | int | None:
+def host_value(operand: object) -> str | int | None:
     """A parameter's name or a literal int: what the host knows at a launch."""
     if isinstance(operand, Param):
         return operand.name
@@ -113,18 +122,32 @@ def map_base(base: object) -> tuple[Param, object | None] | None:
 
 
 def tensor_map_of(op: Op) -> TensorMap:
+    """The map a TMA copy reads or a TMA ``store_tile`` writes through."""
+    if op.name == "store_tile":
+        return store_map_of(op)
     g = copy_geometry(op)
     nbytes = g.view_type.element.nbytes
     rows = g.view_type.shape[0]
     based = map_base(g.base)
     assert based is not None, "a TMA copy's base is a pointer parameter (tma_problem)"
-    return TensorMap(based[0].name, _host_value(g.col_bound), _host_value(g.row_bound),  # type: ignore[arg-type]
-                     _host_value(g.stride), nbytes, g.view_type.layout.swizzle // nbytes, rows,  # type: ignore[arg-type]
+    return TensorMap(based[0].name, host_value(g.col_bound), host_value(g.row_bound),  # type: ignore[arg-type]
+                     host_value(g.stride), nbytes, g.view_type.layout.swizzle // nbytes, rows,  # type: ignore[arg-type]
                      g.view_type.layout.swizzle)
 
 
+def store_map_of(op: Op) -> TensorMap:
+    """A ``store_tile``'s map: its tile in boxes of one swizzle block of its rows (tma_stores.swizzle_of)."""
+    base, _, _, stride, row_bound, col_bound, value = op.operands
+    rows, cols = value.type.shape
+    nbytes = value.type.element.nbytes
+    swizzle = swizzle_of(cols, nbytes)
+    assert isinstance(base, Param) and swizzle is not None, "a TMA store's base is a parameter (tma_stores)"
+    return TensorMap(base.name, host_value(col_bound), host_value(row_bound), host_value(stride),  # type: ignore[arg-type]
+                     nbytes, swizzle // nbytes, rows, swizzle)
+
+
 def tensor_maps(kernel: Kernel) -> list[TensorMap]:
-    """The kernel's tensor maps, each once, in the order its TMA copies first name them."""
+    """The kernel's tensor maps, each once, in the order its TMA copies and stores first name them."""
     maps: list[TensorMap] = []
     for op in walk(kernel.body):
         if is_tma(op):
@@ -161,14 +184,14 @@ def tma_problem(op: Op, facts: AxisAnalysis, defs: Definitions) -> str | None:
     base, shift = based
     if facts.of(base).scalar_divisibility % 16:
         return "its base is not proven 16-byte aligned"
-    stride = _host_value(g.stride)
+    stride = host_value(g.stride)
     if stride is None:
         return "its row stride is not a parameter or a literal"
     if isinstance(stride, int) and (stride <= 0 or stride * nbytes % 16) \
             or isinstance(stride, str) and facts.of(g.stride).scalar_divisibility * nbytes % 16:
         return "its row stride is not proven a multiple of 16 bytes"
     for bound, what in ((g.row_bound, "row"), (g.col_bound, "column")):
-        if _host_value(bound) is None or index_type(bound) != I32:
+        if host_value(bound) is None or index_type(bound) != I32:
             return f"its {what} bound is not an i32 parameter or a literal"
     if index_type(g.row_offset) != I32 or index_type(g.col_offset) != I32:
         return "its offsets are i64"
