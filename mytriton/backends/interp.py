@@ -946,7 +946,12 @@ def _store(st: _State, op: Op, active: np.ndarray) -> None:
             buf.data[index] = values
         return
     ptrs = st.full(ptr, pt)
-    values = np.broadcast_to(st.get(value, dtype, _rank(pt)), ptrs.shape)[enabled]
+    _scatter(st, op, ptrs, enabled, np.broadcast_to(st.get(value, dtype, _rank(pt)), ptrs.shape)[enabled], dtype)
+
+
+def _scatter(st: _State, op: Op, ptrs: np.ndarray, enabled: np.ndarray, values: np.ndarray,
+             dtype: np.dtype) -> None:
+    """``values`` (one per enabled lane) written at the enabled lanes of ``ptrs``, bounds-checked."""
     which, elem = _locate(st, op, "store to", ptrs, enabled, dtype.itemsize, dtype)
     for b, sel in _by_buffer(which):
         buf = st.buffers[b - 1]
@@ -954,7 +959,6 @@ def _store(st: _State, op: Op, active: np.ndarray) -> None:
             raise CompileError(f"store to '{buf.name}': the array is read-only", op.loc)
         st.detach(buf)
         buf.data[elem[sel]] = values[sel]
-
 
 
 @handles("store_tile")
@@ -975,14 +979,8 @@ def _store_tile(st: _State, op: Op, active: np.ndarray) -> None:
         return
     dtype = np_dtype(value.type.element)
     ptrs = np.broadcast_to(advance(st.get(base, ADDRESS, 2), rows * scalar(row_stride) + cols, dtype.itemsize), shape)
-    values = np.broadcast_to(st.get(value, dtype, 2), shape)[enabled]
-    which, elem = _locate(st, op, "store to", ptrs, enabled, dtype.itemsize, dtype)
-    for b, sel in _by_buffer(which):
-        buf = st.buffers[b - 1]
-        if not buf.data.flags.writeable:
-            raise CompileError(f"store to '{buf.name}': the array is read-only", op.loc)
-        st.detach(buf)
-        buf.data[elem[sel]] = values[sel]
+    _scatter(st, op, ptrs, enabled, np.broadcast_to(st.get(value, dtype, 2), shape)[enabled], dtype)
+
 
 # ---- atomics ------------------------------------------------------------------------------------
 # A kernel with atomics runs one program at a time (``programs_per_chunk``),
