@@ -80,6 +80,7 @@ def test_pointers_the_loop_advances_are_copied_by_tma_at_a_column_offset():
 @pytest.mark.parametrize("out,tiles,warps", [
     (np.float16, (64, 64, 32), 4), (np.float32, (128, 128, 64), 4), (np.float16, (128, 256, 64), 8),
     (np.float32, (64, 128, 32), 4), ("bfloat16", (128, 128, 64), 4),
+    (np.float16, (64, 32, 32), 4), (np.float16, (64, 16, 32), 4),  # rows of 64 and 32 bytes: those swizzles
 ])
 def test_an_epilogue_stored_by_tma_writes_every_element_in_bounds_and_none_past(out, tiles, warps):
     import ml_dtypes
