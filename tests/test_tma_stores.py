@@ -5,6 +5,7 @@ interpreter makes of the op."""
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from conftest import load_sample
 from mytriton import compiler, remarks
@@ -89,3 +90,43 @@ def test_the_interpreter_stores_the_tile_where_in_bounds():
     np.testing.assert_allclose(whole[:M].astype(np.float32), a.astype(np.float32) @ b.astype(np.float32),
                                rtol=2e-2, atol=2e-1)
     assert (whole[M:] == 7).all()
+
+
+def staged_byte(row, col, rows: int, nbytes: int, swizzle: int):
+    """Where tile_stores.py stages element (row, col): its box, row and byte, the 16-byte chunk swizzled as TMA's."""
+    box_cols = swizzle // nbytes
+    byte = col // box_cols * (box_cols * rows * nbytes) + row * swizzle + col % box_cols * nbytes
+    return byte ^ (((byte >> 7) & (swizzle // 16 - 1)) << 4)
+
+
+@pytest.mark.parametrize("shape,warps,instr,nbytes", [
+    ((128, 128), (4, 1), (16, 128, 16), 2), ((64, 64), (4, 1), (16, 64, 16), 2), ((128, 256), (8, 1), (16, 256, 16), 2),
+    ((128, 256), (4, 2), (16, 128, 16), 2), ((64, 16), (4, 1), (16, 16, 16), 2), ((64, 32), (4, 1), (16, 32, 16), 2),
+    ((128, 128), (4, 1), (16, 128, 8), 4), ((64, 128), (4, 1), (16, 128, 8), 4), ((256, 128), (8, 1), (16, 128, 16), 4),
+])
+def test_each_thread_stages_its_fragments_at_its_part_of_the_address_xor_the_slot_s(shape, warps, instr, nbytes):
+    # The lowering writes slot k of a thread at (the thread's part) ^ (the slot's part): exact only
+    # where the two parts of every coordinate fall in different bits. Evaluated for every thread and
+    # slot (the expressions the CUDA holds), it must equal the whole coordinate's place, and the tile
+    # must land on its bytes once each.
+    from mytriton.backends.cuda.thread_coordinates import tile_layout
+    from mytriton.backends.cuda.tma_copies import swizzle_of
+    from mytriton.ir.layout_attributes import Mma
+    from mytriton.viz.cexpr import evaluate
+
+    layout = tile_layout(Mma(version=3, warps_per_cta=warps, instr_shape=instr), shape)
+    parent, digits = layout.parent, layout.digits("k")
+    positions = {p: f"({parent.thread_position(p, 'threadIdx.x')})" for p in range(parent.rank)}
+    grid = (32 * warps[0] * warps[1], layout.slots)
+    env = {"threadIdx.x": np.arange(grid[0])[:, None], "k": np.arange(grid[1])[None, :]}
+
+    def values(texts):
+        return [np.broadcast_to(np.asarray(evaluate(text, env), dtype=np.int64), grid) for text in texts]
+
+    whole = values(layout.coordinates("k", positions))
+    thread = values(parent.coordinate(p, "0", positions[p]) for p in range(2))
+    slot = values(parent.coordinate(p, digits[p], "0") for p in range(2))
+    swizzle = swizzle_of(shape[1], nbytes)
+    at = staged_byte(*whole, shape[0], nbytes, swizzle)
+    assert (at == staged_byte(*thread, shape[0], nbytes, swizzle) ^ staged_byte(*slot, shape[0], nbytes, swizzle)).all()
+    assert sorted(set(at.reshape(-1).tolist())) == list(range(0, shape[0] * shape[1] * nbytes, nbytes))
