@@ -42,6 +42,9 @@ class Options:
     f32_default: str | None = None
     # Copies that TMA can make go by TMA (the tma-copies pass); False: by cp.async (compile --no-tma).
     tma: bool = True
+    # The verifier after every pass of every stage (the CLI, the tests); False: once after each stage's
+    # passes (the JIT's launches, unless MYTRITON_VERIFY_EACH=1: a third of a launch's compile time).
+    verify_each: bool = True
     # The globals of the kernel's module, for a kernel launched from Python:
     # its names resolve there, as Python resolved them (frontend/namespace.py).
     # None (the CLI): names resolve from the file's text alone.
@@ -85,6 +88,18 @@ def _checked_f32_default(value: str) -> str:
         raise CompileError(f"{F32_DEFAULT_ENV} must be one of {', '.join(DOT_INPUT_PRECISIONS)}, "
                            f"got {value!r}")
     return value.lower()
+
+
+VERIFY_EACH_ENV = "MYTRITON_VERIFY_EACH"
+
+
+def verify_each_from_env() -> bool:
+    """Whether the JIT verifies after every pass: ``MYTRITON_VERIFY_EACH`` set
+    and not ``0`` (as ``compile`` always does), so that an error names the
+    pass that broke the SSA."""
+    from mytriton.knobs import flag
+
+    return flag(VERIFY_EACH_ENV)
 
 
 # ---- the stages ------------------------------------------------------------------------
@@ -141,12 +156,13 @@ def layouts(kernel: Kernel, options: Options) -> Kernel:
 
 def run_stage_passes(stage: str, kernel: Kernel, options: Options) -> Kernel:
     """The passes of ``stage`` (its row's ``passes``) over ``kernel``,
-    verified before and after each, with the options' pass hooks."""
+    verified before and after each (or their result, without
+    ``options.verify_each``), with the options' pass hooks."""
     from mytriton.passes.manager import run_passes
 
     passes = STAGE[stage].passes
     assert passes is not None, f"the {stage} stage runs no passes"
-    return run_passes(kernel, passes(options), options.after_each, options.before_each)
+    return run_passes(kernel, passes(options), options.after_each, options.before_each, options.verify_each)
 
 
 def _opt_passes(options: Options) -> Sequence[Any]:

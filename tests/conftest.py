@@ -1,6 +1,7 @@
 """Shared test helpers: compiling kernel source text to each stage."""
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -13,6 +14,10 @@ from sample_signatures import SAMPLE_SIGNATURES
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
+
+# Every kernel the tests launch is verified after each pass, as compile verifies it (a launch's
+# default verifies each stage's result once): a pass that breaks a test kernel's SSA fails there.
+os.environ.setdefault("MYTRITON_VERIFY_EACH", "1")
 
 
 

@@ -69,3 +69,37 @@ def test_a_stage_pass_that_breaks_the_ssa_is_named_in_the_error(monkeypatch):
     monkeypatch.setattr(OverlapWgmmaPass, "apply", breaks)
     with pytest.raises(CompileError, match="after pass 'overlap-wgmma'"):
         compile_add("layouts")
+
+
+def test_without_verify_each_a_stage_is_verified_once_after_its_passes(monkeypatch):
+    from mytriton.passes import manager
+
+    checked: list[int] = []
+    real = manager.verify
+    monkeypatch.setattr(manager, "verify", lambda kernel: checked.append(1) or real(kernel))
+    compile_add("layouts", verify_each=False)
+    assert len(checked) == 3  # opt, staged, layouts: one verifier run each
+    checked.clear()
+    compile_add("layouts")
+    assert len(checked) > 3 * 3
+
+
+def test_without_verify_each_a_broken_stage_names_its_passes_and_the_switch(monkeypatch):
+    from mytriton.passes.overlap_wgmma import OverlapWgmmaPass
+
+    def breaks(self, kernel):
+        kernel.num_warps = 3
+        return kernel
+
+    monkeypatch.setattr(OverlapWgmmaPass, "apply", breaks)
+    with pytest.raises(CompileError, match=r"after passes layouts, overlap-wgmma, .* \(MYTRITON_VERIFY_EACH=1 names"):
+        compile_add("layouts", verify_each=False)
+
+
+@pytest.mark.parametrize("value, each", [(None, False), ("0", False), ("", False), ("1", True)])
+def test_the_jit_verifies_each_pass_only_under_mytriton_verify_each(monkeypatch, value, each):
+    if value is None:
+        monkeypatch.delenv("MYTRITON_VERIFY_EACH", raising=False)
+    else:
+        monkeypatch.setenv("MYTRITON_VERIFY_EACH", value)
+    assert compiler.verify_each_from_env() is each

@@ -315,6 +315,15 @@ def test_mytriton_f32_default_changed_between_launches_compiles_for_it(kernel_mo
     assert add[(2,)](x, y, np.zeros_like(x), 100, backend="interp") is plain
 
 
+def test_a_launch_verifies_each_pass_only_under_mytriton_verify_each(kernel_module, monkeypatch):
+    x, y = inputs(100)
+    monkeypatch.delenv("MYTRITON_VERIFY_EACH", raising=False)
+    once = kernel_module(ADD).add[(2,)](x, y, np.zeros_like(x), 100, backend="interp")
+    monkeypatch.setenv("MYTRITON_VERIFY_EACH", "1")
+    each = kernel_module(ADD).add[(2,)](x, y, np.zeros_like(x), 100, backend="interp")
+    assert (once.options.verify_each, each.options.verify_each) == (False, True)
+
+
 def test_a_bad_mytriton_f32_default_is_an_error_at_every_launch(kernel_module, monkeypatch):
     add = kernel_module(ADD).add
     x, y = inputs(100)

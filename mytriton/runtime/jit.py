@@ -372,7 +372,8 @@ class JITFunction:
             options = compiler.Options(kernel=self.fn.__name__, defines=constexprs,
                                        signature=signature_of(types, hints), num_warps=num_warps,
                                        num_stages=num_stages, f32_default=f32_default,
-                                       namespace=self.fn.__globals__)
+                                       namespace=self.fn.__globals__,
+                                       verify_each=compiler.verify_each_from_env())
             # An integer equal to 1 is compiled in (Triton's ("constexpr", 1)),
             # and so is None: the kernel no longer takes them.
             ones = {name: 1 for name, hint in zip(runtime, hints) if hint == "1"}
