@@ -4,7 +4,9 @@ With ``engine="tma"``, the threads write their elements into the scratch at
 byte 0, in boxes of one swizzle block of every row each, swizzled as TMA
 reads them (the 16-byte chunk ``j`` of row ``r`` of a box at chunk
 ``j ^ (r mod 8)`` for a 128-byte block); a thread's two adjacent columns of
-a wgmma fragment go as one word. Every thread then fences its writes for the
+a wgmma fragment go as one word. The writes are ``st.shared`` at 32-bit
+shared addresses: through a generic pointer, NVVM spent a quarter of the
+kernel's build on their swizzled addresses. Every thread then fences its writes for the
 async proxy, and after a barrier thread 0 issues one
 ``cp.async.bulk.tensor.2d`` a box through the store's tensor map, commits
 them as a bulk group and waits until TMA has read the scratch (the next
@@ -91,7 +93,6 @@ def emit_tma_store(em: "EmitContext", op: Op) -> None:
     em.line(f"// store_tile{where}: the {rows}x{cols} tile staged in shared memory, swizzled {m.swizzle}B, "
             f"then TMA through map {index}, {boxes} box(es) of {m.box_cols}x{rows}")
     loop = em.open_loop(em.layout_of(value), op)
-    shift = nbytes.bit_length() - 1
 
     def at(row: str, col: str) -> str:
         """The byte of (row, col) in the staged boxes, its 16-byte chunk swizzled as TMA's."""
@@ -108,30 +109,27 @@ def emit_tma_store(em: "EmitContext", op: Op) -> None:
         # once the loop unrolls (as the exchange's writes: stage_shared).
         (thread_row, thread_col), (slot_row, slot_col) = split
         prelude.append(f"const int thread_at = {at(thread_row, thread_col)};")
-        target = f"&staged[(thread_at ^ {at(slot_row, slot_col)}) >> {shift}]"
+        target = f"staged + (thread_at ^ {at(slot_row, slot_col)})"
     else:
         row, col = (loop.use(c) for c in loop.coords())
-        target = f"&staged[{at(row, col)} >> {shift}]"
-    pair = em.lang.pair_write(element, target, f"{held}[k]", f"{held}[k + 1]") \
-        if isinstance(value.type.layout, Mma) else None
-    if pair is not None:  # a fragment's two adjacent columns (consecutive slots), one word
-        loop.lines.append(pair)
+        target = f"staged + {at(row, col)}"
+    if isinstance(value.type.layout, Mma):  # a fragment's two adjacent columns (consecutive slots), one word
+        loop.lines.append(em.lang.shared_store(element, target, [f"{held}[k]", f"{held}[k + 1]"]))
         loop.step = 2
     else:
-        loop.lines.append(f"*{target} = {held}[k];")
+        loop.lines.append(em.lang.shared_store(element, target, [f"{held}[k]"]))
     with em.out.scope("{"):
-        em.line(f"{element}* const staged = reinterpret_cast<{element}*>(smem);")
+        em.line("const unsigned staged = (unsigned)__cvta_generic_to_shared(smem);  // its 32-bit shared address")
         for text in prelude:
             em.line(text)
         em.close_loop(loop, f"the tile into its boxes ({loop.domain.slots} slot(s) per thread)")
         em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the writes, seen by TMA')
         em.line(em.lang.barrier)
         with em.out.scope(f"if ({em.lang.thread_id} == 0) {{"):
-            em.line("const unsigned src = (unsigned)__cvta_generic_to_shared(staged);")
             for j in range(boxes):
                 col0 = col_offset if not j else f"{col_offset} + {j * m.box_cols}"
                 em.line('asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" '
-                        f':: "l"(&{map_name(index)}), "r"({col0}), "r"({row_offset}), "r"(src + {j * box_bytes}) '
+                        f':: "l"(&{map_name(index)}), "r"({col0}), "r"({row_offset}), "r"(staged + {j * box_bytes}) '
                         ': "memory");')
             em.line('asm volatile("cp.async.bulk.commit_group;" ::: "memory");')
             em.line('asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");  // the scratch is read')
