@@ -55,7 +55,12 @@ class BlockedLayout:
         return max(1, self.shape[d] // self.tile(d))
 
     def slots_per_dim(self, d: int) -> int:
-        return self.reps(d) * self.size_per_thread[d]
+        return self._slots_per_dim[d]
+
+    @functools.cached_property
+    def _slots_per_dim(self) -> tuple[int, ...]:
+        # Asked for every slot of every tile the emitter renders: worked out once a layout.
+        return tuple(self.reps(d) * self.size_per_thread[d] for d in range(self.rank))
 
     @property
     def slots(self) -> int:
@@ -302,8 +307,12 @@ class Layout:
 
     def slot_dims(self) -> list[int]:
         """Parent dimensions that index this tile's slots, fastest first."""
+        return list(self._slot_dims)
+
+    @functools.cached_property
+    def _slot_dims(self) -> tuple[int, ...]:
         spread = self.spread_dims()
-        return [p for p in self.parent.order if p in spread and self.parent.slots_per_dim(p) > 1]
+        return tuple(p for p in self.parent.order if p in spread and self.parent.slots_per_dim(p) > 1)
 
     @property
     def slots(self) -> int:

@@ -51,6 +51,8 @@ read of them after it.
 """
 from __future__ import annotations
 
+import functools
+
 from typing import TYPE_CHECKING, NamedTuple
 
 from mytriton.backends.cuda.spelling import CUDA
@@ -262,6 +264,17 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
         if not registers_a:
             group = f"group_row / {a_block} * {k * a_row}" if a_m_major else f"group_row * {a_row}"
             em.line(f"const unsigned long long a_desc = {descriptor(f'a_base + {group}', a_row, a_leading, a_stride)};")
+        @functools.lru_cache(maxsize=None)
+        def accumulators_of(rm: int, nb: int) -> list[str]:
+            """The accumulator slots of row block ``rm`` and N block ``nb``: the same at every k step."""
+            slots = []
+            for i in range(instr_n // 2):
+                rn = nb * instr_n // 8 + i // 4
+                reg = i % 4
+                digits = {rows_dim: str(2 * rm + reg // 2), cols_dim: str(2 * rn + reg % 2)}
+                slots.append(f"{storage}[{layout.slot_of(digits)}]")
+            return slots
+
         products = []
         for kk in range(0, k, instr_k):
             for rm in range(reps_m):
@@ -277,12 +290,7 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
                     a_column = (kk // a_block) * m * a_row + (kk % a_block) * element.nbytes
                     a_operand = moved("a_desc", a_column + row0 * a_row)
                 for nb in range(n_group // instr_n):
-                    accumulators = []
-                    for i in range(instr_n // 2):
-                        rn = nb * instr_n // 8 + i // 4
-                        reg = i % 4
-                        digits = {rows_dim: str(2 * rm + reg // 2), cols_dim: str(2 * rn + reg % 2)}
-                        accumulators.append(f"{storage}[{layout.slot_of(digits)}]")
+                    accumulators = accumulators_of(rm, nb)
                     trans_b = None if element == F32 else 0 if b_k_major else 1
                     trans_a = None if registers_a else 1 if a_m_major else 0
                     products.append(Product(accumulators, a_operand, moved("b_desc", b_offset(nb, kk)),
