@@ -32,8 +32,9 @@ def test_the_64x64x32_sample_gives_each_thread_4x8_outputs_read_16_bytes_at_a_ti
     assert "// 4x8 outputs per thread; per k: 4 A value(s) in 16-byte reads along k, " \
            "8 B value(s) in 16-byte reads" in cuda
     # A's rows are 32 + 4 floats apart: 16 consecutive rows start in distinct bank groups.
-    assert "reinterpret_cast<const float4*>(&shared_dot_a0[(L0_p0 + i * 16) * 36 + kk])" in cuda
-    assert "reinterpret_cast<const float4*>(&shared_dot_b0[(kk + q) * 64 + L0_p1 * 4" in cuda
+    assert re.search(r"const unsigned a_at = \(unsigned\)__cvta_generic_to_shared\(\w+\);", cuda)
+    assert '"r"(a_at + (unsigned)((L0_p0 + i * 16) * 36 + kk) * 4)' in cuda
+    assert '"r"(b_at + (unsigned)((kk + q) * 64 + L0_p1 * 4' in cuda
 
 
 @pytest.mark.nvcc
@@ -143,7 +144,8 @@ def test_a_general_dot_pads_its_scratch_a_tile_and_reads_it_16_bytes_at_a_time()
 
     cuda = compile_text(kernel_source(SCALED), "cuda", defines={"BM": 32, "BN": 32, "BK": 16})
     assert re.search(r"a\d+_tile\[\(c0\) \* 20 \+ c1\] = ", cuda)  # rows of 16 + 4 floats
-    assert re.search(r"reinterpret_cast<const float4\*>\(&a\d+_tile\[\(L0_p0 \+ i \* 16\) \* 20 \+ kk\]\)", cuda)
+    assert re.search(r"__cvta_generic_to_shared\(a\d+_tile\)", cuda)
+    assert '"r"(a_at + (unsigned)((L0_p0 + i * 16) * 20 + kk) * 4)' in cuda
     assert "ld.shared.v4.f32" in compile_ptx(cuda, "sm_90")
 
 

@@ -243,7 +243,7 @@ def test_an_edited_shared_padding_changes_the_buffers():
     cuda = replanned_cuda_of(text)
     assert "// 64x32, row-major, 1 padding element(s) per row, 8448 bytes" in cuda  # 64 rows of 32 + 1
     # rows of 33 floats are not whole 16-byte units: A is read one value at a time
-    assert "* 33 + kk]" in cuda and "reinterpret_cast<const float4*>(&shared_dot_a0" not in cuda
+    assert "* 33 + kk]" in cuda and "a_at" not in cuda
     # the 16-byte reads of A that read-widths chose for rows of 36 floats do not fit rows of 33
     assert "read_widths=(4, 4)" in text
     with pytest.raises(CompileError, match=r"this dot_shared cannot read A 4 elements at a time .* run read-widths"):
@@ -262,14 +262,14 @@ def test_an_edited_dot_layout_changes_the_register_tile_and_its_reads():
     text = laid_out_text("matmul", f32_default="ieee", num_stages=1)
     cuda = cuda_of(text)
     assert "// 4x8 outputs per thread" in cuda
-    assert "reinterpret_cast<const float4*>(&shared_dot_b0" in cuda
+    assert "const unsigned b_at = (unsigned)__cvta_generic_to_shared(shared_dot_b0);" in cuda
     # one column per thread and run: B is read one value at a time, once read-widths has decided again
     edited = text.replace("size_per_thread=[1, 4], threads_per_warp=[16, 2]",
                           "size_per_thread=[1, 1], threads_per_warp=[16, 2]")
     narrow = reread_cuda_of(edited)
     assert "// 4x8 outputs per thread" in narrow
-    assert "reinterpret_cast<const float4*>(&shared_dot_b0" not in narrow
-    assert "reinterpret_cast<const float4*>(&shared_dot_a0" in narrow
+    assert "b_at" not in narrow
+    assert "const unsigned a_at = (unsigned)__cvta_generic_to_shared(shared_dot_a0);" in narrow
     # the widths chosen for the layout before the edit are refused, not followed
     with pytest.raises(CompileError, match=r"this dot_shared cannot read B 4 elements at a time .* run read-widths"):
         cuda_of(edited)
