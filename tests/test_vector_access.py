@@ -141,10 +141,11 @@ def test_the_exchange_writes_each_fragment_pair_and_reads_each_run_at_once(arch)
     cuda = matmul_at("cuda", ALIGNED_MATMUL, arch)
     # f32: a pair of adjacent columns is 8 bytes; a thread's run of 4 along a row 16. Each loop
     # visits the slots it moves from: every second, every fourth (NVVM unrolls no slot between).
-    assert re.search(r"for \(int k = 0; k < \d+; k \+= 2\) \{\n\s*\*reinterpret_cast<float2\*>\(&s\d+_write\[.*\]\) = "
-                     r"make_float2\(t\d+\[k\], t\d+\[k \+ 1\]\);", cuda)
-    assert re.search(r"for \(int k = 0; k < \d+; k \+= 4\) \{\n\s*\*reinterpret_cast<uint4\*>\(&t\d+\[k\]\) = "
-                     r"\*reinterpret_cast<const uint4\*>\(&s\d+_read\[", cuda)
+    # Both by st.shared / ld.shared at the 32-bit shared address of the thread's first element.
+    assert re.search(r"for \(int k = 0; k < \d+; k \+= 2\) \{\n\s*asm volatile\(\"st\.shared\.v2\.f32 \[%0\], \{%1, %2\};\" "
+                     r":: \"r\"\(s\d+_write_at \+ .*\"f\"\(t\d+\[k\]\), \"f\"\(t\d+\[k \+ 1\]\) : \"memory\"\);", cuda)
+    assert re.search(r"for \(int k = 0; k < \d+; k \+= 4\) \{\n\s*\{ uint4 w; asm volatile\(\"ld\.shared\.v4\.b32 "
+                     r"\{%0, %1, %2, %3\}, \[%4\];\" .* : \"r\"\(s\d+_read_at \+ .*\*reinterpret_cast<uint4\*>\(&t\d+\[k\]\) = w; \}", cuda)
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80"])

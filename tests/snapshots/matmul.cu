@@ -265,11 +265,13 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
   {  // the shared-memory copies below are this loop's alone
     float* const s35 = reinterpret_cast<float*>(smem + 0);
     float* const s35_write = &s35[((L0_p0 % 8) + (L0_p0 / 8) * 16) * 72 + (L0_p1 % 4) * 2 + (L0_p1 / 4) * 8];
+    const unsigned s35_write_at = (unsigned)__cvta_generic_to_shared(s35_write);
     #pragma unroll
     for (int k = 0; k < 32; k += 2) {
-      *reinterpret_cast<float2*>(&s35_write[(((k / 8) % 2) * 8 + ((k / 8) / 2) * 32) * 72 + ((k % 8) % 2) + ((k % 8) / 2) * 16]) = make_float2(t35[k], t35[k + 1]);
+      asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(s35_write_at + (unsigned)((((k / 8) % 2) * 8 + ((k / 8) / 2) * 32) * 72 + ((k % 8) % 2) + ((k % 8) / 2) * 16) * 4), "f"(t35[k]), "f"(t35[k + 1]) : "memory");
     }
     const float* const s35_read = &s35[(L1_p0) * 72 + L1_p1];
+    const unsigned s35_read_at = (unsigned)__cvta_generic_to_shared(s35_read);
     __syncthreads();
     // convert_layout @17:5 into L1 (32 slot(s) per thread)
     #pragma unroll

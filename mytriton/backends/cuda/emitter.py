@@ -591,7 +591,13 @@ class CudaEmitter:
             # Each thread's run is contiguous in the copy (along its rows, or
             # down the columns of a column-major one): one read of the run.
             nbytes = run * element_bytes(op.results[0].type)
-            loop.lines.append(self.lang.vector_copy(f'&{storage}[k]', f'&{expr}', nbytes))
+            base, _, index = expr.partition("[")
+            # From this thread's first element (``_read``): by ld.shared at its 32-bit
+            # shared address, as the writes go (stage_shared).
+            load = self.lang.shared_load(f"&{storage}[k]", f"{base}_at + (unsigned)({index[:-1]}) * "
+                                         f"{element_bytes(op.results[0].type)}", nbytes) \
+                if base.endswith("_read") else None
+            loop.lines.append(load or self.lang.vector_copy(f'&{storage}[k]', f'&{expr}', nbytes))
             loop.step = run
             declare = self.lang.vector_buffer(c_element(op.results[0].type), storage, group.domain.slots)
         else:
@@ -711,9 +717,16 @@ class CudaEmitter:
             if pair:
                 # A fragment's two adjacent columns (its consecutive slots) in one write.
                 first, second = f"{self.storage[value]}[k]", f"{self.storage[value]}[k + 1]"
-                write = self.lang.pair_write(element, f"&{target}[{index}]", first, second) or \
-                    f"{{ {self.lang.vector_buffer(element, 'pair', 2)[:-1]} = {{{first}, {second}}}; " \
-                    f"{self.lang.vector_copy(f'&{target}[{index}]', 'pair', pair)} }}"
+                if element in self.lang.shared_store_elements:
+                    # By st.shared at a 32-bit shared address: through a generic pointer,
+                    # NVVM spent a tenth of a split-K kernel's build on the writes' addresses.
+                    self.line(f"const unsigned {target}_at = (unsigned)__cvta_generic_to_shared({target});")
+                    address = f"{target}_at + (unsigned)({index}) * {element_bytes(value.type)}"
+                    write = self.lang.shared_store(element, address, [first, second])
+                else:
+                    write = self.lang.pair_write(element, f"&{target}[{index}]", first, second) or \
+                        f"{{ {self.lang.vector_buffer(element, 'pair', 2)[:-1]} = {{{first}, {second}}}; " \
+                        f"{self.lang.vector_copy(f'&{target}[{index}]', 'pair', pair)} }}"
                 writer.lines.append(write)
                 writer.step = 2
             else:
@@ -724,6 +737,7 @@ class CudaEmitter:
                     self.line(text)
             if value in loop.thread_reads:  # the reading loop's thread's first element (SlotLoop.read)
                 self.line(f"const {element}* const {name}_read = &{name}[{loop.thread_reads[value]}];")
+                self.line(f"const unsigned {name}_read_at = (unsigned)__cvta_generic_to_shared({name}_read);")
             offset += aligned(math.prod(shape) * element_bytes(value.type))
         # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
         self.line(self.lang.barrier)

@@ -121,6 +121,9 @@ class CudaLanguage(CStyleLanguage):
         vector, make = self.pair_vectors[element]
         return f"*reinterpret_cast<{vector}*>({target}) = {make}({first}, {second});"
 
+    # The C element types ``shared_store`` writes.
+    shared_store_elements = ("float", "__half", "__nv_bfloat16")
+
     def shared_store(self, element: str, address: str, values: list[str]) -> str:
         """One or two adjacent ``element`` values (f32, f16 or bf16) stored by
         ``st.shared`` at ``address``, a byte of the 32-bit shared window. The
@@ -136,6 +139,24 @@ class CudaLanguage(CStyleLanguage):
             else:
                 operands, ptx = f'"r"((unsigned){bits[0]} | (unsigned){bits[1]} << 16)', "st.shared.b32 [%0], %1;"
         return f'asm volatile("{ptx}" :: "r"({address}), {operands} : "memory");'
+
+    # The words ``shared_load`` reads by size: their C type, PTX vector suffix and fields.
+    shared_load_words = {16: ("uint4", ".v4", "xyzw"), 8: ("uint2", ".v2", "xy"), 4: ("unsigned", "", "")}
+
+    def shared_load(self, target: str, address: str, nbytes: int) -> str | None:
+        """``nbytes`` (4, 8 or 16) read by ``ld.shared`` at ``address``, a byte
+        of the 32-bit shared window, into ``target`` (aligned to them), or None
+        for another size."""
+        if nbytes not in self.shared_load_words:
+            return None
+        word, vector, fields = self.shared_load_words[nbytes]
+        if not fields:
+            return (f'asm volatile("ld.shared.b32 %0, [%1];" : "=r"(*reinterpret_cast<unsigned*>({target})) '
+                    f': "r"({address}) : "memory");')
+        outputs = ", ".join(f'"=r"(w.{f})' for f in fields)
+        registers = ", ".join(f"%{i}" for i in range(len(fields)))
+        return (f'{{ {word} w; asm volatile("ld.shared{vector}.b32 {{{registers}}}, [%{len(fields)}];" : {outputs} '
+                f': "r"({address}) : "memory"); *reinterpret_cast<{word}*>({target}) = w; }}')
 
     def program_id(self, axis: int) -> str:
         return f"(int)blockIdx.{'xyz'[axis]}"
