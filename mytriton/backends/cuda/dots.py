@@ -1037,25 +1037,32 @@ def _vector_fma_loop(em: "EmitContext", op: Op, storage: str, layout, positions:
     value_t = c_scalar(acc_t)
     ptx_type, constraint = _SHARED_READS[str(acc_t)]
     nbytes = acc_t.nbytes
+    # Only where both operands are read 16 bytes at a time: beside A's reads one by one (a
+    # transposed A), B's by ld.shared left the exact-f32 trans_a form 2% slower on the H200.
+    by_asm = wa > 1 and wb > 1
 
     def read(name: str, index: str, width: int, target: str, label: str) -> str:
         """A statement reading ``width`` elements at ``index`` into ``target``'s slots 0..width-1.
 
-        A vector goes by ``ld.shared`` at the operand's 32-bit shared address
-        (A's ``a_at``, B's ``b_at``): read through a generic
-        pointer, NVVM spent a third of an exact-f32 matmul's build on the reads'
-        addresses (the SASS and the speed are the same)."""
+        Where both are vectors, they go by ``ld.shared`` at the operands' 32-bit
+        shared addresses (``a_at``, ``b_at``): read through generic pointers,
+        NVVM spent a third of an exact-f32 matmul's build on their addresses
+        (the SASS and the speed are the same)."""
         if width == 1:
             return f"{target.format(0)} = {name}[{index}];"
+        if not by_asm:
+            parts = " ".join(f"{target.format(c)} = v.{'xyzw'[c]};" for c in range(width))
+            vector = f"{'float' if nbytes == 4 else 'double'}{width}"
+            return f"const {vector} v = *reinterpret_cast<const {vector}*>(&{name}[{index}]); {parts}"
         outputs = ", ".join(f'"={constraint}"({target.format(c)})' for c in range(width))
         registers = ", ".join(f"%{c}" for c in range(width))
         return (f'asm volatile("ld.shared.v{width}.{ptx_type} {{{registers}}}, [%{width}];" : {outputs} '
                 f': "r"({label}_at + (unsigned)({index}) * {nbytes}));')
 
     unroll = em.lang.unroll
-    em.out.open("{")
-    for label, name, width in (("a", a_name, wa), ("b", b_name, wb)):
-        if width > 1:
+    if by_asm:
+        em.out.open("{")
+        for label, name in (("a", a_name), ("b", b_name)):
             em.line(f"const unsigned {label}_at = (unsigned)__cvta_generic_to_shared({name});")
     em.line(f"// {rows}x{cols} outputs per thread; per k: {rows} A value(s) "
             f"{'in 16-byte reads along k' if wa > 1 else 'read one by one'}, {cols} B value(s) "
@@ -1081,7 +1088,8 @@ def _vector_fma_loop(em: "EmitContext", op: Op, storage: str, layout, positions:
     em.line(f"      for (int j = 0; j < {cols}; ++j) {storage}[{slot}] = {update};")
     em.line("  }")
     em.line("}")
-    em.out.close("}")
+    if by_asm:
+        em.out.close("}")
 
 
 def writes_scratch_first(op: Op) -> bool:
