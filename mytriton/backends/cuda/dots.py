@@ -1037,8 +1037,9 @@ def _vector_fma_loop(em: "EmitContext", op: Op, storage: str, layout, positions:
     value_t = c_scalar(acc_t)
     ptx_type, constraint = _SHARED_READS[str(acc_t)]
     nbytes = acc_t.nbytes
-    # Only where both operands are read 16 bytes at a time: beside A's reads one by one (a
-    # transposed A), B's by ld.shared left the exact-f32 trans_a form 2% slower on the H200.
+    # Only where both operands are read 16 bytes at a time, the case measured as fast on the
+    # H200: beside A's reads one by one (a transposed A), B's by ld.shared measured 2% slower
+    # (the exact-f32 trans_a form, one run).
     by_asm = wa > 1 and wb > 1
 
     def read(name: str, index: str, width: int, target: str, label: str) -> str:
