@@ -271,7 +271,6 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
       asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(s35_write_at + (unsigned)((((k / 8) % 2) * 8 + ((k / 8) / 2) * 32) * 72 + ((k % 8) % 2) + ((k % 8) / 2) * 16) * 4), "f"(t35[k]), "f"(t35[k + 1]) : "memory");
     }
     const float* const s35_read = &s35[(L1_p0) * 72 + L1_p1];
-    const unsigned s35_read_at = (unsigned)__cvta_generic_to_shared(s35_read);
     __syncthreads();
     // convert_layout @17:5 into L1 (32 slot(s) per thread)
     #pragma unroll

@@ -37,7 +37,6 @@ extern "C" __global__ void __launch_bounds__(128) outer_kernel(float* x_ptr, flo
       s8_write[0] = t8[k];
     }
     const float* const s8_read = &s8[L1_p0];
-    const unsigned s8_read_at = (unsigned)__cvta_generic_to_shared(s8_read);
     __syncthreads();
     // convert_layout @16:9 into L1 (32 slot(s) per thread)
     #pragma unroll

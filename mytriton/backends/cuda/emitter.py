@@ -737,7 +737,8 @@ class CudaEmitter:
                     self.line(text)
             if value in loop.thread_reads:  # the reading loop's thread's first element (SlotLoop.read)
                 self.line(f"const {element}* const {name}_read = &{name}[{loop.thread_reads[value]}];")
-                self.line(f"const unsigned {name}_read_at = (unsigned)__cvta_generic_to_shared({name}_read);")
+                if any(f"{name}_read_at" in text for text in loop.lines):  # runs read by ld.shared (convert_group)
+                    self.line(f"const unsigned {name}_read_at = (unsigned)__cvta_generic_to_shared({name}_read);")
             offset += aligned(math.prod(shape) * element_bytes(value.type))
         # internal to this op (its scratch writes, then its reads): the renderer's, not insert-barriers'
         self.line(self.lang.barrier)
