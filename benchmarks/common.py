@@ -77,6 +77,21 @@ def time_cuda(fn, warmup: int = 5, repeat: int = 30, inner: int = 10) -> float:
     return statistics.median(times)
 
 
+def time_interleaved(fns: dict, rounds: int = 1, **timing) -> dict:
+    """Milliseconds per call of each of ``fns`` (name -> function): the
+    median over ``rounds`` rounds, each timing every function once with
+    ``time_cuda`` (``timing``: its arguments), the order turned by one each
+    round. Sides timed one after the other in one run differ by the clock's
+    drift between them (1-2 % on the H200 for a 0.3 ms kernel timed 100
+    times): alternating them gives each side the same conditions."""
+    names = list(fns)
+    samples: dict = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            samples[name].append(time_cuda(fns[name], **timing))
+    return {name: statistics.median(times) for name, times in samples.items()}
+
+
 def timing_columns(flops: float, results: dict[str, float], ms_width: int = 11) -> str:
     """mytriton's milliseconds and TFLOP/s, then, where Triton ran, its
     TFLOP/s and mytriton's ratio to it (``results``: milliseconds by name)."""

@@ -15,6 +15,9 @@ after warm-up) and TFLOP/s (2*M*N*K / time) for mytriton, for Triton with
 exact f32 (TRITON_F32_DEFAULT=ieee, the same arithmetic as mytriton's FMA
 loop under MYTRITON_F32_DEFAULT=ieee, which this script sets) and for Triton's default (TF32 tensor cores), and mytriton's ratio to
 exact-f32 Triton. Every result is checked against torch.matmul in f32 first.
+The sides are timed in turn, ``--rounds`` times (``time_interleaved``), and
+each figure is the median of its rounds: timed one after the other, they
+differed by the clock's drift between them.
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from common import (ROOT, Results, add_json_option, cold_caches, first_call, first_call_line, load_as_triton, load_module,
-                    load_sample, time_cuda, triton_available)
+                    load_sample, time_interleaved, triton_available)
 
 DOT = "tl.dot(a, b)"
 
@@ -56,6 +59,8 @@ def main() -> None:
     parser.add_argument("--num-warps", type=int, default=4)
     parser.add_argument("--num-stages", type=int, default=3, help="pipelining depth, both compilers (Triton's default 3)")
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="each side timed this many times, alternating with the others; the median")
     parser.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32")
     parser.add_argument("--precision", choices=["ieee", "tf32", "tf32x3"], default=None,
                         help="input_precision of the dot (f32 operands); default: the sample as it is")
@@ -107,23 +112,25 @@ def main() -> None:
             error = ((c - reference).norm() / reference.norm()).item()
             if not error < tolerance:
                 raise SystemExit(f"mytriton {text} at {size}: relative error {error:.2e}")
-            ms = time_cuda(ours, repeat=args.repeat)
-            row = {"size": size, "config": text, "ms": ms, "tflops": flops / ms / 1e9, "error": error,
-                   "first_call_s": first}
+            row = {"size": size, "config": text, "error": error, "first_call_s": first}
+            sides = {"mytriton": ours}
             for mode, tkernel in triton_kernels.items():
-                if not args.precision:
-                    os.environ["TRITON_F32_DEFAULT"] = mode
                 ct = torch.full((M, N), float("nan"), device="cuda")
 
-                def theirs():
+                def theirs(mode=mode, tkernel=tkernel, ct=ct):
+                    if not args.precision:  # the mode its compilation was asked for (Triton reads it per call)
+                        os.environ["TRITON_F32_DEFAULT"] = mode
                     tkernel[grid](a, b, ct, M, N, K, BM=bm, BN=bn, BK=bk, num_warps=args.num_warps,
                                   num_stages=args.num_stages)
 
                 row[f"triton_{mode}_first_call_s"] = first_call(theirs)
-                terror = ((ct - reference).norm() / reference.norm()).item()
-                tms = time_cuda(theirs, repeat=args.repeat)
-                row[f"triton_{mode}_tflops"] = flops / tms / 1e9
-                row[f"triton_{mode}_error"] = terror
+                row[f"triton_{mode}_error"] = ((ct - reference).norm() / reference.norm()).item()
+                sides[mode] = theirs
+            times = time_interleaved(sides, rounds=args.rounds, repeat=args.repeat)
+            row["ms"] = times["mytriton"]
+            row["tflops"] = flops / row["ms"] / 1e9
+            for mode in triton_kernels:
+                row[f"triton_{mode}_tflops"] = flops / times[mode] / 1e9
             rows.append(row)
             print_row(row, flush=True, mode=args.precision)
             print(first_call_line(first, row.get(f"triton_{args.precision or 'ieee'}_first_call_s")), flush=True)
