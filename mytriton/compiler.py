@@ -192,7 +192,8 @@ def _layout_passes(options: Options) -> Sequence[Any]:
     from mytriton.passes.layouts import LayoutsPass
     from mytriton.passes.overlap_wgmma import OverlapWgmmaPass
 
-    return [LayoutsPass(num_warps=options.num_warps, shared_budget=options.budget, arch=options.arch),
+    return [LayoutsPass(num_warps=options.num_warps, shared_budget=options.budget, arch=options.arch,
+                        tma=options.tma),
             OverlapWgmmaPass(), CopyWidthsPass(), TmaCopiesPass(enabled=options.tma, arch=options.arch),
             TmaStoresPass(enabled=options.tma, arch=options.arch, shared_budget=options.budget),
             ReadWidthsPass(), CombineStrategyPass(), HoldTilesPass(), AllocateSharedPass(shared_budget=options.budget),

@@ -71,7 +71,9 @@ column-major is exchanged into a layout whose runs go down its columns.
 Shared buffers from stage-dots get a ``padded_shared`` layout: the A operand
 of an FMA dot is padded so that its rows' 16-byte reads fall in distinct
 banks (``fma_operand_pad``) where all staged buffers still fit the shared
-budget; other buffers are unpadded (B is read along its rows). The kernel
+budget, or swizzled instead (``nvmma_shared``, ``fma_operand_swizzle``) where
+TMA would make every copy into it; other buffers are unpadded (B is read
+along its rows). The kernel
 records ``num_warps``: the SSA is then the CUDA back end's input, and
 ``emit-cuda`` renders it without choosing anything.
 """
@@ -86,15 +88,15 @@ from mytriton.ir import opdefs
 from mytriton.ir.axis_info import AxisAnalysis
 from mytriton.ir.analysis import is_materialized, is_tile, reaches_materialized
 from mytriton.ir.layout_attributes import (
-    WARP, Blocked, Mma, PaddedShared, SharedLayout, Slice, TileLayout, broadcast_view, default_blocked,
-    fma_dot_layout, fma_operand_pad, transposed_blocked,
+    SWIZZLE_ALIGNMENT, WARP, Blocked, Mma, NvmmaShared, PaddedShared, SharedLayout, Slice, TileLayout, broadcast_view, default_blocked,
+    fma_dot_layout, fma_operand_pad, fma_operand_swizzle, transposed_blocked,
 )
 from mytriton.ir.ssa import (
     Block, BlockArg, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, insert_before,
     walk,
 )
 from mytriton.target import (
-    DEFAULT_ARCH, DEFAULT_SHARED_LIMIT, SHARED_MEMORY_BUDGET, has_vector_atomics, has_wgmma,
+    DEFAULT_ARCH, DEFAULT_SHARED_LIMIT, SHARED_MEMORY_BUDGET, has_tma, has_vector_atomics, has_wgmma,
 )
 from mytriton.passes.buffer_liveness import array_bytes, asynchronous
 from mytriton.passes.access_layouts import (
@@ -689,14 +691,16 @@ def touches_shared(op: Op) -> bool:
 
 
 def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_BUDGET,
-                   wgmma: bool = False) -> dict[Value, SharedLayout]:
+                   wgmma: bool = False, tma: AxisAnalysis | None = None) -> dict[Value, SharedLayout]:
     """Padding for the shared operands of dots, by the buffer they read (all
     stages of a pipelined one alike), as long as every shared buffer, padding
     included, and the scratch its reductions need (``scratch_reserve``) stay
     within the shared-memory ``budget`` (a pair stage-dots let
     through at the budget's edge stays unpadded): both operands of a dot on
     tensor cores (``mma_shared_layout``), the A buffer of an FMA dot
-    (``fma_operand_pad``); both operands of a warpgroup dot are swizzled
+    (``fma_operand_pad``; swizzled instead, ``fma_operand_swizzle``, where
+    TMA would make every copy into it: ``tma``, the axis facts where the
+    target and the options let TMA copy); both operands of a warpgroup dot are swizzled
     (``nvmma_shared``, no padding). A 16-bit operand of mma.sync contiguous
     down its columns (B of ``x @ w.T``, K^T; A of ``tl.trans(a)``) is held
     column-major, its transpose's rows padded: copied in 16-byte chunks, read
@@ -704,6 +708,7 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
     would be copied on its own); so is a TF32 one (A read element by element
     down its transpose's rows, B by ldmatrix); so is the A of an FMA dot contiguous down
     its columns (unpadded: read one value at a time down a column)."""
+    from mytriton.backends.cuda.tma_copies import tma_would_copy
     from mytriton.passes.software_pipeline import scratch_reserve
 
     # The scratch the software-pipeline pass left room for stays free: padding never takes it. An
@@ -745,14 +750,21 @@ def shared_layouts(kernel: Kernel, num_warps: int, budget: int = SHARED_MEMORY_B
                 # threads' rows are adjacent there, no padding needed.
                 layouts[buffer] = PaddedShared(pad=0, order=(0, 1))
                 continue
+            swizzle = None if on_tensor_cores or tma is None else fma_operand_swizzle(rows, cols, nbytes)
+            if swizzle is not None and used + SWIZZLE_ALIGNMENT <= budget \
+                    and tma_would_copy(kernel, buffer, NvmmaShared(swizzle), tma):
+                used += SWIZZLE_ALIGNMENT  # at most what its 1024-byte boundary skips
+                layouts[buffer] = NvmmaShared(swizzle)
+                continue
             if pad and used + rows * pad * nbytes <= budget:
                 used += rows * pad * nbytes
                 layouts[buffer] = PaddedShared(pad=pad)
     return layouts
 
 
-def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout], budget: int, wgmma: bool) -> None:
-    shared = shared_layouts(kernel, kernel.num_warps, budget, wgmma)
+def _with_layouts(kernel: Kernel, layouts: dict[Value, TileLayout], budget: int, wgmma: bool,
+                  tma: AxisAnalysis | None) -> None:
+    shared = shared_layouts(kernel, kernel.num_warps, budget, wgmma, tma)
     for op in walk(kernel.body):
         values = list(op.results) + [arg for region in op.regions for arg in region.args]
         for value in values:
@@ -782,6 +794,7 @@ class LayoutsPass:
     num_warps: int = DEFAULT_NUM_WARPS
     shared_budget: int = SHARED_MEMORY_BUDGET  # bytes of shared memory a block may use (the target's)
     arch: str = DEFAULT_ARCH  # sm_90 and sm_90a dots may use wgmma
+    tma: bool = True  # whether tma-copies will let TMA copy (compile --no-tma: False)
 
     def apply(self, kernel: Kernel) -> Kernel:
         check_num_warps(self.num_warps)
@@ -797,7 +810,8 @@ class LayoutsPass:
                              runs, self.shared_budget, columns, row_runs(kernel, analysis))
         assigner.block(kernel.body)
         kernel.num_warps = self.num_warps
-        _with_layouts(kernel, assigner.layouts, self.shared_budget, wgmma)
+        _with_layouts(kernel, assigner.layouts, self.shared_budget, wgmma,
+                      analysis if self.tma and has_tma(self.arch) else None)
         mark_vector_accesses(kernel, widths, columns)
         mark_vector_atomics(kernel, runs)
         return kernel

@@ -47,7 +47,7 @@ from mytriton.backends.cuda.expressions import as_type
 from mytriton.backends.cuda.shared_memory import buffer_bytes, element_bytes
 from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.slots import linear_index
-from mytriton.backends.cuda.thread_coordinates import tile_layout
+from mytriton.backends.cuda.thread_coordinates import BlockedLayout, tile_layout
 from mytriton.ir.layout_attributes import Blocked, Mma, NvmmaShared, PaddedShared, thread_run
 from mytriton.ir import opdefs
 from mytriton.ir.opdefs import dot_input_precision
@@ -85,10 +85,19 @@ def place(buffer: SharedType, row: str, col: str) -> str:
         return place(transposed(buffer), col, row)
     if not isinstance(layout, NvmmaShared):
         return f"{row} * {pitch(buffer)} + {col}"
+    return swizzled_place(buffer, row, col, layout.xor_of_row(row))
+
+
+def swizzled_place(buffer: SharedType, row: str, col: str, xor: str) -> str:
+    """``place`` in a row-major ``nvmma_shared`` buffer, with ``xor`` (a C
+    expression) standing for row's chunk XOR: one worked out once for rows
+    that share it."""
+    layout = buffer.layout
+    assert isinstance(layout, NvmmaShared)
     rows = buffer.shape[0]
     per_block = layout.swizzle // buffer.element.nbytes  # elements in a 128-byte row of a block
     per_chunk = 16 // buffer.element.nbytes
-    swizzled = f"(({col} % {per_block} / {per_chunk}) ^ {layout.xor_of_row(row)}) * {per_chunk} + {col} % {per_chunk}"
+    swizzled = f"(({col} % {per_block} / {per_chunk}) ^ {xor}) * {per_chunk} + {col} % {per_chunk}"
     block = f"{col} / {per_block} * {rows * per_block} + " if buffer.shape[1] > per_block else ""
     return f"{block}{row} * {per_block} + {swizzled}"
 
@@ -855,8 +864,9 @@ def emit_fma_dot(em: "EmitContext", op: Op) -> None:
     """``dot_shared`` (buffers from the stage-dots pass) or a general ``dot``
     (operand tiles staged here through scratch shared memory) on CUDA cores."""
     a, b, acc = op.operands
-    if any(isinstance(x.type, SharedType) and isinstance(x.type.layout, NvmmaShared) for x in (a, b)):
-        raise em.error_at(op, "only a dot in a version-3 (wgmma) mma layout reads nvmma_shared buffers")
+    if isinstance(b.type, SharedType) and isinstance(b.type.layout, NvmmaShared):
+        raise em.error_at(op, "a dot on CUDA cores reads its A, not its B, from a swizzled buffer: only a dot in "
+                              "a version-3 (wgmma) mma layout reads nvmma_shared B buffers")
     widths = op.attrs.get("read_widths")
     if widths is None:
         raise em.error_at(op, f"this {op.name} on CUDA cores has no read_widths decision: run read-widths "
@@ -948,10 +958,57 @@ def emit_fma_dot(em: "EmitContext", op: Op) -> None:
 
 
 def _a_index(a_type: object, row: str, a_pitch: int) -> str:
-    """The index of A's (``row``, kk) in its buffer: row-major, or down a column of a column-major one."""
-    if isinstance(a_type, SharedType) and _column_major(a_type):
+    """The index of A's (``row``, kk) in its buffer: row-major, swizzled, or
+    down a column of a column-major one."""
+    if isinstance(a_type, SharedType) and (_column_major(a_type) or isinstance(a_type.layout, NvmmaShared)):
         return place(a_type, row, "kk")
     return f"({row}) * {a_pitch} + kk"
+
+
+def _shared_row_xor(parent: object, rows_dim: int) -> bool:
+    """Whether a thread's rows along ``rows_dim`` of ``parent`` are a multiple
+    of 8 apart, the period of every swizzle's pattern: they share one chunk XOR."""
+    return isinstance(parent, BlockedLayout) and parent.size_per_thread[rows_dim] == 1 \
+        and parent.tile(rows_dim) % 8 == 0 and not parent.replicated(rows_dim)
+
+
+def hoist_fma_reads(em: "EmitContext", loop: Op) -> None:
+    """Before a loop: for each dot on CUDA cores in it that reads a swizzled
+    A (``nvmma_shared``) 16 bytes at a time by ``ld.shared``, where the
+    thread's rows share one chunk XOR (``_shared_row_xor``), the byte offset
+    of each 16-byte chunk of its first row in a stage, swizzled: chunk c at
+    [c]. In the loop each read is then the stage's address, one of these and
+    a constant (its row, its column block), where the XOR worked out at each
+    read took an XOR and an address computation per chunk and K step (the
+    exact-f32 sample: 14 more instructions an iteration than the padded
+    buffer's reads, which need none)."""
+    for op in walk(loop.regions[0]):
+        if op.name != "dot_shared" or op in em.hoisted_coordinates or isinstance(op.results[0].type.layout, Mma):
+            continue
+        a = op.operands[0]
+        widths = op.attrs.get("read_widths") or (1, 1)
+        if not (isinstance(a.type.layout, NvmmaShared) and not _column_major(a.type) and min(widths) > 1):
+            continue  # the reads by ld.shared are where both operands are vectors (_vector_fma_loop)
+        layout = em.layout_of(op.results[0])
+        rows_dim, parent = layout.dims[0], layout.parent
+        if not _shared_row_xor(parent, rows_dim):
+            continue
+        first = parent.coordinate(rows_dim, "0", f"{em.parent_name(parent)}_p{rows_dim}")
+        nbytes = a.type.element.nbytes
+        per_block, per_chunk = a.type.layout.swizzle // nbytes, 16 // nbytes
+        number = em.hoisted_copies + 1
+        name = f"h{number}_a_chunk"
+        em.line(f"// the byte offset of this thread's 16-byte chunk c of A's first row in a stage of the dot "
+                f"{em.where(op).replace('  // ', '')}, swizzled: the same every iteration")
+        em.line(f"unsigned {name}[{per_block // per_chunk}];")
+        em.line(em.lang.unroll)
+        em.line(f"for (int c = 0; c < {per_block // per_chunk}; ++c) {name}[c] = (unsigned)("
+                f"{swizzled_place(a.type, first, f'c * {per_chunk}', a.type.layout.xor_of_row(first))}) * {nbytes};")
+        em.line(em.lang.unroll)
+        em.line(f'for (int c = 0; c < {per_block // per_chunk}; ++c) asm("" : "+r"({name}[c]));  '
+                "// held: NVVM would work them out again in the loop")
+        em.hoisted_copies = number
+        em.hoisted_coordinates[op] = {"a_chunks": name}
 
 
 def dot_work_type(operand: object) -> ScalarType:
@@ -1042,7 +1099,7 @@ def _vector_fma_loop(em: "EmitContext", op: Op, storage: str, layout, positions:
     # (the exact-f32 trans_a form, one run).
     by_asm = wa > 1 and wb > 1
 
-    def read(name: str, index: str, width: int, target: str, label: str) -> str:
+    def read(name: str, index: str, width: int, target: str, label: str, address: str | None = None) -> str:
         """A statement reading ``width`` elements at ``index`` into ``target``'s slots 0..width-1.
 
         Where both are vectors, they go by ``ld.shared`` at the operands' 32-bit
@@ -1057,8 +1114,9 @@ def _vector_fma_loop(em: "EmitContext", op: Op, storage: str, layout, positions:
             return f"const {vector} v = *reinterpret_cast<const {vector}*>(&{name}[{index}]); {parts}"
         outputs = ", ".join(f'"={constraint}"({target.format(c)})' for c in range(width))
         registers = ", ".join(f"%{c}" for c in range(width))
-        return (f'asm volatile("ld.shared.v{width}.{ptx_type} {{{registers}}}, [%{width}];" : {outputs} '
-                f': "r"({label}_at + (unsigned)({index}) * {nbytes}));')
+        address = address or f"{label}_at + (unsigned)({index}) * {nbytes}"
+        return f'asm volatile("ld.shared.v{width}.{ptx_type} {{{registers}}}, [%{width}];" : {outputs} : "r"({address}));'
+
 
     unroll = em.lang.unroll
     if by_asm:
@@ -1073,7 +1131,15 @@ def _vector_fma_loop(em: "EmitContext", op: Op, storage: str, layout, positions:
     em.line(f"  {value_t} a_tile[{rows}][{wa}];")
     em.line(f"  {unroll}")
     em.line(f"  for (int i = 0; i < {rows}; ++i) {{")
-    em.line(f"    {read(a_name, _a_index(op.operands[0].type, row_of, a_pitch), wa, 'a_tile[i][{}]', 'a')}")
+    a_type = op.operands[0].type
+    chunks = em.hoisted_coordinates.get(op, {}).get("a_chunks") if by_asm else None
+    a_address = None
+    if chunks is not None:  # hoist_fma_reads: the chunk's offset in the row, then the row's and the block's
+        per_block, per_chunk = a_type.layout.swizzle // nbytes, 16 // nbytes
+        block = f" + kk / {per_block} * {a_type.shape[0] * per_block * nbytes}" if a_type.shape[1] > per_block else ""
+        a_address = (f"a_at + {chunks}[kk % {per_block} / {per_chunk}] + "
+                     f"(unsigned)(i * {parent.tile(rows_dim) * per_block * nbytes}{block})")
+    em.line(f"    {read(a_name, _a_index(a_type, row_of, a_pitch), wa, 'a_tile[i][{}]', 'a', a_address)}")
     em.line("  }")
     em.line(f"  {unroll}")
     em.line(f"  for (int q = 0; q < {wa}; ++q) {{")

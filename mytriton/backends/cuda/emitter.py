@@ -63,7 +63,7 @@ from mytriton.backends.cuda import tile_stores, tma  # noqa: F401 (tile_stores r
 from mytriton.backends.cuda.tma_copies import tensor_maps
 from mytriton.backends.cuda.atomics import emit_scalar_atomic
 from mytriton.backends.cuda.c_builder import CBuilder, INDENT
-from mytriton.backends.cuda.dots import TOP_LEVEL, declare_shared, hoist_copy_coordinates, shared_array_name
+from mytriton.backends.cuda.dots import TOP_LEVEL, declare_shared, hoist_copy_coordinates, hoist_fma_reads, shared_array_name
 from mytriton.backends.cuda.hold_tiles import accumulations, approximations_reached, combined_results, statement_results
 from mytriton.backends.cuda.line_directives import with_directives
 from mytriton.backends.cuda.wgmma import WARPGROUP_INDEX, warpgroup_index_line
@@ -794,6 +794,7 @@ class CudaEmitter:
         index = self.name(body.args[0])
         index_type = body.args[0].type  # i32, or i64 where a bound is
         hoist_copy_coordinates(self, op)
+        hoist_fma_reads(self, op)
         if "loop_unroll_factor" in op.attrs:  # tl.range(..., loop_unroll_factor=N)
             self.line(f"{self.lang.unroll} {op.attrs['loop_unroll_factor']}")
         # A runtime step is positive by contract; one that is not runs no

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Callable, TypeVar
 
 from mytriton.ir import opdefs
-from mytriton.ir.layout_attributes import NvmmaShared
+from mytriton.ir.layout_attributes import SWIZZLE_ALIGNMENT, NvmmaShared
 from mytriton.ir.ssa import Block, Kernel, Op, OpResult, Value, walk
 from mytriton.passes.buffer_liveness import Liveness, aligned, asynchronous, placed_end, placement
 from mytriton.passes.layouts import touches_shared
@@ -39,7 +39,7 @@ def buffer_alignment(op: Op) -> int:
     swizzled one (wgmma applies the swizzle to address bits 4-9, so a buffer
     must start where the pattern does), else 16 (cp.async's 16-byte chunks,
     ldmatrix rows)."""
-    return 1024 if isinstance(op.results[0].type.layout, NvmmaShared) else 16
+    return SWIZZLE_ALIGNMENT if isinstance(op.results[0].type.layout, NvmmaShared) else 16
 
 
 def shared_buffers(kernel: Kernel) -> list[Op]:

@@ -49,10 +49,12 @@ from dataclasses import dataclass
 from mytriton.backends.cuda.dots import _zero, copy_geometry, index_type
 from mytriton.backends.cuda.copy_widths import is_async_copy
 from mytriton import remarks
+from mytriton.ir import opdefs
 from mytriton.ir.analysis import Definitions
 from mytriton.ir.axis_info import AxisAnalysis
 from mytriton.ir.layout_attributes import NvmmaShared
 from mytriton.ir.ssa import Block, Const, Kernel, Op, OpResult, Param, walk
+from mytriton.passes.dot_layouts import buffer_of
 from mytriton.passes.manager import require_laid_out
 from mytriton.remarks import note
 from mytriton.passes.stage_dots import NO_BOUND, non_negative
@@ -157,12 +159,14 @@ def tensor_maps(kernel: Kernel) -> list[TensorMap]:
     return maps
 
 
-def tma_problem(op: Op, facts: AxisAnalysis, defs: Definitions) -> str | None:
-    """Why TMA cannot make ``op`` (a copy into shared memory), or None."""
+def tma_problem(op: Op, facts: AxisAnalysis, defs: Definitions, layout: object = None) -> str | None:
+    """Why TMA cannot make ``op`` (a copy into shared memory), or None;
+    ``layout``: the buffer's, where the buffer has none yet (the layouts
+    pass asking whether to swizzle it)."""
     if op.name not in STRIDED:
         return "its rows are gathered" if "gathered" in op.name else "the threads wait for it (no pipelined loop)"
     g = copy_geometry(op)
-    layout = g.view_type.layout
+    layout = layout or g.view_type.layout
     if not isinstance(layout, NvmmaShared):
         return "its buffer is not swizzled for wgmma (nvmma_shared)"
     if g.view_type.element.name not in TMA_ELEMENTS:
@@ -207,6 +211,18 @@ def tma_problem(op: Op, facts: AxisAnalysis, defs: Definitions) -> str | None:
         if not non_negative(defs, shift, assumed=assumed):
             return "its base's offset is not proven never negative"
     return None
+
+
+def tma_would_copy(kernel: Kernel, buffer: object, layout: NvmmaShared, facts: AxisAnalysis) -> bool:
+    """Whether TMA would make every copy into ``buffer`` (a ``shared_alloc``
+    or its stages' result), were it of ``layout``: there is at least one,
+    each is pipelined and has what a tensor map needs, and the kernel's copy
+    groups are bounded."""
+    defs = Definitions(kernel)
+    copies = [op for op in walk(kernel.body) if opdefs.lookup(op.name) is not None
+              and opdefs.lookup(op.name).writes_shared and op.operands and buffer_of(op.operands[0]) is buffer]
+    return bool(copies) and ring_size(kernel) is not None \
+        and all(tma_problem(op, facts, defs, layout) is None for op in copies)
 
 
 def ring_size(kernel: Kernel) -> int | None:
