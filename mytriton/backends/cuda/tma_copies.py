@@ -219,8 +219,8 @@ def tma_would_copy(kernel: Kernel, buffer: object, layout: NvmmaShared, facts: A
     each is pipelined and has what a tensor map needs, and the kernel's copy
     groups are bounded."""
     defs = Definitions(kernel)
-    copies = [op for op in walk(kernel.body) if opdefs.lookup(op.name) is not None
-              and opdefs.lookup(op.name).writes_shared and op.operands and buffer_of(op.operands[0]) is buffer]
+    copies = [op for op in walk(kernel.body) if getattr(opdefs.lookup(op.name), "writes_shared", False)
+              and op.operands and buffer_of(op.operands[0]) is buffer]
     return bool(copies) and ring_size(kernel) is not None \
         and all(tma_problem(op, facts, defs, layout) is None for op in copies)
 
