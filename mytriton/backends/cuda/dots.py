@@ -390,14 +390,7 @@ def emit_async(em: "EmitContext", op: Op) -> None:
         layout = getattr(acc.type, "layout", None)
         if not (isinstance(layout, Mma) and layout.version == 3):
             raise em.error_at(op, "'wgmma_wait' waits for a dot in a version-3 (wgmma) mma layout")
-        # A pending-1 wait completes nothing the IR may read: the verifier lets an in_flight
-        # dot's result be read only after a pending-0 wait, so only that one names the
-        # registers. The ties of a pending-1 wait cost NVRTC 4 % of its time over the wgmma
-        # test kernels and kept no read in place (the 51 with such a wait: the same SASS
-        # structure without them).
-        pending = op.attrs["pending"]
-        registers = [] if pending else [f"{em.storage[acc]}[{k}]" for k in range(em.layout_of(acc).slots)]
-        em.line(f"{wait_asm(pending, registers)}{where}")
+        em.line(f"{wait_asm(op.attrs['pending'])}{where}")
     else:
         emit_async_copy(em, op)
 
