@@ -535,13 +535,13 @@ class CarriedOffset:
 
 
 @dataclass(frozen=True, eq=False)
-class StridedPlan:
-    """A tile load in a tutorial form, as ``copy_strided_to_shared`` spells it."""
+class StridedTile:
+    """A 2-D tile at ``base + rows * row_stride + cols * col_stride``
+    (``shifts`` added) where the mask's bounds hold: what a load is matched
+    to for its copy (``StridedPlan``) and a store for its TMA (tma-stores)."""
 
-    load: Op
     base: Operand  # a scalar pointer: the tile's origin (in the loop's first iteration when carried) ...
     shifts: tuple[Operand, ...]  # ... plus these integer scalars
-    advance: Advance | None
     rows: WrappedAxis
     cols: WrappedAxis
     row_stride: Operand
@@ -549,6 +549,14 @@ class StridedPlan:
     row_bound: Operand
     col_bound: Operand
     bound_shifts: tuple[tuple[Operand, Operand], tuple[Operand, Operand]]  # (mask offset, pointer offset)
+
+
+@dataclass(frozen=True, eq=False)
+class StridedPlan(StridedTile):
+    """A tile load in a tutorial form, as ``copy_strided_to_shared`` spells it."""
+
+    load: Op
+    advance: Advance | None
     fill: Const
     carried: tuple[CarriedOffset, ...] = ()  # offsets above that the loop carries, recomputed from its index
     # The dot reads the load's tile transposed (``tl.trans(load)``, ``load.T``):
@@ -577,9 +585,10 @@ class StridedPlan:
         if self.rows.gather is not None:
             raise _Mismatch("its rows are gathered, and the transpose of a gathered tile is not staged")
         (row_shift, col_shift) = self.bound_shifts
-        return StridedPlan(self.load, self.base, self.shifts, self.advance, self.cols, self.rows,
-                           self.col_stride, self.row_stride, self.col_bound, self.row_bound,
-                           (col_shift, row_shift), self.fill, self.carried, trans, self.row_starts)
+        return StridedPlan(self.base, self.shifts, self.cols, self.rows, self.col_stride, self.row_stride,
+                           self.col_bound, self.row_bound, (col_shift, row_shift), load=self.load,
+                           advance=self.advance, fill=self.fill, carried=self.carried, transposed_by=trans,
+                           row_starts=self.row_starts)
 
     @property
     def element(self) -> ScalarType:
@@ -719,8 +728,8 @@ def _match_strided_load(defs: Definitions, value: Operand) -> StridedPlan:
         fill = other
     else:
         raise _Mismatch("the load does not fill masked-off elements with 0 or 0.0")
-    return StridedPlan(load, base, tuple(shifts), advance, rows, cols, row_stride, col_stride, row_bound, col_bound,
-                       (row_shift, col_shift), fill, carried,
+    return StridedPlan(base, tuple(shifts), rows, cols, row_stride, col_stride, row_bound, col_bound,
+                       (row_shift, col_shift), load=load, advance=advance, fill=fill, carried=carried,
                        row_starts=_row_starts(defs, hints, rows, cols, col_stride, pointee))
 
 
@@ -1185,23 +1194,7 @@ def _axis_test(defs: Definitions, test: Operand) -> tuple[int, WrappedAxis, Oper
     return axis, coordinate, bound
 
 
-@dataclass(frozen=True)
-class TileStore:
-    """A store of a 2-D tile at ``base + rows * row_stride + cols * col_stride``
-    (``shifts`` added) where the mask's bounds hold (tma-stores' question)."""
-
-    base: Operand
-    shifts: tuple[Operand, ...]
-    rows: WrappedAxis
-    cols: WrappedAxis
-    row_stride: Operand
-    col_stride: Operand
-    row_bound: Operand
-    col_bound: Operand
-    bound_shifts: tuple[tuple[Operand, Operand], tuple[Operand, Operand]]  # (mask offset, pointer offset)
-
-
-def match_tile_store(defs: Definitions, store: Op) -> TileStore | str:
+def match_tile_store(defs: Definitions, store: Op) -> StridedTile | str:
     """``store`` as a tile at a base, its rows and columns, strides and
     bounds, as the copies of a dot's operands are matched; else why not."""
     ptr, value, mask = store.operands
@@ -1214,8 +1207,8 @@ def match_tile_store(defs: Definitions, store: Op) -> TileStore | str:
         (row_bound, row_shift), (col_bound, col_shift) = _match_strided_mask(defs, mask, rows, cols)
     except _Mismatch as mismatch:
         return mismatch.reason.replace("of the load", "of the store")
-    return TileStore(base, tuple(shifts), rows, cols, row_stride, col_stride, row_bound, col_bound,
-                     (row_shift, col_shift))
+    return StridedTile(base, tuple(shifts), rows, cols, row_stride, col_stride, row_bound, col_bound,
+                       (row_shift, col_shift))
 
 
 def insert_pending(defs: Definitions, ops: list[Op]) -> None:

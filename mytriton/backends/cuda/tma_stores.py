@@ -52,7 +52,7 @@ from mytriton.ir.ssa import Const, Kernel, Op, Param, Value, erase_op, insert_be
 from mytriton.passes.buffer_liveness import array_bytes
 from mytriton.passes.dce import DCEPass
 from mytriton.passes.manager import require_laid_out
-from mytriton.passes.stage_dots import NO_WRAP, TileStore, insert_pending, match_tile_store, non_negative
+from mytriton.passes.stage_dots import NO_WRAP, StridedTile, insert_pending, match_tile_store, non_negative
 from mytriton.remarks import note
 from mytriton.target import DEFAULT_ARCH, DEFAULT_SHARED_LIMIT, SHARED_MEMORY_BUDGET, has_tma
 from mytriton.types import I32, PointerType, concrete, element_of
@@ -91,7 +91,7 @@ def _i32(operand: object) -> bool:
 
 
 def store_problem(kernel: Kernel, store: Op, tile: Value, facts: AxisAnalysis, defs: Definitions,
-                  budget: int = SHARED_MEMORY_BUDGET) -> tuple[str | None, TileStore | None]:
+                  budget: int = SHARED_MEMORY_BUDGET) -> tuple[str | None, StridedTile | None]:
     """Why TMA cannot write ``store`` (of the wgmma result ``tile``), or (None, its match)."""
     if store.parent is not kernel.body:
         return "it is inside a loop or a branch", None
