@@ -108,8 +108,14 @@ def cold_caches() -> None:
     kernel is loaded). NVRTC 13 also keeps what it compiled in the driver's
     compute cache (``~/.nv/ComputeCache``, across processes: a second run of
     the same kernels built in 0.05 s where the first took 0.5 s on the
-    H200), which ``CUDA_CACHE_DISABLE`` turns off (read before the driver
-    starts)."""
+    H200), which ``CUDA_CACHE_DISABLE`` turns off. The driver reads it once,
+    when CUDA starts, so a process whose CUDA has started cannot be made cold:
+    that is refused (``Results`` asked torch for the GPU's name before
+    ``cold_caches`` ran until 2026-12-04, and every script's second run found
+    what its first had built: 0.03-0.1 s first calls)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        raise RuntimeError("cold_caches() must run before CUDA starts: the driver reads CUDA_CACHE_DISABLE once")
     os.environ["MYTRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="mytriton-bench-cache-")
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-bench-cache-")
     os.environ["CUDA_CACHE_DISABLE"] = "1"
@@ -181,7 +187,9 @@ class Results:
 
     def __init__(self, script: str, args: argparse.Namespace) -> None:
         options = {k: v for k, v in vars(args).items() if k != "json"}
-        self.document = {"script": script, "options": options, "gpu": gpu_name(),
+        # The GPU's name is asked for at the first write: asking starts CUDA, which
+        # must wait for cold_caches.
+        self.document = {"script": script, "options": options, "gpu": None,
                          "when": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                          "rows": []}
         default = ROOT / "benchmarks" / "results" / f"{script}.json"
@@ -194,6 +202,9 @@ class Results:
     def write(self) -> None:
         # Atomic, and a link, a device or a file's permissions given as --json stay as they are.
         from mytriton.output_files import write_output
+
+        if self.document["gpu"] is None:
+            self.document["gpu"] = gpu_name()
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_output(str(self.path), json.dumps(self.document, indent=1) + "\n")

@@ -89,10 +89,37 @@ def test_cold_caches_give_both_compilers_empty_cache_folders(monkeypatch):
     # (set through monkeypatch first, so that the test leaves both as it found them)
     monkeypatch.setenv("MYTRITON_CACHE_DIR", "before")
     monkeypatch.setenv("TRITON_CACHE_DIR", "before")
+    monkeypatch.delenv("CUDA_CACHE_DISABLE", raising=False)
     common.cold_caches()
     for name in ("MYTRITON_CACHE_DIR", "TRITON_CACHE_DIR"):
         folder = Path(os.environ[name])
         assert folder.is_dir() and not any(folder.iterdir())
+    assert os.environ["CUDA_CACHE_DISABLE"] == "1"
+
+
+def test_cold_caches_refuse_a_process_whose_cuda_has_started(monkeypatch):
+    """The driver reads CUDA_CACHE_DISABLE once, as CUDA starts: set later, its
+    compute cache would serve a rerun's "first calls" (0.03 s where 0.4 s is
+    the build)."""
+    import types
+
+    cuda = types.SimpleNamespace(is_initialized=lambda: True)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    with pytest.raises(RuntimeError, match="before CUDA starts"):
+        common.cold_caches()
+
+
+def test_results_ask_for_the_gpu_only_when_they_write(tmp_path, monkeypatch):
+    """A script makes its Results before cold_caches; asking torch for the
+    GPU's name there would start CUDA too soon."""
+    import argparse
+
+    asked = []
+    monkeypatch.setattr(common, "gpu_name", lambda: asked.append(1) or "H200")
+    results = common.Results("toy", argparse.Namespace(json=str(tmp_path / "toy.json")))
+    assert asked == []
+    results.add("a", "ms", 1.0)
+    assert json.loads((tmp_path / "toy.json").read_text())["gpu"] == "H200" and asked == [1]
 
 
 def test_results_written_through_a_link_keep_the_link(tmp_path):
