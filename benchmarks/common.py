@@ -109,10 +109,9 @@ def cold_caches() -> None:
     compute cache (``~/.nv/ComputeCache``, across processes: a second run of
     the same kernels built in 0.05 s where the first took 0.5 s on the
     H200), which ``CUDA_CACHE_DISABLE`` turns off. The driver reads it once,
-    when CUDA starts, so a process whose CUDA has started cannot be made cold:
-    that is refused (``Results`` asked torch for the GPU's name before
-    ``cold_caches`` ran until 2026-12-04, and every script's second run found
-    what its first had built: 0.03-0.1 s first calls)."""
+    when CUDA starts (torch's first question to the GPU, its name included),
+    so a process whose CUDA has started cannot be made cold: that is refused,
+    as its "first calls" would be the cache's."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         raise RuntimeError("cold_caches() must run before CUDA starts: the driver reads CUDA_CACHE_DISABLE once")
