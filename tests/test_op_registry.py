@@ -173,6 +173,12 @@ def k(x_ptr, out_ptr, n, lock_ptr, BLOCK: tl.constexpr):
     y += s0 + s1 + tl.sum(tl.interleave(y, y) + tl.cat(y, y), axis=0) + tl.sum(h, axis=0)
     y += tl.sum(tl.broadcast_to(y, (2, BLOCK)), axis=0)
     y += tl.zeros_like(y) + tl.full_like(y, 1.0)
+    tl.assume(n > 0)
+    b0, b1 = tl.broadcast(tl.unsqueeze(y, 0), tl.unsqueeze(x, 1))
+    y += tl.sum(tl.squeeze(tl.unsqueeze(tl.ravel(b0 + b1), 0), 0)) + tl.sqrt_rn(x)
+    y = tl.mul(tl.add(y, 1.0), tl.sub(y, 1.0))
+    si, sj = tl.swizzle2d(i, i, n, n, 8)
+    y += (si + sj).to(tl.float32)
     y += tl.rand(n, i) + tl.randn(n, i) + tl.uint_to_uniform_float(tl.randint(n, i)) + tl.rand4x(n, i)[1]
     y += tl.randn4x(n, i)[2] + tl.pair_uniform_to_normal(x, x)[0] + tl.randint4x(n, i)[3].to(tl.float32)
     q = tl.philox(n, i, i, i, i)
@@ -204,6 +210,7 @@ def k_scans(x_ptr, out_ptr, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, BLOCK))
     y = tl.cumsum(x, 0) + tl.cumprod(x, 0, reverse=True) + tl.associative_scan(x, 0, _add)
     r = tl.argmax(y, 0) + tl.argmin(y, 0) + tl.reduce(y, 0, _add)
+    r += tl.xor_sum(y.to(tl.int32, bitcast=True), 0) + tl.reduce_or(y.to(tl.int32, bitcast=True), 0)
     tl.store(out_ptr + tl.arange(0, BLOCK), y + r)
 """
 

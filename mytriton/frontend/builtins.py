@@ -296,6 +296,22 @@ def _clamp(t: Tracer, node: ast.Call, x: Any, min: Any, max: Any, propagate_nan:
     return t.make(op, tuple(_value(t, node, v, "clamp") for v in (x, min, max)), node)
 
 
+def _arithmetic(name: str, operator: ast.operator) -> None:
+    """``tl.add``, ``tl.sub``, ``tl.mul``: the operator as a function, as
+    Triton's core has them. ``sanitize_overflow`` asks Triton, in its debug
+    mode only, to check signed integers for overflow; here it is accepted
+    (a constant flag) and the operator computes as ``+``, ``-``, ``*`` do."""
+    @builtin(name, "x", "y", sanitize_overflow=True)
+    def impl(t: Tracer, node: ast.Call, x: Any, y: Any, sanitize_overflow: Any) -> Any:
+        _flag(t, node, sanitize_overflow, f"tl.{name}: sanitize_overflow")
+        return t.binary(operator, _value(t, node, x, name), _value(t, node, y, name), node)
+
+
+_arithmetic("add", ast.Add())
+_arithmetic("sub", ast.Sub())
+_arithmetic("mul", ast.Mult())
+
+
 @builtin("fma", "x", "y", "z")
 def _fma(t: Tracer, node: ast.Call, x: Any, y: Any, z: Any) -> Any:
     return t.make("fma", tuple(_value(t, node, v, "fma") for v in (x, y, z)), node)
@@ -595,6 +611,21 @@ def _static_assert(t: Tracer, node: ast.Call, cond: Any, msg: Any) -> Any:
     return None
 
 
+@builtin("assume", "cond")
+def _assume(t: Tracer, node: ast.Call, cond: Any) -> Any:
+    """``tl.assume(cond)``: a fact the compiler may take as true (Triton hands
+    it to LLVM's assume, and a program where it is false is undefined). It
+    changes no result of a program where it holds, so it is checked to be a
+    condition and adds nothing to the IR."""
+    if isinstance(cond, Expr):
+        ty = t.type_of(cond, node)
+        if element_of(ty) != BOOL:
+            raise t.error(f"tl.assume needs a condition (a bool), got {ty}", node)
+    elif type(cond) is not bool:
+        raise t.error(f"tl.assume needs a condition (a bool), got {describe(cond)}", node)
+    return None
+
+
 def _static_text(t: Tracer, node: ast.Call, value: Any) -> str:
     if isinstance(value, Expr):
         return str(t.type_of(value, node))
@@ -848,6 +879,47 @@ def _broadcast_to(t: Tracer, node: ast.Call, args: list, kwargs: dict) -> Any:
     if old == shape:
         return x
     return t.make("broadcast_to", (x,), node, shape=shape)
+
+
+@builtin("broadcast", "input", "other")
+def _broadcast(t: Tracer, node: ast.Call, input: Any, other: Any) -> Any:
+    """``tl.broadcast(input, other)``: the two broadcast to their common shape."""
+    values = tuple(_value(t, node, v, "broadcast") for v in (input, other))
+    shapes = [shape_of(t.type_of(v, node)) for v in values]
+    try:
+        shape = broadcast_shapes(*shapes)
+    except TypeRuleError as e:
+        raise t.error(f"tl.broadcast: {e}", node) from None
+    return tuple(v if old == shape else t.make("broadcast_to", (v,), node, shape=shape)
+                 for v, old in zip(values, shapes))
+
+
+def _dim(t: Tracer, node: ast.Call, dim: Any, rank: int, name: str) -> int:
+    """``dim`` of a rank-``rank`` result counted from 0 (a negative one from the end)."""
+    dim = _axis(t, node, dim, f"tl.{name}'s dim")
+    if not -rank <= dim < rank:
+        raise t.error(f"tl.{name}: dim {dim} is out of range for {rank} dimension(s)", node)
+    return dim % rank
+
+
+@builtin("squeeze", "x", "dim")
+def _squeeze(t: Tracer, node: ast.Call, x: Any, dim: Any) -> Any:
+    """``tl.squeeze(x, dim)``: ``x`` without its dimension ``dim``, which must be 1."""
+    shape = _tile_shape(t, node, x, "squeeze")
+    dim = _dim(t, node, dim, len(shape), "squeeze")
+    if shape[dim] != 1:
+        raise t.error(f"tl.squeeze: dimension {dim} of shape {shape} is {shape[dim]}, not 1", node)
+    if len(shape) == 1:
+        raise t.error("tl.squeeze of a rank-1 tile would give a 0-d tensor, which mytriton does not make "
+                      "from a tile; keep the tile of one element", node)
+    return reshape(t, node, x, shape[:dim] + shape[dim + 1:], "squeeze")
+
+
+@builtin("unsqueeze", "x", "dim")
+def _unsqueeze(t: Tracer, node: ast.Call, x: Any, dim: Any) -> Any:
+    """``tl.unsqueeze(x, dim)``: ``x`` with a new dimension of 1 at ``dim`` (tl.expand_dims)."""
+    shape = _tile_shape(t, node, x, "unsqueeze")
+    return t.make("expand_dims", (x,), node, axis=_dim(t, node, dim, len(shape) + 1, "unsqueeze"))
 
 
 def _full_like(t: Tracer, node: ast.Call, input: Any, value: Any, dtype: Any) -> Any:

@@ -10,7 +10,7 @@ import ast
 
 from mytriton.diagnostics import CompileError, did_you_mean
 from mytriton.frontend.source import KernelModule, Unresolved, python_function
-from mytriton.language import CONSTANTS, DTYPES, FUNCTIONS, RANDOM_FUNCTIONS
+from mytriton.language import CLASSES, CONSTANTS, DTYPES, FUNCTIONS, RANDOM_FUNCTIONS, UNSUPPORTED_DTYPES
 from mytriton.language.extra import libdevice
 from mytriton.language.math import FUNCTIONS as MATH_NAMESPACE
 from mytriton.limits import MAX_EXPRESSION_DEPTH
@@ -18,7 +18,7 @@ from mytriton.limits import MAX_EXPRESSION_DEPTH
 # tl.range's keyword options (Triton 3.x), beside its positional bounds.
 TL_RANGE_OPTIONS = ("num_stages", "loop_unroll_factor", "disallow_acc_multi_buffer", "flatten", "warp_specialize",
                     "disable_licm")
-PYTHON_BUILTINS = ("range", "min", "max", "float", "int", "abs", "len", "bool", "print")
+PYTHON_BUILTINS = ("range", "min", "max", "float", "int", "abs", "len", "bool", "print", "isinstance")
 HOST_FUNCTIONS = ("mytriton.cdiv",)
 
 _STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.For, ast.If, ast.Pass, ast.Return,
@@ -231,9 +231,9 @@ class SyntaxChecker(ast.NodeVisitor):
             return
         if qualified and qualified.startswith("mytriton.language."):
             name = qualified[len("mytriton.language."):]
-            if (name not in FUNCTIONS and name not in DTYPES and name not in CONSTANTS
-                    and name not in ("constexpr", "math", "random", "extra")):
-                known = [*FUNCTIONS, *DTYPES, *CONSTANTS, "constexpr", "math", "random", "extra"]
+            if (name not in FUNCTIONS and name not in DTYPES and name not in CONSTANTS and name not in CLASSES
+                    and name not in UNSUPPORTED_DTYPES and name not in ("math", "random", "extra")):
+                known = [*FUNCTIONS, *DTYPES, *CONSTANTS, *CLASSES, "math", "random", "extra"]
                 raise self.error(f"'{name}' is not part of mytriton.language{did_you_mean(name, known)}", node)
             return
         if qualified and qualified.startswith("mytriton."):

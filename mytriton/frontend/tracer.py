@@ -31,7 +31,7 @@ from mytriton.ir.tree import (
     Arg, Effect, Expr, ForRange, IfStmt, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
     TreeKernel, WhileLoop, Yield,
 )
-from mytriton.language import CONSTANTS, DTYPES, RANDOM_FUNCTIONS
+from mytriton.language import CLASSES, CONSTANTS, DTYPES, RANDOM_FUNCTIONS, UNSUPPORTED_DTYPES
 from mytriton.language.extra import libdevice
 from mytriton.language.math import FUNCTIONS as MATH_NAMESPACE
 from mytriton.limits import (
@@ -110,12 +110,36 @@ TENSOR_METHODS = frozenset((
     "cast", "sum", "max", "min", "expand_dims", "trans", "broadcast_to", "reshape", "view", "permute", "split",
     "abs", *(row.name for row in math_functions.TABLE if row.method),
     "softmax", "sort", "flip", "histogram", "cumsum", "cumprod", "argmax", "argmin", "reduce", "associative_scan",
+    "xor_sum", "reduce_or", "ravel",
 ))
 
 
 @dataclass(frozen=True)
 class ModuleRef:
     qualified: str
+
+
+@dataclass(frozen=True)
+class LanguageClass:
+    """``tl.tensor``, ``tl.tensor_descriptor``, ``tl.const`` or ``tl.constexpr``
+    as a kernel names it: a class for ``isinstance``."""
+
+    name: str
+
+    def holds(self, value: Any) -> bool:
+        """Whether ``value`` (a traced value) is an instance, as Triton's
+        JIT answers: a runtime value (a scalar or a tile) is a tensor, a
+        compile-time constant a constexpr, a descriptor a tensor_descriptor;
+        nothing is a const (an annotation only)."""
+        from mytriton.frontend.block_pointers import TensorDescriptor
+
+        if self.name == "tensor":
+            return isinstance(value, Expr)
+        if self.name == "tensor_descriptor":
+            return isinstance(value, TensorDescriptor)
+        if self.name == "constexpr":
+            return is_constant(value)
+        return False
 
 
 @dataclass(frozen=True)
@@ -811,6 +835,10 @@ class Tracer:
                 return DTYPES[name]
             if name in BUILTINS:
                 return BUILTINS[name]
+            if name in CLASSES:
+                return LanguageClass(name)
+            if name in UNSUPPORTED_DTYPES:
+                raise self.error(f"tl.{name}: Triton's 8-bit float types are not supported by mytriton", node)
         if qualified == "mytriton.cdiv":
             return BUILTINS["cdiv"]
         raise self.error(f"'{qualified}' cannot be used inside a kernel", node)
@@ -868,6 +896,11 @@ class Tracer:
             return self.call_jit(func.name, node, args, kwargs, func.module)
         if isinstance(func, Method):
             return self.call_method(func, node, args, kwargs)
+        if func is isinstance:
+            return self.kernel_isinstance(node, args, kwargs)
+        if isinstance(func, LanguageClass) and func.name == "constexpr" and len(args) == 1 and not kwargs \
+                and is_constant(args[0]):
+            return args[0]  # tl.constexpr(3): the constant itself
         if callable(func) and func in _PY_BUILTINS.values():
             if func in (min, max) and any(isinstance(a, Expr) for a in args):
                 return self.runtime_min_max(func, node, args, kwargs)
@@ -879,6 +912,25 @@ class Tracer:
             except (ArithmeticError, TypeError, ValueError) as err:  # float(1 << 2000): OverflowError
                 raise self.error(f"{func.__name__}(): {err}", node) from None
         raise self.error(f"{describe(func)} cannot be called", node.func)
+
+    def kernel_isinstance(self, node: ast.Call, args: list, kwargs: dict) -> bool:
+        """Python's ``isinstance`` on a traced value, decided while tracing
+        (a constant): the classes are the language's (LanguageClass) or
+        Python's int, float and bool, one or a tuple of them."""
+        if kwargs or len(args) != 2:
+            raise self.error("isinstance() takes a value and a class (or a tuple of classes)", node)
+        value, classes = args
+        for cls in classes if isinstance(classes, tuple) else (classes,):
+            if isinstance(cls, LanguageClass):
+                if cls.holds(value):
+                    return True
+            elif cls in (int, float, bool):
+                if not isinstance(value, Expr) and isinstance(value, cls):
+                    return True
+            else:
+                raise self.error(f"isinstance() in a kernel takes tl.tensor, tl.tensor_descriptor, tl.constexpr "
+                                 f"or int, float, bool; got {describe(cls)}", node)
+        return False
 
     def runtime_min_max(self, func: Callable[..., Any], node: ast.Call, args: list, kwargs: dict) -> Any:
         """Python's min/max on runtime values: elementwise minimum/maximum of
@@ -1159,6 +1211,7 @@ _DTYPE_QUERIES: dict[str, Callable[[Any], bool]] = {
 
 _PY_BUILTINS: dict[str, Callable[..., Any]] = {
     "min": min, "max": max, "float": float, "int": int, "abs": abs, "len": len, "bool": bool,
+    "isinstance": isinstance,  # on traced values: Tracer.kernel_isinstance
 }
 
 

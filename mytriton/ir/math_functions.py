@@ -57,6 +57,8 @@ class MathFunction:
     mlir: str | None = None
     mlir_refused: str | None = None
     expanded: str | None = None
+    # Triton's own op where its front end writes one (tt.precise_sqrt); None: the MLIR op.
+    ttir: str | None = None
     # libdevice's symbols on f32 and f64; None: (f"__nv_{name}f", f"__nv_{name}").
     nv_symbols: tuple[str, str] | None = None
     # Where Triton's front end writes tl.<name> as libdevice's symbol, not a math op.
@@ -174,6 +176,12 @@ TABLE: tuple[MathFunction, ...] = (
     MathFunction("log2", lambda np, x: np.log2(x), tl=True, method=True),
     MathFunction("sqrt", lambda np, x: np.sqrt(x), tl=True, method=True),
     MathFunction("rsqrt", lambda np, x: 1 / np.sqrt(x), tl=True, method=True),
+    # tl.sqrt_rn: the square root rounded to nearest, as the IEEE standard has
+    # it, whatever the build's flags (Triton's tt.precise_sqrt; its tl.sqrt
+    # may approximate). mytriton's tl.sqrt rounds so too.
+    MathFunction("sqrt_rn", lambda np, x: np.sqrt(x), tl=True, c_f32="sqrtf({0})", c_f64="sqrt({0})",
+                 cuda_f32="__fsqrt_rn({0})", mlir="math.sqrt", ttir="tt.precise_sqrt",
+                 nv_symbols=("__nv_fsqrt_rn", "__nv_dsqrt_rn")),
     MathFunction("sin", lambda np, x: np.sin(x), tl=True, method=True),
     MathFunction("cos", lambda np, x: np.cos(x), tl=True, method=True),
     MathFunction("floor", lambda np, x: np.floor(x), tl=True, method=True, folds=True),

@@ -38,8 +38,12 @@ class PropagateNan:
     ALL = 0xFFFF
 
 
+# Triton's largest number of elements in one tensor (its triton._utils).
+TRITON_MAX_TENSOR_NUMEL = 1048576
+
 # Constant names of the language a kernel may read, by their path under ``tl``.
-CONSTANTS = {"PropagateNan.NONE": PropagateNan.NONE, "PropagateNan.ALL": PropagateNan.ALL}
+CONSTANTS = {"PropagateNan.NONE": PropagateNan.NONE, "PropagateNan.ALL": PropagateNan.ALL,
+             "TRITON_MAX_TENSOR_NUMEL": TRITON_MAX_TENSOR_NUMEL}
 
 
 class constexpr:
@@ -50,6 +54,52 @@ class constexpr:
 
     def __repr__(self) -> str:
         return f"constexpr({self.value!r})"
+
+
+class tensor:
+    """Triton's tensor class, here for annotations (``x_ptr: tl.tensor``),
+    which Python evaluates as it imports a kernel's module: kernels are read,
+    never run, so no Python value is ever one."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        raise RuntimeError("tl.tensor values exist only inside a @mytriton.jit kernel")
+
+
+class const:
+    """Triton's annotation of a pointer a kernel only reads (``in_ptr: tl.const``);
+    the frontend reads the parameter as any other."""
+
+
+class tensor_descriptor:
+    """Triton's tensor descriptor class. In a kernel, ``isinstance(x,
+    tl.tensor_descriptor)`` tells a descriptor (a host ``TensorDescriptor``
+    argument, or ``tl.make_tensor_descriptor``'s) from a pointer, as the
+    fused-attention tutorial's ``_maybe_make_tensor_desc`` asks."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        raise RuntimeError("tl.tensor_descriptor values exist only inside a @mytriton.jit kernel")
+
+
+# The classes a kernel may name in ``isinstance`` (and annotations).
+CLASSES = ("tensor", "tensor_descriptor", "const", "constexpr")
+
+
+class UnsupportedDtype:
+    """A dtype of Triton's that mytriton does not have (its 8-bit floats):
+    a name a kernel may spell in a branch it does not take
+    (``tl.float8e5 if FP8_OUTPUT else tl.float16``); taken, it is a located
+    error."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"triton.language.{self.name} (not supported by mytriton)"
+
+
+UNSUPPORTED_DTYPES = ("float8e4nv", "float8e5", "float8e4b8", "float8e5b16", "float8e4b15")
+for _name in UNSUPPORTED_DTYPES:
+    globals()[_name] = UnsupportedDtype(_name)
 
 
 # Triton's random numbers (its language/random.py): @jit helpers written in
@@ -65,7 +115,7 @@ RANDOM_FUNCTIONS = (
 SORTING_FUNCTIONS = ("sort", "flip")
 # Triton's scans and index reductions (its language/standard.py): @jit
 # helpers over tl.associative_scan and tl.reduce, in mytriton/language/standard.py.
-STANDARD_FUNCTIONS = ("cumsum", "cumprod", "argmax", "argmin")
+STANDARD_FUNCTIONS = ("cumsum", "cumprod", "argmax", "argmin", "xor_sum", "reduce_or", "ravel", "swizzle2d")
 # Its helpers that tl.max / tl.min call with return_indices=True.
 STANDARD_HELPERS = ("max_with_indices", "min_with_indices")
 
@@ -81,10 +131,12 @@ FUNCTIONS = (
     "static_range", "range", "cdiv",
     # Hints, spellings and compile-time checks (Triton's names and signatures).
     "multiple_of", "max_contiguous", "max_constancy", "cast", "pointer_type",
-    "static_assert", "static_print", "device_assert", "device_print", "trans",
+    "static_assert", "static_print", "device_assert", "device_print", "trans", "assume",
+    # Arithmetic as functions (Triton's core.add, sub, mul).
+    "add", "sub", "mul",
     # Shape ops (Triton's names and signatures).
-    "permute", "reshape", "view", "split", "join", "interleave", "cat", "broadcast_to", "zeros_like",
-    "full_like",
+    "permute", "reshape", "view", "split", "join", "interleave", "cat", "broadcast_to", "broadcast",
+    "squeeze", "unsqueeze", "zeros_like", "full_like",
     *RANDOM_FUNCTIONS, *SORTING_FUNCTIONS, "histogram",
     # Atomics (Triton's names and signatures).
     "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
@@ -127,7 +179,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'mytriton.language' has no attribute '{name}'")
 
 
-__all__ = ["constexpr", "dtype", "extra", "math", "PropagateNan", *DTYPES, *FUNCTIONS]
+__all__ = ["constexpr", "const", "dtype", "extra", "math", "PropagateNan", "tensor", "tensor_descriptor",
+           "TRITON_MAX_TENSOR_NUMEL", *DTYPES, *UNSUPPORTED_DTYPES, *FUNCTIONS]
 
 # ``tl.core`` (triton.language.core) re-exports the names above, so it comes after them.
 from mytriton.language import core  # noqa: E402,F401

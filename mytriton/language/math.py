@@ -10,7 +10,7 @@ from mytriton.ir.opdefs import MATH_FUNCTIONS
 # triton.language.math's functions (Triton 3.x) besides the math group's,
 # which are all here.
 TRITON_MATH = (
-    "abs", "cdiv", "clamp", "div_rn", "fdiv", "fma", "maximum", "minimum", "softmax", "sqrt_rn", "umulhi",
+    "abs", "cdiv", "clamp", "div_rn", "fdiv", "fma", "maximum", "minimum", "softmax", "umulhi",
 )
 
 FUNCTIONS = tuple(dict.fromkeys(name for name in (*TRITON_MATH, *MATH_FUNCTIONS) if name in _tl.FUNCTIONS))

@@ -1,7 +1,9 @@
-"""``tl.cumsum``, ``tl.cumprod``, ``tl.argmax``, ``tl.argmin`` and the
-index-returning forms of ``tl.max``/``tl.min``: Triton's scans and index
-reductions (its language/standard.py), written as @jit helpers over
-``tl.associative_scan`` and ``tl.reduce`` in mytriton's kernel language.
+"""``tl.cumsum``, ``tl.cumprod``, ``tl.argmax``, ``tl.argmin``, the
+index-returning forms of ``tl.max``/``tl.min``, ``tl.xor_sum``,
+``tl.reduce_or``, ``tl.ravel`` and ``tl.swizzle2d``: Triton's scans, index
+and bitwise reductions and index helpers (its language/standard.py), written
+as @jit helpers over ``tl.associative_scan``, ``tl.reduce`` and
+``tl.reshape`` in mytriton's kernel language.
 
 This file is kernel source: the frontend reads it with ``ast`` and traces
 these functions as it traces a user's helpers (frontend/library.py), every
@@ -164,3 +166,54 @@ def argmin(input, axis, tie_break_left=True, keep_dims=False):
     """The index of the minimum along ``axis`` (of equal minima, the first)."""
     _, index = min_with_indices(input, axis, tie_break_left, keep_dims)
     return index
+
+
+# ---- bitwise reductions ------------------------------------------------------------------------
+
+
+@mytriton.jit
+def _xor_combine(a, b):
+    return a ^ b
+
+
+@mytriton.jit
+def _or_combine(a, b):
+    return a | b
+
+
+@mytriton.jit
+def xor_sum(input, axis=None, keep_dims=False):
+    """The exclusive or of the elements along ``axis`` (every axis: all of them)."""
+    tl.static_assert(input.dtype.is_int(), "xor_sum only supported for integers")
+    return tl.reduce(input, axis, _xor_combine, keep_dims=keep_dims)
+
+
+@mytriton.jit
+def reduce_or(input, axis, keep_dims=False):
+    """The bitwise or of the elements along ``axis``."""
+    tl.static_assert(input.dtype.is_int(), "reduce_or only supported for integers")
+    return tl.reduce(input, axis, _or_combine, keep_dims=keep_dims)
+
+
+# ---- shapes and indices ------------------------------------------------------------------------
+
+
+@mytriton.jit
+def ravel(x, can_reorder=False):
+    """``x``'s elements as one dimension, in row-major order."""
+    return tl.reshape(x, (_numel(x),), can_reorder=can_reorder)
+
+
+@mytriton.jit
+def swizzle2d(i, j, size_i, size_j, size_g):
+    """The cell (i, j) of a row-major size_i x size_j grid renumbered so that
+    each band of size_g rows is walked column by column (the last band may
+    have fewer rows): the grouped order in which Triton's matmul tutorial
+    visits C's tiles, so that the programs running together share rows of A
+    and columns of B."""
+    linear = i * size_j + j
+    band_cells = size_g * size_j
+    first_row = (linear // band_cells) * size_g
+    band_rows = min(size_i - first_row, size_g)
+    within = linear % band_cells
+    return first_row + within % band_rows, within // band_rows

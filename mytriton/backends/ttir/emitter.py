@@ -344,7 +344,7 @@ class _Emitter(RegionEmitter):
                 f'tt.extern_elementwise {a[0]} {{libname = "", libpath = "", pure = true, '
                 f'symbol = "{row.symbol(wide_t == F64)}"}} : ({ty}) -> {ty}', op.loc))
         else:
-            self.in_f32(op, lambda a, ty, _: self.w.op(f"{row.mlir_op} {a[0]} : {ty}", op.loc))
+            self.in_f32(op, lambda a, ty, _: self.w.op(f"{row.ttir or row.mlir_op} {a[0]} : {ty}", op.loc))
 
     @lowers("sigmoid")
     def op_sigmoid(self, op: Op) -> None:

@@ -22,7 +22,7 @@ from mytriton.ir import math_functions
 # once, as mytriton's CUDA does. ``sigmoid`` is Triton's own expansion.
 MATH: dict[str, str] = {
     row.name: (f"tt.extern_elementwise @{row.symbol(False)} (libdevice), as tl.extra.cuda.libdevice.{row.name}"
-               if row.triton_extern else row.expanded or row.mlir_op)
+               if row.triton_extern else row.expanded or row.ttir or row.mlir_op)
     for row in math_functions.TABLE if row.tl
 }
 

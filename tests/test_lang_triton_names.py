@@ -1,0 +1,381 @@
+"""Names of Triton's language that published kernels use beside the common
+ones: ``tl.assume``, ``tl.broadcast``, ``tl.squeeze``/``tl.unsqueeze``,
+``tl.ravel``, ``tl.xor_sum``, ``tl.reduce_or``, ``tl.swizzle2d``,
+``tl.sqrt_rn``, ``tl.add``/``sub``/``mul``, ``tl.TRITON_MAX_TENSOR_NUMEL``,
+the annotations ``tl.tensor`` and ``tl.const``, ``isinstance`` on
+``tl.tensor``, ``tl.tensor_descriptor`` and ``tl.constexpr``, and Triton's
+8-bit float names in a branch not taken. Each as Triton defines it, checked
+in the interpreter against NumPy; CUDA that nvcc builds; the GPU test
+compares the GPU with the interpreter."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, build, cdiv, compile_text, kernel_source
+from mytriton.backends.interp import run_kernel
+from mytriton.diagnostics import CompileError
+from mytriton.ir.ssa import walk
+
+
+def ops_of(kernel) -> list[str]:
+    return [op.name for op in walk(kernel.body)]
+
+
+def compile_error(body: str, signature: str | None = None, **defines) -> str:
+    with pytest.raises(CompileError) as info:
+        build(body, signature=signature, **defines)
+    return str(info.value)
+
+
+# ---- tl.assume ----------------------------------------------------------------------------------
+
+ASSUMED = """
+@mytriton.jit
+def k(x_ptr, out_ptr, n, stride, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    tl.assume(pid >= 0)
+    tl.assume(stride > 0)
+    tl.assume(BLOCK > 0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs * stride, mask=offs < n), mask=offs < n)
+"""
+
+
+def test_assume_adds_nothing_to_the_ssa():
+    kernel = build(ASSUMED, signature="*fp32, *fp32, i32, i32", BLOCK=64)
+    without = build(ASSUMED.replace("tl.assume(", "tl.static_assert(True or "), signature="*fp32, *fp32, i32, i32",
+                    BLOCK=64)
+    assert ops_of(kernel) == ops_of(without)
+
+
+def test_assume_refuses_what_is_not_a_condition():
+    assert "tl.assume needs a condition (a bool), got i32" in compile_error("""
+    @mytriton.jit
+    def k(x_ptr, n):
+        tl.assume(n)
+    """, signature="*fp32, i32")
+    assert "got the constant 3" in compile_error("""
+    @mytriton.jit
+    def k(x_ptr):
+        tl.assume(3)
+    """, signature="*fp32")
+
+
+# ---- shapes ---------------------------------------------------------------------------------------
+
+SHAPES = """
+@mytriton.jit
+def k(col_ptr, row_ptr, sum_ptr, flat_ptr, back_ptr, M: tl.constexpr, N: tl.constexpr):
+    col = tl.unsqueeze(tl.load(col_ptr + tl.arange(0, M)), 1)          # [M, 1]
+    row = tl.load(row_ptr + tl.unsqueeze(tl.arange(0, N), 0))          # [1, N]
+    a, b = tl.broadcast(col, row)                                      # both [M, N]
+    idx = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    tl.store(sum_ptr + idx, a * 10 + b)
+    tl.store(flat_ptr + tl.arange(0, M * N), tl.ravel(a - b))
+    tl.store(back_ptr + tl.arange(0, N), tl.squeeze(row, 0) + tl.squeeze(col, -1).sum())
+"""
+
+
+def test_broadcast_unsqueeze_squeeze_and_ravel_as_numpy(rng):
+    m, n = 4, 8
+    col = rng.standard_normal(m).astype(np.float32)
+    row = rng.standard_normal(n).astype(np.float32)
+    outs = [np.full(m * n, np.nan, np.float32), np.full(m * n, np.nan, np.float32), np.full(n, np.nan, np.float32)]
+    run_kernel(build(SHAPES, M=m, N=n), (1,), [col, row, *outs])
+    a, b = np.broadcast_arrays(col[:, None], row[None, :])
+    np.testing.assert_array_equal(outs[0], (a * np.float32(10) + b).ravel())
+    np.testing.assert_array_equal(outs[1], (a - b).ravel())
+    np.testing.assert_allclose(outs[2], row + col.sum(), rtol=1e-6)
+
+
+def test_ravel_of_a_transposed_tile_is_row_major_as_numpy(rng):
+    kernel = build("""
+    @mytriton.jit
+    def k(x_ptr, out_ptr):
+        x = tl.load(x_ptr + tl.arange(0, 4)[:, None] * 8 + tl.arange(0, 8)[None, :])
+        tl.store(out_ptr + tl.arange(0, 32), x.T.ravel())
+    """)
+    x = rng.standard_normal(32).astype(np.float32)
+    out = np.zeros(32, np.float32)
+    run_kernel(kernel, (1,), [x, out])
+    np.testing.assert_array_equal(out, x.reshape(4, 8).T.ravel())
+
+
+@pytest.mark.parametrize("call, message", [
+    ("tl.squeeze(x, 1)", "tl.squeeze: dimension 1 of shape (1, 8) is 8, not 1"),
+    ("tl.squeeze(x, 2)", "tl.squeeze: dim 2 is out of range for 2 dimension(s)"),
+    ("tl.unsqueeze(x, 3)", "tl.unsqueeze: dim 3 is out of range for 3 dimension(s)"),
+    ("tl.squeeze(tl.arange(0, 1), 0)", "tl.squeeze of a rank-1 tile would give a 0-d tensor"),
+    ("tl.broadcast(x, tl.arange(0, 4))", "tl.broadcast: shapes"),
+])
+def test_shape_functions_refuse_what_triton_refuses(call, message):
+    error = compile_error(f"""
+    @mytriton.jit
+    def k(out_ptr):
+        x = tl.zeros((1, 8), tl.float32)
+        y = {call}
+    """)
+    assert message in error
+
+
+# ---- bitwise reductions -----------------------------------------------------------------------------
+
+BITWISE = """
+@mytriton.jit
+def k(x_ptr, xor_rows_ptr, or_cols_ptr, xor_all_ptr, kept_ptr, M: tl.constexpr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
+    tl.store(xor_rows_ptr + tl.arange(0, M), tl.xor_sum(x, 1))
+    tl.store(or_cols_ptr + tl.arange(0, N), x.reduce_or(0))
+    tl.store(xor_all_ptr, x.xor_sum())
+    tl.store(kept_ptr + tl.arange(0, M)[:, None], tl.reduce_or(x, 1, keep_dims=True))
+"""
+
+
+@pytest.mark.parametrize("dtype, signature", [(np.int32, "*i32"), (np.uint8, "*u8"), (np.int64, "*i64")])
+def test_xor_sum_and_reduce_or_as_numpy(rng, dtype, signature):
+    m, n = 8, 16
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, size=m * n, dtype=dtype, endpoint=True)
+    outs = [np.zeros(m, dtype), np.zeros(n, dtype), np.zeros(1, dtype), np.zeros(m, dtype)]
+    run_kernel(build(BITWISE, signature=", ".join([signature] * 5), M=m, N=n), (1,), [x, *outs])
+    grid = x.reshape(m, n)
+    np.testing.assert_array_equal(outs[0], np.bitwise_xor.reduce(grid, axis=1))
+    np.testing.assert_array_equal(outs[1], np.bitwise_or.reduce(grid, axis=0))
+    assert outs[2][0] == np.bitwise_xor.reduce(x)
+    np.testing.assert_array_equal(outs[3], np.bitwise_or.reduce(grid, axis=1))
+
+
+def test_xor_sum_of_floats_is_trittons_static_assert():
+    assert "xor_sum only supported for integers" in compile_error("""
+    @mytriton.jit
+    def k(x_ptr, out_ptr):
+        tl.store(out_ptr, tl.xor_sum(tl.load(x_ptr + tl.arange(0, 16))))
+    """, signature="*fp32, *fp32")
+
+
+# ---- tl.swizzle2d -----------------------------------------------------------------------------------
+
+SWIZZLE = """
+@mytriton.jit
+def k(i_ptr, j_ptr, size_i, size_j, size_g, BLOCK: tl.constexpr):
+    cell = tl.arange(0, BLOCK)
+    i, j = tl.swizzle2d(cell // size_j, cell % size_j, size_i, size_j, size_g)
+    tl.store(i_ptr + cell, i, mask=cell < size_i * size_j)
+    tl.store(j_ptr + cell, j, mask=cell < size_i * size_j)
+"""
+
+
+def swizzle_reference(size_i: int, size_j: int, size_g: int) -> np.ndarray:
+    """Each cell's number in the grouped order: bands of size_g rows (the last
+    may be shorter), each band numbered down its columns."""
+    order = np.zeros((size_i, size_j), np.int32)
+    number = 0
+    for first in range(0, size_i, size_g):
+        rows = min(size_g, size_i - first)
+        for j in range(size_j):
+            for i in range(first, first + rows):
+                order[i, j] = number
+                number += 1
+    return order
+
+
+@pytest.mark.parametrize("size_i, size_j, size_g", [(4, 4, 2), (7, 5, 3), (6, 3, 8), (5, 9, 1)])
+def test_swizzle2d_numbers_each_band_down_its_columns(size_i, size_j, size_g):
+    n = size_i * size_j
+    i_out, j_out = np.full(64, -1, np.int32), np.full(64, -1, np.int32)
+    run_kernel(build(SWIZZLE, signature="*i32, *i32, i32, i32, i32", BLOCK=64), (1,),
+               [i_out, j_out, size_i, size_j, size_g])
+    # Cell c (row-major) is sent to (i_out[c], j_out[c]): the cell the c-th program takes.
+    order = swizzle_reference(size_i, size_j, size_g)
+    np.testing.assert_array_equal(order[i_out[:n], j_out[:n]], np.arange(n))
+
+
+def test_swizzle2d_of_constants_is_tritons_docstring_example():
+    # Triton's docstring: size_i = size_j = 4, size_g = 2 sends row-major cell 2 to (0, 1), 4 to (1, 0)...
+    kernel = build("""
+    @mytriton.jit
+    def k(out_ptr):
+        i, j = tl.swizzle2d(0, 2, 4, 4, 2)
+        tl.static_assert(i == 0 and j == 1)
+        i, j = tl.swizzle2d(1, 0, 4, 4, 2)
+        tl.static_assert(i == 0 and j == 2)
+        i, j = tl.swizzle2d(3, 3, 4, 4, 2)
+        tl.static_assert(i == 3 and j == 3)
+        tl.store(out_ptr, i * 4 + j)
+    """, signature="*i32")
+    assert "swizzle" not in " ".join(ops_of(kernel))
+
+
+# ---- sqrt_rn, add, sub, mul, the constant --------------------------------------------------------
+
+ARITHMETIC = """
+@mytriton.jit
+def k(x_ptr, y_ptr, root_ptr, arith_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=1.0)
+    y = tl.load(y_ptr + offs, mask=m, other=1.0)
+    tl.static_assert(BLOCK <= tl.TRITON_MAX_TENSOR_NUMEL)
+    tl.store(root_ptr + offs, tl.sqrt_rn(x), mask=m)
+    tl.store(arith_ptr + offs, tl.mul(tl.add(x, y), tl.sub(x, 2.0, sanitize_overflow=False)), mask=m)
+"""
+
+
+def test_sqrt_rn_and_arithmetic_functions_as_numpy(rng):
+    n = 300
+    x = np.abs(rng.standard_normal(n)).astype(np.float32) + np.float32(0.5)
+    y = rng.standard_normal(n).astype(np.float32)
+    root, arith = np.full(n, np.nan, np.float32), np.full(n, np.nan, np.float32)
+    run_kernel(build(ARITHMETIC, signature="*fp32, *fp32, *fp32, *fp32, i32", BLOCK=128), (cdiv(n, 128),),
+               [x, y, root, arith, n])
+    np.testing.assert_array_equal(root, np.sqrt(x))
+    np.testing.assert_array_equal(arith, (x + y) * (x - np.float32(2.0)))
+
+
+def test_sqrt_rn_rounds_to_nearest_in_every_back_end():
+    source = kernel_source(ARITHMETIC)
+    defines = {"BLOCK": 128}
+    signature = "*fp32, *fp32, *fp32, *fp32, i32"
+    assert "__fsqrt_rn(" in compile_text(source, "cuda", defines=defines, signature=signature)
+    assert "tt.precise_sqrt" in compile_text(source, "ttir", defines=defines, signature=signature)
+    assert "math.sqrt" in compile_text(source, "mlir", defines=defines, signature=signature)
+
+
+def test_arithmetic_functions_on_constants_fold():
+    kernel = build("""
+    @mytriton.jit
+    def k(out_ptr):
+        tl.store(out_ptr, tl.mul(tl.add(2, 3), tl.sub(7, 1)))
+    """, signature="*i32")
+    out = np.zeros(1, np.int32)
+    run_kernel(kernel, (1,), [out])
+    assert out[0] == 30 and "mul" not in ops_of(kernel)
+
+
+# ---- isinstance, and names of types mytriton lacks -------------------------------------------------
+
+DESCRIBED = """
+@mytriton.jit
+def _maybe_make_tensor_desc(desc_or_ptr, shape, strides, block_shape):
+    if isinstance(desc_or_ptr, tl.tensor_descriptor):
+        return desc_or_ptr
+    else:
+        return tl.make_tensor_descriptor(desc_or_ptr, shape, strides, block_shape)
+
+
+@mytriton.jit
+def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr, FP8_OUTPUT: tl.constexpr):
+    dtype = tl.float8e5 if FP8_OUTPUT else tl.float32
+    offs = tl.arange(0, BLOCK)
+    tl.static_assert(isinstance(offs, tl.tensor) and isinstance(n, tl.tensor) and not isinstance(BLOCK, tl.tensor))
+    tl.static_assert(isinstance(BLOCK, tl.constexpr) and isinstance(BLOCK, (float, int)))
+    tl.static_assert(not isinstance(x_ptr, tl.tensor_descriptor) and not isinstance(offs, tl.constexpr))
+    x = _maybe_make_tensor_desc(x_ptr, [n], [1], [BLOCK])
+    out = _maybe_make_tensor_desc(_maybe_make_tensor_desc(out_ptr, [n], [1], [BLOCK]), [1], [1], [1])
+    out.store([0], (x.load([0]) * 2).to(dtype))
+"""
+
+
+def test_isinstance_tells_descriptors_tensors_and_constants_apart(rng):
+    kernel = build(DESCRIBED, signature="*fp32, *fp32, i32", BLOCK=16, FP8_OUTPUT=False)
+    x = rng.standard_normal(16).astype(np.float32)
+    out = np.full(16, np.nan, np.float32)
+    run_kernel(kernel, (1,), [x, out, 12])
+    np.testing.assert_array_equal(out[:12], x[:12] * 2)
+    assert np.isnan(out[12:]).all()
+
+
+def test_an_8_bit_float_name_is_an_error_only_where_it_is_taken():
+    error = compile_error(DESCRIBED, signature="*fp32, *fp32, i32", BLOCK=16, FP8_OUTPUT=True)
+    assert "tl.float8e5: Triton's 8-bit float types are not supported by mytriton" in error
+    assert ":14:" in error.splitlines()[0]
+
+
+def test_isinstance_refuses_a_class_it_cannot_answer():
+    assert "isinstance() in a kernel takes" in compile_error("""
+    @mytriton.jit
+    def k(x_ptr):
+        tl.static_assert(isinstance(x_ptr, tl.float32))
+    """, signature="*fp32")
+
+
+# ---- annotations, through `import triton` ------------------------------------------------------------
+
+ANNOTATED = '''
+import numpy as np
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy(x_ptr: tl.tensor, out_ptr: tl.const, n: tl.int32, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.assume(n > 0)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+x = np.arange(10, dtype=np.float32)
+out = np.zeros(10, np.float32)
+copy[(1,)](x, out, 10, BLOCK=16)
+assert (out == x).all() and tl.TRITON_MAX_TENSOR_NUMEL == 1048576
+print("ok")
+'''
+
+
+def test_a_module_annotated_with_tl_tensor_and_tl_const_imports_and_runs(tmp_path):
+    (tmp_path / "annotated.py").write_text(ANNOTATED)
+    result = subprocess.run([sys.executable, "-m", "mytriton.as_triton", "annotated.py"], cwd=tmp_path,
+                            env={"PYTHONPATH": str(ROOT), "MYTRITON_BACKEND": "interp", "PATH": "/usr/bin:/bin"},
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "ok\n"
+
+
+def test_tl_tensor_is_only_an_annotation_outside_kernels():
+    import mytriton.language as tl
+
+    with pytest.raises(RuntimeError, match="only inside a @mytriton.jit kernel"):
+        tl.tensor()
+
+
+# ---- CUDA and the GPU -------------------------------------------------------------------------------
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("body, signature, defines", [
+    (SHAPES, None, {"M": 4, "N": 8}),
+    (BITWISE, "*i32, *i32, *i32, *i32, *i32", {"M": 8, "N": 16}),
+    (SWIZZLE, "*i32, *i32, i32, i32, i32", {"BLOCK": 64}),
+    (ARITHMETIC, "*fp32, *fp32, *fp32, *fp32, i32", {"BLOCK": 128}),
+    (ASSUMED, "*fp32, *fp32, i32, i32", {"BLOCK": 64}),
+])
+def test_cuda_of_the_names_builds_with_nvcc(body, signature, defines):
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    cuda = compile_text(kernel_source(body), "cuda", defines=defines, signature=signature)
+    assert ".entry k(" in compile_ptx(cuda, "sm_90")
+
+
+@pytest.mark.gpu
+def test_gpu_runs_the_names_as_the_interpreter(kernel_module):
+    module = kernel_module(BITWISE + SWIZZLE.replace("def k(", "def s(") + ARITHMETIC.replace("def k(", "def a("))
+    rng = np.random.default_rng(11)
+    x = rng.integers(-2**31, 2**31 - 1, size=128, dtype=np.int32)
+    n = 300
+    f = np.abs(rng.standard_normal(n)).astype(np.float32) + np.float32(0.5)
+    g = rng.standard_normal(n).astype(np.float32)
+    runs = {}
+    for backend in ("cuda", "interp"):
+        bitwise = [x, np.zeros(8, np.int32), np.zeros(16, np.int32), np.zeros(1, np.int32), np.zeros(8, np.int32)]
+        module.k[(1,)](*bitwise, M=8, N=16, backend=backend)
+        swizzled = [np.full(64, -1, np.int32), np.full(64, -1, np.int32), 7, 5, 3]
+        module.s[(1,)](*swizzled, BLOCK=64, backend=backend)
+        arith = [f, g, np.zeros(n, np.float32), np.zeros(n, np.float32), n]
+        module.a[(cdiv(n, 128),)](*arith, BLOCK=128, backend=backend)
+        runs[backend] = bitwise[1:] + swizzled[:2] + arith[2:4]
+    for gpu, interp in zip(runs["cuda"], runs["interp"]):
+        np.testing.assert_array_equal(gpu, interp)
