@@ -177,6 +177,45 @@ def int_literal_type(value: int) -> "WeakType | ScalarType | None":
 
 Type = ScalarType | PointerType | BlockType | SharedType | WeakType
 
+# Triton's AOT signature names of the scalar types.
+SIGNATURE_NAMES = {F16: "fp16", BF16: "bf16", F32: "fp32", F64: "fp64", I8: "i8", I16: "i16", I32: "i32",
+                   I64: "i64", U8: "u8", U16: "u16", U32: "u32", U64: "u64", BOOL: "i1"}
+
+
+@dataclass(frozen=True)
+class DescriptorParam:
+    """The type of a kernel parameter passed a host tensor descriptor
+    (Triton's ``TensorDescriptor``): in a signature only, spelled as Triton
+    spells it, ``tensordesc<fp16[64, 64]>`` (``, i64`` where the shape or a
+    stride needs 64 bits, ``, nan`` for NaN padding). The frontend gives the
+    kernel one parameter per part: the base pointer (16-byte aligned, as
+    Triton's descriptor requires), the shape, and the strides but the last
+    (which is 1); each stride spans a multiple of 16 bytes."""
+
+    element: ScalarType
+    block_shape: tuple[int, ...]
+    index: ScalarType = I32  # the shape's and the strides' integer type
+    padding: str = "zero"
+
+    def __str__(self) -> str:
+        options = ("" if self.index == I32 else f", {self.index}") + ("" if self.padding == "zero" else ", nan")
+        return f"tensordesc<{SIGNATURE_NAMES[self.element]}[{', '.join(map(str, self.block_shape))}]{options}>"
+
+    def parts(self, name: str) -> list[tuple[str, "ScalarType | PointerType"]]:
+        """The kernel's parameters for a descriptor parameter ``name``, in order."""
+        rank = len(self.block_shape)
+        return [(name, PointerType(self.element)),
+                *((f"{name}_shape{d}", self.index) for d in range(rank)),
+                *((f"{name}_stride{d}", self.index) for d in range(rank - 1))]
+
+    def facts(self, name: str) -> dict[str, dict[str, int]]:
+        """What the descriptor's alignment rules prove of its parts (``divisibility``)."""
+        stride = 16 // self.element.nbytes
+        facts = {name: {"divisibility": 16}}
+        if stride > 1:
+            facts.update({f"{name}_stride{d}": {"divisibility": stride} for d in range(len(self.block_shape) - 1)})
+        return facts
+
 
 def element_of(t: Type) -> Element | WeakType:
     return t.element if isinstance(t, BlockType) else t

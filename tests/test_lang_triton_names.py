@@ -289,10 +289,23 @@ def test_isinstance_tells_descriptors_tensors_and_constants_apart(rng):
     assert np.isnan(out[12:]).all()
 
 
-def test_an_8_bit_float_name_is_an_error_only_where_it_is_taken():
+def test_an_8_bit_float_name_is_an_error_only_where_it_is_used_as_a_dtype():
     error = compile_error(DESCRIBED, signature="*fp32, *fp32, i32", BLOCK=16, FP8_OUTPUT=True)
-    assert "tl.float8e5: Triton's 8-bit float types are not supported by mytriton" in error
-    assert ":14:" in error.splitlines()[0]
+    assert "got tl.float8e5, one of Triton's 8-bit float types, which mytriton does not support" in error
+    assert ":21:" in error.splitlines()[0]  # out.store(..., (...).to(dtype))
+
+
+def test_an_8_bit_float_name_compares_unequal_to_every_dtype():
+    # Triton 3.x's fused-attention tutorial: v_order = (0, 1) if V.dtype.element_ty == tl.float8e5 else (1, 0)
+    kernel = build("""
+    @mytriton.jit
+    def k(v_ptr, out_ptr):
+        fp8_v: tl.constexpr = v_ptr.dtype.element_ty == tl.float8e5
+        order: tl.constexpr = (0, 1) if fp8_v else (1, 0)
+        tl.static_assert(order == (1, 0) and tl.float8e5 != tl.float8e4nv and tl.float8e5 == tl.float8e5)
+        tl.store(out_ptr, tl.load(v_ptr))
+    """, signature="*fp16, *fp16")
+    assert "load" in ops_of(kernel)
 
 
 def test_isinstance_refuses_a_class_it_cannot_answer():

@@ -22,12 +22,28 @@ __path__: list[str] = []
 TRITON_API_LEVEL = "3.6.0"
 __version__ = f"{TRITON_API_LEVEL}+mytriton.{mytriton.__version__}"
 
-__all__ = ["CompilationError", "Config", "JITFunction", "KernelInterface", "autotune", "cdiv", "heuristics", "jit",
-           "language", "next_power_of_2", "runtime", "testing", "__version__"]  # noqa: F822 (__getattr__ loads testing)
+# __getattr__ loads testing and tools on first use.
+__all__ = ["CompilationError", "Config", "JITFunction", "KernelInterface", "autotune", "cdiv", "heuristics",  # noqa: F822
+           "jit", "language", "next_power_of_2", "runtime", "set_allocator", "testing", "tools", "__version__"]
+
+_allocator: Any = None
+
+
+def set_allocator(allocator: Any) -> None:
+    """Triton's ``triton.set_allocator(fn)``: the function Triton calls for
+    the global memory its device-side tensor descriptors live in
+    (``fn(size, alignment, stream)``). mytriton's descriptors need none, so
+    it is kept and never called."""
+    global _allocator
+    if allocator is not None and not callable(allocator):
+        raise TypeError(f"triton.set_allocator takes a function or None, got {type(allocator).__name__}")
+    _allocator = allocator
 
 
 def __getattr__(name: str) -> Any:
     if name == "testing":  # its timers load on first use, as mytriton.testing's do
         return importlib.import_module("mytriton.as_triton.testing")
+    if name == "tools":
+        return importlib.import_module("mytriton.tools")
     raise AttributeError(f"mytriton does not provide triton.{name} (it implements Triton {TRITON_API_LEVEL}'s "
                          f"kernel language and these host names: {', '.join(__all__)})")

@@ -28,6 +28,8 @@ MODULES: dict[str, str] = {
     "triton.runtime.autotuner": "mytriton.runtime.autotuner",
     "triton.runtime.driver": "mytriton.as_triton.driver",
     "triton.testing": "mytriton.as_triton.testing",
+    "triton.tools": "mytriton.tools",
+    "triton.tools.tensor_descriptor": "mytriton.tools.tensor_descriptor",
 }
 
 # How the kernel language spells a Triton path: ``triton.X`` is ``mytriton.X``

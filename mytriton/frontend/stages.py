@@ -3,6 +3,7 @@ and ``trace`` (kernel file or bundle -> tree IR)."""
 from __future__ import annotations
 
 import ast
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from mytriton.ir.tree import (
     Arg, CombineStmt, ForRange, IfStmt, LoopCarry, LoopResult, Node, ParamRef, Stmt, TreeKernel, WhileLoop, Yield,
 )
 from mytriton.language import DTYPES
-from mytriton.types import BOOL, F16, F32, F64, I32, SCALARS, PointerType, ScalarType, Type
+from mytriton.types import BOOL, F16, F32, F64, I32, I64, SCALARS, DescriptorParam, PointerType, ScalarType, Type
 
 # ---- choosing the kernel ------------------------------------------------------------------
 
@@ -203,7 +204,41 @@ _SIGNATURE_TYPES: dict[str, ScalarType] = {
 }
 
 
-def parse_signature_type(text: str) -> Type | None:
+_DESCRIPTOR = re.compile(r"tensordesc<\s*(\w+)\s*\[([\d\s,]*)\]\s*((?:,\s*\w+\s*)*)>")
+
+
+def parse_descriptor_type(text: str) -> DescriptorParam | None:
+    """``tensordesc<fp16[64, 64]>`` (``, i64``, ``, nan``): a host tensor descriptor's parameter type."""
+    match = _DESCRIPTOR.fullmatch(text.strip())
+    if match is None:
+        return None
+    element = _SIGNATURE_TYPES.get(match.group(1))
+    block = tuple(int(v) for v in match.group(2).split(",") if v.strip())
+    options = [o.strip() for o in match.group(3).split(",") if o.strip()]
+    if element is None or not block or any(o not in ("i32", "i64", "nan", "zero") for o in options):
+        return None
+    return DescriptorParam(element, block, I64 if "i64" in options else I32, "nan" if "nan" in options else "zero")
+
+
+def split_signature(signature: str) -> list[str]:
+    """A signature's entries: split at the commas outside ``<...>`` and ``[...]``."""
+    entries, depth, start = [], 0, 0
+    for at, char in enumerate(signature):
+        if char in "<[":
+            depth += 1
+        elif char in ">]":
+            depth = max(0, depth - 1)
+        elif char == "," and depth == 0:
+            entries.append(signature[start:at])
+            start = at + 1
+    entries.append(signature[start:])
+    return [e.strip() for e in entries if e.strip()]
+
+
+def parse_signature_type(text: str) -> Type | DescriptorParam | None:
+    descriptor = parse_descriptor_type(text)
+    if descriptor is not None:
+        return descriptor
     text = text.strip().split(":")[0].strip()
     if text.startswith("*"):
         pointee = _SIGNATURE_TYPES.get(text[1:].strip())
@@ -282,7 +317,7 @@ class Signature:
     (a number in a constexpr's place, or ``i32:1``: a constant, as Triton's
     compile.py makes it)."""
 
-    types: dict[str, Type]
+    types: dict[str, Type | DescriptorParam]
     attrs: dict[str, dict[str, int]]
     values: dict[str, Any]
 
@@ -314,7 +349,7 @@ def resolve_signature(module: KernelModule, entry: str, signature: str | None) -
     if signature is None:
         return None
     runtime, constexpr, _ = kernel_params(module, entry)
-    entries = [s.strip() for s in signature.split(",") if s.strip()]
+    entries = split_signature(signature)
     fn = module.functions[entry]
     all_params = [a.arg for a in fn.args.args]
     named = list(all_params if len(entries) == len(all_params) else runtime)
@@ -332,11 +367,16 @@ def resolve_signature(module: KernelModule, entry: str, signature: str | None) -
         if name in constexpr:
             raise CompileError(f"'{name}' is a tl.constexpr: the signature gives its value (a number), "
                                f"not the type '{text}'", module.loc(arg))
+        descriptor = parse_descriptor_type(text)
+        if descriptor is not None:
+            out.types[name] = descriptor
+            continue
         base, _, hint = text.partition(":")
         t = parse_signature_type(base)
         if t is None:
             raise CompileError(f"unknown type '{text}' for '{name}' in the signature "
-                               "(use *fp32, *fp16, *bf16, *fp64, *i8, *u8, *i32, *u32, *i64, i32, u32, i64, fp32, ...)",
+                               "(use *fp32, *fp16, *bf16, *fp64, *i8, *u8, *i32, *u32, *i64, i32, u32, i64, fp32, ..., "
+                               "tensordesc<fp16[64, 64]>)",
                                module.loc(arg))
         if hint:
             number = _signature_value(hint.strip())
@@ -384,6 +424,9 @@ def trace_stage(text: str, file: str, defines: dict[str, Any] | None = None,
     kernel.digest = module.digest
     if sig:
         kernel.param_attrs = {p: dict(a) for p, a in sig.attrs.items()}
+        for p, t in sig.types.items():
+            if isinstance(t, DescriptorParam):
+                kernel.param_attrs.update(t.facts(p))
     if types is None:
         pointers = pointer_params(kernel)
         inferred = {p: PointerType(F32) if p in pointers else I32 for p in runtime}

@@ -31,7 +31,8 @@ from mytriton.ir.tree import (
     Arg, Effect, Expr, ForRange, IfStmt, Let, LoopCarry, LoopIndex, LoopResult, Node, ParamRef, Stmt,
     TreeKernel, WhileLoop, Yield,
 )
-from mytriton.language import CLASSES, CONSTANTS, DTYPES, RANDOM_FUNCTIONS, UNSUPPORTED_DTYPES
+from mytriton import language
+from mytriton.language import CLASSES, CONSTANTS, DTYPES, RANDOM_FUNCTIONS, UNSUPPORTED_DTYPES, UnsupportedDtype
 from mytriton.language.extra import libdevice
 from mytriton.language.math import FUNCTIONS as MATH_NAMESPACE
 from mytriton.limits import (
@@ -39,7 +40,7 @@ from mytriton.limits import (
     constant_value_error,
 )
 from mytriton.types import (
-    BOOL, F32, I32, PointerType, ScalarType, Type, TypeRuleError, broadcast_shapes, concrete, element_of,
+    BOOL, F32, I32, DescriptorParam, PointerType, ScalarType, Type, TypeRuleError, broadcast_shapes, concrete, element_of,
     int_literal_type, shape_of, with_element,
 )
 
@@ -192,7 +193,7 @@ def is_constant(value: Any) -> bool:
     """A compile-time value that Python's own operators apply to, as they do
     to Triton's constexprs: a number, a string, None, a dtype, or a tuple of
     them."""
-    if is_number(value) or value is None or isinstance(value, (str, ScalarType, PointerType)):
+    if is_number(value) or value is None or isinstance(value, (str, ScalarType, PointerType, UnsupportedDtype)):
         return True
     return isinstance(value, tuple) and all(is_constant(v) for v in value)
 
@@ -837,8 +838,8 @@ class Tracer:
                 return BUILTINS[name]
             if name in CLASSES:
                 return LanguageClass(name)
-            if name in UNSUPPORTED_DTYPES:
-                raise self.error(f"tl.{name}: Triton's 8-bit float types are not supported by mytriton", node)
+            if name in UNSUPPORTED_DTYPES:  # compares unequal to every dtype; a located error where used as one
+                return getattr(language, name)
         if qualified == "mytriton.cdiv":
             return BUILTINS["cdiv"]
         raise self.error(f"'{qualified}' cannot be used inside a kernel", node)
@@ -1228,7 +1229,7 @@ def _value_key(value: Any) -> Hashable | None:
         return None if any(k is None for k in keys) else ("tuple", keys)
     if isinstance(value, JitRef):  # equal by name alone: the module is part of the key
         return ("JitRef", value.name, id(value.module))
-    if isinstance(value, (ScalarType, PointerType, Builtin, ModuleRef)):
+    if isinstance(value, (ScalarType, PointerType, Builtin, ModuleRef, UnsupportedDtype)):
         return (type(value).__name__, value)
     return None
 
@@ -1320,6 +1321,8 @@ def _add_names(found: dict[str, ast.AST], target: ast.expr) -> None:
 def describe(value: Any) -> str:
     if isinstance(value, Expr):
         return "a runtime value"
+    if isinstance(value, UnsupportedDtype):
+        return f"tl.{value.name}, one of Triton's 8-bit float types, which mytriton does not support"
     if isinstance(value, ScalarType):
         return f"the dtype {value.name}"
     if isinstance(value, PointerType):
@@ -1354,8 +1357,35 @@ def describe(value: Any) -> str:
 # ---- tracing a kernel ---------------------------------------------------------
 
 
+def _descriptor_param(module: KernelModule, kernel: TreeKernel, arg: ast.arg, t: DescriptorParam,
+                      names: set[str]) -> Any:
+    """A parameter passed a host tensor descriptor: the kernel's parameters
+    for its parts, and the descriptor they make (as tl.make_tensor_descriptor's)."""
+    from mytriton.frontend.block_pointers import MAX_DESCRIPTOR_RANK, TensorDescriptor
+
+    where = module.loc(arg)
+    block = t.block_shape
+    if not 1 <= len(block) <= MAX_DESCRIPTOR_RANK or any(b <= 0 or b & (b - 1) for b in block):
+        raise CompileError(f"'{arg.arg}': a tensor descriptor's block_shape is 1 to {MAX_DESCRIPTOR_RANK} powers of "
+                           f"two, got {list(block)}", where)
+    if block[-1] * t.element.nbytes < 16:
+        raise CompileError(f"'{arg.arg}': the block's last dimension must span at least 16 bytes, got {block[-1]} x "
+                           f"{t.element.name}", where)
+    if t.padding == "nan" and not t.element.is_float:
+        raise CompileError(f"'{arg.arg}': padding 'nan' needs floating-point elements, got {t.element.name}", where)
+    parts = t.parts(arg.arg)
+    for part, _ in parts[1:]:
+        if part in names:
+            raise CompileError(f"'{arg.arg}' is a tensor descriptor, whose part '{part}' is also the name of a "
+                               "parameter; rename that parameter", where)
+    kernel.params.extend(parts)
+    refs = [kernel.param(part) for part, _ in parts]
+    rank = len(block)
+    return TensorDescriptor(refs[0], tuple(refs[1:1 + rank]), (*refs[1 + rank:], 1), block, t.padding)
+
+
 def trace_kernel(module: KernelModule, name: str, constexprs: dict[str, Any],
-                 runtime_types: dict[str, Type], probing: bool = False,
+                 runtime_types: dict[str, Type | DescriptorParam], probing: bool = False,
                  f32_default: str | None = None) -> tuple[TreeKernel, bool]:
     """Trace ``name`` with the given constexpr values and runtime parameter
     types (already matched to the kernel's parameters); also whether the
@@ -1365,10 +1395,13 @@ def trace_kernel(module: KernelModule, name: str, constexprs: dict[str, Any],
     fn = module.functions[name]
     kernel = TreeKernel(name, [], {}, [], module.loc(fn))
     env: dict[str, Any] = {}
+    names = {arg.arg for arg in fn.args.args}
     for arg in fn.args.args:
         if arg.arg in constexprs:
             env[arg.arg] = constexprs[arg.arg]
             kernel.constexprs[arg.arg] = constexprs[arg.arg]
+        elif isinstance(runtime_types[arg.arg], DescriptorParam):
+            env[arg.arg] = _descriptor_param(module, kernel, arg, runtime_types[arg.arg], names)
         else:
             kernel.params.append((arg.arg, runtime_types[arg.arg]))
             env[arg.arg] = kernel.param(arg.arg)

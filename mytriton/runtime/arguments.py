@@ -10,7 +10,8 @@ from typing import Any
 
 from mytriton.diagnostics import CompileError, printable
 from mytriton.types import (
-    BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, PointerType, ScalarType, Type,
+    BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, SIGNATURE_NAMES, U8, U16, U32, U64, DescriptorParam, PointerType,
+    ScalarType, Type,
 )
 
 # __cuda_array_interface__ typestrs without their byte order (bf16 has none).
@@ -21,9 +22,6 @@ _NUMPY_NAMES = {"float16": F16, "bfloat16": BF16, "float32": F32, "float64": F64
                 "int32": I32, "int64": I64, "uint8": U8, "uint16": U16, "uint32": U32, "uint64": U64,
                 "bool": BOOL}
 _TORCH_NAMES = {"torch." + name: t for name, t in _NUMPY_NAMES.items()}
-# Triton's AOT signature names.
-_SIGNATURE = {F16: "fp16", BF16: "bf16", F32: "fp32", F64: "fp64", I8: "i8", I16: "i16", I32: "i32",
-              I64: "i64", U8: "u8", U16: "u16", U32: "u32", U64: "u64", BOOL: "i1"}
 
 
 def is_tensor(value: Any) -> bool:
@@ -179,7 +177,7 @@ def coded_launch_key(values: Any, codes: tuple[int, ...], constants: Any, rest: 
     return (*parts, *rest)
 
 
-def arg_type(value: Any, name: str) -> Type | None:
+def arg_type(value: Any, name: str) -> Type | DescriptorParam | None:
     """The type an argument is passed as; None for None, which Triton
     compiles in as a constant (a pointer the kernel does not use, or a
     scalar it tests with ``is None``)."""
@@ -199,10 +197,14 @@ def arg_type(value: Any, name: str) -> Type | None:
         return element_type(value, name)  # a NumPy scalar
     if hasattr(value, "__array_interface__") or hasattr(value, "__cuda_array_interface__"):
         return PointerType(element_type(value, name))
+    from mytriton.tools.tensor_descriptor import TensorDescriptor
+
+    if isinstance(value, TensorDescriptor):
+        return value.param_type(name)
     from mytriton.runtime.placement import launch_site
 
     raise CompileError(f"argument '{name}': cannot pass {printable(type(value).__name__)} to a kernel "
-                       "(use an array, a tensor, an int, a float or a bool)", launch_site())
+                       "(use an array, a tensor, an int, a float, a bool or a TensorDescriptor)", launch_site())
 
 
 def address_of(value: Any) -> int | None:
@@ -238,7 +240,7 @@ def specialization(value: Any, t: Type, on_value: bool = True, on_alignment: boo
     return ""
 
 
-def signature_of(types: list[Type | None], hints: list[str] | None = None) -> str:
+def signature_of(types: list[Type | DescriptorParam | None], hints: list[str] | None = None) -> str:
     """A Triton AOT signature string for these types (``*fp32:16, i32``),
     with each argument's specialisation as its hint; ``None`` for an
     argument passed as None (arg_type), which the signature binds."""
@@ -247,7 +249,10 @@ def signature_of(types: list[Type | None], hints: list[str] | None = None) -> st
         if t is None:
             parts.append("None")
             continue
-        text = "*" + _SIGNATURE[t.pointee] if isinstance(t, PointerType) else _SIGNATURE[t]
+        if isinstance(t, DescriptorParam):
+            parts.append(str(t))
+            continue
+        text = "*" + SIGNATURE_NAMES[t.pointee] if isinstance(t, PointerType) else SIGNATURE_NAMES[t]
         hint = hints[index] if hints else ""
         parts.append(f"{text}:{hint}" if hint else text)
     return ", ".join(parts)

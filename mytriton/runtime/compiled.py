@@ -73,6 +73,8 @@ class CompiledKernel:
         self.options = options
         self.metadata = Metadata(metadata)
         self.launcher: Any = None
+        # Parameters passed host tensor descriptors (their signature says tensordesc<...>).
+        self.has_descriptors = "tensordesc<" in (getattr(options, "signature", None) or "")
         # Printed now: the later stages change the kernel object in place.
         ssa = compiler.print_ssa(kernel)
 
@@ -126,6 +128,10 @@ class CompiledKernel:
         self._launch(normalize_grid(grid, dict(constants)), list(args))
 
     def _launch(self, grid3: tuple[int, int, int], values: list[Any], stream: Any = None) -> None:
+        if self.has_descriptors:  # a host TensorDescriptor is passed as its parts
+            from mytriton.tools.tensor_descriptor import expand_descriptors
+
+            values = expand_descriptors(values)
         if self.backend == "cuda":
             self.launcher.launch(grid3, values, stream)
         else:

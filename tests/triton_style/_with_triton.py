@@ -86,6 +86,7 @@ def load_with_triton(name: str, folder: Path):
     text = (HERE / f"{name}.py").read_text()
     text = text.replace("import mytriton as triton\n", "import triton\n")
     text = text.replace("import mytriton.language as tl\n", "import triton.language as tl\n")
+    text = text.replace("from mytriton.tools.", "from triton.tools.")
     path = folder / f"{name}.py"
     path.write_text(text)
     spec = importlib.util.spec_from_file_location(f"with_triton_{name}", path)

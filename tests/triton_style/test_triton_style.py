@@ -312,6 +312,17 @@ def case_fused_attention(m, rng) -> Result:
     return out
 
 
+def case_attention_descriptors(m, rng) -> Result:
+    out: Result = []
+    for host_descriptors, causal in itertools.product((True, False), (False, True)):
+        q, k, v = (rng.standard_normal((2, 3, 64, 16)).astype(np.float16) for _ in range(3))
+        o, lse = m.attention(q, k, v, causal, 0.5, host_descriptors=host_descriptors)
+        ro, rlse = _attention(q, k, v, causal, 0.5)
+        label = f"host descriptors={host_descriptors} causal={causal}"
+        out += [(f"o {label}", o.astype(np.float32), ro, 1e-2, 1e-2), (f"M {label}", lse, rlse, 1e-2, 1e-2)]
+    return out
+
+
 def case_attention_trans(m, rng) -> Result:
     out: Result = []
     for dtype, causal in itertools.product((np.float16, np.float32), (False, True)):
