@@ -5,9 +5,11 @@ the algorithm (``--form``): ``tutorial`` is Triton's tutorial 06
 K-major, the causal split in two loops); ``trans`` is
 tests/triton_style/attention_trans.py (K loaded as stored and
 ``tl.trans``-ed, offsets recomputed from the loop index with a mask, the
-loop in a ``@jit`` helper).
+loop in a ``@jit`` helper); ``descriptors`` is the tutorial's current form
+(tests/triton_style/attention_descriptors.py: Q, K, V and O passed as host
+TensorDescriptors of the (Z * H * N, D) matrices, each library's own class).
 
-    python benchmarks/attention.py [--form tutorial|trans] [--ctx 4096 1024]
+    python benchmarks/attention.py [--form tutorial|trans|descriptors] [--ctx 4096 1024]
         [--batch 4] [--heads 32] [--head-dim 64] [--dtype f16|bf16] [--causal]
         [--block 128x64] [--num-warps 4] [--num-stages 3]
 
@@ -23,7 +25,8 @@ from common import (ROOT, Results, add_json_option, cold_caches, first_call, fir
                     load_module, time_cuda, timing_columns, triton_available)
 
 KERNELS = {"tutorial": (ROOT / "tests" / "triton_style" / "fused_attention.py", "_attn_fwd"),
-           "trans": (ROOT / "tests" / "triton_style" / "attention_trans.py", "attention_fwd")}
+           "trans": (ROOT / "tests" / "triton_style" / "attention_trans.py", "attention_fwd"),
+           "descriptors": (ROOT / "tests" / "triton_style" / "attention_descriptors.py", "_attn_fwd")}
 
 
 def main() -> None:
@@ -48,9 +51,11 @@ def main() -> None:
 
     block_m, block_n = (int(v) for v in args.block.split("x"))
     path, kernel_name = KERNELS[args.form]
-    ours = getattr(load_module(path, f"mytriton_attention_{args.form}"), kernel_name)
-    theirs = (getattr(load_as_triton("", f"attention_{args.form}", path=path), kernel_name)
-              if triton_available() else None)
+    our_module = load_module(path, f"mytriton_attention_{args.form}")
+    their_module = load_as_triton("", f"attention_{args.form}", path=path) if triton_available() else None
+    ours = getattr(our_module, kernel_name)
+    theirs = getattr(their_module, kernel_name) if their_module is not None else None
+    modules = {"mytriton": our_module, "triton": their_module}
     dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     stage = 3 if args.causal else 1
 
@@ -63,7 +68,20 @@ def main() -> None:
         flops = 4.0 * args.batch * args.heads * n_ctx * n_ctx * args.head_dim * (0.5 if args.causal else 1.0)
         grid = ((n_ctx + block_m - 1) // block_m, args.batch * args.heads, 1)
 
-        def launch(kernel, o, m, **extra):
+        def launch(kernel, o, m, library, **extra):
+            if args.form == "descriptors":
+                # The config's block shapes set as its pre_hook would; the autotuner's kernel itself.
+                module = modules[library]
+                rows = args.batch * args.heads * n_ctx
+                blocks = (block_m, block_n, block_n, block_m)
+                descs = [module.TensorDescriptor(t.view(rows, args.head_dim), [rows, args.head_dim],
+                                                 [args.head_dim, 1], [b, args.head_dim])
+                         for t, b in zip((q, k, v, o), blocks)]
+                kernel.fn[grid](sm_scale, m, args.batch, args.heads, *descs, N_CTX=n_ctx, HEAD_DIM=args.head_dim,
+                                BLOCK_M=block_m, BLOCK_N=block_n, FP8_OUTPUT=False, STAGE=stage,
+                                warp_specialize=False, default_dtype=getattr(module.tl, str(dtype).split(".")[1]),
+                                num_warps=args.num_warps, num_stages=args.num_stages, **extra)
+                return
             if args.form == "trans":
                 # [Z, H, N, D] contiguous is [Z*H, N, D]: a head's stride is N*D, a row's D.
                 kernel[grid](q, k, v, o, n_ctx * args.head_dim, args.head_dim, n_ctx * args.head_dim,
@@ -84,11 +102,11 @@ def main() -> None:
                 continue
             o = torch.empty_like(q)
             m = torch.empty(shape[:3], device="cuda", dtype=torch.float32)
-            firsts[name] = first_call(lambda: launch(kernel, o, m, **extra))
+            firsts[name] = first_call(lambda: launch(kernel, o, m, name, **extra))
             error = (o.float() - reference.float()).abs().max().item()
             if not error < 2e-2:
                 raise SystemExit(f"{name} at ctx {n_ctx}: max abs error {error:.2e}")
-            results[name] = time_cuda(lambda: launch(kernel, o, m, **extra), repeat=args.repeat)
+            results[name] = time_cuda(lambda: launch(kernel, o, m, name, **extra), repeat=args.repeat)
         print(f"{n_ctx:<6} {timing_columns(flops, results)}", flush=True)
         print(first_call_line(firsts["mytriton"], firsts.get("triton")), flush=True)
         record.add(f"{args.form} {args.dtype} ctx={n_ctx} d={args.head_dim}{' causal' if args.causal else ''} "
