@@ -1003,10 +1003,16 @@ class Tracer:
                 if param not in defaults:
                     raise self.error(f"'{name}' is missing the argument '{param}'", node)
                 env[param] = self.eval(defaults[param])
-        for arg in fn.args.args:
-            if isinstance(env[arg.arg], Expr) and is_constexpr(self.module, arg):
-                raise self.error(f"'{name}': parameter '{arg.arg}' is a tl.constexpr, but its argument is a "
-                                 "value computed at run time", node)
+        # A helper's tl.constexpr annotation binds nothing in Triton, which
+        # passes what the call gives (the fused-attention tutorial hands its
+        # offs_m tile to `offs_m: tl.constexpr`); a use that needs a constant
+        # says so where it is. mytriton's own library functions keep the
+        # annotation as a contract, and say which argument broke it.
+        if self.module.file.startswith("<mytriton.language."):
+            for arg in fn.args.args:
+                if isinstance(env[arg.arg], Expr) and is_constexpr(self.module, arg):
+                    raise self.error(f"'{name}': parameter '{arg.arg}' is a tl.constexpr, but its argument is a "
+                                     "value computed at run time", node)
         # A call whose arguments are the same values as an earlier call's in
         # this region gives that call's result: a helper that calls itself
         # twice per level costs one trace per level, not 2^depth. Only calls
