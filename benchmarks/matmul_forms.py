@@ -186,6 +186,14 @@ def _persistent(p: Problem, c: Any) -> Launch:
         {**_block_sizes(p, "BLOCK_SIZE_"), "GROUP_SIZE_M": 8, "NUM_SMS": p.num_sms}
 
 
+def _persistent_descriptors(p: Problem, c: Any) -> Launch:
+    bm, bn, bk = p.tiles
+    grid = (min(p.num_sms, cdiv(p.M, bm) * cdiv(p.N, bn)),)
+    return grid, (p.a, p.b_nk, c, p.M, p.N, p.K), \
+        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_SIZE_M": 8, "EPILOGUE_SUBTILE": False,
+         "NUM_SMS": p.num_sms, "WARP_SPECIALIZE": False}
+
+
 def _grouped(p: Problem, c: list) -> Launch:
     import torch
 
@@ -238,6 +246,10 @@ FORMS: dict[str, Form] = {
                     "f32 C", _split_k, out="f32", zero_output=True),
     "persistent": Form("persistent_matmul", "matmul_kernel_persistent", "tutorial 09: persistent, "
                        "tl.range(flatten=True) over tiles, grid = SM count", _persistent),
+    "persistent_descriptors": Form("persistent_matmul_descriptors", "matmul_descriptor_persistent",
+                                   "tutorial 09's descriptor form: persistent, tl.make_tensor_descriptor for A and "
+                                   "B [N, K] (b.T), the grouped place from a helper, f16 output",
+                                   _persistent_descriptors, out="f16", needs=_descriptor_needs),
     "gathered": Form("matmul_gathered_rows", "moe_up_proj", "Liger's fused MoE: A's rows gathered through "
                      "an index loaded before the K loop (int64 offsets), x @ w.T with w [N, K] per expert, "
                      "masks on the expert's rows and on N", _gathered),

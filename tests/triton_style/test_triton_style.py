@@ -163,6 +163,19 @@ def case_descriptor_matmul(m, rng) -> Result:
     return out
 
 
+def case_persistent_matmul_descriptors(m, rng) -> Result:
+    out: Result = []
+    # Rows 16-byte multiples (as TMA needs), no size a multiple of its block; the
+    # epilogue whole and split in two halves.
+    for (M, N, K), subtile in (((150, 88, 72), False), ((150, 88, 72), True), ((40, 136, 24), True)):
+        a = rng.standard_normal((M, K)).astype(np.float16)
+        b_t = rng.standard_normal((N, K)).astype(np.float16)
+        exact = a.astype(np.float32) @ b_t.T.astype(np.float32)
+        c = m.matmul(a, b_t, epilogue_subtile=subtile)
+        out.append((f"c {M}x{N}x{K} subtile={subtile}", c.astype(np.float32), exact, 2e-2, 2e-2))
+    return out
+
+
 def case_matmul_split_k(m, rng) -> Result:
     out: Result = []
     for dtype, tol in ((np.float16, 2e-2), (np.float32, F32_DOT_TOL)):
