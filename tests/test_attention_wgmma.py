@@ -4,6 +4,8 @@ the softmax, in registers: ``dot_rs`` (a register tile times a shared
 buffer). The interpreter gives the bits the unstaged kernel gives."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -493,3 +495,46 @@ def test_the_warpgroup_attention_on_the_gpu_matches_the_interpreter(dtype, causa
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_warpgroup_attention_unpipelined_on_the_gpu_matches_the_interpreter(causal):
     attention_case("fp16", causal, 1000, (128, 64, 64, 4), 1)
+
+
+# Attention's backward for dK and dV (tutorial 06's form): two register-A dots in one loop body.
+DKDV = kernel_source("""
+@mytriton.jit
+def dkdv(Q, K, V, DO, M, D, DK, DV, stride_tok, N_CTX,
+         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr):
+    start_n = tl.program_id(0) * BLOCK_N
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    k = tl.load(K + offs_n[:, None] * stride_tok + offs_d[None, :])
+    v = tl.load(V + offs_n[:, None] * stride_tok + offs_d[None, :])
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    qT_ptrs = Q + tl.arange(0, BLOCK_M)[None, :] * stride_tok + offs_d[:, None]
+    do_ptrs = DO + tl.arange(0, BLOCK_M)[:, None] * stride_tok + offs_d[None, :]
+    for start_m in range(0, N_CTX, BLOCK_M):
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        qT = tl.load(qT_ptrs)
+        pT = tl.math.exp2(tl.dot(k, qT) - tl.load(M + offs_m)[None, :])
+        do = tl.load(do_ptrs)
+        dv += tl.dot(pT.to(tl.float16), do)
+        dpT = tl.dot(v, tl.trans(do))
+        dsT = pT * (dpT - tl.load(D + offs_m)[None, :])
+        dk += tl.dot(dsT.to(tl.float16), tl.trans(qT))
+        qT_ptrs += BLOCK_M * stride_tok
+        do_ptrs += BLOCK_M * stride_tok
+    tl.store(DV + offs_n[:, None] * stride_tok + offs_d[None, :], dv)
+    tl.store(DK + offs_n[:, None] * stride_tok + offs_d[None, :], dk)
+""")
+
+
+@pytest.mark.nvcc
+def test_two_register_a_dots_in_one_loop_body_each_hold_their_own_a():
+    """dV from P and dK from dS: each dot_rs's A elements in an array of its own (one name for both did not build)."""
+    from mytriton.backends.cuda.nvcc import compile_ptx
+
+    options = Options(kernel="dkdv", signature="*fp16:16, *fp16:16, *fp16:16, *fp16:16, *fp32:16, *fp32:16, "
+                      "*fp16:16, *fp16:16, i32:16, i32:16", defines=dict(BLOCK_M=32, BLOCK_N=128, HEAD_DIM=64))
+    cuda = compiler.compile_source(DKDV, "dkdv.py", "cuda", options)
+    arrays = set(re.findall(r"__half (t\d+_a)\[", cuda))
+    assert len(arrays) == 2
+    assert ".entry dkdv(" in compile_ptx(cuda, "sm_90a")

@@ -46,7 +46,7 @@ from mytriton.backends.cuda.dots import emit_fma_dot, pitch, stage_operands, tra
 from mytriton.backends.cuda.expressions import CValue, as_type
 from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.thread_coordinates import Layout, MmaLayout
-from mytriton.backends.cuda.wgmma import emit_wgmma_products
+from mytriton.backends.cuda.wgmma import emit_wgmma_products, register_a_name
 from mytriton.ir.ssa import Op
 from mytriton.ir.layout_attributes import Mma, NvmmaShared
 from mytriton.types import BF16, F16, F32, I8, ScalarType, SharedType, element_of
@@ -292,14 +292,16 @@ def _check_register_a(em: "EmitContext", op: Op) -> None:
 
 
 def _materialise_register_a(em: "EmitContext", op: Op) -> None:
-    """``a_values``: this thread's elements of the A tile, slot by slot (where
-    it is a cast of the accumulator of another dot, the f32 -> f16 rounding
-    of its registers: no data moves between threads)."""
+    """``register_a_name``'s array: this thread's elements of the A tile, slot
+    by slot (where it is a cast of the accumulator of another dot, the f32 ->
+    f16 rounding of its registers: no data moves between threads)."""
     a = op.operands[0]
+    values = register_a_name(em, op)
     loop = em.open_loop(em.layout_of(a), op)
     value = loop.value(a, loop.coords())
-    loop.lines.append(f"a_values[k] = {as_type(value, element_of(a.type))};")
-    em.close_loop(loop, "dot_rs: A's registers, the wgmma fragment", [f"{c_element(a.type)} a_values[{loop.domain.slots}];"])
+    loop.lines.append(f"{values}[k] = {as_type(value, element_of(a.type))};")
+    em.close_loop(loop, "dot_rs: A's registers, the wgmma fragment",
+                  [f"{c_element(a.type)} {values}[{loop.domain.slots}];"])
 
 
 def _emit_mma_sync_products(em: "EmitContext", op: Op, layout: Layout, storage: str, instr: Instruction,

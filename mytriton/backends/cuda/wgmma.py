@@ -186,6 +186,12 @@ def wait_asm(pending: int) -> str:
     return f'asm volatile("wgmma.wait_group.sync.aligned {pending};\\n" ::: "memory");'
 
 
+def register_a_name(em: "EmitContext", op: Op) -> str:
+    """The array holding a ``dot_rs``'s A elements for wgmma, one per dot:
+    a loop body may hold two (attention's backward: dV from P and dK from dS)."""
+    return f"{em.storage[op.results[0]]}_a"
+
+
 def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: str,
                         a_name: str, b_name: str) -> None:
     """The products of ``op`` into the accumulator array ``storage`` (already
@@ -197,7 +203,7 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
     element = b.type.element
     num_warps = attr.warps_per_cta[0]
     instr_n, instr_k = attr.instr_shape[1], attr.instr_shape[2]
-    registers_a = a_name is None  # dot_rs: A is a register tile (its values are in a_values)
+    registers_a = a_name is None  # dot_rs: A is a register tile (its values in register_a_name's array)
     a_row = 0 if registers_a else a.type.layout.swizzle  # bytes in a row of a column block
     b_row = b.type.layout.swizzle
     b_k_major = b.type.layout.transposed
@@ -248,9 +254,10 @@ def emit_wgmma_products(em: "EmitContext", op: Op, layout: "Layout", storage: st
             [f'"+f"({storage}[{slot}])' for slot in range(layout.slots)]
         fragments: list[str] = []
         if registers_a:
+            values = register_a_name(em, op)
             for kk in range(0, k, instr_k):
                 for rm in range(reps_m):
-                    packed = ", ".join(f"(unsigned){pack}(a_values[{low}]) | ((unsigned){pack}(a_values[{high}]) << 16)"
+                    packed = ", ".join(f"(unsigned){pack}({values}[{low}]) | ((unsigned){pack}({values}[{high}]) << 16)"
                                        for low, high in a_register_slots(a_layout, rm, kk))
                     em.line(f"unsigned a_frag_{kk // instr_k}_{rm}[4] = {{{packed}}};")
                     fragments += [f"a_frag_{kk // instr_k}_{rm}[{i}]" for i in range(4)]
