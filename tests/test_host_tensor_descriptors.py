@@ -108,6 +108,16 @@ def test_a_block_narrower_than_16_bytes_is_a_located_error(scale):
     assert info.value.loc is not None and info.value.loc.line > 1
 
 
+def test_a_block_of_more_than_2_to_the_20_elements_is_a_located_error(tmp_path):
+    path = tmp_path / "k.py"
+    path.write_text(kernel_source(SCALE))
+    run = subprocess.run([sys.executable, "-m", "mytriton", "compile", str(path), "--emit=ssa", "-D", "BM=64",
+                          "-D", "BN=64", "-s", "tensordesc<fp16[2048, 1024]>, tensordesc<fp16[64, 64]>"],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert run.returncode == 1 and run.stdout == ""
+    assert "k.py:5:11: error: 'x_desc': a block of [2048, 1024] has more than 2**20 elements" in run.stderr
+
+
 def test_shapes_and_strides_beyond_i32_make_the_parts_i64():
     x = np.zeros((16, 16), np.float32)
     big = TensorDescriptor(x, [2**31, 16], [16, 1], [16, 16])

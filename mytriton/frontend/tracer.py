@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import math
 import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
@@ -1374,6 +1375,8 @@ def _descriptor_param(module: KernelModule, kernel: TreeKernel, arg: ast.arg, t:
     if not 1 <= len(block) <= MAX_DESCRIPTOR_RANK or any(b <= 0 or b & (b - 1) for b in block):
         raise CompileError(f"'{arg.arg}': a tensor descriptor's block_shape is 1 to {MAX_DESCRIPTOR_RANK} powers of "
                            f"two, got {list(block)}", where)
+    if math.prod(block) > 1 << 20:
+        raise CompileError(f"'{arg.arg}': a block of {list(block)} has more than 2**20 elements", where)
     if block[-1] * t.element.nbytes < 16:
         raise CompileError(f"'{arg.arg}': the block's last dimension must span at least 16 bytes, got {block[-1]} x "
                            f"{t.element.name}", where)
