@@ -392,3 +392,45 @@ def test_gpu_runs_the_names_as_the_interpreter(kernel_module):
         runs[backend] = bitwise[1:] + swizzled[:2] + arith[2:4]
     for gpu, interp in zip(runs["cuda"], runs["interp"]):
         np.testing.assert_array_equal(gpu, interp)
+
+
+# ---- constexpr arguments at the launch ----------------------------------------------------------------
+
+CONSTEXPR_ARG = """
+@mytriton.jit
+def k(x_ptr, N: tl.constexpr):
+    tl.store(x_ptr, tl.load(x_ptr) + N)
+"""
+
+
+def test_a_tl_constexpr_argument_is_its_value(kernel_module):
+    x = np.ones(1, np.float32)
+    kernel_module(CONSTEXPR_ARG).k[(1,)](x, N=tl_constexpr(3), backend="interp")
+    assert x[0] == 4
+
+
+def tl_constexpr(value):
+    import mytriton.language as tl
+
+    return tl.constexpr(value)
+
+
+@pytest.mark.parametrize("value, what", [
+    (object(), "got a object"),
+    (None, None),
+    ("float8e5", "got tl.float8e5, one of Triton's 8-bit float types, which mytriton does not support"),
+])
+def test_a_constexpr_argument_the_ir_cannot_hold_is_refused_at_the_launch(kernel_module, value, what):
+    import mytriton.language as tl
+
+    if value == "float8e5":
+        value = tl.float8e5
+    kernel = kernel_module(CONSTEXPR_ARG.replace("tl.load(x_ptr) + N", "tl.load(x_ptr) + 1")).k
+    x = np.ones(1, np.float32)
+    if what is None:  # None is a constant the IR holds
+        kernel[(1,)](x, N=value, backend="interp")
+        assert x[0] == 2
+        return
+    with pytest.raises(CompileError, match=f"argument 'N': a tl.constexpr takes a number, .*, {what}") as info:
+        kernel[(1,)](x, N=value, backend="interp")
+    assert info.value.loc is not None and info.value.loc.file == __file__

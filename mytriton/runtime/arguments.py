@@ -177,6 +177,24 @@ def coded_launch_key(values: Any, codes: tuple[int, ...], constants: Any, rest: 
     return (*parts, *rest)
 
 
+def check_constexpr(value: Any, name: str) -> None:
+    """A tl.constexpr argument the IR can hold (and print): a number, a bool,
+    a string, None, a dtype, or a tuple of them; else a CompileError at the launch."""
+    if value is None or isinstance(value, (bool, int, float, str, ScalarType)):
+        return
+    if isinstance(value, tuple):
+        for item in value:
+            check_constexpr(item, name)
+        return
+    from mytriton.language import UnsupportedDtype
+    from mytriton.runtime.placement import launch_site
+
+    what = (f"tl.{value.name}, one of Triton's 8-bit float types, which mytriton does not support"
+            if isinstance(value, UnsupportedDtype) else f"a {printable(type(value).__name__)}")
+    raise CompileError(f"argument '{name}': a tl.constexpr takes a number, a bool, a string, None, a dtype or a "
+                       f"tuple of them, got {what}", launch_site())
+
+
 def arg_type(value: Any, name: str) -> Type | DescriptorParam | None:
     """The type an argument is passed as; None for None, which Triton
     compiles in as a constant (a pointer the kernel does not use, or a

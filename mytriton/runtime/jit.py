@@ -342,7 +342,8 @@ class JITFunction:
                    num_stages: int | None = None) -> Any:
         """The compiled kernel (runtime/compiled.py) for these arguments."""
         from mytriton import compiler
-        from mytriton.runtime.arguments import arg_type, launch_key, signature_of, specialization
+        from mytriton import language
+        from mytriton.runtime.arguments import arg_type, check_constexpr, launch_key, signature_of, specialization
 
         # The first time on a large stack (deep_stack.run_deep): it checks the
         # syntax with deep walks; later launches read the cache, without a thread.
@@ -355,7 +356,11 @@ class JITFunction:
         compiled = self._by_launch_key.get(fast) if fast is not None else None
         if compiled is not None:
             return compiled
-        constexprs = {name: bound[name] for name in constexpr}
+        # A tl.constexpr(3) argument is its value, as in Triton.
+        constexprs = {name: bound[name].value if isinstance(bound[name], language.constexpr) else bound[name]
+                      for name in constexpr}
+        for name, value in constexprs.items():
+            check_constexpr(value, name)
         types = [arg_type(bound[name], name) for name in runtime]
         hints = [specialization(bound[name], t, name in self._on_value, name in self._on_alignment)
                  for name, t in zip(runtime, types)]
