@@ -416,7 +416,7 @@ def tl_constexpr(value):
 
 
 @pytest.mark.parametrize("value, what", [
-    (object(), "got a object"),
+    (object(), "got a value of type object"),
     (None, None),
     ("float8e5", "got tl.float8e5, one of Triton's 8-bit float types, which mytriton does not support"),
 ])
@@ -434,3 +434,46 @@ def test_a_constexpr_argument_the_ir_cannot_hold_is_refused_at_the_launch(kernel
     with pytest.raises(CompileError, match=f"argument 'N': a tl.constexpr takes a number, .*, {what}") as info:
         kernel[(1,)](x, N=value, backend="interp")
     assert info.value.loc is not None and info.value.loc.file == __file__
+
+
+# ---- @jit functions as constexpr arguments ---------------------------------------------------------------
+
+ACTIVATED = """
+@mytriton.jit
+def relu(x):
+    return tl.maximum(x, 0.0)
+
+
+@mytriton.jit
+def square(x):
+    return x * x
+
+
+@mytriton.jit
+def k(x_ptr, out_ptr, n, ACTIVATION: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    if ACTIVATION is not None:
+        x = ACTIVATION(x)
+    tl.store(out_ptr + offs, x, mask=offs < n)
+"""
+
+
+def test_a_jit_function_passed_as_a_constexpr_is_called_in_the_kernel(kernel_module, rng):
+    module = kernel_module(ACTIVATED)
+    x = rng.standard_normal(50).astype(np.float32)
+    for activation, expected in ((module.relu, np.maximum(x, 0)), (module.square, x * x), (None, x)):
+        out = np.full(50, np.nan, np.float32)
+        compiled = module.k[(1,)](x, out, 50, ACTIVATION=activation, BLOCK=64, backend="interp")
+        np.testing.assert_array_equal(out, expected)
+    assert len(module.k._compiled) == 3  # one specialisation per function
+    assert "ACTIVATION = none" in compiled.asm["ssa"].splitlines()[0]
+    relu = module.k[(1,)](x, out, 50, ACTIVATION=module.relu, BLOCK=64, backend="interp")
+    assert "relu)" in relu.asm["ssa"].splitlines()[0]
+
+
+def test_a_plain_python_function_as_a_constexpr_is_refused_at_the_launch(kernel_module):
+    module = kernel_module(ACTIVATED)
+    x = np.ones(4, np.float32)
+    with pytest.raises(CompileError, match="a tl.constexpr takes .*, got a value of type function"):
+        module.k[(1,)](x, x, 4, ACTIVATION=lambda v: v, BLOCK=4, backend="interp")

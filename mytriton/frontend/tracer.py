@@ -1393,6 +1393,14 @@ def _descriptor_param(module: KernelModule, kernel: TreeKernel, arg: ast.arg, t:
     return TensorDescriptor(refs[0], tuple(refs[1:1 + rank]), (*refs[1 + rank:], 1), block, t.padding)
 
 
+def _is_jit_function(value: Any) -> bool:
+    if is_constant(value):
+        return False
+    from mytriton.runtime.jit import JITFunction
+
+    return isinstance(value, JITFunction)
+
+
 def trace_kernel(module: KernelModule, name: str, constexprs: dict[str, Any],
                  runtime_types: dict[str, Type | DescriptorParam], probing: bool = False,
                  f32_default: str | None = None) -> tuple[TreeKernel, bool]:
@@ -1404,9 +1412,23 @@ def trace_kernel(module: KernelModule, name: str, constexprs: dict[str, Any],
     fn = module.functions[name]
     kernel = TreeKernel(name, [], {}, [], module.loc(fn))
     env: dict[str, Any] = {}
+    region = Region(None)
+    budget = TraceBudget()
+    budget.probing = probing
+    budget.f32_default = f32_default
+    tracer = Tracer(module, kernel, region, env, budget=budget)
     names = {arg.arg for arg in fn.args.args}
     for arg in fn.args.args:
-        if arg.arg in constexprs:
+        if arg.arg in constexprs and _is_jit_function(constexprs[arg.arg]):
+            # A @jit function passed as a constexpr (an activation, a combine
+            # function), called in the kernel as the module's own helpers are;
+            # the IR names it.
+            from mytriton.frontend.namespace import binding_of
+
+            value = constexprs[arg.arg]
+            env[arg.arg] = tracer.bound_value(arg.arg, binding_of(module, arg.arg, value), arg)
+            kernel.constexprs[arg.arg] = repr(value)
+        elif arg.arg in constexprs:
             env[arg.arg] = constexprs[arg.arg]
             kernel.constexprs[arg.arg] = constexprs[arg.arg]
         elif isinstance(runtime_types[arg.arg], DescriptorParam):
@@ -1414,11 +1436,6 @@ def trace_kernel(module: KernelModule, name: str, constexprs: dict[str, Any],
         else:
             kernel.params.append((arg.arg, runtime_types[arg.arg]))
             env[arg.arg] = kernel.param(arg.arg)
-    region = Region(None)
-    budget = TraceBudget()
-    budget.probing = probing
-    budget.f32_default = f32_default
-    tracer = Tracer(module, kernel, region, env, budget=budget)
     # A return at the kernel's top level: the statements after it never run.
     with contextlib.suppress(_Return):
         tracer.run(fn.body)

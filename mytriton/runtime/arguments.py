@@ -179,8 +179,11 @@ def coded_launch_key(values: Any, codes: tuple[int, ...], constants: Any, rest: 
 
 def check_constexpr(value: Any, name: str) -> None:
     """A tl.constexpr argument the IR can hold (and print): a number, a bool,
-    a string, None, a dtype, or a tuple of them; else a CompileError at the launch."""
-    if value is None or isinstance(value, (bool, int, float, str, ScalarType)):
+    a string, None, a dtype, a @jit function, or a tuple of them; else a
+    CompileError at the launch."""
+    from mytriton.runtime.jit import JITFunction
+
+    if value is None or isinstance(value, (bool, int, float, str, ScalarType, JITFunction)):
         return
     if isinstance(value, tuple):
         for item in value:
@@ -190,9 +193,9 @@ def check_constexpr(value: Any, name: str) -> None:
     from mytriton.runtime.placement import launch_site
 
     what = (f"tl.{value.name}, one of Triton's 8-bit float types, which mytriton does not support"
-            if isinstance(value, UnsupportedDtype) else f"a {printable(type(value).__name__)}")
-    raise CompileError(f"argument '{name}': a tl.constexpr takes a number, a bool, a string, None, a dtype or a "
-                       f"tuple of them, got {what}", launch_site())
+            if isinstance(value, UnsupportedDtype) else f"a value of type {printable(type(value).__name__)}")
+    raise CompileError(f"argument '{name}': a tl.constexpr takes a number, a bool, a string, None, a dtype, a @jit "
+                       f"function or a tuple of them, got {what}", launch_site())
 
 
 def arg_type(value: Any, name: str) -> Type | DescriptorParam | None:
