@@ -117,6 +117,14 @@ class FakeDriver:
     def set_max_dynamic_shared(self, function: int, nbytes: int) -> None:
         self.attributes[function] = nbytes
 
+    def function_attribute(self, function: int, attribute: int) -> int:
+        """A loaded function's registers (40) and local bytes (16), as cuFuncGetAttribute gives them."""
+        from mytriton.runtime.driver_api import FUNCTION_ATTRIBUTE_LOCAL_SIZE_BYTES, FUNCTION_ATTRIBUTE_NUM_REGS
+
+        if function not in self.functions:
+            raise AssertionError(f"cuFuncGetAttribute of function {function}, never loaded")
+        return {FUNCTION_ATTRIBUTE_NUM_REGS: 40, FUNCTION_ATTRIBUTE_LOCAL_SIZE_BYTES: 16}[attribute]
+
     def launch_call(self):
         """launch_raw, its handles given as the ints they are."""
         return self.launch_raw, _same

@@ -477,3 +477,50 @@ def test_a_plain_python_function_as_a_constexpr_is_refused_at_the_launch(kernel_
     x = np.ones(4, np.float32)
     with pytest.raises(CompileError, match="a tl.constexpr takes .*, got a value of type function"):
         module.k[(1,)](x, x, 4, ACTIVATION=lambda v: v, BLOCK=4, backend="interp")
+
+
+# ---- what Triton's CompiledKernel tells its callers ---------------------------------------------------
+
+SOFTMAX = """
+@mytriton.jit
+def softmax(out_ptr, in_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(in_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + row * n_cols + cols, e / tl.sum(e, axis=0), mask=cols < n_cols)
+"""
+
+
+def _warmed_up(kernel_module, backend: str):
+    x = np.zeros((4, 100), np.float32)
+    return kernel_module(SOFTMAX).softmax.warmup(x, x, 100, BLOCK=128, num_warps=4, grid=(1,), backend=backend)
+
+
+def test_metadata_shared_is_the_blocks_shared_bytes(kernel_module):
+    from mytriton.backends.cuda.emitter import header_of
+
+    compiled = _warmed_up(kernel_module, "interp")
+    assert compiled.metadata.shared == compiled.metadata["shared"] == header_of(compiled.asm["cuda"])["shared_bytes"]
+    assert compiled.metadata.shared > 0  # the reductions' partials between warps
+
+
+def test_n_regs_and_n_spills_come_from_the_loaded_function_on_the_gpu(kernel_module, monkeypatch):
+    # Tutorial 02 sizes its persistent grid from them: warmup, _init_handles, n_regs, metadata.shared.
+    from fake_driver import FakeDriver, install
+
+    fake = install(monkeypatch, FakeDriver(shared_limit=232448))
+    compiled = _warmed_up(kernel_module, "cuda")
+    compiled._init_handles()
+    assert (compiled.n_regs, compiled.n_spills) == (40, 4)  # the stand-in's 16 local bytes are 4 words
+    assert len(fake.functions) == 1
+
+
+@pytest.mark.nvcc
+def test_n_regs_in_the_interpreter_are_ptxas_s_for_its_cuda(kernel_module):
+    from mytriton.remarks import ptxas_usage
+
+    compiled = _warmed_up(kernel_module, "interp")
+    compiled._init_handles()  # nothing to load
+    assert compiled.n_regs == ptxas_usage(compiled.asm["cuda"], "sm_90").registers > 0
+    assert compiled.n_spills == 0

@@ -47,13 +47,26 @@ class LazyAsm(Mapping):
 
 class Metadata(dict):
     """The launch options, read as ``metadata["num_warps"]`` or, as Triton's
-    ``metadata.num_warps``."""
+    ``metadata.num_warps``; ``lazy`` entries are worked out when first read
+    (``shared``: the bytes of shared memory a block takes, from the CUDA)."""
+
+    def __init__(self, values: dict[str, Any], lazy: dict[str, Callable[[], Any]] | None = None) -> None:
+        super().__init__(values)
+        self._lazy = lazy or {}
+
+    def __missing__(self, name: str) -> Any:
+        if name not in self._lazy:
+            raise KeyError(name)
+        value = self[name] = self._lazy[name]()
+        return value
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
         try:
             return self[name]
         except KeyError:
-            raise AttributeError(f"no metadata '{name}' (has: {', '.join(self)})") from None
+            raise AttributeError(f"no metadata '{name}' (has: {', '.join([*self, *self._lazy])})") from None
 
 
 class CompiledKernel:
@@ -71,8 +84,9 @@ class CompiledKernel:
         self.name = kernel.name
         self.backend = backend
         self.options = options
-        self.metadata = Metadata(metadata)
+        self.metadata = Metadata(metadata, {"shared": self._shared_bytes})
         self.launcher: Any = None
+        self._resources: tuple[int, int] | None = None
         # Parameters passed host tensor descriptors (their signature says tensordesc<...>).
         self.has_descriptors = "tensordesc<" in (getattr(options, "signature", None) or "")
         # Printed now: the later stages change the kernel object in place.
@@ -101,6 +115,44 @@ class CompiledKernel:
             "mlir": lambda: compiler.STAGE["mlir"].apply(compiler.read_ssa(ssa, file), options),
         })
         self.asm._texts["ssa"] = ssa
+
+    # ---- what Triton's CompiledKernel tells its callers (tutorial 02's occupancy sums) ----------------
+    def _shared_bytes(self) -> int:
+        from mytriton.backends.cuda.emitter import header_of
+
+        return int((header_of(self.asm["cuda"]) or {}).get("shared_bytes", 0))
+
+    def _init_handles(self) -> None:
+        """Triton's: load the kernel on the current GPU, so that ``n_regs`` and
+        ``n_spills`` are known; in the interpreter, nothing to load."""
+        if self.backend == "cuda":
+            self._usage()
+
+    @property
+    def n_regs(self) -> int:
+        """Registers a thread (the loaded function's; in the interpreter, ptxas's of its CUDA)."""
+        return self._usage()[0]
+
+    @property
+    def n_spills(self) -> int:
+        """Local memory a thread in 4-byte words, as Triton counts spills."""
+        return self._usage()[1]
+
+    def _usage(self) -> tuple[int, int]:
+        if self._resources is None:
+            if self.backend == "cuda":
+                registers, local = self.launcher.resources()
+            else:
+                from mytriton.diagnostics import CompileError
+                from mytriton.remarks import ptxas_usage
+
+                usage = ptxas_usage(self.asm["cuda"], self.options.arch)
+                if usage.registers is None:
+                    raise CompileError(f"kernel '{self.name}': its registers come from ptxas here (the interpreter "
+                                       f"loads no GPU code), which did not run: {usage.reason}")
+                registers, local = usage.registers, usage.stack
+            self._resources = (registers, local // 4)
+        return self._resources
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         """``handle[grid](*args)``: launch this specialisation again, as

@@ -228,6 +228,18 @@ class CudaKernel:
                 self._functions[device] = function
         return function
 
+    def resources(self) -> tuple[int, int]:
+        """(registers a thread, local memory bytes a thread) of the kernel as
+        loaded on the current GPU (device 0 where no context is current),
+        which loads it there first: Triton's ``n_regs`` and ``n_spills``."""
+        from mytriton.runtime.driver_api import FUNCTION_ATTRIBUTE_LOCAL_SIZE_BYTES, FUNCTION_ATTRIBUTE_NUM_REGS
+
+        device = self.driver.current_device()
+        with on_device(0 if device is None else device, self.driver) as drv:
+            function = self.function(0 if device is None else device)
+            return (drv.function_attribute(function, FUNCTION_ATTRIBUTE_NUM_REGS),
+                    drv.function_attribute(function, FUNCTION_ATTRIBUTE_LOCAL_SIZE_BYTES))
+
     def launch(self, grid: Sequence[int], args: Sequence[Any], stream: Any = None) -> None:
         if len(args) != len(self.params):
             raise CompileError(f"kernel '{self.name}' takes {len(self.params)} argument(s), got {len(args)}")

@@ -26,6 +26,8 @@ ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 FUNCTION_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+FUNCTION_ATTRIBUTE_LOCAL_SIZE_BYTES = 3
+FUNCTION_ATTRIBUTE_NUM_REGS = 4
 # cuPointerGetAttribute's, and the memory types it reports.
 POINTER_ATTRIBUTE_MEMORY_TYPE = 2
 POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
@@ -77,6 +79,7 @@ _SIGNATURES: dict[str, list[Any]] = {
     "cuModuleLoadData": [_P(_V), ctypes.c_char_p],
     "cuModuleGetFunction": [_P(_V), _V, ctypes.c_char_p],
     "cuFuncSetAttribute": [_V, _I, _I],
+    "cuFuncGetAttribute": [_P(_I), _I, _V],
     "cuLaunchKernel": [_V, _U, _U, _U, _U, _U, _U, _U, _V, _V, _V],
     "cuMemAlloc_v2": [_P(ctypes.c_uint64), _SIZE],
     "cuMemFree_v2": [ctypes.c_uint64],
@@ -257,6 +260,11 @@ class Driver:
     def set_max_dynamic_shared(self, function: int, nbytes: int) -> None:
         self._check(self.lib.cuFuncSetAttribute(function, FUNCTION_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                 nbytes), "cuFuncSetAttribute")
+
+    def function_attribute(self, function: int, attribute: int) -> int:
+        value = _I()
+        self._check(self.lib.cuFuncGetAttribute(ctypes.byref(value), attribute, function), "cuFuncGetAttribute")
+        return value.value
 
     def encode_tensor_map(self, address: int, dims: tuple[int, int], stride: int, box: tuple[int, int],
                           data_type: int, swizzle: int) -> bytes | None:
