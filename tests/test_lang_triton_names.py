@@ -274,6 +274,8 @@ def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr, FP8_OUTPUT: tl.constexpr):
     tl.static_assert(isinstance(offs, tl.tensor) and isinstance(n, tl.tensor) and not isinstance(BLOCK, tl.tensor))
     tl.static_assert(isinstance(BLOCK, tl.constexpr) and isinstance(BLOCK, (float, int)))
     tl.static_assert(not isinstance(x_ptr, tl.tensor_descriptor) and not isinstance(offs, tl.constexpr))
+    block = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (BLOCK,), (0,))
+    tl.static_assert(isinstance(block, tl.tensor) and not isinstance(block, tl.tensor_descriptor))
     x = _maybe_make_tensor_desc(x_ptr, [n], [1], [BLOCK])
     out = _maybe_make_tensor_desc(_maybe_make_tensor_desc(out_ptr, [n], [1], [BLOCK]), [1], [1], [1])
     out.store([0], (x.load([0]) * 2).to(dtype))
@@ -292,7 +294,7 @@ def test_isinstance_tells_descriptors_tensors_and_constants_apart(rng):
 def test_an_8_bit_float_name_is_an_error_only_where_it_is_used_as_a_dtype():
     error = compile_error(DESCRIBED, signature="*fp32, *fp32, i32", BLOCK=16, FP8_OUTPUT=True)
     assert "got tl.float8e5, one of Triton's 8-bit float types, which mytriton does not support" in error
-    assert ":21:" in error.splitlines()[0]  # out.store(..., (...).to(dtype))
+    assert ":23:" in error.splitlines()[0]  # out.store(..., (...).to(dtype))
 
 
 def test_an_8_bit_float_name_compares_unequal_to_every_dtype():

@@ -133,10 +133,10 @@ class LanguageClass:
         JIT answers: a runtime value (a scalar or a tile) is a tensor, a
         compile-time constant a constexpr, a descriptor a tensor_descriptor;
         nothing is a const (an annotation only)."""
-        from mytriton.frontend.block_pointers import TensorDescriptor
+        from mytriton.frontend.block_pointers import BlockPointer, TensorDescriptor
 
-        if self.name == "tensor":
-            return isinstance(value, Expr)
+        if self.name == "tensor":  # a block pointer too: Triton's is a tensor of pointers
+            return isinstance(value, (Expr, BlockPointer))
         if self.name == "tensor_descriptor":
             return isinstance(value, TensorDescriptor)
         if self.name == "constexpr":
