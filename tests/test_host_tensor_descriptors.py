@@ -108,12 +108,16 @@ def test_a_block_narrower_than_16_bytes_is_a_located_error(scale):
     assert info.value.loc is not None and info.value.loc.line > 1
 
 
-def test_a_block_of_more_than_2_to_the_20_elements_is_a_located_error(tmp_path):
+def compile_scale(tmp_path, signature: str) -> subprocess.CompletedProcess:
+    """``mytriton compile --emit=ssa`` of SCALE at 64x64 blocks with ``signature``."""
     path = tmp_path / "k.py"
     path.write_text(kernel_source(SCALE))
-    run = subprocess.run([sys.executable, "-m", "mytriton", "compile", str(path), "--emit=ssa", "-D", "BM=64",
-                          "-D", "BN=64", "-s", "tensordesc<fp16[2048, 1024]>, tensordesc<fp16[64, 64]>"],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    return subprocess.run([sys.executable, "-m", "mytriton", "compile", str(path), "--emit=ssa", "-D", "BM=64",
+                           "-D", "BN=64", "-s", signature], capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+def test_a_block_of_more_than_2_to_the_20_elements_is_a_located_error(tmp_path):
+    run = compile_scale(tmp_path, "tensordesc<fp16[2048, 1024]>, tensordesc<fp16[64, 64]>")
     assert run.returncode == 1 and run.stdout == ""
     assert "k.py:5:11: error: 'x_desc': a block of [2048, 1024] has more than 2**20 elements" in run.stderr
 
@@ -133,11 +137,7 @@ def test_a_descriptor_type_is_spelled_as_triton_spells_it_and_read_back(t):
 
 
 def test_the_cli_compiles_a_kernel_whose_signature_has_descriptors(tmp_path):
-    path = tmp_path / "k.py"
-    path.write_text(kernel_source(SCALE))
-    run = subprocess.run([sys.executable, "-m", "mytriton", "compile", str(path), "--emit=ssa", "-D", "BM=64",
-                          "-D", "BN=64", "-s", "tensordesc<fp16[64, 64]>, tensordesc<fp16[64, 64], i64>"],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    run = compile_scale(tmp_path, "tensordesc<fp16[64, 64]>, tensordesc<fp16[64, 64], i64>")
     assert run.returncode == 0, run.stderr
     assert "out_desc_stride0: i64 {divisibility=8}" in run.stdout.splitlines()[0]
 
