@@ -75,7 +75,10 @@ class Region:
 # while tracing (its index a constant in the body); a longer one is a loop, as
 # every ``range`` is in Triton: unrolling a 32-step walk over a 64000-wide row
 # puts every step's tile in registers at once and takes nvcc minutes.
-# ``tl.static_range`` always unrolls.
+# ``tl.static_range`` always unrolls. A short ``range`` whose body calls
+# ``tl.dot`` (itself or through a @jit helper) stays a loop too, as in Triton:
+# the loop is what stage-dots pipelines, and eight unrolled iterations of
+# tutorial 06's backward are eight unpipelined copies of four dots.
 RANGE_UNROLL_LIMIT = 8
 
 
@@ -629,10 +632,32 @@ class Tracer:
         name = stmt.target.id
         if constant and step == 0:
             raise self.error("range step cannot be zero", call)
-        if constant and (static or _iterations(start, stop, step) <= RANGE_UNROLL_LIMIT):
+        if constant and (static or (_iterations(start, stop, step) <= RANGE_UNROLL_LIMIT
+                                    and not self.calls_dot(stmt.body, self.module, set()))):
             self.unroll(stmt, name, start, stop, step)
             return
         self.runtime_loop(stmt, start, stop, step, options)
+
+    def calls_dot(self, body: list[ast.stmt], module: KernelModule, seen: set[tuple[int, str]]) -> bool:
+        """Whether ``body`` calls ``tl.dot``, itself or through the @jit
+        functions it calls by name (each looked at once)."""
+        for node in (n for stmt in body for n in ast.walk(stmt)):
+            if not isinstance(node, ast.Call):
+                continue
+            if module.qualname(node.func) == "mytriton.language.dot":
+                return True
+            if not isinstance(node.func, ast.Name):
+                continue
+            found = module.lookup(node.func.id)
+            if found is None or found[0] != "function":
+                continue
+            owner, fn_name = found[1]
+            if (id(owner), fn_name) in seen:
+                continue
+            seen.add((id(owner), fn_name))
+            if self.calls_dot(owner.functions[fn_name].body, owner, seen):
+                return True
+        return False
 
     def loop_options(self, call: ast.Call) -> dict[str, Any]:
         """tl.range's keyword options, as the ``for`` op keeps them (defaults
