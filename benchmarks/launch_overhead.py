@@ -25,6 +25,17 @@ import time
 
 from common import ROOT, Results, add_json_option, load_as_triton, load_sample, triton_available
 
+import mytriton
+import mytriton.language as tl
+from mytriton.tools.tensor_descriptor import TensorDescriptor
+
+
+@mytriton.jit
+def described_scale(x_desc, out_desc, BLOCK: tl.constexpr):
+    """The add row's launch with host tensor descriptors (tutorial 06's and 09's arguments)."""
+    row = tl.program_id(0) * BLOCK
+    out_desc.store([row, 0], x_desc.load([row, 0]) * 2)
+
 
 def per_call_us(fn, count: int = 2000, synchronize=lambda: None, clock=time.perf_counter) -> float:
     for _ in range(50):
@@ -55,6 +66,11 @@ def layers(add, matmul, x, y, out, n, kernel, stream=0):
         # 32x32 matrices: the 1024-element tensors hold them whole (the loads are masked past 32).
         ("matmul[grid](6 args, 6 keywords)", lambda: matmul[(1, 1)](
             x, y, out, 32, 32, 32, BM=64, BN=64, BK=32, num_warps=4, num_stages=2, backend="cuda")),
+        # The 1024 elements as a 32x32 matrix, 8 rows a program; new descriptors each launch, as
+        # the tutorials make them.
+        ("kernel[grid](2 TensorDescriptors)", lambda: described_scale[(4,)](
+            TensorDescriptor(x, [32, 32], [32, 1], [8, 32]), TensorDescriptor(out, [32, 32], [32, 1], [8, 32]),
+            BLOCK=8, backend="cuda")),
     ]
 
 

@@ -633,3 +633,80 @@ def test_a_dtype_given_to_a_constexpr_takes_the_short_path_and_keys_the_kernel(k
     assert runs == []  # each repeat found its kernel by the launch key
     np.testing.assert_array_equal(outs[tl.float16], x.astype(np.float16).astype(np.float32))
     assert not np.array_equal(outs[tl.bfloat16], outs[tl.float16])  # bf16 keeps 8 bits, f16 11
+
+
+# ---- host tensor descriptors ----------------------------------------------------------------------
+
+DESCRIBED = '''
+    @mytriton.jit
+    def scale(x_desc, out_desc, s, BM: tl.constexpr, BN: tl.constexpr):
+        pid_m = tl.program_id(0)
+        pid_n = tl.program_id(1)
+        x = x_desc.load([pid_m * BM, pid_n * BN])
+        out_desc.store([pid_m * BM, pid_n * BN], x * s)
+'''
+
+
+def test_a_descriptor_launch_repeats_on_the_short_path_with_each_launchs_shape(kernel_module):
+    from mytriton.tools.tensor_descriptor import TensorDescriptor
+
+    scale = kernel_module(DESCRIBED).scale
+    handles = []
+    for m, n in ((40, 48), (33, 32), (64, 64)):  # the shape is a runtime value, not a specialisation
+        x, _ = inputs(m * n)
+        x = x.reshape(m, n)
+        out = np.full_like(x, np.nan)
+        handles.append(scale[(mytriton.cdiv(m, 16), mytriton.cdiv(n, 16))](
+            TensorDescriptor(x, [m, n], [n, 1], [16, 16]), TensorDescriptor(out, [m, n], [n, 1], [16, 16]), 2.0,
+            BM=16, BN=16, backend="interp"))
+        np.testing.assert_array_equal(out, x * 2)
+    assert all(handle is handles[0] for handle in handles) and len(scale._fast) == 1
+
+
+def test_a_descriptor_whose_strides_break_the_rule_after_a_repeated_launch_is_refused(kernel_module):
+    from mytriton.tools.tensor_descriptor import TensorDescriptor
+
+    scale = kernel_module(DESCRIBED).scale
+    x = np.zeros((16, 24), np.float32)
+    for _ in range(2):
+        scale[(1, 1)](TensorDescriptor(x, [16, 16], [24, 1], [16, 16]), TensorDescriptor(x, [16, 16], [24, 1], [16, 16]),
+                      1.0, BM=16, BN=16, backend="interp")
+    rows_of_22 = TensorDescriptor(x, [16, 16], [22, 1], [16, 16])  # 88 bytes: not a multiple of 16
+    with pytest.raises(CompileError, match="strides but the last must span multiples of 16 bytes"):
+        scale[(1, 1)](rows_of_22, rows_of_22, 1.0, BM=16, BN=16, backend="interp")
+
+
+@pytest.mark.parametrize("change, compiles", [
+    (lambda d: None, False),
+    (lambda d: setattr(d, "shape", [32, 40]), False),
+    (lambda d: setattr(d, "block_shape", [32, 16]), True),
+    (lambda d: setattr(d, "padding", "nan"), True),
+    (lambda d: setattr(d, "strides", [40, 1]), False),  # 160 bytes and 80 bytes: both multiples of 16
+    (lambda d: setattr(d, "shape", [2**31, 16]), True),  # i64 parts
+], ids=["same", "shape", "block", "padding", "stride", "past-i32"])
+def test_what_of_a_descriptor_compiles_a_new_kernel_on_a_repeated_launch(kernel_module, change, compiles):
+    from mytriton.tools.tensor_descriptor import TensorDescriptor
+
+    scale = kernel_module(DESCRIBED).scale
+    x = np.zeros((16, 80), np.float32)
+    for _ in range(2):
+        first = scale.warmup(TensorDescriptor(x, [16, 64], [80, 1], [16, 16]), TensorDescriptor(x, [16, 64], [80, 1],
+                             [16, 16]), 1.0, BM=16, BN=16, grid=(1,), backend="interp")
+    changed = TensorDescriptor(x, [16, 64], [80, 1], [16, 16])
+    change(changed)
+    again = scale.warmup(changed, changed, 1.0, BM=16, BN=16, grid=(1,), backend="interp")
+    assert (again is not first) == compiles
+
+
+def test_a_repeated_gpu_launch_passes_each_descriptors_parts(kernel_module, gpu):
+    from mytriton.tools.tensor_descriptor import TensorDescriptor
+
+    scale = kernel_module(DESCRIBED).scale
+    x, out = StandInTensor(0x10000), StandInTensor(0x20000)
+    for m in (64, 48):
+        scale[(4, 4)](TensorDescriptor(x, [m, 64], [64, 1], [16, 16]), TensorDescriptor(out, [m, 64], [64, 1], [16, 16]),
+                      2.5, BM=16, BN=16)
+    first, second = gpu.launches
+    assert first.params == struct.pack("<Qiii4xQiiif", 0x10000, 64, 64, 64, 0x20000, 64, 64, 64, 2.5)
+    assert second.params == struct.pack("<Qiii4xQiiif", 0x10000, 48, 64, 64, 0x20000, 48, 64, 64, 2.5)
+    assert first.function == second.function

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from mytriton.diagnostics import CompileError, printable
+from mytriton.tools.tensor_descriptor import TensorDescriptor
 from mytriton.types import (
     BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, SIGNATURE_NAMES, U8, U16, U32, U64, DescriptorParam, PointerType,
     ScalarType, Type,
@@ -149,6 +150,11 @@ def coded_launch_key(values: Any, codes: tuple[int, ...], constants: Any, rest: 
             append((cls, value.dtype, code == 2 and value.data_ptr() % 16 == 0))
         elif cls is float or cls is bool or value is None:
             append(cls)
+        elif cls is TensorDescriptor:
+            descriptor = value.launch_key()
+            if descriptor is None:
+                return None
+            append(descriptor)
         else:
             if TENSOR_CLASS.get(cls) or is_tensor_class(cls) or is_tensor(value):
                 address, dtype = value.data_ptr(), value.dtype
@@ -218,8 +224,6 @@ def arg_type(value: Any, name: str) -> Type | DescriptorParam | None:
         return element_type(value, name)  # a NumPy scalar
     if hasattr(value, "__array_interface__") or hasattr(value, "__cuda_array_interface__"):
         return PointerType(element_type(value, name))
-    from mytriton.tools.tensor_descriptor import TensorDescriptor
-
     if isinstance(value, TensorDescriptor):
         return value.param_type(name)
     from mytriton.runtime.placement import launch_site

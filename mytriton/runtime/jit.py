@@ -22,6 +22,7 @@ from mytriton.diagnostics import CompileError, printable
 from mytriton.deep_stack import run_deep
 from mytriton.limits import MAX_GRID, grid_error
 from mytriton.runtime.arguments import coded_launch_key, specialisation_codes
+from mytriton.tools.tensor_descriptor import expand_descriptors
 
 BACKENDS = ("auto", "cuda", "interp")
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")
@@ -255,7 +256,10 @@ class JITFunction:
                 compiled._launch(grid3, list(values_of(picked)), stream)
         elif not warmup:
             if compiled.launcher is not None:
-                compiled.launcher.launch3(grid3, values_of(picked), stream)
+                values = values_of(picked)
+                if compiled.has_descriptors:
+                    values = expand_descriptors(values)
+                compiled.launcher.launch3(grid3, values, stream)
             else:
                 compiled._launch(grid3, list(values_of(picked)), stream)
         return compiled

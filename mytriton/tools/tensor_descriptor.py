@@ -20,6 +20,9 @@ from mytriton.diagnostics import CompileError, printable
 from mytriton.types import I32, I64, DescriptorParam
 
 MAX_RANK = 5  # Triton's (TMA's) limit
+_PADDINGS = ("zero", "nan")
+_INT_ONLY = {int}
+_ALIGNED_POINTER = (2,)  # arguments.specialisation_codes: specialised on alignment
 
 
 @dataclass
@@ -45,6 +48,8 @@ class TensorDescriptor:
 
     def check(self) -> None:
         """Triton's rules for a host descriptor, each a CompileError naming what breaks it."""
+        if self._plain():
+            return
         rank = len(self.shape)
         if not 1 <= rank <= MAX_RANK:
             raise CompileError(f"a TensorDescriptor has 1 to {MAX_RANK} dimensions, got shape {self.shape!r}")
@@ -58,7 +63,7 @@ class TensorDescriptor:
         if int(self.strides[-1]) != 1:
             raise CompileError(f"a TensorDescriptor's last dimension must be contiguous (stride 1), got strides "
                                f"{self.strides!r}")
-        if self.padding not in ("zero", "nan"):
+        if self.padding not in _PADDINGS:
             raise CompileError(f"a TensorDescriptor's padding is 'zero' or 'nan', got {printable(repr(self.padding))}")
 
     def param_type(self, name: str) -> DescriptorParam:
@@ -79,6 +84,32 @@ class TensorDescriptor:
         values = [int(v) for v in (*self.shape, *self.strides)]
         index = I32 if all(-2**31 <= v < 2**31 for v in values) else I64
         return DescriptorParam(element, block, index, self.padding)
+
+    def _plain(self) -> bool:
+        """Whether this descriptor keeps the rules with plain ints (the
+        launch's quick test; check() says what a failing one breaks)."""
+        shape, strides, block = self.shape, self.strides, self.block_shape
+        rank = len(shape)
+        return (0 < rank <= MAX_RANK and len(strides) == rank == len(block) and strides[-1] == 1
+                and self.padding in _PADDINGS and set(map(type, (*shape, *strides, *block))) == _INT_ONLY)
+
+    def launch_key(self) -> tuple | None:
+        """What param_type's result depends on, read cheaply for a repeated
+        launch (runtime.arguments.coded_launch_key): the base's element type
+        and alignment, the block, the strides modulo 16 (their alignment for
+        any element size), the padding and whether an index needs 64 bits.
+        None where a rule may be broken: the full launch path reports it."""
+        from mytriton.runtime.arguments import coded_launch_key
+
+        if not self._plain():
+            return None
+        key = coded_launch_key((self.base,), _ALIGNED_POINTER, (), ())
+        if key is None or not key[0][2]:
+            return None
+        shape, strides = self.shape, self.strides
+        wide = min(*shape, *strides) < -2**31 or max(*shape, *strides) >= 2**31
+        return (TensorDescriptor, key[0], tuple(self.block_shape), tuple([s % 16 for s in strides[:-1]]),
+                self.padding, wide)
 
     def parts(self) -> list[Any]:
         """The launch's arguments for this descriptor, in DescriptorParam.parts' order."""
