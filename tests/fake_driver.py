@@ -30,6 +30,7 @@ class Launch:
     params: bytes
     thread: str
     param_pointers: int | None = None  # kernelParams, where the launcher gave them (tensor maps)
+    pdl: bool = False  # made through cuLaunchKernelEx with programmatic stream serialization allowed
 
 
 class FakeDriver:
@@ -128,6 +129,27 @@ class FakeDriver:
     def launch_call(self):
         """launch_raw, its handles given as the ints they are."""
         return self.launch_raw, _same
+
+    def launch_pdl_call(self):
+        """The driver's own pdl_launch over a stand-in cuLaunchKernelEx that
+        reads the CUlaunchConfig it is given, as the driver would."""
+        from mytriton.runtime import driver_api
+
+        def launch_ex(config, function, params, extra) -> int:
+            config = config._obj  # ctypes.byref's object: the CUlaunchConfig itself
+            assert isinstance(config, driver_api.LaunchConfig)
+            attributes = [config.attrs[i] for i in range(config.numAttrs)]
+            pdl = any(a.id == driver_api.LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION and a.value[0]
+                      for a in attributes)
+            assert (config.blockDimY, config.blockDimZ) == (1, 1)
+            before = len(self.launches)
+            code = self.launch_raw(function, config.gridDimX, config.gridDimY, config.gridDimZ, config.blockDimX,
+                                   1, 1, config.sharedMemBytes, config.hStream, params, extra)
+            if len(self.launches) > before:
+                self.launches[-1].pdl = pdl
+            return code
+
+        return driver_api.pdl_launch(launch_ex), _same
 
     def launch_raw(self, function, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra) -> int:
         """cuLaunchKernel: its CUresult, as the driver's."""

@@ -23,6 +23,7 @@ MODULES: dict[str, str] = {
     "triton.language.extra.libdevice": "mytriton.language.extra.libdevice",
     "triton.language.extra.cuda": "mytriton.language.extra.cuda",
     "triton.language.extra.cuda.libdevice": "mytriton.language.extra.cuda.libdevice",
+    "triton.language.extra.cuda.gdc": "mytriton.language.extra.cuda.gdc",
     "triton.runtime": "mytriton.as_triton.runtime",
     "triton.runtime.jit": "mytriton.runtime.jit",
     "triton.runtime.autotuner": "mytriton.runtime.autotuner",

@@ -1305,6 +1305,12 @@ def _barrier(st: _State, op: Op, active: np.ndarray) -> None:
     return None  # the programs already run in lockstep
 
 
+@handles("grid_dependency_wait")
+@handles("grid_dependency_launch_dependents")
+def _grid_dependency(st: _State, op: Op, active: np.ndarray) -> None:
+    return None  # a launch here starts once the one before it has finished
+
+
 @handles("dot_shared")
 def _dot_shared(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     a, b, _ = op.operands

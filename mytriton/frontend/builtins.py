@@ -221,6 +221,25 @@ def _debug_barrier(t: Tracer, node: ast.Call) -> Any:
     return None
 
 
+# tl.extra.cuda.gdc_wait() and gdc_launch_dependents(), by function name
+# (language/extra/cuda/gdc.py): not tl.<name>s.
+GRID_DEPENDENCY: dict[str, Builtin] = {}
+
+
+def _grid_dependency(function: str, op: str) -> None:
+    def call(t: Tracer, node: ast.Call, args: list, kwargs: dict) -> Any:
+        if args or kwargs:
+            raise t.error(f"{function}() takes no arguments", node)
+        t.effect(t.make(op, (), node))
+        return None
+
+    GRID_DEPENDENCY[function] = Builtin(function, call)
+
+
+_grid_dependency("gdc_wait", "grid_dependency_wait")
+_grid_dependency("gdc_launch_dependents", "grid_dependency_launch_dependents")
+
+
 # ---- elementwise ------------------------------------------------------------------------
 
 # As in Triton, these make runtime values even from plain numbers (a

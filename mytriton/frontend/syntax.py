@@ -12,6 +12,7 @@ from mytriton.diagnostics import CompileError, did_you_mean
 from mytriton.frontend.source import KernelModule, Unresolved, python_function
 from mytriton.language import CLASSES, CONSTANTS, DTYPES, FUNCTIONS, RANDOM_FUNCTIONS, UNSUPPORTED_DTYPES
 from mytriton.language.extra import libdevice
+from mytriton.language.extra.cuda import gdc
 from mytriton.language.math import FUNCTIONS as MATH_NAMESPACE
 from mytriton.limits import MAX_EXPRESSION_DEPTH
 
@@ -208,12 +209,12 @@ class SyntaxChecker(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         qualified = self.module.qualname(node)
         if qualified and qualified.startswith("mytriton.language.extra"):
-            if qualified in libdevice.NAMESPACES:
+            if qualified in libdevice.NAMESPACES or qualified == gdc.MODULE_PATH or gdc.function_name(qualified):
                 return
             name = libdevice.function_name(qualified)
             if name is None:
                 raise self.error(f"'{qualified}' is not part of mytriton (mytriton.language.extra has "
-                                 "libdevice and cuda.libdevice)", node)
+                                 "libdevice, cuda.libdevice, cuda.gdc_wait and cuda.gdc_launch_dependents)", node)
             if name not in libdevice.FUNCTIONS:
                 raise self.error(f"'{name}' is not part of libdevice{did_you_mean(name, libdevice.FUNCTIONS)}", node)
             return

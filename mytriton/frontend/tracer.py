@@ -35,6 +35,7 @@ from mytriton.ir.tree import (
 from mytriton import language
 from mytriton.language import CLASSES, CONSTANTS, DTYPES, RANDOM_FUNCTIONS, UNSUPPORTED_DTYPES, UnsupportedDtype
 from mytriton.language.extra import libdevice
+from mytriton.language.extra.cuda import gdc
 from mytriton.language.math import FUNCTIONS as MATH_NAMESPACE
 from mytriton.limits import (
     MAX_EXPRESSION_DEPTH, MAX_LOOP_NESTING, MAX_STATIC_UNROLL, MAX_TRACED_NODES, constant_result_error,
@@ -834,8 +835,13 @@ class Tracer:
         qualified = kernel_path(qualified)  # tl.core.X is tl.X
 
         if qualified in ("mytriton", "mytriton.language", "mytriton.language.math", "mytriton.language.random",
-                         *libdevice.NAMESPACES):
+                         *libdevice.NAMESPACES, gdc.MODULE_PATH):
             return ModuleRef(qualified)
+        gdc_name = gdc.function_name(qualified)
+        if gdc_name is not None:
+            from mytriton.frontend.builtins import GRID_DEPENDENCY
+
+            return GRID_DEPENDENCY[gdc_name]
         libdevice_name = libdevice.function_name(qualified)
         if libdevice_name is not None:
             from mytriton.frontend.builtins import LIBDEVICE

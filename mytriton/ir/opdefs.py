@@ -794,6 +794,15 @@ _register(OpDef("copy_to_shared", ("buffer", "base", "row_offset", "col_offset",
                     "? base[(row_offset + r) * row_stride + col_offset + c] : fill" + SYNC_COPY_DOC))
 _register(OpDef("barrier", (), _none, synchronises=True,
                 doc="every thread of the program has finished its earlier shared-memory accesses"))
+# Programmatic dependent launch (tl.extra.cuda.gdc_*): each orders the grid
+# against the kernels launched before and after it, so nothing moves across
+# it. Both do nothing where the launch did not ask for it (launch_pdl).
+_register(OpDef("grid_dependency_wait", (), _none, synchronises=True,
+                doc="waits until the grid this one was launched after (launch_pdl) has finished and its memory "
+                    "writes are visible; at once where nothing was launched before it that way"))
+_register(OpDef("grid_dependency_launch_dependents", (), _none, synchronises=True,
+                doc="lets the grid launched after this one with launch_pdl start once every program has "
+                    "passed here or finished (a hint: it orders no memory)"))
 _register(OpDef("dot_shared", ("a", "b", "acc?"), _dot_shared,
                 attrs=DOT_ATTRS + ("in_flight",) + FMA_DOT_ATTRS + WGMMA_DOT_ATTRS,
                 optional_attrs=DOT_ATTRS + ("in_flight",) + FMA_DOT_ATTRS + WGMMA_DOT_ATTRS,

@@ -146,8 +146,10 @@ class CudaKernel:
     """A compiled kernel: its cubin, loaded on each device it launches on."""
 
     def __init__(self, cuda_source: str, arch: str = "sm_90", file: str = "<cuda>",
-                 without_tma: Callable[[], str] | None = None) -> None:
+                 without_tma: Callable[[], str] | None = None, pdl: bool = False) -> None:
         self.header = read_header(cuda_source, file)
+        # Launched as a programmatic dependent launch (launch_pdl=True): through cuLaunchKernelEx.
+        self.pdl = pdl
         self.name = str(self.header["kernel"])
         self.params = [(name, parse_type(text)) for name, text in self.header["params"]]
         # Copies made by TMA read tensor maps, encoded at each launch; a launch
@@ -200,7 +202,7 @@ class CudaKernel:
         self._lock = threading.Lock()
         # cuLaunchKernel as the driver hands it out for the hot path, with the
         # handles made into what it takes once (the stream at its first use).
-        self._launch_raw, self._handle = self.driver.launch_call()
+        self._launch_raw, self._handle = self.driver.launch_pdl_call() if pdl else self.driver.launch_call()
         self._extra_handle = self._handle(self._extra) if self._extra is not None else None
         self._params_handle = (self._handle(ctypes.addressof(self._param_pointers))
                                if self._param_pointers is not None else None)
@@ -321,7 +323,7 @@ class CudaKernel:
                                    "tensor map TMA cannot take (a stride or size not positive, a row stride not "
                                    "a multiple of 16 bytes); launched from its source (@jit), it would run "
                                    "its cp.async build instead", placement.launch_site())
-            self._cp_async_kernel = CudaKernel(self._without_tma(), self._arch, self.name)
+            self._cp_async_kernel = CudaKernel(self._without_tma(), self._arch, self.name, pdl=self.pdl)
         return self._cp_async_kernel
 
     def _function_handle(self, device: int) -> Any:

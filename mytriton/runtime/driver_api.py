@@ -38,6 +38,8 @@ TENSOR_MAP_L2_PROMOTION_128B = 2
 LAUNCH_PARAM_END = 0
 LAUNCH_PARAM_BUFFER_POINTER = 1
 LAUNCH_PARAM_BUFFER_SIZE = 2
+# cuLaunchKernelEx's attribute for programmatic dependent launch (launch_pdl).
+LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
 
 _LIBRARY_NAMES = ("libcuda.so.1", "libcuda.so")
 
@@ -96,6 +98,35 @@ _SIGNATURES: dict[str, list[Any]] = {
 }
 
 
+class LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute: an id, padding to 8 bytes, a 64-byte value union."""
+    _fields_ = [("id", _I), ("pad", ctypes.c_char * 4), ("value", _I * 16)]
+
+
+class LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig, as cuda.h lays it out (56 bytes on x86-64)."""
+    _fields_ = [("gridDimX", _U), ("gridDimY", _U), ("gridDimZ", _U), ("blockDimX", _U), ("blockDimY", _U),
+                ("blockDimZ", _U), ("sharedMemBytes", _U), ("hStream", _V),
+                ("attrs", ctypes.POINTER(LaunchAttribute)), ("numAttrs", _U)]
+
+
+def pdl_launch(launch_ex: Any) -> Any:
+    """cuLaunchKernel's call, made through ``launch_ex`` (cuLaunchKernelEx)
+    with programmatic stream serialization allowed: the kernel may start
+    before the one before it on the stream has finished, and waits for it
+    where it runs griddepcontrol.wait (tl.extra.cuda.gdc_wait)."""
+    attribute = LaunchAttribute(LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+    attribute.value[0] = 1  # programmaticStreamSerializationAllowed
+    attributes = ctypes.pointer(attribute)
+
+    def launch(function: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared_bytes: int,
+               stream: Any, params: Any, extra: Any) -> int:
+        config = LaunchConfig(gx, gy, gz, bx, by, bz, shared_bytes, stream, attributes, 1)
+        return launch_ex(ctypes.byref(config), function, params, extra)
+
+    return launch
+
+
 def _load_library() -> Any:
     errors = []
     for name in _LIBRARY_NAMES:
@@ -152,6 +183,17 @@ class Driver:
         block and shared bytes as ints, which ctypes passes as C ints and
         refuses past INT_MAX (CUDA's limits are below it)."""
         return self._launch_bare, ctypes.c_void_p
+
+    def launch_pdl_call(self) -> tuple[Any, Any]:
+        """launch_call's pair for a programmatic dependent launch (launch_pdl):
+        the same arguments, made through cuLaunchKernelEx."""
+        launch_ex = getattr(self.lib, "cuLaunchKernelEx", None)  # CUDA 12's: bound here, not required to load
+        if launch_ex is None:
+            raise CudaError("launch_pdl=True needs cuLaunchKernelEx, which this driver does not have "
+                            "(a driver of CUDA 12 or later)", 0)
+        launch_ex.argtypes = [ctypes.POINTER(LaunchConfig), _V, _V, _V]
+        launch_ex.restype = _I
+        return pdl_launch(launch_ex), ctypes.c_void_p
 
     # ---- errors ---------------------------------------------------------------------
     def error_name(self, code: int) -> str:

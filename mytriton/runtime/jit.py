@@ -25,7 +25,7 @@ from mytriton.runtime.arguments import coded_launch_key, specialisation_codes
 from mytriton.tools.tensor_descriptor import expand_descriptors
 
 BACKENDS = ("auto", "cuda", "interp")
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "launch_pdl")
 # Keywords of a launch that are ``run``'s own, never a kernel parameter's.
 RUN_KEYWORDS = ("backend", "warmup", "stream")
 
@@ -233,12 +233,12 @@ class JITFunction:
             return self._run_and_plan(grid, args, kwargs)
         pick, tail, runtime_of, constants_of, codes = plan
         picked = pick(args + tuple(kwargs.values()) + tail if kwargs else args + tail)
-        num_warps, num_stages, num_ctas, requested, warmup, stream = picked[-6:]
+        num_warps, num_stages, num_ctas, launch_pdl, requested, warmup, stream = picked[-7:]
         if num_ctas != 1:
             return self.run(*args, **{"grid": grid, **kwargs})  # its error
         backend = launch_backend(requested)
         key = coded_launch_key(runtime_of(picked), codes, constants_of(picked),
-                               (num_warps, num_stages, backend, _F32_DEFAULT_ENV.get()))
+                               (num_warps, num_stages, backend, _F32_DEFAULT_ENV.get(), launch_pdl))
         entry = self._fast.get(key) if key is not None else None
         if entry is None:
             compiled = self.run(*args, **{"grid": grid, **kwargs})
@@ -297,7 +297,7 @@ class JITFunction:
                 indices.append(at[name])
             else:
                 indices.append(from_tail(self._defaults[name]))
-        for name, default in (("num_warps", 4), ("num_stages", None), ("num_ctas", 1),
+        for name, default in (("num_warps", 4), ("num_stages", None), ("num_ctas", 1), ("launch_pdl", False),
                               ("backend", None), ("warmup", False), ("stream", None)):
             indices.append(at[name] if name in at else from_tail(default))
         _, runtime, constexpr = self.source()
@@ -343,7 +343,7 @@ class JITFunction:
         return bound
 
     def specialize(self, bound: dict[str, Any], num_warps: int, backend: str,
-                   num_stages: int | None = None) -> Any:
+                   num_stages: int | None = None, launch_pdl: bool = False) -> Any:
         """The compiled kernel (runtime/compiled.py) for these arguments."""
         from mytriton import compiler
         from mytriton import language
@@ -356,7 +356,8 @@ class JITFunction:
         # Most launches repeat an earlier one's types, hints and constants:
         # found by a cheap key, without working out the types again.
         fast = launch_key([bound[name] for name in runtime], self._on_value, self._on_alignment, runtime,
-                          [bound[name] for name in constexpr], (num_warps, num_stages, backend, f32_default))
+                          [bound[name] for name in constexpr],
+                          (num_warps, num_stages, backend, f32_default, launch_pdl))
         compiled = self._by_launch_key.get(fast) if fast is not None else None
         if compiled is not None:
             return compiled
@@ -369,7 +370,7 @@ class JITFunction:
         hints = [specialization(bound[name], t, name in self._on_value, name in self._on_alignment)
                  for name, t in zip(runtime, types)]
         key = (tuple(str(t) for t in types), tuple(hints), tuple((k, repr(v)) for k, v in constexprs.items()),
-               num_warps, num_stages, backend, f32_default)
+               num_warps, num_stages, backend, f32_default, launch_pdl)
         compiled = self._compiled.get(key)
         if compiled is None:
             from mytriton.passes.layouts import check_num_warps
@@ -390,7 +391,8 @@ class JITFunction:
             # On a large stack, as the CLI does (deep_stack.run_deep).
             kernel = run_deep(compiler.source_to_ssa, text, self.file, options)
             metadata = {"name": self.fn.__name__, "num_warps": num_warps, "num_stages": num_stages,
-                        "backend": backend, "signature": options.signature, "constants": {**ones, **constexprs},
+                        "launch_pdl": launch_pdl, "backend": backend, "signature": options.signature,
+                        "constants": {**ones, **constexprs},
                         "arch": options.arch, "debug": bool(self.options.get("debug", False))}
             if "launch_metadata" in self.options:
                 metadata["launch_metadata"] = self.options["launch_metadata"]
@@ -425,7 +427,8 @@ class JITFunction:
                 from mytriton.runtime.cuda_driver import CudaKernel
 
                 compiled.launcher = CudaKernel(compiled.asm["cuda"], options.arch,
-                                               without_tma=functools.partial(cuda_without_tma, compiled, options))
+                                               without_tma=functools.partial(cuda_without_tma, compiled, options),
+                                               pdl=launch_pdl)
             self._compiled[key] = compiled
         if fast is not None:
             self._by_launch_key[fast] = compiled
@@ -435,7 +438,7 @@ class JITFunction:
             stream: Any = None, **kwargs: Any) -> Any:
         """Launch on ``grid`` (compile only when ``warmup``); the compiled
         kernel is returned either way. The launch options ``num_warps``,
-        ``num_stages`` and ``num_ctas`` are keywords too; one that is also
+        ``num_stages``, ``num_ctas`` and ``launch_pdl`` are keywords too; one that is also
         a parameter of the kernel goes to both, as in Triton (tutorial 02's
         ``num_stages: tl.constexpr``). On the GPU the launch goes on
         ``stream`` where given, else on the current stream of the tensors'
@@ -447,9 +450,14 @@ class JITFunction:
         num_ctas = launch.get("num_ctas", 1)
         if num_ctas != 1:
             raise CompileError(f"num_ctas={num_ctas!r} is not supported (one CTA per program)")
+        # Programmatic dependent launch: the kernel may start while the one
+        # launched before it runs; its tl.extra.cuda.gdc_wait() waits for that.
+        launch_pdl = launch.get("launch_pdl", False)
+        if type(launch_pdl) is not bool:
+            raise CompileError(f"launch_pdl must be True or False, got {printable(repr(launch_pdl))}")
         bound = self.bind(args, kwargs)
         chosen = select_backend(backend)
-        compiled = self.specialize(bound, num_warps, chosen, num_stages)
+        compiled = self.specialize(bound, num_warps, chosen, num_stages, launch_pdl)
         grid3 = normalize_grid(grid, bound)
         if warmup:
             return compiled

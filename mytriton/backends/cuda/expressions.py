@@ -73,6 +73,9 @@ STATEMENT_OPS = {
     "shared_alloc": "dots.py: a pointer into the dynamic shared array at kernel scope",
     "copy_to_shared": "dots.py: a cooperative copy",
     "barrier": "emitter.py: __syncthreads()",
+    "grid_dependency_wait": "grid_dependency.py: griddepcontrol.wait (sm_90 and later; nothing before)",
+    "grid_dependency_launch_dependents": "grid_dependency.py: griddepcontrol.launch_dependents (sm_90 and later; "
+                                         "nothing before)",
     "shared_alloc_stages": "dots.py: a pointer into the dynamic shared array holding every stage",
     "stage_view": "dots.py: a pointer to one stage of its buffer (emit_async)",
     "async_copy_to_shared": "dots.py: cp.async of 16, 8 or 4 bytes per chunk, zero-filled past the bounds; "

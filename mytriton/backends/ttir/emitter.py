@@ -389,6 +389,11 @@ class _Emitter(RegionEmitter):
     def op_barrier(self, op: Op) -> None:
         self.w.line("gpu.barrier", op.loc)
 
+    @lowers("grid_dependency_wait")
+    @lowers("grid_dependency_launch_dependents")
+    def op_grid_dependency(self, op: Op) -> None:
+        self.w.line(f"tt.{op.name}", op.loc)
+
     @lowers("int_to_ptr")
     def op_int_to_ptr(self, op: Op) -> None:
         x = op.operands[0]

@@ -105,6 +105,8 @@ MEMORY: dict[str, str] = {
     "int_to_ptr": "tt.int_to_ptr (i64 -> !tt.ptr)",
     "ptr_to_int": "tt.ptr_to_int (!tt.ptr -> i64)",
     "barrier": "gpu.barrier (tl.debug_barrier)",
+    "grid_dependency_wait": "tt.grid_dependency_wait (tl.extra.cuda.gdc_wait)",
+    "grid_dependency_launch_dependents": "tt.grid_dependency_launch_dependents (tl.extra.cuda.gdc_launch_dependents)",
 }
 
 
