@@ -185,6 +185,7 @@ def k(x_ptr, out_ptr, n, lock_ptr, BLOCK: tl.constexpr):
     y += tl.philox_impl(q[0], q[1], q[2], q[3], q[0], q[1])[0].to(tl.float32)
     y += tl.sort(y) + tl.flip(y, 0)
     y += tl.histogram(i, BLOCK, mask=m).to(tl.float32)
+    y += tl.gather(y, i % BLOCK, 0)
     y += tl.atomic_add(out_ptr + i, 1.0, mask=m) + tl.atomic_max(out_ptr + i, y) + tl.atomic_min(out_ptr, 0.0)
     tl.atomic_cas(lock_ptr, 0, 1) + tl.atomic_and(lock_ptr, 3) + tl.atomic_or(lock_ptr, 1) + tl.atomic_xor(lock_ptr, 2)
     tl.debug_barrier()

@@ -1486,6 +1486,24 @@ def _histogram(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     return opdefs.histogram_counts(np, values, counted, op.attrs["num_bins"])
 
 
+@handles("gather")
+def _gather_op(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    """Each program's gather; an index outside the source's axis is an error
+    naming the program and element (on the GPU it reads what is there)."""
+    src, index = op.operands
+    axis = op.attrs["axis"]
+    values = st.full(src, _operand_type(src))
+    indices = st.full(index, _operand_type(index)).astype(np.int64)
+    size = shape_of(_operand_type(src))[axis]
+    enabled = np.broadcast_to(_lanes(active, indices.ndim - 1), indices.shape)
+    outside = enabled & ((indices < 0) | (indices >= size))
+    if outside.any():
+        first = int(indices[outside][0])
+        _fault(st, op, f"gather index {first} is outside the source's axis {axis} (0 to {size - 1})",
+               indices, enabled, outside)
+    return opdefs.gather_values(np, values, np.where(enabled, indices, 0), axis)
+
+
 @handles("bitcast")
 def _bitcast(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     (x,) = op.operands

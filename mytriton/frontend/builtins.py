@@ -16,7 +16,7 @@ from mytriton.diagnostics import CompileError, printable
 from mytriton.frontend import block_pointers
 from mytriton.frontend.tracer import Builtin, Tracer, describe, is_number
 from mytriton.ir.opdefs import (
-    ATOMIC_KINDS, ATOMIC_SCOPES, ATOMIC_SEMS, DOT_INPUT_PRECISIONS, HINT_KINDS, MATH_FUNCTIONS,
+    ATOMIC_KINDS, ATOMIC_SCOPES, ATOMIC_SEMS, DOT_INPUT_PRECISIONS, HINT_KINDS, MATH_FUNCTIONS, gather_problem,
     histogram_problem,
 )
 from mytriton.ir.tree import Expr
@@ -1086,6 +1086,27 @@ def _histogram(t: Tracer, node: ast.Call, input: Any, num_bins: Any, mask: Any) 
     elif not (mask is None or mask is False or isinstance(mask, Expr)):
         raise t.error(f"tl.histogram: mask must be a boolean tile, got {describe(mask)}", node)
     return t.make("histogram", (input, mask), node, num_bins=num_bins)
+
+
+# ---- gather ----------------------------------------------------------------
+
+
+@builtin("gather", "src", "index", "axis")
+def _gather(t: Tracer, node: ast.Call, src: Any, index: Any, axis: Any) -> Any:
+    """Triton's tl.gather(src, index, axis): src's elements at index along
+    axis; a negative axis counts from the end, as Triton's does."""
+    if not isinstance(src, Expr) or not isinstance(index, Expr):
+        raise t.error(f"tl.gather takes a tile and a tile of indices, got {describe(src)} and {describe(index)}", node)
+    src_type, index_type = t.type_of(src, node), t.type_of(index, node)
+    rank = len(shape_of(src_type))
+    if type(axis) is not int:
+        raise t.error(f"tl.gather: axis must be an integer constant, got {describe(axis)}", node)
+    if -rank <= axis < 0:
+        axis += rank
+    problem = gather_problem(src_type, index_type, axis)
+    if problem:
+        raise t.error(f"tl.gather: {problem}", node)
+    return t.make("gather", (src, index), node, axis=axis)
 
 
 # ---- random ------------------------------------------------------------

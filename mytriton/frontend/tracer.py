@@ -116,7 +116,7 @@ TENSOR_METHODS = frozenset((
     "cast", "sum", "max", "min", "expand_dims", "trans", "broadcast_to", "reshape", "view", "permute", "split",
     "abs", *(row.name for row in math_functions.TABLE if row.method),
     "softmax", "sort", "flip", "histogram", "cumsum", "cumprod", "argmax", "argmin", "reduce", "associative_scan",
-    "xor_sum", "reduce_or", "ravel",
+    "xor_sum", "reduce_or", "ravel", "gather",
 ))
 
 

@@ -1635,6 +1635,49 @@ def histogram_counts(np: Any, x: Any, mask: Any, num_bins: int) -> Any:
 _register(OpDef("histogram", ("x", "mask?"), _histogram, attrs=("num_bins",), materialised=True, layout_rule="convert",
                 doc="tl.histogram: the int32 counts of the values 0 .. num_bins - 1 among x's elements where mask "
                     "holds (a 1-D tile of i32 or u32; other values are not counted)"))
+# ---- gather ---------------------------------------------------------------------
+# tl.gather(src, index, axis): Triton's tt.gather. The result has index's shape
+# and src's elements: result[..., i, ...] = src[..., index[..., i, ...], ...]
+# along ``axis``, every other coordinate the same (index matches src on every
+# other axis). On the GPU src goes through shared memory and each thread
+# reads its result elements there (backends/cuda/gather.py); the result is
+# laid out as index is (passes/layouts.py), src as its producers leave it.
+
+
+def gather_problem(src: Type | None, index: Type | None, axis: Any) -> str | None:
+    """Why tl.gather cannot take these operands, or None."""
+    if not isinstance(src, BlockType) or not isinstance(index, BlockType):
+        return f"it gathers from a tile with a tile of indices, got {src} and {index}"
+    if not element_of(index).is_int:
+        return f"the index must be a tile of integers, got {index}"
+    if len(src.shape) != len(index.shape):
+        return f"the source and the index must have the same rank, got {src} and {index}"
+    if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis < len(src.shape):
+        return f"the axis must be an integer from 0 to {len(src.shape) - 1}, got {axis!r}"
+    for d, (s, i) in enumerate(zip(src.shape, index.shape)):
+        if d != axis and s != i:
+            return f"the index's dimension {d} ({i}) must be the source's ({s}): only axis {axis} may differ"
+    return None
+
+
+def _gather(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    src, index = types
+    problem = gather_problem(src, index, attrs.get("axis"))
+    if problem:
+        raise _err(f"'gather': {problem}")
+    assert isinstance(index, BlockType)
+    return [BlockType(index.shape, element_of(src))]
+
+
+def gather_values(np: Any, src: Any, index: Any, axis: int) -> Any:
+    """tl.gather over a leading program axis: src [P, ...], index [P, ...]
+    (in range); result index's shape."""
+    return np.take_along_axis(src, index.astype(np.int64), axis=axis + 1)
+
+
+_register(OpDef("gather", ("src", "index"), _gather, attrs=("axis",), materialised=True, layout_rule="convert",
+                doc="tl.gather: src's elements at index along axis (result[.., i, ..] = src[.., index[.., i, ..], ..]), "
+                    "index's shape; index matches src on every other axis"))
 # ---- scans ---------------------------------------------------------------------
 # tl.reduce and tl.associative_scan with a @jit combine function: ``reduce`` and
 # ``scan`` take N >= 1 tiles of one shape and a combine region (ssa.make_combine)

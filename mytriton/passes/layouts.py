@@ -404,6 +404,9 @@ class _Assigner:
         if op.name == "trans":
             self.trans(op)
             return
+        if op.name == "gather":
+            self.gather(op)
+            return
         if rule == "convert" or not op.results or not is_tile(op.results[0]):
             return
         result = op.results[0]
@@ -412,6 +415,15 @@ class _Assigner:
             layout = self.atomic_layout(op, layout)
         self.layouts[result] = layout
         self.operands(op, layout)
+
+    def gather(self, op: Op) -> None:
+        """tl.gather's result takes the layout its users want, and its index
+        is read in that layout: each thread looks up its own result elements.
+        The source stays as it is made (it goes through shared memory)."""
+        result = op.results[0]
+        layout = self.layout(result)
+        self.layouts[result] = layout
+        self.request(op, 1, layout)
 
     def trans(self, op: Op) -> None:
         """A transpose read by a dot is laid out as its operand is, axes

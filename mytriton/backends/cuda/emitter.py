@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 from mytriton.backends.cuda.ctypes import c_element, c_literal
 # The helpers register their statements' renderers as they are imported.
-from mytriton.backends.cuda import atomics, grid_dependency, histogram, mma, reductions, scans  # noqa: F401
+from mytriton.backends.cuda import atomics, gather, grid_dependency, histogram, mma, reductions, scans  # noqa: F401
 from mytriton.backends.cuda import tile_stores, tma  # noqa: F401 (tile_stores registers its renderer)
 from mytriton.backends.cuda.tma_copies import tensor_maps
 from mytriton.backends.cuda.atomics import emit_scalar_atomic

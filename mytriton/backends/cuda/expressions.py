@@ -108,6 +108,8 @@ STATEMENT_OPS = {
     "device_assert": "emitter.py: a printf of the message and a trap where an element fails (assert_lines)",
     "atomic_rmw": "atomics.py: atomicAdd/Max/Min/And/Or/Xor/Exch per owned element, fenced by sem",
     "atomic_cas": "atomics.py: atomicCAS per owned element (a scalar: thread 0, broadcast through shared memory)",
+    "gather": "gather.py: the source written to shared memory by its owners, then each result slot read at its "
+              "index along the axis",
     "histogram": "histogram.py: shared-memory atomicAdd of each owned element's bin, then each result slot read",
     "reduce": "scans.py: owned elements into shared memory, each row's chunks combined in order, then the chunks",
     "scan": "scans.py: owned elements into shared memory, each row's chunks scanned in order, then the prefixes",

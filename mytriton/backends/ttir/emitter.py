@@ -672,6 +672,16 @@ class _Emitter(RegionEmitter):
         self.names[op.result] = self.w.op(f"tt.join {a}, {b} : {ttir_type(half, e)} -> {ttir_type(shape, e)}",
                                           op.loc)
 
+    @lowers("gather")
+    def op_gather(self, op: Op) -> None:
+        src, index = op.operands
+        src_shape, e = self.operand_type(src)
+        index_shape, i = self.operand_type(index)
+        value, indices = self.get(src, src_shape, e, op.loc), self.get(index, index_shape, i, op.loc)
+        self.names[op.result] = self.w.op(
+            f"tt.gather {value}[{indices}] {{axis = {op.attrs['axis']} : i32}} : ({ttir_type(src_shape, e)}, "
+            f"{ttir_type(index_shape, i)}) -> {ttir_type(*type_of(op.result.type))}", op.loc)
+
     @lowers("histogram")
     def op_histogram(self, op: Op) -> None:
         x, mask = op.operands

@@ -69,6 +69,7 @@ STRUCTURED: dict[str, str] = {
     "split": "tt.split (the half the op's index names)",
     "join": "tt.join",
     "histogram": "tt.histogram src(, mask) : tensor<N x iK> -> tensor<num_bins x i32>",
+    "gather": "tt.gather src[index] {axis} : (tensor<src>, tensor<index>) -> tensor<index's shape x src's element>",
     "for": "scf.for with iter_args on the loop's index type (a runtime step <= 0 runs no iteration)",
     "yield": "scf.yield",
     "if": "scf.if with results",
