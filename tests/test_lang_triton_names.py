@@ -122,6 +122,34 @@ def test_shape_functions_refuse_what_triton_refuses(call, message):
     assert message in error
 
 
+def test_a_shape_is_sliced_as_a_python_tuple():
+    kernel = build("""
+    @mytriton.jit
+    def k(x_ptr, out_ptr):
+        x = tl.load(x_ptr + tl.arange(0, 4)[:, None] * 8 + tl.arange(0, 8)[None, :])
+        rows: tl.constexpr = x.shape[:-1]
+        tl.static_assert(rows == (4,) and x.shape[1:] == (8,) and x.shape[::-1] == (8, 4))
+        tl.store(out_ptr + tl.arange(0, rows[0]), tl.sum(x, 1))
+    """)
+    x = np.arange(32, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    run_kernel(kernel, (1,), [x, out])
+    np.testing.assert_array_equal(out, x.reshape(4, 8).sum(1))
+
+
+@pytest.mark.parametrize("index, message", [
+    ("x.shape[:1.5]", "a tuple is sliced by integer constants"),
+    ("x.shape[::0]", "a tuple is sliced by integer constants (a step other than 0)"),
+])
+def test_a_tuple_slice_triton_refuses_is_a_located_error(index, message):
+    assert message in compile_error(f"""
+    @mytriton.jit
+    def k(out_ptr):
+        x = tl.zeros((1, 8), tl.float32)
+        y = {index}
+    """)
+
+
 # ---- bitwise reductions -----------------------------------------------------------------------------
 
 BITWISE = """

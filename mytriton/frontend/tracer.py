@@ -1210,6 +1210,11 @@ class Tracer:
         base = self.eval(node.value)
         index = node.slice
         items = index.elts if isinstance(index, ast.Tuple) else [index]
+        if isinstance(base, tuple) and isinstance(index, ast.Slice):  # x.shape[:-1], as in Triton
+            bounds = [None if part is None else self.eval(part) for part in (index.lower, index.upper, index.step)]
+            if not all(b is None or type(b) is int for b in bounds) or bounds[2] == 0:
+                raise self.error("a tuple is sliced by integer constants (a step other than 0)", index)
+            return base[slice(*bounds)]
         if isinstance(base, tuple):
             key = self.eval(index)
             if type(key) is not int:

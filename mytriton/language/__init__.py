@@ -112,7 +112,7 @@ RANDOM_FUNCTIONS = (
 
 # Triton's tl.sort and tl.flip (its language/standard.py): @jit helpers
 # written in the kernel language, in mytriton/language/sorting.py.
-SORTING_FUNCTIONS = ("sort", "flip")
+SORTING_FUNCTIONS = ("sort", "flip", "topk", "bitonic_merge")
 # Triton's scans and index reductions (its language/standard.py): @jit
 # helpers over tl.associative_scan and tl.reduce, in mytriton/language/standard.py.
 STANDARD_FUNCTIONS = ("cumsum", "cumprod", "argmax", "argmin", "xor_sum", "reduce_or", "ravel", "swizzle2d")

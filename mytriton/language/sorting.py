@@ -195,3 +195,72 @@ def flip(x, dim=None):
         left, right, is_right = _halves(_view(y, (1 << j) * inner))
         y = tl.where(is_right, left, right)
     return _from_bits(tl.reshape(y, x.shape), x.dtype)
+
+
+@mytriton.jit
+def _pair_extreme(y, dtype, k: tl.constexpr, descending: tl.constexpr):
+    """Each k-block of the bits ``y`` paired with the next (blocks 2b and
+    2b+1 of every row, viewed [M, 2, k]) and the larger (``descending``) or
+    smaller elements of each pair kept: [M, k], in the blocks' order."""
+    values = _from_bits(_view(y, k), dtype)
+    if descending:
+        kept = tl.max(values, axis=1)
+    else:
+        kept = tl.min(values, axis=1)
+    return _to_bits(kept)
+
+
+@mytriton.jit
+def topk(x, k: tl.constexpr, dim=None, descending: tl.constexpr = True):
+    """The k largest elements of each row of x (its last dimension), largest
+    first; the k smallest, smallest first, with ``descending`` false. As
+    Triton 3.9's: k a power of two no larger than the row.
+
+    A bitonic top-k: the rows sorted in blocks of k, neighbouring blocks in
+    opposite orders (the sort's first log2(k) stages); then, while a row
+    holds more than one block, each pair of neighbouring blocks becomes the
+    elementwise larger of the two (a bitonic block holding the pair's k
+    largest), which one merge puts back in order (alternating, and in the
+    order asked for at the last)."""
+    tl.static_assert(len(x.shape) >= 1, "tl.topk needs a tile, not a scalar")
+    tl.static_assert(_is_last_dim(x, dim), "tl.topk selects along the last dimension only (dim=None, -1 or "
+                                           "the rank - 1), as in Triton")
+    row: tl.constexpr = x.shape[len(x.shape) - 1]
+    tl.static_assert(_is_power_of_two(row), "tl.topk needs the size of the last dimension to be a power of two")
+    tl.static_assert(_is_power_of_two(_numel(x)), "tl.topk needs the number of elements to be a power of two")
+    tl.static_assert(k >= 1 and _is_power_of_two(k), "tl.topk: k must be a positive power of two")
+    tl.static_assert(k <= row, "tl.topk: k must not exceed the size of the last dimension")
+    tl.static_assert(descending == 0 or descending == 1, "tl.topk: descending must be True or False (a constant)")
+    n: tl.constexpr = _log2(row)
+    log_k: tl.constexpr = _log2(k)
+    y = _to_bits(x)
+    for s in tl.static_range(1, log_k + 1):
+        for step in tl.static_range(s):
+            y = _compare_exchange(_view(y, 1 << (s - 1 - step)), x.dtype, s - 1 - step, s, n, descending)
+    for level in tl.static_range(log_k, n):
+        y = _pair_extreme(y, x.dtype, k, descending)
+        # The last level orders each block as asked; the others alternate by block (bit log_k of the index).
+        last: tl.constexpr = log_k + 1 if level < n - 1 else log_k
+        for step in tl.static_range(log_k):
+            y = _compare_exchange(_view(y, 1 << (log_k - 1 - step)), x.dtype, log_k - 1 - step, log_k, last,
+                                  descending)
+    shape: tl.constexpr = x.shape[:len(x.shape) - 1] + (k,)
+    return _from_bits(tl.reshape(y, shape), x.dtype)
+
+
+@mytriton.jit
+def bitonic_merge(x, dim=None, descending: tl.constexpr = 0):
+    """Each row of x (its last dimension), a bitonic sequence, merged into
+    order: ascending, or descending when ``descending`` is true (the last
+    stage of tl.sort's network alone), as Triton 3.9's."""
+    tl.static_assert(len(x.shape) >= 1, "tl.bitonic_merge needs a tile, not a scalar")
+    tl.static_assert(_is_last_dim(x, dim), "tl.bitonic_merge merges along the last dimension only, as in Triton")
+    tl.static_assert(_is_power_of_two(x.shape[len(x.shape) - 1]),
+                     "tl.bitonic_merge needs the size of the last dimension to be a power of two")
+    tl.static_assert(_is_power_of_two(_numel(x)), "tl.bitonic_merge needs the number of elements to be a power of two")
+    tl.static_assert(descending == 0 or descending == 1, "tl.bitonic_merge: descending must be True or False")
+    n: tl.constexpr = _log2(x.shape[len(x.shape) - 1])
+    y = _to_bits(x)
+    for step in tl.static_range(n):
+        y = _compare_exchange(_view(y, 1 << (n - 1 - step)), x.dtype, n - 1 - step, n, n, descending)
+    return _from_bits(tl.reshape(y, x.shape), x.dtype)
