@@ -67,8 +67,9 @@ def test_xdsl_verifies_generated_kernels(family, seed):
 
 
 def without_host_talk(source: str) -> str:
-    """The kernel without what the MLIR back end refuses: device prints and assertions, histograms, gathers."""
-    refused = ("device_assert", "device_print", "tl.histogram", "tl.gather")
+    """The kernel without what the MLIR back end refuses: device prints and assertions, histograms, gathers,
+    inline asm."""
+    refused = ("device_assert", "device_print", "tl.histogram", "tl.gather", "inline_asm")
     return "\n".join(line for line in source.splitlines() if not any(name in line for name in refused))
 
 

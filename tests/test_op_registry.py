@@ -187,6 +187,8 @@ def k(x_ptr, out_ptr, n, lock_ptr, BLOCK: tl.constexpr):
     y += tl.broadcast_to(tl.topk(y, 1), (BLOCK,))
     y += tl.histogram(i, BLOCK, mask=m).to(tl.float32)
     y += tl.gather(y, i % BLOCK, 0)
+    y += tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [y], dtype=tl.float32, is_pure=True, pack=1)
+    y += tl.inline_asm_elementwise("mov.b32 $0, 0;", "=r", [], dtype=tl.float32, is_pure=False, pack=1)
     y += tl.atomic_add(out_ptr + i, 1.0, mask=m) + tl.atomic_max(out_ptr + i, y) + tl.atomic_min(out_ptr, 0.0)
     tl.atomic_cas(lock_ptr, 0, 1) + tl.atomic_and(lock_ptr, 3) + tl.atomic_or(lock_ptr, 1) + tl.atomic_xor(lock_ptr, 2)
     tl.debug_barrier()

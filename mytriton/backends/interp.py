@@ -1486,6 +1486,13 @@ def _histogram(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     return opdefs.histogram_counts(np, values, counted, op.attrs["num_bins"])
 
 
+@handles("inline_asm")
+@handles("inline_asm_volatile")
+def _inline_asm(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
+    raise CompileError("tl.inline_asm_elementwise runs PTX, which the interpreter cannot: launch the kernel on "
+                       "the GPU (backend='cuda')", op.loc)
+
+
 @handles("gather")
 def _gather_op(st: _State, op: Op, active: np.ndarray) -> np.ndarray:
     """Each program's gather; an index outside the source's axis is an error

@@ -1109,6 +1109,51 @@ def _gather(t: Tracer, node: ast.Call, src: Any, index: Any, axis: Any) -> Any:
     return t.make("gather", (src, index), node, axis=axis)
 
 
+# ---- inline assembly -------------------------------------------------------
+
+
+@builtin("inline_asm_elementwise", "asm", "constraints", "args", "dtype", "is_pure", "pack")
+def _inline_asm_elementwise(t: Tracer, node: ast.Call, asm: Any, constraints: Any, args: Any, dtype: Any,
+                            is_pure: Any, pack: Any) -> Any:
+    """Triton's tl.inline_asm_elementwise: ``asm`` (PTX, ``$N`` its operand N)
+    run once per element of ``args`` broadcast together, with one result of
+    ``dtype``. pack=1 only, one dtype only, and a non-pure asm of scalars only
+    (the CUDA back end computes a tile's elements where they are used)."""
+    name = "tl.inline_asm_elementwise"
+    if type(asm) is not str or type(constraints) is not str:
+        raise t.error(f"{name}: asm and constraints must be strings, got {describe(asm)} and "
+                      f"{describe(constraints)}", node)
+    if not isinstance(args, (tuple, list)):
+        raise t.error(f"{name}: args must be a list of values, got {describe(args)}", node)
+    if isinstance(dtype, tuple):
+        raise t.error(f"{name}: several results (a tuple of dtypes) are not supported; one dtype", node)
+    if not isinstance(dtype, ScalarType) or isinstance(dtype, PointerType):
+        raise t.error(f"{name}: dtype must be a dtype such as tl.float32, got {describe(dtype)}", node)
+    if type(is_pure) is not bool:
+        raise t.error(f"{name}: is_pure must be True or False, got {describe(is_pure)}", node)
+    if pack != 1:
+        raise t.error(f"{name}: pack={pack!r}: only pack=1 (one element per asm) is supported", node)
+    values = list(args)
+    for value in values:
+        if not isinstance(value, Expr):
+            raise t.error(f"{name}: each argument must be a tensor or a runtime scalar, got {describe(value)}", node)
+    types = [t.type_of(v, node) for v in values]
+    try:
+        shape = broadcast_shapes(*(shape_of(x) for x in types))
+    except TypeRuleError as err:
+        raise t.error(f"{name}: {err}", node) from None
+    values = [v if shape_of(x) in (shape, ()) else t.make("broadcast_to", (v,), node, shape=shape)
+              for v, x in zip(values, types)]
+    if not is_pure and shape:
+        raise t.error(f"{name}: is_pure=False over tensors is not supported (its elements would be computed "
+                      "where they are used); give scalars, or is_pure=True", node)
+    op = "inline_asm" if is_pure else "inline_asm_volatile"
+    expr = t.make(op, tuple(values), node, asm=asm, constraints=constraints, dtype=dtype)
+    if not is_pure:
+        t.anchor(expr)
+    return expr
+
+
 # ---- random ------------------------------------------------------------
 # tl.rand, tl.randn, tl.randint, tl.randint4x, tl.philox...: @jit helpers in the
 # kernel language (mytriton/language/random.py), traced at the call.

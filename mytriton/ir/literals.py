@@ -40,7 +40,7 @@ def _literal_target(op: Op, index: int) -> Type | None:
     is a literal (as ``backends/cuda/expressions.py`` and the interpreter
     do), from the op's traits and operand names."""
     opdef = opdefs.lookup(op.name)
-    if opdef is None or opdef.control or op.name in ("cast", "addptr") or index >= opdef.arity:
+    if opdef is None or opdef.control or op.name in ("cast", "addptr") or index >= opdef.arity or opdef.variadic:
         return None  # checked on their own (loops, casts) or integer-only by their type rule
     operand = opdef.operands[index].rstrip("?")
     if opdef.comparison:

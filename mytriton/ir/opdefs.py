@@ -110,6 +110,21 @@ class OpDef:
         return len(self.operands)
 
     @property
+    def variadic(self) -> bool:
+        """Its last operand name ends in '*': any number of operands there (none included)."""
+        return bool(self.operands) and self.operands[-1].endswith("*")
+
+    def takes(self, count: int) -> bool:
+        """Whether the op takes ``count`` operands."""
+        return count >= self.arity - 1 if self.variadic else count == self.arity
+
+    def operand_name(self, index: int) -> str:
+        """Operand ``index``'s name (a variadic tail's numbered: args0, args1...)."""
+        if self.variadic and index >= self.arity - 1:
+            return f"{self.operands[-1].rstrip('*')}{index - self.arity + 1}"
+        return self.operands[index].rstrip("?")
+
+    @property
     def reads_memory(self) -> bool:
         return self.reads_global or self.reads_shared
 
@@ -131,7 +146,7 @@ class OpDef:
         return [o.rstrip("?") for o in self.operands].index(name.rstrip("?"))
 
     def optional(self, index: int) -> bool:
-        return self.operands[index].endswith("?")
+        return not (self.variadic and index >= self.arity - 1) and self.operands[index].endswith("?")
 
 
 OPS: dict[str, OpDef] = {}
@@ -164,7 +179,7 @@ _INTS = AttrKind("a tuple of integers", _ints)
 ATTR_KINDS: dict[str, AttrKind] = {
     "axis": _INT_OR_NONE, "dims": _INTS, "dtype": _DTYPE, "start": _INT, "end": _INT, "hex": _BOOL,
     "in_flight": _INT, "index": _INT, "input_precision": _STRING, "out_dtype": _DTYPE, "kind": _STRING,
-    "msg": _STRING, "prefix": _STRING, "name": _STRING, "num_bins": _INT, "pending": _INT, "reverse": _BOOL,
+    "msg": _STRING, "prefix": _STRING, "asm": _STRING, "constraints": _STRING, "name": _STRING, "num_bins": _INT, "pending": _INT, "reverse": _BOOL,
     "scope": _STRING, "sem": _STRING, "shape": _INTS, "stages": _INT, "values": _INTS, "vector": _INT,
     # The CUDA back end's passes' decisions (copy-widths, combine-strategy, allocate-shared, insert-barriers,
     # read-widths).
@@ -1635,6 +1650,52 @@ def histogram_counts(np: Any, x: Any, mask: Any, num_bins: int) -> Any:
 _register(OpDef("histogram", ("x", "mask?"), _histogram, attrs=("num_bins",), materialised=True, layout_rule="convert",
                 doc="tl.histogram: the int32 counts of the values 0 .. num_bins - 1 among x's elements where mask "
                     "holds (a 1-D tile of i32 or u32; other values are not counted)"))
+# ---- inline assembly ---------------------------------------------------------------
+# tl.inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack=1):
+# Triton's tt.elementwise_inline_asm, one result per element of the
+# arguments broadcast together. ``inline_asm`` is pure (CSE may merge two,
+# DCE drop an unused one); ``inline_asm_volatile`` (is_pure=False) is an
+# effect that nothing moves a memory access across. ir/inline_asm.py reads
+# the constraints; the interpreter cannot run PTX and says so.
+
+
+def _inline_asm(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    from mytriton.ir import inline_asm
+
+    try:
+        constraints = inline_asm.parse(attrs["constraints"])
+    except ValueError as err:
+        raise _err(f"inline asm: {err}") from None
+    if len(constraints.outputs) != 1 or len(constraints.inputs) != len(types):
+        raise _err(f"inline asm: the constraints {attrs['constraints']!r} give {len(constraints.outputs)} output(s) "
+                   f"and {len(constraints.inputs)} input(s), for 1 result and {len(types)} operand(s)")
+    dtype = attrs["dtype"]
+    for letter, t in zip(constraints.inputs, types):
+        problem = inline_asm.fit_problem(letter, element_of(t)) if t is not None else "an operand is none"
+        if problem:
+            raise _err(f"inline asm: {problem}")
+    problem = inline_asm.fit_problem(constraints.outputs[0], dtype)
+    if problem:
+        raise _err(f"inline asm: {problem}")
+    shape = _broadcast(*types)
+    return [BlockType(shape, dtype) if shape else dtype]
+
+
+def _inline_asm_volatile(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
+    # An effect runs once, where it is: the CUDA back end computes a tile's
+    # elements where they are used, so only scalars (as the frontend allows).
+    (result,) = _inline_asm(types, attrs)
+    if isinstance(result, BlockType):
+        raise _err(f"inline asm that is not pure takes scalars only, got a result of {result}")
+    return [result]
+
+
+_INLINE_ASM_DOC = ("tl.inline_asm_elementwise: the PTX asm run once per element of the operands (broadcast), "
+                   "$N its operand N, the constraints' registers (ir/inline_asm.py), one result of dtype")
+_register(OpDef("inline_asm", ("args*",), _inline_asm, attrs=("asm", "constraints", "dtype"),
+                doc=_INLINE_ASM_DOC + "; pure"))
+_register(OpDef("inline_asm_volatile", ("args*",), _inline_asm_volatile, attrs=("asm", "constraints", "dtype"),
+                synchronises=True, doc=_INLINE_ASM_DOC + "; not pure (is_pure=False): an effect, never moved"))
 # ---- gather ---------------------------------------------------------------------
 # tl.gather(src, index, axis): Triton's tt.gather. The result has index's shape
 # and src's elements: result[..., i, ...] = src[..., index[..., i, ...], ...]
@@ -1797,7 +1858,7 @@ def _set_layout_rule(name: str, rule: str) -> None:
 
 
 for _op in list(OPS.values()):
-    if _op.elementwise or _op.name in ("arange", "full"):
+    if _op.elementwise or _op.name in ("arange", "full", "inline_asm"):
         _set_layout_rule(_op.name, "elementwise")
 for _name, _rule in (("expand_dims", "expand_dims"), ("load", "load"), ("store", "store"),
                      ("device_print", "store"), ("device_assert", "store"), ("sum", "reduce"),

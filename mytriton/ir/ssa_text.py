@@ -407,12 +407,12 @@ class _SSAReader(TextReader):
         return op
 
     def check_arity(self, opdef: opdefs.OpDef, operands: list[Operand], name: lark.Token) -> None:
-        if len(operands) != opdef.arity:
+        if not opdef.takes(len(operands)):
             spelled = ", ".join(n.rstrip("?") for n in opdef.operands) or "no operands"
             raise self.error(f"'{name}' takes {opdef.arity} operand(s) ({spelled}), got {len(operands)}", name)
         for i, operand in enumerate(operands):
             if operand is None and not opdef.optional(i):
-                raise self.error(f"operand '{opdef.operands[i]}' of '{name}' cannot be none", name)
+                raise self.error(f"operand '{opdef.operand_name(i)}' of '{name}' cannot be none", name)
 
     def for_op(self, tree: lark.Tree) -> Op:
         results_tree, index_token, start, stop, step, attrs_tree, iter_args, *rest = tree.children

@@ -493,7 +493,7 @@ class _TreeReader(TextReader):
                 self.attribute(arg, opdef, str(name), attrs)
             else:
                 args.append(self.expr(arg.children[0], scope))
-        if len(args) != opdef.arity:
+        if not opdef.takes(len(args)):
             raise self.error(f"'{name}' takes {opdef.arity} argument(s), got {len(args)}", name)
         return Node(str(name), tuple(args), attrs, self.loc(loc))
 

@@ -137,7 +137,7 @@ FUNCTIONS = (
     # Shape ops (Triton's names and signatures).
     "permute", "reshape", "view", "split", "join", "interleave", "cat", "broadcast_to", "broadcast",
     "squeeze", "unsqueeze", "zeros_like", "full_like",
-    *RANDOM_FUNCTIONS, *SORTING_FUNCTIONS, "histogram", "gather",
+    *RANDOM_FUNCTIONS, *SORTING_FUNCTIONS, "histogram", "gather", "inline_asm_elementwise",
     # Atomics (Triton's names and signatures).
     "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
     "atomic_cas", "debug_barrier",

@@ -443,10 +443,10 @@ class Verifier:
         opdef = opdefs.lookup(op.name)
         if opdef is None:
             raise self.error(f"unknown op '{op.name}'", op)
-        if len(op.operands) != opdef.arity:
+        if not opdef.takes(len(op.operands)):
             raise self.error(f"'{op.name}' takes {opdef.arity} operand(s), got {len(op.operands)}", op)
         for i, operand in enumerate(op.operands):
-            name = opdef.operands[i].rstrip("?")
+            name = opdef.operand_name(i)
             if operand is None and not opdef.optional(i):
                 raise self.error(f"operand '{name}' of '{op.name}' cannot be none", op)
             if operand is not None and isinstance(operand.type, SharedType) and name not in opdef.shared_operands:
@@ -516,7 +516,7 @@ class Verifier:
                                      f"not {r.type.layout.text()}", op)
         for i, operand in tiles:
             if i in wanted and operand.type.layout != wanted[i]:
-                name = opdef.operands[i].rstrip("?") if i < len(opdef.operands) else str(i)
+                name = opdef.operand_name(i) if i < len(opdef.operands) or opdef.variadic else str(i)
                 raise self.error(f"operand '{name}' of '{op.name}' is in {operand.type.layout.text()} but is read "
                                  f"in {wanted[i].text()}; a tile changes layout only through convert_layout", op)
 

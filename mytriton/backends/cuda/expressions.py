@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from mytriton.backends.cuda.ctypes import c_cast, c_literal
 from mytriton.backends.cuda.spelling import CUDA, GLOBAL_POINTER
 from mytriton.diagnostics import CompileError
-from mytriton.ir import math_functions
+from mytriton.ir import inline_asm, math_functions
 from mytriton.ir.opdefs import CMP_OPS, LIBDEVICE_OPS, MATH_FUNCTIONS, device_print_label
 from mytriton.ir.ssa import Const, Op
 from mytriton.types import (
@@ -51,7 +51,7 @@ _LANGUAGE_OPS = ("maximum_nan", "minimum_nan", "clamp", "clamp_nan", "fma", "div
 EXPRESSION_OPS = frozenset({
     "program_id", "num_programs", "full", "addptr", "cast", "where", *_CMP, *_BINARY,
     "neg", "abs", "not", "maximum", "minimum", "and", "or", "hint", "bitcast", "broadcast_to", *_LANGUAGE_OPS,
-    *LIBDEVICE_OPS, "int_to_ptr", "ptr_to_int",
+    *LIBDEVICE_OPS, "int_to_ptr", "ptr_to_int", "inline_asm", "inline_asm_volatile",
 })
 # libdevice ops whose result type is not the type they compute in (that of their operand).
 _LIBDEVICE_ANSWERS = {row.name: {"bool": BOOL, "i64": I64}[row.answers]
@@ -208,6 +208,8 @@ def render(op: Op, args: list[Arg]) -> str:
         (x,) = args
         source = x.type if isinstance(x, CValue) else concrete(x.type)
         return CUDA.bitcast(as_type(x, source), element)
+    if name in ("inline_asm", "inline_asm_volatile"):
+        return inline_asm_expr(op, args)
     if name == "where":
         cond, a, b = args
         if isinstance(element, PointerType):
@@ -303,6 +305,46 @@ def reduce_combine(name: str, t: ScalarType, a: str, b: str) -> str:
         return f"({a} + {b})"
     return CUDA.min_max(name, a, b, t)
 
+
+
+# ---- inline assembly (tl.inline_asm_elementwise) ----------------------------------------------
+
+
+def _into_register(value: str, element: ScalarType, letter: str) -> str:
+    """A value of ``element`` as the ``letter`` register's C type: a float
+    register of its own type as it is, another of the same width by its
+    bits, an integer into a wider integer register by its value."""
+    c_type, bits, is_float = inline_asm.REGISTERS[letter]
+    if (element, letter) in ((F32, "f"), (F64, "d")):
+        return value
+    if element.is_float or is_float:
+        return f"__builtin_bit_cast({c_type}, {value})"
+    return f"(({c_type})({value}))"
+
+
+def _from_register(register: str, element: ScalarType, letter: str) -> str:
+    c_type, bits, is_float = inline_asm.REGISTERS[letter]
+    if (element, letter) in ((F32, "f"), (F64, "d")):
+        return register
+    if element.is_float or is_float:
+        return CUDA.bitcast(register, element)
+    return f"(({CUDA.scalar_type(element)})({register}))"
+
+
+def inline_asm_expr(op: Op, args: list[Arg]) -> str:
+    """One element of a ``tl.inline_asm_elementwise``: a GNU statement
+    expression around CUDA's inline asm, its ``$N`` as ``%N``."""
+    constraints = inline_asm.parse(op.attrs["constraints"])
+    (out,) = constraints.outputs
+    inputs = []
+    for letter, arg in zip(constraints.inputs, args):
+        source = arg.type if isinstance(arg, CValue) else concrete(arg.type)
+        inputs.append(f'"{letter}"({_into_register(as_type(arg, source), source, letter)})')
+    volatile = " volatile" if op.name == "inline_asm_volatile" else ""
+    operands = f' : "={out}"(asm_out)' + (f" : {', '.join(inputs)}" if inputs else "")
+    asm = c_string(inline_asm.placeholders(op.attrs["asm"]))
+    result = _from_register("asm_out", op.attrs["dtype"], out)
+    return f"({{ {inline_asm.REGISTERS[out][0]} asm_out; asm{volatile}({asm}{operands}); {result}; }})"
 
 
 # ---- printing and assertions (tl.device_print, tl.device_assert) -------------------------------

@@ -123,6 +123,8 @@ REFUSED.update({name: "pipelined K loops are not covered by the MLIR back end ye
 REFUSED["store_tile"] = "TMA stores (the CUDA layouts stage's tma-stores) are not covered by the MLIR back end"
 REFUSED["histogram"] = "tl.histogram is not covered by the MLIR back end yet"
 REFUSED["gather"] = "tl.gather is not covered by the MLIR back end yet"
+REFUSED.update({name: "inline PTX (tl.inline_asm_elementwise) has no upstream MLIR op this back end writes"
+                for name in ("inline_asm", "inline_asm_volatile")})
 REFUSED.update({name: "grid dependency control (tl.extra.cuda.gdc_*) is not covered by the MLIR back end yet"
                 for name in ("grid_dependency_wait", "grid_dependency_launch_dependents")})
 # libdevice's functions that upstream MLIR has no op for: a stated refusal.

@@ -672,6 +672,23 @@ class _Emitter(RegionEmitter):
         self.names[op.result] = self.w.op(f"tt.join {a}, {b} : {ttir_type(half, e)} -> {ttir_type(shape, e)}",
                                           op.loc)
 
+    @lowers("inline_asm")
+    @lowers("inline_asm_volatile")
+    def op_inline_asm(self, op: Op) -> None:
+        shape, e = type_of(op.result.type)
+        values, types = [], []
+        for operand in op.operands:
+            _, element = self.operand_type(operand)
+            values.append(self.get(operand, shape, element, op.loc))
+            types.append(ttir_type(shape, element))
+        pure = "true" if op.name == "inline_asm" else "false"
+        signature = f" : {', '.join(types)}" if types else ""
+        arguments = f" {', '.join(values)}" if values else ""
+        self.names[op.result] = self.w.op(
+            f"tt.elementwise_inline_asm {mlir_string(op.attrs['asm'])} {{constraints = "
+            f"{mlir_string(op.attrs['constraints'])}, packed_element = 1 : i32, pure = {pure}}}{arguments}"
+            f"{signature} -> {ttir_type(shape, e)}", op.loc)
+
     @lowers("gather")
     def op_gather(self, op: Op) -> None:
         src, index = op.operands

@@ -69,6 +69,8 @@ STRUCTURED: dict[str, str] = {
     "split": "tt.split (the half the op's index names)",
     "join": "tt.join",
     "histogram": "tt.histogram src(, mask) : tensor<N x iK> -> tensor<num_bins x i32>",
+    "inline_asm": "tt.elementwise_inline_asm \"asm\" {constraints, packed_element = 1, pure = true} args",
+    "inline_asm_volatile": "tt.elementwise_inline_asm \"asm\" {constraints, packed_element = 1, pure = false} args",
     "gather": "tt.gather src[index] {axis} : (tensor<src>, tensor<index>) -> tensor<index's shape x src's element>",
     "for": "scf.for with iter_args on the loop's index type (a runtime step <= 0 runs no iteration)",
     "yield": "scf.yield",
