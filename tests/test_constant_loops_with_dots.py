@@ -113,3 +113,11 @@ def test_the_looped_diagonal_computes_what_numpy_does(bn, stages):
     out = np.full((n, d), np.nan, np.float32)
     run_kernel(kernel, (n // tiles["BM"],), [q, k, out, d])
     np.testing.assert_allclose(out, causal_reference(q, k), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("bn", [16, 64], ids=["4-steps", "1-step"])
+def test_nvcc_builds_the_pipelined_constant_loops(bn):
+    ptx = compile_text(CAUSAL_STEPS, "ptx", defines={**TILES, "BN": bn}, signature=SIGNATURE, num_stages=3,
+                       arch="sm_90a")
+    assert "wgmma.mma_async" in ptx and "cp.async" in ptx
