@@ -121,3 +121,26 @@ def test_nvcc_builds_the_pipelined_constant_loops(bn):
     ptx = compile_text(CAUSAL_STEPS, "ptx", defines={**TILES, "BN": bn}, signature=SIGNATURE, num_stages=3,
                        arch="sm_90a")
     assert "wgmma.mma_async" in ptx and "cp.async" in ptx
+
+
+def test_a_dot_in_a_jit_function_passed_in_keeps_the_loop(kernel_module):
+    module = kernel_module("""
+        @mytriton.jit
+        def product(a, b):
+            return tl.dot(a, b)
+
+        @mytriton.jit
+        def k(a_ptr, b_ptr, c_ptr, STEP: tl.constexpr):
+            offs = tl.arange(0, 16)
+            acc = tl.zeros((16, 16), tl.float32)
+            for k0 in range(0, 64, 16):
+                a = tl.load(a_ptr + offs[:, None] * 64 + k0 + offs[None, :])
+                b = tl.load(b_ptr + (k0 + offs[:, None]) * 16 + offs[None, :])
+                acc += STEP(a, b)
+            tl.store(c_ptr + offs[:, None] * 16 + offs[None, :], acc)
+    """)
+    a, b = (np.random.default_rng(i).standard_normal(s).astype(np.float16) for i, s in ((1, (16, 64)), (2, (64, 16))))
+    c = np.full((16, 16), np.nan, np.float32)
+    handle = module.k[(1,)](a, b, c, STEP=module.product, backend="interp")
+    assert loops(handle.kernel) == 1
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)

@@ -634,14 +634,16 @@ class Tracer:
         if constant and step == 0:
             raise self.error("range step cannot be zero", call)
         if constant and (static or (_iterations(start, stop, step) <= RANGE_UNROLL_LIMIT
-                                    and not self.calls_dot(stmt.body, self.module, set()))):
+                                    and not self.calls_dot(stmt.body, self.module, set(), self.env))):
             self.unroll(stmt, name, start, stop, step)
             return
         self.runtime_loop(stmt, start, stop, step, options)
 
-    def calls_dot(self, body: list[ast.stmt], module: KernelModule, seen: set[tuple[int, str]]) -> bool:
+    def calls_dot(self, body: list[ast.stmt], module: KernelModule, seen: set[tuple[int, str]],
+                  env: dict[str, Any] | None = None) -> bool:
         """Whether ``body`` calls ``tl.dot``, itself or through the @jit
-        functions it calls by name (each looked at once)."""
+        functions it calls by name (each looked at once): a global's, or
+        one a name of ``env`` holds (a @jit function passed in)."""
         for node in (n for stmt in body for n in ast.walk(stmt)):
             if not isinstance(node, ast.Call):
                 continue
@@ -649,10 +651,14 @@ class Tracer:
                 return True
             if not isinstance(node.func, ast.Name):
                 continue
-            found = module.lookup(node.func.id)
-            if found is None or found[0] != "function":
-                continue
-            owner, fn_name = found[1]
+            bound = env.get(node.func.id) if env is not None else None
+            if isinstance(bound, JitRef):  # a @jit function passed in (a constexpr activation, say)
+                owner, fn_name = bound.module or self.module, bound.name
+            else:
+                found = module.lookup(node.func.id)
+                if found is None or found[0] != "function":
+                    continue
+                owner, fn_name = found[1]
             if (id(owner), fn_name) in seen:
                 continue
             seen.add((id(owner), fn_name))
