@@ -294,9 +294,15 @@ def test_autotune_key_is_a_list_of_names(kernel_module):
         kernel_module(TUNED.replace('key=["n"]', 'key="n"'))
 
 
-def test_autotune_key_names_must_be_parameters(kernel_module):
-    with pytest.raises(CompileError, match="key names 'm'"):
-        kernel_module(TUNED.replace('key=["n"]', 'key=["m"]'))
+def test_an_autotune_key_that_names_no_parameter_counts_for_nothing_as_in_triton(kernel_module):
+    # The published tutorial 08 keys on a misspelt 'gropup_c_ptrs'.
+    add = kernel_module(TUNED.replace('key=["n"]', 'key=["n", "m"]')).add
+    x, y = inputs()
+    for n in (100, 100, 60):
+        out = np.zeros_like(x)
+        add[(4,)](x, y, out, n, backend="interp")
+        np.testing.assert_array_equal(out[:n], (x + y)[:n])
+    assert add.key == ["n"] and len(add.cache) == 2
 
 
 def test_early_config_prune_and_perf_model_choose_the_candidates(kernel_module):

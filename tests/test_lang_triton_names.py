@@ -554,3 +554,52 @@ def test_n_regs_in_the_interpreter_are_ptxas_s_for_its_cuda(kernel_module):
     compiled._init_handles()  # nothing to load
     assert compiled.n_regs == ptxas_usage(compiled.asm["cuda"], "sm_90").registers > 0
     assert compiled.n_spills == 0
+
+
+# ---- leniencies of Triton's that published code relies on -------------------------------------------
+
+
+def test_where_takes_a_condition_of_another_type_as_its_test_against_zero(rng):
+    # Tutorial 04's dropout passes an int32 keep-mask; Triton casts it to int1 (x != 0).
+    kernel = build("""
+    @mytriton.jit
+    def k(x_ptr, keep_ptr, scale_ptr, out_ptr):
+        offs = tl.arange(0, 16)
+        x = tl.load(x_ptr + offs)
+        out = tl.where(tl.load(keep_ptr + offs), x, 0.0) + tl.where(tl.load(scale_ptr + offs), 1.0, 2.0)
+        tl.store(out_ptr + offs, out)
+    """, signature="*fp32, *i32, *fp32, *fp32")
+    x = rng.standard_normal(16).astype(np.float32)
+    keep = rng.integers(-1, 2, 16).astype(np.int32)
+    scale = np.array([0.0, -0.0, 1.5, np.nan] * 4, np.float32)
+    out = np.zeros(16, np.float32)
+    run_kernel(kernel, (1,), [x, keep, scale, out])
+    np.testing.assert_array_equal(out, np.where(keep != 0, x, 0.0) + np.where(scale != 0, 1.0, 2.0).astype(np.float32))
+
+
+EXTERN = """
+@mytriton.jit
+def k(x_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, libdevice.asin(tl.load(x_ptr + offs)))
+"""
+
+
+def test_extern_libs_naming_libdevice_is_accepted_and_no_file_is_read(kernel_module, tmp_path):
+    module = kernel_module("from mytriton.language.extra import libdevice\n" + EXTERN)
+    x = np.linspace(-0.9, 0.9, 16, dtype=np.float32)
+    out = np.zeros_like(x)
+    missing = str(tmp_path / "no-such-libdevice.10.bc")  # never opened
+    module.k[(1,)](x, out, N=16, extern_libs={"libdevice": missing}, backend="interp")
+    np.testing.assert_allclose(out, np.arcsin(x), rtol=1e-6)
+
+
+@pytest.mark.parametrize("libs, message", [
+    ({"libm": "/tmp/libm.bc"}, "links libdevice only .*cannot link 'libm'"),
+    ("libdevice", "extern_libs maps library names to paths"),
+])
+def test_extern_libs_naming_another_library_is_an_error(kernel_module, libs, message):
+    module = kernel_module("from mytriton.language.extra import libdevice\n" + EXTERN)
+    x = np.zeros(16, np.float32)
+    with pytest.raises(CompileError, match=message):
+        module.k[(1,)](x, x, N=16, extern_libs=libs, backend="interp")

@@ -270,8 +270,12 @@ def _abs(t: Tracer, node: ast.Call, x: Any) -> Any:
 
 @builtin("where", "condition", "x", "y")
 def _where(t: Tracer, node: ast.Call, condition: Any, x: Any, y: Any) -> Any:
-    args = tuple(_value(t, node, v, "where") for v in (condition, x, y))
-    return t.make("where", args, node)
+    condition, x, y = (_value(t, node, v, "where") for v in (condition, x, y))
+    if isinstance(condition, Expr) and element_of(t.type_of(condition, node)) != BOOL:
+        # Triton casts a condition of another type to int1 (with a deprecation
+        # warning): the published tutorial 04 passes an int32 keep-mask.
+        condition = t.make("cmp_ne", (condition, 0), node)
+    return t.make("where", (condition, x, y), node)
 
 
 def _min_max(name: str) -> None:

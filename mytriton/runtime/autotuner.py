@@ -183,10 +183,11 @@ class Autotuner(KernelInterface):
             raise CompileError("autotune's configs must be mytriton.Config objects")
         if isinstance(key, str) or not all(isinstance(k, str) for k in key):
             raise CompileError(f"autotune of '{self.__name__}': key is a list of argument names, got {key!r}")
-        self.key = list(key)
         names = set(self.arg_names)
-        for label, given in (("key", self.key), ("reset_to_zero", reset_to_zero or ()),
-                             ("restore_value", restore_value or ())):
+        # A key that names no parameter counts for nothing, as in Triton (the
+        # published tutorial 08 keys on 'gropup_c_ptrs').
+        self.key = [k for k in key if k in names]
+        for label, given in (("reset_to_zero", reset_to_zero or ()), ("restore_value", restore_value or ())):
             for name in given:
                 if name not in names:
                     raise CompileError(f"autotune of '{self.__name__}': {label} names '{name}', "

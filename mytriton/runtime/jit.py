@@ -445,6 +445,8 @@ class JITFunction:
         framework (runtime/placement.py)."""
         launch = {name: kwargs[name] if name in self._names else kwargs.pop(name)
                   for name in LAUNCH_OPTIONS if name in kwargs}
+        if "extern_libs" in kwargs and "extern_libs" not in self._names:
+            _check_extern_libs(kwargs.pop("extern_libs"), self.__name__)
         num_warps = launch.get("num_warps", 4)
         num_stages = launch.get("num_stages")
         num_ctas = launch.get("num_ctas", 1)
@@ -524,6 +526,22 @@ def host_array(value: Any) -> Any:
     if is_tensor(value):
         return tensor_view(value)
     return value
+
+
+def _check_extern_libs(libs: Any, name: str) -> None:
+    """Triton's ``extern_libs`` launch option: the libraries to link, by name
+    and path. mytriton's libdevice functions are CUDA's own math library,
+    always there (language/extra/libdevice.py), so a libdevice path is
+    accepted and not read, as tutorial 07 passes one; any other library is
+    an error, never a file opened."""
+    if libs is None:
+        return
+    if not isinstance(libs, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in libs.items()):
+        raise CompileError(f"{name}: extern_libs maps library names to paths, got {printable(repr(libs))[:200]}")
+    others = sorted(set(libs) - {"libdevice"})
+    if others:
+        raise CompileError(f"{name}: extern_libs: mytriton links libdevice only (CUDA's own, not read from a path); "
+                           f"cannot link {', '.join(printable(repr(o)) for o in others)}")
 
 
 def _check_options(fn: Callable[..., Any], options: dict[str, Any]) -> None:
