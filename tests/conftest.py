@@ -75,6 +75,20 @@ def randf(rng, *shape):
     return rng.standard_normal(shape).astype("float32")
 
 
+def run_published(directory: Path, name: str, text: str) -> str:
+    """Run ``text`` as a script under ``python -m mytriton.as_triton`` (``import
+    triton`` is mytriton) in the interpreter; its stdout, after checking it succeeded."""
+    import subprocess
+    import sys
+
+    (directory / name).write_text(text)
+    result = subprocess.run([sys.executable, "-m", "mytriton.as_triton", name], cwd=directory,
+                            env={"PYTHONPATH": str(ROOT), "MYTRITON_BACKEND": "interp", "PATH": "/usr/bin:/bin"},
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 

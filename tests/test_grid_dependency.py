@@ -6,13 +6,11 @@ stream serialization allowed). Without that launch both calls do nothing."""
 from __future__ import annotations
 
 import ctypes
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import ROOT, compile_text, kernel_source
+from conftest import compile_text, kernel_source, run_published
 from mytriton.diagnostics import CompileError
 
 ADD = """
@@ -213,12 +211,7 @@ print("ok")
 
 
 def test_tutorial_11s_imports_and_launch_run_as_published(tmp_path):
-    (tmp_path / "pdl.py").write_text(PUBLISHED)
-    result = subprocess.run([sys.executable, "-m", "mytriton.as_triton", "pdl.py"], cwd=tmp_path,
-                            env={"PYTHONPATH": str(ROOT), "MYTRITON_BACKEND": "interp", "PATH": "/usr/bin:/bin"},
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == "ok\n"
+    assert run_published(tmp_path, "pdl.py", PUBLISHED) == "ok\n"
 
 
 PRODUCE = """

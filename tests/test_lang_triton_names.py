@@ -9,13 +9,10 @@ in the interpreter against NumPy; CUDA that nvcc builds; the GPU test
 compares the GPU with the interpreter."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
-from conftest import ROOT, build, cdiv, compile_text, kernel_source
+from conftest import build, cdiv, compile_text, kernel_source, run_published
 from mytriton.backends.interp import run_kernel
 from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import walk
@@ -370,12 +367,7 @@ print("ok")
 
 
 def test_a_module_annotated_with_tl_tensor_and_tl_const_imports_and_runs(tmp_path):
-    (tmp_path / "annotated.py").write_text(ANNOTATED)
-    result = subprocess.run([sys.executable, "-m", "mytriton.as_triton", "annotated.py"], cwd=tmp_path,
-                            env={"PYTHONPATH": str(ROOT), "MYTRITON_BACKEND": "interp", "PATH": "/usr/bin:/bin"},
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == "ok\n"
+    assert run_published(tmp_path, "annotated.py", ANNOTATED) == "ok\n"
 
 
 def test_tl_tensor_is_only_an_annotation_outside_kernels():

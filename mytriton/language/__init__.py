@@ -6,6 +6,7 @@ its meaning). Calling one outside a kernel is an error.
 """
 from __future__ import annotations
 
+from mytriton.language.host_stubs import outside_kernel
 from mytriton.ir.opdefs import MATH_FUNCTIONS
 from mytriton.types import BF16, BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, ScalarType
 
@@ -148,17 +149,8 @@ FUNCTIONS = (
 )
 
 
-def _outside_kernel(name: str):
-    def stub(*args, **kwargs):
-        raise RuntimeError(f"tl.{name} can only be used inside a @mytriton.jit kernel")
-
-    stub.__name__ = name
-    stub.__qualname__ = name
-    return stub
-
-
 for _name in FUNCTIONS:
-    globals()[_name] = _outside_kernel(_name)
+    globals()[_name] = outside_kernel(__name__, _name, f"tl.{_name}")
 
 
 def cdiv(a: int, b: int) -> int:  # noqa: F811 - also usable on the host, like triton.cdiv

@@ -13,6 +13,7 @@ back end's spelling are rows of ir/math_functions.py.
 from __future__ import annotations
 
 from mytriton.ir import math_functions
+from mytriton.language.host_stubs import outside_kernel
 from mytriton.types import F32, F64, I32, I64
 
 _DTYPES = {"f32": F32, "f64": F64, "i32": I32}
@@ -49,16 +50,7 @@ def function_name(qualified: str) -> str | None:
     return None
 
 
-def _outside_kernel(name: str):
-    def stub(*args, **kwargs):
-        raise RuntimeError(f"libdevice.{name} can only be used inside a @mytriton.jit kernel")
-
-    stub.__name__ = name
-    stub.__qualname__ = name
-    return stub
-
-
 for _name in FUNCTIONS:
-    globals()[_name] = _outside_kernel(_name)
+    globals()[_name] = outside_kernel(__name__, _name, f"libdevice.{_name}")
 
 __all__ = list(FUNCTIONS)

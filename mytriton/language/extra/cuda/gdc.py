@@ -13,6 +13,8 @@ these: the frontend reads the calls (frontend/builtins.py, GRID_DEPENDENCY).
 """
 from __future__ import annotations
 
+from mytriton.language.host_stubs import outside_kernel
+
 FUNCTIONS = ("gdc_wait", "gdc_launch_dependents")
 # A kernel reaches them as tl.extra.cuda.NAME or tl.extra.cuda.gdc.NAME.
 MODULE_PATH = "mytriton.language.extra.cuda.gdc"
@@ -25,16 +27,7 @@ def function_name(qualified: str) -> str | None:
     return name if owner in _OWNERS and name in FUNCTIONS else None
 
 
-def _outside_kernel(name: str):
-    def stub(*args, **kwargs):
-        raise RuntimeError(f"tl.extra.cuda.{name} can only be used inside a @mytriton.jit kernel")
-
-    stub.__name__ = name
-    stub.__qualname__ = name
-    return stub
-
-
-gdc_wait = _outside_kernel("gdc_wait")
-gdc_launch_dependents = _outside_kernel("gdc_launch_dependents")
+gdc_wait = outside_kernel(__name__, "gdc_wait", "tl.extra.cuda.gdc_wait")
+gdc_launch_dependents = outside_kernel(__name__, "gdc_launch_dependents", "tl.extra.cuda.gdc_launch_dependents")
 
 __all__ = list(FUNCTIONS)
