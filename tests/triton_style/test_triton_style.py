@@ -347,6 +347,33 @@ def case_attention_trans(m, rng) -> Result:
     return out
 
 
+def _causal_attention_grads(q, k, v, do, sm_scale):
+    """Float64 forward statistics (O, base-2 log-sum-exp) and gradients of causal attention."""
+    n = q.shape[2]
+    Q, K, V, dO = (x.astype(np.float64) for x in (q, k, v, do))
+    s = np.einsum("zhmd,zhnd->zhmn", Q, K) * sm_scale
+    s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    o = np.einsum("zhmn,zhnd->zhmd", p, V)
+    ds = p * (np.einsum("zhmd,zhnd->zhmn", dO, V) - (o * dO).sum(-1)[..., None])
+    s2 = s / np.log(2)
+    lse = s2.max(-1) + np.log2(np.exp2(s2 - s2.max(-1, keepdims=True)).sum(-1))
+    grads = (np.einsum("zhmn,zhnd->zhmd", ds, K) * sm_scale, np.einsum("zhmn,zhmd->zhnd", ds, Q) * sm_scale,
+             np.einsum("zhmn,zhmd->zhnd", p, dO))
+    return o, lse, grads
+
+
+def case_attention_backward(m, rng) -> Result:
+    out: Result = []
+    for dtype in (np.float16,):
+        q, k, v, do = ((rng.standard_normal((1, 2, 128, 64)) * 0.5).astype(dtype) for _ in range(4))
+        o, lse, expected = _causal_attention_grads(q, k, v, do, 0.3)
+        got = m.attention_backward(q, k, v, o.astype(dtype), do, lse.astype(np.float32), 0.3)
+        out += [(name, g.astype(np.float32), e, 2e-2, 2e-2) for name, g, e in zip(("dq", "dk", "dv"), got, expected)]
+    return out
+
+
 def case_rms_norm(m, rng) -> Result:
     out: Result = []
     for dtype, tol in ((np.float32, 1e-5), (np.float16, 1e-2)):
