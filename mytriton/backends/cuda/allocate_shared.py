@@ -182,8 +182,12 @@ def fragment_exchange_pad(op: Op) -> int:
     arises or the element is not 2 or 4 bytes."""
     x = op.operands[0]
     layout = getattr(x.type, "layout", None)
-    nbytes = element_of(x.type).nbytes
-    if not isinstance(layout, Mma) or nbytes not in (2, 4) or len(x.type.shape) != 2:
+    if not isinstance(layout, Mma) or len(x.type.shape) != 2:
+        return 0
+    # A pointer tile (an address a loop carries, moved between layouts) has no
+    # nbytes of its own; its 8-byte words are not the 2- and 4-byte case.
+    nbytes = getattr(element_of(x.type), "nbytes", 8)
+    if nbytes not in (2, 4):
         return 0
     if op.attrs.get(SCRATCH_COLUMNS):
         # Column-major, a write's 8 rows are adjacent and its 4 pairs of

@@ -736,7 +736,10 @@ class CudaEmitter:
                 for text in writer.body():
                     self.line(text)
             if value in loop.thread_reads:  # the reading loop's thread's first element (SlotLoop.read)
-                self.line(f"const {element}* const {name}_read = &{name}[{loop.thread_reads[value]}];")
+                # ``T const*``: for a pointer tile's ``float*`` it reads as ``float* const*``
+                # (``const float**`` would not take the address); scalars keep ``const T*``.
+                read_type = f"{element} const*" if element.endswith("*") else f"const {element}*"
+                self.line(f"{read_type} const {name}_read = &{name}[{loop.thread_reads[value]}];")
                 if any(f"{name}_read_at" in text for text in loop.lines):  # runs read by ld.shared (convert_group)
                     self.line(f"const unsigned {name}_read_at = (unsigned)__cvta_generic_to_shared({name}_read);")
             offset += aligned(math.prod(shape) * element_bytes(value.type))
