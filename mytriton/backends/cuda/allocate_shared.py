@@ -60,7 +60,7 @@ from mytriton.backends.cuda.tma import ring_bytes
 from mytriton.backends.cuda.tma_copies import without_tma
 from mytriton.backends.cuda.hold_tiles import with_held_tiles
 from mytriton.backends.cuda.read_widths import with_read_widths
-from mytriton.backends.cuda.shared_memory import aligned, buffers_end, overlaid_offsets, shared_buffers
+from mytriton.backends.cuda.shared_memory import aligned, buffers_end, element_bytes, overlaid_offsets, shared_buffers
 from mytriton.diagnostics import CompileError
 from mytriton.passes.manager import require_laid_out
 from mytriton.ir.layout_attributes import Blocked, Mma, fma_operand_pad
@@ -184,9 +184,7 @@ def fragment_exchange_pad(op: Op) -> int:
     layout = getattr(x.type, "layout", None)
     if not isinstance(layout, Mma) or len(x.type.shape) != 2:
         return 0
-    # A pointer tile (an address a loop carries, moved between layouts) has no
-    # nbytes of its own; its 8-byte words are not the 2- and 4-byte case.
-    nbytes = getattr(element_of(x.type), "nbytes", 8)
+    nbytes = element_bytes(x.type)  # a pointer tile's (a loop's addresses) 8
     if nbytes not in (2, 4):
         return 0
     if op.attrs.get(SCRATCH_COLUMNS):
