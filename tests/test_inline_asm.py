@@ -58,7 +58,7 @@ def test_the_cuda_moves_each_operand_through_its_register_kind():
     assert any('asm("tanh.approx.f32 %0, %1;" : "=f"(asm_out) : "f"(' in line for line in lines)
     (add,) = [line for line in lines if "add.u32" in line]
     assert '"r"(__builtin_bit_cast(unsigned int, ' in add and '"r"(((unsigned int)(' in add
-    assert add.endswith("__builtin_bit_cast(float, asm_out); });")
+    assert add.endswith("return __builtin_bit_cast(float, asm_out); }();")
 
 
 def test_a_non_pure_asm_is_volatile_in_cuda():
@@ -131,6 +131,14 @@ def k(x_ptr, out_ptr, N: tl.constexpr):
                                      pack=1)
     tl.store(out_ptr + offs, doubled + (bits & 1).to(tl.float32))
 """
+
+
+@pytest.mark.nvrtc
+def test_the_asm_builds_with_nvrtc_which_takes_no_statement_expression(cache):
+    from mytriton.backends.cuda import nvcc
+    ptx = nvcc.compile_ptx(compile_text(ASM, "cuda", defines={"N": 128}), "sm_90")
+    assert "tanh.approx.f32" in ptx and "add.u32" in ptx
+    assert nvcc.last_toolchain() == "nvrtc"
 
 
 @pytest.mark.gpu

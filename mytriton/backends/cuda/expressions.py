@@ -332,8 +332,9 @@ def _from_register(register: str, element: ScalarType, letter: str) -> str:
 
 
 def inline_asm_expr(op: Op, args: list[Arg]) -> str:
-    """One element of a ``tl.inline_asm_elementwise``: a GNU statement
-    expression around CUDA's inline asm, its ``$N`` as ``%N``."""
+    """One element of a ``tl.inline_asm_elementwise``: CUDA's inline asm,
+    its ``$N`` as ``%N``, in a lambda called where it is made (NVRTC takes
+    no GNU statement expression, which nvcc's host compiler does)."""
     constraints = inline_asm.parse(op.attrs["constraints"])
     (out,) = constraints.outputs
     inputs = []
@@ -344,7 +345,7 @@ def inline_asm_expr(op: Op, args: list[Arg]) -> str:
     operands = f' : "={out}"(asm_out)' + (f" : {', '.join(inputs)}" if inputs else "")
     asm = c_string(inline_asm.placeholders(op.attrs["asm"]))
     result = _from_register("asm_out", op.attrs["dtype"], out)
-    return f"({{ {inline_asm.REGISTERS[out][0]} asm_out; asm{volatile}({asm}{operands}); {result}; }})"
+    return f"[&]() {{ {inline_asm.REGISTERS[out][0]} asm_out; asm{volatile}({asm}{operands}); return {result}; }}()"
 
 
 # ---- printing and assertions (tl.device_print, tl.device_assert) -------------------------------
