@@ -170,3 +170,32 @@ def test_triton_tools_and_set_allocator_are_there_for_published_code(tmp_path):
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.stderr
     assert run.stdout == "refused True\n"
+
+
+TUNED_SCALE = """
+def set_blocks(nargs):
+    nargs["x_desc"].block_shape = nargs["out_desc"].block_shape = [nargs["BM"], nargs["BN"]]
+
+
+@mytriton.autotune(configs=[mytriton.Config({"BM": 16, "BN": 16}, pre_hook=set_blocks),
+                            mytriton.Config({"BM": 32, "BN": 16}, pre_hook=set_blocks)], key=[],
+                 do_bench=lambda launch, quantiles: launch() or 1.0)
+""" + SCALE
+
+
+@pytest.mark.nvcc
+def test_the_autotuner_builds_each_config_as_its_pre_hook_sets_the_descriptors(kernel_module, rng, monkeypatch,
+                                                                               cache):
+    # The fused-attention tutorial's descriptors have a dummy 1x1 block (too
+    # narrow to build) until the config's pre_hook sets it; the GPU's timing
+    # builds each config before it launches it.
+    from fake_driver import FakeDriver, install
+
+    gpu = install(monkeypatch, FakeDriver())
+    scale = kernel_module(TUNED_SCALE).scale
+    x = rng.standard_normal((64, 64)).astype(np.float32)
+    xd, od = (TensorDescriptor(a, [64, 64], [64, 1], [1, 1]) for a in (x, np.zeros_like(x)))
+    scale[lambda meta: (64 // meta["BM"], 64 // meta["BN"])](xd, od, backend="cuda")
+    assert scale.chosen_by == "timing"
+    assert {launch.grid for launch in gpu.launches} == {(4, 4, 1), (2, 4, 1)}
+    assert xd.block_shape == [scale.best_config.kwargs["BM"], 16]

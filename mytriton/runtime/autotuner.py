@@ -13,6 +13,7 @@ and the backend.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import json
@@ -141,6 +142,17 @@ def _zero(array: Any) -> None:
 
 def _clone(array: Any) -> Any:
     return array.clone() if hasattr(array, "clone") else array.copy()
+
+
+def _own_copy(value: Any) -> Any:
+    """A host descriptor's own copy (its block a list of its own); any other value itself."""
+    from mytriton.tools.tensor_descriptor import TensorDescriptor
+
+    if not isinstance(value, TensorDescriptor):
+        return value
+    copied = copy.copy(value)
+    copied.block_shape = list(value.block_shape)
+    return copied
 
 
 def _copy_into(target: Any, source: Any) -> None:
@@ -291,7 +303,8 @@ class Autotuner(KernelInterface):
         best = min(configs, key=lambda c: timings[c])
         if timings[best] == float("inf"):
             # Every config failed: run the first again so that its error shows.
-            self.fn.run(*args, grid=grid, backend=backend, **configs[0].all_kwargs(), **kwargs)
+            hooked_args, hooked_kwargs = self._as_hooked(configs[0], args, kwargs)
+            self.fn.run(*hooked_args, grid=grid, backend=backend, **configs[0].all_kwargs(), **hooked_kwargs)
         self._reset(named, reset_only=True)
         self.chosen_by = "timing"
         if self.cache_results:
@@ -312,7 +325,9 @@ class Autotuner(KernelInterface):
 
         def build(config: Config) -> None:
             try:
-                self.fn.run(*args, grid=grid, backend=backend, warmup=True, **config.all_kwargs(), **kwargs)
+                hooked_args, hooked_kwargs = self._as_hooked(config, args, kwargs)
+                self.fn.run(*hooked_args, grid=grid, backend=backend, warmup=True, **config.all_kwargs(),
+                            **hooked_kwargs)
             except CompileError:
                 pass
 
@@ -320,6 +335,19 @@ class Autotuner(KernelInterface):
 
         with ThreadPoolExecutor(workers, thread_name_prefix="mytriton-build") as pool:
             list(pool.map(build, configs))
+
+    def _as_hooked(self, config: Config, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+        """The arguments as the config's ``pre_hook`` leaves them, for a build
+        before its launch: what the kernel is specialised on may be set there
+        (Triton's fused-attention tutorial sets each host descriptor's block).
+        The hook sees copies of the descriptors, so builds in parallel do not
+        set one another's blocks."""
+        if config.pre_hook is None:
+            return args, kwargs
+        args = tuple(_own_copy(value) for value in args)
+        kwargs = {name: _own_copy(value) for name, value in kwargs.items()}
+        config.pre_hook({**self.named_args(args, kwargs), **config.all_kwargs()})
+        return args, kwargs
 
     # ---- timing ----------------------------------------------------------------------------
     def _reset(self, named: dict[str, Any], reset_only: bool = False) -> None:
@@ -355,7 +383,9 @@ class Autotuner(KernelInterface):
 
         try:
             # Compiled once before timing: the build is not the kernel's time.
-            self.fn.run(*args, grid=grid, backend=backend, warmup=True, **config.all_kwargs(), **kwargs)
+            hooked_args, hooked_kwargs = self._as_hooked(config, args, kwargs)
+            self.fn.run(*hooked_args, grid=grid, backend=backend, warmup=True, **config.all_kwargs(),
+                        **hooked_kwargs)
             if self.do_bench is not None:
                 result = self.do_bench(launch, quantiles=(0.5, 0.2, 0.8))
             else:
