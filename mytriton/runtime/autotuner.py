@@ -360,8 +360,8 @@ class Autotuner(KernelInterface):
 
     def _restore(self, named: dict[str, Any]) -> None:
         """After a timed launch: put ``restore_value`` buffers back."""
-        for name, copy in zip(self.restore_value, self._restore_copies):
-            _copy_into(named[name], copy)
+        for name, saved in zip(self.restore_value, self._restore_copies):
+            _copy_into(named[name], saved)
         self._restore_copies = []
 
     def _bench(self, config: Config, args: tuple, grid: Any, kwargs: dict[str, Any],
