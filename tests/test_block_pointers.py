@@ -393,16 +393,21 @@ def test_staged_pipelined_and_unstaged_matmuls_compute_the_same(form, shape):
         np.testing.assert_array_equal(run_matmul(form, kernel, shape, a, b), reference)
 
 
-def test_a_block_that_may_start_before_the_matrix_is_not_staged():
-    """The copy has no lower bound: where the offset may be negative (here
-    pid_m * BM - 1) the coordinate >= 0 test keeps the general path."""
+def test_a_block_that_may_start_before_the_matrix_is_staged_with_its_rows_tested_from_0():
+    """Where a block may start before the matrix (here pid_m * BM - 1), the
+    boundary check's coordinate >= 0 test becomes the copy's: it reads zeros
+    before row 0, as the unstaged load does."""
     source = BLOCK_PTR_MATMUL.replace("(pid_m * BM, 0), (BM, BK)", "(pid_m * BM - 1, 0), (BM, BK)")
-    kernel = staged(source)
-    assert "dot" in names(kernel) and "dot_shared" not in names(kernel)
-    a, b = matmul_operands((40, 30, 20), 3)
-    c = run_matmul("block-pointer", unstaged(source), (40, 30, 20), a, b)
+    kernel = pipelined(source, 3)
+    copies = [op for op in walk(kernel.body) if op.name == "async_copy_strided_to_shared"]
+    assert [op.attrs.get("lower_bounds") for op in copies[:2]] == [(1, 0), None]  # A, then B
+    shape = (40, 30, 20)
+    a, b = matmul_operands(shape, 3)
+    c = run_matmul("block-pointer", unstaged(source), shape, a, b)
     expected = np.vstack([np.zeros((1, 20), np.float32), a[:-1]]).astype(np.float64) @ b  # C[r] = A[r - 1] @ B
     np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4)
+    for staged_kernel in (staged(source), kernel):
+        np.testing.assert_array_equal(run_matmul("block-pointer", staged_kernel, shape, a, b), c)
 
 
 def test_a_block_pointer_matmul_in_the_cli_emits_dot_shared(tmp_path):

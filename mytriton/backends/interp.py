@@ -52,6 +52,7 @@ import numpy as np
 
 from mytriton.diagnostics import CompileError, printable
 from mytriton.ir import opdefs
+from mytriton.ir.opdefs import LOWER_BOUNDS
 from mytriton.ir.ssa import (
     Block, Const, Kernel, Op, OpResult, Operand, Param, Value, for_body, for_bounds, for_carried,
     for_index, for_inits, for_yield, walk,
@@ -1263,7 +1264,13 @@ def _copied_strided_tile(st: _State, op: Op, operands: list[Operand], buffer_typ
 
     rows = wrapped(scalar(row_offset) + np.arange(n_rows).reshape(1, -1, 1), row_wrap)
     cols = wrapped(scalar(col_offset) + np.arange(n_cols).reshape(1, 1, -1), col_wrap)
-    inside = np.broadcast_to((rows < scalar(row_bound)) & (cols < scalar(col_bound)), shape)
+    row_lower, col_lower = op.attrs.get(LOWER_BOUNDS, (0, 0))
+    inside = (rows < scalar(row_bound)) & (cols < scalar(col_bound))
+    if row_lower:
+        inside &= rows >= 0
+    if col_lower:
+        inside &= cols >= 0
+    inside = np.broadcast_to(inside, shape)
     enabled = np.broadcast_to(_lanes(active, 2), shape) & inside
     values = np.array(st.full(fill, BlockType((n_rows, n_cols), element)))
     if enabled.any():

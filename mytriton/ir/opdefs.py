@@ -1488,6 +1488,10 @@ ATOMIC_OPS = ("atomic_rmw", "atomic_cas")
 # async form). A wrap of 0 is none; a bound the mask does not test is
 # 2147483647 (every i32 coordinate passes).
 
+# A copy whose mask tests an axis's coordinates >= 0 too, where they may be
+# negative (a tensor descriptor's rows at a place of runtime sizes): its
+# attribute lower_bounds=(rows, cols), 1 for each such axis.
+LOWER_BOUNDS = "lower_bounds"
 COPY_STRIDED_OPERANDS = ("buffer", "base", "row_offset", "col_offset", "row_stride", "col_stride", "row_bound",
                          "col_bound", "row_wrap", "col_wrap", "fill")
 
@@ -1505,6 +1509,11 @@ def _copy_strided_to_shared(types: list[Type | None], attrs: dict[str, Any]) -> 
             _i32_scalar(t, what)
     except TypeRuleError as err:
         raise _err(str(err).replace("'copy_to_shared'", "'copy_strided_to_shared'")) from None
+    lower = attrs.get(LOWER_BOUNDS, (0, 0))
+    if not (isinstance(lower, tuple) and len(lower) == 2 and all(flag in (0, 1) and type(flag) is int
+                                                                  for flag in lower)):
+        raise _err(f"{LOWER_BOUNDS} of 'copy_strided_to_shared' must be a pair of 0 or 1 (rows, columns), "
+                   f"got {lower!r}")
     return []
 
 
@@ -1518,15 +1527,16 @@ _async_copy_strided_to_shared = _async_form(_copy_strided_to_shared, "copy_strid
 
 _register(OpDef("copy_strided_to_shared", COPY_STRIDED_OPERANDS, _copy_strided_to_shared, reads_global=True,
                 writes_shared=True, address_operand="base", shared_operands=("buffer",),
-                attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,
+                attrs=(*ASYNC_COPY_ATTRS, LOWER_BOUNDS), optional_attrs=(*ASYNC_COPY_ATTRS, LOWER_BOUNDS),
                 doc="with R = wrap(row_offset + r, row_wrap), C = wrap(col_offset + c, col_wrap) (wrap(x, 0) = x, "
                     "else x mod w as 'mod'): buffer[r, c] = (R < row_bound && C < col_bound) "
                     "? base[R * row_stride + C * col_stride] : fill; a stride is i32 or i64, an i64 one "
-                    "multiplying its coordinates in 64 bits" + SYNC_COPY_DOC))
+                    "multiplying its coordinates in 64 bits; lower_bounds=(1, 0) (rows), (0, 1) (columns): "
+                    "R >= 0 (C >= 0) is tested too" + SYNC_COPY_DOC))
 _register(OpDef("async_copy_strided_to_shared", (*COPY_STRIDED_OPERANDS, "pred"), _async_copy_strided_to_shared,
                 reads_global=True, writes_shared=True, async_shared_write=True, address_operand="base",
                 shared_operands=("buffer",),
-                attrs=PIPELINED_COPY_ATTRS, optional_attrs=PIPELINED_COPY_ATTRS,
+                attrs=(*PIPELINED_COPY_ATTRS, LOWER_BOUNDS), optional_attrs=(*PIPELINED_COPY_ATTRS, LOWER_BOUNDS),
                 doc="where pred holds, copy_strided_to_shared without waiting for it; visible after "
                     "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC + TMA_COPY_DOC))
 

@@ -286,7 +286,7 @@ def _issue(builder: _Builder, plan: _Plan, k: Operand, pred: Operand, stage: Ope
     for copy, allocation in zip(plan.copies, plan.allocations):
         operands = [_clone_operand(builder, plan.loop, o, k, clones) for o in copy.operands[1:]]
         view = _view(builder, allocation, stage, stages, copy.loc)
-        builder.ops.append(Op(ASYNC_FORM[copy.name], [view, *operands, pred], [], loc=copy.loc))
+        builder.ops.append(Op(ASYNC_FORM[copy.name], [view, *operands, pred], [], dict(copy.attrs), copy.loc))
     builder.op("async_commit", [], [])
 
 

@@ -70,6 +70,7 @@ from mytriton.diagnostics import CompileError, Location
 from mytriton.ir import opdefs
 from mytriton.ir.axis_info import pow2_divisor
 from mytriton.ir.analysis import Definitions, NotDefinedBy, describe_operand
+from mytriton.ir.opdefs import LOWER_BOUNDS
 from mytriton.passes.buffer_liveness import allocates
 from mytriton.ir.ssa import (
     BlockArg, Const, Kernel, Op, OpResult, Operand, Param, Value, defining_block, erase_op, for_bounds,
@@ -566,6 +567,8 @@ class StridedPlan(StridedTile):
     # on the carried pointer tile (Triton's tutorial 08): 0 where none says so.
     # The load's rows: a transposed plan's copy does not use it.
     row_starts: int = 0
+    # (rows, columns): the copy tests that axis's coordinates >= 0 too (_lower_bound).
+    lower_bounds: tuple[bool, bool] = (False, False)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -588,7 +591,7 @@ class StridedPlan(StridedTile):
         return StridedPlan(self.base, self.shifts, self.cols, self.rows, self.col_stride, self.row_stride,
                            self.col_bound, self.row_bound, (col_shift, row_shift), load=self.load,
                            advance=self.advance, fill=self.fill, carried=self.carried, transposed_by=trans,
-                           row_starts=self.row_starts)
+                           row_starts=self.row_starts, lower_bounds=self.lower_bounds[::-1])
 
     @property
     def element(self) -> ScalarType:
@@ -683,7 +686,8 @@ class StridedPlan(StridedTile):
             return ops
         operands = [buffer, base, start(self.rows), start(self.cols), *strides,
                     bounds[0], bounds[1], self.rows.wrap, self.cols.wrap, self.fill]
-        ops.append(Op("copy_strided_to_shared", operands, [], loc=loc))
+        attrs = {LOWER_BOUNDS: tuple(int(flag) for flag in self.lower_bounds)} if any(self.lower_bounds) else {}
+        ops.append(Op("copy_strided_to_shared", operands, [], attrs, loc=loc))
         return ops
 
 
@@ -707,9 +711,11 @@ def _match_strided_load(defs: Definitions, value: Operand) -> StridedPlan:
     base, shifts, rows, row_stride, cols, col_stride = _match_strided_pointer(defs, tile_ptr)
     if shape_of(load.result.type) != (rows.size, cols.size):
         raise _Mismatch(f"the load's tile {load.result.type} is not [{rows.size}, {cols.size}]")
-    (row_bound, row_shift), (col_bound, col_shift) = _match_strided_mask(defs, mask, rows, cols)
+    ((row_bound, row_shift), (col_bound, col_shift)), lower_bounds = _match_strided_mask(defs, mask, rows, cols)
     if cols.gather is not None:
         raise _Mismatch("its columns are gathered; a gathered tile is copied by rows")
+    if rows.gather is not None and any(lower_bounds):
+        raise _Mismatch("its rows are gathered, and the mask tests coordinates >= 0 that may be negative")
     if rows.gather is not None and rows.gather.bound is not None \
             and (row_bound != rows.gather.bound or row_shift != rows.gather.shift):
         raise _Mismatch("its rows are gathered, and the load's mask does not test their positions against the "
@@ -730,7 +736,7 @@ def _match_strided_load(defs: Definitions, value: Operand) -> StridedPlan:
         raise _Mismatch("the load does not fill masked-off elements with 0 or 0.0")
     return StridedPlan(base, tuple(shifts), rows, cols, row_stride, col_stride, row_bound, col_bound,
                        (row_shift, col_shift), load=load, advance=advance, fill=fill, carried=carried,
-                       row_starts=_row_starts(defs, hints, rows, cols, col_stride, pointee))
+                       row_starts=_row_starts(defs, hints, rows, cols, col_stride, pointee), lower_bounds=lower_bounds)
 
 
 def _row_starts(defs: Definitions, hints: list[Op], rows: WrappedAxis, cols: WrappedAxis, col_stride: Operand,
@@ -1119,10 +1125,13 @@ def _clamped_axis(defs: Definitions, value: Operand) -> WrappedAxis | None:
 
 
 def _match_strided_mask(defs: Definitions, mask: Operand | None, rows: WrappedAxis,
-                        cols: WrappedAxis) -> tuple[tuple[Operand, tuple[Operand, Operand]], ...]:
+                        cols: WrappedAxis) -> tuple[tuple[tuple[Operand, tuple[Operand, Operand]], ...],
+                                                    tuple[bool, bool]]:
     """Each axis's bound and (mask offset, pointer offset): NO_BOUND for an
-    axis the mask does not test."""
+    axis the mask does not test; and whether the copy must test each axis's
+    coordinates against 0 too (see ``_lower_bound``)."""
     found: dict[int, tuple[Operand, tuple[Operand, Operand]]] = {}
+    lower = [False, False]
     tests: list[Operand] = [] if mask is None else [mask]
     while tests:
         test = tests.pop()
@@ -1130,15 +1139,10 @@ def _match_strided_mask(defs: Definitions, mask: Operand | None, rows: WrappedAx
         if both is not None:
             tests += both.operands
             continue
-        lower = _lower_test(defs, test)
-        if lower is not None:
-            # Triton's boundary_check tests coordinate >= 0 too; the copy has
-            # no lower bound, so the coordinates must be the pointer's and
-            # provably never negative.
-            axis, coordinate = lower
-            pointer_axis = rows if axis == ROWS else cols
-            if coordinate != pointer_axis or not non_negative(defs, pointer_axis.offset):
-                raise _Mismatch("the mask tests coordinate >= 0 on coordinates that may be negative")
+        tested = _lower_test(defs, test)
+        if tested is not None:
+            axis, coordinate = tested
+            lower[axis] = lower[axis] or _lower_bound(defs, coordinate, rows if axis == ROWS else cols)
             continue
         axis, coordinate, bound = _axis_test(defs, test)
         pointer_axis = rows if axis == ROWS else cols
@@ -1154,7 +1158,29 @@ def _match_strided_mask(defs: Definitions, mask: Operand | None, rows: WrappedAx
             found[axis] = (bound, (coordinate.offset, pointer_axis.offset))
         else:
             raise _Mismatch(MASK_REASON)
-    return tuple(found.get(axis, (NO_BOUND, (Const(0), Const(0)))) for axis in (ROWS, COLUMNS))
+    for axis in (ROWS, COLUMNS):
+        if lower[axis] and found.get(axis, (NO_BOUND, (Const(0), Const(0))))[1] != (Const(0), Const(0)):
+            raise _Mismatch("the mask tests coordinate >= 0 on the pointer's coordinates and their upper bound "
+                            "on others")
+    bounds = tuple(found.get(axis, (NO_BOUND, (Const(0), Const(0)))) for axis in (ROWS, COLUMNS))
+    return bounds, (lower[ROWS], lower[COLUMNS])
+
+
+def _lower_bound(defs: Definitions, coordinate: WrappedAxis, pointer_axis: WrappedAxis) -> bool:
+    """Whether the copy must test ``coordinate >= 0`` itself (Triton's
+    boundary_check and a tensor descriptor's mask test it): False where the
+    coordinates are provably never negative. A descriptor's rows often are
+    not provable (``off_z * (N_CTX * H) + ...`` of runtime sizes, a grouped
+    place from a ``min``): the copy then skips rows before 0 as a mask does,
+    which it can only do on plain coordinates, the pointer's own."""
+    if coordinate != pointer_axis:
+        raise _Mismatch("the mask tests coordinate >= 0 on other coordinates than the pointer's")
+    if non_negative(defs, pointer_axis.offset):
+        return False
+    if pointer_axis.wrap != NO_WRAP or pointer_axis.clamp is not None or pointer_axis.gather is not None:
+        raise _Mismatch("the mask tests coordinate >= 0 on coordinates that may be negative and are wrapped, "
+                        "clamped or gathered")
+    return True
 
 
 def _lower_test(defs: Definitions, test: Operand) -> tuple[int, WrappedAxis] | None:
@@ -1204,7 +1230,9 @@ def match_tile_store(defs: Definitions, store: Op) -> StridedTile | str:
         base, shifts, rows, row_stride, cols, col_stride = _match_strided_pointer(defs, ptr)
         if shape_of(ptr.type) != (rows.size, cols.size):
             return f"its pointer tile {ptr.type} is not [{rows.size}, {cols.size}]"
-        (row_bound, row_shift), (col_bound, col_shift) = _match_strided_mask(defs, mask, rows, cols)
+        ((row_bound, row_shift), (col_bound, col_shift)), lower_bounds = _match_strided_mask(defs, mask, rows, cols)
+        if any(lower_bounds):
+            return "its mask tests coordinates >= 0 that may be negative"
     except _Mismatch as mismatch:
         return mismatch.reason.replace("of the load", "of the store")
     return StridedTile(base, tuple(shifts), rows, cols, row_stride, col_stride, row_bound, col_bound,

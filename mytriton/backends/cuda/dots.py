@@ -50,7 +50,7 @@ from mytriton.backends.cuda.slots import linear_index
 from mytriton.backends.cuda.thread_coordinates import BlockedLayout, tile_layout
 from mytriton.ir.layout_attributes import Blocked, Mma, NvmmaShared, PaddedShared, thread_run
 from mytriton.ir import opdefs
-from mytriton.ir.opdefs import dot_input_precision
+from mytriton.ir.opdefs import LOWER_BOUNDS, dot_input_precision
 from mytriton.ir.ssa import BlockArg, Const, Op, OpResult, Value, walk
 from mytriton.passes.dot_layouts import column_major_problem, reads_down_columns
 from mytriton.types import BOOL, F32, F64, I8, I32, I64, ScalarType, SharedType, element_of
@@ -145,6 +145,8 @@ class CopyGeometry:
     col_wrap: object
     fill: object
     index: object = None  # gathered rows: the index array (row_offset + r is a position in it)
+    # (walked rows, walked columns): the copy tests that axis's coordinates >= 0 too (lower_bounds)
+    lower: tuple[bool, bool] = (False, False)
 
 
 def copy_geometry(op: Op) -> CopyGeometry:
@@ -158,12 +160,13 @@ def copy_geometry(op: Op) -> CopyGeometry:
     else:
         (buffer, base, row_offset, col_offset, stride, col_stride, row_bound, col_bound, row_wrap, col_wrap,
          fill) = op.operands[:11]
+    row_lower, col_lower = (bool(flag) for flag in op.attrs.get(LOWER_BOUNDS, (0, 0)))
     layout = buffer.type.layout
     if getattr(layout, "transposed", False) and isinstance(stride, Const) and stride.value == 1:
         return CopyGeometry(buffer, transposed(buffer.type), base, col_offset, row_offset, col_stride, stride,
-                            col_bound, row_bound, col_wrap, row_wrap, fill)
+                            col_bound, row_bound, col_wrap, row_wrap, fill, lower=(col_lower, row_lower))
     return CopyGeometry(buffer, buffer.type, base, row_offset, col_offset, stride, col_stride, row_bound,
-                        col_bound, row_wrap, col_wrap, fill)
+                        col_bound, row_wrap, col_wrap, fill, lower=(row_lower, col_lower))
 
 
 GATHERED_COPIES = ("copy_gathered_to_shared", "async_copy_gathered_to_shared")
@@ -191,7 +194,22 @@ def copy_operands(em: "EmitContext", op: Op) -> tuple:
         args[label] = None if isinstance(value, Const) and value.value == absent else \
             as_type(em.scalar_arg(value), index_type(value))
     args["index"] = None if g.index is None else em.scalar_ref(g.index)
+    for axis, lower in zip(("row", "col"), g.lower):
+        args[f"{axis}_lower"] = "0" if lower else None
     return g, args
+
+
+def axis_tests(args: dict, axis: str, coordinate: str, upper: bool = True) -> list[str]:
+    """The C tests that ``coordinate`` is inside the copy's ``axis`` ("row",
+    "col"): from 0 where the copy has that lower bound, below its bound
+    unless ``upper`` is False."""
+    tests = [f"{coordinate} >= 0"] if args.get(f"{axis}_lower") else []
+    return tests + ([f"{coordinate} < {args[f'{axis}_bound']}"] if upper else [])
+
+
+def bounds_test(args: dict, row: str = "row", col: str = "col") -> str:
+    """The C test that an element (or a chunk, at its first element) is inside the copy's bounds."""
+    return " && ".join(axis_tests(args, "row", row) + axis_tests(args, "col", col))
 
 
 def index_type(operand: object) -> ScalarType:
@@ -335,7 +353,7 @@ def _stage_copy(em: "EmitContext", op: Op) -> str:
     column = f"i % {per_row}" if width == 1 else f"i % {per_row} * {width}"
     em.line(f"  const int row = {wrapped(args['row_offset'] + ' + i / ' + str(per_row), args['row_wrap'])};")
     em.line(f"  const int col = {wrapped(args['col_offset'] + ' + ' + column, args['col_wrap'])};")
-    in_bounds = f"row < {args['row_bound']} && col < {args['col_bound']}" + (f" && i < {total}" if guard else "")
+    in_bounds = bounds_test(args) + (f" && i < {total}" if guard else "")
     if width > 1:
         # Whole chunks (copy-widths): each is in bounds or out whole, and aligned;
         # the fill is zero (vector_width), so an all-zero word.
@@ -449,7 +467,8 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
             src = f"{base_name} + ({gathered} * {args['stride']} + {col})"
         if whole_chunks:  # the column bound cuts no chunk: each is all in or all out
             return [CUDA.cp_async_or_zeros(dst_address, src, width * nbytes, in_bounds, guard)]
-        return [f"const int n = {row} < {args['row_bound']} ? "
+        inside = " && ".join(axis_tests(args, "row", row) + axis_tests(args, "col", col, upper=False))
+        return [f"const int n = {inside} ? "
                 f"min(max({args['col_bound']} - {col}, 0), {width}) : 0;",
                 CUDA.cp_async(dst_address, f"n > 0 ? {src} : {base_name}",  # col_stride 1
                               width * nbytes, f"n * {nbytes}")]
@@ -716,19 +735,22 @@ def _hoist_offsets(em: "EmitContext", op: Op, g: CopyGeometry, hoisted: dict[str
     hoisted_offsets = {"offset": name, "uniform": tuple(uniform)}
     # The bounds test of an axis the loop moves nothing on (M's rows of A,
     # N's columns of B) is the same every iteration: one bit a chunk.
-    fixed = [(axis, positions[axis], bound) for axis, bound in (("row", g.row_bound), ("col", g.col_bound))
-             if axis not in uniform and invariant(bound) and not _unbounded(bound)]
+    fixed = [(axis, positions[axis], bound, lower) for axis, bound, lower
+             in (("row", g.row_bound, g.lower[0]), ("col", g.col_bound, g.lower[1]))
+             if axis not in uniform and invariant(bound) and (lower or not _unbounded(bound))]
     if fixed and steps <= 32:
         mask = name.replace("_offset", "_inside")
-        tests = " && ".join(f"{coordinate} < {as_type(em.scalar_arg(bound), I32)}" for _, coordinate, bound in fixed)
-        em.line(f"// which of them are inside the {' and '.join(axis for axis, _, _ in fixed)} "
+        tests = " && ".join((f"{coordinate} >= 0 && " if lower else "")
+                            + f"{coordinate} < {as_type(em.scalar_arg(bound), I32)}"
+                            for _, coordinate, bound, lower in fixed)
+        em.line(f"// which of them are inside the {' and '.join(axis for axis, _, _, _ in fixed)} "
                 "bound, the same every iteration: bit s for chunk s")
         em.line(f"unsigned {mask} = 0;")
         em.line(em.lang.unroll)
         em.line(f"for (int s = 0; s < {steps}; ++s) {mask} |= (unsigned)({tests}) << s;")
         em.line(f'asm("" : "+r"({mask}));')
         hoisted_offsets["inside"] = mask
-        hoisted_offsets["inside_axes"] = tuple(axis for axis, _, _ in fixed)
+        hoisted_offsets["inside_axes"] = tuple(axis for axis, _, _, _ in fixed)
     return hoisted_offsets
 
 
@@ -739,8 +761,10 @@ def _unbounded(bound: object) -> bool:
 
 def _in_bounds(g: CopyGeometry, args: dict[str, str], row: str, col: str) -> str:
     """A chunk's bounds test, leaving out an axis bounded by i32's largest value (no mask on it)."""
-    tests = [f"{coordinate} < {args[label]}" for coordinate, label, bound in
-             ((row, "row_bound", g.row_bound), (col, "col_bound", g.col_bound)) if not _unbounded(bound)]
+    tests = [test for coordinate, axis, bound, lower in ((row, "row", g.row_bound, g.lower[0]),
+                                                          (col, "col", g.col_bound, g.lower[1]))
+             for test in axis_tests({**args, f"{axis}_lower": "0" if lower else None}, axis, coordinate,
+                                    upper=not _unbounded(bound))]
     return " && ".join(tests) or "true"
 
 
@@ -783,7 +807,9 @@ def _chunk_walk(em: "EmitContext", op: Op, g: CopyGeometry, args: dict[str, str]
     in_bounds = _in_bounds(g, args, "row", "col")
     if "inside" in hoisted:  # the fixed axes' tests, hoisted; an axis whose offset or bound moves, here
         unbounded = Const(2 ** 31 - 1)
-        moving = replace(g, **{f"{axis}_bound": unbounded for axis in hoisted["inside_axes"]})
+        moving = replace(g, **{f"{axis}_bound": unbounded for axis in hoisted["inside_axes"]},
+                         lower=tuple(lower and axis not in hoisted["inside_axes"]
+                                     for axis, lower in zip(("row", "col"), g.lower)))
         tests = [f"({hoisted['inside']} >> s & 1u)", _in_bounds(moving, args, "row", "col")]
         in_bounds = " && ".join(t for t in tests if t != "true")
     texts = body("i", in_bounds, "row", "col", "r", "c", dst_address, src)
@@ -827,7 +853,7 @@ def _copy_loop(em: "EmitContext", rows: int, cols: int, width: int, row_pitch: i
         em.line(f"  const int c = i / {rows};")
         em.line(f"  const int row = {wrapped(args['row_offset'] + ' + r', args['row_wrap'])};")
         em.line(f"  const int col = {wrapped(args['col_offset'] + ' + c', args['col_wrap'])};")
-        for text in body("i", f"row < {args['row_bound']} && col < {args['col_bound']}", "row", "col", "r", "c"):
+        for text in body("i", bounds_test(args), "row", "col", "r", "c"):
             em.line(f"  {text}")
         em.line("}")
         return
@@ -847,7 +873,7 @@ def _copy_loop(em: "EmitContext", rows: int, cols: int, width: int, row_pitch: i
     col = f"{hoisted['col']}[s]" if "col" in hoisted else wrapped(args['col_offset'] + ' + c', args['col_wrap'])
     em.line(f"  const int row = {row};")
     em.line(f"  const int col = {col};")
-    in_bounds = f"row < {args['row_bound']} && col < {args['col_bound']}"
+    in_bounds = bounds_test(args)
     for text in body("i", in_bounds, "row", "col", "r", "c"):
         em.line(f"  {text}")
     em.line("}")

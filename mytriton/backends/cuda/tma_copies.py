@@ -201,12 +201,14 @@ def tma_problem(op: Op, facts: AxisAnalysis, defs: Definitions, layout: object =
         return "its offsets are i64"
     # A map is made only for a positive stride and bounds (the launcher's test): assume them.
     assumed = frozenset(v for v in (g.stride, g.row_bound, g.col_bound) if isinstance(v, Param))
-    if not (non_negative(defs, g.row_offset, assumed=assumed) and non_negative(defs, g.col_offset, assumed=assumed)):
+    # TMA reads zeros before coordinate 0, as a copy with that lower bound does (a descriptor's rows).
+    if not all(lower or non_negative(defs, offset, assumed=assumed)
+               for offset, lower in zip((g.row_offset, g.col_offset), g.lower)):
         return "its offsets are not proven never negative (TMA would fill zeros where the copy reads)"
     if shift is not None:
         # base + shift + R * stride + C is the element at column C + shift of the map at base:
         # the same element where the columns are unbounded.
-        if g.col_bound != NO_BOUND:
+        if g.col_bound != NO_BOUND or g.lower[1]:
             return "its base moves (a pointer the loop advances) and its columns are bounded"
         if not non_negative(defs, shift, assumed=assumed):
             return "its base's offset is not proven never negative"

@@ -30,6 +30,7 @@ from mytriton.backends.mlir.emitter_base import RegionEmitter, lowers
 from mytriton.backends.mlir.text import joined, literal, mlir_loc, mlir_string, scalar_type, shaped
 from mytriton.diagnostics import Location
 from mytriton.ir import opdefs
+from mytriton.ir.opdefs import LOWER_BOUNDS
 from mytriton.ir.analysis import pointer_bases
 from mytriton.ir.ssa import (
     Block, Const, Kernel, Op, Operand, Param, Value, yield_types,
@@ -702,6 +703,11 @@ class _Emitter(RegionEmitter):
             row_in = w.op(f"arith.cmpi slt, {row}, {self.element(row_bound, [], I32, loc)} : i32", loc)
             col_in = w.op(f"arith.cmpi slt, {col}, {self.element(col_bound, [], I32, loc)} : i32", loc)
             inside = w.op(f"arith.andi {row_in}, {col_in} : i1", loc)
+            for coordinate, lower in zip((row, col), op.attrs.get(LOWER_BOUNDS, (0, 0))):
+                if lower:  # the copy tests that axis from 0 too
+                    zero = w.op("arith.constant 0 : i32", loc)
+                    from_zero = w.op(f"arith.cmpi sge, {coordinate}, {zero} : i32", loc)
+                    inside = w.op(f"arith.andi {inside}, {from_zero} : i1", loc)
 
             def read() -> str:
                 # An i64 stride scales its coordinates in 64 bits (the kernel widened them).
