@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 from conftest import cdiv, compile_text, kernel_source, ssa_of
+from mytriton import compiler, remarks
+from mytriton.compiler import Options
 from mytriton.diagnostics import CompileError
 from mytriton.ir.ssa import walk
 
@@ -493,6 +495,9 @@ DESCRIPTOR_ERRORS = {
     "tl.load of a descriptor": (
         "tl.load(tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [16, 16]))",
         "tl.load needs a pointer, got a tensor descriptor (use desc.load(offsets))"),
+    "a constant leading stride off 16 bytes": (
+        "tl.make_tensor_descriptor(x_ptr, [M, 6], [6, 1], [16, 8])",
+        "a leading stride must be a multiple of 16 bytes, got 6 x f32"),
     "a descriptor method that does not exist": (
         "tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [16, 16]).gather([0])",
         "a tensor descriptor has no attribute 'gather'"),
@@ -520,6 +525,21 @@ def test_misuse_is_a_located_error(case):
     err = compile_error(expression)
     assert message in str(err)
     assert err.loc is not None and err.loc.line == 8  # the line of the misuse (r = ...)
+
+
+def test_a_descriptors_runtime_strides_are_taken_as_triton_requires_them_so_tma_copies_its_tiles():
+    """Triton's rule for tl.make_tensor_descriptor (leading strides multiples
+    of 16 bytes) is a fact the copies rely on: with K not known a multiple of
+    16 (3000x2000x1000), A's copy is TMA's, not a copy that tests K at run time."""
+    from conftest import ROOT
+
+    path = ROOT / "tests" / "triton_style" / "descriptor_matmul.py"
+    kernel = compiler.run_stages(path.read_text(), str(path), "layouts", Options(
+        signature="*fp16:16, *fp16:16, *fp16:16, i32, i32:16, i32", num_warps=8, arch="sm_90a",
+        defines={"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64}))
+    (remark,) = remarks.dot_remarks(kernel)
+    assert remark.message.startswith("dot 128x128x64 f16: staged (TMA)"), remark.message
+    assert "result stored by TMA" in remark.message
 
 
 def test_a_loop_that_makes_a_block_pointer_of_a_number_is_an_error():

@@ -207,7 +207,31 @@ def make_tensor_descriptor(t: Tracer, node: ast.Call, base: Any, shape: Any, str
                           f"{pointee.name}", node)
         if padding_option == "nan" and not pointee.is_float:
             raise t.error(f"{name}: padding_option 'nan' needs floating-point elements, got {pointee.name}", node)
+        strides = _aligned_strides(t, node, strides, pointee, name)
     return TensorDescriptor(base, shape, strides, block, padding_option)
+
+
+def _aligned_strides(t: Tracer, node: ast.Call, strides: tuple[Any, ...], pointee: ScalarType,
+                     name: str) -> tuple[Any, ...]:
+    """Triton's rule for a descriptor (its documentation: "leading dimensions
+    must be multiples of 16-byte strides"), which its TMA hardware relies on,
+    as a fact the copies may rely on too: a runtime stride hinted a multiple
+    of 16 bytes' elements, a constant one checked here. (Broken at run time,
+    the rule stops the kernel with a misaligned address on the GPU, as
+    Triton's would; the interpreter computes the strided tile regardless.)"""
+    elements = 16 // max(1, pointee.bits // 8)
+    if elements < 2:
+        return strides
+    out = []
+    for stride in strides[:-1]:
+        if type(stride) is int:
+            if stride % elements:
+                raise t.error(f"{name}: a leading stride must be a multiple of 16 bytes, got {stride} x "
+                              f"{pointee.name}", node)
+        elif isinstance(stride, Expr):
+            stride = t.make("hint", (stride,), node, kind="multiple_of", values=(elements,))
+        out.append(stride)
+    return (*out, strides[-1])
 
 
 def advance(t: Tracer, node: ast.Call, base: Any, offsets: Any) -> BlockPointer:

@@ -102,7 +102,10 @@ class TensorMap:
 
 
 def host_value(operand: object) -> str | int | None:
-    """A parameter's name or a literal int: what the host knows at a launch."""
+    """A parameter's name or a literal int: what the host knows at a launch
+    (through hints: a fact about a parameter is the parameter)."""
+    while isinstance(operand, OpResult) and operand.op.name == "hint":
+        operand = operand.op.operands[0]
     if isinstance(operand, Param):
         return operand.name
     if isinstance(operand, Const) and isinstance(operand.value, int) and not isinstance(operand.value, bool):
