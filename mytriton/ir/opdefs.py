@@ -181,6 +181,7 @@ ATTR_KINDS: dict[str, AttrKind] = {
     "in_flight": _INT, "index": _INT, "input_precision": _STRING, "out_dtype": _DTYPE, "kind": _STRING,
     "msg": _STRING, "prefix": _STRING, "asm": _STRING, "constraints": _STRING, "name": _STRING, "num_bins": _INT, "pending": _INT, "reverse": _BOOL,
     "scope": _STRING, "sem": _STRING, "shape": _INTS, "stages": _INT, "values": _INTS, "vector": _INT,
+    "lower_bounds": _INTS,  # stage-dots: the axes a strided copy tests from 0
     # The CUDA back end's passes' decisions (copy-widths, combine-strategy, allocate-shared, insert-barriers,
     # read-widths).
     "chunk": _INT, "chunks": _STRING, "engine": _STRING, "offset": _INT, "strategy": _STRING, "chunks_per_row": _INT,
