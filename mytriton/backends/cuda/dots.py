@@ -194,8 +194,9 @@ def copy_operands(em: "EmitContext", op: Op) -> tuple:
         args[label] = None if isinstance(value, Const) and value.value == absent else \
             as_type(em.scalar_arg(value), index_type(value))
     args["index"] = None if g.index is None else em.scalar_ref(g.index)
-    for axis, lower in zip(("row", "col"), g.lower):
+    for axis, lower, bound in zip(("row", "col"), g.lower, (g.row_bound, g.col_bound)):
         args[f"{axis}_lower"] = "0" if lower else None
+        args[f"{axis}_unbounded"] = "1" if _unbounded(bound) else None
     return g, args
 
 
@@ -204,12 +205,13 @@ def axis_tests(args: dict, axis: str, coordinate: str, upper: bool = True) -> li
     "col"): from 0 where the copy has that lower bound, below its bound
     unless ``upper`` is False."""
     tests = [f"{coordinate} >= 0"] if args.get(f"{axis}_lower") else []
+    upper = upper and not args.get(f"{axis}_unbounded")  # (no mask on the axis: every i32 coordinate is in)
     return tests + ([f"{coordinate} < {args[f'{axis}_bound']}"] if upper else [])
 
 
 def bounds_test(args: dict, row: str = "row", col: str = "col") -> str:
     """The C test that an element (or a chunk, at its first element) is inside the copy's bounds."""
-    return " && ".join(axis_tests(args, "row", row) + axis_tests(args, "col", col))
+    return " && ".join(axis_tests(args, "row", row) + axis_tests(args, "col", col)) or "true"
 
 
 def index_type(operand: object) -> ScalarType:
@@ -232,7 +234,9 @@ def wrapped(coordinate: str, wrap: str | None) -> str:
     if wrap is None:
         return coordinate
     x = f"({coordinate})"
-    return f"(({wrap} > 0 && (unsigned){x} < (unsigned){wrap}) ? {x} : ({wrap} != 0 ? {x} % {wrap} : {x}))"
+    # One branch: a wrap of 0 divides by INT_MAX, as wrapped_once's does (a
+    # second branch around the division was a sixth of a ragged matmul's build).
+    return f"(({wrap} > 0 && (unsigned){x} < (unsigned){wrap}) ? {x} : {x} % ({wrap} != 0 ? {wrap} : 2147483647))"
 
 
 def wrapped_once(coordinate: str, wrap: str) -> str:
@@ -467,7 +471,7 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
             src = f"{base_name} + ({gathered} * {args['stride']} + {col})"
         if whole_chunks:  # the column bound cuts no chunk: each is all in or all out
             return [CUDA.cp_async_or_zeros(dst_address, src, width * nbytes, in_bounds, guard)]
-        inside = " && ".join(axis_tests(args, "row", row) + axis_tests(args, "col", col, upper=False))
+        inside = " && ".join(axis_tests(args, "row", row) + axis_tests(args, "col", col, upper=False)) or "true"
         return [f"const int n = {inside} ? "
                 f"min(max({args['col_bound']} - {col}, 0), {width}) : 0;",
                 CUDA.cp_async(dst_address, f"n > 0 ? {src} : {base_name}",  # col_stride 1
@@ -487,8 +491,12 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
         if not _chunk_walk(em, op, g, args, chunk):
             _copy_loop(em, rows, cols, width, row_pitch, args, chunk, hoisted=em.hoisted_coordinates.get(op))
     elif width > 1:
+        # The chunks walked as a proven copy's are, from the coordinates and
+        # offsets worked out before the loop (a ragged tutorial matmul tests
+        # A's alignment at run time: its build was twice a proven one's).
         em.out.open(f"if ({alignment_test(args, base_name, width, nbytes)}) {{  // {width * nbytes}-byte chunks")
-        _copy_loop(em, rows, cols, width, row_pitch, args, chunk)
+        if not _chunk_walk(em, op, g, args, chunk):
+            _copy_loop(em, rows, cols, width, row_pitch, args, chunk, hoisted=em.hoisted_coordinates.get(op))
         em.out.switch("} else {  // element by element")
     fill_c = as_type(em.scalar_arg(fill), element)
 
@@ -553,8 +561,8 @@ def hoist_copy_coordinates(em: "EmitContext", loop: Op) -> None:
         g = copy_geometry(op)
         g = replace(g, stride=before_loop(g.stride))
         width = op.attrs["chunk"]
-        if width < 2 or op.attrs["chunks"] == "checked":
-            continue  # the element-by-element path keeps its own coordinates
+        if width < 2:
+            continue  # the element-by-element path keeps its own coordinates (a checked copy's fallback too)
         rows, cols = g.view_type.shape
         per_row = cols // width
         steps = max(1, rows * per_row // em.threads)
@@ -617,7 +625,7 @@ def hoist_prologue_coordinates(em: "EmitContext", op: Op) -> None:
     division a chunk, which nvcc keeps: 32 of them in a 128x128x64
     split-K prologue, NVRTC's time up by a tenth)."""
     if op.name not in ASYNC_COPIES or em.out.depth != TOP_LEVEL or op in em.hoisted_coordinates \
-            or op.attrs["chunk"] < 2 or op.attrs["chunks"] == "checked" or op.attrs.get("engine") == "tma":
+            or op.attrs["chunk"] < 2 or op.attrs.get("engine") == "tma":
         return
     g = copy_geometry(op)
     rows, cols = g.view_type.shape
