@@ -28,15 +28,16 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
   // async_copy_to_shared @20:13: the 64x32 tile of a_ptr at (v3, 0) into v16
   if (v15) {
     if (reinterpret_cast<unsigned long long>(a_ptr) % 16 == 0 && K % 4 == 0 && 0 % 4 == 0) {  // 16-byte chunks
+      const int r0 = threadIdx.x / 8;  // this thread's first row; then every 16th
+      const int c = threadIdx.x % 8 * 4;  // its column, the same for all its chunks
+      const unsigned dst0 = (unsigned)__cvta_generic_to_shared(&v16[r0 * 36 + c]);
       #pragma unroll
       for (int s = 0; s < 4; ++s) {
-        const int i = threadIdx.x + s * 128;
-        const int r = i / 8;
-        const int c = i % 8 * 4;
+        const int r = r0 + s * 16;
         const int row = v3 + r;
         const int col = 0 + c;
         const int n = row < M ? min(max(K - col, 0), 4) : 0;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v16[r * 36 + c])), "l"(n > 0 ? a_ptr + (row * K + col) : a_ptr), "r"(n * 4) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst0 + s * 2304), "l"(n > 0 ? a_ptr + (row * K + col) : a_ptr), "r"(n * 4) : "memory");
       }
     } else {  // element by element
       #pragma unroll 4
@@ -56,15 +57,16 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
   // async_copy_to_shared @23:13: the 32x64 tile of b_ptr at (0, v8) into v17
   if (v15) {
     if (reinterpret_cast<unsigned long long>(b_ptr) % 16 == 0 && N % 4 == 0 && v8 % 4 == 0) {  // 16-byte chunks
+      const int r0 = threadIdx.x / 16;  // this thread's first row; then every 8th
+      const int c = threadIdx.x % 16 * 4;  // its column, the same for all its chunks
+      const unsigned dst0 = (unsigned)__cvta_generic_to_shared(&v17[r0 * 72 + c]);
       #pragma unroll
       for (int s = 0; s < 4; ++s) {
-        const int i = threadIdx.x + s * 128;
-        const int r = i / 16;
-        const int c = i % 16 * 4;
+        const int r = r0 + s * 8;
         const int row = 0 + r;
         const int col = v8 + c;
         const int n = row < K ? min(max(N - col, 0), 4) : 0;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v17[r * 72 + c])), "l"(n > 0 ? b_ptr + (row * N + col) : b_ptr), "r"(n * 4) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst0 + s * 2304), "l"(n > 0 ? b_ptr + (row * N + col) : b_ptr), "r"(n * 4) : "memory");
       }
     } else {  // element by element
       #pragma unroll 4
@@ -87,15 +89,16 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
   // async_copy_to_shared @20:13: the 64x32 tile of a_ptr at (v3, 32) into v19
   if (v18) {
     if (reinterpret_cast<unsigned long long>(a_ptr) % 16 == 0 && K % 4 == 0 && 32 % 4 == 0) {  // 16-byte chunks
+      const int r0 = threadIdx.x / 8;  // this thread's first row; then every 16th
+      const int c = threadIdx.x % 8 * 4;  // its column, the same for all its chunks
+      const unsigned dst0 = (unsigned)__cvta_generic_to_shared(&v19[r0 * 36 + c]);
       #pragma unroll
       for (int s = 0; s < 4; ++s) {
-        const int i = threadIdx.x + s * 128;
-        const int r = i / 8;
-        const int c = i % 8 * 4;
+        const int r = r0 + s * 16;
         const int row = v3 + r;
         const int col = 32 + c;
         const int n = row < M ? min(max(K - col, 0), 4) : 0;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v19[r * 36 + c])), "l"(n > 0 ? a_ptr + (row * K + col) : a_ptr), "r"(n * 4) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst0 + s * 2304), "l"(n > 0 ? a_ptr + (row * K + col) : a_ptr), "r"(n * 4) : "memory");
       }
     } else {  // element by element
       #pragma unroll 4
@@ -115,15 +118,16 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
   // async_copy_to_shared @23:13: the 32x64 tile of b_ptr at (32, v8) into v20
   if (v18) {
     if (reinterpret_cast<unsigned long long>(b_ptr) % 16 == 0 && N % 4 == 0 && v8 % 4 == 0) {  // 16-byte chunks
+      const int r0 = threadIdx.x / 16;  // this thread's first row; then every 8th
+      const int c = threadIdx.x % 16 * 4;  // its column, the same for all its chunks
+      const unsigned dst0 = (unsigned)__cvta_generic_to_shared(&v20[r0 * 72 + c]);
       #pragma unroll
       for (int s = 0; s < 4; ++s) {
-        const int i = threadIdx.x + s * 128;
-        const int r = i / 16;
-        const int c = i % 16 * 4;
+        const int r = r0 + s * 8;
         const int row = 32 + r;
         const int col = v8 + c;
         const int n = row < K ? min(max(N - col, 0), 4) : 0;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v20[r * 72 + c])), "l"(n > 0 ? b_ptr + (row * N + col) : b_ptr), "r"(n * 4) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst0 + s * 2304), "l"(n > 0 ? b_ptr + (row * N + col) : b_ptr), "r"(n * 4) : "memory");
       }
     } else {  // element by element
       #pragma unroll 4
@@ -150,6 +154,28 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
     t35[k] = v10;
   }
   int v36 = 0;
+  // each chunk's element offset from the base of async_copy_to_shared @20:13, the same every iteration (the col offset added to the base)
+  int h1_offset[4];
+  #pragma unroll
+  for (int s = 0; s < 4; ++s) h1_offset[s] = (v3 + (threadIdx.x / 8 + s * 16)) * K + (threadIdx.x % 8 * 4);
+  #pragma unroll
+  for (int s = 0; s < 4; ++s) asm("" : "+r"(h1_offset[s]));
+  // which of them are inside the row bound, the same every iteration: bit s for chunk s
+  unsigned h1_inside = 0;
+  #pragma unroll
+  for (int s = 0; s < 4; ++s) h1_inside |= (unsigned)((v3 + (threadIdx.x / 8 + s * 16)) < M) << s;
+  asm("" : "+r"(h1_inside));
+  // each chunk's element offset from the base of async_copy_to_shared @23:13, the same every iteration (the row offset added to the base)
+  int h2_offset[4];
+  #pragma unroll
+  for (int s = 0; s < 4; ++s) h2_offset[s] = (threadIdx.x / 16 + s * 8) * N + (v8 + (threadIdx.x % 16 * 4));
+  #pragma unroll
+  for (int s = 0; s < 4; ++s) asm("" : "+r"(h2_offset[s]));
+  // which of them are inside the col bound, the same every iteration: bit s for chunk s
+  unsigned h2_inside = 0;
+  #pragma unroll
+  for (int s = 0; s < 4; ++s) h2_inside |= (unsigned)((v8 + (threadIdx.x % 16 * 4)) < N) << s;
+  asm("" : "+r"(h2_inside));
   for (int v21 = 0; v21 < K; v21 += 32) {  // for @17:5
     #line 24 "samples/matmul.py"
     asm volatile("cp.async.wait_group 1;\n" ::: "memory");  // async_wait @24:16
@@ -163,15 +189,18 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
     // async_copy_to_shared @20:13: the 64x32 tile of a_ptr at (v3, v24) into v28
     if (v27) {
       if (reinterpret_cast<unsigned long long>(a_ptr) % 16 == 0 && K % 4 == 0 && v24 % 4 == 0) {  // 16-byte chunks
+        const int r0 = threadIdx.x / 8;  // this thread's first row; then every 16th
+        const int c = threadIdx.x % 8 * 4;  // its column, the same for all its chunks
+        const unsigned dst0 = (unsigned)__cvta_generic_to_shared(&v28[r0 * 36 + c]);
+        auto* src0 = a_ptr + (v24);
+        asm("" : "+l"(src0));  // the same pointer, as nvcc cannot see through
         #pragma unroll
         for (int s = 0; s < 4; ++s) {
-          const int i = threadIdx.x + s * 128;
-          const int r = i / 8;
-          const int c = i % 8 * 4;
+          const int r = r0 + s * 16;
           const int row = v3 + r;
           const int col = v24 + c;
           const int n = row < M ? min(max(K - col, 0), 4) : 0;
-          asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v28[r * 36 + c])), "l"(n > 0 ? a_ptr + (row * K + col) : a_ptr), "r"(n * 4) : "memory");
+          asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst0 + s * 2304), "l"(n > 0 ? src0 + h1_offset[s] : a_ptr), "r"(n * 4) : "memory");
         }
       } else {  // element by element
         #pragma unroll 4
@@ -191,15 +220,18 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
     // async_copy_to_shared @23:13: the 32x64 tile of b_ptr at (v24, v8) into v29
     if (v27) {
       if (reinterpret_cast<unsigned long long>(b_ptr) % 16 == 0 && N % 4 == 0 && v8 % 4 == 0) {  // 16-byte chunks
+        const int r0 = threadIdx.x / 16;  // this thread's first row; then every 8th
+        const int c = threadIdx.x % 16 * 4;  // its column, the same for all its chunks
+        const unsigned dst0 = (unsigned)__cvta_generic_to_shared(&v29[r0 * 72 + c]);
+        auto* src0 = b_ptr + (v24 * N);
+        asm("" : "+l"(src0));  // the same pointer, as nvcc cannot see through
         #pragma unroll
         for (int s = 0; s < 4; ++s) {
-          const int i = threadIdx.x + s * 128;
-          const int r = i / 16;
-          const int c = i % 16 * 4;
+          const int r = r0 + s * 8;
           const int row = v24 + r;
           const int col = v8 + c;
           const int n = row < K ? min(max(N - col, 0), 4) : 0;
-          asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&v29[r * 72 + c])), "l"(n > 0 ? b_ptr + (row * N + col) : b_ptr), "r"(n * 4) : "memory");
+          asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst0 + s * 2304), "l"(n > 0 ? src0 + h2_offset[s] : b_ptr), "r"(n * 4) : "memory");
         }
       } else {  // element by element
         #pragma unroll 4
