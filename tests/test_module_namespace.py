@@ -88,6 +88,45 @@ def test_imports_chosen_at_run_time_resolve_as_python_bound_them(kernel_module, 
     np.testing.assert_allclose(run(k, x), 1 / np.sqrt(x), rtol=1e-5)
 
 
+@pytest.mark.parametrize("fast", ["0", "1"])
+def test_a_helper_defined_in_each_branch_of_a_run_time_if_is_the_one_python_ran(kernel_module, rng, monkeypatch,
+                                                                                 fast):
+    """flash-linear-attention picks its ``exp`` and ``div`` this way (an
+    environment variable, read when the module is imported)."""
+    monkeypatch.setenv("MYTRITON_TEST_FAST_OPS", fast)
+    k = kernel_module("""
+    import os
+
+    if os.environ.get("MYTRITON_TEST_FAST_OPS", "0") == "1":
+        @mytriton.jit
+        def exp(x):
+            return tl.exp2(x * 1.4426950408889634) * 2.0
+
+        @mytriton.jit
+        def div_fast(x, y):
+            return x / y + 1.0
+        div = div_fast
+    else:
+        @mytriton.jit
+        def exp(x):
+            return tl.exp(x)
+
+        @mytriton.jit
+        def div_normal(x, y):
+            return x / y
+        div = div_normal
+
+    @mytriton.jit
+    def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n)
+        tl.store(out_ptr + offs, div(exp(x), 4.0), mask=offs < n)
+    """).k
+    x = randf(rng, 20)
+    expected = np.exp(x) * 2 / 4 + 1 if fast == "1" else np.exp(x) / 4
+    np.testing.assert_allclose(run(k, x), expected, rtol=1e-5)
+
+
 def test_constants_and_jit_helpers_come_from_the_modules_that_define_them(kernel_module, library, rng):
     k = kernel_module("""
     from ns_consts import SCALE

@@ -116,8 +116,41 @@ def _jit_binding(module: KernelModule, name: str, jit: Any) -> tuple[str, Any]:
     defining = _MODULES.get(jit)
     if defining is None:
         file, text = function_source(fn)
-        defining = _MODULES[jit] = read_module(text, file, fn.__globals__)
+        defining = read_module(text, file, fn.__globals__)
+        found = defining.functions.get(fn.__name__)
+        if found is None or code is None or function_first_line(found) != code.co_firstlineno:
+            nested = _module_level_definition(defining.tree.body, fn.__name__, getattr(code, "co_firstlineno", 0))
+            if nested is not None:
+                # One of several definitions under a module-level if or try (fla's
+                # ``if FAST_OPS: @jit def exp ... else: @jit def exp ...``): the
+                # one Python ran, found by its line, in a reading of its own.
+                defining = defining.scratch()
+                defining.bind_function(nested)
+        _MODULES[jit] = defining
     if fn.__name__ not in defining.functions:
         return ("value", Unresolved(f"'{name}' is a @jit function that is not defined at the top level of "
-                                    f"{defining.file}; kernels call module-level @jit functions"))
+                                    f"{defining.file}, nor under an 'if' or 'try' there; kernels call "
+                                    "module-level @jit functions"))
     return ("function", (defining, fn.__name__))
+
+
+def _module_level_definition(body: list, name: str, line: int) -> Any:
+    """The definition of ``name`` at ``line`` among ``body``'s statements or
+    those of the ``if``, ``try`` and ``with`` blocks in it (not in functions or classes)."""
+    import ast
+
+    for stmt in body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == name and function_first_line(stmt) == line:
+            return stmt
+        blocks: list[list] = []
+        if isinstance(stmt, ast.If):
+            blocks = [stmt.body, stmt.orelse]
+        elif isinstance(stmt, ast.Try):
+            blocks = [stmt.body, stmt.orelse, stmt.finalbody, *(handler.body for handler in stmt.handlers)]
+        elif isinstance(stmt, ast.With):
+            blocks = [stmt.body]
+        for block in blocks:
+            found = _module_level_definition(block, name, line)
+            if found is not None:
+                return found
+    return None
