@@ -118,6 +118,19 @@ def test_a_huge_shift_in_a_kernel_is_a_located_error(tmp_path):
             ["compile", "{in}", "-o", "{out}"], "MAX_CONSTANT_BITS", 8, 14)
 
 
+def test_a_huge_power_in_a_kernel_is_a_located_error(tmp_path):
+    refused(tmp_path, "k.py", kernel(f"y = x + 2 ** 10 ** 10\n{STORE}"),
+            ["compile", "{in}", "-o", "{out}"], "MAX_CONSTANT_BITS", 8, 13)
+
+
+def test_a_power_of_constants_in_a_kernel_is_computed_and_one_of_a_runtime_value_refused(tmp_path):
+    from conftest import compile_text
+
+    assert "= mul %2, 256 :" in compile_text(kernel(f"y = x * BLOCK ** 2\n{STORE}"), "ssa", signature="*i32, *i32")
+    refused(tmp_path, "k.py", kernel(f"y = x ** 2\n{STORE}"), ["compile", "{in}", "-o", "{out}"],
+            "the operator '**' works on constants only", 8, 9)
+
+
 def test_repeated_squaring_in_a_kernel_stops_at_the_limit(tmp_path):
     lines = "c = 3\n" + "c = c * c\n" * 40 + f"y = x + c\n{STORE}"
     refused(tmp_path, "k.py", kernel(lines), ["trace", "{in}", "-o", "{out}"], "MAX_CONSTANT_BITS", 20, 9)

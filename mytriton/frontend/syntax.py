@@ -28,8 +28,9 @@ _EXPRESSIONS = (
     ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.BinOp, ast.UnaryOp, ast.Compare,
     ast.BoolOp, ast.IfExp, ast.Subscript, ast.Tuple, ast.List, ast.Slice, ast.keyword,
 )
+# (``**`` on constants only, as Triton's constexpr has it: the tracer says so of a runtime operand.)
 _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr,
-           ast.BitXor, ast.LShift, ast.RShift)
+           ast.BitXor, ast.LShift, ast.RShift, ast.Pow)
 _UNARY = (ast.USub, ast.UAdd, ast.Not, ast.Invert)
 _COMPARE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq, ast.Is, ast.IsNot)
 

@@ -166,7 +166,7 @@ _PY_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
     ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.BitAnd: operator.and_,
     ast.BitOr: operator.or_, ast.BitXor: operator.xor, ast.LShift: operator.lshift,
-    ast.RShift: operator.rshift,
+    ast.RShift: operator.rshift, ast.Pow: operator.pow,
 }
 _TREE_BINOPS = {
     ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
@@ -1113,7 +1113,9 @@ class Tracer:
             return result
         name = _TREE_BINOPS.get(type(op))
         if name is None:
-            raise self.error("this operator works on constants only", node)
+            raise self.error("the operator '**' works on constants only (a runtime power: "
+                             "libdevice.pow, tl.exp2)" if isinstance(op, ast.Pow)
+                             else "this operator works on constants only", node)
         return self.make(name, (a, b), node)
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
