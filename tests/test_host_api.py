@@ -305,6 +305,20 @@ def test_an_autotune_key_that_names_no_parameter_counts_for_nothing_as_in_triton
     assert add.key == ["n"] and len(add.cache) == 2
 
 
+def test_an_autotune_key_naming_a_parameter_the_launch_does_not_pass_counts_for_nothing_as_in_triton(
+        kernel_module):
+    # flash-linear-attention keys on a config's meta-parameter and on parameters left to their defaults.
+    source = TUNED.replace('key=["n"]', 'key=["n", "BLOCK", "scale"]').replace(
+        "def add(x, y, out, n, BLOCK: tl.constexpr):", "def add(x, y, out, n, BLOCK: tl.constexpr, scale=1.0):")
+    add = kernel_module(source).add
+    x, y = inputs()
+    for n in (100, 60):
+        out = np.zeros_like(x)
+        add[(4,)](x, y, out, n, backend="interp")
+        np.testing.assert_array_equal(out[:n], (x + y)[:n])
+    assert len(add.cache) == 2  # keyed by n alone
+
+
 def test_early_config_prune_and_perf_model_choose_the_candidates(kernel_module):
     add = kernel_module(TUNED).add
     add.early_config_prune = lambda configs, named: [c for c in configs if c.kwargs["BLOCK"] == 128]

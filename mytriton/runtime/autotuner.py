@@ -234,9 +234,6 @@ class Autotuner(KernelInterface):
             if name in kwargs:
                 raise CompileError(f"{self.__name__}: conflicting meta-parameter '{name}': it is given "
                                    "at the launch and by the autotuning configs; give it in one place only")
-        missing = [name for name in self.key if name not in named]
-        if missing:
-            raise CompileError(f"{self.__name__}: autotune key argument(s) {missing} not given")
         key = self._key(named, chosen_backend)
         config = self.cache.get(key)
         if config is not None:
@@ -256,7 +253,9 @@ class Autotuner(KernelInterface):
                                **config.all_kwargs(), **kwargs)
 
     def _key(self, named: dict[str, Any], backend: str) -> tuple:
-        values = tuple(_key_part(named[name]) for name in self.key)
+        # A key argument the launch does not pass (a config's meta-parameter, a
+        # parameter left to its default) counts for nothing, as in Triton.
+        values = tuple(_key_part(named[name]) for name in self.key if name in named)
         dtypes = tuple(str(v.dtype) for v in named.values()
                        if hasattr(v, "dtype") and hasattr(v, "shape") and getattr(v, "shape", ()) != ())
         return values + dtypes + (backend,)
