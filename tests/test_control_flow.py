@@ -129,6 +129,45 @@ def test_branches_must_agree_on_a_result_type():
         compile_text(source, "ssa", signature="*fp32, i32")
 
 
+NONE_BEFORE_A_LOOP = """
+    @mytriton.jit
+    def k(x_ptr, out_ptr, n, USE_H: tl.constexpr):
+        offs = tl.arange(0, 16)
+        acc = tl.zeros([16], dtype=tl.float32)
+        h = None
+        LOOP
+            x = tl.load(x_ptr + offs)
+            if USE_H:
+                h = x * 2
+            acc += x
+            i += 1
+        if USE_H:
+            acc += h
+        tl.store(out_ptr + offs, acc)
+"""
+
+
+@pytest.mark.parametrize("loop", ["for _ in range(n):", "while i < n:"])
+def test_a_loop_carries_no_name_that_only_a_branch_left_out_assigns(kernel_module, loop):
+    """flash-linear-attention's ``b_h = None`` before a loop whose body sets it
+    under a constexpr flag: with the flag off, the name is not carried."""
+    source = NONE_BEFORE_A_LOOP.replace("LOOP", "i = 0\n        " + loop)
+    k = kernel_module(source).k
+    x = np.random.default_rng(3).standard_normal(16).astype(np.float32)
+    out = np.zeros_like(x)
+    k[(1,)](x, out, 3, USE_H=False, backend="interp")
+    np.testing.assert_allclose(out, 3 * x, rtol=1e-6)
+
+
+@pytest.mark.parametrize("loop", ["for _ in range(n):", "while i < n:"])
+def test_a_loop_whose_body_assigns_a_name_that_holds_none_is_a_located_error(loop):
+    source = kernel_source(NONE_BEFORE_A_LOOP.replace("LOOP", "i = 0\n        " + loop))
+    with pytest.raises(CompileError, match="'h' holds None before the loop, which a (runtime|while) loop cannot "
+                                           "carry") as info:
+        compile_text(source, "ssa", signature="*fp32, *fp32, i32", defines={"USE_H": True})
+    assert info.value.loc.line == 13
+
+
 def test_interpreter_reports_a_non_positive_runtime_step(kernel_module):
     module = kernel_module("""
         @mytriton.jit

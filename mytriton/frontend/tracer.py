@@ -430,6 +430,18 @@ class Tracer:
             nesting, region = nesting + 1, region.parent
         return nesting
 
+    # A name that holds None before a loop and is assigned only in a branch the
+    # tracing leaves out (``if USE_H: h = ...`` with USE_H False) is not
+    # carried: as in Triton, whose loops carry what their body did assign.
+    def unset_names(self, assigned: dict[str, ast.AST]) -> set[str]:
+        return {n for n in assigned if n in self.env and self.env[n] is None}
+
+    def check_unset(self, unset: set[str], body_env: dict[str, Any], assigned: dict[str, ast.AST],
+                    what: str) -> None:
+        for n in sorted(unset):
+            if body_env.get(n) is not None:
+                raise self.error(f"'{n}' holds None before the loop, which {what} cannot carry", assigned[n])
+
     def check_carried(self, names: list[str], assigned: dict[str, ast.AST], what: str) -> None:
         from mytriton.frontend.block_pointers import BlockPointer
 
@@ -572,7 +584,8 @@ class Tracer:
         if self.nesting() >= MAX_LOOP_NESTING:
             raise self.error(f"runtime loops nest more than {MAX_LOOP_NESTING} deep (MAX_LOOP_NESTING)", stmt)
         assigned = self.budget.facts.assigned(stmt.body)
-        carried = [n for n in assigned if n in self.env]
+        unset = self.unset_names(assigned)
+        carried = [n for n in assigned if n in self.env and n not in unset]
         self.check_carried(carried, assigned, "a while loop")
         templates = {n: self.env[n] for n in carried}
         inputs, hints, owners = self.carry_plan(carried, templates)
@@ -597,6 +610,7 @@ class Tracer:
         body_env = {**self.env, **self.rebuild_carried(carried, templates, carried_args)}
         body = Tracer(self.module, self.kernel, body_region, body_env, self.depth, self.budget, self.site)
         body.run(stmt.body)
+        self.check_unset(unset, body_env, assigned, "a while loop")
         outputs = self.carried_outputs(carried, templates, body_env, assigned, "this loop")
         for n, value in zip(owners, outputs):
             if not (is_number(value) or isinstance(value, Expr)):
@@ -731,7 +745,8 @@ class Tracer:
             raise self.error(f"runtime loops nest more than {MAX_LOOP_NESTING} deep (MAX_LOOP_NESTING)", stmt)
         name = stmt.target.id
         assigned = self.budget.facts.assigned(stmt.body)
-        carried = [n for n in assigned if n in self.env and n != name]
+        unset = self.unset_names(assigned)
+        carried = [n for n in assigned if n in self.env and n != name and n not in unset]
         self.check_carried(carried, assigned, "a runtime loop")
         if descending:
             start, stop = stop, start
@@ -756,6 +771,7 @@ class Tracer:
         body_env[name] = body.make("sub", (stop, body.make("sub", (index, start), stmt.target)), stmt.target) \
             if descending else index
         body.run(stmt.body)
+        self.check_unset(unset, body_env, assigned, "a runtime loop")
         outputs = self.carried_outputs(carried, templates, body_env, assigned, "this loop")
         for n, value in zip(owners, outputs):
             if not (is_number(value) or isinstance(value, Expr)):
