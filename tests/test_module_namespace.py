@@ -93,11 +93,11 @@ def test_a_helper_defined_in_each_branch_of_a_run_time_if_is_the_one_python_ran(
                                                                                  fast):
     """flash-linear-attention picks its ``exp`` and ``div`` this way (an
     environment variable, read when the module is imported)."""
-    monkeypatch.setenv("MYTRITON_TEST_FAST_OPS", fast)
+    monkeypatch.setenv("KERNEL_FAST_OPS_FOR_THIS_TEST", fast)
     k = kernel_module("""
     import os
 
-    if os.environ.get("MYTRITON_TEST_FAST_OPS", "0") == "1":
+    if os.environ.get("KERNEL_FAST_OPS_FOR_THIS_TEST", "0") == "1":
         @mytriton.jit
         def exp(x):
             return tl.exp2(x * 1.4426950408889634) * 2.0
