@@ -595,3 +595,20 @@ def test_extern_libs_naming_another_library_is_an_error(kernel_module, libs, mes
     x = np.zeros(16, np.float32)
     with pytest.raises(CompileError, match=message):
         module.k[(1,)](x, x, N=16, extern_libs=libs, backend="interp")
+
+
+def test_tl_core_constexpr_0_is_zero_in_a_kernel_and_a_constexpr_outside(kernel_module):
+    """flash-linear-attention reads ``tl.core.CONSTEXPR_0``, as Triton's core defines it."""
+    import mytriton.language as tl
+
+    k = kernel_module("""
+    @mytriton.jit
+    def k(x_ptr, out_ptr, B: tl.constexpr):
+        offs = tl.arange(0, B)
+        tl.store(out_ptr + offs, tl.sum(tl.load(x_ptr + offs)[None, :], axis=tl.core.CONSTEXPR_0) + 1)
+    """).k
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros_like(x)
+    k[(1,)](x, out, B=16, backend="interp")
+    np.testing.assert_array_equal(out, x + 1)
+    assert isinstance(tl.core.CONSTEXPR_0, tl.constexpr) and tl.core.CONSTEXPR_0.value == 0

@@ -42,9 +42,10 @@ class PropagateNan:
 # Triton's largest number of elements in one tensor (its triton._utils).
 TRITON_MAX_TENSOR_NUMEL = 1048576
 
-# Constant names of the language a kernel may read, by their path under ``tl``.
+# Constant names of the language a kernel may read, by their path under ``tl``
+# (CONSTEXPR_0: Triton's tl.core.CONSTEXPR_0, a default axis in libraries' helpers).
 CONSTANTS = {"PropagateNan.NONE": PropagateNan.NONE, "PropagateNan.ALL": PropagateNan.ALL,
-             "TRITON_MAX_TENSOR_NUMEL": TRITON_MAX_TENSOR_NUMEL}
+             "TRITON_MAX_TENSOR_NUMEL": TRITON_MAX_TENSOR_NUMEL, "CONSTEXPR_0": 0}
 
 
 class constexpr:
@@ -55,6 +56,9 @@ class constexpr:
 
     def __repr__(self) -> str:
         return f"constexpr({self.value!r})"
+
+
+CONSTEXPR_0 = constexpr(0)
 
 
 class tensor:
@@ -172,7 +176,7 @@ def __getattr__(name: str):
 
 
 __all__ = ["constexpr", "const", "dtype", "extra", "math", "PropagateNan", "tensor", "tensor_descriptor",
-           "TRITON_MAX_TENSOR_NUMEL", *DTYPES, *UNSUPPORTED_DTYPES, *FUNCTIONS]
+           "TRITON_MAX_TENSOR_NUMEL", "CONSTEXPR_0", *DTYPES, *UNSUPPORTED_DTYPES, *FUNCTIONS]
 
 # ``tl.core`` (triton.language.core) re-exports the names above, so it comes after them.
 from mytriton.language import core  # noqa: E402,F401
