@@ -121,7 +121,8 @@ from triton.language.extra.cuda import libdevice
 import triton.language.extra.libdevice, triton.language.math, triton.language.core
 import triton.runtime.jit, triton.runtime.autotuner, triton.runtime.driver, triton.testing
 assert tl is mytriton.language and tl.core.load is tl.load and libdevice.rsqrt is triton.language.extra.libdevice.rsqrt
-assert triton.jit is mytriton.jit and triton.autotune is mytriton.autotune and triton.Config is mytriton.Config
+assert triton.jit is mytriton.jit and triton.Config is mytriton.Config
+assert triton.autotune is triton.runtime.autotuner.autotune  # its kernels are triton.runtime.Autotuner's
 assert triton.heuristics is mytriton.heuristics and triton.cdiv(7, 2) == 4 and triton.next_power_of_2(5) == 8
 assert triton.runtime.jit.JITFunction is mytriton.JITFunction
 assert triton.runtime.autotuner.Autotuner is triton.runtime.Autotuner
@@ -136,6 +137,62 @@ mytriton.install_as_triton()  # twice is once
 def test_triton_and_the_submodules_libraries_import_are_mytriton(tmp_path):
     pytest.importorskip("packaging")
     result = python(cwd=tmp_path, code=CHECKS)
+    assert result.returncode == 0, result.stderr
+
+
+SUBCLASSED_AUTOTUNER = '''
+import numpy as np
+import mytriton
+mytriton.install_as_triton()
+import triton, triton.language as tl
+
+
+class Autotuner(triton.runtime.Autotuner):
+    """As flash-linear-attention and protenix subclass Triton's: its constructor, its attributes."""
+
+    def __init__(self, fn, arg_names, configs, key, reset_to_zero, restore_value, pre_hook=None, post_hook=None,
+                 prune_configs_by=None, warmup=None, rep=None, use_cuda_graph=False):
+        super().__init__(fn, arg_names, configs, key, reset_to_zero, restore_value, pre_hook=pre_hook,
+                         post_hook=post_hook, prune_configs_by=prune_configs_by, warmup=warmup, rep=rep,
+                         use_cuda_graph=use_cuda_graph)
+        assert self.keys == ["n"] and not self.user_defined_pre_hook and self.restore_copies == []
+        self.launches = 0
+
+    def run(self, *args, **kwargs):
+        self.launches += 1
+        return super().run(*args, **kwargs)
+
+
+def autotune(configs, key):
+    return lambda fn: Autotuner(fn, fn.arg_names, configs, key, None, None)
+
+
+@autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})], key=["n"])
+@triton.jit
+def double(x, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.load(x + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+x = np.arange(100, dtype=np.float32)
+out = np.zeros_like(x)
+double[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, out, 100, backend="interp")
+assert (out == 2 * x).all() and double.launches == 1 and double.best_config is not None
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 32})], key=["n"])
+@triton.jit
+def plain(x, BLOCK: tl.constexpr):
+    pass
+
+
+assert isinstance(plain, triton.runtime.Autotuner) and isinstance(double, triton.runtime.autotuner.Autotuner)
+'''
+
+
+def test_a_library_subclasses_the_autotuner_with_tritons_constructor(tmp_path):
+    (tmp_path / "subclassed.py").write_text(SUBCLASSED_AUTOTUNER)
+    result = python("subclassed.py", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
 
 

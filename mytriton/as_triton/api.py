@@ -9,8 +9,9 @@ import importlib
 from typing import Any
 
 import mytriton
-from mytriton import Config, JITFunction, autotune, cdiv, heuristics, jit, language, next_power_of_2
+from mytriton import Config, JITFunction, cdiv, heuristics, jit, language, next_power_of_2
 from mytriton.as_triton import runtime
+from mytriton.as_triton.autotuner import autotune
 from mytriton.diagnostics import CompileError as CompilationError
 from mytriton.runtime.autotuner import KernelInterface
 

@@ -26,7 +26,7 @@ MODULES: dict[str, str] = {
     "triton.language.extra.cuda.gdc": "mytriton.language.extra.cuda.gdc",
     "triton.runtime": "mytriton.as_triton.runtime",
     "triton.runtime.jit": "mytriton.runtime.jit",
-    "triton.runtime.autotuner": "mytriton.runtime.autotuner",
+    "triton.runtime.autotuner": "mytriton.as_triton.autotuner",
     "triton.runtime.driver": "mytriton.as_triton.driver",
     "triton.testing": "mytriton.as_triton.testing",
     "triton.tools": "mytriton.tools",

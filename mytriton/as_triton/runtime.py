@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from mytriton.as_triton.driver import driver
-from mytriton.runtime import autotuner, jit
-from mytriton.runtime.autotuner import Autotuner, Config, Heuristics, KernelInterface, autotune, heuristics
+from mytriton.as_triton import autotuner
+from mytriton.as_triton.autotuner import Autotuner, Config, Heuristics, KernelInterface, autotune, heuristics
+from mytriton.runtime import jit
 from mytriton.runtime.jit import JITFunction
 
 # A package, as Triton's is, so that a submodule mytriton does not give is

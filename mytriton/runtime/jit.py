@@ -212,6 +212,11 @@ class JITFunction:
     def __repr__(self) -> str:
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
 
+    @property
+    def arg_names(self) -> list[str]:
+        """The kernel's parameter names, as Triton's JITFunction gives them (libraries pass them to autotuners)."""
+        return list(self._names)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(f"a @jit kernel is launched with a grid: {self.__name__}[grid](...)")
 
