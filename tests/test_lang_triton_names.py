@@ -612,3 +612,29 @@ def test_tl_core_constexpr_0_is_zero_in_a_kernel_and_a_constexpr_outside(kernel_
     k[(1,)](x, out, B=16, backend="interp")
     np.testing.assert_array_equal(out, x + 1)
     assert isinstance(tl.core.CONSTEXPR_0, tl.constexpr) and tl.core.CONSTEXPR_0.value == 0
+
+
+def test_next_power_of_2_of_a_constexpr_in_a_kernel_is_a_constant(kernel_module):
+    """Triton runs ``triton.next_power_of_2(D)`` on a constexpr while tracing (flash-linear-attention sizes blocks so)."""
+    k = kernel_module("""
+    @mytriton.jit
+    def k(x_ptr, out_ptr, n, D: tl.constexpr):
+        B: tl.constexpr = mytriton.next_power_of_2(D)
+        offs = tl.arange(0, B)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n, other=0.0) + B, mask=offs < n)
+    """).k
+    x = np.arange(20, dtype=np.float32)
+    out = np.zeros_like(x)
+    k[(1,)](x, out, 20, D=20, backend="interp")
+    np.testing.assert_array_equal(out, x + 32)
+
+
+def test_next_power_of_2_of_a_runtime_value_is_a_located_error():
+    source = kernel_source("""
+    @mytriton.jit
+    def k(x_ptr, n):
+        tl.store(x_ptr, mytriton.next_power_of_2(n))
+    """)
+    with pytest.raises(Exception, match="triton.next_power_of_2 in a kernel takes one integer constant") as info:
+        compile_text(source, "ssa", signature="*i32, i32")
+    assert info.value.loc.line == 6

@@ -20,7 +20,7 @@ from mytriton.limits import MAX_EXPRESSION_DEPTH
 TL_RANGE_OPTIONS = ("num_stages", "loop_unroll_factor", "disallow_acc_multi_buffer", "flatten", "warp_specialize",
                     "disable_licm")
 PYTHON_BUILTINS = ("range", "min", "max", "float", "int", "abs", "len", "bool", "print", "isinstance")
-HOST_FUNCTIONS = ("mytriton.cdiv",)
+HOST_FUNCTIONS = ("mytriton.cdiv", "mytriton.next_power_of_2")
 
 _STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.For, ast.If, ast.Pass, ast.Return,
                ast.While)

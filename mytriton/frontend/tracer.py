@@ -95,6 +95,21 @@ class Builtin:
     impl: Callable[..., Any]
 
 
+def _next_power_of_2(tracer: "Tracer", node: ast.Call, args: list, kwargs: dict) -> int:
+    """``triton.next_power_of_2(n)`` in a kernel, as Triton's code generator
+    runs it on a constexpr (flash-linear-attention sizes blocks so): on a constant."""
+    if kwargs or len(args) != 1 or type(args[0]) is not int:
+        raise tracer.error("triton.next_power_of_2 in a kernel takes one integer constant (a tl.constexpr)", node)
+    if args[0] > 2 ** 62:
+        raise tracer.error(f"triton.next_power_of_2 of {args[0]}: over 2**62", node)
+    from mytriton import next_power_of_2
+
+    return next_power_of_2(args[0])
+
+
+NEXT_POWER_OF_2 = Builtin("next_power_of_2", _next_power_of_2)
+
+
 @dataclass(frozen=True)
 class JitRef:
     """A @jit function: by name in the module being traced, or in another
@@ -896,6 +911,8 @@ class Tracer:
                 return getattr(language, name)
         if qualified == "mytriton.cdiv":
             return BUILTINS["cdiv"]
+        if qualified == "mytriton.next_power_of_2":
+            return NEXT_POWER_OF_2
         raise self.error(f"'{qualified}' cannot be used inside a kernel", node)
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
