@@ -638,3 +638,15 @@ def test_next_power_of_2_of_a_runtime_value_is_a_located_error():
     with pytest.raises(Exception, match="triton.next_power_of_2 in a kernel takes one integer constant") as info:
         compile_text(source, "ssa", signature="*i32, i32")
     assert info.value.loc.line == 6
+
+
+@pytest.mark.parametrize("i, log2", [(1, 0), (2, 1), (64, 6), (100, 6)])
+def test_tl_standard_log2_of_a_constexpr_is_tritons(kernel_module, i, log2):
+    k = kernel_module("""
+    @mytriton.jit
+    def k(out_ptr, I: tl.constexpr):
+        tl.store(out_ptr, tl.standard._log2(I))
+    """).k
+    out = np.zeros(1, np.int32)
+    k[(1,)](out, I=i, backend="interp")
+    assert out[0] == log2

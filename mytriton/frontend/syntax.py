@@ -21,6 +21,8 @@ TL_RANGE_OPTIONS = ("num_stages", "loop_unroll_factor", "disallow_acc_multi_buff
                     "disable_licm")
 PYTHON_BUILTINS = ("range", "min", "max", "float", "int", "abs", "len", "bool", "print", "isinstance")
 HOST_FUNCTIONS = ("mytriton.cdiv", "mytriton.next_power_of_2")
+# Triton's language/standard.py helpers libraries call by their private names.
+STANDARD_PRIVATE = ("standard._log2",)
 
 _STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.For, ast.If, ast.Pass, ast.Return,
                ast.While)
@@ -234,7 +236,8 @@ class SyntaxChecker(ast.NodeVisitor):
         if qualified and qualified.startswith("mytriton.language."):
             name = qualified[len("mytriton.language."):]
             if (name not in FUNCTIONS and name not in DTYPES and name not in CONSTANTS and name not in CLASSES
-                    and name not in UNSUPPORTED_DTYPES and name not in ("math", "random", "extra")):
+                    and name not in UNSUPPORTED_DTYPES and name not in ("math", "random", "extra")
+                    and name not in STANDARD_PRIVATE):
                 known = [*FUNCTIONS, *DTYPES, *CONSTANTS, *CLASSES, "math", "random", "extra"]
                 raise self.error(f"'{name}' is not part of mytriton.language{did_you_mean(name, known)}", node)
             return

@@ -110,6 +110,17 @@ def _next_power_of_2(tracer: "Tracer", node: ast.Call, args: list, kwargs: dict)
 NEXT_POWER_OF_2 = Builtin("next_power_of_2", _next_power_of_2)
 
 
+def _log2_of_a_constant(tracer: "Tracer", node: ast.Call, args: list, kwargs: dict) -> int:
+    """Triton's ``tl.standard._log2(i)``: log2 of a constexpr, rounded down
+    (0 for i <= 1), which libraries call for bitonic sizes (fla)."""
+    if kwargs or len(args) != 1 or type(args[0]) is not int:
+        raise tracer.error("tl.standard._log2 takes one integer constant (a tl.constexpr)", node)
+    return max(args[0], 1).bit_length() - 1
+
+
+LOG2_OF_A_CONSTANT = Builtin("_log2", _log2_of_a_constant)
+
+
 @dataclass(frozen=True)
 class JitRef:
     """A @jit function: by name in the module being traced, or in another
@@ -913,6 +924,10 @@ class Tracer:
             return BUILTINS["cdiv"]
         if qualified == "mytriton.next_power_of_2":
             return NEXT_POWER_OF_2
+        if qualified == "mytriton.language.standard._log2":
+            return LOG2_OF_A_CONSTANT
+        if qualified == "mytriton.language.standard":  # read by attribute: tl.standard._log2
+            return ModuleRef(qualified)
         raise self.error(f"'{qualified}' cannot be used inside a kernel", node)
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
