@@ -131,6 +131,11 @@ def test_a_power_of_constants_in_a_kernel_is_computed_and_one_of_a_runtime_value
             "the operator '**' works on constants only", 8, 9)
 
 
+def test_a_complex_power_of_constants_is_a_located_error(tmp_path):
+    refused(tmp_path, "k.py", kernel(f"y = x + (-8) ** 0.5\n{STORE}"), ["compile", "{in}", "-o", "{out}"],
+            "is complex", 8, 13)
+
+
 def test_repeated_squaring_in_a_kernel_stops_at_the_limit(tmp_path):
     lines = "c = 3\n" + "c = c * c\n" * 40 + f"y = x + c\n{STORE}"
     refused(tmp_path, "k.py", kernel(lines), ["trace", "{in}", "-o", "{out}"], "MAX_CONSTANT_BITS", 20, 9)

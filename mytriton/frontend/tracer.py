@@ -1158,6 +1158,8 @@ class Tracer:
             too_large = constant_value_error(result)
             if too_large:
                 raise self.error(f"constant arithmetic: {too_large}", node)
+            if isinstance(result, complex):  # (-8) ** 0.5
+                raise self.error(f"constant arithmetic: the result {result} is complex", node)
             return result
         name = _TREE_BINOPS.get(type(op))
         if name is None:
