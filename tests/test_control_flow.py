@@ -168,6 +168,22 @@ def test_a_loop_whose_body_assigns_a_name_that_holds_none_is_a_located_error(loo
     assert info.value.loc.line == 13
 
 
+def test_a_loop_variable_that_held_none_before_the_loop_is_rebound_in_it(kernel_module):
+    k = kernel_module("""
+    @mytriton.jit
+    def k(x_ptr, n):
+        i = None
+        acc = 0
+        for i in range(n):
+            i = tl.multiple_of(i, 1)
+            acc += i
+        tl.store(x_ptr, acc)
+    """).k
+    out = np.zeros(1, np.int32)
+    k[(1,)](out, 5, backend="interp")
+    assert out[0] == 10
+
+
 def test_interpreter_reports_a_non_positive_runtime_step(kernel_module):
     module = kernel_module("""
         @mytriton.jit

@@ -771,7 +771,7 @@ class Tracer:
             raise self.error(f"runtime loops nest more than {MAX_LOOP_NESTING} deep (MAX_LOOP_NESTING)", stmt)
         name = stmt.target.id
         assigned = self.budget.facts.assigned(stmt.body)
-        unset = self.unset_names(assigned)
+        unset = self.unset_names(assigned) - {name}  # (the loop variable is bound each iteration, not carried)
         carried = [n for n in assigned if n in self.env and n != name and n not in unset]
         self.check_carried(carried, assigned, "a runtime loop")
         if descending:
