@@ -101,3 +101,82 @@ def test_host_arrays_on_a_thread_with_no_context_current_still_get_their_maps(gp
                                            BLOCK_K=64, backend="cuda")
     assert handle.launcher._cp_async_kernel is None
     assert gpu.launches[0].param_pointers is not None
+
+
+# A is G matrices of M rows stacked: its descriptor's rows are G * M, which
+# the kernel computes and no parameter holds (the attention's Z * H * N_CTX).
+STACKED = """
+@mytriton.jit
+def stacked(a_ptr, b_ptr, c_ptr, G, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[G * M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BK, BN])
+    row = tl.program_id(0) * BM
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc = tl.dot(a_desc.load([row, k]), b_desc.load([k, tl.program_id(1) * BN]), acc)
+    rows = row + tl.arange(0, BM)
+    cols = tl.program_id(1) * BN + tl.arange(0, BN)
+    tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc, mask=(rows[:, None] < G * M) & (cols[None, :] < N))
+"""
+STACKED_BLOCKS = {"BM": 128, "BN": 128, "BK": 64}
+
+
+def launch_stacked(module, G, M, N, K):
+    grid = (-(-(G * M) // 128), -(-N // 128))
+    return module.stacked[grid](StandInTensor(0x100000, FLOAT16), StandInTensor(0x200000, FLOAT16),
+                                StandInTensor(0x300000, FLOAT16), G, M, N, K, **STACKED_BLOCKS)
+
+
+def test_a_bound_the_kernel_multiplies_from_parameters_is_multiplied_at_the_launch(kernel_module, gpu):
+    handle = launch_stacked(kernel_module(STACKED), 3, 40, 256, 128)
+    assert "cp.async.bulk.tensor.2d" in handle.asm["cuda"]
+    a_map, b_map, c_map = gpu.encoded
+    assert a_map == (0x100000, (128, 120), 256, (64, 128), UINT16, SWIZZLE_128B)  # K columns, 3 * 40 rows
+    assert b_map[1] == (256, 128)
+    assert c_map[:2] == (0x300000, (256, 120))  # the store's mask tests its rows against G * M too
+
+
+def test_a_product_past_i32_runs_the_kernel_built_with_cp_async(kernel_module, gpu):
+    # 2^16 * 2^15 = 2^31 is negative in the kernel's i32: no map has that many rows.
+    launch_stacked(kernel_module(STACKED), 2 ** 16, 2 ** 15, 256, 128)
+    (run,) = gpu.launches
+    assert run.param_pointers is None and gpu.encoded == []
+
+
+def test_a_product_is_wrapped_to_i32_as_the_kernel_computes_it():
+    from mytriton.runtime.tensor_maps import TensorMaps, read_specs
+
+    header = [{"base": "a", "dims": [64, ["G", "M"]], "stride": 64, "element_bytes": 2, "box": [64, 64],
+               "swizzle": 128}]
+    maps = TensorMaps(read_specs(header, ["a", "G", "M"], "k"))
+    assert maps.shapes([0x1000, 3, 40]) == ((0x1000, (64, 120), 128),)
+    # 65536 * 65537 = 2^32 + 65536: the kernel's i32 product, and its mask's bound, is 65536.
+    assert maps.shapes([0x1000, 65536, 65537]) == ((0x1000, (64, 65536), 128),)
+
+
+def test_a_product_naming_no_parameter_is_an_error_in_the_header():
+    from mytriton.diagnostics import CompileError
+    from mytriton.runtime.tensor_maps import read_specs
+
+    header = [{"base": "a", "dims": [64, ["G", "rows"]], "stride": 64, "element_bytes": 2, "box": [64, 64],
+               "swizzle": 128}]
+    with pytest.raises(CompileError, match="'rows', which is no parameter"):
+        read_specs(header, ["a", "G"], "k")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(3, 40, 256, 128), (2, 200, 136, 64)], ids=lambda s: "x".join(map(str, s)))
+def test_gpu_stacked_descriptor_matmul_matches_the_interpreter(kernel_module, shape):
+    import numpy as np
+
+    G, M, N, K = shape
+    module = kernel_module(STACKED)
+    rng = np.random.default_rng(G * M)
+    a = rng.standard_normal((G * M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    results = []
+    for backend in ("cuda", "interp"):
+        c = np.full((G * M, N), np.nan, np.float16)
+        module.stacked[(-(-(G * M) // 128), -(-N // 128))](a, b, c, G, M, N, K, **STACKED_BLOCKS, backend=backend)
+        results.append(c.astype(np.float32))
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-2, atol=1e-2)

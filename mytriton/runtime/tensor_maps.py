@@ -4,7 +4,8 @@ arguments by the driver (``cuTensorMapEncodeTiled``) and passed after the
 kernel's own parameters, each 128 bytes at a multiple of 64.
 
 A map describes a row-major matrix by its base address, its extents and its
-row stride, each a parameter of the kernel or a literal. TMA takes only a
+row stride, each a parameter of the kernel or a literal; an extent may be the
+product of such factors, wrapped to i32 as the kernel computes it. TMA takes only a
 16-byte aligned base, positive extents below 2^32 and a positive row stride
 of a multiple of 16 bytes below 2^40; a launch whose values give anything
 else cannot use the kernel (``shapes`` says None), and the launcher runs the
@@ -36,7 +37,8 @@ Shape = tuple[int, tuple[int, int], int]  # base address, (columns, rows), row s
 
 @dataclass(frozen=True)
 class MapSpec:
-    """One map of the header: parameter indices (int) or literals (("literal", n))."""
+    """One map of the header: parameter indices (int), literals (("literal", n))
+    or, for an extent, products of them (("product", (factor, ...)))."""
 
     base: int
     dims: tuple[Any, Any]
@@ -44,6 +46,12 @@ class MapSpec:
     element_bytes: int
     box: tuple[int, int]
     swizzle: int
+
+
+def _extent(text: Any, names: list[str], kernel: str) -> Any:
+    if isinstance(text, list) and len(text) >= 2:
+        return ("product", tuple(_operand(t, names, kernel) for t in text))
+    return _operand(text, names, kernel)
 
 
 def _operand(text: Any, names: list[str], kernel: str) -> Any:
@@ -64,7 +72,7 @@ def read_specs(specs: Any, names: list[str], kernel: str) -> list[MapSpec]:
     for spec in specs:
         try:
             base = _operand(spec["base"], names, kernel)
-            dims = tuple(_operand(d, names, kernel) for d in spec["dims"])
+            dims = tuple(_extent(d, names, kernel) for d in spec["dims"])
             stride = _operand(spec["stride"], names, kernel)
             element_bytes, swizzle = int(spec["element_bytes"]), int(spec["swizzle"])
             box = tuple(int(b) for b in spec["box"])
@@ -91,7 +99,14 @@ class TensorMaps:
         device buffers are yet to be made (fresh, so aligned; address 0 here)."""
 
         def value(operand: Any) -> int:
-            return operand[1] if isinstance(operand, tuple) else operator.index(values[operand])
+            if isinstance(operand, int):
+                return operator.index(values[operand])
+            if operand[0] == "literal":
+                return operand[1]
+            product = 1
+            for factor in operand[1]:
+                product *= value(factor)
+            return (product + 2 ** 31) % 2 ** 32 - 2 ** 31  # the kernel's i32 product
 
         out = []
         for spec in self.specs:

@@ -23,8 +23,8 @@ descriptor):
 - the base a pointer parameter proven 16-byte aligned (or one plus an i32
   offset never negative, where the columns are unbounded: the offset goes
   into the column coordinate), the row stride a parameter or a literal
-  proven a multiple of 16 bytes, the bounds parameters or literals: all of
-  what the host reads to encode the map;
+  proven a multiple of 16 bytes, the bounds parameters, literals or i32
+  products of them: all of what the host reads to encode the map;
 - i32 offsets proven never negative (TMA fills zeros at a negative
   coordinate, where the copy reads the memory there); and the loop's copy
   groups bounded (``ring_size``).
@@ -81,6 +81,11 @@ def is_tma(op: Op) -> bool:
     return op.attrs.get(ENGINE) == TMA
 
 
+# A bound the host computes at a launch: a parameter's name, a literal, or the
+# i32 product of such factors (the attention's rows, ``Z * H * N_CTX``).
+HostBound = str | int | tuple[str | int, ...]
+
+
 @dataclass(frozen=True)
 class TensorMap:
     """What the launcher encodes for a TMA copy: the walked tile's base, its
@@ -88,8 +93,8 @@ class TensorMap:
     box (``box_cols`` elements, one swizzle block, by ``box_rows``)."""
 
     base: str
-    cols: str | int
-    rows: str | int
+    cols: HostBound
+    rows: HostBound
     stride: str | int
     element_bytes: int
     box_cols: int
@@ -97,7 +102,8 @@ class TensorMap:
     swizzle: int
 
     def header(self) -> dict:
-        return {"base": self.base, "dims": [self.cols, self.rows], "stride": self.stride,
+        dims = [list(d) if isinstance(d, tuple) else d for d in (self.cols, self.rows)]
+        return {"base": self.base, "dims": dims, "stride": self.stride,
                 "element_bytes": self.element_bytes, "box": [self.box_cols, self.box_rows], "swizzle": self.swizzle}
 
 
@@ -111,6 +117,23 @@ def host_value(operand: object) -> str | int | None:
     if isinstance(operand, Const) and isinstance(operand.value, int) and not isinstance(operand.value, bool):
         return operand.value
     return None
+
+
+def host_bound(operand: object) -> HostBound | None:
+    """What the host computes a copy's bound from: ``host_value``'s, or the
+    product of factors each of which is one (i32 ``mul``s, wrapped at a
+    launch as the kernel wraps them, ``runtime/tensor_maps.py``)."""
+    while isinstance(operand, OpResult) and operand.op.name == "hint":
+        operand = operand.op.operands[0]
+    if isinstance(operand, OpResult) and operand.op.name == "mul" and operand.type == I32:
+        factors: list[str | int] = []
+        for side in operand.op.operands:
+            found = host_bound(side)
+            if found is None:
+                return None
+            factors.extend(found if isinstance(found, tuple) else (found,))
+        return tuple(factors)
+    return host_value(operand)
 
 
 def map_base(base: object) -> tuple[Param, object | None] | None:
@@ -135,7 +158,7 @@ def tensor_map_of(op: Op) -> TensorMap:
     rows = g.view_type.shape[0]
     based = map_base(g.base)
     assert based is not None, "a TMA copy's base is a pointer parameter (tma_problem)"
-    return TensorMap(based[0].name, host_value(g.col_bound), host_value(g.row_bound),  # type: ignore[arg-type]
+    return TensorMap(based[0].name, host_bound(g.col_bound), host_bound(g.row_bound),  # type: ignore[arg-type]
                      host_value(g.stride), nbytes, g.view_type.layout.swizzle // nbytes, rows,  # type: ignore[arg-type]
                      g.view_type.layout.swizzle)
 
@@ -147,7 +170,7 @@ def store_map_of(op: Op) -> TensorMap:
     nbytes = value.type.element.nbytes
     swizzle = swizzle_of(cols, nbytes)
     assert isinstance(base, Param) and swizzle is not None, "a TMA store's base is a parameter (tma_stores)"
-    return TensorMap(base.name, host_value(col_bound), host_value(row_bound), host_value(stride),  # type: ignore[arg-type]
+    return TensorMap(base.name, host_bound(col_bound), host_bound(row_bound), host_value(stride),  # type: ignore[arg-type]
                      nbytes, swizzle // nbytes, rows, swizzle)
 
 
@@ -198,8 +221,8 @@ def tma_problem(op: Op, facts: AxisAnalysis, defs: Definitions, layout: object =
             or isinstance(stride, str) and facts.of(g.stride).scalar_divisibility * nbytes % 16:
         return "its row stride is not proven a multiple of 16 bytes"
     for bound, what in ((g.row_bound, "row"), (g.col_bound, "column")):
-        if host_value(bound) is None or index_type(bound) != I32:
-            return f"its {what} bound is not an i32 parameter or a literal"
+        if host_bound(bound) is None or index_type(bound) != I32:
+            return f"its {what} bound is not an i32 parameter, a literal or a product of them"
     if index_type(g.row_offset) != I32 or index_type(g.col_offset) != I32:
         return "its offsets are i64"
     # A map is made only for a positive stride and bounds (the launcher's test): assume them.

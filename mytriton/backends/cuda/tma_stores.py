@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mytriton import remarks
-from mytriton.backends.cuda.tma_copies import BOX_LIMIT, ENGINE, TMA, TMA_ELEMENTS, host_value, swizzle_of
+from mytriton.backends.cuda.tma_copies import BOX_LIMIT, ENGINE, TMA, TMA_ELEMENTS, host_bound, host_value, swizzle_of
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import Definitions
 from mytriton.ir.axis_info import AxisAnalysis
@@ -134,8 +134,8 @@ def store_problem(kernel: Kernel, store: Op, tile: Value, facts: AxisAnalysis, d
             or isinstance(stride, str) and facts.of(found.row_stride).scalar_divisibility * element.nbytes % 16:
         return "its row stride is not proven a multiple of 16 bytes", None
     for bound, what in ((found.row_bound, "row"), (found.col_bound, "column")):
-        if host_value(bound) is None or not _i32(bound):
-            return f"its {what} bound is not an i32 parameter or a literal", None
+        if host_bound(bound) is None or not _i32(bound):
+            return f"its {what} bound is not an i32 parameter, a literal or a product of them", None
     assumed = frozenset(v for v in (found.row_stride, found.row_bound, found.col_bound) if isinstance(v, Param))
     if not all(_i32(a.offset) and non_negative(defs, a.offset, assumed=assumed) for a in (found.rows, found.cols)):
         return "its offsets are not proven never negative (TMA would drop what the store writes)", None
