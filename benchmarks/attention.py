@@ -7,9 +7,13 @@ tests/triton_style/attention_trans.py (K loaded as stored and
 ``tl.trans``-ed, offsets recomputed from the loop index with a mask, the
 loop in a ``@jit`` helper); ``descriptors`` is the tutorial's current form
 (tests/triton_style/attention_descriptors.py: Q, K, V and O passed as host
-TensorDescriptors of the (Z * H * N, D) matrices, each library's own class).
+TensorDescriptors of the (Z * H * N, D) matrices, each library's own class);
+``block_ptr`` is Triton 2.x's tutorial spelling
+(tests/triton_style/attention_block_ptr.py: block pointers advanced with
+``tl.advance``, K^T through a transposed view, Q scaled in registers, the
+causal mask on the scores' initial value).
 
-    python benchmarks/attention.py [--form tutorial|trans|descriptors] [--ctx 4096 1024]
+    python benchmarks/attention.py [--form tutorial|trans|descriptors|block_ptr] [--ctx 4096 1024]
         [--batch 4] [--heads 32] [--head-dim 64] [--dtype f16|bf16] [--causal]
         [--block 128x64] [--num-warps 4] [--num-stages 3]
 
@@ -26,7 +30,8 @@ from common import (ROOT, Results, add_json_option, cold_caches, first_call, fir
 
 KERNELS = {"tutorial": (ROOT / "tests" / "triton_style" / "fused_attention.py", "_attn_fwd"),
            "trans": (ROOT / "tests" / "triton_style" / "attention_trans.py", "attention_fwd"),
-           "descriptors": (ROOT / "tests" / "triton_style" / "attention_descriptors.py", "_attn_fwd")}
+           "descriptors": (ROOT / "tests" / "triton_style" / "attention_descriptors.py", "_attn_fwd"),
+           "block_ptr": (ROOT / "tests" / "triton_style" / "attention_block_ptr.py", "attn_fwd_block_ptr")}
 
 
 def main() -> None:
@@ -81,6 +86,12 @@ def main() -> None:
                                 BLOCK_M=block_m, BLOCK_N=block_n, FP8_OUTPUT=False, STAGE=stage,
                                 warp_specialize=False, default_dtype=getattr(module.tl, str(dtype).split(".")[1]),
                                 num_warps=args.num_warps, num_stages=args.num_stages, **extra)
+                return
+            if args.form == "block_ptr":
+                head, row = n_ctx * args.head_dim, args.head_dim  # [Z, H, N, D] contiguous
+                kernel[grid](q, k, v, o, sm_scale, head, row, head, row, head, row, head, row, n_ctx,
+                             BLOCK_M=block_m, HEAD_DIM=args.head_dim, BLOCK_N=block_n, IS_CAUSAL=args.causal,
+                             num_warps=args.num_warps, num_stages=args.num_stages, **extra)
                 return
             if args.form == "trans":
                 # [Z, H, N, D] contiguous is [Z*H, N, D]: a head's stride is N*D, a row's D.

@@ -125,7 +125,7 @@ def _plan(loop: Op, allocation_of: dict[Value, Op], counts: dict[Value, int]) ->
         raise _NotPipelinable
     at = found[0]
     dot = ops[at]
-    if at < 3 or at + 1 >= len(ops) or ops[at - 1].name != "barrier" or ops[at + 1].name != "barrier":
+    if at < 2 or at + 1 >= len(ops) or ops[at - 1].name != "barrier" or ops[at + 1].name != "barrier":
         raise _NotPipelinable("the dot is not between a barrier after its copies and one after it, "
                               "as stage-dots writes them")
     start = at - 1

@@ -1535,7 +1535,7 @@ def _stage(kernel: Kernel, defs: Definitions, plans: list[DotPlan]) -> None:
                           barrier,
                           staged,
                           Op("barrier", [], [], loc=dot.loc))
-            if name == "dot_shared":
+            if copies or name == "dot_shared":
                 groups[dot] = ((copies or [barrier])[0], barrier)
                 group_tiles[barrier] = {tile.root: operands[at] for tile, at, _, _ in copied}
         replace_uses(kernel.body, dot.result, staged.result)
