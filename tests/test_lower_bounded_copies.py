@@ -154,7 +154,18 @@ def test_tma_copies_the_tiles_that_may_start_before_0():
     kernel = compiler.run_stages(source, "k.py", "layouts", Options(signature=SIGNATURE, defines=WGMMA_BLOCKS,
                                                                     arch="sm_90a", num_warps=4))
     (remark,) = remarks.dot_remarks(kernel)
-    assert "staged (TMA)" in remark.message, remark.message
+    assert "staged (A TMA," in remark.message, remark.message
+
+
+def test_a_tile_whose_first_column_may_be_no_multiple_of_16_bytes_is_not_tmas():
+    """B's columns start SHIFT_N before the block: a TMA box starting there
+    stops the kernel (an illegal instruction on the H100), so B keeps cp.async."""
+    source = kernel_source(SHIFTED)
+    kernel = compiler.run_stages(source, "k.py", "layouts", Options(signature=SIGNATURE, defines=WGMMA_BLOCKS,
+                                                                    arch="sm_90a", num_warps=4))
+    (remark,) = remarks.dot_remarks(kernel)
+    assert "B cp.async, 16-byte chunks (not TMA: its column offset is not proven a multiple of 16 bytes)" \
+        in remark.message, remark.message
 
 
 def test_tutorial_09s_descriptor_form_is_staged_on_tma():

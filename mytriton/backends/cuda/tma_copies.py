@@ -26,8 +26,9 @@ descriptor):
   proven a multiple of 16 bytes, the bounds parameters, literals or i32
   products of them: all of what the host reads to encode the map;
 - i32 offsets proven never negative (TMA fills zeros at a negative
-  coordinate, where the copy reads the memory there); and the loop's copy
-  groups bounded (``ring_size``).
+  coordinate, where the copy reads the memory there), the column offset a
+  multiple of 16 bytes (TMA stops the kernel at another); and the loop's
+  copy groups bounded (``ring_size``).
 
 What only a launch knows, the launcher checks: a map needs a positive
 stride and positive bounds; where a launch's values give none, it runs the
@@ -225,6 +226,10 @@ def tma_problem(op: Op, facts: AxisAnalysis, defs: Definitions, layout: object =
             return f"its {what} bound is not an i32 parameter, a literal or a product of them"
     if index_type(g.row_offset) != I32 or index_type(g.col_offset) != I32:
         return "its offsets are i64"
+    # A box's first column is a multiple of 16 bytes, or the copy stops the
+    # kernel (an illegal instruction on the H100; a column shift of 5 f16).
+    if facts.of(g.col_offset).scalar_divisibility * nbytes % 16:
+        return "its column offset is not proven a multiple of 16 bytes"
     # A map is made only for a positive stride and bounds (the launcher's test): assume them.
     assumed = frozenset(v for v in (g.stride, g.row_bound, g.col_bound) if isinstance(v, Param))
     # TMA reads zeros before coordinate 0, as a copy with that lower bound does (a descriptor's rows).
@@ -238,6 +243,8 @@ def tma_problem(op: Op, facts: AxisAnalysis, defs: Definitions, layout: object =
             return "its base moves (a pointer the loop advances) and its columns are bounded"
         if not non_negative(defs, shift, assumed=assumed):
             return "its base's offset is not proven never negative"
+        if facts.of(shift).scalar_divisibility * nbytes % 16:
+            return "its base's offset is not proven a multiple of 16 bytes"
     return None
 
 

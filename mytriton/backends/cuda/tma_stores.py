@@ -139,6 +139,8 @@ def store_problem(kernel: Kernel, store: Op, tile: Value, facts: AxisAnalysis, d
     assumed = frozenset(v for v in (found.row_stride, found.row_bound, found.col_bound) if isinstance(v, Param))
     if not all(_i32(a.offset) and non_negative(defs, a.offset, assumed=assumed) for a in (found.rows, found.cols)):
         return "its offsets are not proven never negative (TMA would drop what the store writes)", None
+    if facts.of(found.cols.offset).scalar_divisibility * element.nbytes % 16:
+        return "its column offset is not proven a multiple of 16 bytes (TMA's boxes start at one)", None
     return None, found
 
 
