@@ -527,10 +527,11 @@ def test_misuse_is_a_located_error(case):
     assert err.loc is not None and err.loc.line == 8  # the line of the misuse (r = ...)
 
 
-def test_a_descriptors_runtime_strides_are_taken_as_triton_requires_them_so_tma_copies_its_tiles():
-    """Triton's rule for tl.make_tensor_descriptor (leading strides multiples
-    of 16 bytes) is a fact the copies rely on: with K not known a multiple of
-    16 (3000x2000x1000), A's copy is TMA's, not a copy that tests K at run time."""
+def test_a_descriptor_whose_runtime_stride_the_launcher_checks_is_copied_by_tma():
+    """With K not known a multiple of 16 (3000x2000x1000), A's copy is TMA's
+    all the same: the launcher encodes its map only where K's value makes
+    rows of a multiple of 16 bytes, and runs the kernel built with cp.async
+    (which assumes nothing of K) elsewhere."""
     from conftest import ROOT
 
     path = ROOT / "tests" / "triton_style" / "descriptor_matmul.py"

@@ -207,31 +207,24 @@ def make_tensor_descriptor(t: Tracer, node: ast.Call, base: Any, shape: Any, str
                           f"{pointee.name}", node)
         if padding_option == "nan" and not pointee.is_float:
             raise t.error(f"{name}: padding_option 'nan' needs floating-point elements, got {pointee.name}", node)
-        strides = _aligned_strides(t, node, strides, pointee, name)
+        _check_constant_strides(t, node, strides, pointee, name)
     return TensorDescriptor(base, shape, strides, block, padding_option)
 
 
-def _aligned_strides(t: Tracer, node: ast.Call, strides: tuple[Any, ...], pointee: ScalarType,
-                     name: str) -> tuple[Any, ...]:
+def _check_constant_strides(t: Tracer, node: ast.Call, strides: tuple[Any, ...], pointee: ScalarType,
+                            name: str) -> None:
     """Triton's rule for a descriptor (its documentation: "leading dimensions
-    must be multiples of 16-byte strides"), which its TMA hardware relies on,
-    as a fact the copies may rely on too: a runtime stride hinted a multiple
-    of 16 bytes' elements, a constant one checked here. (Broken at run time,
-    the rule stops the kernel with a misaligned address on the GPU, as
-    Triton's would; the interpreter computes the strided tile regardless.)"""
+    must be multiples of 16-byte strides"), checked here for a constant
+    stride. A runtime stride is not taken to keep it: the copies assume
+    nothing of it, and a tensor map that needs it is encoded only where the
+    launch's value keeps it (runtime/tensor_maps.py), else the kernel built
+    with cp.async runs. (Taken as a hint, a stride of 77 f32 computed wrong
+    tiles on the H100, silently.)"""
     elements = 16 // max(1, pointee.bits // 8)
-    if elements < 2:
-        return strides
-    out = []
     for stride in strides[:-1]:
-        if type(stride) is int:
-            if stride % elements:
-                raise t.error(f"{name}: a leading stride must be a multiple of 16 bytes, got {stride} x "
-                              f"{pointee.name}", node)
-        elif isinstance(stride, Expr):
-            stride = t.make("hint", (stride,), node, kind="multiple_of", values=(elements,))
-        out.append(stride)
-    return (*out, strides[-1])
+        if type(stride) is int and elements >= 2 and stride % elements:
+            raise t.error(f"{name}: a leading stride must be a multiple of 16 bytes, got {stride} x "
+                          f"{pointee.name}", node)
 
 
 def advance(t: Tracer, node: ast.Call, base: Any, offsets: Any) -> BlockPointer:
