@@ -540,17 +540,19 @@ def test_two_register_a_dots_in_one_loop_body_each_hold_their_own_a():
     assert ".entry dkdv(" in compile_ptx(cuda, "sm_90a")
 
 
+@pytest.mark.parametrize("head_dim", [64, 128])
 @pytest.mark.parametrize("causal", [False, True])
-def test_the_block_pointer_attention_pipelines_both_dots_with_q_scaled_in_registers(causal):
+def test_the_block_pointer_attention_pipelines_both_dots_with_q_scaled_in_registers(causal, head_dim):
     """Triton 2.x's spelling (tests/triton_style/attention_block_ptr.py): Q @ K^T
     multiplies a register Q, and the loop body opens with the copies of K^T
-    and V, which go ahead together."""
+    and V, which go ahead together. (At HEAD_DIM 128 the budget leaves room
+    for Q's scratch alone, not for Q and K^T's as if Q @ K^T stayed unstaged.)"""
     from mytriton import remarks
 
     path = ROOT / "tests" / "triton_style" / "attention_block_ptr.py"
     options = Options(kernel="attn_fwd_block_ptr", num_warps=8, arch="sm_90a",
                       signature="*fp16:16, *fp16:16, *fp16:16, *fp16:16, fp32, " + ", ".join(["i32:16"] * 9),
-                      defines={"BLOCK_M": 128, "HEAD_DIM": 64, "BLOCK_N": 64, "IS_CAUSAL": causal})
+                      defines={"BLOCK_M": 128, "HEAD_DIM": head_dim, "BLOCK_N": 64, "IS_CAUSAL": causal})
     kernel = compiler.run_stages(path.read_text(), str(path), "layouts", options)
     messages = [remark.message for remark in remarks.dot_remarks(kernel)]
     assert len(messages) == 2, messages

@@ -387,14 +387,17 @@ def _erase_dead(block) -> None:
             changed = True
 
 
-def scratch_reserve(kernel: Kernel, staged: frozenset[Op] = frozenset(), overlaying: frozenset[Op] = frozenset()) -> int:
+def scratch_reserve(kernel: Kernel, staged: frozenset[Op] = frozenset(), overlaying: frozenset[Op] = frozenset(),
+                    register_a: frozenset[Op] = frozenset()) -> int:
     """Shared bytes to leave for the CUDA backend's scratch (reductions,
     layout changes, unstaged dots), which it sizes only while emitting: the
     largest tile such an op reads or makes, at 4 bytes an element at least.
     A layout change the layouts stage adds later is not foreseen. The dots
     in ``staged`` are about to be staged: they need none; the ops in
     ``overlaying`` run after the buffers' last use, where their scratch
-    overlays the buffers (the allocator's late scratch)."""
+    overlays the buffers (the allocator's late scratch). The dots in
+    ``register_a`` are about to be staged as dot_rs: off wgmma their A
+    alone goes through scratch, B being staged."""
     reserve = 0
     for op in walk(kernel.body):
         opdef = opdefs.lookup(op.name)
@@ -408,7 +411,7 @@ def scratch_reserve(kernel: Kernel, staged: frozenset[Op] = frozenset(), overlay
                 nbytes = value.type.numel * (8 if isinstance(element, PointerType) else max(4, element.nbytes))
                 sizes.append((nbytes + 15) // 16 * 16)
                 reserve = max(reserve, sizes[-1])
-        if op.name == "dot":  # an unstaged dot holds both operand tiles there at once
+        if op.name == "dot" and op not in register_a:  # an unstaged dot holds both operand tiles there at once
             reserve = max(reserve, sum(sizes[:2]))
     return reserve
 

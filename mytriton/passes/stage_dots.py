@@ -1266,7 +1266,8 @@ def plan_dots(kernel: Kernel, defs: Definitions, budget: int = SHARED_MEMORY_BUD
     # P @ V, its reductions): otherwise it keeps the general path, as before.
     while True:
         # (A dot_rs off wgmma stages its register A through scratch: not "staged" here.)
-        reserve = _scratch_reserve(kernel, frozenset(plan.dot for plan in matched if plan.a is not None))
+        reserve = _scratch_reserve(kernel, frozenset(plan.dot for plan in matched if plan.a is not None),
+                                   frozenset(plan.dot for plan in matched if plan.a is None))
         taken, room, once, shared = [], _Room(used), set(), set()
         for plan in matched:
             # (The layouts stage pads the buffers' rows, and the back end's
@@ -1416,9 +1417,9 @@ def _reuse_key(plan: DotPlan) -> tuple | None:
     return (plan.a is None, tuple(tile.buffer_type for tile in plan.tiles), attrs, str(dot.result.type))
 
 
-def _scratch_reserve(kernel: Kernel, staged: frozenset[Op]) -> int:
+def _scratch_reserve(kernel: Kernel, staged: frozenset[Op], register_a: frozenset[Op]) -> int:
     from mytriton.passes.software_pipeline import scratch_reserve  # (pipeline imports nothing from here)
-    return scratch_reserve(kernel, staged)
+    return scratch_reserve(kernel, staged, register_a=register_a)
 
 
 
