@@ -78,17 +78,6 @@ def test_a_launch_no_map_can_describe_runs_the_kernel_built_with_cp_async(descri
     assert len(gpu.encoded) == 3  # only the first launch's
 
 
-def test_a_row_stride_of_no_multiple_of_16_bytes_runs_the_kernel_built_with_cp_async(descriptor_matmul, gpu):
-    """K = 1000 f16 makes rows of 2000 bytes (TMA's); K = 1001, of 2002: no
-    map takes them, and the kernel built with cp.async (which assumes nothing
-    of K) runs."""
-    launch(descriptor_matmul, 256, 512, 1000)
-    launch(descriptor_matmul, 256, 512, 1001)
-    tma_run, cp_async_run = gpu.launches
-    assert tma_run.param_pointers is not None
-    assert cp_async_run.param_pointers is None and cp_async_run.function != tma_run.function
-
-
 def test_a_map_the_driver_refuses_runs_the_kernel_built_with_cp_async(descriptor_matmul, gpu):
     gpu.refuse_maps = True
     handle = launch(descriptor_matmul, 256, 512, 1024)

@@ -216,10 +216,9 @@ def _check_constant_strides(t: Tracer, node: ast.Call, strides: tuple[Any, ...],
     """Triton's rule for a descriptor (its documentation: "leading dimensions
     must be multiples of 16-byte strides"), checked here for a constant
     stride. A runtime stride is not taken to keep it: the copies assume
-    nothing of it, and a tensor map that needs it is encoded only where the
-    launch's value keeps it (runtime/tensor_maps.py), else the kernel built
-    with cp.async runs. (Taken as a hint, a stride of 77 f32 computed wrong
-    tiles on the H100, silently.)"""
+    only what the launch's specialisation proves (a multiple of 16 elements).
+    (Taken as a hint, a stride of 77 f32 computed wrong tiles on the H100,
+    silently.)"""
     elements = 16 // max(1, pointee.bits // 8)
     for stride in strides[:-1]:
         if type(stride) is int and elements >= 2 and stride % elements:

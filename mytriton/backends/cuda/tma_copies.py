@@ -22,8 +22,8 @@ descriptor):
   ``swizzle`` bytes of the walked rows, at most 256 rows;
 - the base a pointer parameter proven 16-byte aligned (or one plus an i32
   offset never negative, where the columns are unbounded: the offset goes
-  into the column coordinate), the row stride a parameter (the launcher
-  checks its value) or a literal multiple of 16 bytes, the bounds parameters, literals or i32
+  into the column coordinate), the row stride a parameter or a literal
+  proven a multiple of 16 bytes, the bounds parameters, literals or i32
   products of them: all of what the host reads to encode the map;
 - i32 offsets proven never negative (TMA fills zeros at a negative
   coordinate, where the copy reads the memory there), the column offset a
@@ -218,10 +218,9 @@ def tma_problem(op: Op, facts: AxisAnalysis, defs: Definitions, layout: object =
     stride = host_value(g.stride)
     if stride is None:
         return "its row stride is not a parameter or a literal"
-    # (A parameter's value the launcher checks: a launch where it is no
-    # multiple of 16 bytes runs the kernel built with cp.async.)
-    if isinstance(stride, int) and (stride <= 0 or stride * nbytes % 16):
-        return "its row stride is not a multiple of 16 bytes"
+    if isinstance(stride, int) and (stride <= 0 or stride * nbytes % 16) \
+            or isinstance(stride, str) and facts.of(g.stride).scalar_divisibility * nbytes % 16:
+        return "its row stride is not proven a multiple of 16 bytes"
     for bound, what in ((g.row_bound, "row"), (g.col_bound, "column")):
         if host_bound(bound) is None or index_type(bound) != I32:
             return f"its {what} bound is not an i32 parameter, a literal or a product of them"

@@ -130,8 +130,9 @@ def store_problem(kernel: Kernel, store: Op, tile: Value, facts: AxisAnalysis, d
     stride = host_value(found.row_stride)
     if stride is None or not _i32(found.row_stride):
         return "its row stride is not an i32 parameter or a literal", None
-    if isinstance(stride, int) and (stride <= 0 or stride * element.nbytes % 16):  # a parameter's: the launcher's
-        return "its row stride is not a multiple of 16 bytes", None
+    if isinstance(stride, int) and (stride <= 0 or stride * element.nbytes % 16) \
+            or isinstance(stride, str) and facts.of(found.row_stride).scalar_divisibility * element.nbytes % 16:
+        return "its row stride is not proven a multiple of 16 bytes", None
     for bound, what in ((found.row_bound, "row"), (found.col_bound, "column")):
         if host_bound(bound) is None or not _i32(bound):
             return f"its {what} bound is not an i32 parameter, a literal or a product of them", None
