@@ -244,6 +244,30 @@ def test_torch_is_told_there_is_no_triton(tmp_path):
     assert result.stdout.strip() == "False"
 
 
+def test_torch_compiles_module_of_triton_imports_loads_as_if_there_were_no_triton(tmp_path):
+    """torch.compile's compiler imports Triton's internals outside its
+    ``try`` (torch/_inductor/runtime/triton_compat.py, as fla's module-level
+    ``@torch.compile`` loads it): loaded with Triton hidden, it takes
+    PyTorch's stand-ins, and ``import triton`` still gives mytriton after."""
+    runtime = tmp_path / "torch" / "_inductor" / "runtime"
+    runtime.mkdir(parents=True)
+    for folder in (tmp_path / "torch", tmp_path / "torch" / "_inductor", runtime):
+        (folder / "__init__.py").write_text("")
+    (runtime / "triton_compat.py").write_text(textwrap.dedent("""
+        try:
+            import triton
+        except ImportError:
+            triton = None
+        if triton is not None:
+            from triton.compiler import CompiledKernel
+    """))
+    code = ("import mytriton; mytriton.install_as_triton(); import torch._inductor.runtime.triton_compat as c; "
+            "import triton; assert triton.jit is mytriton.jit; print(c.triton)")
+    result = python(cwd=tmp_path, code=code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "None"
+
+
 def test_perf_report_runs_a_benchmark_over_its_values_and_lines(tmp_path):
     code = textwrap.dedent('''
         import mytriton; mytriton.install_as_triton()

@@ -15,10 +15,11 @@ selects the NumPy interpreter, as it selects Triton's.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import sys
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from mytriton.as_triton.modules import MODULES
 
@@ -42,7 +43,9 @@ def install_as_triton() -> None:
     if probe is not None:
         _answer_torch(probe)
     else:
-        sys.meta_path.insert(0, _WhenTorchProbes())
+        sys.meta_path.insert(0, _WhenTorchLoads(_TORCH_PROBE, _answer_torch))
+    if _TORCH_COMPILER not in sys.modules:
+        sys.meta_path.insert(0, _WhenTorchLoads(_TORCH_COMPILER, None))
 
 
 # PyTorch asks once whether Triton is installed (this module's
@@ -52,28 +55,43 @@ def install_as_triton() -> None:
 # question is answered, while ``import triton`` fails, as soon as PyTorch
 # loads the module that asks it; PyTorch keeps that answer.
 _TORCH_PROBE = "torch.utils._triton"
+# The module through which torch.compile's compiler imports Triton's own
+# (``import triton`` then ``from triton.compiler import CompiledKernel``,
+# outside its ``try``): loaded with no Triton, it takes the stand-ins PyTorch
+# keeps for a machine without one, as the answer above says there is none.
+_TORCH_COMPILER = "torch._inductor.runtime.triton_compat"
 
 
-def _answer_torch(probe: Any) -> None:
+@contextlib.contextmanager
+def _triton_hidden() -> Iterator[None]:
+    """``import triton`` fails inside (mytriton's stays installed outside)."""
     installed_triton = sys.modules.pop("triton", None)
     hidden = _NoTriton()
     sys.meta_path.insert(0, hidden)
     try:
-        for question in ("has_triton_package", "get_triton_version"):
-            if callable(getattr(probe, question, None)):
-                getattr(probe, question)()
+        yield
     finally:
         sys.meta_path.remove(hidden)
         if installed_triton is not None:
             sys.modules["triton"] = installed_triton
 
 
-class _WhenTorchProbes:
-    """Answers PyTorch's question (_answer_torch) right after it loads the
-    module that asks it, before anything asks."""
+def _answer_torch(probe: Any) -> None:
+    with _triton_hidden():
+        for question in ("has_triton_package", "get_triton_version"):
+            if callable(getattr(probe, question, None)):
+                getattr(probe, question)()
+
+
+class _WhenTorchLoads:
+    """Runs a module of PyTorch's as it loads with Triton hidden, then
+    ``after`` (answering its question before anything asks it)."""
+
+    def __init__(self, name: str, after: Callable[[Any], None] | None) -> None:
+        self.name, self.after = name, after
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != _TORCH_PROBE:
+        if fullname != self.name:
             return None
         sys.meta_path.remove(self)
         spec = importlib.util.find_spec(fullname)
@@ -82,8 +100,10 @@ class _WhenTorchProbes:
         run = spec.loader.exec_module
 
         def exec_module(module: Any) -> None:
-            run(module)
-            _answer_torch(module)
+            with _triton_hidden():
+                run(module)
+            if self.after is not None:
+                self.after(module)
 
         spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
