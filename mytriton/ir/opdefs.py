@@ -702,8 +702,11 @@ _DOCS = {
     "min": "tl.min: the smallest element of x along axis (all when none); a number beats NaN",
 }
 
+# Of two booleans, mul, maximum and minimum stay boolean (and, or, and), as in
+# Triton, which computes them in i1 (fla masks with mask_t[:, None] * mask_d[None, :]);
+# add and sub count in i32 (Triton's i1 sum wraps, and its interpreter does not).
 for _name in ("add", "sub", "mul", "maximum", "minimum"):
-    _register(OpDef(_name, ("lhs", "rhs"), _arith(_name),
+    _register(OpDef(_name, ("lhs", "rhs"), _arith(_name, bools=_name in ("mul", "maximum", "minimum")),
                     commutative=_name in ("add", "mul", "maximum", "minimum"), elementwise=True,
                     semantics=_BINARY[_name], folds=True,
                     fold_refuses=_min_max_undecided if _name in ("maximum", "minimum") else None,
