@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -208,3 +209,45 @@ def test_a_kernel_whose_source_python_does_not_keep_is_a_clear_error():
     with pytest.raises(CompileError, match="the source of @jit function 'k' is not available: Python keeps no "
                                            "text for '<string>'"):
         run(namespace["k"], np.ones(4, np.float32))
+
+
+HELPER_UNDER_AN_IF = """
+import os
+
+BLACKWELL = os.environ.get("MYTRITON_TEST_BLACKWELL", "0") == "1"
+
+if BLACKWELL:
+    \"\"\"fla's safe_dot: a workaround on one GPU, a plain product elsewhere.\"\"\"
+    @mytriton.jit
+    def scaled(a, b):
+        return a * b * 2.0
+else:
+    @mytriton.jit
+    def scaled(a, b):
+        return a * {RIGHT}
+
+
+@mytriton.jit
+def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, scaled(x, x), mask=offs < n)
+"""
+
+
+def test_a_helper_under_an_if_called_by_a_kernel_after_it_is_bundled_at_the_top_level(kernel_module, rng):
+    """The bundle a launch compiles copies each function's lines: one indented
+    under an if (fla's chunk_precond_wy_bwd.py) is dedented there, or it would
+    sit inside the kernel before it."""
+    k = kernel_module(HELPER_UNDER_AN_IF.replace("{RIGHT}", "b")).k
+    x = randf(rng, 20)
+    np.testing.assert_allclose(run(k, x), x * x, rtol=1e-6)
+
+
+def test_an_error_in_a_helper_under_an_if_is_located_at_its_own_line_and_column(kernel_module, rng):
+    k = kernel_module(HELPER_UNDER_AN_IF.replace("{RIGHT}", "undefined_name")).k
+    with pytest.raises(CompileError) as info:
+        run(k, randf(rng, 20))
+    lines = (Path(k.file).read_text()).splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "undefined_name" in text)
+    assert (info.value.loc.line, info.value.loc.col) == (line, lines[line - 1].index("undefined_name") + 1)

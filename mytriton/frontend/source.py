@@ -421,6 +421,9 @@ def _fold(module: KernelModule, expr: ast.expr) -> Any:
 # ---- kernel bundles -------------------------------------------------------------
 
 
+MAX_INDENT = 1000  # columns a bundled function's source indents it by
+
+
 def _bundle_header(tree: ast.Module, file: str) -> dict | None:
     for stmt in tree.body:
         if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
@@ -433,12 +436,17 @@ def _bundle_header(tree: ast.Module, file: str) -> dict | None:
             if not (isinstance(header, dict) and isinstance(header.get("source"), str)
                     and isinstance(header.get("kernel"), str) and isinstance(header.get("lines"), dict)
                     and isinstance(header.get("unresolved", {}), dict)
+                    and isinstance(header.get("indents", {}), dict)
                     and ("digest" not in header or is_digest(header["digest"]))):
                 raise CompileError(f"malformed {BUNDLE_MARKER} header", where)
             for name, line in header["lines"].items():
                 if not (isinstance(name, str) and type(line) is int and 1 <= line <= MAX_SOURCE_LINES):
                     raise CompileError(f"malformed {BUNDLE_MARKER} header: the line of '{name}' must be "
                                        f"an integer from 1 to {MAX_SOURCE_LINES}", where)
+            for name, indent in header.get("indents", {}).items():
+                if not (isinstance(name, str) and type(indent) is int and 0 <= indent <= MAX_INDENT):
+                    raise CompileError(f"malformed {BUNDLE_MARKER} header: the indent of '{name}' must be "
+                                       f"an integer from 0 to {MAX_INDENT}", where)
             return header
     return None
 
@@ -463,6 +471,14 @@ def _remap_bundle(module: KernelModule, header: dict, text: str) -> None:
             raise CompileError(f"malformed {BUNDLE_MARKER} header: '{stmt.name}' would end past line "
                                f"{MAX_SOURCE_LINES}", Location(bundle_file, stmt.lineno, stmt.col_offset + 1))
         ast.increment_lineno(stmt, original - first)
+        indent = header.get("indents", {}).get(stmt.name, 0)
+        if indent:  # defined indented (under an if or try) in the source
+            for node in ast.walk(stmt):
+                if hasattr(node, "col_offset"):
+                    node.col_offset += indent
+                    if getattr(node, "end_col_offset", None) is not None:
+                        node.end_col_offset += indent
+            chunk = [" " * indent + line if line else line for line in chunk]
         SOURCES.register_lines(module.file, original, chunk, module.digest)
 
 

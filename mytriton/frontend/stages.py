@@ -141,7 +141,7 @@ def parse_stage(text: str, file: str, name: str | None = None,
                   if name in used and isinstance(value, Unresolved)}
     if unresolved:
         header["unresolved"] = unresolved
-    lines.append(f"{BUNDLE_MARKER} = {header!r}")
+    at_header = len(lines)
     lines += _imports(module)
     for const_name, value in module.constants.items():
         if const_name in used and not isinstance(value, Unresolved):
@@ -150,7 +150,16 @@ def parse_stage(text: str, file: str, name: str | None = None,
         # Line numbers are the original file's (a bundle's were remapped when read).
         fn = module.functions[fn_name]
         lines.append("")
-        lines += [SOURCES.line(module.file, n) or "" for n in range(first[fn_name], fn.end_lineno + 1)]
+        chunk = [SOURCES.line(module.file, n) or "" for n in range(first[fn_name], fn.end_lineno + 1)]
+        # A function defined under a module-level if or try (fla's helpers) is
+        # indented there: at the top of the bundle it would sit inside the
+        # function before it. The header keeps the indent for columns.
+        indent = chunk[0][:len(chunk[0]) - len(chunk[0].lstrip())] if chunk else ""
+        if indent:
+            header.setdefault("indents", {})[fn_name] = len(indent)
+            chunk = [line[len(indent):] if line.startswith(indent) else line for line in chunk]
+        lines += chunk
+    lines.insert(at_header, f"{BUNDLE_MARKER} = {header!r}")
     bundle = "\n".join(lines) + "\n"
     _remember_checked(_checked_key(bundle, namespace, "bundle"), namespace)
     return bundle
