@@ -214,7 +214,7 @@ def test_a_kernel_whose_source_python_does_not_keep_is_a_clear_error():
 HELPER_UNDER_AN_IF = """
 import os
 
-BLACKWELL = os.environ.get("MYTRITON_TEST_BLACKWELL", "0") == "1"
+BLACKWELL = os.environ.get("FLA_STYLE_ON_BLACKWELL", "0") == "1"
 
 if BLACKWELL:
     \"\"\"fla's safe_dot: a workaround on one GPU, a plain product elsewhere.\"\"\"
