@@ -336,26 +336,24 @@ def case_attention_descriptors(m, rng) -> Result:
     return out
 
 
-def case_attention_block_ptr(m, rng) -> Result:
+def _attention_forward_cases(m, rng, n_ctx: int) -> Result:
+    """``m.attention(q, k, v, causal, sm_scale)`` in f16 and f32, causal and not, against NumPy."""
     out: Result = []
     for dtype, causal in itertools.product((np.float16, np.float32), (False, True)):
-        q, k, v = (rng.standard_normal((2, 2, 64, 16)).astype(dtype) for _ in range(3))
+        q, k, v = (rng.standard_normal((2, 2, n_ctx, 16)).astype(dtype) for _ in range(3))
         o = m.attention(q, k, v, causal, 0.5)
         ro, _ = _attention(q, k, v, causal, 0.5)
         tol = F32_DOT_TOL if dtype == np.float32 else 1e-2
         out.append((f"o {np.dtype(dtype).name} causal={causal}", o.astype(np.float32), ro, tol, tol))
     return out
+
+
+def case_attention_block_ptr(m, rng) -> Result:
+    return _attention_forward_cases(m, rng, 64)  # a multiple of the blocks: no boundary checks
 
 
 def case_attention_trans(m, rng) -> Result:
-    out: Result = []
-    for dtype, causal in itertools.product((np.float16, np.float32), (False, True)):
-        q, k, v = (rng.standard_normal((2, 2, 50, 16)).astype(dtype) for _ in range(3))
-        o = m.attention(q, k, v, causal, 0.5)
-        ro, _ = _attention(q, k, v, causal, 0.5)
-        tol = F32_DOT_TOL if dtype == np.float32 else 1e-2
-        out.append((f"o {np.dtype(dtype).name} causal={causal}", o.astype(np.float32), ro, tol, tol))
-    return out
+    return _attention_forward_cases(m, rng, 50)
 
 
 def _causal_attention_grads(q, k, v, do, sm_scale):
