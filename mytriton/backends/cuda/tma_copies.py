@@ -108,11 +108,16 @@ class TensorMap:
                 "element_bytes": self.element_bytes, "box": [self.box_cols, self.box_rows], "swizzle": self.swizzle}
 
 
+def _through_hints(operand: object) -> object:
+    while isinstance(operand, OpResult) and operand.op.name == "hint":
+        operand = operand.op.operands[0]
+    return operand
+
+
 def host_value(operand: object) -> str | int | None:
     """A parameter's name or a literal int: what the host knows at a launch
     (through hints: a fact about a parameter is the parameter)."""
-    while isinstance(operand, OpResult) and operand.op.name == "hint":
-        operand = operand.op.operands[0]
+    operand = _through_hints(operand)
     if isinstance(operand, Param):
         return operand.name
     if isinstance(operand, Const) and isinstance(operand.value, int) and not isinstance(operand.value, bool):
@@ -124,8 +129,7 @@ def host_bound(operand: object) -> HostBound | None:
     """What the host computes a copy's bound from: ``host_value``'s, or the
     product of factors each of which is one (i32 ``mul``s, wrapped at a
     launch as the kernel wraps them, ``runtime/tensor_maps.py``)."""
-    while isinstance(operand, OpResult) and operand.op.name == "hint":
-        operand = operand.op.operands[0]
+    operand = _through_hints(operand)
     if isinstance(operand, OpResult) and operand.op.name == "mul" and operand.type == I32:
         factors: list[str | int] = []
         for side in operand.op.operands:
