@@ -799,8 +799,11 @@ _register(OpDef("shared_alloc", (), _shared_alloc, attrs=("name", "shape", "dtyp
 ASYNC_COPY_ATTRS = ("chunk", "chunks")
 # tma-copies' decision on a pipelined copy: engine="tma" (one thread, a
 # tensor map) where cp.async would copy it (absent).
-PIPELINED_COPY_ATTRS = (*ASYNC_COPY_ATTRS, "engine")
-TMA_COPY_DOC = "; engine 'tma': TMA makes it, through a tensor map (tma-copies)"
+# proxy-fences' decision on a TMA copy: whether its issuing thread fences
+# (fence.proxy.async) the plain accesses to the buffer before TMA writes it.
+PIPELINED_COPY_ATTRS = (*ASYNC_COPY_ATTRS, "engine", "proxy_fence")
+TMA_COPY_DOC = ("; engine 'tma': TMA makes it, through a tensor map (tma-copies); proxy_fence: a fence.proxy.async "
+                "before it (proxy-fences; absent: one)")
 ASYNC_COPY_DOC = ("; chunk elements per cp.async, chunks 'whole', 'aligned' (proven) or 'checked' "
                   "(at run time), once copy-widths has decided")
 SYNC_COPY_DOC = ("; chunk elements per load ('whole' chunks, proven by copy-widths), absent or 1: "
@@ -1286,6 +1289,12 @@ _register(OpDef("async_copy_to_shared", ("buffer", "base", "row_offset", "col_of
                 attrs=PIPELINED_COPY_ATTRS, optional_attrs=PIPELINED_COPY_ATTRS,
                 doc="where pred holds, copy_to_shared without waiting for it; visible after "
                     "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC + TMA_COPY_DOC))
+def is_tma_copy(op: Any) -> bool:
+    """An async copy into shared memory that TMA makes (tma-copies' ``engine="tma"``)."""
+    opdef = lookup(op.name)
+    return op.attrs.get("engine") == "tma" and opdef is not None and opdef.async_shared_write
+
+
 _register(OpDef("async_commit", (), _none, synchronises=True,
                 doc="closes this thread's group of async copies issued since the last commit"))
 _register(OpDef("async_wait", (), _async_wait, attrs=("pending",), synchronises=True,

@@ -130,7 +130,7 @@ class Verifier:
 
     def proxy_fences(self) -> None:
         """``proxy_fence`` (proxy-fences'): true or false, on a dot that wgmma
-        computes (its result in a version-3 mma layout), in a kernel with a
+        computes (its result in a version-3 mma layout) or a TMA copy, in a kernel with a
         shared-memory plan; a ``proxy_fence`` op (the pass's, before a loop)
         in such a kernel too."""
         for op in self.ops:
@@ -141,11 +141,11 @@ class Verifier:
                 continue
             if type(op.attrs["proxy_fence"]) is not bool:
                 raise self.error(f"proxy_fence must be true or false, got {op.attrs['proxy_fence']!r}", op)
-            if not computed_by_wgmma(op):
+            if not computed_by_wgmma(op) and not opdefs.is_tma_copy(op):
                 raise self.error("proxy_fence is for a dot that wgmma computes (its result in a version-3 mma "
-                                 "layout)", op)
+                                 "layout) or a TMA copy", op)
             if self.kernel.shared_memory is None:
-                raise self.error("a dot has a proxy_fence, but the kernel has no shared_memory plan "
+                raise self.error(f"{'a dot' if computed_by_wgmma(op) else 'a TMA copy'} has a proxy_fence, but the kernel has no shared_memory plan "
                                  "(proxy-fences runs after allocate-shared)", op)
 
     def copy_chunks(self) -> None:

@@ -1,4 +1,5 @@
-"""proxy-fences: which wgmma dots need a ``fence.proxy.async`` before them.
+"""proxy-fences: which wgmma dots, and which TMA copies, need a
+``fence.proxy.async`` before them.
 
 wgmma reads its shared operands through the async proxy; plain stores to
 shared memory (``st.shared``: a synchronous copy's tile, a statement's
@@ -35,8 +36,15 @@ instead of the dot's own at every iteration (Triton hoists it so too).
   =>
     %26 = dot_shared %24, %25, %22, proxy_fence=false : block<128x256 x f32, #mma0>
 
-The wgmma renderer writes the fence where the attribute is true or absent
-(laid-out SSA from before this pass).
+A TMA copy writes through the async proxy too: its issuing thread fences
+first (``proxy_fence=true``) where plain stores or plain reads (a dot on
+mma.sync reading a buffer with ldmatrix) of its bytes are pending, and
+issues it bare (``proxy_fence=false``) where only TMA writes the buffer and
+only wgmma reads it, as Triton issues a pipelined loop's copies. That fence
+is one thread's: it empties nothing for the other threads' wgmma.
+
+The wgmma and TMA renderers write the fence where the attribute is true or
+absent (laid-out SSA from before this pass).
 """
 from __future__ import annotations
 
@@ -71,13 +79,13 @@ class ProxyFencesPass:
 
     def apply(self, kernel: Kernel) -> Kernel:
         require_laid_out(kernel, self.name)
-        dots = [op for op in walk(kernel.body) if computed_by_wgmma(op)]
+        dots = [op for op in walk(kernel.body) if computed_by_wgmma(op) or opdefs.is_tma_copy(op)]
         for op in walk(kernel.body):
             op.attrs.pop(ATTR, None)
         for op in [op for op in walk(kernel.body) if op.name == FENCE]:  # an earlier run's: decided again
             op.parent.ops.remove(op)
         if not dots or kernel.shared_memory is None:
-            return kernel  # no wgmma, or no plan (allocate-shared found it cannot be rendered)
+            return kernel  # no wgmma or TMA copy, or no plan (allocate-shared found it cannot be rendered)
         late = late_ops(kernel)
         scratch = {op: kernel.shared_memory.late_scratch if op in late else kernel.shared_memory.scratch
                    for op in walk(kernel.body) if may_address_scratch(op)}
@@ -100,50 +108,67 @@ def with_proxy_fences(kernel: Kernel) -> Kernel:
     return ProxyFencesPass().apply(kernel)
 
 
+# A plain access pending since the last fence: bytes [lo, hi) of the shared
+# array, and whether it wrote them ("write") or only read them ("read": a dot
+# on mma.sync reading its buffer with ldmatrix).
+Access = tuple[int, int, str]
+
+
+def _overlaps(intervals: list[Interval], pending: frozenset[Access], kinds: tuple[str, ...]) -> bool:
+    return any(lo < p_hi and p_lo < hi for lo, hi in intervals for p_lo, p_hi, kind in pending if kind in kinds)
+
+
 class _Walk:
     def __init__(self, kernel: Kernel, scratch: dict[Op, int]) -> None:
         self.kernel = kernel
         self.scratch = scratch  # statement -> the bytes of scratch it may write from 0
         self.decided: dict[Op, bool] = {}
 
-    def block(self, block: Block, written: frozenset[Interval]) -> frozenset[Interval]:
+    def block(self, block: Block, pending: frozenset[Access]) -> frozenset[Access]:
         for op in list(block.ops):  # (a fence may be inserted before a loop on the way)
-            written = self.op(op, written)
-        return written
+            pending = self.op(op, pending)
+        return pending
 
-    def op(self, op: Op, written: frozenset[Interval]) -> frozenset[Interval]:
+    def op(self, op: Op, pending: frozenset[Access]) -> frozenset[Access]:
         if op.name == FENCE:
             return frozenset()
         if op in self.scratch:  # a loop's carried-value copies come before it
-            written = written | {(0, self.scratch[op])}
-        if op.name == "for" and written and self.fenced_before(op, written):
-            written = frozenset()
+            pending = pending | {(0, self.scratch[op], "write")}
+        if op.name == "for" and pending and self.fenced_before(op, pending):
+            pending = frozenset()
         if op.name in ("for", "while"):
-            return loop_exit(op, written, self.block)
+            return loop_exit(op, pending, self.block)
         if op.name == "if":
-            then, other = (self.block(region, written) for region in op.regions)
+            then, other = (self.block(region, pending) for region in op.regions)
             return then | other
         if computed_by_wgmma(op):
-            reads = self.buffers(op)
-            needed = any(lo < w_hi and w_lo < hi for lo, hi in reads for w_lo, w_hi in written)
+            needed = _overlaps(self.buffers(op), pending, ("write",))
             self.decided[op] = self.decided.get(op, False) or needed
             if needed:
-                written = frozenset()
+                pending = frozenset()
+        elif opdefs.is_tma_copy(op):
+            # TMA writes through the async proxy: after plain writes (WAW) or
+            # reads (WAR) of its bytes, its thread fences first. Its fence is
+            # one thread's, so the set stays for the others' wgmma.
+            needed = _overlaps(self.buffers(op), pending, ("write", "read"))
+            self.decided[op] = self.decided.get(op, False) or needed
         opdef = opdefs.lookup(op.name)
         if opdef is not None and opdef.writes_shared and not opdef.async_shared_write:
-            written = written | set(self.buffers(op))
-        return written
+            pending = pending | {(lo, hi, "write") for lo, hi in self.buffers(op)}
+        elif opdef is not None and opdef.reads_shared and op.name != "stage_view" and not computed_by_wgmma(op):
+            pending = pending | {(lo, hi, "read") for lo, hi in self.buffers(op)}
+        return pending
 
-    def fenced_before(self, loop: Op, written: frozenset[Interval]) -> bool:
+    def fenced_before(self, loop: Op, pending: frozenset[Access]) -> bool:
         """Whether ``loop`` has (now) a fence just before it: where a wgmma dot
-        in it reads bytes ``written`` holds and its body has a barrier before
+        in it reads bytes plain stores wrote and its body has a barrier before
         its first wgmma."""
         block = loop.parent
         at = block.ops.index(loop)
         if at and block.ops[at - 1].name == FENCE:
             return True
         reads = [interval for op in walk(loop.regions[0]) if computed_by_wgmma(op) for interval in self.buffers(op)]
-        if not any(lo < w_hi and w_lo < hi for lo, hi in reads for w_lo, w_hi in written):
+        if not _overlaps(reads, pending, ("write",)):
             return False
         for op in loop.regions[0].ops:
             if op.name == "barrier":

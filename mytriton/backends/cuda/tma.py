@@ -157,9 +157,11 @@ def emit_tma_copy(em: "EmitContext", op: Op) -> None:
     em.line(f"if (({pred}) && threadIdx.x == 0) {{")
     em.line(f"  const unsigned bar = {_open_barrier(em.tma_ring)};")
     em.line(f"  const unsigned dst0 = (unsigned)__cvta_generic_to_shared({dst});")
-    # The proxy fence orders the threads' earlier reads of this buffer (before
-    # the barrier that came first) ahead of TMA's writes into it.
-    em.line('  asm volatile("fence.proxy.async.shared::cta;\\nmbarrier.expect_tx.relaxed.cta.shared::cta.b64 '
+    # The proxy fence orders the threads' earlier plain accesses to this buffer
+    # (before the barrier that came first) ahead of TMA's writes into it, where
+    # proxy-fences found some (absent: laid-out SSA from before that pass).
+    fence = "fence.proxy.async.shared::cta;\\n" if op.attrs.get("proxy_fence", True) else ""
+    em.line(f'  asm volatile("{fence}mbarrier.expect_tx.relaxed.cta.shared::cta.b64 '
             f'[%0], %1;" :: "r"(bar), "n"({box_bytes * boxes}) : "memory");')
     _, shift = map_base(g.base) or (None, None)
     col0 = args["col_offset"] if shift is None else f"{args['col_offset']} + {as_type(em.scalar_arg(shift), I32)}"
