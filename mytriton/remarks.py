@@ -196,7 +196,12 @@ def _describe(kernel: Any, op: Any, ptxas: PtxasUsage | None) -> str:
         _, instr_n, instr_k = layout.instr_shape
         text = f"wgmma m64n{instr_n}k{instr_k}"
         if op.attrs.get("in_flight"):
-            text += ", in flight over the next tiles' copies"
+            across = op.parent is not None and sum(
+                1 for other in op.parent.ops if other is not op and other.results
+                and isinstance(getattr(other.results[0].type, "layout", None), Mma)
+                and other.results[0].type.layout.version == 3 and other.name in ("dot_shared", "dot_rs")) > 0
+            text += (", in flight into the next iteration, until its first dot's wait" if across
+                     else ", in flight over the next tiles' copies")
         elif OVERLAP in facts:
             text += f", not overlapped: {facts[OVERLAP]}"
         if op.attrs.get("proxy_fence"):

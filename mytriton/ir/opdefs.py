@@ -606,14 +606,19 @@ def _copy_to_shared(types: list[Type | None], attrs: dict[str, Any]) -> list[Typ
     return []
 
 
+def _in_flight_rule(name: str, attrs: dict[str, Any]) -> dict[str, Any]:
+    """``attrs`` less ``in_flight`` (overlap-wgmma's: 0 or 1, issue only)."""
+    in_flight = attrs.get("in_flight", 0)
+    if type(in_flight) is not int or not 0 <= in_flight <= 1:
+        raise _err(f"'{name}' takes in_flight=0 or 1 (1: issue only), got in_flight={in_flight!r}")
+    return {k: v for k, v in attrs.items() if k != "in_flight"}
+
+
 def _dot_shared(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     a, b, acc = types
     if not (isinstance(a, SharedType) and isinstance(b, SharedType)):
         raise _err(f"'dot_shared' multiplies two shared buffers, got {a} and {b}")
-    in_flight = attrs.get("in_flight", 0)
-    if type(in_flight) is not int or not 0 <= in_flight <= 1:
-        raise _err(f"'dot_shared' takes in_flight=0 or 1 (1: issue only), got in_flight={in_flight!r}")
-    return _dot_rule("dot_shared", a, b, acc, {k: v for k, v in attrs.items() if k != "in_flight"})
+    return _dot_rule("dot_shared", a, b, acc, _in_flight_rule("dot_shared", attrs))
 
 
 def _cast(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
@@ -1848,12 +1853,12 @@ def _dot_rs(types: list[Type | None], attrs: dict[str, Any]) -> list[Type]:
     a, b, acc = types
     if not (isinstance(a, BlockType) and isinstance(b, SharedType)):
         raise _err(f"'dot_rs' multiplies a register tile by a shared buffer, got {a} and {b}")
-    return _dot_rule("dot_rs", a, b, acc, attrs)
+    return _dot_rule("dot_rs", a, b, acc, _in_flight_rule("dot_rs", attrs))
 
 
 _register(OpDef("dot_rs", ("a", "b", "acc?"), _dot_rs,
-                attrs=DOT_ATTRS + FMA_DOT_ATTRS + SCRATCH_DOT_ATTRS + WGMMA_DOT_ATTRS,
-                optional_attrs=DOT_ATTRS + FMA_DOT_ATTRS + SCRATCH_DOT_ATTRS + WGMMA_DOT_ATTRS,
+                attrs=DOT_ATTRS + ("in_flight",) + FMA_DOT_ATTRS + SCRATCH_DOT_ATTRS + WGMMA_DOT_ATTRS,
+                optional_attrs=DOT_ATTRS + ("in_flight",) + FMA_DOT_ATTRS + SCRATCH_DOT_ATTRS + WGMMA_DOT_ATTRS,
                 reads_shared=True, shared_operands=("b",), materialised=True,
                 doc="dot of the register tile a and the shared buffer b (plus acc), with dot's attributes "
                     "(a_pad included)"))

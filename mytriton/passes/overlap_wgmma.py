@@ -63,13 +63,68 @@ def _inputs_after(op: Op, body: Block, after: int) -> list[Op] | None:
     return [o for o in body.ops if o in needed]
 
 
+def _readers(value, block: Block) -> list[int]:
+    """The indices of ``block``'s ops that read ``value``, in them or in their regions."""
+    return [i for i, op in enumerate(block.ops)
+            if any(value in inner.operands for inner in [op, *(o for region in op.regions for o in walk(region))])]
+
+
+def _overlap_across_iterations(kernel: Kernel, loop: Op, counts: dict, dots: list[Op]) -> bool:
+    """A loop body of several wgmma dots (attention's Q @ K^T, then P @ V):
+    the last dot, whose result the loop carries on, left in flight into the
+    next iteration, where the first dot's wait completes both; the refills
+    move after that wait (they overwrite the stages the last dot read)."""
+    body = for_body(loop)
+    first, last = dots[0], dots[-1]
+    result = last.results[0]
+    yielded = for_yield(loop)
+    refused = None
+    if yielded is None or counts.get(result) != 1 or result not in yielded.operands:
+        refused = "its result has other users in the loop than the yield"
+    if refused is None:
+        carried = body.args[1 + yielded.operands.index(result)]
+        first_at = body.ops.index(first)
+        if any(i < first_at for i in _readers(carried, body)):
+            refused = "its carried result is read before the loop body's first dot"
+    barriers = [i for i, op in enumerate(body.ops) if op.name == "barrier"]
+    if refused is None and (not barriers or barriers[0] > body.ops.index(first)):
+        refused = "no barrier precedes its loop body's first dot"
+    inputs = _inputs_after(first, body, barriers[0]) if refused is None else None
+    if refused is None and inputs is None:
+        refused = ("its loop body's first dot reads a value computed after the loop's first barrier by an op "
+                   "that cannot move before it")
+    if refused is not None:
+        remarks.note(kernel, last, remarks.OVERLAP, refused)
+        return False
+    assert inputs is not None
+    moved = [*inputs, first]
+    for op in moved:
+        body.ops.remove(op)
+        op.parent = None
+    for offset, op in enumerate(moved, start=1):
+        op.parent = body
+        body.ops.insert(barriers[0] + offset, op)
+    # The first dot waits for every group (pending 0), the last iteration's
+    # last dot included: its carried result is complete, and after the barrier
+    # no warpgroup reads the stages the refills that follow overwrite.
+    insert_after(first, Op("wgmma_wait", [carried], [], {"pending": 0}, last.loc), Op("barrier", [], [], {}, last.loc))
+    last.attrs = {**last.attrs, "in_flight": 1}
+    insert_after(loop, Op("wgmma_wait", [loop.results[carried.index - 1]], [], {"pending": 0}, last.loc))
+    return True
+
+
 def _overlap(kernel: Kernel, loop: Op, counts: dict) -> bool:
     body = for_body(loop)
     dots = [op for op in body.ops if is_wgmma(op)]
-    if len(dots) != 1 or dots[0].attrs.get("in_flight"):
-        if len(dots) > 1:
+    if any(dot.attrs.get("in_flight") for dot in dots):
+        return False
+    if len(dots) > 1:
+        if len([op for op in walk(body) if computed_by_wgmma(op)]) != len(dots):
             for dot in dots:
-                remarks.note(kernel, dot, remarks.OVERLAP, f"its loop body holds {len(dots)} wgmma dots")
+                remarks.note(kernel, dot, remarks.OVERLAP, "its loop body holds wgmma dots in nested regions")
+            return False
+        return _overlap_across_iterations(kernel, loop, counts, dots)
+    if len(dots) != 1:
         return False
     dot = dots[0]
     result = dot.results[0]

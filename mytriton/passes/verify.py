@@ -391,7 +391,7 @@ class Verifier:
             used = {o for inner in [op, *(o for region in op.regions for o in walk(region))] for o in inner.operands if isinstance(o, Value)}
             early = used & in_flight
             if early:
-                chained = op.name == "dot_shared" and op.attrs.get("in_flight") and not op.regions \
+                chained = op.name in IN_FLIGHT_DOTS and op.attrs.get("in_flight") and not op.regions \
                     and early == {op.operands[2]} and op.operands[:2].count(op.operands[2]) == 0
                 carried = op.name == "yield" and op.parent is not None and op.parent.parent is not None \
                     and op.parent.parent.name == "for" and not op.regions
@@ -402,7 +402,7 @@ class Verifier:
                     in_flight -= early
                 else:
                     raise self.error("the result of an in_flight dot is read before its 'wgmma_wait' (pending=0)", op)
-        if op.name == "dot_shared" and op.attrs.get("in_flight"):
+        if op.name in IN_FLIGHT_DOTS and op.attrs.get("in_flight"):
             in_flight.add(op.results[0])
 
     def chain_depth(self, op: Op) -> None:
@@ -754,6 +754,11 @@ def vector_access_problem(op: Op, laid_out: bool) -> str | None:
     return None
 
 
+# The dots overlap-wgmma may leave in flight: wgmma reads B (and A) from shared
+# memory, or A from registers.
+IN_FLIGHT_DOTS = ("dot_shared", "dot_rs")
+
+
 def carried_in_flight(body: Block) -> set[int]:
     """The carried values (by index) a loop body yields while the tensor cores
     still write them: an in_flight dot's result, or a carried value that is
@@ -764,7 +769,7 @@ def carried_in_flight(body: Block) -> set[int]:
         for op in body.ops:
             if op.name == "wgmma_wait" and op.attrs.get("pending") == 0:
                 pending.difference_update(op.operands)
-            elif op.name == "dot_shared" and op.attrs.get("in_flight"):
+            elif op.name in IN_FLIGHT_DOTS and op.attrs.get("in_flight"):
                 pending.add(op.results[0])
         yielded = body.ops[-1] if body.ops and body.ops[-1].name == "yield" else None
         found = {j for j, v in enumerate(yielded.operands) if v in pending} if yielded is not None else set()

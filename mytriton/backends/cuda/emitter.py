@@ -146,7 +146,7 @@ class CudaEmitter:
         self.num_warps = kernel.num_warps
         self.threads = 32 * kernel.num_warps
         self.ssa_names = ValueNames(kernel)
-        self._use_counts: dict | None = None  # value -> its uses, when first asked
+        self._use_counts: dict | None = None  # value -> its uses but wgmma_waits, when first asked
         self.lang = CUDA  # every target spelling goes through it
         self.cnames: dict[Value, str] = {}
         self.storage: dict[Value, str] = Storage(self.ssa_names, kernel.loc)  # per-thread arrays; loop-carried locals
@@ -278,14 +278,31 @@ class CudaEmitter:
         ``for`` loop's carried value used by this op alone, in the result's
         layout and type, and the loop carries the result on in its place
         (``acc = tl.dot(a, b, acc)``). Tensor-core instructions then read and
-        write the carried registers themselves, with no copy in and out."""
+        write the carried registers themselves, with no copy in and out.
+
+        The accumulator may also be an elementwise function of the carried
+        value, used by this op alone (attention's ``acc * alpha[:, None]``):
+        the dot's accumulator loop then rewrites each carried register in
+        place (the same layout, so each slot reads only itself) before the
+        products, and a dot left in flight across the loop's back edge has
+        no copy that would read its registers before their wait."""
         acc = op.operands[2] if len(op.operands) > 2 else None
         result = op.results[0]
+        if self._use_counts is None:
+            # (a wgmma_wait names the value it completes, but reads no register of it)
+            waits = [v for w in walk(self.kernel.body) if w.name == "wgmma_wait" for v in w.operands]
+            self._use_counts = use_counts(self.kernel.body)
+            for v in waits:
+                self._use_counts[v] -= 1
+        counts = self._use_counts
+        if isinstance(acc, OpResult) and counts.get(acc) == 1 and acc.type == result.type \
+                and opdefs.lookup(acc.op.name) is not None and opdefs.lookup(acc.op.name).layout_rule == "elementwise" \
+                and opdefs.lookup(acc.op.name).pure and not acc.op.regions:
+            args = [v for v in acc.op.operands if isinstance(v, BlockArg) and v.type == result.type]
+            acc = args[0] if len(args) == 1 and acc.op.operands.count(args[0]) == 1 else None
         if not isinstance(acc, BlockArg) or acc not in self.storage or acc.type != result.type:
             return None
-        if self._use_counts is None:
-            self._use_counts = use_counts(self.kernel.body)
-        if self._use_counts.get(acc) != 1:
+        if counts.get(acc) != 1:
             return None
         for loop in walk(self.kernel.body):
             if loop.name == "for" and loop.regions[0] is acc.block:

@@ -47,7 +47,7 @@ from mytriton.backends.cuda.expressions import CValue, as_type
 from mytriton.backends.cuda.renderers import Group, renders
 from mytriton.backends.cuda.thread_coordinates import Layout, MmaLayout
 from mytriton.backends.cuda.wgmma import emit_wgmma_products, register_a_name
-from mytriton.ir.ssa import Op
+from mytriton.ir.ssa import BlockArg, Op
 from mytriton.ir.layout_attributes import Mma, NvmmaShared
 from mytriton.types import BF16, F16, F32, I8, ScalarType, SharedType, element_of
 
@@ -231,6 +231,7 @@ def emit_mma_dot(em: "EmitContext", op: Op) -> None:
         em.line(f"{acc_type} (&{storage})[{layout.slots}] = {carried};  // the carried accumulator, in place")
     else:
         em.line(f"{acc_type} {storage}[{layout.slots}];")
+    if carried is None or not isinstance(acc, BlockArg):  # (in place: a function of the carried value, rewritten)
         init = em.open_loop(layout, op)
         if acc is not None:
             value = init.value(acc, init.coords())

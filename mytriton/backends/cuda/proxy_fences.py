@@ -83,7 +83,7 @@ class ProxyFencesPass:
         for op in walk(kernel.body):
             op.attrs.pop(ATTR, None)
         for op in [op for op in walk(kernel.body) if op.name == FENCE]:  # an earlier run's: decided again
-            op.parent.ops.remove(op)
+            _remove_fence(op)
         if not dots or kernel.shared_memory is None:
             return kernel  # no wgmma or TMA copy, or no plan (allocate-shared found it cannot be rendered)
         late = late_ops(kernel)
@@ -94,10 +94,20 @@ class ProxyFencesPass:
         for op in dots:
             op.attrs[ATTR] = walker.decided.get(op, True)
         for fence in [op for op in walk(kernel.body) if op.name == FENCE]:
-            loop = fence.parent.ops[fence.parent.ops.index(fence) + 1]
+            ops = fence.parent.ops
+            loop = next(op for op in ops[ops.index(fence) + 1:] if op.name != "barrier")
             if all(op.attrs[ATTR] for op in walk(loop.regions[0]) if computed_by_wgmma(op)):
-                fence.parent.ops.remove(fence)  # its dots fence every issue themselves (plain copies in the loop)
+                _remove_fence(fence)  # its dots fence every issue themselves (plain copies in the loop)
         return kernel
+
+
+def _remove_fence(fence: Op) -> None:
+    """A loop's fence taken out, with the barrier this pass put between it and the loop, if any."""
+    ops = fence.parent.ops
+    at = ops.index(fence)
+    if at + 2 < len(ops) and ops[at + 1].name == "barrier" and ops[at + 2].name == "for":
+        del ops[at + 1]
+    del ops[at]
 
 
 def with_proxy_fences(kernel: Kernel) -> Kernel:
@@ -165,7 +175,8 @@ class _Walk:
         its first wgmma."""
         block = loop.parent
         at = block.ops.index(loop)
-        if at and block.ops[at - 1].name == FENCE:
+        if at and (block.ops[at - 1].name == FENCE or at > 1 and block.ops[at - 2].name == FENCE
+                   and block.ops[at - 1].name == "barrier"):
             return True
         reads = [interval for op in walk(loop.regions[0]) if computed_by_wgmma(op) for interval in self.buffers(op)]
         if not _overlaps(reads, pending, ("write",)):
@@ -175,7 +186,11 @@ class _Walk:
                 insert_before(loop, Op(FENCE, [], [], loc=loop.loc))
                 return True
             if any(computed_by_wgmma(inner) for inner in [op, *(o for region in op.regions for o in walk(region))]):
-                return False
+                # No barrier before it in the body (insert-barriers erased one
+                # that ordered only TMA's writes): a barrier of the loop's own
+                # after the fence, once, rather than a fence at every issue.
+                insert_before(loop, Op(FENCE, [], [], loc=loop.loc), Op("barrier", [], [], loc=loop.loc))
+                return True
         return False
 
     def buffers(self, op: Op) -> list[Interval]:
