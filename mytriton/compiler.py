@@ -146,9 +146,10 @@ def stage_dots(kernel: Kernel, options: Options | None = None) -> Kernel:
 
 def layouts(kernel: Kernel, options: Options) -> Kernel:
     """Give every tile a layout for ``options.num_warps`` warps (CUDA's
-    input) on ``options.arch``, let wgmma dots overlap their loops' copies
-    (overlap-wgmma), and make the CUDA back end's decisions: copy widths,
-    the FMA dots' read widths, combine strategies, held tiles, the
+    input) on ``options.arch`` and make the CUDA back end's decisions: copy
+    widths, which copies TMA makes, wgmma dots left in flight over their
+    loops' copies (overlap-wgmma, after tma-copies: it asks which refills are
+    TMA's), the FMA dots' read widths, combine strategies, held tiles, the
     shared-memory plan (allocate-shared), the barriers and wgmma's proxy
     fences."""
     return run_stage_passes("layouts", kernel, options)
@@ -194,7 +195,7 @@ def _layout_passes(options: Options) -> Sequence[Any]:
 
     return [LayoutsPass(num_warps=options.num_warps, shared_budget=options.budget, arch=options.arch,
                         tma=options.tma),
-            OverlapWgmmaPass(), CopyWidthsPass(), TmaCopiesPass(enabled=options.tma, arch=options.arch),
+            CopyWidthsPass(), TmaCopiesPass(enabled=options.tma, arch=options.arch), OverlapWgmmaPass(),
             TmaStoresPass(enabled=options.tma, arch=options.arch, shared_budget=options.budget),
             ReadWidthsPass(), CombineStrategyPass(), HoldTilesPass(), AllocateSharedPass(shared_budget=options.budget),
             InsertBarriersPass(), ProxyFencesPass()]

@@ -54,8 +54,8 @@ def test_every_pass_of_every_stage_runs_under_the_pass_hooks():
     after: list[str] = []
     compile_add("layouts", before_each=lambda name, kernel: before.append(name),
                 after_each=lambda name, kernel: after.append(name))
-    assert before == after == [*DEFAULT_PIPELINE, "stage-dots", "software-pipeline", "layouts", "overlap-wgmma",
-                               "copy-widths", "tma-copies", "tma-stores", "read-widths", "combine-strategy", "hold-tiles", "allocate-shared",
+    assert before == after == [*DEFAULT_PIPELINE, "stage-dots", "software-pipeline", "layouts", "copy-widths",
+                               "tma-copies", "overlap-wgmma", "tma-stores", "read-widths", "combine-strategy", "hold-tiles", "allocate-shared",
                                "insert-barriers", "proxy-fences"]
 
 
@@ -92,7 +92,7 @@ def test_without_verify_each_a_broken_stage_names_its_passes_and_the_switch(monk
         return kernel
 
     monkeypatch.setattr(OverlapWgmmaPass, "apply", breaks)
-    with pytest.raises(CompileError, match=r"after passes layouts, overlap-wgmma, .* \(MYTRITON_VERIFY_EACH=1 names"):
+    with pytest.raises(CompileError, match=r"after passes layouts, copy-widths, tma-copies, overlap-wgmma, .* \(MYTRITON_VERIFY_EACH=1 names"):
         compile_add("layouts", verify_each=False)
 
 

@@ -21,7 +21,7 @@ ADD_ARGS = [ADD, "-D", "BLOCK=256"]
 PASS_FILES = [f"03-opt.{i:02d}-{name}.ssa" for i, name in enumerate(DEFAULT_PIPELINE, 1)]
 # The passes the stage-dots and layouts stages run, each dumped before its stage's own file.
 STAGING_PASSES = ("stage-dots", "software-pipeline")
-LAYOUT_PASSES = ("layouts", "overlap-wgmma", "copy-widths", "tma-copies", "tma-stores", "read-widths", "combine-strategy", "hold-tiles",
+LAYOUT_PASSES = ("layouts", "copy-widths", "tma-copies", "overlap-wgmma", "tma-stores", "read-widths", "combine-strategy", "hold-tiles",
                  "allocate-shared", "insert-barriers", "proxy-fences")
 UP_TO_LAYOUTS = ["00-ast.py", "01-tree.tree", "02-ssa.ssa", *PASS_FILES, "03-opt.ssa",
                  "04-staged.01-stage-dots.ssa", "04-staged.02-software-pipeline.ssa", "04-staged.ssa",

@@ -198,6 +198,8 @@ def test_the_attention_on_descriptors_stages_both_dots_on_tma(stage, descriptors
     # Q @ K^T and P @ V in each of the stage's loops: K and V copied by TMA, on wgmma.
     assert len(messages) == (2 if stage == 1 else 4), messages
     assert all(("B TMA)" in m or "B staged (TMA)" in m) and "wgmma" in m for m in messages), messages
+    # P @ V runs into the next iteration, until Q @ K^T's wait (overlap-wgmma)
+    assert all("in flight into the next iteration" in m for m in messages[1::2]), messages
 
 
 @pytest.mark.gpu

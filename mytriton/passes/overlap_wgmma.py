@@ -27,6 +27,23 @@ the next on the tensor cores; the loop's result is complete after the
 Only a dot that accumulates in place qualifies: its accumulator a carried
 value used by the dot alone, its result carried on by the yield and used
 nowhere else.
+
+A loop body of several wgmma dots (attention: Q @ K^T, then P @ V into the
+carried, rescaled accumulator) keeps its last dot in flight into the next
+iteration instead, as Triton's pipeliner does: the first dot moves up to
+just after the barrier, and its own wait (pending 0) completes every group,
+the last iteration's included; ``wgmma_wait`` of the carried value and a
+barrier follow it, then the refills, which overwrite the stage the last dot
+read:
+
+    async_wait; barrier; %s = dot_shared q, k; wgmma_wait %acc pending=0; barrier;
+    <refills>; async_commit; ... %p = ...; %o = dot_rs %p, v, %acc * alpha, in_flight=1; yield %o
+
+Only where the refills are TMA's (one thread, no address registers) and the
+first dot reads A from shared memory: with cp.async refills or a register A
+beside it, the registers of the group in flight made ptxas spill (HEAD_DIM
+128 transposed-K attention; the block-pointer attention at 64), and the
+loop ran slower than the one that waits.
 """
 from __future__ import annotations
 
@@ -81,6 +98,20 @@ def _overlap_across_iterations(kernel: Kernel, loop: Op, counts: dict, dots: lis
     refused = None
     if yielded is None or counts.get(result) != 1 or result not in yielded.operands:
         refused = "its result has other users in the loop than the yield"
+    elif any(opdefs.lookup(op.name).async_shared_write and not opdefs.is_tma_copy(op) for op in body.ops
+             if opdefs.lookup(op.name) is not None):
+        # cp.async refills: every thread issues them, with address registers
+        # of its own live beside the group in flight; the transposed-K
+        # attention at HEAD_DIM 128 then spilled (60 bytes, 0.83 of the loop
+        # that waits), and the stage's cp.async writes need a barrier of their
+        # own before the first dot.
+        refused = "its loop's refills are cp.async copies (not TMA), whose registers the group in flight would crowd"
+    elif first.name == "dot_rs":
+        # Its A tile (the block-pointer attention's scaled Q) lives in registers
+        # through the loop: with the in-flight group's accumulator and A
+        # fragments live across it too, ptxas spilled (164 bytes at D64 on 4
+        # warps, and ran at 0.8 of the loop that waits).
+        refused = "its loop's first dot reads A from registers, which the group in flight would hold beside it"
     if refused is None:
         carried = body.args[1 + yielded.operands.index(result)]
         first_at = body.ops.index(first)
