@@ -196,10 +196,10 @@ def _describe(kernel: Any, op: Any, ptxas: PtxasUsage | None) -> str:
         _, instr_n, instr_k = layout.instr_shape
         text = f"wgmma m64n{instr_n}k{instr_k}"
         if op.attrs.get("in_flight"):
-            across = op.parent is not None and sum(
-                1 for other in op.parent.ops if other is not op and other.results
-                and isinstance(getattr(other.results[0].type, "layout", None), Mma)
-                and other.results[0].type.layout.version == 3 and other.name in ("dot_shared", "dot_rs")) > 0
+            from mytriton.passes.dot_layouts import computed_by_wgmma
+
+            # (overlap-wgmma's second form: another wgmma dot in its loop body waits for it)
+            across = op.parent is not None and any(computed_by_wgmma(other) for other in op.parent.ops if other is not op)
             text += (", in flight into the next iteration, until its first dot's wait" if across
                      else ", in flight over the next tiles' copies")
         elif OVERLAP in facts:
