@@ -300,7 +300,8 @@ def _copy_text(kernel: Any, copies: list[Any], loop: Any) -> str:
     if not copies:
         return "no copies"
     if loop is not None and not any(is_within(op.parent, loop.regions[0]) for op in copies):
-        return "copied once before the loop"
+        by_tma = all(op.attrs.get("engine") == "tma" for op in copies)
+        return "copied once before the loop" + (" by TMA" if by_tma else "")
     if not all(getattr(opdefs.lookup(op.name), "async_shared_write", False) for op in copies):
         return "synchronous copies"
     tma = [op.attrs.get("engine") == "tma" for op in copies]

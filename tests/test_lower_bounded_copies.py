@@ -200,6 +200,33 @@ def test_the_attention_on_descriptors_stages_both_dots_on_tma(stage, descriptors
     assert all(("B TMA)" in m or "B staged (TMA)" in m) and "wgmma" in m for m in messages), messages
     # P @ V runs into the next iteration, until Q @ K^T's wait (overlap-wgmma)
     assert all("in flight into the next iteration" in m for m in messages[1::2]), messages
+    # Q: one TMA box before the loop
+    assert "A copied once before the loop by TMA" in messages[0], messages
+
+
+def attention_on_host_descriptors():
+    path = ROOT / "tests" / "triton_style" / "attention_descriptors.py"
+    options = Options(kernel="_attn_fwd", signature=f"fp32, *fp32:16, i32, i32, {HOST_DESCRIPTORS}, i32:16",
+                      arch="sm_90a", defines={"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64, "FP8_OUTPUT": False,
+                                              "STAGE": 1, "warp_specialize": False, "default_dtype": tl.float16})
+    return compiler.run_stages(path.read_text(), str(path), "layouts", options), options
+
+
+def test_the_kernel_without_tma_copies_q_by_its_threads_again():
+    """A launch whose values give no tensor map runs the kernel built with
+    cp.async (runtime/jit.py's cuda_without_tma): Q's once-only TMA copy, its
+    group and its wait become the threads' own copy again."""
+    from mytriton.backends.cuda.tma_copies import without_tma
+
+    kernel, options = attention_on_host_descriptors()
+    q_copy = next(op for op in walk(kernel.body) if op.name.endswith("copy_strided_to_shared"))
+    assert (q_copy.name, q_copy.attrs["engine"]) == ("async_copy_strided_to_shared", "tma")
+    kernel = without_tma(kernel)
+    verify(kernel)
+    names = [op.name for op in kernel.body.ops]
+    at = names.index("copy_strided_to_shared")
+    assert names[at + 1] == "barrier" and "async_wait" not in names[:at]
+    assert "cp.async.bulk" not in compiler.to_cuda(kernel, options)
 
 
 @pytest.mark.gpu
