@@ -115,8 +115,8 @@ def _overlap_across_iterations(kernel: Kernel, loop: Op, counts: dict, dots: lis
     if refused is None:
         carried = body.args[1 + yielded.operands.index(result)]
         first_at = body.ops.index(first)
-        if any(i < first_at for i in _readers(carried, body)):
-            refused = "its carried result is read before the loop body's first dot"
+        if any(i <= first_at for i in _readers(carried, body)):
+            refused = "its carried result is read before the loop body's first dot has waited"
     barriers = [i for i, op in enumerate(body.ops) if op.name == "barrier"]
     if refused is None and (not barriers or barriers[0] > body.ops.index(first)):
         refused = "no barrier precedes its loop body's first dot"
