@@ -213,8 +213,8 @@ def attention_on_host_descriptors():
 
 
 def test_the_kernel_without_tma_copies_q_by_its_threads_again():
-    """A launch whose values give no tensor map runs the kernel built with
-    cp.async (runtime/jit.py's cuda_without_tma): Q's once-only TMA copy, its
+    """Where the ring's mbarriers would not fit the budget, allocate-shared
+    takes every copy back from TMA (without_tma): Q's once-only TMA copy, its
     group and its wait become the threads' own copy again."""
     from mytriton.backends.cuda.tma_copies import without_tma
 
@@ -245,3 +245,22 @@ def test_gpu_shifted_descriptor_matmul_matches_the_interpreter(kernel_module, ca
         module.shifted[grid](a, b, c, M, N, K, shift_m, shift_n, **blocks, backend=backend)
         results.append(c)
     np.testing.assert_allclose(results[0], results[1], rtol=1e-3, atol=1e-3)
+
+
+def test_a_launch_s_cp_async_build_is_the_kernel_compiled_without_tma():
+    """A launch whose values give no tensor map runs the kernel built with
+    cp.async (runtime/jit.py's cuda_without_tma): the optimised SSA through the
+    back end with TMA off, whose barriers and proxy fences are cp.async's (the
+    laid-out SSA's rest on TMA's copies: no barrier after the loop's wait)."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from mytriton.runtime.jit import cuda_without_tma
+
+    path = ROOT / "tests" / "triton_style" / "attention_descriptors.py"
+    _, options = attention_on_host_descriptors()
+    ssa = compiler.print_ssa(compiler.run_stages(path.read_text(), str(path), "opt", options))
+    compiled = SimpleNamespace(asm={"ssa": ssa}, kernel=SimpleNamespace(loc=SimpleNamespace(file=str(path))))
+    cuda = cuda_without_tma(compiled, options)
+    assert "cp.async.bulk" not in cuda and "cp.async.wait_group" in cuda
+    assert cuda == compiler.compile_source(path.read_text(), str(path), "cuda", dataclasses.replace(options, tma=False))
