@@ -239,6 +239,13 @@ def yield_types(terminator: Op) -> list[Type]:
 # ---- walking ----------------------------------------------------------------
 
 
+def walk_op(op: Op) -> Iterator[Op]:
+    """``op``, then every op of its regions, in program order."""
+    yield op
+    for region in op.regions:
+        yield from walk(region)
+
+
 def walk(block: Block) -> Iterator[Op]:
     """Every op in ``block`` and its nested regions, in program order (an op
     before the ops of its regions)."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Callable
 
 from mytriton.ir import opdefs
-from mytriton.ir.ssa import Kernel, Op, OpResult, Operand, Value, walk
+from mytriton.ir.ssa import Kernel, Op, OpResult, Operand, Value, walk, walk_op
 from mytriton.passes.dot_layouts import buffer_of
 from mytriton.types import SharedType
 
@@ -58,7 +58,7 @@ def live_ranges(kernel: Kernel) -> dict[Op, tuple[int, int]]:
     for index, op in enumerate(kernel.body.ops):
         if allocates(op):
             continue
-        for inner in [op, *(o for region in op.regions for o in walk(region))]:
+        for inner in walk_op(op):
             for operand in inner.operands:
                 buffer = allocation_of(operand)
                 if buffer is not None:
@@ -82,7 +82,7 @@ def drained_barriers(kernel: Kernel) -> list[int]:
             if not copies and not groups:
                 drained.append(index)
         else:
-            for inner in [op, *(o for region in op.regions for o in walk(region))]:
+            for inner in walk_op(op):
                 if not asynchronous(inner) or inner.name in ("async_wait", "wgmma_wait"):
                     continue
                 if inner.name == "async_commit" or opdefs.lookup(inner.name).async_shared_write:

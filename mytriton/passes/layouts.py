@@ -93,7 +93,7 @@ from mytriton.ir.layout_attributes import (
 )
 from mytriton.ir.ssa import (
     Block, BlockArg, Kernel, Op, OpResult, Value, for_body, for_carried, for_inits, for_yield, insert_before,
-    walk,
+    walk, walk_op,
 )
 from mytriton.target import (
     DEFAULT_ARCH, DEFAULT_SHARED_LIMIT, SHARED_MEMORY_BUDGET, has_tma, has_vector_atomics, has_wgmma,
@@ -694,7 +694,7 @@ def after_the_buffers(kernel: Kernel) -> frozenset[Op]:
 def touches_shared(op: Op) -> bool:
     """Whether ``op`` or an op in its regions reads or writes a shared
     buffer or waits on (or is) an asynchronous copy or wgmma group."""
-    for inner in [op, *(o for region in op.regions for o in walk(region))]:
+    for inner in walk_op(op):
         if asynchronous(inner):
             return True
         if any(isinstance(getattr(v, "type", None), SharedType) for v in [*inner.operands, *inner.results]):

@@ -53,7 +53,7 @@ from typing import ClassVar
 from mytriton import remarks
 from mytriton.ir import opdefs
 from mytriton.passes.dot_layouts import computed_by_wgmma
-from mytriton.ir.ssa import Block, BlockArg, Kernel, Op, OpResult, for_body, for_yield, insert_after, insert_before, use_counts, walk
+from mytriton.ir.ssa import Block, BlockArg, Kernel, Op, OpResult, for_body, for_yield, insert_after, insert_before, use_counts, walk, walk_op
 
 
 def is_wgmma(op: Op) -> bool:
@@ -83,7 +83,7 @@ def _inputs_after(op: Op, body: Block, after: int) -> list[Op] | None:
 def _readers(value, block: Block) -> list[int]:
     """The indices of ``block``'s ops that read ``value``, in them or in their regions."""
     return [i for i, op in enumerate(block.ops)
-            if any(value in inner.operands for inner in [op, *(o for region in op.regions for o in walk(region))])]
+            if any(value in inner.operands for inner in walk_op(op))]
 
 
 def _overlap_across_iterations(kernel: Kernel, loop: Op, counts: dict, dots: list[Op]) -> bool:

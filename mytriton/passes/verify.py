@@ -53,7 +53,7 @@ from mytriton.diagnostics import CompileError
 from mytriton.ir import opdefs
 from mytriton.ir.ssa import (
     Block, Const, Kernel, Op, OpResult, Param, Value, combine_region_problem, defining_block, is_combine, is_within,
-    walk,
+    walk, walk_op,
 )
 from mytriton.ir.ssa_text import op_text
 from mytriton.limits import MAX_EXPRESSION_DEPTH, tile_error
@@ -388,7 +388,7 @@ class Verifier:
         groups chain on the tensor cores): before that the registers are
         theirs."""
         if in_flight:
-            used = {o for inner in [op, *(o for region in op.regions for o in walk(region))] for o in inner.operands if isinstance(o, Value)}
+            used = {o for inner in walk_op(op) for o in inner.operands if isinstance(o, Value)}
             early = used & in_flight
             if early:
                 chained = op.name in IN_FLIGHT_DOTS and op.attrs.get("in_flight") and not op.regions \

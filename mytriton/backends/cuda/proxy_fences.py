@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 from mytriton.backends.cuda.shared_memory import buffer_interval, late_ops, loop_exit
 from mytriton.ir import opdefs
-from mytriton.ir.ssa import Block, Kernel, Op, insert_before, walk
+from mytriton.ir.ssa import Block, Kernel, Op, insert_before, walk, walk_op
 from mytriton.passes.dot_layouts import computed_by_wgmma
 from mytriton.passes.manager import require_laid_out
 from mytriton.types import SharedType
@@ -185,7 +185,7 @@ class _Walk:
             if op.name == "barrier":
                 insert_before(loop, Op(FENCE, [], [], loc=loop.loc))
                 return True
-            if any(computed_by_wgmma(inner) for inner in [op, *(o for region in op.regions for o in walk(region))]):
+            if any(computed_by_wgmma(inner) for inner in walk_op(op)):
                 # No barrier before it in the body (insert-barriers erased one
                 # that ordered only TMA's writes): a barrier of the loop's own
                 # after the fence, once, rather than a fence at every issue.

@@ -60,7 +60,7 @@ from mytriton.ir import opdefs
 from mytriton.ir.analysis import Definitions
 from mytriton.ir.axis_info import AxisAnalysis
 from mytriton.ir.layout_attributes import NvmmaShared
-from mytriton.ir.ssa import Block, Const, Kernel, Op, OpResult, Param, walk
+from mytriton.ir.ssa import Block, Const, Kernel, Op, OpResult, Param, walk, walk_op
 from mytriton.passes.dot_layouts import buffer_of
 from mytriton.passes.manager import require_laid_out
 from mytriton.remarks import note
@@ -367,11 +367,6 @@ def _copy_once_by_tma(kernel: Kernel) -> None:
             new.parent = block
         block.ops[at:at + 1] = replaced
         op.parent = None
-
-
-def walk_op(op: Op) -> list[Op]:
-    """``op`` and the ops of its regions."""
-    return [op, *(inner for region in op.regions for inner in walk(region))]
 
 
 def without_tma(kernel: Kernel) -> Kernel:
