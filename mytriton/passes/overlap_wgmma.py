@@ -98,8 +98,8 @@ def _overlap_across_iterations(kernel: Kernel, loop: Op, counts: dict, dots: lis
     refused = None
     if yielded is None or counts.get(result) != 1 or result not in yielded.operands:
         refused = "its result has other users in the loop than the yield"
-    elif any(opdefs.lookup(op.name).async_shared_write and not opdefs.is_tma_copy(op) for op in body.ops
-             if opdefs.lookup(op.name) is not None):
+    elif any(getattr(opdefs.lookup(op.name), "async_shared_write", False) and not opdefs.is_tma_copy(op)
+             for op in body.ops):
         # cp.async refills: every thread issues them, with address registers
         # of its own live beside the group in flight; the transposed-K
         # attention at HEAD_DIM 128 then spilled (60 bytes, 0.83 of the loop

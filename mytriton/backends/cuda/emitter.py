@@ -295,9 +295,9 @@ class CudaEmitter:
             for v in waits:
                 self._use_counts[v] -= 1
         counts = self._use_counts
-        if isinstance(acc, OpResult) and counts.get(acc) == 1 and acc.type == result.type \
-                and opdefs.lookup(acc.op.name) is not None and opdefs.lookup(acc.op.name).layout_rule == "elementwise" \
-                and opdefs.lookup(acc.op.name).pure and not acc.op.regions:
+        rescale = opdefs.lookup(acc.op.name) if isinstance(acc, OpResult) else None
+        if rescale is not None and rescale.layout_rule == "elementwise" and rescale.pure and not acc.op.regions \
+                and counts.get(acc) == 1 and acc.type == result.type:
             args = [v for v in acc.op.operands if isinstance(v, BlockArg) and v.type == result.type]
             acc = args[0] if len(args) == 1 and acc.op.operands.count(args[0]) == 1 else None
         if not isinstance(acc, BlockArg) or acc not in self.storage or acc.type != result.type:
