@@ -30,6 +30,7 @@ _KEY = "dot_remarks"  # Kernel.meta[_KEY]: {dot op: [(topic, fact), ...]}
 # What a recorded fact is about.
 STAGING, PIPELINE, INSTRUCTION, OVERLAP = "staging", "pipeline", "instruction", "overlap"
 TMA = "tma"  # on a copy: why TMA does not make it
+TMA_TESTED = "tma_tested"  # on a TMA copy: the stride parameter each launch tests (a multiple of 16 bytes)
 
 
 def remarks_from_env() -> bool:
@@ -306,7 +307,7 @@ def _copy_text(kernel: Any, copies: list[Any], loop: Any) -> str:
         return "synchronous copies"
     tma = [op.attrs.get("engine") == "tma" for op in copies]
     if all(tma):
-        return "TMA"
+        return "TMA" + _tested_text(kernel, copies)
     widths = sorted({op.attrs["chunk"] * op.operands[0].type.element.nbytes for op in copies
                      if "chunk" in op.attrs})
     if not widths:
@@ -319,6 +320,15 @@ def _copy_text(kernel: Any, copies: list[Any], loop: Any) -> str:
         return f"TMA and {text}"
     why = next((facts_of(kernel, op)[TMA] for op in copies if TMA in facts_of(kernel, op)), None)
     return f"{text} (not TMA: {why})" if why else text
+
+
+def _tested_text(kernel: Any, copies: list[Any]) -> str:
+    """Which row strides a launch tests before it takes the TMA build."""
+    tested = sorted({facts_of(kernel, op)[TMA_TESTED] for op in copies if TMA_TESTED in facts_of(kernel, op)})
+    if not tested:
+        return ""
+    strides = f"row stride {tested[0]} is" if len(tested) == 1 else f"row strides {' and '.join(tested)} are"
+    return f" ({strides} tested at each launch: the cp.async build where not a multiple of 16 bytes)"
 
 
 def _result_text(kernel: Any, dot: Any) -> str:

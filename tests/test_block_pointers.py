@@ -527,12 +527,12 @@ def test_misuse_is_a_located_error(case):
     assert err.loc is not None and err.loc.line == 8  # the line of the misuse (r = ...)
 
 
-def test_a_descriptors_runtime_stride_is_not_taken_as_16_byte_aligned():
+def test_a_descriptors_runtime_stride_is_tested_at_each_launch():
     """Triton's rule for tl.make_tensor_descriptor (leading strides multiples
     of 16 bytes) is not a fact the copies rely on: with K not known a multiple
-    of 16 (3000x2000x1000), A's copy tests K at run time, and a launch that
-    breaks the rule (K = 77 f32, test_gpu_matmuls_match_the_interpreter)
-    computes the right tiles all the same."""
+    of 16 (3000x2000x1000), A's copy is TMA's all the same, and the launcher
+    tests K: a launch that breaks the rule runs the cp.async build and
+    computes the right tiles (test_tma_gpu.py, K = 1001)."""
     from conftest import ROOT
 
     path = ROOT / "tests" / "triton_style" / "descriptor_matmul.py"
@@ -540,8 +540,8 @@ def test_a_descriptors_runtime_stride_is_not_taken_as_16_byte_aligned():
         signature="*fp16:16, *fp16:16, *fp16:16, i32, i32:16, i32", num_warps=8, arch="sm_90a",
         defines={"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64}))
     (remark,) = remarks.dot_remarks(kernel)
-    assert "A cp.async" in remark.message and "row stride is not proven a multiple of 16 bytes" in remark.message, \
-        remark.message
+    assert "staged (A TMA (row stride K is tested at each launch: the cp.async build where not a multiple of 16 " \
+        "bytes), B TMA)" in remark.message, remark.message
 
 
 def test_a_loop_that_makes_a_block_pointer_of_a_number_is_an_error():

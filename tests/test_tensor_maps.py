@@ -78,6 +78,21 @@ def test_a_launch_no_map_can_describe_runs_the_kernel_built_with_cp_async(descri
     assert len(gpu.encoded) == 3  # only the first launch's
 
 
+def test_a_stride_the_signature_leaves_unhinted_gets_tma_where_the_launch_gives_16_bytes(descriptor_matmul, gpu):
+    """K = 1000 is no multiple of 16 (no ``i32:16``), yet its rows span 2,000
+    bytes, a multiple of 16: the maps describe the launch, and TMA runs."""
+    handle = launch(descriptor_matmul, 256, 512, 1000)
+    assert "cp.async.bulk.tensor.2d" in handle.asm["cuda"]
+    assert gpu.encoded[0][2] == 2000 and handle.launcher._cp_async_kernel is None
+
+
+def test_a_stride_of_no_multiple_of_16_bytes_runs_the_kernel_built_with_cp_async(descriptor_matmul, gpu):
+    handle = launch(descriptor_matmul, 256, 512, 1001)  # rows of 2,002 bytes: no tensor map
+    (run,) = gpu.launches
+    assert run.param_pointers is None and handle.launcher._cp_async_kernel is not None
+    assert gpu.encoded == []
+
+
 def test_a_map_the_driver_refuses_runs_the_kernel_built_with_cp_async(descriptor_matmul, gpu):
     gpu.refuse_maps = True
     handle = launch(descriptor_matmul, 256, 512, 1024)
@@ -180,3 +195,21 @@ def test_gpu_stacked_descriptor_matmul_matches_the_interpreter(kernel_module, sh
         module.stacked[(-(-(G * M) // 128), -(-N // 128))](a, b, c, G, M, N, K, **STACKED_BLOCKS, backend=backend)
         results.append(c.astype(np.float32))
     np.testing.assert_allclose(results[0], results[1], rtol=1e-2, atol=1e-2)
+
+
+def test_mytriton_run_of_a_kernel_file_runs_the_cp_async_build_where_no_map_describes_the_launch(gpu, tmp_path):
+    from click.testing import CliRunner
+
+    from mytriton.cli import main
+
+    args = ["run", str(ROOT / "triton_style" / "descriptor_matmul.py"), "-k", "matmul_kernel_descriptor",
+            "--grid", "2,4", "--backend", "cuda", "--out-dir", str(tmp_path),
+            "-D", "BLOCK_SIZE_M=128", "-D", "BLOCK_SIZE_N=128", "-D", "BLOCK_SIZE_K=64",
+            "--arg", "a_ptr=rand:256x1001:f16", "--arg", "b_ptr=rand:1001x512:f16", "--arg", "c_ptr=zeros:256x512:f16",
+            "--arg", "M=256", "--arg", "N=512", "--arg", "K=1001",
+            "-s", "*fp16:16, *fp16:16, *fp16:16, i32:16, i32:16, i32"]  # aligned arrays (fresh device buffers)
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    (run,) = gpu.launches
+    assert run.param_pointers is None and gpu.encoded == []  # rows of 2,002 bytes: no map, the cp.async build
+

@@ -50,6 +50,22 @@ def test_the_descriptor_matmul_copies_with_tma_and_matches_numpy(M, N, K):
     assert_product(c, a, b)
 
 
+@pytest.mark.parametrize("K,tma", [(1000, True), (1001, False)])
+def test_an_unhinted_row_stride_is_tested_at_the_launch_and_either_build_matches_numpy(K, tma):
+    """K = 1000 (rows of 2,000 bytes) runs the TMA build; K = 1001 (2,002
+    bytes, which no tensor map takes) the cp.async build."""
+    module = load("descriptor_matmul")
+    M, N = 200, 272
+    a, b = operands(M, N, K, K)
+    c = np.full((M, N), np.nan, dtype=np.float16)
+    grid = (mytriton.cdiv(M, 128), mytriton.cdiv(N, 128))
+    handle = module.matmul_kernel_descriptor[grid](a, b, c, M, N, K, BLOCK_SIZE_M=128, BLOCK_SIZE_N=128,
+                                                   BLOCK_SIZE_K=64, backend="cuda")
+    assert "cp.async.bulk.tensor.2d" in handle.asm["cuda"]
+    assert (handle.launcher._cp_async_kernel is None) == tma
+    assert_product(c, a, b)
+
+
 def test_a_row_stride_of_0_runs_the_cp_async_build_and_matches_numpy():
     module = load("matmul_offsets")
     M, N, K = 192, 128, 256

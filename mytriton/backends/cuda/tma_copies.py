@@ -23,7 +23,7 @@ descriptor):
 - the base a pointer parameter proven 16-byte aligned (or one plus an i32
   offset never negative, where the columns are unbounded: the offset goes
   into the column coordinate), the row stride a parameter or a literal
-  proven a multiple of 16 bytes, the bounds parameters, literals or i32
+  of a multiple of 16 bytes, the bounds parameters, literals or i32
   products of them: all of what the host reads to encode the map;
 - i32 offsets proven never negative (TMA fills zeros at a negative
   coordinate, where the copy reads the memory there), the column offset a
@@ -31,9 +31,11 @@ descriptor):
   copy groups bounded (``ring_size``).
 
 What only a launch knows, the launcher checks: a map needs a positive
-stride and positive bounds; where a launch's values give none, it runs the
-kernel built with cp.async instead. The remarks say which copies got TMA
-and why the others did not.
+stride of a multiple of 16 bytes and positive bounds; where a launch's
+values give none, it runs the kernel built with cp.async instead. So a
+stride parameter the signature leaves unhinted (K = 1000, not ``i32:16``)
+does not keep a copy from TMA. The remarks say which copies got TMA, which
+stride a launch tests, and why the others did not.
 
     async_copy_strided_to_shared %20, a_ptr, %3, 0, K, 1, M, K, 0, 0, 0.0, %19, chunk=8, chunks="whole"
   =>
@@ -160,6 +162,28 @@ def map_base(base: object) -> tuple[Param, object | None] | None:
     return None
 
 
+def row_stride_problem(stride: object, nbytes: int) -> str | None:
+    """Why a map cannot take ``stride`` (a parameter or a literal, in elements
+    of ``nbytes``), or None. A literal is a positive multiple of 16 bytes or
+    no map's; a parameter is tested at each launch (runtime/tensor_maps.py):
+    one whose value is not runs the kernel built with cp.async. So a stride
+    the signature does not say is a multiple of 16 (K = 1000, f16: 2,000
+    bytes) still gets TMA, as Triton's descriptors do."""
+    value = host_value(stride)
+    if isinstance(value, int) and (value <= 0 or value * nbytes % 16):
+        return "its row stride is not a multiple of 16 bytes"
+    return None
+
+
+def launch_tested_stride(stride: object, nbytes: int, facts: AxisAnalysis) -> str | None:
+    """The parameter whose value a launch tests for TMA's row stride (a
+    multiple of 16 bytes the IR does not prove), or None."""
+    value = host_value(stride)
+    if isinstance(value, str) and facts.of(stride).scalar_divisibility * nbytes % 16:
+        return value
+    return None
+
+
 def tensor_map_of(op: Op) -> TensorMap:
     """The map a TMA copy reads or a TMA ``store_tile`` writes through."""
     if op.name == "store_tile":
@@ -225,12 +249,11 @@ def tma_problem(op: Op, facts: AxisAnalysis, defs: Definitions, layout: object =
     base, shift = based
     if facts.of(base).scalar_divisibility % 16:
         return "its base is not proven 16-byte aligned"
-    stride = host_value(g.stride)
-    if stride is None:
+    if host_value(g.stride) is None:
         return "its row stride is not a parameter or a literal"
-    if isinstance(stride, int) and (stride <= 0 or stride * nbytes % 16) \
-            or isinstance(stride, str) and facts.of(g.stride).scalar_divisibility * nbytes % 16:
-        return "its row stride is not proven a multiple of 16 bytes"
+    problem = row_stride_problem(g.stride, nbytes)
+    if problem:
+        return problem
     for bound, what in ((g.row_bound, "row"), (g.col_bound, "column")):
         if host_bound(bound) is None or index_type(bound) != I32:
             return f"its {what} bound is not an i32 parameter, a literal or a product of them"
@@ -329,6 +352,10 @@ class TmaCopiesPass:
             problem = tma_problem(op, facts, defs)
             if problem is None:
                 op.attrs[ENGINE] = TMA
+                g = copy_geometry(op)
+                tested = launch_tested_stride(g.stride, g.view_type.element.nbytes, facts)
+                if tested:
+                    note(kernel, op, remarks.TMA_TESTED, tested)
             else:
                 note(kernel, op, remarks.TMA, problem)  # the dot's remark says it
         return kernel

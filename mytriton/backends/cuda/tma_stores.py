@@ -18,7 +18,7 @@ descriptor's ``store``, a block pointer's, pointer arithmetic):
   layout change of one): the store is a dot's epilogue;
 - the pointer is ``base + rows * stride + cols`` with ``rows`` and ``cols``
   an offset plus ``tl.arange`` (no wrap, clamp or gather), the base a pointer
-  parameter proven 16-byte aligned, the stride a parameter or literal proven
+  parameter proven 16-byte aligned, the stride a parameter or a literal of
   a multiple of 16 bytes; the mask tests those rows and columns against
   parameters or literals (or not at all); the offsets are proven never
   negative;
@@ -34,16 +34,18 @@ descriptor's ``store``, a block pointer's, pointer arithmetic):
   =>
     store_tile c_ptr, %3, %5, N, M, N, %44, engine="tma"
 
-What only a launch knows (a positive stride and bounds) the launcher checks,
-as for TMA's copies: a launch no map describes runs the kernel built without
-TMA, where ``store_tile`` is a store of each thread's elements.
+What only a launch knows (a positive stride of a multiple of 16 bytes,
+positive bounds) the launcher checks, as for TMA's copies: a launch no map
+describes runs the kernel built without TMA, where ``store_tile`` is a store
+of each thread's elements.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from mytriton import remarks
-from mytriton.backends.cuda.tma_copies import BOX_LIMIT, ENGINE, TMA, TMA_ELEMENTS, host_bound, host_value, swizzle_of
+from mytriton.backends.cuda.tma_copies import (BOX_LIMIT, ENGINE, TMA, TMA_ELEMENTS, host_bound, host_value,
+                                               row_stride_problem, swizzle_of)
 from mytriton.ir import opdefs
 from mytriton.ir.analysis import Definitions
 from mytriton.ir.axis_info import AxisAnalysis
@@ -127,12 +129,11 @@ def store_problem(kernel: Kernel, store: Op, tile: Value, facts: AxisAnalysis, d
             return "its coordinates wrap, are clamped, gathered or 64-bit", None
     if found.bound_shifts != ((Const(0), Const(0)), (Const(0), Const(0))):
         return "its mask tests other coordinates than its pointer's", None
-    stride = host_value(found.row_stride)
-    if stride is None or not _i32(found.row_stride):
+    if host_value(found.row_stride) is None or not _i32(found.row_stride):
         return "its row stride is not an i32 parameter or a literal", None
-    if isinstance(stride, int) and (stride <= 0 or stride * element.nbytes % 16) \
-            or isinstance(stride, str) and facts.of(found.row_stride).scalar_divisibility * element.nbytes % 16:
-        return "its row stride is not proven a multiple of 16 bytes", None
+    problem = row_stride_problem(found.row_stride, element.nbytes)  # a parameter: tested at each launch
+    if problem:
+        return problem, None
     for bound, what in ((found.row_bound, "row"), (found.col_bound, "column")):
         if host_bound(bound) is None or not _i32(bound):
             return f"its {what} bound is not an i32 parameter, a literal or a product of them", None
