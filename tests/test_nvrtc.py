@@ -167,7 +167,9 @@ def test_the_launcher_gives_the_build_its_drivers_version(monkeypatch, kernel_mo
     seen = []
     monkeypatch.setattr(cuda_driver, "compile_cubin",
                         lambda source, arch, driver_version=None: seen.append(driver_version) or source.encode())
-    cuda_driver.CudaKernel(sample_cuda("add"))
+    kernel = cuda_driver.CudaKernel(sample_cuda("add"))
+    assert seen == []  # built at its first launch, or a warmup's build()
+    kernel.build()
     assert seen == [13000]  # the stand-in driver's cuDriverGetVersion
 
 

@@ -213,3 +213,14 @@ def test_mytriton_run_of_a_kernel_file_runs_the_cp_async_build_where_no_map_desc
     (run,) = gpu.launches
     assert run.param_pointers is None and gpu.encoded == []  # rows of 2,002 bytes: no map, the cp.async build
 
+
+def test_a_launch_no_map_describes_never_builds_the_tma_kernel(descriptor_matmul, gpu, monkeypatch):
+    from mytriton.runtime import cuda_driver
+
+    built = []
+    monkeypatch.setattr(cuda_driver, "compile_cubin",
+                        lambda source, arch, driver_version=None: built.append("bulk.tensor" in source) or source.encode())
+    launch(descriptor_matmul, 256, 512, 1001)  # rows of 2,002 bytes: the cp.async build runs
+    assert built == [False]
+    launch(descriptor_matmul, 256, 512, 1024)  # another specialisation (K divisible by 16): TMA's
+    assert built == [False, True]

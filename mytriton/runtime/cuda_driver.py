@@ -164,8 +164,9 @@ class CudaKernel:
         self.threads = int(self.header["threads"])
         # The kernel's one dynamic shared array, sized at each launch (emitter.py).
         self.shared_bytes = int(self.header.get("shared_bytes", 0))
-        # NVRTC builds it only if no newer than this driver, whose loader may refuse a newer one's cubin.
-        self.cubin = compile_cubin(cuda_source, arch, driver_version())
+        self._source = cuda_source
+        self._cubin: bytes | None = None  # built at the first launch that runs it (``cubin``)
+        self._build_lock = threading.Lock()
         # The C symbol differs from the kernel's name when that name could clash in C (names.py).
         self.symbol = str(self.header.get("symbol", self.name))
         self.driver = driver()
@@ -200,6 +201,7 @@ class CudaKernel:
                 *[at + offset for offset in param_offsets(self.function_format)],
                 *[at + offset for offset in self._map_offsets])
         self._lock = threading.Lock()
+        self._packed_maps: list[bytes] | None = None  # the maps the buffer holds
         # cuLaunchKernel as the driver hands it out for the hot path, with the
         # handles made into what it takes once (the stream at its first use).
         self._launch_raw, self._handle = self.driver.launch_pdl_call() if pdl else self.driver.launch_call()
@@ -208,6 +210,22 @@ class CudaKernel:
                                if self._param_pointers is not None else None)
         self._handles: dict[int, Any] = {}  # device -> its CUfunction as _handle made it
         self._stream_handle: tuple[int, Any] = (0, self._handle(0))  # the last stream, and as made
+
+    @property
+    def cubin(self) -> bytes:
+        """The kernel's cubin, built on first use: a launch whose values no
+        tensor map describes runs the cp.async build and never builds this
+        one. NVRTC builds it only if no newer than this driver, whose loader
+        may refuse a newer one's cubin."""
+        if self._cubin is None:
+            with self._build_lock:  # two threads' first launches build it once
+                if self._cubin is None:
+                    self._cubin = compile_cubin(self._source, self._arch, driver_version())
+        return self._cubin
+
+    def build(self) -> None:
+        """Build the cubin now (a warmup's work, which the first launch then skips)."""
+        self.cubin  # noqa: B018 (built and kept)
 
     @property
     def function_format(self) -> str:
@@ -297,22 +315,20 @@ class CudaKernel:
             drv.set_current(context)
         try:
             # With the device's context current: the driver encodes no tensor map without one.
-            kernel = self if self.maps is None or self._maps_fit(values, host) else self.cp_async_kernel()
+            maps = None
+            if self.maps is not None:
+                # Host arrays' device buffers, not made yet, are taken as aligned.
+                maps = self.maps.for_launch(values, self.driver.encode_tensor_map,
+                                            frozenset(i for i, _ in host) if host else frozenset())
+            kernel = self if self.maps is None or maps is not None else self.cp_async_kernel()
             function = kernel._handles.get(device) or kernel._function_handle(device)
             if host is None:
-                kernel._launch(function, grid3, handle, values)
+                kernel._launch(function, grid3, handle, values, maps)
             else:
                 kernel._launch_with_copies(function, grid3, handle, values, host)
         finally:
             if previous != context:
                 drv.set_current(previous)
-
-    def _maps_fit(self, values: list[Any], host: list | None) -> bool:
-        """Whether tensor maps describe this launch (its host arrays' device
-        buffers, not made yet, taken as aligned)."""
-        assert self.maps is not None
-        shapes = self.maps.shapes(values, frozenset(i for i, _ in host or ()))
-        return shapes is not None and self.maps.encode(shapes, self.driver.encode_tensor_map) is not None
 
     def cp_async_kernel(self) -> "CudaKernel":
         """The kernel built with cp.async where this one copies with TMA: for a
@@ -331,27 +347,26 @@ class CudaKernel:
         handle = self._handles[device] = self._handle(self.function(device))
         return handle
 
-    def _launch(self, function: Any, grid3: tuple[int, int, int], stream: int, values: list[Any]) -> None:
+    def _launch(self, function: Any, grid3: tuple[int, int, int], stream: int, values: list[Any],
+                maps: list[bytes] | None = None) -> None:
+        """Launch with ``values``; ``maps``: the tensor maps launch3 found for
+        them (else found here: host arrays' buffers are made by now)."""
         for i, convert in self._conversions:
             values[i] = convert(values[i])
-        maps = None
-        if self.maps is not None:
-            shapes = self.maps.shapes(values)
-            if shapes is None:  # launch3 chose this kernel for values it had then
-                raise CompileError(f"kernel '{self.name}': no tensor map for these arguments",
-                                   placement.launch_site())
-            maps = self.maps.encode(shapes, self.driver.encode_tensor_map)
-            if maps is None:  # launch3 found the driver took this shape
-                raise CompileError(f"kernel '{self.name}': the driver refuses a tensor map for these arguments",
-                                   placement.launch_site())
+        if self.maps is not None and maps is None:
+            maps = self.maps.for_launch(values, self.driver.encode_tensor_map)
+            if maps is None:  # launch3 chose this kernel for values it had then
+                raise CompileError(f"kernel '{self.name}': no tensor map for these arguments, or the driver "
+                                   "refuses one", placement.launch_site())
         with self._lock:
             try:
                 self._struct.pack_into(self._buffer, 0, *values)
             except (struct.error, OverflowError, TypeError, ValueError):
                 self._struct.pack_into(self._buffer, 0, *self._converted(values))
-            if maps is not None:
+            if maps is not None and maps is not self._packed_maps:  # the buffer keeps the last launch's
                 for offset, encoded in zip(self._map_offsets, maps):
                     ctypes.memmove(ctypes.addressof(self._buffer) + offset, encoded, MAP_BYTES)
+                self._packed_maps = maps
             last, handle = self._stream_handle
             if stream != last:
                 handle = self._handle(stream)

@@ -478,6 +478,8 @@ class JITFunction:
         compiled = self.specialize(bound, num_warps, chosen, num_stages, launch_pdl)
         grid3 = normalize_grid(grid, bound)
         if warmup:
+            if compiled.launcher is not None:
+                compiled.launcher.build()  # launches build on first use; a warmup builds now
             return compiled
         values = [bound[name] for name in compiled.runtime_params]
         compiled._launch(grid3, values, stream)
