@@ -69,6 +69,16 @@ def test_runtime_types_come_from_the_arguments_given(tmp_path):
     np.testing.assert_allclose(out, np.where(x > 0, x, 0.5 * x), rtol=1e-6)
 
 
+def test_arguments_are_specialised_as_a_launch_from_python_would_be():
+    from mytriton.runtime.arguments import signature_of
+    from mytriton.runtime.launch_cli import arg_types_from_specs, hints_from_specs
+
+    runtime = ["x_ptr", "out_ptr", "n", "m", "slope"]
+    specs = {"x_ptr": "rand:1024", "out_ptr": "zeros:1024", "n": "1024", "m": "1000", "slope": "0.5"}
+    types = arg_types_from_specs(runtime, specs)
+    assert signature_of(types, hints_from_specs(runtime, specs, types)) == "*fp32:16, *fp32:16, i32:16, i32, fp32"
+
+
 def test_a_cuda_file_needs_the_gpu(tmp_path):
     cu = tmp_path / "add.cu"
     assert mytriton("compile", "samples/add.py", "-o", str(cu)).returncode == 0

@@ -238,11 +238,12 @@ class CudaKernel:
         function = self._functions.get(device)
         if function is None:
             drv = self.driver
+            cubin = self.cubin  # built outside the lock: other kernels' loads need not wait for it
             with _LOAD_LOCK:
-                key = (hashlib.sha256(self.cubin).hexdigest(), device)
+                key = (hashlib.sha256(cubin).hexdigest(), device)
                 module = _MODULES.get(key)
                 if module is None:
-                    module = _MODULES[key] = drv.load_module(self.cubin)
+                    module = _MODULES[key] = drv.load_module(cubin)
                 function = drv.function(module, self.symbol)
                 allow_dynamic_shared(drv, function, self.shared_bytes, self.name, device)
                 self._functions[device] = function

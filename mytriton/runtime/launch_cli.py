@@ -139,6 +139,22 @@ def unknown_args(specs: dict[str, str], runtime: list[str]) -> None:
                            f"{did_you_mean(name, runtime)} (parameters: {', '.join(runtime)})")
 
 
+def hints_from_specs(runtime: list[str], specs: dict[str, str], types: list[Type]) -> list[str]:
+    """Each argument's specialisation, as a launch from Python makes it
+    (runtime/arguments.py): an array 16-byte aligned (each goes to a fresh
+    device buffer, or is NumPy's own), an integer divisible by 16 said so."""
+    hints = []
+    for name, t in zip(runtime, types):
+        if isinstance(t, PointerType):
+            hints.append("16")
+        elif isinstance(t, ScalarType) and t.is_int and t != BOOL:
+            value = scalar_value(name, specs[name])
+            hints.append("16" if isinstance(value, int) and not isinstance(value, bool) and value % 16 == 0 else "")
+        else:
+            hints.append("")
+    return hints
+
+
 def arg_types_from_specs(runtime: list[str], specs: dict[str, str]) -> list[Type]:
     """Runtime types when there is no -s: from the arguments given."""
     unknown_args(specs, runtime)
@@ -285,7 +301,8 @@ def prepare_run(path: str, grid_text: str, arg_specs: tuple[str, ...], options: 
 
                 module, entry = run_deep(load_kernel, text, file, options.kernel)
                 runtime, _, _ = kernel_params(module, entry)
-                options.signature = signature_of(arg_types_from_specs(runtime, specs))
+                types = arg_types_from_specs(runtime, specs)
+                options.signature = signature_of(types, hints_from_specs(runtime, specs, types))
             kernel = run_deep(compiler.source_to_ssa, text, file, options)
         params = [(p.name, p.type) for p in kernel.params]
         constexprs = dict(kernel.constexprs)
