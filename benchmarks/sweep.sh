@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Every row of the speed issue's tables (attention forms, matmul forms in four precisions, the tile
+# configs, the grouped matmul, first calls) against Triton in the same run, on the GPU at hand.
+#
+#   bash benchmarks/sweep.sh PART OUT_DIR
+#
+# PART is one of the parts below; each ends well inside the 10 minutes one device call may take,
+# so a session runs the whole sweep as five calls on one warm machine:
+#
+#   attention   16 rows: descriptors, block_ptr (8 warps at D128), trans, tutorial; D64, D128; causal or not
+#   configs     item 3's tiles at 4096^3 (TF32 and f16 128x256x32 on 8 warps, f16 and exact f32 64x64x32),
+#               then the f16 forms
+#   tf32-bf16   the TF32 and bf16 forms
+#   ieee        the exact-f32 forms
+#   rest        the grouped matmul, then benchmarks/first_call.py
+#
+# Each row's table goes to OUT_DIR/PART.txt, and its JSON to OUT_DIR/<row>.json where the script writes
+# one. The GPU's name and the commit come first.
+set -u
+part=${1:?which part: attention, configs, tf32-bf16, ieee or rest}
+out=${2:?where the results go}
+case $part in
+  attention|configs|tf32-bf16|ieee|rest) ;;
+  *) echo "unknown part '$part': attention, configs, tf32-bf16, ieee or rest" >&2; exit 2 ;;
+esac
+cd "$(dirname "$0")/.." || exit 1
+mkdir -p "$out"
+log="$out/$part.txt"
+{
+  nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
+  git log --oneline -1 2>/dev/null
+  date -u +%FT%TZ
+} > "$log"
+
+row() {  # row NAME SECONDS COMMAND...: one benchmark, its output appended under a heading
+  local name=$1 seconds=$2
+  shift 2
+  echo "== $name" >> "$log"
+  timeout "$seconds" "$@" 2>&1 | grep -v "UserWarning\|compiled = self" >> "$log"
+}
+
+case $part in
+  attention)
+    for form in descriptors block_ptr trans tutorial; do
+      for dim in 64 128; do
+        warps=4
+        [ $form = block_ptr ] && [ $dim = 128 ] && warps=8
+        for causal in "" --causal; do
+          row "attention $form D$dim $causal" 35 python3 benchmarks/attention.py --form $form --head-dim $dim \
+            --num-warps $warps --ctx 4096 --repeat 10 $causal --json "$out/att_${form}_$dim$causal.json"
+        done
+      done
+    done ;;
+  configs)
+    row "tf32 128x256x32 w8" 45 python3 benchmarks/matmul.py --sizes 4096 --configs 128x256x32 --num-warps 8 \
+      --dtype f32 --precision tf32 --repeat 10 --rounds 3 --json "$out/cfg_tf32_128x256x32.json"
+    row "f16 128x256x32 w8" 45 python3 benchmarks/matmul.py --sizes 4096 --configs 128x256x32 --num-warps 8 \
+      --dtype f16 --repeat 10 --rounds 3 --json "$out/cfg_f16_128x256x32.json"
+    row "f16 64x64x32" 45 python3 benchmarks/matmul.py --sizes 4096 --configs 64x64x32 --dtype f16 --repeat 10 \
+      --rounds 3 --json "$out/cfg_f16_64x64x32.json"
+    row "ieee 64x64x32" 60 python3 benchmarks/matmul.py --sizes 4096 --configs 64x64x32 --dtype f32 \
+      --precision ieee --repeat 10 --rounds 3 --json "$out/cfg_ieee_64x64x32.json"
+    row "forms f16" 200 python3 benchmarks/matmul_forms.py --dtype f16 --first-calls 1 --repeat 10 \
+      --json "$out/forms_f16.json" ;;
+  tf32-bf16)
+    row "forms tf32" 200 python3 benchmarks/matmul_forms.py --dtype f32 --precision tf32 --first-calls 1 \
+      --repeat 10 --json "$out/forms_tf32.json"
+    row "forms bf16" 200 python3 benchmarks/matmul_forms.py --dtype bf16 --first-calls 1 --repeat 10 \
+      --json "$out/forms_bf16.json" ;;
+  ieee)
+    row "forms ieee" 450 python3 benchmarks/matmul_forms.py --dtype f32 --precision ieee --first-calls 1 \
+      --repeat 5 --json "$out/forms_ieee.json" ;;
+  rest)
+    row "grouped" 150 python3 benchmarks/grouped_matmul.py --repeat 10 --json "$out/grouped.json"
+    row "first calls" 300 python3 benchmarks/first_call.py --rounds 3 --json "$out/first_call.json" ;;
+esac
+date -u +%FT%TZ >> "$log"
