@@ -23,11 +23,15 @@ import statistics
 import sys
 import time
 
-from common import ROOT, Results, add_json_option, load_as_triton, load_sample, triton_available
+from common import ROOT, Results, add_json_option, load_as_triton, load_module, load_sample, triton_available
 
 import mytriton
 import mytriton.language as tl
 from mytriton.tools.tensor_descriptor import TensorDescriptor
+
+
+descriptor_matmul = load_module(ROOT / "tests" / "triton_style" / "descriptor_matmul.py",
+                                "launch_descriptor_matmul").matmul_kernel_descriptor
 
 
 @mytriton.jit
@@ -48,8 +52,10 @@ def per_call_us(fn, count: int = 2000, synchronize=lambda: None, clock=time.perf
     return (clock() - start) / count * 1e6
 
 
-def layers(add, matmul, x, y, out, n, kernel, stream=0):
-    """(name, launch) for each layer; ``kernel`` is a CudaKernel of ``add``."""
+def layers(add, matmul, x, y, out, n, kernel, stream=0, halves=None):
+    """(name, launch) for each layer; ``kernel`` is a CudaKernel of ``add``;
+    ``halves``: three f16 tensors of 1024 elements, for the descriptor matmul,
+    whose launches find three tensor maps."""
     kernel.launch((4, 1, 1), [x, y, out, n])  # loads the module
     # cuLaunchKernel as the launcher calls it (launch_call: its handles made once)
     launch, handle = kernel.driver.launch_call()
@@ -71,6 +77,10 @@ def layers(add, matmul, x, y, out, n, kernel, stream=0):
         ("kernel[grid](2 TensorDescriptors)", lambda: described_scale[(4,)](
             TensorDescriptor(x, [32, 32], [32, 1], [8, 32]), TensorDescriptor(out, [32, 32], [32, 1], [8, 32]),
             BLOCK=8, backend="cuda")),
+        *([] if halves is None else [
+            # f16 32x32 matrices, copied and stored by TMA on sm_90: three maps found per launch.
+            ("descriptor matmul[grid](3 tensor maps)", lambda: descriptor_matmul[(1, 1)](
+                *halves, 32, 32, 32, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32, backend="cuda"))]),
     ]
 
 
@@ -110,7 +120,8 @@ def on_the_gpu(repeat: int, count: int, clock=time.perf_counter) -> None:
     add = load_sample("add").add_kernel
     matmul = load_sample("matmul").matmul_kernel
     torch.cuda.synchronize()  # the primary context is current on this thread, as in any torch program
-    rows = layers(add, matmul, x, y, out, n, compiled_add(add), torch.cuda.current_stream().cuda_stream)
+    halves = [torch.randn(n, device="cuda", dtype=torch.float16) for _ in range(3)]
+    rows = layers(add, matmul, x, y, out, n, compiled_add(add), torch.cuda.current_stream().cuda_stream, halves)
     if triton_available():
         tadd = load_as_triton("add").add_kernel
         rows.append(("triton kernel[grid](...)", lambda: tadd[(4,)](x, y, out, n, BLOCK=256)))
@@ -131,6 +142,7 @@ class StandInDtype:
 
 
 FLOAT32 = StandInDtype("float32")
+FLOAT16 = StandInDtype("float16")
 
 
 class StandInTensor:
@@ -181,7 +193,8 @@ def with_stand_ins(repeat: int, count: int) -> None:
     x, y, out = (StandInTensor(0x7F0000000000 + 4096 * i) for i in range(3))
     add = load_sample("add").add_kernel
     matmul = load_sample("matmul").matmul_kernel
-    rows = layers(add, matmul, x, y, out, n, compiled_add(add))
+    halves = [StandInTensor(0x7F0000100000 + 4096 * i, FLOAT16) for i in range(3)]
+    rows = layers(add, matmul, x, y, out, n, compiled_add(add), halves=halves)
     # This process's CPU time: on a shared machine, less of the others' load than the wall clock.
     report(rows, repeat, count, clock=time.process_time)
 
