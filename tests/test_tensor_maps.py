@@ -223,3 +223,28 @@ def test_a_launch_no_map_describes_never_builds_the_tma_kernel(descriptor_matmul
     assert built == [False]
     launch(descriptor_matmul, 256, 512, 1024)  # another specialisation (K divisible by 16): TMA's
     assert built == [False, True]
+
+
+def test_with_remarks_on_the_first_launch_that_runs_the_cp_async_build_says_why(descriptor_matmul, gpu,
+                                                                               monkeypatch, capsys):
+    from mytriton import remarks
+
+    monkeypatch.setattr(remarks, "remarks_from_env", lambda: True)
+    monkeypatch.setattr(remarks, "print_jit_remarks", lambda *args: None)  # the compile's own: not these tests'
+    launch(descriptor_matmul, 256, 512, 1001)
+    launch(descriptor_matmul, 256, 512, 1001)
+    err = capsys.readouterr().err
+    assert err.count("remark: kernel 'matmul_kernel_descriptor': this launch runs the kernel built with "
+                     "cp.async, not TMA: the row stride K = 1001 elements of 2 bytes (2002 bytes) is not a "
+                     "positive multiple of 16 bytes below 2^40") == 1
+    assert "test_tensor_maps.py" in err  # located at the launch
+
+
+def test_a_map_s_problem_names_the_parameter_it_reads():
+    from mytriton.runtime.tensor_maps import TensorMaps, read_specs
+
+    spec = {"base": "a", "dims": ["K", ["M", "B"]], "stride": "K", "element_bytes": 4, "box": [32, 64], "swizzle": 128}
+    maps = TensorMaps(read_specs([spec], ["a", "M", "K", "B"], "k"))
+    assert maps.problem([0x1008, 64, 64, 2], ["a", "M", "K", "B"]) == "a's address 0x1008 is not a multiple of 16 bytes"
+    assert maps.problem([0x1000, 0, 64, 2], ["a", "M", "K", "B"]) == "the extent M * B = 0 is not from 1 to 2^32 - 1"
+    assert maps.problem([0x1000, 64, 64, 2], ["a", "M", "K", "B"]) is None

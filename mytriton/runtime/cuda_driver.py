@@ -14,12 +14,13 @@ import functools
 import hashlib
 import math
 import struct
+import sys
 import threading
 from typing import Any, Callable, Sequence
 
 from mytriton.backends.cuda.emitter import read_header
 from mytriton.backends.cuda.nvcc import compile_cubin
-from mytriton.diagnostics import CompileError, printable
+from mytriton.diagnostics import CompileError, Remark, printable
 from mytriton.ir.text_common import parse_type
 from mytriton.limits import grid_error
 from mytriton.runtime import placement
@@ -321,7 +322,7 @@ class CudaKernel:
                 # Host arrays' device buffers, not made yet, are taken as aligned.
                 maps = self.maps.for_launch(values, self.driver.encode_tensor_map,
                                             frozenset(i for i, _ in host) if host else frozenset())
-            kernel = self if self.maps is None or maps is not None else self.cp_async_kernel()
+            kernel = self if self.maps is None or maps is not None else self._cp_async_for(values, host)
             function = kernel._handles.get(device) or kernel._function_handle(device)
             if host is None:
                 kernel._launch(function, grid3, handle, values, maps)
@@ -330,6 +331,24 @@ class CudaKernel:
         finally:
             if previous != context:
                 drv.set_current(previous)
+
+    def _cp_async_for(self, values: list[Any], host: list | None) -> "CudaKernel":
+        """``cp_async_kernel``, for a launch whose values no tensor map
+        describes; its first such launch says why where remarks are on
+        (``MYTRITON_REMARKS``), since the kernel's own remarks promised TMA."""
+        first = self._cp_async_kernel is None
+        kernel = self.cp_async_kernel()
+        from mytriton.remarks import remarks_from_env
+
+        if first and remarks_from_env():
+            assert self.maps is not None
+            why = self.maps.problem(values, [n for n, _ in self.params],
+                                    frozenset(i for i, _ in host) if host else frozenset())
+            message = (f"kernel '{printable(self.name)}': this launch runs the kernel built with cp.async, not "
+                       f"TMA: {why or 'the driver refuses one of its tensor maps'}")
+            sys.stderr.write(Remark(placement.launch_site(), message).render() + "\n")
+            sys.stderr.flush()
+        return kernel
 
     def cp_async_kernel(self) -> "CudaKernel":
         """The kernel built with cp.async where this one copies with TMA: for a

@@ -87,6 +87,47 @@ def read_specs(specs: Any, names: list[str], kernel: str) -> list[MapSpec]:
     return out
 
 
+def _value(operand: Any, values: list[Any]) -> int:
+    """A spec's operand for these argument values (a product wrapped to i32, as the kernel computes it)."""
+    if isinstance(operand, int):
+        return operator.index(values[operand])
+    if operand[0] == "literal":
+        return operand[1]
+    product = 1
+    for factor in operand[1]:
+        product *= _value(factor, values)
+    return (product + 2 ** 31) % 2 ** 32 - 2 ** 31
+
+
+def _text(operand: Any, names: list[str]) -> str:
+    if isinstance(operand, int):
+        return names[operand]
+    if operand[0] == "literal":
+        return str(operand[1])
+    return " * ".join(_text(f, names) for f in operand[1])
+
+
+def _shape(spec: MapSpec, values: list[Any], pending: frozenset[int], names: list[str] | None = None) -> Shape | str:
+    """The map's base address, extents and row stride in bytes for these
+    values, or why TMA takes none (in the words of ``names``, where given)."""
+    name = (lambda operand: _text(operand, names)) if names else (lambda operand: "")
+    try:
+        address = 0 if spec.base in pending else operator.index(values[spec.base])
+        dims = (_value(spec.dims[0], values), _value(spec.dims[1], values))
+        stride = _value(spec.stride, values) * spec.element_bytes
+    except (TypeError, IndexError):
+        return "a value its tensor map reads is no integer"
+    if address % 16:
+        return f"{name(spec.base)}'s address {address:#x} is not a multiple of 16 bytes"
+    for dim, extent in zip(spec.dims, dims):
+        if not 0 < extent < DIM_LIMIT:
+            return f"the extent {name(dim)} = {extent} is not from 1 to 2^32 - 1"
+    if not 0 < stride < STRIDE_LIMIT or stride % 16:
+        return (f"the row stride {name(spec.stride)} = {stride // spec.element_bytes} elements of "
+                f"{spec.element_bytes} bytes ({stride} bytes) is not a positive multiple of 16 bytes below 2^40")
+    return address, dims, stride
+
+
 def _indices(operand: Any) -> set[int]:
     """The parameter indices an operand of a spec reads."""
     if isinstance(operand, int):
@@ -113,30 +154,21 @@ class TensorMaps:
         """Each map's base, extents and stride for these argument values, or
         None where TMA cannot take one. ``pending``: pointer parameters whose
         device buffers are yet to be made (fresh, so aligned; address 0 here)."""
-
-        def value(operand: Any) -> int:
-            if isinstance(operand, int):
-                return operator.index(values[operand])
-            if operand[0] == "literal":
-                return operand[1]
-            product = 1
-            for factor in operand[1]:
-                product *= value(factor)
-            return (product + 2 ** 31) % 2 ** 32 - 2 ** 31  # the kernel's i32 product
-
         out = []
         for spec in self.specs:
-            try:
-                address = 0 if spec.base in pending else operator.index(values[spec.base])
-                dims = (value(spec.dims[0]), value(spec.dims[1]))
-                stride = value(spec.stride) * spec.element_bytes
-            except (TypeError, IndexError):
+            shape = _shape(spec, values, pending)
+            if isinstance(shape, str):
                 return None
-            if address % 16 or not all(0 < d < DIM_LIMIT for d in dims) or not 0 < stride < STRIDE_LIMIT \
-                    or stride % 16:
-                return None
-            out.append((address, dims, stride))
+            out.append(shape)
         return tuple(out)
+
+    def problem(self, values: list[Any], names: list[str], pending: frozenset[int] = frozenset()) -> str | None:
+        """Why no map describes these values (``names``: the parameters'), or None."""
+        for spec in self.specs:
+            shape = _shape(spec, values, pending, names)
+            if isinstance(shape, str):
+                return shape
+        return None
 
     def for_launch(self, values: list[Any], encoder: Callable[..., bytes | None],
                    pending: frozenset[int] = frozenset()) -> list[bytes] | None:
