@@ -248,3 +248,17 @@ def test_a_map_s_problem_names_the_parameter_it_reads():
     assert maps.problem([0x1008, 64, 64, 2], ["a", "M", "K", "B"]) == "a's address 0x1008 is not a multiple of 16 bytes"
     assert maps.problem([0x1000, 0, 64, 2], ["a", "M", "K", "B"]) == "the extent M * B = 0 is not from 1 to 2^32 - 1"
     assert maps.problem([0x1000, 64, 64, 2], ["a", "M", "K", "B"]) is None
+
+
+def test_a_warmup_builds_the_cubin_and_the_launch_after_it_does_not(descriptor_matmul, gpu, monkeypatch):
+    from mytriton.runtime import cuda_driver
+
+    built = []
+    monkeypatch.setattr(cuda_driver, "compile_cubin",
+                        lambda source, arch, driver_version=None: built.append(1) or source.encode())
+    args = (StandInTensor(0x100000, FLOAT16), StandInTensor(0x200000, FLOAT16), StandInTensor(0x300000, FLOAT16),
+            256, 512, 1024)
+    descriptor_matmul.warmup(*args, grid=(2, 4), BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64)
+    assert built == [1] and gpu.launches == []
+    launch(descriptor_matmul, 256, 512, 1024)
+    assert built == [1] and len(gpu.launches) == 1
