@@ -213,6 +213,25 @@ def test_mytriton_run_of_a_kernel_file_runs_the_cp_async_build_where_no_map_desc
     assert run.param_pointers is None and gpu.encoded == []  # rows of 2,002 bytes: no map, the cp.async build
 
 
+def test_mytriton_run_s_launch_remark_is_located_at_no_caller_s_line(gpu, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from mytriton import remarks
+    from mytriton.cli import main
+
+    monkeypatch.setattr(remarks, "remarks_from_env", lambda: True)
+    monkeypatch.setattr(remarks, "print_jit_remarks", lambda *args: None)
+    args = ["run", str(ROOT / "triton_style" / "descriptor_matmul.py"), "-k", "matmul_kernel_descriptor",
+            "--grid", "2,4", "--backend", "cuda", "--out-dir", str(tmp_path),
+            "-D", "BLOCK_SIZE_M=128", "-D", "BLOCK_SIZE_N=128", "-D", "BLOCK_SIZE_K=64",
+            "--arg", "a_ptr=rand:256x1001:f16", "--arg", "b_ptr=rand:1001x512:f16", "--arg", "c_ptr=zeros:256x512:f16",
+            "--arg", "M=256", "--arg", "N=512", "--arg", "K=1001"]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith("remark: kernel 'matmul_kernel_descriptor': this launch runs the kernel built "
+                                    "with cp.async"), result.stderr  # not click's line
+
+
 def test_a_launch_no_map_describes_never_builds_the_tma_kernel(descriptor_matmul, gpu, monkeypatch):
     from mytriton.runtime import cuda_driver
 

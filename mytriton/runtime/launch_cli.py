@@ -358,8 +358,14 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: com
                 without_tma = _build_without_tma(compiler.print_ssa(kernel), run.file, options)
             # Staged and laid out here unless the .ssa file already is.
             cuda_source = run_deep(lambda: compiler.to_cuda(kernel, options))
-        CudaKernel(cuda_source, options.arch, run.file, without_tma=without_tma).launch(
-            run.grid, [values[n] for n, _ in params])
+        from mytriton.runtime import placement
+
+        token = placement.FROM_COMMAND_LINE.set(True)
+        try:
+            CudaKernel(cuda_source, options.arch, run.file, without_tma=without_tma).launch(
+                run.grid, [values[n] for n, _ in params])
+        finally:
+            placement.FROM_COMMAND_LINE.reset(token)
     else:
         if kernel is None:
             raise CompileError("a .cu file runs only on the GPU; run the .ssa or the kernel with the interpreter")

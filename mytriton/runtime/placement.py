@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextvars import ContextVar
 from typing import Any
 
 from mytriton.diagnostics import CompileError, Location, printable
@@ -30,9 +31,17 @@ _CLASS_LIMIT = 64
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+# True while ``mytriton run`` launches: no caller's line launched it (the
+# innermost frame outside mytriton would be click's).
+FROM_COMMAND_LINE: ContextVar[bool] = ContextVar("mytriton_launch_from_command_line", default=False)
+
+
 def launch_site() -> Location | None:
     """The caller's line that launched the kernel: the innermost frame
-    outside mytriton (and functools, whose partial makes ``kernel[grid]``)."""
+    outside mytriton (and functools, whose partial makes ``kernel[grid]``);
+    None for ``mytriton run``'s launch."""
+    if FROM_COMMAND_LINE.get():
+        return None
     frame = sys._getframe(1)
     while frame is not None:
         file = frame.f_code.co_filename
