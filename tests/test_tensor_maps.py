@@ -197,17 +197,21 @@ def test_gpu_stacked_descriptor_matmul_matches_the_interpreter(kernel_module, sh
     np.testing.assert_allclose(results[0], results[1], rtol=1e-2, atol=1e-2)
 
 
+def run_misaligned(out_dir):
+    """``mytriton run`` of the descriptor matmul with K = 1001: rows of 2,002 bytes, which no map takes."""
+    return ["run", str(ROOT / "triton_style" / "descriptor_matmul.py"), "-k", "matmul_kernel_descriptor",
+            "--grid", "2,4", "--backend", "cuda", "--out-dir", str(out_dir),
+            "-D", "BLOCK_SIZE_M=128", "-D", "BLOCK_SIZE_N=128", "-D", "BLOCK_SIZE_K=64",
+            "--arg", "a_ptr=rand:256x1001:f16", "--arg", "b_ptr=rand:1001x512:f16",
+            "--arg", "c_ptr=zeros:256x512:f16", "--arg", "M=256", "--arg", "N=512", "--arg", "K=1001"]
+
+
 def test_mytriton_run_of_a_kernel_file_runs_the_cp_async_build_where_no_map_describes_the_launch(gpu, tmp_path):
     from click.testing import CliRunner
 
     from mytriton.cli import main
 
-    args = ["run", str(ROOT / "triton_style" / "descriptor_matmul.py"), "-k", "matmul_kernel_descriptor",
-            "--grid", "2,4", "--backend", "cuda", "--out-dir", str(tmp_path),
-            "-D", "BLOCK_SIZE_M=128", "-D", "BLOCK_SIZE_N=128", "-D", "BLOCK_SIZE_K=64",
-            "--arg", "a_ptr=rand:256x1001:f16", "--arg", "b_ptr=rand:1001x512:f16", "--arg", "c_ptr=zeros:256x512:f16",
-            "--arg", "M=256", "--arg", "N=512", "--arg", "K=1001"]
-    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    result = CliRunner().invoke(main, run_misaligned(tmp_path), catch_exceptions=False)
     assert result.exit_code == 0, result.output
     (run,) = gpu.launches
     assert run.param_pointers is None and gpu.encoded == []  # rows of 2,002 bytes: no map, the cp.async build
@@ -221,12 +225,7 @@ def test_mytriton_run_s_launch_remark_is_located_at_no_caller_s_line(gpu, tmp_pa
 
     monkeypatch.setattr(remarks, "remarks_from_env", lambda: True)
     monkeypatch.setattr(remarks, "print_jit_remarks", lambda *args: None)
-    args = ["run", str(ROOT / "triton_style" / "descriptor_matmul.py"), "-k", "matmul_kernel_descriptor",
-            "--grid", "2,4", "--backend", "cuda", "--out-dir", str(tmp_path),
-            "-D", "BLOCK_SIZE_M=128", "-D", "BLOCK_SIZE_N=128", "-D", "BLOCK_SIZE_K=64",
-            "--arg", "a_ptr=rand:256x1001:f16", "--arg", "b_ptr=rand:1001x512:f16", "--arg", "c_ptr=zeros:256x512:f16",
-            "--arg", "M=256", "--arg", "N=512", "--arg", "K=1001"]
-    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    result = CliRunner().invoke(main, run_misaligned(tmp_path), catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert result.stderr.startswith("remark: kernel 'matmul_kernel_descriptor': this launch runs the kernel built "
                                     "with cp.async"), result.stderr  # not click's line
@@ -236,8 +235,11 @@ def test_a_launch_no_map_describes_never_builds_the_tma_kernel(descriptor_matmul
     from mytriton.runtime import cuda_driver
 
     built = []
-    monkeypatch.setattr(cuda_driver, "compile_cubin",
-                        lambda source, arch, driver_version=None: built.append("bulk.tensor" in source) or source.encode())
+    def compile_cubin(source, arch, driver_version=None):
+        built.append("bulk.tensor" in source)
+        return source.encode()
+
+    monkeypatch.setattr(cuda_driver, "compile_cubin", compile_cubin)
     launch(descriptor_matmul, 256, 512, 1001)  # rows of 2,002 bytes: the cp.async build runs
     assert built == [False]
     launch(descriptor_matmul, 256, 512, 1024)  # another specialisation (K divisible by 16): TMA's

@@ -358,7 +358,8 @@ class CudaKernel:
                 raise CompileError(f"kernel '{self.name}' copies with TMA, and this launch's arguments give a "
                                    "tensor map TMA cannot take (a stride or size not positive, a row stride not "
                                    "a multiple of 16 bytes); launched from its source (@jit, or `mytriton run` "
-                                   "of its .py or unstaged .ssa), it would run its cp.async build instead", placement.launch_site())
+                                   "of its .py or unstaged .ssa), it would run its cp.async build instead",
+                                   placement.launch_site())
             self._cp_async_kernel = CudaKernel(self._without_tma(), self._arch, self.name, pdl=self.pdl)
         return self._cp_async_kernel
 
