@@ -242,6 +242,17 @@ def to_cuda(kernel: Kernel, options: Options) -> str:
     return emit_cuda(kernel, options)
 
 
+def cuda_without_tma(ssa_text: str, file: str, options: Options) -> str:
+    """The CUDA of a kernel's optimised SSA with every copy made by cp.async
+    (``compile --no-tma``): what a launch runs where no tensor map describes
+    its values (runtime/tensor_maps.py). Not the laid-out SSA with its copies'
+    engine taken away: the decisions made after tma-copies rest on TMA's
+    copies (insert-barriers erased the barrier that cp.async's writes need
+    before a pipelined loop's dot; proxy-fences fenced nothing before a
+    wgmma reading what TMA wrote)."""
+    return to_cuda(read_ssa(ssa_text, file), replace(options, tma=False))
+
+
 def ptx(cuda_source: str, options: Options) -> str:
     from mytriton.backends.cuda.nvcc import compile_ptx
 

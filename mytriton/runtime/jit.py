@@ -122,24 +122,11 @@ def _known_backend(requested: str | None) -> str | None:
 
 
 def cuda_without_tma(compiled: Any, options: Any) -> str:
-    """The CUDA of ``compiled`` with every copy made by cp.async (for a launch
-    no tensor map can describe: runtime/tensor_maps.py): its optimised SSA
-    through the back end again with TMA off (``compile --no-tma``). Not the
-    laid-out SSA with its copies' engine taken away: the decisions made
-    after tma-copies rest on TMA's copies (insert-barriers erased the
-    barrier that cp.async's writes need before a pipelined loop's dot;
-    proxy-fences fenced nothing before a wgmma reading what TMA wrote)."""
-    import dataclasses
-
+    """The CUDA of ``compiled`` with every copy made by cp.async, for a launch
+    no tensor map can describe (compiler.cuda_without_tma)."""
     from mytriton import compiler
 
-    cp_async = dataclasses.replace(options, tma=False)
-
-    def build() -> str:
-        kernel = compiler.read_ssa(compiled.asm["ssa"], compiled.kernel.loc.file)
-        return compiler.emit_cuda(compiler.layouts(compiler.stage_dots(kernel, cp_async), cp_async), cp_async)
-
-    return run_deep(build)
+    return run_deep(compiler.cuda_without_tma, compiled.asm["ssa"], compiled.kernel.loc.file, options)
 
 
 def launch_backend(requested: str | None = None) -> str:

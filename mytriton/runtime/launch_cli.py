@@ -10,9 +10,10 @@ to, and each generated input, is saved as ``OUT_DIR/NAME.npy``.
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from mytriton import npy_files, compiler
@@ -328,15 +329,6 @@ def prepare_run(path: str, grid_text: str, arg_specs: tuple[str, ...], options: 
     return Prepared(file, kernel, cuda_source, params, values, generated, stores, grid)
 
 
-def _build_without_tma(ssa_text: str, file: str, options: compiler.Options) -> Any:
-    """What makes the kernel's CUDA with every copy by cp.async (``compile --no-tma``), when asked."""
-
-    def build() -> str:
-        return compiler.to_cuda(compiler.read_ssa(ssa_text, file), replace(options, tma=False))
-
-    return lambda: run_deep(build)
-
-
 def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: compiler.Options,
              backend: str | None, out_dir: str, seed: int, expects: tuple[str, ...]) -> list[str]:
     """Compile (on the deep stack, deep_stack.run_deep) and launch on the
@@ -355,7 +347,8 @@ def run_file(path: str, grid_text: str, arg_specs: tuple[str, ...], options: com
         if cuda_source is None:
             if not kernel.laid_out:
                 # A launch whose values no tensor map describes runs this (as a @jit launch does).
-                without_tma = _build_without_tma(compiler.print_ssa(kernel), run.file, options)
+                without_tma = functools.partial(run_deep, compiler.cuda_without_tma, compiler.print_ssa(kernel),
+                                                run.file, options)
             # Staged and laid out here unless the .ssa file already is.
             cuda_source = run_deep(lambda: compiler.to_cuda(kernel, options))
         from mytriton.runtime import placement
