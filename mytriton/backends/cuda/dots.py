@@ -1098,6 +1098,20 @@ def fma_read_widths(op: Op, a_pitch: int, b_pitch: int) -> tuple[int, int]:
     return a_width, widest(b_pitch, b_run)
 
 
+# FMAs per thread in one unrolled stretch of a vector FMA loop. A whole unroll of a 128x128 exact-f32
+# tile's K step (32 k, 4,096 FMAs a thread) made NVVM and ptxas take 1.4 s here on the trans_a form,
+# 0.54 s at 1,024 (0.38 at 512); the loop's branch is then one instruction in a thousand.
+FMAS_UNROLLED = 1024
+
+
+def _kk_unroll(steps: int, fmas_per_step: int) -> int:
+    """How many of a vector FMA loop's ``steps`` iterations to unroll: the
+    most that divide ``steps`` and stay within FMAS_UNROLLED FMAs (all of
+    them where the whole loop does, at least one)."""
+    return max((d for d in range(1, steps + 1) if steps % d == 0 and d * fmas_per_step <= FMAS_UNROLLED),
+               default=1)
+
+
 def _vector_fma_loop(em: "EmitContext", op: Op, storage: str, layout, positions: dict,
                      a: tuple[str, int, int], b: tuple[str, int, int], k: int) -> None:
     """The FMA loop over k with 16-byte shared reads of A (``wa`` elements
@@ -1149,16 +1163,18 @@ def _vector_fma_loop(em: "EmitContext", op: Op, storage: str, layout, positions:
         em.out.open("{")
         for label, name in (("a", a_name), ("b", b_name)):
             em.line(f"const unsigned {label}_at = (unsigned)__cvta_generic_to_shared({name});")
+    a_type = op.operands[0].type
+    chunks = em.hoisted_coordinates.get(op, {}).get("a_chunks") if by_asm else None
+    # Hoisted chunk offsets are a register array indexed by kk: only a whole unroll keeps them in registers.
+    steps = k // wa if chunks is not None else _kk_unroll(k // wa, rows * cols * wa)
     em.line(f"// {rows}x{cols} outputs per thread; per k: {rows} A value(s) "
             f"{'in 16-byte reads along k' if wa > 1 else 'read one by one'}, {cols} B value(s) "
             f"{'in 16-byte reads' if wb > 1 else 'read one by one'}")
-    em.line(unroll)
+    em.line(unroll if steps == k // wa else f"{unroll} {steps}")
     em.line(f"for (int kk = 0; kk < {k}; kk += {wa}) {{")
     em.line(f"  {value_t} a_tile[{rows}][{wa}];")
     em.line(f"  {unroll}")
     em.line(f"  for (int i = 0; i < {rows}; ++i) {{")
-    a_type = op.operands[0].type
-    chunks = em.hoisted_coordinates.get(op, {}).get("a_chunks") if by_asm else None
     a_address = None
     if chunks is not None:  # hoist_fma_reads: the chunk's offset in the row, then the row's and the block's
         per_block, per_chunk = a_type.layout.swizzle // nbytes, 16 // nbytes
