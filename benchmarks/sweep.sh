@@ -5,9 +5,10 @@
 #   bash benchmarks/sweep.sh PART OUT_DIR
 #
 # PART is one of the parts below; each ends well inside the 10 minutes one device call may take,
-# so a session runs the whole sweep as five calls on one warm machine:
+# so a session runs the whole sweep as six calls on one warm machine:
 #
 #   attention   16 rows: descriptors, block_ptr (8 warps at D128), trans, tutorial; D64, D128; causal or not
+#   attention-bf16  the same 16 rows in bf16
 #   configs     item 3's tiles at 4096^3 (TF32 and f16 128x256x32 on 8 warps, f16 and exact f32 64x64x32),
 #               then the f16 forms
 #   tf32-bf16   the TF32 and bf16 forms
@@ -17,11 +18,11 @@
 # Each row's table goes to OUT_DIR/PART.txt, and its JSON to OUT_DIR/<row>.json where the script writes
 # one. The GPU's name and the commit come first.
 set -u
-part=${1:?which part: attention, configs, tf32-bf16, ieee or rest}
+part=${1:?which part: attention, attention-bf16, configs, tf32-bf16, ieee or rest}
 out=${2:?where the results go}
 case $part in
-  attention|configs|tf32-bf16|ieee|rest) ;;
-  *) echo "unknown part '$part': attention, configs, tf32-bf16, ieee or rest" >&2; exit 2 ;;
+  attention|attention-bf16|configs|tf32-bf16|ieee|rest) ;;
+  *) echo "unknown part '$part': attention, attention-bf16, configs, tf32-bf16, ieee or rest" >&2; exit 2 ;;
 esac
 cd "$(dirname "$0")/.." || exit 1
 mkdir -p "$out"
@@ -40,14 +41,17 @@ row() {  # row NAME SECONDS COMMAND...: one benchmark, its output appended under
 }
 
 case $part in
-  attention)
+  attention|attention-bf16)
+    dtype=f16
+    [ $part = attention-bf16 ] && dtype=bf16
     for form in descriptors block_ptr trans tutorial; do
       for dim in 64 128; do
         warps=4
         [ $form = block_ptr ] && [ $dim = 128 ] && warps=8
         for causal in "" --causal; do
-          row "attention $form D$dim $causal" 35 python3 benchmarks/attention.py --form $form --head-dim $dim \
-            --num-warps $warps --ctx 4096 --repeat 10 $causal --json "$out/att_${form}_$dim$causal.json"
+          row "attention $dtype $form D$dim $causal" 35 python3 benchmarks/attention.py --form $form \
+            --dtype $dtype --head-dim $dim --num-warps $warps --ctx 4096 --repeat 10 $causal \
+            --json "$out/att_${dtype}_${form}_$dim$causal.json"
         done
       done
     done ;;
