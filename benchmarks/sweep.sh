@@ -5,7 +5,7 @@
 #   bash benchmarks/sweep.sh PART OUT_DIR
 #
 # PART is one of the parts below; each ends well inside the 10 minutes one device call may take,
-# so a session runs the whole sweep as six calls on one warm machine:
+# so a session runs the whole sweep as seven calls on one warm machine:
 #
 #   attention   16 rows: descriptors, block_ptr (8 warps at D128), trans, tutorial; D64, D128; causal or not
 #   attention-bf16  the same 16 rows in bf16
@@ -14,15 +14,18 @@
 #   tf32-bf16   the TF32 and bf16 forms
 #   ieee        the exact-f32 forms
 #   rest        the grouped matmul, then benchmarks/first_call.py
+#   recheck     the form rows whose one first call was above Triton's, again with 3 first calls each
+#               (benchmarks/recheck_first_calls.py over the forms_*.json the parts before wrote to
+#               OUT_DIR: the same OUT_DIR, on the same machine)
 #
 # Each row's table goes to OUT_DIR/PART.txt, and its JSON to OUT_DIR/<row>.json where the script writes
 # one. The GPU's name and the commit come first.
 set -u
-part=${1:?which part: attention, attention-bf16, configs, tf32-bf16, ieee or rest}
+part=${1:?which part: attention, attention-bf16, configs, tf32-bf16, ieee, rest or recheck}
 out=${2:?where the results go}
 case $part in
-  attention|attention-bf16|configs|tf32-bf16|ieee|rest) ;;
-  *) echo "unknown part '$part': attention, attention-bf16, configs, tf32-bf16, ieee or rest" >&2; exit 2 ;;
+  attention|attention-bf16|configs|tf32-bf16|ieee|rest|recheck) ;;
+  *) echo "unknown part '$part': attention, attention-bf16, configs, tf32-bf16, ieee, rest or recheck" >&2; exit 2 ;;
 esac
 cd "$(dirname "$0")/.." || exit 1
 mkdir -p "$out"
@@ -77,5 +80,12 @@ case $part in
   rest)
     row "grouped" 150 python3 benchmarks/grouped_matmul.py --repeat 10 --json "$out/grouped.json"
     row "first calls" 300 python3 benchmarks/first_call.py --rounds 3 --json "$out/first_call.json" ;;
+  recheck)
+    set -- "$out"/forms_*.json
+    if [ -e "$1" ]; then
+      row "first calls again" 560 python3 benchmarks/recheck_first_calls.py "$@" --first-calls 3 --out "$out"
+    else
+      echo "no forms_*.json in $out: run configs, tf32-bf16 and ieee there first" >> "$log"
+    fi ;;
 esac
 date -u +%FT%TZ >> "$log"
