@@ -4,7 +4,7 @@ first call per side: on the GPU machine's host a build's time varies by a
 third from one second to the next, so a row within that of Triton's says
 little until its median of several does.
 
-    python benchmarks/recheck_first_calls.py OUT/forms_*.json [--first-calls 3] [--out DIR]
+    python benchmarks/recheck_first_calls.py OUT/forms_*.json [--first-calls 3] [--out DIR] [--json F]
     python benchmarks/recheck_first_calls.py OUT/forms_*.json --dry-run   # the commands, run nothing
 
 Each results file is one ``matmul_forms.py`` run (its options are in the
@@ -12,7 +12,7 @@ file). The rows above Triton's are grouped by size and run again through
 ``matmul_forms.py`` with the same options, ``--forms`` and ``--sizes``
 narrowed to them; each run's JSON goes to DIR (default: beside the first
 file). The table at the end gives each row's first call before (one sample)
-and after (the median), ours and Triton's.
+and after (the median), ours and Triton's; ``--json`` keeps it.
 """
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from common import Results, add_json_option  # noqa: E402
 # The options of matmul_forms.py a rerun repeats, as the results file names them.
 REPEATED = (("dtype", "--dtype"), ("precision", "--precision"), ("config", "--config"),
             ("num_warps", "--num-warps"), ("num_stages", "--num-stages"), ("split_k", "--split-k"))
@@ -57,15 +59,17 @@ def reruns(path: Path, first_calls: int, out: Path) -> list[tuple[list[str], Pat
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", nargs="+", type=Path, help="matmul_forms.py results (its --json files)")
+    # Strings, not paths: the options go into the JSON as they are.
+    parser.add_argument("results", nargs="+", help="matmul_forms.py results (its --json files)")
     parser.add_argument("--first-calls", type=int, default=3, metavar="N", help="first calls per row and side")
-    parser.add_argument("--out", type=Path, default=None, help="where the reruns' JSON go")
+    parser.add_argument("--out", default=None, help="where the reruns' JSON go")
     parser.add_argument("--timeout", type=float, default=300, help="seconds one rerun may take")
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    add_json_option(parser)
     args = parser.parse_args(argv)
     table = []
-    for path in args.results:
-        for command, target, rows in reruns(path, args.first_calls, args.out or path.parent):
+    for path in map(Path, args.results):
+        for command, target, rows in reruns(path, args.first_calls, Path(args.out) if args.out else path.parent):
             if args.dry_run:
                 print(" ".join(command))
                 continue
@@ -80,8 +84,13 @@ def main(argv: list[str] | None = None) -> int:
                 new = again.get((row["form"], row["size"]), {})
                 table.append((path.stem, row["form"], row["size"], row, new))
     if table:
+        record = Results("recheck_first_calls", args)
         print(f"\n{'results':<14} {'form':<24} {'size':<16} {'before (1)':>16} {'after (median)':>16}")
         for name, form, size, old, new in table:
+            if new.get("first_call_s") is not None:
+                record.add(f"{name} {form} {size}", "s", new["first_call_s"], new.get("triton_first_call_s"),
+                           before=old["first_call_s"], triton_before=old["triton_first_call_s"],
+                           first_calls=args.first_calls)
             before = f"{old['first_call_s']:.2f} / {old['triton_first_call_s']:.2f}"
             after = (f"{new['first_call_s']:.2f} / {new['triton_first_call_s']:.2f}"
                      if new.get("first_call_s") is not None and new.get("triton_first_call_s") is not None else "-")

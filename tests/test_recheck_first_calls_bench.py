@@ -51,3 +51,27 @@ def test_a_file_with_no_row_above_triton_reruns_nothing(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "no row's first call was above Triton's"
+
+
+def test_each_rerun_row_keeps_its_median_beside_its_one_sample_before(tmp_path, monkeypatch, capsys):
+    """The reruns themselves need the GPU: here a stand-in writes what matmul_forms.py would."""
+    sys.path.insert(0, str(BENCHMARKS))
+    import recheck_first_calls as recheck
+
+    def rerun(command, timeout, check):
+        target = Path(command[command.index("--json") + 1])
+        forms = command[command.index("--forms") + 1:command.index("--sizes")]
+        size = command[command.index("--sizes") + 1]
+        target.write_text(json.dumps({"rows": [{"form": form, "size": size, "first_call_s": 0.6,
+                                                "triton_first_call_s": 0.7} for form in forms]}))
+
+    monkeypatch.setattr(recheck.subprocess, "run", rerun)
+    out = tmp_path / "recheck.json"
+    assert recheck.main([str(results(tmp_path / "forms_tf32.json")), "--json", str(out)]) == 0
+    rows = {row["case"]: row for row in json.loads(out.read_text())["rows"]}
+    assert sorted(rows) == ["forms_tf32 descriptor 3000x2000x1000", "forms_tf32 gathered 4096x4096x4096",
+                            "forms_tf32 offsets 3000x2000x1000"]
+    offsets = rows["forms_tf32 offsets 3000x2000x1000"]
+    assert (offsets["mytriton"], offsets["triton"], offsets["before"], offsets["triton_before"]) == (0.6, 0.7, 0.74, 0.73)
+    line = next(line for line in capsys.readouterr().out.splitlines() if " offsets " in line)
+    assert line.split()[-6:] == ["0.74", "/", "0.73", "0.60", "/", "0.70"]
