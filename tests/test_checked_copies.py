@@ -54,3 +54,42 @@ def test_the_interpreter_gives_the_product(kernel_module):
 @pytest.mark.parametrize("m", [128, 70])
 def test_the_gpu_gives_the_product(kernel_module, m, stride):
     run_case(kernel_module(BODY), "cuda", m, stride)
+
+
+LOOP = '''
+@mytriton.jit
+def matmul_loop(a, b, c, M, N, K, stride_am, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.program_id(1) * BN + tl.arange(0, BN)
+    ks = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        x = tl.load(a + rows[:, None] * stride_am + (k + ks)[None, :],
+                    mask=(rows[:, None] < M) & ((k + ks)[None, :] < K), other=0.0)
+        y = tl.load(b + (k + ks)[:, None] * N + cols[None, :],
+                    mask=((k + ks)[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc = tl.dot(x, y, acc)
+    tl.store(c + rows[:, None] * N + cols[None, :], acc, mask=(rows[:, None] < M) & (cols[None, :] < N))
+'''
+
+
+def test_a_pipelined_copy_s_fallback_behind_the_alignment_test_stays_a_rolled_loop():
+    """Only a misaligned launch runs it; unrolled by 4, it was an eighth of a
+    ragged TF32 matmul's build."""
+    options = Options(kernel="matmul_loop", signature="*fp32:16, *fp32:16, *fp32:16, i32, i32:16, i32, i32",
+                      defines=dict(BM=128, BN=128, BK=32), arch="sm_90a")
+    cuda = compiler.compile_source(kernel_source(LOOP), "k.py", "cuda", options)
+    fallbacks = cuda.split("} else {  // element by element")[1:]
+    assert fallbacks and all(f.lstrip().startswith("#pragma unroll 1\n") for f in fallbacks)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stride", [200, 201], ids=["chunks", "element-by-element"])
+def test_the_gpu_gives_the_pipelined_product_whichever_path_the_alignment_test_takes(kernel_module, stride):
+    m, n, k = 150, 130, 190
+    rng = np.random.default_rng(stride)
+    a = rng.standard_normal((m, stride)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    kernel_module(LOOP).matmul_loop[(cdiv(m, 128), cdiv(n, 128))](a, b, c, m, n, k, stride, BM=128, BN=128, BK=32)
+    np.testing.assert_allclose(c, a[:, :k].astype(np.float64) @ b.astype(np.float64), rtol=2e-2, atol=0.1)  # TF32

@@ -40,7 +40,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst0 + s * 2304), "l"(n > 0 ? a_ptr + (row * K + col) : a_ptr), "r"(n * 4) : "memory");
       }
     } else {  // element by element
-      #pragma unroll 4
+      #pragma unroll 1
       for (int s = 0; s < 16; ++s) {
         const int i = threadIdx.x + s * 128;
         const int r = i / 32;
@@ -69,7 +69,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst0 + s * 2304), "l"(n > 0 ? b_ptr + (row * N + col) : b_ptr), "r"(n * 4) : "memory");
       }
     } else {  // element by element
-      #pragma unroll 4
+      #pragma unroll 1
       for (int s = 0; s < 16; ++s) {
         const int i = threadIdx.x + s * 128;
         const int r = i / 64;
@@ -101,7 +101,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst0 + s * 2304), "l"(n > 0 ? a_ptr + (row * K + col) : a_ptr), "r"(n * 4) : "memory");
       }
     } else {  // element by element
-      #pragma unroll 4
+      #pragma unroll 1
       for (int s = 0; s < 16; ++s) {
         const int i = threadIdx.x + s * 128;
         const int r = i / 32;
@@ -130,7 +130,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst0 + s * 2304), "l"(n > 0 ? b_ptr + (row * N + col) : b_ptr), "r"(n * 4) : "memory");
       }
     } else {  // element by element
-      #pragma unroll 4
+      #pragma unroll 1
       for (int s = 0; s < 16; ++s) {
         const int i = threadIdx.x + s * 128;
         const int r = i / 64;
@@ -203,7 +203,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
           asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst0 + s * 2304), "l"(n > 0 ? src0 + h1_offset[s] : a_ptr), "r"(n * 4) : "memory");
         }
       } else {  // element by element
-        #pragma unroll 4
+        #pragma unroll 1
         for (int s = 0; s < 16; ++s) {
           const int i = threadIdx.x + s * 128;
           const int r = i / 32;
@@ -234,7 +234,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(float* a_ptr, fl
           asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst0 + s * 2304), "l"(n > 0 ? src0 + h2_offset[s] : b_ptr), "r"(n * 4) : "memory");
         }
       } else {  // element by element
-        #pragma unroll 4
+        #pragma unroll 1
         for (int s = 0; s < 16; ++s) {
           const int i = threadIdx.x + s * 128;
           const int r = i / 64;
