@@ -283,3 +283,22 @@ def test_a_warmup_builds_the_cubin_and_the_launch_after_it_does_not(descriptor_m
     assert built == [1] and gpu.launches == []
     launch(descriptor_matmul, 256, 512, 1024)
     assert built == [1] and len(gpu.launches) == 1
+
+
+def test_a_warmup_no_map_describes_builds_the_cp_async_kernel_the_launch_runs(descriptor_matmul, gpu, monkeypatch):
+    """An autotuner warms every config up at once: the TMA builds there
+    would be wasted, and each launch after would build again."""
+    from mytriton.runtime import cuda_driver
+
+    built = []
+    def compile_cubin(source, arch, driver_version=None):
+        built.append("bulk.tensor" in source)
+        return source.encode()
+
+    monkeypatch.setattr(cuda_driver, "compile_cubin", compile_cubin)
+    args = (StandInTensor(0x100000, FLOAT16), StandInTensor(0x200000, FLOAT16), StandInTensor(0x300000, FLOAT16),
+            256, 512, 1001)  # rows of 2,002 bytes
+    descriptor_matmul.warmup(*args, grid=(2, 4), BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64)
+    assert built == [False] and gpu.launches == []
+    launch(descriptor_matmul, 256, 512, 1001)
+    assert built == [False] and len(gpu.launches) == 1

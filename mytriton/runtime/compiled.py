@@ -179,11 +179,21 @@ class CompiledKernel:
                                f"got {len(args)}")
         self._launch(normalize_grid(grid, dict(constants)), list(args))
 
-    def _launch(self, grid3: tuple[int, int, int], values: list[Any], stream: Any = None) -> None:
+    def build_for(self, values: list[Any]) -> None:
+        """Build now what a launch with these runtime arguments runs (a warmup's
+        work; launches build on first use)."""
+        if self.launcher is not None:
+            self.launcher.build_for(self._expanded(values))
+
+    def _expanded(self, values: list[Any]) -> list[Any]:
         if self.has_descriptors:  # a host TensorDescriptor is passed as its parts
             from mytriton.tools.tensor_descriptor import expand_descriptors
 
-            values = expand_descriptors(values)
+            return expand_descriptors(values)
+        return values
+
+    def _launch(self, grid3: tuple[int, int, int], values: list[Any], stream: Any = None) -> None:
+        values = self._expanded(values)
         if self.backend == "cuda":
             self.launcher.launch(grid3, values, stream)
         else:

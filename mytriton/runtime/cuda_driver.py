@@ -228,6 +228,32 @@ class CudaKernel:
         """Build the cubin now (a warmup's work, which the first launch then skips)."""
         self.cubin  # noqa: B018 (built and kept)
 
+    def build_for(self, args: Sequence[Any]) -> None:
+        """Build what a launch with ``args`` runs (a warmup's work): this
+        kernel's cubin, or its cp.async build's where no tensor map describes
+        the arguments. An autotuner warms every config up at once; building the
+        TMA kernels there would leave each launch after to build again."""
+        if self.maps is not None and len(args) == len(self.params):
+            values, pending = list(args), set()
+            for i in self._pointers:
+                value = values[i]
+                if type(value) in placement.TORCH_TENSORS:
+                    values[i] = value.data_ptr()
+                    continue
+                try:
+                    _, address, _ = placement.locate(self.name, self.params[i][0], value)
+                except CompileError:
+                    break  # not an array a launch takes: the launch says so
+                if address is None:
+                    pending.add(i)  # a host array: its device buffer is aligned
+                else:
+                    values[i] = address
+            else:
+                if self.maps.problem(values, [n for n, _ in self.params], frozenset(pending)) is not None:
+                    self.cp_async_kernel().build()
+                    return
+        self.build()
+
     @property
     def function_format(self) -> str:
         """The parameters' struct format (P a pointer)."""

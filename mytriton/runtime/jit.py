@@ -465,8 +465,7 @@ class JITFunction:
         compiled = self.specialize(bound, num_warps, chosen, num_stages, launch_pdl)
         grid3 = normalize_grid(grid, bound)
         if warmup:
-            if compiled.launcher is not None:
-                compiled.launcher.build()  # launches build on first use; a warmup builds now
+            compiled.build_for([bound[name] for name in compiled.runtime_params])
             return compiled
         values = [bound[name] for name in compiled.runtime_params]
         compiled._launch(grid3, values, stream)
