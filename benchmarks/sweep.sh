@@ -19,7 +19,7 @@
 #               OUT_DIR: the same OUT_DIR, on the same machine)
 #
 # Each row's table goes to OUT_DIR/PART.txt, and its JSON to OUT_DIR/<row>.json where the script writes
-# one. The GPU's name and the commit come first.
+# one, all of them in OUT_DIR/PART.json too. The GPU's name and the commit come first.
 set -u
 part=${1:?which part: attention, attention-bf16, configs, tf32-bf16, ieee, rest or recheck}
 out=${2:?where the results go}
@@ -36,10 +36,15 @@ log="$out/$part.txt"
   date -u +%FT%TZ
 } > "$log"
 
+written=()  # the JSON files this part's rows wrote
 row() {  # row NAME SECONDS COMMAND...: one benchmark, its output appended under a heading
-  local name=$1 seconds=$2
+  local name=$1 seconds=$2 arg previous=
   shift 2
   echo "== $name" >> "$log"
+  for arg in "$@"; do
+    [ "$previous" = --json ] && written+=("$arg")
+    previous=$arg
+  done
   timeout "$seconds" "$@" 2>&1 | grep -v "UserWarning\|compiled = self" >> "$log"
 }
 
@@ -83,9 +88,23 @@ case $part in
   recheck)
     set -- "$out"/forms_*.json
     if [ -e "$1" ]; then
-      row "first calls again" 560 python3 benchmarks/recheck_first_calls.py "$@" --first-calls 3 --out "$out"
+      row "first calls again" 560 python3 benchmarks/recheck_first_calls.py "$@" --first-calls 3 --out "$out" \
+        --json "$out/recheck_first_calls.json"
     else
       echo "no forms_*.json in $out: run configs, tf32-bf16 and ieee there first" >> "$log"
     fi ;;
 esac
+# All of the part's JSON in one file too (OUT_DIR/PART.json, by file name): the GPU machine returns
+# eight files a call, and the attention part writes sixteen.
+python3 - "$out/$part.json" "${written[@]}" <<'MERGE'
+import json, sys
+from pathlib import Path
+merged = {}
+for name in sys.argv[2:]:
+    try:
+        merged[Path(name).name] = json.loads(Path(name).read_text())
+    except (OSError, ValueError):
+        pass  # a row that wrote nothing (cut short): its table says so
+Path(sys.argv[1]).write_text(json.dumps(merged, indent=1) + "\n")
+MERGE
 date -u +%FT%TZ >> "$log"
