@@ -84,7 +84,7 @@ case $part in
       --repeat 5 --json "$out/forms_ieee.json" ;;
   rest)
     row "grouped" 150 python3 benchmarks/grouped_matmul.py --repeat 10 --json "$out/grouped.json"
-    row "first calls" 300 python3 benchmarks/first_call.py --rounds 3 --json "$out/first_call.json" ;;
+    row "first calls" 300 python3 benchmarks/first_call.py --rounds 5 --json "$out/first_call.json" ;;
   recheck)
     set -- "$out"/forms_*.json
     if [ -e "$1" ]; then
