@@ -83,7 +83,7 @@ case $part in
     row "forms ieee" 450 python3 benchmarks/matmul_forms.py --dtype f32 --precision ieee --first-calls 1 \
       --repeat 5 --json "$out/forms_ieee.json" ;;
   rest)
-    row "grouped" 150 python3 benchmarks/grouped_matmul.py --repeat 10 --json "$out/grouped.json"
+    row "grouped" 200 python3 benchmarks/grouped_matmul.py --repeat 10 --first-calls 3 --json "$out/grouped.json"
     row "first calls" 300 python3 benchmarks/first_call.py --rounds 5 --json "$out/first_call.json" ;;
   recheck)
     set -- "$out"/forms_*.json
