@@ -13,7 +13,7 @@
 #               then the f16 forms
 #   tf32-bf16   the TF32 and bf16 forms
 #   ieee        the exact-f32 forms
-#   rest        the grouped matmul, then benchmarks/first_call.py
+#   rest        the grouped matmul (3 first calls a row), then benchmarks/first_call.py
 #   recheck     the form rows whose one first call was above Triton's, again with 3 first calls each
 #               (benchmarks/recheck_first_calls.py over the forms_*.json the parts before wrote to
 #               OUT_DIR: the same OUT_DIR, on the same machine)
