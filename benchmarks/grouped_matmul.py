@@ -94,8 +94,8 @@ def main() -> None:
             for again in range(1, args.first_calls):
                 recold_caches()
                 tag = f"{shape}_{text}_{again}".replace(":", "_")
-                firsts["mytriton"].append(first_call(lambda: launch(
-                    load_copy(KERNEL, f"mytriton_grouped_matmul_{again}").matmul_kernel.fn, c, backend="cuda")))
+                mine = load_copy(KERNEL, f"mytriton_grouped_matmul_{again}").matmul_kernel.fn
+                firsts["mytriton"].append(first_call(lambda: launch(mine, c, backend="cuda")))
                 if "triton" in firsts:
                     fresh = load_as_triton("", f"grouped_{tag}", path=KERNEL).matmul_kernel.fn
                     firsts["triton"].append(first_call(lambda: launch(fresh, ct)))
