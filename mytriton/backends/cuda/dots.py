@@ -1102,9 +1102,9 @@ def fma_read_widths(op: Op, a_pitch: int, b_pitch: int) -> tuple[int, int]:
 
 # FMAs per thread in one unrolled stretch of a vector FMA loop. A whole unroll of a 128x128 exact-f32
 # tile's K step (32 k, 4,096 FMAs a thread) made NVVM and ptxas take 1.4 s here, 0.54 s at 1,024
-# (0.38 at 512); on an H100 the tutorial form runs as fast either way (3.23 ms at 4096^3). Not where A
-# is read one value at a time (trans_a, A M-major): its loop rolled ran 3.62 ms at 4096^3, 3.69 at
-# 2,048 FMAs, 2.99 wholly unrolled (benchmarks/NOTES.md, twenty-fourth session).
+# (0.38 at 512); on an H100 the tutorial form runs as fast either way (3.23 ms at 4096^3). A loop that
+# reads A one value at a time (trans_a: A M-major) is unrolled whole all the same: rolled it ran 3.62
+# ms at 4096^3, 3.69 at 2,048 FMAs, 2.99 whole (benchmarks/NOTES.md, twenty-fourth session).
 FMAS_UNROLLED = 1024
 
 
@@ -1170,6 +1170,7 @@ def _vector_fma_loop(em: "EmitContext", op: Op, storage: str, layout, positions:
     a_type = op.operands[0].type
     chunks = em.hoisted_coordinates.get(op, {}).get("a_chunks") if by_asm else None
     # Hoisted chunk offsets are a register array indexed by kk: only a whole unroll keeps them in registers.
+    # A read one value at a time runs fast only wholly unrolled (FMAS_UNROLLED).
     steps = k // wa if chunks is not None or wa == 1 else _kk_unroll(k // wa, rows * cols * wa)
     em.line(f"// {rows}x{cols} outputs per thread; per k: {rows} A value(s) "
             f"{'in 16-byte reads along k' if wa > 1 else 'read one by one'}, {cols} B value(s) "
