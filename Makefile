@@ -40,7 +40,8 @@ demo: install
 # minutes on two cores; `make test-slow` the exhaustive cases (marker `slow`: deep kernels,
 # sweeps over every config, nvcc builds of every sample, the fuzz-style tests); `make test-all`
 # both in one run. pytest runs the lit suite too (tests/lit: the pass and stage tests as text,
-# checked by FileCheck): tests/test_lit.py makes each lit file one test, and runs lit once.
+# checked by FileCheck): tests/test_lit.py makes each lit file one test, its RUN lines run
+# in-process in the fast tier and through lit itself in the slow one.
 # `make test` runs ruff first (a second); `make lint` adds mypy (pyproject.toml configures both).
 PYTEST := $(PYTHON) -m pytest -q -n auto
 RUFF := $(PYTHON) -m ruff check --quiet .

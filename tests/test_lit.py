@@ -1,8 +1,13 @@
 """The lit suite (tests/lit/: pass and stage tests as IR text, checked by
-FileCheck) inside pytest, so that every run of the test suite runs it too:
-lit runs once over the whole folder, and each of its files is one test here,
-which fails with lit's report for that file (the commands it ran and what
-FileCheck said). `make lit` runs lit on its own.
+FileCheck) inside pytest, so that every run of the test suite runs it too.
+
+Each lit file is one test twice over. In the fast tier (`test_lit`) its RUN
+lines run in this process (tests/lit_in_process.py: lit's shell parser,
+`mytriton` and `filecheck` called in-process, the rest as processes), a few
+milliseconds a file instead of a quarter of a second a process. In the slow
+tier (`test_lit_through_lit`) lit itself runs the file, each command a
+process as `make lit` runs it: the same files pass both ways, or CI says which
+does not. A failure reports the commands run and what FileCheck said.
 
 Under pytest-xdist every worker collects every file, but lit runs once: the
 first worker to need the results runs it and leaves them in the run's shared
@@ -20,6 +25,7 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 
 from conftest import ROOT
+from lit_in_process import run_file
 
 LIT_DIR = ROOT / "tests" / "lit"
 SUFFIXES = (".ssa", ".tree", ".py")  # as lit.cfg.py has them
@@ -51,7 +57,7 @@ def lit_reports(request, tmp_path_factory) -> dict[str, str | None]:
 
 def run_lit(request, tmp_path_factory) -> dict[str, str | None]:
     selected = [item.callspec.params["name"] for item in request.session.items
-                if getattr(item, "originalname", None) == "test_lit"]
+                if getattr(item, "originalname", None) == "test_lit_through_lit"]
     xml = tmp_path_factory.mktemp("lit") / "results.xml"
     # This run's own %t folder: another run of the suite in the same checkout may run lit at once.
     env = {**os.environ, "MYTRITON_LIT_EXEC_ROOT": str(tmp_path_factory.mktemp("lit-exec"))}
@@ -76,8 +82,49 @@ def test_the_lit_suite_has_a_file_per_pass_and_stage():
 
 
 @pytest.mark.parametrize("name", lit_files())
-def test_lit(name, lit_reports):
+def test_lit(name, tmp_path):
+    report = run_file(LIT_DIR / name, tmp_path)
+    if report is not None:
+        pytest.fail(f"tests/lit/{name} failed:\n{report}", pytrace=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", lit_files())
+def test_lit_through_lit(name, lit_reports):
     assert name in lit_reports, f"lit did not run tests/lit/{name}"
     report = lit_reports[name]
     if report is not None:
         pytest.fail(f"tests/lit/{name} failed:\n{report}", pytrace=False)
+
+
+def write_lit_file(folder, body: str):
+    path = folder / "case.ssa"
+    source = sorted((LIT_DIR / "cse").glob("*.ssa"))[0].read_text()
+    kernel = "\n".join(line for line in source.splitlines() if not line.startswith("//"))
+    path.write_text(body + "\n" + kernel + "\n")
+    return path
+
+
+def test_in_process_a_check_that_does_not_match_fails_with_filechecks_report(tmp_path):
+    path = write_lit_file(tmp_path, "// RUN: mytriton verify %s | filecheck %s\n// CHECK: no-such-{{op}}")
+    report = run_file(path, tmp_path)
+    assert report is not None and "# filecheck" in report and "error: Couldn't match" in report
+
+
+def test_in_process_not_fails_a_command_that_succeeds(tmp_path):
+    path = write_lit_file(tmp_path, "// RUN: not mytriton verify %s")
+    assert run_file(path, tmp_path) is not None
+    assert run_file(write_lit_file(tmp_path, "// RUN: mytriton verify %s"), tmp_path) is None
+
+
+def test_in_process_an_error_is_read_from_stderr_through_2_and_1(tmp_path):
+    path = write_lit_file(tmp_path, "// RUN: not mytriton opt -p no-such-pass %s 2>&1 | filecheck %s\n"
+                                    "// CHECK: no-such-pass")
+    assert run_file(path, tmp_path) is None
+
+
+def test_in_process_leaves_the_signal_handlers_as_they_were(tmp_path):
+    import signal
+    before = signal.getsignal(signal.SIGTERM)
+    assert run_file(write_lit_file(tmp_path, "// RUN: mytriton verify %s"), tmp_path) is None
+    assert signal.getsignal(signal.SIGTERM) is before
