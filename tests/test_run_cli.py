@@ -74,9 +74,11 @@ def test_arguments_are_specialised_as_a_launch_from_python_would_be():
     from mytriton.runtime.launch_cli import arg_types_from_specs, hints_from_specs
 
     runtime = ["x_ptr", "out_ptr", "n", "m", "slope"]
-    specs = {"x_ptr": "rand:1024", "out_ptr": "zeros:1024", "n": "1024", "m": "1000", "slope": "0.5"}
+    specs = {"x_ptr": "rand:1024", "out_ptr": "zeros:1024", "n": "1024", "m": "1001", "slope": "0.5"}
     types = arg_types_from_specs(runtime, specs)
     assert signature_of(types, hints_from_specs(runtime, specs, types)) == "*fp32:16, *fp32:16, i32:16, i32, fp32"
+    specs["m"] = "1000"
+    assert signature_of(types, hints_from_specs(runtime, specs, types)) == "*fp32:16, *fp32:16, i32:16, i32:8, fp32"
 
 
 def test_a_cuda_file_needs_the_gpu(tmp_path):

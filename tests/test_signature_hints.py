@@ -23,6 +23,10 @@ def test_divisibility_hints_become_parameter_attributes():
            "n: i32 {divisibility=16})" in header
 
 
+def test_an_integer_hinted_eight_is_divisible_by_eight():
+    assert "n: i32 {divisibility=8})" in tree_header("*fp32, *fp32, *fp32, i32:8")
+
+
 def test_a_number_in_a_constexprs_place_binds_it():
     assert "constexpr(BLOCK = 1024)" in tree_header("*fp32, *fp32, *fp32, i32, 1024")
 
@@ -43,7 +47,8 @@ def test_a_number_for_a_runtime_parameter_makes_it_a_constant():
 
 @pytest.mark.parametrize("signature, message", [
     ("*fp32, *fp32, *fp32, i32, i32", "'BLOCK' is a tl.constexpr: the signature gives its value (a number), not the type 'i32'"),
-    ("*fp32:8, *fp32, *fp32, i32", "a hint is :16 (divisible by 16) or :1 (equal to 1)"),
+    ("*fp32:4, *fp32, *fp32, i32", "a hint is :16 (divisible by 16) or :1 (equal to 1)"),
+    ("*fp32:8, *fp32, *fp32, i32", ":8 is an integer's hint (divisible by 8); a pointer's is :16"),
     ("*fp32:1, *fp32, *fp32, i32", "only an integer can be the constant 1"),
     ("*fp32, *fp32, *fp32, fp32:16", "divisibility is a fact about a pointer or an integer, not f32"),
     ("*fp32, *fp32, i32", "the signature gives 3 entries but 'add_kernel' has 4 runtime parameter(s)"),

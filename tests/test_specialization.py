@@ -1,6 +1,8 @@
 """A launch specialises as Triton's JIT does: integers equal to 1 are compiled
 in, integers divisible by 16 and pointers aligned to 16 bytes become parameter
-facts ({divisibility=16}); do_not_specialize(_on_alignment) turn that off."""
+facts ({divisibility=16}), and integers divisible by 8 (not 16) too
+({divisibility=8}, as Triton 2 did); do_not_specialize(_on_alignment) turn
+that off."""
 from __future__ import annotations
 
 import numpy as np
@@ -64,6 +66,13 @@ def test_an_integer_equal_to_one_is_compiled_in(kernel_module):
     assert "constexpr(n = 1, BLOCK = 64)" in handle.asm["ssa"].splitlines()[0]
 
 
+def test_an_integer_divisible_by_8_and_not_16_is_a_fact_of_8(kernel_module):
+    module = kernel_module(ADD.format(options=""))
+    handle = launch(module, 1000)
+    assert handle.metadata["signature"].endswith(", i32:8")
+    assert "n: i32 {divisibility=8}) constexpr(BLOCK = 64)" in handle.asm["ssa"].splitlines()[0]
+
+
 def test_other_integers_are_not_facts(kernel_module):
     module = kernel_module(ADD.format(options=""))
     assert launch(module, 100).metadata["signature"].endswith(", i32")
@@ -102,11 +111,12 @@ def test_the_launch_key_tells_ints_apart_by_range_and_hint():
         return launch_key([n], on_value, on_alignment, ["n"], [], ())
 
     assert key(32) == key(48) != key(33)  # both divisible by 16
+    assert key(8) == key(24) != key(32) and key(8) != key(33)  # by 8 and not 16
     assert key(1) != key(33) and key(1) != key(16)
     assert key(2**31) != key(2**31 - 17 * 16)  # i64 against i32
     assert key(2**63) != key(2**62)  # u64 against i64
     assert key(1, on_value=frozenset()) == key(33, on_value=frozenset())  # do_not_specialize
-    assert key(32, on_alignment=frozenset()) == key(33, on_alignment=frozenset())
+    assert key(32, on_alignment=frozenset()) == key(33, on_alignment=frozenset()) == key(8, on_alignment=frozenset())
     a = np.zeros(64, np.float32)
     assert launch_key([a], frozenset({"a"}), frozenset({"a"}), ["a"], [], ()) != \
         launch_key([a.astype(np.float16)], frozenset({"a"}), frozenset({"a"}), ["a"], [], ())

@@ -332,8 +332,9 @@ class Signature:
 
 
 # Triton's AOT tool accepts these hints (tools/compile.py): 16 is divisibility,
-# 1 makes the argument the constant 1.
-SIGNATURE_HINTS = (1, 16)
+# 1 makes the argument the constant 1. 8 is divisibility too: a launch
+# specialises integers on it (runtime/arguments.py, as Triton 2 did).
+SIGNATURE_HINTS = (1, 8, 16)
 
 
 _NO_VALUE = object()
@@ -391,7 +392,7 @@ def resolve_signature(module: KernelModule, entry: str, signature: str | None) -
             number = _signature_value(hint.strip())
             if type(number) is not int or number not in SIGNATURE_HINTS:
                 raise CompileError(f"'{text}' for '{name}': a hint is :16 (divisible by 16) or :1 (equal to 1), "
-                                   f"as in Triton's AOT signatures", module.loc(arg))
+                                   f"as in Triton's AOT signatures, or :8 (divisible by 8)", module.loc(arg))
             integer = isinstance(t, ScalarType) and t.is_int
             if number == 1:
                 if not integer:
@@ -402,6 +403,9 @@ def resolve_signature(module: KernelModule, entry: str, signature: str | None) -
             if not (integer or isinstance(t, PointerType)):
                 raise CompileError(f"'{text}' for '{name}': divisibility is a fact about a pointer or an "
                                    f"integer, not {t}", module.loc(arg))
+            if number == 8 and not integer:
+                raise CompileError(f"'{text}' for '{name}': :8 is an integer's hint (divisible by 8); a pointer's "
+                                   "is :16 (aligned to 16 bytes)", module.loc(arg))
             out.attrs[name] = {"divisibility": number}
         out.types[name] = t
     return out

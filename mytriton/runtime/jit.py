@@ -33,11 +33,11 @@ RUN_KEYWORDS = ("backend", "warmup", "stream")
 # an option silently ignored would hide a typo or a feature mytriton lacks.
 JIT_OPTIONS = {
     # As Triton, a launch specialises integer arguments equal to 1 (compiled
-    # in as constants) or divisible by 16, and pointers aligned to 16 bytes
-    # (parameter facts {divisibility=16}); these options turn that off for
-    # the parameters they name (names or positions).
+    # in as constants) or divisible by 16 (and by 8, as Triton 2 did), and
+    # pointers aligned to 16 bytes (parameter facts {divisibility=16}); these
+    # options turn that off for the parameters they name (names or positions).
     "do_not_specialize": "these parameters are not specialised on their values (1, divisibility, alignment)",
-    "do_not_specialize_on_alignment": "these parameters are not specialised on divisibility by 16 or alignment",
+    "do_not_specialize_on_alignment": "these parameters are not specialised on divisibility by 16 or 8, or alignment",
     # Kept in the handle's metadata only: nothing is compiled differently.
     "debug": "recorded in metadata['debug']",
     # @jit helpers are always inlined into the kernel.

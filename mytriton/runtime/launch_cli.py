@@ -143,14 +143,16 @@ def unknown_args(specs: dict[str, str], runtime: list[str]) -> None:
 def hints_from_specs(runtime: list[str], specs: dict[str, str], types: list[Type]) -> list[str]:
     """Each argument's specialisation, as a launch from Python makes it
     (runtime/arguments.py): an array 16-byte aligned (each goes to a fresh
-    device buffer, or is NumPy's own), an integer divisible by 16 said so."""
+    device buffer, or is NumPy's own), an integer divisible by 16 or 8 said so."""
+    from mytriton.runtime.arguments import integer_hint
+
     hints = []
     for name, t in zip(runtime, types):
         if isinstance(t, PointerType):
             hints.append("16")
         elif isinstance(t, ScalarType) and t.is_int and t != BOOL:
             value = scalar_value(name, specs[name])
-            hints.append("16" if isinstance(value, int) and not isinstance(value, bool) and value % 16 == 0 else "")
+            hints.append(integer_hint(value) if isinstance(value, int) and not isinstance(value, bool) else "")
         else:
             hints.append("")
     return hints
