@@ -216,7 +216,7 @@ def _check_constant_strides(t: Tracer, node: ast.Call, strides: tuple[Any, ...],
     """Triton's rule for a descriptor (its documentation: "leading dimensions
     must be multiples of 16-byte strides"), checked here for a constant
     stride. A runtime stride is not taken to keep it: the copies assume
-    only what the launch's specialisation proves (a multiple of 16 elements).
+    only what the launch's specialisation proves (a multiple of 16 or 8 elements).
     (Taken as a hint, a stride of 77 f32 computed wrong tiles on the H100,
     silently.)"""
     elements = 16 // max(1, pointee.bits // 8)

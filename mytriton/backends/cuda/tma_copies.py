@@ -167,8 +167,8 @@ def row_stride_problem(stride: object, nbytes: int) -> str | None:
     of ``nbytes``), or None. A literal is a positive multiple of 16 bytes or
     no map's; a parameter is tested at each launch (runtime/tensor_maps.py):
     one whose value is not runs the kernel built with cp.async. So a stride
-    the signature does not say is a multiple of 16 (K = 1000, f16: 2,000
-    bytes) still gets TMA, as Triton's descriptors do."""
+    the signature does not say is a multiple of 16 bytes (K = 1004, f32:
+    4,016 bytes) still gets TMA, as Triton's descriptors do."""
     value = host_value(stride)
     if isinstance(value, int) and (value <= 0 or value * nbytes % 16):
         return "its row stride is not a multiple of 16 bytes"
