@@ -392,7 +392,7 @@ def resolve_signature(module: KernelModule, entry: str, signature: str | None) -
             number = _signature_value(hint.strip())
             if type(number) is not int or number not in SIGNATURE_HINTS:
                 raise CompileError(f"'{text}' for '{name}': a hint is :16 (divisible by 16) or :1 (equal to 1), "
-                                   f"as in Triton's AOT signatures, or :8 (divisible by 8)", module.loc(arg))
+                                   f"as in Triton's AOT signatures, or mytriton's :8 (an integer divisible by 8)", module.loc(arg))
             integer = isinstance(t, ScalarType) and t.is_int
             if number == 1:
                 if not integer:
