@@ -233,11 +233,23 @@ def test_the_cuda_waits_and_copies_asynchronously():
 
 
 def test_a_prefetch_of_whole_chunks_is_guarded_not_branched_around():
-    # The loop's prefetch for an iteration past the end is predicated off in each cp.async.
-    cuda = compile_text(SMALL, "cuda", signature="*fp16:16, *fp16:16, *fp32:16, i32:16, i32:16, i32:16")
+    # The loop's prefetch for an iteration past the end is predicated off in each cp.async
+    # zero-filled by its ignore-src predicate (zero_fill="ignore_src": an exact-f32 dot, on FMA).
+    source = SMALL.replace("acc += tl.dot(a, b)", 'acc += tl.dot(a, b, input_precision="ieee")')
+    cuda = compile_text(source, "cuda", signature="*fp32:16, *fp32:16, *fp32:16, i32:16, i32:16, i32:16")
     loop = cuda.split("for (int v", 1)[1]
     assert "@go cp.async.cg.shared.global" in loop
     assert not re.search(r"^\s*if \(v\d+\) \{", loop, re.M)
+
+
+def test_a_prefetch_zero_filled_by_source_size_is_branched_around():
+    # Copies into buffers that only mma.sync reads (f16 32x32x16 before sm_90) take cp.async's
+    # source size (zero_fill="src_size"): the prefetch past the end is skipped by a branch.
+    cuda = compile_text(SMALL, "cuda", signature="*fp16:16, *fp16:16, *fp32:16, i32:16, i32:16, i32:16")
+    loop = cuda.split("for (int v", 1)[1]
+    assert "@go cp.async" not in loop
+    assert re.search(r"^\s*if \(v\d+\) \{", loop, re.M)
+    assert "const int n = " in loop
 
 
 @pytest.mark.nvcc

@@ -184,7 +184,7 @@ ATTR_KINDS: dict[str, AttrKind] = {
     "lower_bounds": _INTS,  # stage-dots: the axes a strided copy tests from 0
     # The CUDA back end's passes' decisions (copy-widths, combine-strategy, allocate-shared, insert-barriers,
     # read-widths).
-    "chunk": _INT, "chunks": _STRING, "engine": _STRING, "offset": _INT, "strategy": _STRING, "chunks_per_row": _INT,
+    "chunk": _INT, "chunks": _STRING, "zero_fill": _STRING, "engine": _STRING, "offset": _INT, "strategy": _STRING, "chunks_per_row": _INT,
     "scratch_barrier": _BOOL, "proxy_fence": _BOOL, "read_widths": _INTS, "a_pad": _INT, "scratch_pad": _INT, "scratch_columns": _BOOL,
     "a_columns": _BOOL, "b_columns": _BOOL, "b_pad": _INT,
     # A loop's options (loop_attrs_problem says more: a flag is true when given).
@@ -802,15 +802,22 @@ _register(OpDef("shared_alloc", (), _shared_alloc, attrs=("name", "shape", "dtyp
 # "aligned") or checked at run time. A copy waited for moves chunks only where
 # they are whole.
 ASYNC_COPY_ATTRS = ("chunk", "chunks")
+# copy-widths' choice, on an async copy of whole chunks, of how cp.async
+# zero-fills a chunk out of bounds: "ignore_src" (its predicate operand),
+# "src_size" (a source size of 0, as a copy whose chunks a bound may cut
+# does). Absent: "ignore_src".
+ZERO_FILL = "zero_fill"
+ZERO_FILLS = ("ignore_src", "src_size")
 # tma-copies' decision on a pipelined copy: engine="tma" (one thread, a
 # tensor map) where cp.async would copy it (absent).
 # proxy-fences' decision on a TMA copy: whether its issuing thread fences
 # (fence.proxy.async) the plain accesses to the buffer before TMA writes it.
-PIPELINED_COPY_ATTRS = (*ASYNC_COPY_ATTRS, "engine", "proxy_fence")
+PIPELINED_COPY_ATTRS = (*ASYNC_COPY_ATTRS, ZERO_FILL, "engine", "proxy_fence")
 TMA_COPY_DOC = ("; engine 'tma': TMA makes it, through a tensor map (tma-copies); proxy_fence: a fence.proxy.async "
                 "before it (proxy-fences; absent: one)")
 ASYNC_COPY_DOC = ("; chunk elements per cp.async, chunks 'whole', 'aligned' (proven) or 'checked' "
-                  "(at run time), once copy-widths has decided")
+                  "(at run time), once copy-widths has decided; zero_fill, with whole chunks: 'ignore_src' "
+                  "(absent) or 'src_size', how cp.async zero-fills a chunk out of bounds")
 SYNC_COPY_DOC = ("; chunk elements per load ('whole' chunks, proven by copy-widths), absent or 1: "
                  "element by element")
 _register(OpDef("copy_to_shared", ("buffer", "base", "row_offset", "col_offset", "row_stride", "row_bound",
@@ -1620,7 +1627,7 @@ _register(OpDef("copy_gathered_to_shared", COPY_GATHERED_OPERANDS, _copy_gathere
 _register(OpDef("async_copy_gathered_to_shared", (*COPY_GATHERED_OPERANDS, "pred"), _async_copy_gathered_to_shared,
                 reads_global=True, writes_shared=True, async_shared_write=True, address_operand="base",
                 shared_operands=("buffer",),
-                attrs=ASYNC_COPY_ATTRS, optional_attrs=ASYNC_COPY_ATTRS,
+                attrs=(*ASYNC_COPY_ATTRS, ZERO_FILL), optional_attrs=(*ASYNC_COPY_ATTRS, ZERO_FILL),
                 doc="where pred holds, copy_gathered_to_shared without waiting for it; visible after "
                     "async_commit, async_wait and a barrier" + ASYNC_COPY_DOC))
 

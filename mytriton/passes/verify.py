@@ -27,7 +27,7 @@
   each under its own name, and are operands only where an op expects one
   (``copy_to_shared``, ``dot_shared``): no loop carries one;
 - the CUDA back end's decisions have their values: an async copy's ``chunk``
-  a power of two of at most 16 bytes, a combine's ``strategy`` shuffle or shared
+  a power of two of at most 16 bytes, its ``zero_fill`` only on whole chunks, a combine's ``strategy`` shuffle or shared
   and, through shared memory, its ``chunks_per_row`` a power of two dividing
   its rows, no more chunks in all than threads, a dot's ``read_widths`` (on
   CUDA cores) 1 or a 16-byte vector of its f32 or f64 result for each operand,
@@ -150,7 +150,8 @@ class Verifier:
 
     def copy_chunks(self) -> None:
         """An async copy's ``chunk`` (copy-widths'): a power of two of at most
-        16 bytes of its elements; ``chunks`` with it where it is over 1. A
+        16 bytes of its elements; ``chunks`` with it where it is over 1;
+        ``zero_fill`` only with ``chunks="whole"``, one of ``ZERO_FILLS``. A
         combine's ``strategy`` (combine-strategy's): shuffle or shared."""
         for op in self.ops:
             if op.attrs.get("strategy", "shared") not in ("shuffle", "shared"):
@@ -169,6 +170,12 @@ class Verifier:
             if chunks not in (None, "whole", "checked") and opdef is not None and opdef.operands[-1:] != ("pred",):
                 raise self.error(f"a copy waited for moves chunks only where they are whole, proven or checked at "
                                  f"run time, not {chunks!r} (an async copy trusts an alignment with no bound)", op)
+            zero_fill = op.attrs.get(opdefs.ZERO_FILL)
+            if zero_fill is not None and zero_fill not in opdefs.ZERO_FILLS:
+                raise self.error(f"zero_fill={zero_fill!r} is neither 'ignore_src' nor 'src_size'", op)
+            if zero_fill is not None and chunks != "whole":
+                raise self.error(f"zero_fill={zero_fill!r} on a copy of chunks={chunks!r}: only whole chunks "
+                                 "choose how cp.async zero-fills them (others take a source size)", op)
 
     def combine_chunks(self) -> None:
         """A combine's ``chunks_per_row`` (combine-strategy's, with

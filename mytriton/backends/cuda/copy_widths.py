@@ -22,6 +22,20 @@ the alignment and copies element by element where it fails; ``"aligned"``:
 proven, so no test; ``"whole"``: proven, and every chunk is wholly in or
 out of bounds.
 
+A copy of whole chunks can zero-fill a chunk out of bounds two ways, and
+the pass writes which (``zero_fill``): cp.async's ignore-src predicate
+(``"ignore_src"``), or a source size of 0, as a copy whose chunks a bound
+may cut does (``"src_size"``; ptxas gives it LDGSTS's ZFILL form). Neither
+is faster everywhere. On an H100 (benchmarks/NOTES.md, session of
+2026-12-06, twenty-eighth), the predicate took f16 wgmma from 403 to 478
+TFLOP/s and exact f32 on FMA ran 5-10 % slower without it, but most TF32
+matmul forms on mma.sync ran 4-30 % faster with the source size (not all:
+the persistent form 3-6 % slower, ragged tutorial 7 %, split-K 1 %). So
+``"src_size"`` where every dot that reads the buffer runs on mma.sync,
+``"ignore_src"`` elsewhere:
+
+    async_copy_to_shared %15, a_ptr, %3, 0, K, M, K, 0.0, %14, chunk=4, chunks="whole", zero_fill="src_size"
+
 A copy the threads wait for (``copy_to_shared``, ``copy_strided_to_shared``:
 a dot staged outside a pipelined loop, attention's Q) goes through
 registers, where a chunk cut by a bound would need its elements one by one:
@@ -39,8 +53,10 @@ from mytriton.backends.cuda.dots import copy_geometry, vector_width
 from mytriton.passes.manager import require_laid_out
 from mytriton.ir import opdefs
 from mytriton.ir.axis_info import AxisAnalysis
-from mytriton.ir.ssa import Const, Kernel, Op, walk
-from mytriton.passes.dot_layouts import copies_into_shared
+from mytriton.ir.layout_attributes import Mma
+from mytriton.ir.ssa import Const, Kernel, Op, Value, walk
+from mytriton.passes.dot_layouts import buffer_of, copies_into_shared
+from mytriton.types import BlockType, SharedType
 from mytriton.passes.stage_dots import NO_BOUND  # the column bound of an unmasked dimension
 
 
@@ -62,6 +78,7 @@ class CopyWidthsPass:
     def apply(self, kernel: Kernel) -> Kernel:
         require_laid_out(kernel, self.name)
         facts = None
+        read_by_mma_sync = mma_sync_buffers(kernel)
         for op in walk(kernel.body):
             if not is_copy(op):
                 continue
@@ -69,9 +86,13 @@ class CopyWidthsPass:
             width = vector_width(g.view_type, g.fill)
             op.attrs["chunk"] = width
             op.attrs.pop("chunks", None)
+            op.attrs.pop(opdefs.ZERO_FILL, None)
             if width > 1:
                 facts = facts or AxisAnalysis(kernel)
                 op.attrs["chunks"] = chunks(op, width, facts)
+                if is_async_copy(op) and op.attrs["chunks"] == "whole":
+                    op.attrs[opdefs.ZERO_FILL] = "src_size" if buffer_of(op.operands[0]) in read_by_mma_sync \
+                        else "ignore_src"
                 if not is_async_copy(op) and op.attrs["chunks"] != "whole" \
                         and not (op.attrs["chunks"] == "checked" and bound_cuts_no_chunk(op, width, facts)):
                     op.attrs["chunk"] = 1
@@ -94,6 +115,23 @@ def chunks(op: Op, width: int, facts: AxisAnalysis) -> str:
     if not (multiple(g.base, width * nbytes) and multiple(g.stride, width) and multiple(g.col_offset, width)):
         return "checked"
     return "whole" if bound_cuts_no_chunk(op, width, facts) else "aligned"
+
+
+def mma_sync_buffers(kernel: Kernel) -> frozenset[Value]:
+    """The shared buffers that dots read and every dot reading them runs on
+    mma.sync (its result in an mma layout of version 2)."""
+    verdict: dict[Value, bool] = {}
+    for op in walk(kernel.body):
+        opdef = opdefs.lookup(op.name)
+        if opdef is None or opdef.layout_rule != "dot" or not op.results:
+            continue
+        result = op.results[0].type
+        on_mma_sync = isinstance(result, BlockType) and isinstance(result.layout, Mma) and result.layout.version == 2
+        for operand in op.operands:
+            if isinstance(operand, Value) and isinstance(operand.type, SharedType):
+                buffer = buffer_of(operand)
+                verdict[buffer] = verdict.get(buffer, True) and on_mma_sync
+    return frozenset(buffer for buffer, yes in verdict.items() if yes)
 
 
 def bound_cuts_no_chunk(op: Op, width: int, facts: AxisAnalysis) -> bool:

@@ -480,7 +480,9 @@ def emit_async_copy(em: "EmitContext", op: Op) -> None:
     em.line(f"// {op.name}{where}: the {rows}x{cols} tile of {base_name} at "
             f"({args['row_offset']}, {args['col_offset']}) into {dst}{_walked(g)}")
     proven = width > 1 and op.attrs["chunks"] in ("aligned", "whole")
-    whole_chunks = width > 1 and op.attrs["chunks"] == "whole"
+    # Whole chunks are zero-filled by cp.async's ignore-src predicate unless copy-widths chose the source size.
+    whole_chunks = width > 1 and op.attrs["chunks"] == "whole" \
+        and op.attrs.get(opdefs.ZERO_FILL, "ignore_src") == "ignore_src"
     condition = as_type(em.scalar_arg(pred), BOOL)
     # Whole chunks carry the predicate as each cp.async's guard (a pipeline's last
     # prefetches predicated off, as Triton's are, where a branch went around them).
