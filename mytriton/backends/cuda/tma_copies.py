@@ -37,9 +37,9 @@ stride parameter the signature leaves unhinted (K = 1000, not ``i32:16``)
 does not keep a copy from TMA. The remarks say which copies got TMA, which
 stride a launch tests, and why the others did not.
 
-    async_copy_strided_to_shared %20, a_ptr, %3, 0, K, 1, M, K, 0, 0, 0.0, %19, chunk=8, chunks="whole"
+    async_copy_strided_to_shared %20, a_ptr, %3, 0, K, 1, M, K, 0, 0, 0.0, %19, chunk=8, chunks="whole", zero_fill="ignore_src"
   =>
-    async_copy_strided_to_shared %20, a_ptr, %3, 0, K, 1, M, K, 0, 0, 0.0, %19, chunk=8, chunks="whole", engine="tma"
+    async_copy_strided_to_shared %20, a_ptr, %3, 0, K, 1, M, K, 0, 0, 0.0, %19, chunk=8, chunks="whole", zero_fill="ignore_src", engine="tma"
 
 A copy the threads wait for at the kernel's top, before any group opens
 (attention's Q, copied once before its K loop), becomes TMA's too where a
