@@ -109,6 +109,39 @@ def test_a_dot_stage_dots_refuses_names_the_fact(no_nvcc, tmp_path):
     assert "as a tutorial form" not in remark  # the tutorial forms fail at the fill too: nothing more to say
 
 
+TF32_MATMUL = """
+    @mytriton.jit
+    def mm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        rows = tl.program_id(0) * BM + tl.arange(0, BM)
+        cols = tl.program_id(1) * BN + tl.arange(0, BN)
+        ks = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), tl.float32)
+        for k in range(0, K, BK):
+            a = tl.load(a_ptr + rows[:, None] * K + (k + ks)[None, :],
+                        mask=(rows[:, None] < M) & ((k + ks)[None, :] < K), other=0.0)
+            b = tl.load(b_ptr + (k + ks)[:, None] * N + cols[None, :],
+                        mask=((k + ks)[:, None] < K) & (cols[None, :] < N), other=0.0)
+            acc += tl.dot(a, b{precision})
+        tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc)
+"""
+
+
+def test_copies_zero_filled_by_source_size_say_so(no_nvcc, tmp_path):
+    # TF32 on mma.sync: copy-widths gives its whole chunks zero_fill="src_size".
+    _, remark = one_remark(tmp_path, TF32_MATMUL.format(precision=""),
+                           signature="*fp32:16, *fp32:16, *fp32:16, i32:16, i32:16, i32:16")
+    assert "staged (cp.async, 16-byte chunks, zero-filled by source size (not TMA: " in remark
+    assert "; mma.sync m16n8k8 " in remark
+
+
+def test_copies_zero_filled_by_their_predicate_say_nothing_of_it(no_nvcc, tmp_path):
+    # Exact f32 on FMA: its whole chunks keep cp.async's ignore-src predicate.
+    _, remark = one_remark(tmp_path, TF32_MATMUL.format(precision=', input_precision="ieee"'),
+                           signature="*fp32:16, *fp32:16, *fp32:16, i32:16, i32:16, i32:16")
+    assert "B cp.async, 16-byte chunks (not TMA: " in remark
+    assert "zero-filled" not in remark
+
+
 def test_gathered_rows_are_staged(no_nvcc, tmp_path):
     # Liger's fused MoE spelling: each row of A is the token an index array names.
     _, remark = one_remark(tmp_path, GATHERED.format(a="x_ptr + token[:, None] * H + ks[None, :]"),
