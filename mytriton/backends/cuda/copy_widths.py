@@ -26,12 +26,13 @@ A copy of whole chunks can zero-fill a chunk out of bounds two ways, and
 the pass writes which (``zero_fill``): cp.async's ignore-src predicate
 (``"ignore_src"``), or a source size of 0, as a copy whose chunks a bound
 may cut does (``"src_size"``; ptxas gives it LDGSTS's ZFILL form). Neither
-is faster everywhere. On an H100 (benchmarks/NOTES.md, session of
-2026-12-06, twenty-eighth), the predicate took f16 wgmma from 403 to 478
-TFLOP/s and exact f32 on FMA ran 5-10 % slower without it, but most TF32
-matmul forms on mma.sync ran 4-30 % faster with the source size (not all:
-the persistent form 3-6 % slower, ragged tutorial 7 %, split-K 1 %). So
-``"src_size"`` where every dot that reads the buffer runs on mma.sync,
+is faster everywhere. On an H100 (benchmarks/NOTES.md, sessions of
+2026-12-06, twenty-eighth and twenty-ninth), the predicate took f16 wgmma
+from 403 to 478 TFLOP/s and exact f32 on FMA ran 5-10 % slower without it,
+but most TF32 matmul forms on mma.sync ran 4-30 % faster with the source
+size. Not a persistent kernel's, whose K loop runs inside its loop over
+tiles: 3-7 % slower, in two runs. So ``"src_size"`` where every dot that
+reads the buffer runs on mma.sync in a loop that no other loop holds,
 ``"ignore_src"`` elsewhere:
 
     async_copy_to_shared %15, a_ptr, %3, 0, K, M, K, 0.0, %14, chunk=4, chunks="whole", zero_fill="src_size"
@@ -78,7 +79,7 @@ class CopyWidthsPass:
     def apply(self, kernel: Kernel) -> Kernel:
         require_laid_out(kernel, self.name)
         facts = None
-        read_by_mma_sync = mma_sync_buffers(kernel)
+        by_source_size = source_size_buffers(kernel)
         for op in walk(kernel.body):
             if not is_copy(op):
                 continue
@@ -91,7 +92,7 @@ class CopyWidthsPass:
                 facts = facts or AxisAnalysis(kernel)
                 op.attrs["chunks"] = chunks(op, width, facts)
                 if is_async_copy(op) and op.attrs["chunks"] == "whole":
-                    op.attrs[opdefs.ZERO_FILL] = "src_size" if buffer_of(op.operands[0]) in read_by_mma_sync \
+                    op.attrs[opdefs.ZERO_FILL] = "src_size" if buffer_of(op.operands[0]) in by_source_size \
                         else "ignore_src"
                 if not is_async_copy(op) and op.attrs["chunks"] != "whole" \
                         and not (op.attrs["chunks"] == "checked" and bound_cuts_no_chunk(op, width, facts)):
@@ -117,9 +118,11 @@ def chunks(op: Op, width: int, facts: AxisAnalysis) -> str:
     return "whole" if bound_cuts_no_chunk(op, width, facts) else "aligned"
 
 
-def mma_sync_buffers(kernel: Kernel) -> frozenset[Value]:
-    """The shared buffers that dots read and every dot reading them runs on
-    mma.sync (its result in an mma layout of version 2)."""
+def source_size_buffers(kernel: Kernel) -> frozenset[Value]:
+    """The shared buffers whose whole chunks are zero-filled by cp.async's
+    source size: dots read them, and every dot reading them runs on mma.sync
+    (its result in an mma layout of version 2) in at most one loop (a
+    persistent kernel's K loop, inside its loop over tiles, does not)."""
     verdict: dict[Value, bool] = {}
     for op in walk(kernel.body):
         opdef = opdefs.lookup(op.name)
@@ -127,11 +130,23 @@ def mma_sync_buffers(kernel: Kernel) -> frozenset[Value]:
             continue
         result = op.results[0].type
         on_mma_sync = isinstance(result, BlockType) and isinstance(result.layout, Mma) and result.layout.version == 2
+        yes = on_mma_sync and loops_around(op) <= 1
         for operand in op.operands:
             if isinstance(operand, Value) and isinstance(operand.type, SharedType):
                 buffer = buffer_of(operand)
-                verdict[buffer] = verdict.get(buffer, True) and on_mma_sync
+                verdict[buffer] = verdict.get(buffer, True) and yes
     return frozenset(buffer for buffer, yes in verdict.items() if yes)
+
+
+def loops_around(op: Op) -> int:
+    """How many loops (``for``, ``while``: the structured control ops that
+    repeat their region) hold ``op``."""
+    count, block = 0, op.parent
+    while block is not None and block.parent is not None:
+        holder = block.parent
+        count += holder.name in ("for", "while")
+        block = holder.parent
+    return count
 
 
 def bound_cuts_no_chunk(op: Op, width: int, facts: AxisAnalysis) -> bool:
