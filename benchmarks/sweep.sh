@@ -20,6 +20,7 @@
 #
 # Each row's table goes to OUT_DIR/PART.txt, and its JSON to OUT_DIR/<row>.json where the script writes
 # one, all of them in OUT_DIR/PART.json too. The GPU's name and the commit come first.
+# `python benchmarks/sweep_check.py OUT_DIR` then prints the tables and what misses the issue's targets.
 set -u
 part=${1:?which part: attention, attention-bf16, configs, tf32-bf16, ieee, rest or recheck}
 out=${2:?where the results go}
