@@ -115,28 +115,42 @@ def documents(paths: list[Path]) -> tuple[dict[str, dict], list[str]]:
     return found, notes
 
 
+def listed(value: object) -> list:
+    return value if isinstance(value, list) else []
+
+
+def measured(value: object) -> float | None:
+    """A measurement as a number, or None where the file holds none (a failed row writes null)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
+        return None
+    return float(value)
+
+
 def rows_of(name: str, document: dict) -> list[Row]:
     target = next((value for prefix, value, _ in TARGETS if name.startswith(prefix)), None)
     rows = []
-    for row in document.get("rows", []):
+    for row in listed(document.get("rows")):
         if not isinstance(row, dict) or "case" not in row:
             continue
-        key = (name, row["form"], row["size"]) if "form" in row and "size" in row else None
-        rows.append(Row(name, row["case"], row.get("unit", ""), row.get("mytriton"), row.get("triton"),
-                        None if name == FIRST_CALLS_ONLY else target,
-                        row.get("first_call_s") if name != FIRST_CALLS_ONLY else row.get("mytriton"),
-                        triton_first_call(row) if name != FIRST_CALLS_ONLY else row.get("triton"), key))
+        key = (name, str(row["form"]), str(row["size"])) if "form" in row and "size" in row else None
+        only_first = name == FIRST_CALLS_ONLY
+        rows.append(Row(name, str(row["case"]), str(row.get("unit", "")), measured(row.get("mytriton")),
+                        measured(row.get("triton")), None if only_first else target,
+                        measured(row.get("mytriton") if only_first else row.get("first_call_s")),
+                        measured(row.get("triton") if only_first else triton_first_call(row)), key))
     return rows
 
 
 def apply_recheck(rows: list[Row], document: dict) -> None:
     """The recheck's medians in place of the rows' one first call (its case is 'SOURCE FORM SIZE')."""
     by_key = {row.key: row for row in rows if row.key}
-    for again in document.get("rows", []):
+    for again in listed(document.get("rows")):
+        if not isinstance(again, dict):
+            continue
         parts = str(again.get("case", "")).split()
         row = by_key.get(tuple(parts)) if len(parts) == 3 else None
-        if row is not None and again.get("mytriton") is not None:
-            row.first, row.triton_first, row.rechecked = again["mytriton"], again.get("triton"), True
+        if row is not None and measured(again.get("mytriton")) is not None:
+            row.first, row.triton_first, row.rechecked = measured(again["mytriton"]), measured(again.get("triton")), True
 
 
 def check(paths: list[Path]) -> tuple[list[Row], set[str], list[str], list[str]]:

@@ -185,3 +185,13 @@ def test_of_a_part_run_twice_the_later_results_are_read(tmp_path, capsys):
     code, out = run(folder, capsys)
     assert code == 0, out
     assert "forms_bf16: in tf32-bf16-old.json and tf32-bf16.json; the later, tf32-bf16.json, is read" in out
+
+
+def test_values_that_are_not_measurements_count_as_no_result(tmp_path, capsys):
+    parts = passing()
+    parts["tf32-bf16"]["forms_bf16.json"] = results([form("offsets", "4096x4096x4096", "fast", 0.95),
+                                                     "not a row"])
+    parts["recheck"] = {"recheck_first_calls.json": {"rows": {"not": "a list"}}}
+    code, out = run(sweep(tmp_path / "out", parts), capsys)
+    assert code == 1
+    assert shortfalls(out) == ["short: forms_bf16: offsets f16 4096x4096x4096 128x128x64: no result"]
