@@ -144,6 +144,12 @@ class SourceTexts:
         """An IR header says ``file`` is the source whose text has ``digest``."""
         self._vouched[file] = digest
 
+    def forget(self, file: str) -> None:
+        """An IR header names ``file`` with no digest: which text it means is
+        unknown, so a text an earlier compile left in memory is not quoted."""
+        self._texts.pop(file, None)
+        self._vouched.pop(file, None)
+
     def line(self, file: str, line: int) -> str | None:
         expected = self._vouched.get(file)
         known = self._texts.get(file)

@@ -69,6 +69,15 @@ def test_header_without_a_digest_never_reads_the_file(tmp_path):
     assert LINE_9 not in rendered
 
 
+def test_header_without_a_digest_quotes_no_text_an_earlier_compile_left_in_memory(tmp_path):
+    # A notebook compiles kernel.py, then verifies IR written by hand whose header names a
+    # kernel.py too: which text that IR means is unknown, so neither text is quoted.
+    compile_text("import mytriton.language as tl\n" + ADD_SOURCE, "ast", file="kernel.py")
+    rendered = verify_error(ssa_naming("kernel.py", None))
+    assert rendered.splitlines()[0].startswith("kernel.py:9:15: error: invalid SSA")
+    assert rendered.splitlines()[1].startswith("note: in:")
+
+
 def test_file_changed_since_the_digest_is_not_quoted(tmp_path):
     source = tmp_path / "add.py"
     source.write_text(ADD_SOURCE.replace("mask = offsets < n", "mask = offsets < n  # edited"))

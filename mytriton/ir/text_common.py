@@ -374,6 +374,8 @@ class TextReader:
                                  token)
             self.source_digest = value
             SOURCES.vouch(file, value)
+        elif file != self.file:  # (the IR text's own lines, registered as it was read, stay)
+            SOURCES.forget(file)
         return Location(file, self.position(line, "line"), self.position(col, "column"))
 
     def position(self, token: lark.Token, what: str) -> int:
