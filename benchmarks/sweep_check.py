@@ -27,6 +27,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import speed_ratio  # noqa: E402
+
 FLOOR = 0.8  # no row below it
 TARGETS = (("att_", 0.85, "attention"), ("cfg_", 1.0, "config"), ("forms_", 0.9, "form"),
            ("grouped", 0.9, "grouped matmul"))
@@ -52,9 +55,9 @@ class Row:
 
     @property
     def speed(self) -> float | None:
-        if self.ours is None or self.theirs is None or self.target is None:
+        if self.target is None:
             return None
-        return self.theirs / self.ours if self.unit in ("ms", "s") else self.ours / self.theirs
+        return speed_ratio({"unit": self.unit, "mytriton": self.ours, "triton": self.theirs})
 
     def first_call_above(self) -> bool:
         """Whether our first call took longer than Triton's, where either built a kernel."""
@@ -121,7 +124,7 @@ def listed(value: object) -> list:
 
 def measured(value: object) -> float | None:
     """A measurement as a number, or None where the file holds none (a failed row writes null)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:  # (NaN too)
         return None
     return float(value)
 
