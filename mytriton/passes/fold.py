@@ -3,6 +3,7 @@
     %r = mul 4, 8 : i32                                =>  uses of %r read 32
     %r = add %x, 0 : i32                               =>  uses of %r read %x
     %r = where true, %a, %b : T                        =>  uses of %r read %a   (%a : T)
+    %r = cast %x, dtype=f32 : T                        =>  uses of %r read %x   (%x : T)
     %r = for %i in range(4, 2, 1) iter_args(%c = %x)   =>  uses of %r read %x   (zero trips)
     %r = if true { ops; yield %a } else { ... }        =>  ops (moved before it); uses of %r read %a
     %d = dot %a, %b, none; %r = add %x, %d             =>  %r = dot %a, %b, %x   (%d used once)
@@ -137,6 +138,11 @@ def _simplify(op: Op, t: Type) -> Operand | None:
     if op.name == "where" and isinstance(ops[0], Const):
         pick = ops[1] if ops[0].value else ops[2]
         return pick if isinstance(pick, Value) and pick.type == t else None
+    if op.name == "cast":
+        # ``acc.to(c_ptr.dtype.element_ty)`` on an f32 accumulator: kept, it stood between the dot's
+        # result and the layout change before the store, which then copied the accumulator
+        # through scratch without the padding and the vector reads planned for the cast's result.
+        return ops[0] if isinstance(ops[0], Value) and ops[0].type == t else None
     if op.name not in ("add", "sub", "mul"):
         return None
     pairs = [(ops[0], ops[1])] if op.name == "sub" else [(ops[0], ops[1]), (ops[1], ops[0])]
