@@ -147,6 +147,10 @@ class CudaEmitter:
         self.threads = 32 * kernel.num_warps
         self.ssa_names = ValueNames(kernel)
         self._use_counts: dict | None = None  # value -> its uses but wgmma_waits, when first asked
+        # The store the layout change being written feeds (block, store_fed_by), and whether
+        # convert_group wrote it in its own loop.
+        self.fed_store: Op | None = None
+        self.fed_store_written = False
         self.lang = CUDA  # every target spelling goes through it
         self.cnames: dict[Value, str] = {}
         self.storage: dict[Value, str] = Storage(self.ssa_names, kernel.loc)  # per-thread arrays; loop-carried locals
@@ -288,13 +292,7 @@ class CudaEmitter:
         no copy that would read its registers before their wait."""
         acc = op.operands[2] if len(op.operands) > 2 else None
         result = op.results[0]
-        if self._use_counts is None:
-            # (a wgmma_wait names the value it completes, but reads no register of it)
-            waits = [v for w in walk(self.kernel.body) if w.name == "wgmma_wait" for v in w.operands]
-            self._use_counts = use_counts(self.kernel.body)
-            for v in waits:
-                self._use_counts[v] -= 1
-        counts = self._use_counts
+        counts = self._uses()
         rescale = opdefs.lookup(acc.op.name) if isinstance(acc, OpResult) else None
         if rescale is not None and rescale.layout_rule == "elementwise" and rescale.pure and not acc.op.regions \
                 and counts.get(acc) == 1 and acc.type == result.type:
@@ -310,6 +308,16 @@ class CudaEmitter:
                 if yielded is not None and yielded.operands[acc.index - 1] is result:
                     return self.storage[acc]
         return None
+
+    def _uses(self) -> dict:
+        """Each value's uses but by wgmma_waits (a wait names the value it
+        completes, but reads no register of it)."""
+        if self._use_counts is None:
+            waits = [v for w in walk(self.kernel.body) if w.name == "wgmma_wait" for v in w.operands]
+            self._use_counts = use_counts(self.kernel.body)
+            for v in waits:
+                self._use_counts[v] -= 1
+        return self._use_counts
 
     def uses_wgmma(self) -> bool:
         return any(isinstance(r.type, BlockType) and isinstance(r.type.layout, Mma) and r.type.layout.version == 3
@@ -401,7 +409,11 @@ class CudaEmitter:
     # ---- blocks ------------------------------------------------------------------------------------
     def block(self, groups: list[Group]) -> None:
         outer = self.statement
-        for group in groups:
+        written: Group | None = None  # a store written in the loop of the layout change before it
+        for group, following in zip(groups, [*groups[1:], None]):
+            if group is written:
+                continue
+            self.fed_store, self.fed_store_written = self.store_fed_by(group, following), False
             self.late = group.ops[0] in self.late_ops
             # A statement's lines come from its op's Python line (a group of
             # several ops: the first that has one; tile_group refines that).
@@ -411,8 +423,10 @@ class CudaEmitter:
                 for value in self.approximations_to_hold(group):
                     self.hold_in_registers(value, group.ops[0])
                 renderer_of(group)(self, group)
-                self.rendered.update(group.ops)
-                for value in self.accumulations_ready(group.ops):
+                written = following if self.fed_store_written else None
+                done = group.ops + (written.ops if written is not None else [])
+                self.rendered.update(done)
+                for value in self.accumulations_ready(done):
                     self.hold_in_registers(value, group.ops[0], "as soon as the results it combines are")
         self.begin_statement(outer)
 
@@ -611,11 +625,26 @@ class CudaEmitter:
             base, _, index = expr.partition("[")
             # From this thread's first element (``_read``): by ld.shared at its 32-bit
             # shared address, as the writes go (stage_shared).
-            load = self.lang.shared_load(f"&{storage}[k]", f"{base}_at + (unsigned)({index[:-1]}) * "
+            store = self.fed_store if self.fed_store is not None and self.fed_store.attrs.get("vector") == run \
+                else None
+            # Fed to its store: each run goes from scratch to memory through one word, and no
+            # array of all the slots is kept (NVVM spent a fifth of a TF32 matmul's build on it).
+            target = f"&{storage}_run" if store is not None else f"&{storage}[k]"
+            load = self.lang.shared_load(target, f"{base}_at + (unsigned)({index[:-1]}) * "
                                          f"{element_bytes(op.results[0].type)}", nbytes) \
                 if base.endswith("_read") else None
-            loop.lines.append(load or self.lang.vector_copy(f'&{storage}[k]', f'&{expr}', nbytes))
+            if store is not None:
+                loop.lines.append(f"{self.lang.vector_words[nbytes]} {storage}_run;")
+            loop.lines.append(load or self.lang.vector_copy(target, f'&{expr}', nbytes))
             loop.step = run
+            if store is not None:
+                with self.out.at(source_line(store)):
+                    self.store_run(store, loop, f"{storage}_run", nbytes)
+                self.fed_store_written = True
+                self.close_loop(loop, f"{op.name}{self.where(op).replace('  // ' + op.name, '')} into "
+                                      f"{self.parent_name(group.domain.parent)}, then the{self.where(store).replace('  //', '')} "
+                                      f"({group.domain.slots} slot(s) per thread, {run} at a time)")
+                return
             declare = self.lang.vector_buffer(c_element(op.results[0].type), storage, group.domain.slots)
         else:
             loop.lines.append(f"{storage}[k] = {expr};")
@@ -623,6 +652,33 @@ class CudaEmitter:
         self.close_loop(loop, f"{op.name}{self.where(op).replace('  // ' + op.name, '')} into "
                               f"{self.parent_name(group.domain.parent)} ({group.domain.slots} slot(s) per thread)",
                         [declare])
+
+    def store_fed_by(self, group: Group, following: Group | None) -> Op | None:
+        """The store that ``group``, a layout change, feeds as the statement
+        right after it, written in the layout change's loop: the store's only
+        op, over the same slots, of the changed tile itself (used nowhere
+        else) in its own element type, moving as many elements at once as
+        the change reads from scratch (``convert_group`` checks the run)."""
+        if group.kind != "convert" or following is None or following.kind != "tile" or len(following.ops) != 1:
+            return None
+        (op,), (store,) = group.ops, following.ops
+        result = op.results[0]
+        if op.name in opdefs.REMAPS or store.name != "store" or "vector" not in store.attrs \
+                or store.operands[1] is not result or following.domain != group.domain:
+            return None
+        if element_of(store.operands[0].type).pointee != element_of(result.type) or result in self.held:
+            return None
+        if self._uses().get(result) != 1 or self.approximations_to_hold(following):
+            return None
+        return store
+
+    def store_run(self, store: Op, loop: SlotLoop, word: str, nbytes: int) -> None:
+        """``store`` of the run that starts at ``loop``'s slot (the layouts stage
+        proved it contiguous, aligned and under one mask value) from ``word``."""
+        ptr, _, mask = (loop.value(o, loop.coords()) for o in store.operands)
+        conditions = [c for c in (loop.owner(), mask and as_type(mask, BOOL)) if c]
+        write = self.lang.vector_copy(ptr.expr, f"&{word}", nbytes)
+        loop.lines.append(f"if ({' && '.join(conditions)}) {write}" if conditions else write)
 
     def scratch_run(self, op: Op, loop: SlotLoop) -> int:
         """The elements a thread reads at once from a ``convert_layout``'s
