@@ -133,7 +133,8 @@ def test_an_aligned_epilogue_is_exchanged_through_shared_memory_and_stored_16_by
     assert " = convert_layout " in lines[store - 1] and "#blocked" in lines[store - 1]
     assert ", vector=4 @" in lines[store]
     cuda = matmul_at("cuda", ALIGNED_MATMUL, arch)
-    assert "= *reinterpret_cast<uint4*>(w1_st);" in cuda  # 16 bytes: four f32
+    # 16 bytes: four f32, stored as the exchange reads them (the store is written in its loop)
+    assert re.search(r"\*reinterpret_cast<uint4\*>\(v\d+\) = \*reinterpret_cast<const uint4\*>\(&t\d+_run\);", cuda)
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
@@ -141,11 +142,12 @@ def test_the_exchange_writes_each_fragment_pair_and_reads_each_run_at_once(arch)
     cuda = matmul_at("cuda", ALIGNED_MATMUL, arch)
     # f32: a pair of adjacent columns is 8 bytes; a thread's run of 4 along a row 16. Each loop
     # visits the slots it moves from: every second, every fourth (NVVM unrolls no slot between).
-    # Both by st.shared / ld.shared at the 32-bit shared address of the thread's first element.
+    # Both by st.shared / ld.shared at the 32-bit shared address of the thread's first element;
+    # each run read into one word, which the store the exchange feeds then writes.
     assert re.search(r"for \(int k = 0; k < \d+; k \+= 2\) \{\n\s*asm volatile\(\"st\.shared\.v2\.f32 \[%0\], \{%1, %2\};\" "
                      r":: \"r\"\(s\d+_write_at \+ .*\"f\"\(t\d+\[k\]\), \"f\"\(t\d+\[k \+ 1\]\) : \"memory\"\);", cuda)
-    assert re.search(r"for \(int k = 0; k < \d+; k \+= 4\) \{\n\s*\{ uint4 w; asm volatile\(\"ld\.shared\.v4\.b32 "
-                     r"\{%0, %1, %2, %3\}, \[%4\];\" .* : \"r\"\(s\d+_read_at \+ .*\*reinterpret_cast<uint4\*>\(&t\d+\[k\]\) = w; \}", cuda)
+    assert re.search(r"for \(int k = 0; k < \d+; k \+= 4\) \{\n(?:.*\n)*?\s*uint4 t\d+_run;\n\s*\{ uint4 w; asm volatile\(\"ld\.shared\.v4\.b32 "
+                     r"\{%0, %1, %2, %3\}, \[%4\];\" .* : \"r\"\(s\d+_read_at \+ .*\*reinterpret_cast<uint4\*>\(&t\d+_run\) = w; \}", cuda)
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
