@@ -79,13 +79,18 @@ class Row:
         return misses
 
 
-def triton_first_call(row: dict) -> float | None:
-    """Triton's first call, under whichever name the script gave it (matmul.py: triton_tf32_first_call_s)."""
+def triton_first_call(row: dict, precision: object = None) -> float | None:
+    """Triton's first call, under whichever name the script gave it (matmul.py: triton_tf32_first_call_s).
+    matmul.py times an f16 config under both of Triton's f32 precisions, and compares ours with
+    the one it was given (``--precision``, exact f32 when none), so that one's first call counts."""
     if row.get("triton_first_call_s") is not None:
         return row["triton_first_call_s"]
-    named = [value for key, value in row.items()
-             if key.startswith("triton_") and key.endswith("_first_call_s") and value is not None]
-    return named[0] if len(named) == 1 else None
+    named = {key: value for key, value in row.items()
+             if key.startswith("triton_") and key.endswith("_first_call_s") and value is not None}
+    chosen = f"triton_{precision if isinstance(precision, str) and precision else 'ieee'}_first_call_s"
+    if len(named) > 1 and chosen in named:
+        return named[chosen]
+    return next(iter(named.values())) if len(named) == 1 else None
 
 
 def documents(paths: list[Path]) -> tuple[dict[str, dict], list[str]]:
@@ -131,6 +136,8 @@ def measured(value: object) -> float | None:
 
 def rows_of(name: str, document: dict) -> list[Row]:
     target = next((value for prefix, value, _ in TARGETS if name.startswith(prefix)), None)
+    options = document.get("options")
+    precision = options.get("precision") if isinstance(options, dict) else None
     rows = []
     for row in listed(document.get("rows")):
         if not isinstance(row, dict) or "case" not in row:
@@ -140,7 +147,7 @@ def rows_of(name: str, document: dict) -> list[Row]:
         rows.append(Row(name, str(row["case"]), str(row.get("unit", "")), measured(row.get("mytriton")),
                         measured(row.get("triton")), None if only_first else target,
                         measured(row.get("mytriton") if only_first else row.get("first_call_s")),
-                        measured(row.get("triton") if only_first else triton_first_call(row)), key))
+                        measured(row.get("triton") if only_first else triton_first_call(row, precision)), key))
     return rows
 
 

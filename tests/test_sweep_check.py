@@ -195,3 +195,17 @@ def test_values_that_are_not_measurements_count_as_no_result(tmp_path, capsys):
     code, out = run(sweep(tmp_path / "out", parts), capsys)
     assert code == 1
     assert shortfalls(out) == ["short: forms_bf16: offsets f16 4096x4096x4096 128x128x64: no result"]
+
+
+def test_an_f16_configs_first_call_is_compared_with_tritons_under_the_precision_it_ran(tmp_path, capsys):
+    # matmul.py times an f16 config under both of Triton's f32 precisions; the row's speed and
+    # first call are those of the one it was given (--precision, exact f32 when none).
+    parts = passing()
+    document = results([{"case": "f16 4096 64x64x32", "unit": "TFLOP/s", "mytriton": 290.0, "triton": 282.0,
+                         "first_call_s": 0.5, "triton_ieee_first_call_s": 1.1, "triton_tf32_first_call_s": 0.2}])
+    parts["configs"] = {"cfg_f16_64x64x32.json": document}
+    code, out = run(sweep(tmp_path / "none", parts), capsys)
+    assert code == 0 and "0.5 / 1.1" in out
+    document["options"] = {"precision": "tf32"}
+    code, out = run(sweep(tmp_path / "tf32", parts), capsys)
+    assert code == 1 and shortfalls(out) == ["short: cfg_f16_64x64x32: f16 4096 64x64x32: first call 0.50 s against Triton's 0.20 s"]
