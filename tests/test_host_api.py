@@ -504,6 +504,30 @@ def test_do_bench_flushes_the_cache_and_clears_grads_before_each_timed_call(monk
     assert len(timed) >= 2 and timed == ["flush", ("call", None)] * (len(timed) // 2)
 
 
+def test_do_bench_counts_the_flush_in_its_estimate_as_triton_does(monkeypatch):
+    # Triton's do_bench estimates one call as five (flush, call) pairs over five, and times
+    # rep / estimate calls. Leaving the flush out times a short kernel 20 times as often as
+    # Triton, each after a flush: an autotuner's configs take seconds each where Triton's
+    # take a tenth of one (Liger's dyt: past pytest's timeout with 15 workers on one GPU).
+    import time
+
+    import mytriton.testing as testing
+
+    timed_calls = []
+
+    class SlowFlush(testing._WallClock):
+        def flush(self) -> None:
+            time.sleep(0.004)
+
+        def timed(self, fn, times, before=lambda: None):
+            timed_calls.append(times)
+            return super().timed(fn, times, before)
+
+    monkeypatch.setattr(testing, "_timer", SlowFlush)
+    testing.do_bench(lambda: None, warmup=1, rep=20)
+    assert timed_calls and timed_calls[-1] <= 5  # about 20 ms / 4 ms, not 20 ms / (a no-op's time)
+
+
 def test_do_bench_cudagraph_needs_the_gpu_and_says_so(monkeypatch):
     from mytriton.testing import do_bench_cudagraph
 
