@@ -162,7 +162,7 @@ def headers_row() -> Row:
     from mytriton.backends.cuda.spelling import CudaLanguage
     from mytriton.diagnostics import CompileError
 
-    includes = [*CudaLanguage.half_includes, *CudaLanguage.includes]
+    includes = list(CudaLanguage.includes)
     names = ", ".join(line.split("<")[1].rstrip(">") for line in includes)
     try:
         nvcc = find_nvcc()

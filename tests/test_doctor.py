@@ -87,7 +87,7 @@ def test_doctor_reports_nvccs_path_and_release():
 
 @pytest.mark.nvcc
 def test_doctor_checks_that_nvcc_finds_the_headers_generated_code_includes():
-    assert doctor()["headers"] == "cuda_fp16.h, cuda_bf16.h, math_constants.h found by nvcc, host compiler runs"
+    assert doctor()["headers"] == "math_constants.h found by nvcc, host compiler runs"
 
 
 def test_doctor_builds_nothing_unless_asked():
@@ -119,11 +119,11 @@ def test_doctor_names_the_header_a_toolkit_lacks(tmp_path, monkeypatch):
     own error, and what to install."""
     fake = tmp_path / "nvcc"
     fake.write_text("#!/bin/sh\ncat > /dev/null\n"
-                    "echo '<stdin>:1:10: fatal error: cuda_fp16.h: No such file or directory' >&2\nexit 1\n")
+                    "echo '<stdin>:1:10: fatal error: math_constants.h: No such file or directory' >&2\nexit 1\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     headers = doctor()["headers"]
-    assert "fatal error: cuda_fp16.h: No such file or directory" in headers
+    assert "fatal error: math_constants.h: No such file or directory" in headers
     assert "cuda-cudart-dev" in headers
 
 

@@ -217,7 +217,7 @@ def test_a_dot_of_f16_tiles_off_the_tensor_cores_reads_one_value_at_a_time_and_b
                         num_warps=8, defines={"BM": 16, "BN": 16, "BK": 16}, num_stages=1)
     assert "mma.sync" not in cuda
     assert "reinterpret_cast<const" not in cuda  # no vector reads (the buffers are views of smem)
-    assert "(float)(shared_dot_a0[" in cuda
+    assert "__half2float(shared_dot_a0[" in cuda
     assert ".entry matmul_kernel" in compile_ptx(cuda, "sm_90")
 
 

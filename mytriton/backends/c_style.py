@@ -39,7 +39,6 @@ class CStyleLanguage:
     unroll = "#pragma unroll"
     includes: tuple[str, ...] = ()
     helpers: dict[str, str] = {}  # name -> definition of a function generated code may call
-    half_includes: tuple[str, ...] = ()
 
     # The math group's functions (tl.<name>) by op name on f32 and f64; {0}
     # is the operand. Spelled in ir/math_functions.py, one row per function.
@@ -202,9 +201,10 @@ class CStyleLanguage:
         if source == target:
             return expr
         if target in (F16, BF16):
-            return self.from_float(f"(float)({expr})", target)
+            return self.from_float(self.to_float(expr, source) if source in (F16, BF16) else f"(float)({expr})",
+                                   target)
         if source in (F16, BF16):
-            expr = f"(float)({expr})"
+            expr = self.to_float(expr, source)
             if target == F32:
                 return expr
         if target == BOOL:
@@ -221,5 +221,5 @@ class CStyleLanguage:
         return [*self.includes_for_halves(present & {F16, BF16}), *self.includes]
 
     def includes_for_halves(self, halves: set[ScalarType]) -> tuple[str, ...]:
-        """The half_includes a kernel with values of ``halves`` (f16, bf16) needs."""
-        return self.half_includes if halves else ()
+        """What a kernel with values of ``halves`` (f16, bf16) needs before its own code: none here."""
+        return ()

@@ -2,7 +2,8 @@
 parameter names that would clash with them are renamed in the C.
 
 Generated with nvcc 13 from a file that includes what emitted code includes
-(cuda_fp16.h, cuda_bf16.h, math_constants.h, and the cuda_runtime.h nvcc adds):
+(cuda_fp16.h, cuda_bf16.h, math_constants.h, and the cuda_runtime.h nvcc adds;
+generated code now defines f16 and bf16 itself, halves.py, but their names stay reserved):
 ``MACROS`` are the macro names ``nvcc -E -Xcompiler -dM`` lists, ``FUNCTIONS``
 every identifier followed by ``(`` in ``nvcc -E`` output (a superset: renaming
 a kernel needlessly costs only a symbol in the JSON header). Names that start

@@ -15,7 +15,7 @@ Where libnvrtc is looked for, first found wins:
 - The toolkit beside nvcc (``../lib64``, ``../targets/x86_64-linux/lib``),
   ``$CUDA_HOME`` and ``$CUDA_PATH``, ``/usr/local/cuda``.
 
-The headers (``cuda_fp16.h``, ``cuda_bf16.h``, ``math_constants.h``): the
+The header (``math_constants.h``; f16 and bf16 are the kernel's own, halves.py): the
 include folder beside the library, beside nvcc, in ``$CUDA_HOME``,
 ``$CUDA_PATH``, the ``nvidia`` pip packages (nvidia-cuda-runtime,
 cuda-toolkit) or ``/usr/local/cuda``.
@@ -48,7 +48,7 @@ from mytriton.diagnostics import CompileError
 
 ENV = "MYTRITON_NVRTC"
 # The headers the emitted CUDA includes (spelling.py): an include folder without them is not the toolkit's.
-HEADERS = ("cuda_fp16.h", "cuda_bf16.h", "math_constants.h")
+HEADERS = ("math_constants.h",)
 # What the generated CUDA takes from the host's C library through nvcc (its host compiler's
 # <math.h>), which NVRTC does not read: INFINITY and NAN, with glibc's values, usable in
 # constant expressions as glibc's are. Put before the source's first line, whose numbering it
