@@ -26,7 +26,7 @@ def shuffles(ctype: str) -> str:
     lines = []
     for name, lane in (("__shfl_sync", "int lane"), ("__shfl_up_sync", "unsigned int lane"),
                        ("__shfl_down_sync", "unsigned int lane"), ("__shfl_xor_sync", "int lane")):
-        lines.append(f"static __device__ __forceinline__ {ctype} {name}(unsigned int mask, {ctype} v, {lane}, "
+        lines.append(f"[[maybe_unused]] static __device__ __forceinline__ {ctype} {name}(unsigned int mask, {ctype} v, {lane}, "
                      f"int width = 32) {{\n"
                      f"  {ctype} r; r.__x = (unsigned short){name}(mask, (unsigned int)v.__x, lane, width); "
                      f"return r;\n}}")
@@ -38,24 +38,24 @@ def shuffles(ctype: str) -> str:
 F16 = r"""// f16 as the kernel uses it (what cuda_fp16.h's device code does, without reading its 9,000 lines)
 struct __align__(2) __half { unsigned short __x; };
 struct __align__(4) __half2 { __half x, y; };
-static __device__ __forceinline__ __half __ushort_as_half(unsigned short bits) { __half h; h.__x = bits; return h; }
-static __device__ __forceinline__ unsigned short __half_as_ushort(__half h) { return h.__x; }
-static __device__ __forceinline__ __half __float2half(float f) {
+[[maybe_unused]] static __device__ __forceinline__ __half __ushort_as_half(unsigned short bits) { __half h; h.__x = bits; return h; }
+[[maybe_unused]] static __device__ __forceinline__ unsigned short __half_as_ushort(__half h) { return h.__x; }
+[[maybe_unused]] static __device__ __forceinline__ __half __float2half(float f) {
   __half h; asm("{  cvt.rn.f16.f32 %0, %1;}\n" : "=h"(h.__x) : "f"(f)); return h;
 }
-static __device__ __forceinline__ float __half2float(__half h) {
+[[maybe_unused]] static __device__ __forceinline__ float __half2float(__half h) {
   float f; asm("{  cvt.f32.f16 %0, %1;}\n" : "=f"(f) : "h"(h.__x)); return f;
 }
-static __device__ __forceinline__ __half2 __halves2half2(__half x, __half y) { __half2 p; p.x = x; p.y = y; return p; }
+[[maybe_unused]] static __device__ __forceinline__ __half2 __halves2half2(__half x, __half y) { __half2 p; p.x = x; p.y = y; return p; }
 #define MYTRITON_F16_OP(name, op) \
-  static __device__ __forceinline__ __half name(__half a, __half b) { \
+  [[maybe_unused]] static __device__ __forceinline__ __half name(__half a, __half b) { \
     __half r; asm("{" op " %0,%1,%2;\n}" : "=h"(r.__x) : "h"(a.__x), "h"(b.__x)); return r; }
 MYTRITON_F16_OP(__hadd_rn, "add.rn.f16")
 MYTRITON_F16_OP(__hsub_rn, "sub.rn.f16")
 MYTRITON_F16_OP(__hmul_rn, "mul.rn.f16")
 #undef MYTRITON_F16_OP
-#if __CUDA_ARCH__ >= 700
-static __device__ __forceinline__ __half atomicAdd(__half* p, __half v) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 700  // nvcc's host pass reads the kernel too
+[[maybe_unused]] static __device__ __forceinline__ __half atomicAdd(__half* p, __half v) {
   __half old; asm volatile("{ atom.add.noftz.f16 %0,[%1],%2; }\n" : "=h"(old.__x) : "l"(p), "h"(v.__x) : "memory");
   return old;
 }
@@ -68,14 +68,14 @@ static __device__ __forceinline__ __half atomicAdd(__half* p, __half v) {
 BF16 = r"""// bf16 as the kernel uses it (what cuda_bf16.h's device code does, without reading its 9,000 lines)
 struct __align__(2) __nv_bfloat16 { unsigned short __x; };
 struct __align__(4) __nv_bfloat162 { __nv_bfloat16 x, y; };
-static __device__ __forceinline__ __nv_bfloat16 __ushort_as_bfloat16(unsigned short bits) {
+[[maybe_unused]] static __device__ __forceinline__ __nv_bfloat16 __ushort_as_bfloat16(unsigned short bits) {
   __nv_bfloat16 h; h.__x = bits; return h;
 }
-static __device__ __forceinline__ unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.__x; }
-static __device__ __forceinline__ __nv_bfloat162 __halves2bfloat162(__nv_bfloat16 x, __nv_bfloat16 y) {
+[[maybe_unused]] static __device__ __forceinline__ unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.__x; }
+[[maybe_unused]] static __device__ __forceinline__ __nv_bfloat162 __halves2bfloat162(__nv_bfloat16 x, __nv_bfloat16 y) {
   __nv_bfloat162 p; p.x = x; p.y = y; return p;
 }
-static __device__ __forceinline__ float __bfloat162float(__nv_bfloat16 h) {
+[[maybe_unused]] static __device__ __forceinline__ float __bfloat162float(__nv_bfloat16 h) {
   float f;
 #if __CUDA_ARCH__ >= 900
   asm("{ cvt.f32.bf16 %0, %1;}\n" : "=f"(f) : "h"(h.__x));
@@ -86,7 +86,7 @@ static __device__ __forceinline__ float __bfloat162float(__nv_bfloat16 h) {
 #endif
   return f;
 }
-static __device__ __forceinline__ __nv_bfloat16 __float2bfloat16(float f) {
+[[maybe_unused]] static __device__ __forceinline__ __nv_bfloat16 __float2bfloat16(float f) {
   __nv_bfloat16 h;
 #if __CUDA_ARCH__ >= 800
   asm("{  cvt.rn.bf16.f32 %0, %1;}\n" : "=h"(h.__x) : "f"(f));
@@ -99,22 +99,22 @@ static __device__ __forceinline__ __nv_bfloat16 __float2bfloat16(float f) {
 }
 #if __CUDA_ARCH__ >= 900
 #define MYTRITON_BF16_OP(name, op, sm80, fallback) \
-  static __device__ __forceinline__ __nv_bfloat16 name(__nv_bfloat16 a, __nv_bfloat16 b) { \
+  [[maybe_unused]] static __device__ __forceinline__ __nv_bfloat16 name(__nv_bfloat16 a, __nv_bfloat16 b) { \
     __nv_bfloat16 r; asm("{ " op " %0,%1,%2; }\n" : "=h"(r.__x) : "h"(a.__x), "h"(b.__x)); return r; }
 #elif __CUDA_ARCH__ >= 800
 #define MYTRITON_BF16_OP(name, op, sm80, fallback) \
-  static __device__ __forceinline__ __nv_bfloat16 name(__nv_bfloat16 a, __nv_bfloat16 b) { \
+  [[maybe_unused]] static __device__ __forceinline__ __nv_bfloat16 name(__nv_bfloat16 a, __nv_bfloat16 b) { \
     __nv_bfloat16 r; asm(sm80 : "=h"(r.__x) : "h"(a.__x), "h"(b.__x)); return r; }
 #else
 #define MYTRITON_BF16_OP(name, op, sm80, fallback) \
-  static __device__ __forceinline__ __nv_bfloat16 name(__nv_bfloat16 a, __nv_bfloat16 b) { \
+  [[maybe_unused]] static __device__ __forceinline__ __nv_bfloat16 name(__nv_bfloat16 a, __nv_bfloat16 b) { \
     return __float2bfloat16(__bfloat162float(a) fallback __bfloat162float(b)); }
 #endif
 MYTRITON_BF16_OP(__hadd_rn, "add.rn.bf16", "{.reg .b16 c;\n  mov.b16 c, 0x3f80U;\n  fma.rn.bf16 %0,%1,c,%2;}\n", +)
 MYTRITON_BF16_OP(__hsub_rn, "sub.rn.bf16", "{.reg .b16 c;\n  mov.b16 c, 0xbf80U;\n  fma.rn.bf16 %0,%2,c,%1;}\n", -)
 MYTRITON_BF16_OP(__hmul_rn, "mul.rn.bf16", "{.reg .b16 c;\n  mov.b16 c, 0x8000U;\n  fma.rn.bf16 %0,%1,%2,c;}\n", *)
 #undef MYTRITON_BF16_OP
-static __device__ __forceinline__ __nv_bfloat16 atomicAdd(__nv_bfloat16* p, __nv_bfloat16 v) {
+[[maybe_unused]] static __device__ __forceinline__ __nv_bfloat16 atomicAdd(__nv_bfloat16* p, __nv_bfloat16 v) {
 #if __CUDA_ARCH__ >= 900
   __nv_bfloat16 old; asm volatile("{ atom.add.noftz.bf16 %0,[%1],%2; }\n" : "=h"(old.__x) : "l"(p), "h"(v.__x) : "memory");
   return old;
