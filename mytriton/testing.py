@@ -39,13 +39,6 @@ class _WallClock:
             out.append((time.perf_counter() - start) * 1e3)
         return out
 
-    def span(self, fn: Callable[[], Any], times: int, before: Callable[[], None]) -> float:
-        start = time.perf_counter()
-        for _ in range(times):
-            before()
-            fn()
-        return (time.perf_counter() - start) * 1e3
-
 
 class _TorchEvents:
     def __init__(self, torch: Any) -> None:
@@ -71,17 +64,6 @@ class _TorchEvents:
             end.record()
         cuda.synchronize()
         return [s.elapsed_time(e) for s, e in zip(starts, ends)]
-
-    def span(self, fn: Callable[[], Any], times: int, before: Callable[[], None]) -> float:
-        cuda = self.torch.cuda
-        start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(times):
-            before()
-            fn()
-        end.record()
-        cuda.synchronize()
-        return start.elapsed_time(end)
 
 
 class _DriverEvents:
@@ -130,14 +112,6 @@ class _DriverEvents:
                 for pair in events:
                     for event in pair:
                         drv.destroy_event(event)
-
-    def span(self, fn: Callable[[], Any], times: int, before: Callable[[], None]) -> float:
-        def loop() -> None:
-            for _ in range(times):
-                before()
-                fn()
-
-        return self.timed(loop, 1)[0]  # one pair of events around the whole loop
 
 
 def _timer() -> Any:
@@ -265,7 +239,12 @@ def _timed_runs(timer: Any, fn: Callable[[], Any], warmup: float, rep: float,
     timer.synchronize()
     # An estimate of one call from five, each after a flush that it counts, as Triton's: the flush is
     # what a timed call costs the GPU for a short kernel (without it, 20 times the calls of Triton's).
-    estimate = max(timer.span(fn, 5, timer.flush) / 5, 1e-6)
+    def five() -> None:
+        for _ in range(5):
+            timer.flush()
+            fn()
+
+    estimate = max(timer.timed(five, 1)[0] / 5, 1e-6)  # one timing (one pair of events) around all five
     n_warmup = max(1, int(warmup / estimate))
     n_repeat = max(1, int(rep / estimate))
     for _ in range(n_warmup):
