@@ -153,32 +153,32 @@ def build_row(arch: str = "sm_90") -> Row:
 
 
 def headers_row() -> Row:
-    """Whether nvcc finds the headers generated code includes (a toolkit
-    without its runtime headers builds nothing) and its host compiler runs:
-    ``nvcc -E`` of exactly those includes, its first error where it fails."""
+    """Generated code includes no header, so NVRTC needs none; nvcc still
+    puts its own ``cuda_runtime.h`` before every .cu file and runs its host
+    compiler on it (a toolkit without its runtime headers, or without a host
+    compiler, builds nothing): ``nvcc -E`` of an empty CUDA file, its first
+    error where it fails."""
     import subprocess
 
     from mytriton.backends.cuda.nvcc import find_nvcc
-    from mytriton.backends.cuda.spelling import CudaLanguage
     from mytriton.diagnostics import CompileError
 
-    includes = list(CudaLanguage.includes)
-    names = ", ".join(line.split("<")[1].rstrip(">") for line in includes)
     try:
         nvcc = find_nvcc()
     except CompileError:
-        return "headers", f"not checked (no nvcc): generated code includes {names}"
+        return "headers", "generated code includes none; no nvcc to check"
     try:
-        done = subprocess.run([nvcc, "-E", "-x", "cu", "-o", os.devnull, "-"], input="\n".join(includes) + "\n",
+        done = subprocess.run([nvcc, "-E", "-x", "cu", "-o", os.devnull, "-"], input="",
                               capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.SubprocessError) as err:
         return "headers", f"cannot run {nvcc} -E: {err}"
     if done.returncode != 0:
         errors = [line.strip() for line in (done.stderr + done.stdout).splitlines() if "error" in line.lower()]
         first = errors[0] if errors else (done.stderr.strip().splitlines() or ["no message"])[0]
-        return "headers", (f"nvcc cannot preprocess generated code's includes ({names}): {first}; install the "
-                           "toolkit's runtime headers (cuda-cudart-dev) and a C++ compiler nvcc supports")
-    return "headers", f"{names} found by nvcc, host compiler runs"
+        return "headers", (f"generated code includes none, but nvcc cannot preprocess an empty CUDA file: {first}; "
+                           "install the toolkit's runtime headers (cuda-cudart-dev) and a C++ compiler nvcc "
+                           "supports, or NVRTC (pip install nvidia-cuda-nvrtc)")
+    return "headers", "generated code includes none; nvcc finds its cuda_runtime.h, host compiler runs"
 
 
 def gpu_rows() -> list[Row]:

@@ -86,8 +86,8 @@ def test_doctor_reports_nvccs_path_and_release():
 
 
 @pytest.mark.nvcc
-def test_doctor_checks_that_nvcc_finds_the_headers_generated_code_includes():
-    assert doctor()["headers"] == "math_constants.h found by nvcc, host compiler runs"
+def test_doctor_says_generated_code_includes_no_header_and_checks_nvccs_own():
+    assert doctor()["headers"] == "generated code includes none; nvcc finds its cuda_runtime.h, host compiler runs"
 
 
 def test_doctor_builds_nothing_unless_asked():
@@ -119,12 +119,22 @@ def test_doctor_names_the_header_a_toolkit_lacks(tmp_path, monkeypatch):
     own error, and what to install."""
     fake = tmp_path / "nvcc"
     fake.write_text("#!/bin/sh\ncat > /dev/null\n"
-                    "echo '<stdin>:1:10: fatal error: math_constants.h: No such file or directory' >&2\nexit 1\n")
+                    "echo '<command-line>: fatal error: cuda_runtime.h: No such file or directory' >&2\nexit 1\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     headers = doctor()["headers"]
-    assert "fatal error: math_constants.h: No such file or directory" in headers
+    assert "fatal error: cuda_runtime.h: No such file or directory" in headers
     assert "cuda-cudart-dev" in headers
+
+
+def test_doctor_without_nvcc_still_says_generated_code_includes_no_header(monkeypatch):
+    from mytriton.backends.cuda import nvcc
+
+    def missing():
+        raise CompileError("nvcc not found")
+
+    monkeypatch.setattr(nvcc, "find_nvcc", missing)
+    assert doctor()["headers"] == "generated code includes none; no nvcc to check"
 
 
 @pytest.mark.gpu

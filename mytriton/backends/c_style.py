@@ -37,7 +37,6 @@ class CStyleLanguage:
     barrier = "barrier();"
     shared_prefix = "__local"
     unroll = "#pragma unroll"
-    includes: tuple[str, ...] = ()
     helpers: dict[str, str] = {}  # name -> definition of a function generated code may call
 
     # The math group's functions (tl.<name>) by op name on f32 and f64; {0}
@@ -212,13 +211,14 @@ class CStyleLanguage:
         return f"({self.scalar_type(target)})({expr})"
 
     def headers(self, types: list[Type]) -> list[str]:
-        """The ``#include`` lines a kernel whose values have ``types`` needs."""
+        """What a kernel whose values have ``types`` needs before its own code:
+        the definitions of the half types it uses (generated code includes no header)."""
         def scalar(t: Type) -> object:
             e = element_of(t)
             return e.pointee if isinstance(e, PointerType) else e
 
         present = {scalar(t) for t in types}
-        return [*self.includes_for_halves(present & {F16, BF16}), *self.includes]
+        return list(self.includes_for_halves(present & {F16, BF16}))
 
     def includes_for_halves(self, halves: set[ScalarType]) -> tuple[str, ...]:
         """What a kernel with values of ``halves`` (f16, bf16) needs before its own code: none here."""

@@ -1,9 +1,11 @@
-"""Names the headers of generated CUDA declare or define, so that kernel and
-parameter names that would clash with them are renamed in the C.
+"""Names the headers around generated CUDA declare or define, so that kernel
+and parameter names that would clash with them are renamed in the C.
 
-Generated with nvcc 13 from a file that includes what emitted code includes
-(cuda_fp16.h, cuda_bf16.h, math_constants.h, and the cuda_runtime.h nvcc adds;
-generated code now defines f16 and bf16 itself, halves.py, but their names stay reserved):
+Generated with nvcc 13 from a file that included what emitted code then
+included (cuda_fp16.h, cuda_bf16.h, math_constants.h) and the cuda_runtime.h
+nvcc adds to every file. Generated code now includes no header (f16 and bf16
+are defined in its own text, halves.py), but all these names stay reserved:
+nvcc still adds cuda_runtime.h, and the others cost little (below).
 ``MACROS`` are the macro names ``nvcc -E -Xcompiler -dM`` lists, ``FUNCTIONS``
 every identifier followed by ``(`` in ``nvcc -E`` output (a superset: renaming
 a kernel needlessly costs only a symbol in the JSON header). Names that start

@@ -61,7 +61,6 @@ class CudaLanguage(CStyleLanguage):
     thread_id = "threadIdx.x"
     barrier = "__syncthreads();"
     shared_prefix = "__shared__ __align__(16)"
-    includes = ("#include <math_constants.h>",)
 
     def includes_for_halves(self, halves: set[ScalarType]) -> tuple[str, ...]:
         # The kernel's own definitions, not cuda_fp16.h and cuda_bf16.h: NVRTC reads those
