@@ -77,8 +77,8 @@ def nvcc_row() -> Row:
 
 
 def nvrtc_row() -> Row:
-    """Whether builds run in-process through NVRTC (and with which library
-    and headers), or why nvcc builds them."""
+    """Whether builds run in-process through NVRTC (and with which library),
+    or why nvcc builds them."""
     from mytriton.backends.cuda.nvrtc import find
     from mytriton.runtime.driver_api import driver_version
 
@@ -86,7 +86,7 @@ def nvrtc_row() -> Row:
     if found is None:
         return "nvrtc", f"not used ({why}): nvcc builds"
     major, minor = found.version
-    text = f"{why}, NVRTC {major}.{minor}, headers in {found.include}"
+    text = f"{why}, NVRTC {major}.{minor}"
     version = driver_version()
     if version is not None and found.version_number > version:
         return "nvrtc", (f"{text}: newer than the driver (CUDA {version // 1000}.{version % 1000 // 10}), "

@@ -123,7 +123,7 @@ def tmp_kernel(tmp_path):
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the marks this adds
 def pytest_collection_modifyitems(config, items):
     """GPU tests run only where the CUDA driver sees a device; nvcc tests only where nvcc is, and
-    nvrtc tests only where libnvrtc and the CUDA headers are.
+    nvrtc tests only where libnvrtc is.
     An nvcc build swept over parameters is an exhaustive case: its first case runs in every
     tier and the others are slow, unless the test chose its tiers itself (``tiered``)."""
     mark_nvcc_sweeps_slow(items)

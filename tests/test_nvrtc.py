@@ -1,5 +1,6 @@
-"""NVRTC builds kernels in-process where libnvrtc and the CUDA headers are
-found (backends/cuda/nvrtc.py), and nvcc builds them elsewhere.
+"""NVRTC builds kernels in-process where libnvrtc is found (backends/cuda/nvrtc.py),
+and nvcc builds them elsewhere. Generated code includes no header, so the
+library is all NVRTC needs.
 
 Finding the library and choosing the toolchain need no NVRTC: those tests run
 everywhere, on stand-in folders. Tests that compile are marked ``nvrtc`` and
@@ -51,16 +52,12 @@ def no_pip_nvidia(monkeypatch):
     monkeypatch.delenv(nvrtc.ENV, raising=False)
 
 
-def toolkit(root: Path, lib: str = "lib64", headers: bool = True) -> Path:
-    """A stand-in toolkit under ``root``: bin/nvcc, a libnvrtc (an empty file) and the headers."""
+def toolkit(root: Path, lib: str = "lib64") -> Path:
+    """A stand-in toolkit under ``root``: bin/nvcc and a libnvrtc (an empty file)."""
     (root / "bin").mkdir(parents=True)
     (root / "bin/nvcc").write_text("")
     (root / lib).mkdir(parents=True)
     (root / lib / "libnvrtc.so").write_text("")
-    if headers:
-        (root / "include").mkdir()
-        for name in nvrtc.HEADERS:
-            (root / "include" / name).write_text("")
     return root
 
 
@@ -80,7 +77,7 @@ def compiles(monkeypatch) -> list[tuple[float, float, str]]:
     return calls
 
 
-# ---- finding libnvrtc and the headers (no NVRTC needed) ----------------------------------
+# ---- finding libnvrtc (no NVRTC needed) --------------------------------------------------
 
 
 def test_nvrtc_is_off_when_the_environment_says_0(monkeypatch):
@@ -119,25 +116,17 @@ def test_the_toolkit_beside_nvcc_is_found_when_no_pip_package_is(tmp_path, no_pi
     assert path == root / "targets/x86_64-linux/lib/libnvrtc.so" and str(root) in where
 
 
-def test_the_headers_beside_the_library_come_first(tmp_path, no_pip_nvidia):
-    root = toolkit(tmp_path / "cuda")
-    assert nvrtc.find_include(root / "lib64/libnvrtc.so", nvcc=str(root / "bin/nvcc")) == root / "include"
-
-
-def test_without_the_headers_nvrtc_is_not_used(monkeypatch, tmp_path):
-    root = toolkit(tmp_path / "cuda", headers=False)
-    monkeypatch.setenv(nvrtc.ENV, str(root / "lib64"))
-    monkeypatch.setattr(nvrtc, "HEADERS", ("no_such_header_anywhere.h",))
-    found, why = nvrtc.find()
-    assert found is None and "not the CUDA headers" in why
-
-
 # ---- choosing the toolchain (a stand-in NVRTC) -------------------------------------------
 
 
 def stand_in(version=(13, 0), archs=(80, 90, 100)) -> nvrtc.Nvrtc:
-    return nvrtc.Nvrtc(lib=None, path="/stand-in/libnvrtc.so", include="/stand-in/include",  # type: ignore[arg-type]
+    return nvrtc.Nvrtc(lib=None, path="/stand-in/libnvrtc.so",  # type: ignore[arg-type]
                        version=version, archs=frozenset(archs), toolchain="nvrtc stand-in")
+
+
+def test_nvrtc_is_given_no_include_folder():
+    options = nvcc.nvrtc_options(stand_in(), "sm_90a")
+    assert [option for option in options if option.startswith(("-I", "--include-path"))] == []
 
 
 def test_nvrtc_newer_than_the_driver_leaves_the_build_to_nvcc(monkeypatch):
@@ -210,6 +199,35 @@ def test_a_matmul_builds_to_an_sm_90a_cubin_through_nvrtc(cache, monkeypatch):
     assert {".text.matmul_kernel", ".nv.info.matmul_kernel"} <= set(sections(cubin))
     assert {file for _, file, _ in line_rows(cubin)} == {str(SAMPLES / "matmul.py")}
     assert struct.unpack_from("<I", cubin, 0x30)[0] >> 8 & 0xFF == 90  # e_flags: the SM (cuobjdump: EF_CUDA_SM90)
+
+
+@pytest.mark.nvrtc
+def test_nvrtc_alone_as_pip_installs_it_is_found_and_builds_with_no_include_folder(cache, monkeypatch, tmp_path):
+    """nvidia-cuda-nvrtc's layout with the library and nothing else: no include folder, no
+    nvcc, no CUDA headers named to NVRTC (which searches no folder of its own). It builds an
+    f16 matmul and a max reduction (its -INFINITY)."""
+    library = Path(nvrtc.available().path).resolve()
+    lib = tmp_path / "site/nvidia/cu13/lib"
+    lib.mkdir(parents=True)
+    for path in library.parent.glob("libnvrtc*"):
+        (lib / path.name).symlink_to(path)
+    monkeypatch.delenv(nvrtc.ENV, raising=False)
+    monkeypatch.setattr(nvrtc, "_nvidia_folders", lambda: [tmp_path / "site/nvidia"])
+    monkeypatch.setattr(nvcc, "find_nvcc", lambda: pytest.fail("nvcc ran"))
+    given: list[list[str]] = []
+    real = nvrtc.compile_source
+
+    def recording(compiler, source, name, options):
+        given.append(options)
+        return real(compiler, source, name, options)
+
+    monkeypatch.setattr(nvrtc, "compile_source", recording)
+    found, where = nvrtc.find()
+    assert found is not None and Path(found.path).parent == lib and where.endswith("(from an nvidia pip package)")
+    assert not (lib.parent / "include").exists()
+    for name in ("matmul", "row_max"):
+        assert nvcc.compile_cubin(sample_cuda(name), "sm_90")[:4] == b"\x7fELF" and nvcc.last_toolchain() == "nvrtc"
+    assert len(given) == 2 and not [o for options in given for o in options if o.startswith(("-I", "--include"))]
 
 
 @pytest.mark.nvrtc

@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pytest
 
+from mytriton.backends.cuda import halves as half_types
 from mytriton.backends.cuda.spelling import CUDA
 
 FLOATS, HALVES = 96, 96  # each region of the scratch, in elements
@@ -46,7 +47,7 @@ def kernel_text() -> str:
     ]
     return "\n".join([
         f"// mytriton-kernel: {json.dumps(header)}",
-        "#include <cuda_fp16.h>",
+        half_types.F16,  # __half as generated code defines it: no header, as NVRTC is given none
         'extern "C" __global__ void __launch_bounds__(32) k(float* x, __half* h, float* out, __half* hout) {',
         "  extern __shared__ __align__(16) unsigned char smem[];",
         *(f"  {line}" for line in body),

@@ -1,15 +1,15 @@
 """Building CUDA with NVRTC or nvcc, with an on-disk cache keyed by source,
 options and toolchain.
 
-``build`` compiles in-process with NVRTC where libnvrtc and the CUDA headers
-are found (nvrtc.py says where it looks; ``MYTRITON_NVRTC=0`` turns it off),
+``build`` compiles in-process with NVRTC where libnvrtc is found (nvrtc.py
+says where it looks; ``MYTRITON_NVRTC=0`` turns it off; no header is needed),
 else with nvcc: a kernel's first call costs about half as much. Both take
 the same text (``for_nvcc``: the ``#line`` rules below hold for both) and the
 same options (the architecture, ``-lineinfo``, full optimisation), and give
 the same kinds of output; the cubins differ in a few instructions (NVRTC's
 front end computes shared-memory addresses in 64 bits where nvcc's uses
 32-bit shared pointers). A cache key names the toolchain (nvcc's version
-line, or NVRTC's version, library and headers), so the two never read each
+line, or NVRTC's version and library), so the two never read each
 other's entries. The runtime launcher passes its driver's version: NVRTC
 builds only when it is no newer than the driver, which may refuse to load a
 newer compiler's cubin.
@@ -166,7 +166,7 @@ def nvrtc_options(compiler: nvrtc.Nvrtc, arch: str) -> list[str]:
     the same cubin for all 211 kernels compared (every sample, lit and
     Triton-style kernel, the math and op-coverage tests' CUDA)."""
     minimal = ["-minimal"] if compiler.version >= (12, 4) else []
-    return [f"-arch={arch}", "-lineinfo", "-device-int128", *minimal, f"-I{compiler.include}"]
+    return [f"-arch={arch}", "-lineinfo", "-device-int128", *minimal]
 
 
 def _key(toolchain: str, kind: str, options: list[str], text: str) -> str:

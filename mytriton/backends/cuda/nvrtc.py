@@ -4,8 +4,11 @@ nvcc runs a chain of processes for each build (the host preprocessor, cicc,
 ptxas, fatbinary): about 0.8 s of a 128x128x64 matmul's first call. NVRTC
 runs the same front end, optimiser and ptxas inside this process, from one
 call that gives both the PTX and the cubin: about half the time, and no
-temporary files. ``nvcc.build`` uses it where it is found, with the CUDA
-headers the generated code includes; nvcc otherwise, silently.
+temporary files. ``nvcc.build`` uses it where it is found; nvcc otherwise,
+silently. The generated code includes no header (f16 and bf16 are the
+kernel's own, halves.py; INFINITY and NAN the prelude's, below), so NVRTC is
+given no include folder: the library alone builds, as the
+``nvidia-cuda-nvrtc`` pip package brings it, without the CUDA runtime's headers.
 
 Where libnvrtc is looked for, first found wins:
 
@@ -14,11 +17,6 @@ Where libnvrtc is looked for, first found wins:
   ``nvidia/cuda_nvrtc/lib``), found on ``sys.path`` without importing them.
 - The toolkit beside nvcc (``../lib64``, ``../targets/x86_64-linux/lib``),
   ``$CUDA_HOME`` and ``$CUDA_PATH``, ``/usr/local/cuda``.
-
-The header (``math_constants.h``; f16 and bf16 are the kernel's own, halves.py): the
-include folder beside the library, beside nvcc, in ``$CUDA_HOME``,
-``$CUDA_PATH``, the ``nvidia`` pip packages (nvidia-cuda-runtime,
-cuda-toolkit) or ``/usr/local/cuda``.
 
 libnvrtc opens its builtins library (``libnvrtc-builtins.so.MAJOR.MINOR``)
 by name when it first compiles, which fails unless the library's folder is
@@ -47,8 +45,6 @@ from pathlib import Path
 from mytriton.diagnostics import CompileError
 
 ENV = "MYTRITON_NVRTC"
-# The headers the emitted CUDA includes (spelling.py): an include folder without them is not the toolkit's.
-HEADERS = ("math_constants.h",)
 # What the generated CUDA takes from the host's C library through nvcc (its host compiler's
 # <math.h>), which NVRTC does not read: INFINITY and NAN, with glibc's values, usable in
 # constant expressions as glibc's are. Put before the source's first line, whose numbering it
@@ -66,7 +62,7 @@ SUCCESS = 0
 ERROR_COMPILATION = 6
 ERROR_BUILTIN_OPERATION_FAILURE = 7
 # The pip packages' folders under the ``nvidia`` namespace, newest layout first.
-_PIP_FOLDERS = ("cu13", "cuda_nvrtc", "cu12", "cuda_runtime")
+_PIP_FOLDERS = ("cu13", "cuda_nvrtc", "cu12")
 
 _c_int_p = ctypes.POINTER(ctypes.c_int)
 _c_size_p = ctypes.POINTER(ctypes.c_size_t)
@@ -89,12 +85,10 @@ _SIGNATURES: dict[str, list] = {
 
 @dataclass(frozen=True)
 class Nvrtc:
-    """A loaded libnvrtc, the include folder its builds are given, and what
-    names this toolchain in cache keys."""
+    """A loaded libnvrtc, and what names this toolchain in cache keys."""
 
     lib: ctypes.CDLL
     path: str
-    include: str
     version: tuple[int, int]
     archs: frozenset[int]
     toolchain: str
@@ -113,7 +107,7 @@ class BuiltinsMissing(Exception):
     """NVRTC could not open its builtins library: this libnvrtc cannot compile."""
 
 
-# ---- finding the library and the headers --------------------------------------------------
+# ---- finding the library ------------------------------------------------------------------
 
 
 def _nvidia_folders() -> list[Path]:
@@ -186,26 +180,6 @@ def find_library(nvcc: str | None = None) -> tuple[Path | None, str]:
     return None, "libnvrtc is in neither the nvidia pip packages nor the CUDA toolkit"
 
 
-def _has_headers(folder: Path) -> bool:
-    return all((folder / name).is_file() for name in HEADERS)
-
-
-def find_include(library: Path | None = None, nvcc: str | None = None) -> Path | None:
-    """The include folder with the headers the generated CUDA needs: the
-    one beside ``library`` first (the same release), then the toolkit's and
-    the pip packages'."""
-    candidates: list[Path] = []
-    if library is not None:
-        candidates.append(library.resolve().parent.parent / "include")
-    nvcc = nvcc if nvcc is not None else _which_nvcc()
-    for root in _toolkit_roots(nvcc)[:-1]:  # /usr/local/cuda last, after the pip packages
-        candidates += [root / "include", root / "targets/x86_64-linux/include"]
-    for folder in _nvidia_folders():
-        candidates += [folder / name / "include" for name in _PIP_FOLDERS]
-    candidates += [Path("/usr/local/cuda/include"), Path("/usr/local/cuda/targets/x86_64-linux/include")]
-    return next((c for c in candidates if _has_headers(c)), None)
-
-
 # ---- loading ------------------------------------------------------------------------------
 
 
@@ -240,7 +214,7 @@ def _stat_text(path: Path) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _loaded(path: str, include: str) -> Nvrtc | None:
+def _loaded(path: str) -> Nvrtc | None:
     try:
         lib = _load(Path(path))
     except (OSError, AttributeError):
@@ -253,12 +227,10 @@ def _loaded(path: str, include: str) -> Nvrtc | None:
     archs = (ctypes.c_int * count.value)()
     if lib.nvrtcGetSupportedArchs(archs) != SUCCESS:
         return None
-    # The key names the library (its version, and its file: a patch release or a rebuild in place
-    # changes size or time) and the headers it reads, which nvcc's version covers for nvcc.
-    resolved = Path(path).resolve()
-    toolchain = "; ".join([f"nvrtc {major.value}.{minor.value}", _stat_text(resolved),
-                           *(_stat_text(Path(include) / name) for name in HEADERS)])
-    return Nvrtc(lib, path, include, (major.value, minor.value), frozenset(archs), toolchain)
+    # The key names the library: its version, and its file (a patch release or a rebuild in place
+    # changes size or time). It reads no header, so none is named.
+    toolchain = "; ".join([f"nvrtc {major.value}.{minor.value}", _stat_text(Path(path).resolve())])
+    return Nvrtc(lib, path, (major.value, minor.value), frozenset(archs), toolchain)
 
 
 def find() -> tuple[Nvrtc | None, str]:
@@ -267,13 +239,10 @@ def find() -> tuple[Nvrtc | None, str]:
     path, where = find_library()
     if path is None:
         return None, where
-    include = find_include(path)
-    if include is None:
-        return None, f"libnvrtc found ({path}) but not the CUDA headers ({', '.join(HEADERS)})"
     if str(path) in _broken:
         return None, f"{path} cannot open its builtins library (libnvrtc-builtins)"
     with _lock:
-        loaded = _loaded(str(path), str(include))
+        loaded = _loaded(str(path))
     if loaded is None:
         return None, f"{path} cannot be loaded as libnvrtc"
     return loaded, f"{path} (from {where})"
@@ -317,8 +286,7 @@ def compile_source(nvrtc: Nvrtc, source: str, name: str, options: list[str]) -> 
         if result != SUCCESS:
             log = _text(lib, program, "ProgramLog").rstrip(b"\0").decode("utf-8", "replace").strip()
             reason = lib.nvrtcGetErrorString(result).decode()
-            shown = " ".join(o for o in options if not o.startswith("-I"))
-            raise CompileError(f"nvrtc failed ({shown}): {reason}" + (f"\n{log}" if log else ""))
+            raise CompileError(f"nvrtc failed ({' '.join(options)}): {reason}" + (f"\n{log}" if log else ""))
         return _text(lib, program, "PTX").rstrip(b"\0"), _text(lib, program, "CUBIN")
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(program))
