@@ -210,7 +210,7 @@ class CStyleLanguage:
             return f"(({expr}) != 0)"
         return f"({self.scalar_type(target)})({expr})"
 
-    def headers(self, types: list[Type]) -> list[str]:
+    def preamble(self, types: list[Type]) -> list[str]:
         """What a kernel whose values have ``types`` needs before its own code:
         the definitions of the half types it uses (generated code includes no header)."""
         def scalar(t: Type) -> object:
@@ -218,8 +218,8 @@ class CStyleLanguage:
             return e.pointee if isinstance(e, PointerType) else e
 
         present = {scalar(t) for t in types}
-        return list(self.includes_for_halves(present & {F16, BF16}))
+        return list(self.half_definitions(present & {F16, BF16}))
 
-    def includes_for_halves(self, halves: set[ScalarType]) -> tuple[str, ...]:
+    def half_definitions(self, halves: set[ScalarType]) -> tuple[str, ...]:
         """What a kernel with values of ``halves`` (f16, bf16) needs before its own code: none here."""
         return ()

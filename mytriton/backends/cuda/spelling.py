@@ -62,7 +62,7 @@ class CudaLanguage(CStyleLanguage):
     barrier = "__syncthreads();"
     shared_prefix = "__shared__ __align__(16)"
 
-    def includes_for_halves(self, halves: set[ScalarType]) -> tuple[str, ...]:
+    def half_definitions(self, halves: set[ScalarType]) -> tuple[str, ...]:
         # The kernel's own definitions, not cuda_fp16.h and cuda_bf16.h: NVRTC reads those
         # in 10 and 20 ms a build (halves.py).
         return tuple(text for t, text in ((F16, halves_c.F16), (BF16, halves_c.BF16)) if t in halves)
