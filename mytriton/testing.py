@@ -179,8 +179,9 @@ def _summary(times: list[float], quantiles: Sequence[float] | None, return_mode:
 def do_bench_cudagraph(fn: Callable[[], Any], rep: float = 20, grad_to_none: Sequence[Any] | None = None,
                        quantiles: Sequence[float] | None = None, return_mode: str = "mean") -> Any:
     """Milliseconds per call of ``fn`` replayed from a CUDA graph, as
-    Triton's: ``fn`` is captured once to estimate a call, then about ``rep``
-    ms of calls (gradients of ``grad_to_none`` cleared before each) in one
+    Triton's: a call is estimated from five plain calls (a graph costs more
+    to build than a short kernel runs), then about ``rep`` ms of calls
+    (gradients of ``grad_to_none`` cleared before each) are captured in one
     graph, replayed ten times; the host's launch work is left out. Needs
     PyTorch and the GPU backend (mytriton's launches go on torch's current
     stream, which capture records)."""
@@ -198,16 +199,14 @@ def do_bench_cudagraph(fn: Callable[[], Any], rep: float = 20, grad_to_none: Seq
             tensor.detach_()
             tensor.requires_grad_(True)
             tensor.grad = None
-        once = cuda.CUDAGraph()
-        with cuda.graph(once):
-            fn()
-        cuda.synchronize()
         start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
         start.record()
-        once.replay()
+        for _ in range(5):
+            fn()
         end.record()
         cuda.synchronize()
-        n_repeat = max(1, int(rep / max(start.elapsed_time(end), 1e-6)))
+        estimate = start.elapsed_time(end) / 5
+        n_repeat = 1000 if estimate <= 0 else max(1, int(rep / estimate))  # Triton's count for a 0 estimate
         many = cuda.CUDAGraph()
         with cuda.graph(many):
             for _ in range(n_repeat):

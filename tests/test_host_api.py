@@ -536,6 +536,69 @@ def test_do_bench_cudagraph_needs_the_gpu_and_says_so(monkeypatch):
         do_bench_cudagraph(lambda: None)
 
 
+class _StandInCuda:
+    """torch.cuda as do_bench_cudagraph uses it, logging what runs and whether a graph captures it."""
+
+    def __init__(self, elapsed_ms: float):
+        import contextlib
+
+        self.log: list = []
+        self.capturing = False
+        self.graphs = 0
+        cuda = self
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                pass
+
+            def record(self):
+                cuda.log.append("record")
+
+            def elapsed_time(self, other):
+                return elapsed_ms
+
+        class CUDAGraph:
+            def __init__(self):
+                cuda.graphs += 1
+
+            def replay(self):
+                cuda.log.append("replay")
+
+        @contextlib.contextmanager
+        def graph(g):
+            cuda.capturing = True
+            yield
+            cuda.capturing = False
+
+        self.Event, self.CUDAGraph, self.graph = Event, CUDAGraph, graph
+        self.stream = lambda s: contextlib.nullcontext()
+        self.Stream = object
+        self.is_available = lambda: True
+        self.synchronize = lambda: None
+
+    def call(self):
+        self.log.append("captured call" if self.capturing else "call")
+
+
+@pytest.mark.parametrize("elapsed_ms, captured", [(10.0, 10), (0.0, 1000)])
+def test_do_bench_cudagraph_estimates_from_five_plain_calls_as_triton_does(monkeypatch, elapsed_ms, captured):
+    # Triton estimates a call from five plain calls between two events, not from a graph (building
+    # one costs more than a short kernel runs), and captures rep / estimate calls: 1000 where the
+    # estimate is 0, not a number that grows without bound.
+    import types
+
+    import mytriton.runtime.jit as jit
+    import mytriton.testing as testing
+
+    cuda = _StandInCuda(elapsed_ms)
+    monkeypatch.setattr(testing, "_torch", lambda: types.SimpleNamespace(cuda=cuda))
+    monkeypatch.setattr(jit, "select_backend", lambda: "cuda")
+    testing.do_bench_cudagraph(cuda.call, rep=20)
+    assert cuda.log[:8] == ["call", "record", "call", "call", "call", "call", "call", "record"]
+    assert cuda.graphs == 1 and cuda.log.count("captured call") == captured
+    assert cuda.log[8 + captured:] == ["record", "replay", "record"] * 10
+
+
 @pytest.mark.gpu
 def test_do_bench_cudagraph_times_a_launch_replayed_from_a_graph(kernel_module):
     torch = pytest.importorskip("torch")
